@@ -1,0 +1,56 @@
+// An alert: what a rule produced for one event. The rule engine creates it;
+// outputs/ formats and delivers it (Falco-compatible JSON by default, see
+// DESIGN.md "Alerts"). Field names here follow Falco's json_output.
+//
+// Thread-safety: a value; sinks receive shared_ptr<const Alert>.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace vigil::event {
+
+// Falco's eight levels, most severe first (the numbering follows syslog).
+enum class Priority : std::uint8_t {
+  kEmergency = 0,
+  kAlert = 1,
+  kCritical = 2,
+  kError = 3,
+  kWarning = 4,
+  kNotice = 5,
+  kInformational = 6,
+  kDebug = 7,
+};
+
+// "Emergency", "Alert", "Critical", "Error", "Warning", "Notice",
+// "Informational", "Debug" (Falco's spellings in alerts).
+std::string_view priority_name(Priority p);
+// Accepts Falco's spellings, case-insensitively, including "info" and "informational".
+std::optional<Priority> priority_from_name(std::string_view name);
+
+// A value of an output field. monostate means the field had no value (Falco
+// writes null in output_fields and "<NA>" in the output text).
+using FieldValue = std::variant<std::monostate, std::int64_t, std::uint64_t, bool, std::string,
+                                std::vector<std::string>>;
+
+struct Alert {
+  std::uint64_t time_ns = 0;   // the event's time, ns since the Unix epoch
+  std::string rule;
+  Priority priority = Priority::kWarning;
+  std::string output;          // the rule's output string with fields substituted
+  std::vector<std::pair<std::string, FieldValue>> output_fields;  // in output order
+  std::string hostname;
+  std::string source = "syscall";
+  std::vector<std::string> tags;
+  std::string uuid;            // derived from the event so replays de-duplicate
+  // Additional top-level keys vigil adds (never renames Falco's), e.g.
+  // {"capture", "/var/lib/vigil/flight/....vcap"}. Values are strings.
+  std::vector<std::pair<std::string, std::string>> extra;
+};
+
+}  // namespace vigil::event

@@ -1,0 +1,199 @@
+// The one event type every source produces: the live BPF sensor, the /dev/kmsg
+// reader, a plugin, or a capture file being replayed. Nothing after the sources
+// can tell them apart, which is what makes replay exact and the engine testable
+// without root.
+//
+// An Event is plain data: a common header (who did it, when, where) and one
+// payload per kind. Strings are owned (std::string) so an event outlives the
+// ring-buffer record it was decoded from. Every string that came from the kernel
+// or another untrusted source is bounded by the source that made it.
+//
+// Thread-safety: none needed; an Event is a value.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+namespace vigil::event {
+
+// Stable numbers: they are written into capture files. Append only; never reuse.
+enum class Type : std::uint8_t {
+  kUnknown = 0,
+  kExec = 1,      // a program was executed (after a successful execve/execveat)
+  kFork = 2,      // a process or thread was created (clone/fork/vfork)
+  kExit = 3,      // a process (thread group leader) exited
+  kConnect = 4,   // an outbound connect() or an unconnected UDP send
+  kOpen = 5,      // an open of a device node or of a path the rules ask about
+  kIoctl = 6,     // an ioctl on an NVIDIA device fd (sent one by one)
+  kGpuUsage = 7,  // periodic per-process, per-command counts of NVIDIA ioctls
+  kXid = 8,       // a GPU Xid error (tracepoint or an NVRM line in /dev/kmsg)
+  kDns = 9,       // a DNS question or answer seen on the packet path
+  kPayload = 10,  // the first bytes a process sent on a new outbound TCP connection
+  kBpf = 11,      // a bpf() syscall that loads, attaches or detaches programs
+  kCount
+};
+
+std::string_view type_name(Type t);          // "execve", "connect", ... (Falco's evt.type)
+Type type_from_name(std::string_view name);  // kUnknown when not known
+
+// Who and where: filled for every event. Namespace ids are the inode numbers
+// of /proc/<pid>/ns/{pid,mnt,net}. cgroup_id is the cgroup v2 id (the inode
+// number of the cgroup directory).
+struct Header {
+  std::uint64_t ts_ns = 0;  // wall-clock time, ns since the Unix epoch
+  Type type = Type::kUnknown;
+  std::uint32_t pid = 0;    // thread group id (userspace "pid")
+  std::uint32_t tid = 0;
+  std::uint32_t ppid = 0;
+  std::uint32_t uid = 0;
+  std::uint32_t gid = 0;
+  std::uint64_t cgroup_id = 0;
+  std::uint32_t pid_ns = 0;
+  std::uint32_t mnt_ns = 0;
+  std::uint32_t net_ns = 0;
+  std::string comm;         // at most 15 bytes (TASK_COMM_LEN - 1)
+};
+
+struct ExecData {
+  std::string filename;           // the path given to execve (the script, for #! scripts)
+  std::string exe;                // the executable now running (the interpreter, for scripts)
+  std::vector<std::string> args;  // argv, argv[0] included; bounded by the sensor
+  bool args_truncated = false;    // argv was longer than the sensor keeps
+  std::string cwd;
+  std::uint32_t tty = 0;          // controlling tty device number (0 = none)
+  std::uint32_t loginuid = 0xffffffff;
+  bool stdin_is_socket = false;   // fd 0 of the new program is a socket
+  bool stdout_is_socket = false;  // fd 1 of the new program is a socket
+};
+
+struct ForkData {
+  std::uint32_t child_pid = 0;
+  std::uint32_t child_tid = 0;
+  bool is_thread = false;  // CLONE_THREAD: a thread, not a new process
+};
+
+struct ExitData {
+  std::int32_t exit_code = 0;  // the code passed to exit(), when not killed
+  std::int32_t signal = 0;     // the signal that killed it, 0 if none
+};
+
+// An IPv4 or IPv6 address in network byte order; IPv4 uses the first 4 bytes.
+struct IpAddr {
+  std::uint8_t family = 0;  // AF_INET, AF_INET6, or 0 when unset
+  std::array<std::uint8_t, 16> bytes{};
+  bool operator==(const IpAddr&) const = default;
+};
+std::string to_string(const IpAddr& a);  // "10.0.0.1", "fd00::1", "" when unset
+
+enum class L4 : std::uint8_t { kUnknown = 0, kTcp = 1, kUdp = 2, kUnix = 3 };
+
+struct ConnectData {
+  std::uint8_t family = 0;  // AF_INET, AF_INET6, AF_UNIX
+  L4 proto = L4::kUnknown;
+  IpAddr saddr;
+  std::uint16_t sport = 0;
+  IpAddr daddr;
+  std::uint16_t dport = 0;
+  std::string unix_path;    // for AF_UNIX
+  // The outcome where the hook can know it: 0 success, a negative errno on
+  // failure, kResultUnknown when the hook fires before the outcome exists.
+  static constexpr std::int64_t kResultUnknown = INT64_MIN;
+  std::int64_t result = kResultUnknown;
+};
+
+struct OpenData {
+  std::string path;            // as given, made absolute with the cwd where known
+  std::uint32_t flags = 0;     // O_* flags
+  std::uint32_t mode = 0;
+  std::int64_t result = 0;     // the fd, or a negative errno
+  std::uint32_t dev_major = 0; // for device nodes (0 otherwise)
+  std::uint32_t dev_minor = 0;
+  bool is_device = false;      // the opened file is a character/block device
+};
+
+// An NVIDIA driver call. `nr` is the escape number (cmd & 0xff); when the call
+// was NV_ESC_IOCTL_XFER_CMD the sensor unwraps it and `nr` is the inner one
+// (`xfer` is then true). UVM ioctls (on the nvidia-uvm major) carry the raw cmd.
+struct IoctlData {
+  std::int32_t fd = -1;
+  std::uint32_t cmd = 0;        // the raw request number
+  std::uint32_t nr = 0;         // escape number after unwrapping
+  bool xfer = false;
+  bool uvm = false;             // issued on the nvidia-uvm major
+  std::uint32_t dev_major = 0;
+  std::uint32_t dev_minor = 0;
+  std::uint32_t rm_class = 0;   // NV_ESC_RM_ALLOC: the class allocated (0 otherwise)
+  std::uint32_t rm_control = 0; // NV_ESC_RM_CONTROL: the control command (0 otherwise)
+  std::int64_t result = 0;      // syscall return value
+  std::uint32_t rm_status = 0;  // the driver's status word, where read
+};
+
+// Counts of NVIDIA ioctls by one process over one reporting interval.
+struct GpuUsageData {
+  struct Entry {
+    std::uint32_t dev_major = 0;
+    std::uint32_t dev_minor = 0;
+    std::uint32_t nr = 0;
+    std::uint64_t count = 0;
+  };
+  std::uint64_t interval_ns = 0;
+  std::vector<Entry> entries;  // bounded by the sensor
+};
+
+struct XidData {
+  std::string source;     // "tracepoint" or "kmsg"
+  std::int32_t facility = -1;  // syslog facility of the kmsg line (0 = kernel), -1 for tracepoint
+  std::int32_t level = -1;     // syslog level of the kmsg line
+  std::string pci;        // "0000:3b:00.0" (the "PCI:" part of the line)
+  std::uint32_t code = 0; // the Xid number
+  std::uint32_t xid_pid = 0;  // the pid the line names (0 when it names none)
+  std::string xid_comm;   // the process name the line names
+  std::string text;       // the message after "Xid (PCI:...): "
+};
+
+struct DnsData {
+  bool is_response = false;
+  std::uint16_t id = 0;
+  std::string name;        // the question name, lower-case, without trailing dot
+  std::uint16_t qtype = 0; // 1 A, 28 AAAA, ...
+  std::uint16_t rcode = 0;
+  std::vector<IpAddr> answers;  // A/AAAA answers (responses only); bounded
+  IpAddr server;
+  std::uint16_t server_port = 0;
+};
+
+struct PayloadData {
+  std::uint8_t family = 0;
+  IpAddr saddr;
+  std::uint16_t sport = 0;
+  IpAddr daddr;
+  std::uint16_t dport = 0;
+  std::string bytes;       // the first bytes sent (binary-safe), bounded (default 256)
+  bool truncated = false;
+};
+
+struct BpfData {
+  std::uint32_t cmd = 0;        // BPF_PROG_LOAD, BPF_LINK_CREATE, BPF_PROG_DETACH, ...
+  std::uint32_t prog_type = 0;  // for BPF_PROG_LOAD
+  std::string prog_name;
+  std::int64_t result = 0;
+};
+
+using Payload = std::variant<std::monostate, ExecData, ForkData, ExitData, ConnectData, OpenData,
+                             IoctlData, GpuUsageData, XidData, DnsData, PayloadData, BpfData>;
+
+struct Event {
+  Header hdr;
+  Payload data;
+
+  template <typename T>
+  const T* as() const noexcept { return std::get_if<T>(&data); }
+  template <typename T>
+  T* as() noexcept { return std::get_if<T>(&data); }
+};
+
+}  // namespace vigil::event

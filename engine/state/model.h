@@ -1,0 +1,110 @@
+// What vigil knows about the node's processes, containers and pods: plain data
+// records kept by the state component (engine/state), written into capture
+// files, and read by the rule engine through EvalContext.
+//
+// Thread-safety: these are values. The state component decides who may hold
+// pointers to them and for how long (see EvalContext below).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "engine/event/event.h"
+
+namespace vigil::state {
+
+struct Process {
+  std::uint32_t pid = 0;
+  std::uint32_t ppid = 0;
+  std::uint32_t uid = 0;
+  std::uint32_t gid = 0;
+  std::uint32_t loginuid = 0xffffffff;
+  std::string comm;                  // the kernel's task comm (15 bytes max)
+  std::string exe;                   // first argument of the last exec (Falco's proc.exe)
+  std::string exepath;               // the executable file (Falco's proc.exepath)
+  std::vector<std::string> args;     // argv without argv[0] (Falco's proc.args is joined)
+  bool args_truncated = false;
+  std::string cwd;
+  std::uint32_t tty = 0;
+  std::uint64_t cgroup_id = 0;
+  std::string container_id;          // "" for host processes
+  std::uint32_t pid_ns = 0;
+  std::uint32_t mnt_ns = 0;
+  std::uint32_t net_ns = 0;
+  std::uint32_t vpid = 0;            // pid inside its pid namespace, where known
+  std::uint64_t start_ts_ns = 0;     // when it was forked (or first seen)
+  std::uint64_t exec_ts_ns = 0;      // when it last exec'd
+  bool stdin_is_socket = false;
+  bool stdout_is_socket = false;
+  bool from_proc = false;            // seeded from /proc rather than seen forking
+};
+
+struct ContainerRuntime {
+  static constexpr const char* kContainerd = "containerd";
+  static constexpr const char* kCrio = "cri-o";
+  static constexpr const char* kDocker = "docker";
+  static constexpr const char* kPodman = "podman";
+};
+
+struct Container {
+  std::string id;          // the full 64-hex id
+  std::string runtime;     // one of ContainerRuntime
+  std::string pod_uid;     // "" when not a Kubernetes pod
+  std::string cgroup_path; // relative to the cgroup v2 root
+  // Filled from the pod spec/status once the pod is known:
+  std::string name;        // the container's name in its pod
+  std::string image;       // "registry/repo:tag"
+  std::string image_id;
+  bool privileged = false;
+};
+
+struct PodContainer {
+  std::string name;
+  std::string image;
+  std::string id;                       // from status.containerStatuses (runtime prefix removed)
+  std::int64_t gpu_limit = 0;           // resources.limits["nvidia.com/gpu"]
+  std::string nvidia_visible_devices;   // env NVIDIA_VISIBLE_DEVICES, "" if unset
+  std::vector<std::string> gpu_devices; // device ids from the kubelet pod-resources API
+  bool privileged = false;
+};
+
+struct Pod {
+  std::string uid;
+  std::string name;
+  std::string ns;
+  std::string node;
+  std::map<std::string, std::string> labels;
+  std::map<std::string, std::string> annotations;
+  std::vector<PodContainer> containers;
+  std::string resource_version;
+};
+
+class StateView;
+
+// Everything the rule engine may read for one event, resolved once by the
+// state component before rules run. Pointers are null when unknown (a process
+// vigil never saw, a host process, a pod the API has not reported).
+// Lifetime: valid only while the pipeline thread processes this one event.
+struct EvalContext {
+  const event::Event* ev = nullptr;
+  const Process* proc = nullptr;
+  const Container* container = nullptr;
+  const Pod* pod = nullptr;
+  const PodContainer* pod_container = nullptr;  // this container's entry in pod->containers
+  const StateView* state = nullptr;             // for ancestry and per-pod facts
+};
+
+// Read access to the whole state, for fields that need more than the event's
+// own process (ancestors, DNS names a pod resolved, GPU allocations).
+class StateView {
+ public:
+  virtual ~StateView() = default;
+  virtual const Process* process(std::uint32_t pid) const = 0;
+  // The DNS name this pod (or host network namespace) last resolved to `addr`,
+  // or "" when none is remembered.
+  virtual std::string_view dns_name_for(const EvalContext& ctx, const event::IpAddr& addr) const = 0;
+};
+
+}  // namespace vigil::state

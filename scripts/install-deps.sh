@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs what vigil needs to build and test, from Debian 12 packages.
+# Safe to run again: apt-get skips what is already there.
+set -euo pipefail
+if [ "$(id -u)" -ne 0 ]; then
+  echo "install-deps: run as root (apt-get needs it)" >&2
+  exit 1
+fi
+pkgs=(
+  build-essential cmake ninja-build pkg-config git
+  clang llvm libclang-rt-14-dev            # BPF objects, libFuzzer targets
+  libbpf-dev bpftool libelf-dev zlib1g-dev # the sensor
+  libre2-dev libyaml-cpp-dev libspdlog-dev libfmt-dev
+  librdkafka-dev libcurl4-openssl-dev libssl-dev libzstd-dev nlohmann-json3-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  iproute2 procps util-linux openssl python3 # integration tests: netns, stand-in servers
+  rsyslog kcat                               # output tests: real syslog and Kafka peers
+)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
