@@ -39,6 +39,10 @@ struct Process {
   bool stdin_is_socket = false;
   bool stdout_is_socket = false;
   bool from_proc = false;            // seeded from /proc rather than seen forking
+  // Facts the state keeps from the process's own events, for rules that span
+  // several events of one process:
+  bool gpu_compute = false;          // it allocated a GPU compute/channel class (RM_ALLOC)
+  std::uint32_t gpu_devices_opened = 0;  // count of distinct NVIDIA device minors opened
 };
 
 struct ContainerRuntime {
@@ -53,6 +57,7 @@ struct Container {
   std::string runtime;     // one of ContainerRuntime
   std::string pod_uid;     // "" when not a Kubernetes pod
   std::string cgroup_path; // relative to the cgroup v2 root
+  std::uint64_t cgroup_id = 0;  // the cgroup v2 id events carry
   // Filled from the pod spec/status once the pod is known:
   std::string name;        // the container's name in its pod
   std::string image;       // "registry/repo:tag"

@@ -1,0 +1,92 @@
+// The node's state as vigil knows it: processes, containers, pods and the
+// facts the rules need about them. Kept current by events; enriches each event
+// into an EvalContext for the rule engine.
+//
+// Determinism (what makes replay exact): State::apply() is a pure function of
+// the events and of the records injected with upsert_*(). Anything learnt
+// outside the event stream (a /proc read for an unknown process, a cgroup
+// directory resolved to a container, a pod from the API server) enters through
+// upsert_*() and is reported to the StateListener, so a capture can record it
+// and a replay can inject it again.
+//
+// Thread-safety: not thread-safe. One pipeline thread owns a State. The pod
+// watcher runs on its own thread and hands pods over through a queue that the
+// pipeline drains (see pods.h).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/event/event.h"
+#include "engine/state/model.h"
+#include "engine/util/result.h"
+
+namespace vigil::state {
+
+struct Config {
+  std::size_t max_processes = 65536;   // LRU cap of the process table
+  std::size_t max_containers = 8192;
+  std::size_t max_dns_names = 65536;   // remembered DNS answers, all pods together
+  std::string proc_root = "/proc";     // tests point this at a fake tree
+  std::string cgroup_root;             // "" = find cgroup v2 through /proc/self/mountinfo
+  bool live = true;                    // false for replay/tests: never read /proc or cgroupfs
+};
+
+// Told about every change that did not come from an event (see the header comment).
+class StateListener {
+ public:
+  virtual ~StateListener() = default;
+  virtual void on_process(const Process& p) = 0;
+  virtual void on_container(const Container& c) = 0;
+  virtual void on_pod(const Pod& p) = 0;
+  virtual void on_pod_removed(const std::string& uid) = 0;
+};
+
+class State final : public StateView {
+ public:
+  explicit State(Config cfg);
+  ~State() override;
+  State(const State&) = delete;
+  State& operator=(const State&) = delete;
+
+  // Reads every process in proc_root (and its container from its cgroup), so
+  // processes older than vigil are known. Reports each to the listener.
+  Status seed_from_proc();
+
+  void upsert_process(Process p);
+  void upsert_container(Container c);
+  void upsert_pod(Pod p);
+  void remove_pod(const std::string& uid);
+
+  // Before rules: update the tables with this event (fork adds, exec replaces
+  // the image, an NVIDIA open/ioctl updates GPU facts, DNS answers are
+  // remembered). Unknown pids/cgroups are looked up live when cfg.live.
+  void apply(const event::Event& ev);
+  // The context the rules see for this event. Valid until the next call to
+  // apply()/after()/upsert_*().
+  EvalContext enrich(const event::Event& ev) const;
+  // After rules: forget what the event ended (an exited process is reaped).
+  void after(const event::Event& ev);
+
+  void set_listener(StateListener* l) { listener_ = l; }
+
+  // Everything known now, for the first records of a capture.
+  std::vector<Process> processes() const;
+  std::vector<Container> containers() const;
+  std::vector<Pod> pods() const;
+
+  std::size_t process_count() const;
+
+  // StateView
+  const Process* process(std::uint32_t pid) const override;
+  std::string_view dns_name_for(const EvalContext& ctx, const event::IpAddr& addr) const override;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  StateListener* listener_ = nullptr;
+};
+
+}  // namespace vigil::state
