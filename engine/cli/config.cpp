@@ -1,0 +1,143 @@
+#include "engine/cli/config.h"
+
+#include <cctype>
+#include <fstream>
+#include <sstream>
+
+namespace vigil::cli {
+namespace {
+
+std::vector<std::string> split_dots(std::string_view s) {
+  std::vector<std::string> parts;
+  std::size_t start = 0;
+  while (start <= s.size()) {
+    std::size_t dot = s.find('.', start);
+    if (dot == std::string_view::npos) dot = s.size();
+    parts.emplace_back(s.substr(start, dot - start));
+    start = dot + 1;
+  }
+  return parts;
+}
+
+bool is_index(const std::string& s) {
+  if (s.empty() || s.size() > 6) return false;
+  for (char c : s) {
+    if (!std::isdigit(static_cast<unsigned char>(c))) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+namespace detail {
+YAML::Node lookup(const YAML::Node& root, std::string_view dotted) {
+  // Rebind (reset) rather than assign: assigning a yaml-cpp handle writes
+  // through to the tree. Const access never creates keys.
+  YAML::Node cur;
+  cur.reset(root);
+  for (const std::string& part : split_dots(dotted)) {
+    if (!cur) return YAML::Node();
+    const YAML::Node& c = cur;
+    YAML::Node next;
+    if (c.IsSequence() && is_index(part)) {
+      std::size_t i = std::stoul(part);
+      if (i >= c.size()) return YAML::Node();
+      next.reset(c[i]);
+    } else if (c.IsMap()) {
+      const YAML::Node child = c[part];
+      if (!child) return YAML::Node();  // missing keys give invalid handles
+      next.reset(child);
+    } else {
+      return YAML::Node();
+    }
+    cur.reset(next);
+  }
+  return cur;
+}
+}  // namespace detail
+
+Result<YAML::Node> load_config(const std::string& path) {
+  if (path.empty()) return YAML::Node(YAML::NodeType::Map);
+  std::ifstream in(path);
+  if (!in) return Error::bad_input(path + ": cannot read the configuration file");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  try {
+    YAML::Node n = YAML::Load(ss.str());
+    if (!n || n.IsNull()) return YAML::Node(YAML::NodeType::Map);
+    if (!n.IsMap()) return Error::bad_input(path + ":1:1: the configuration must be a YAML mapping");
+    return n;
+  } catch (const YAML::Exception& e) {
+    return Error::bad_input(path + ":" + std::to_string(e.mark.line + 1) + ":" +
+                            std::to_string(e.mark.column + 1) + ": " + e.msg);
+  }
+}
+
+Status apply_override(YAML::Node& root, std::string_view kv) {
+  std::size_t eq = kv.find('=');
+  if (eq == std::string_view::npos || eq == 0) {
+    return Error::bad_input("-o " + std::string(kv) + ": expected key=value");
+  }
+  std::vector<std::string> parts = split_dots(kv.substr(0, eq));
+  for (const std::string& p : parts) {
+    if (p.empty()) return Error::bad_input("-o " + std::string(kv) + ": empty key part");
+  }
+  YAML::Node value;
+  try {
+    value = YAML::Load(std::string(kv.substr(eq + 1)));
+  } catch (const YAML::Exception& e) {
+    return Error::bad_input("-o " + std::string(kv) + ": value is not valid YAML: " + e.msg);
+  }
+  if (!root || !root.IsMap()) root = YAML::Node(YAML::NodeType::Map);
+
+  // yaml-cpp nodes are handles: walk with copies of handles, then assign.
+  YAML::Node cur = root;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    const std::string& part = parts[i];
+    const bool last = i + 1 == parts.size();
+    if (is_index(part)) {
+      if (!cur.IsSequence()) {
+        if (cur.IsNull() || !cur.IsDefined()) {
+          cur = YAML::Node(YAML::NodeType::Sequence);
+        } else {
+          return Error::bad_input("-o " + std::string(kv) + ": '" + part +
+                                  "' indexes something that is not a list");
+        }
+      }
+      std::size_t idx = std::stoul(part);
+      if (idx > cur.size()) {
+        return Error::bad_input("-o " + std::string(kv) + ": index " + part +
+                                " is past the end of the list");
+      }
+      if (idx == cur.size()) cur.push_back(YAML::Node(YAML::NodeType::Map));
+      if (last) {
+        cur[idx] = value;
+      } else {
+        YAML::Node next = cur[idx];
+        cur.reset(next);
+      }
+    } else {
+      if (!cur.IsMap()) {
+        if (cur.IsNull()) {
+          cur = YAML::Node(YAML::NodeType::Map);
+        } else {
+          return Error::bad_input("-o " + std::string(kv) + ": '" + part +
+                                  "' is inside something that is not a mapping");
+        }
+      }
+      if (last) {
+        cur[part] = value;
+      } else {
+        if (!cur[part] || cur[part].IsNull()) {
+          const bool next_is_index = is_index(parts[i + 1]);
+          cur[part] = YAML::Node(next_is_index ? YAML::NodeType::Sequence : YAML::NodeType::Map);
+        }
+        YAML::Node next = cur[part];
+        cur.reset(next);
+      }
+    }
+  }
+  return Status();
+}
+
+}  // namespace vigil::cli

@@ -1,0 +1,4 @@
+#pragma once
+namespace vigil::cli {
+inline constexpr const char* kVersion = "0.1.0";
+}
