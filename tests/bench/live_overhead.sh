@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# Live-pipeline overhead: runs a syscall mix (tests/bench/syscall_mix.cpp)
+# without vigil and with `vigil run` + the bundled rules, alternating, and
+# reports per phase the ratio of the workload's own CPU time (with / without),
+# vigil's own CPU time per 1k events, its drop count, and its RSS with 10k
+# processes in the table.
+#
+#   sudo tests/bench/live_overhead.sh [ROUNDS] [ITERATIONS]
+#
+# Needs root and a built tree (scripts/build.sh). Prints a Markdown table.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+ROUNDS=${1:-3}
+ITER=${2:-400000}
+VIGIL=./build/vigil
+MIX=./build/bench/syscall_mix
+[ "$(id -u)" -eq 0 ] || { echo "live_overhead: needs root" >&2; exit 1; }
+[ -x "$VIGIL" ] && [ -x "$MIX" ] || { echo "live_overhead: build first (scripts/build.sh)" >&2; exit 1; }
+
+work=$(mktemp -d /tmp/vigil-bench.XXXXXX)
+vpid=""
+cleanup() {
+  [ -n "$vpid" ] && kill -TERM "$vpid" 2>/dev/null && wait "$vpid" 2>/dev/null || true
+  pkill -f "vigil-bench-sleeper" 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+# A stand-in NVIDIA node: named like one, with /dev/null's device numbers.
+mknod "$work/nvidia0" c 1 3
+
+start_vigil() {
+  : > "$work/vigil.err"
+  "$VIGIL" run -r rules/ >"$work/alerts.json" 2>"$work/vigil.err" &
+  vpid=$!
+  for _ in $(seq 1 300); do
+    grep -q "ready" "$work/vigil.err" && return 0
+    kill -0 "$vpid" 2>/dev/null || { cat "$work/vigil.err" >&2; exit 1; }
+    sleep 0.1
+  done
+  echo "live_overhead: vigil did not become ready" >&2; cat "$work/vigil.err" >&2; exit 1
+}
+stop_vigil() {
+  kill -TERM "$vpid"; wait "$vpid" || true; vpid=""
+}
+cpu_ticks() { awk '{print $14+$15}' "/proc/$1/stat"; }
+
+for r in $(seq 1 "$ROUNDS"); do
+  "$MIX" --iterations "$ITER" --nvidia-node "$work/nvidia0" | sed "s/^/round=$r mode=off /" >> "$work/results.txt"
+  start_vigil
+  t0=$(cpu_ticks "$vpid")
+  "$MIX" --iterations "$ITER" --nvidia-node "$work/nvidia0" | sed "s/^/round=$r mode=on /" >> "$work/results.txt"
+  sleep 0.5
+  t1=$(cpu_ticks "$vpid")
+  stop_vigil
+  events=$(grep -o 'stopped: [0-9]* events' "$work/vigil.err" | grep -o '[0-9]*' || echo 0)
+  drops=$(grep -o 'drops=[0-9]*' "$work/vigil.err" | tail -1 | grep -o '[0-9]*' || echo 0)
+  echo "round=$r vigil_ticks=$((t1 - t0)) events=$events drops=$drops" >> "$work/vigil.txt"
+done
+
+# RSS with 10k processes in the table.
+python3 - "$work" <<'PY' &
+import os, sys, time
+n = 10000
+for _ in range(n):
+    if os.fork() == 0:
+        try:
+            os.execvp("sleep", ["vigil-bench-sleeper", "600"])
+        finally:
+            os._exit(0)
+time.sleep(600)
+PY
+spawner=$!
+for _ in $(seq 1 600); do
+  [ "$(pgrep -fc vigil-bench-sleeper || true)" -ge 10000 ] && break; sleep 0.1
+done
+start_vigil
+sleep 1
+rss_kib=$(awk '/VmRSS/ {print $2}' "/proc/$vpid/status")
+procs=$(ls /proc | grep -c '^[0-9]')
+stop_vigil
+kill "$spawner" 2>/dev/null || true
+pkill -f vigil-bench-sleeper || true
+
+python3 - "$work" "$rss_kib" "$procs" "$(getconf CLK_TCK)" <<'PY'
+import collections, statistics, sys
+work, rss, procs, hz = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+vals = collections.defaultdict(list)
+for line in open(f"{work}/results.txt"):
+    kv = dict(p.split("=", 1) for p in line.split())
+    vals[(kv["phase"], kv["mode"])].append(float(kv["cpu_ns_per_op"]))
+targets = {"ioctl": 2.5}
+print("| phase | without vigil (CPU ns/op) | with vigil (CPU ns/op) | ratio | target |")
+print("|---|---|---|---|---|")
+ok = True
+for phase in ["getppid", "read", "openclose", "connect", "ioctl", "forkexec"]:
+    off, on = vals.get((phase, "off")), vals.get((phase, "on"))
+    if not off or not on:
+        continue
+    a, b = statistics.median(off), statistics.median(on)
+    t = targets.get(phase, 1.25)
+    ratio = b / a
+    ok &= ratio <= t
+    print(f"| {phase} | {a:.0f} | {b:.0f} | ×{ratio:.2f} | ≤ ×{t} |")
+ticks = events = drops = 0
+for line in open(f"{work}/vigil.txt"):
+    kv = dict(p.split("=", 1) for p in line.split())
+    ticks += int(kv["vigil_ticks"]); events += int(kv["events"] or 0); drops += int(kv["drops"] or 0)
+cpu_ms = ticks * 1000.0 / hz
+per_k = cpu_ms / (events / 1000.0) if events else float("nan")
+print()
+print(f"vigil: {events} events in all rounds, {cpu_ms:.0f} ms CPU, {per_k:.3f} ms CPU per 1k events, drops: {drops}")
+print(f"vigil RSS with {procs} processes on the host: {rss/1024:.1f} MiB (target < 64 MiB)")
+print("all targets met" if ok and drops == 0 and rss < 64 * 1024 else "SOME TARGETS MISSED")
+PY

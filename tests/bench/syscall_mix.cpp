@@ -1,0 +1,142 @@
+// The workload of the live-overhead benchmark (tests/bench/live_overhead.sh):
+// runs each phase of a syscall mix and prints the CPU time it cost this
+// process (user + system, and its children's for fork+exec) per operation.
+//
+//   syscall_mix [--iterations N] [--nvidia-node PATH] [--phase NAME]...
+//
+// Output: one line per phase, "phase=<name> ops=<n> cpu_ns_per_op=<x>".
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/ioctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+double cpu_ns(int who) {
+  rusage ru{};
+  getrusage(who, &ru);
+  return (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e9 +
+         (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e3;
+}
+
+struct Phase {
+  const char* name;
+  long ops;
+};
+
+void report(const char* name, long ops, double ns) {
+  std::printf("phase=%s ops=%ld cpu_ns_per_op=%.1f\n", name, ops, ns / static_cast<double>(ops));
+  std::fflush(stdout);
+}
+
+template <typename F>
+void run_phase(const char* name, long ops, F&& body, bool children = false) {
+  double c0 = cpu_ns(RUSAGE_SELF) + (children ? cpu_ns(RUSAGE_CHILDREN) : 0);
+  for (long i = 0; i < ops; ++i) body(i);
+  double c1 = cpu_ns(RUSAGE_SELF) + (children ? cpu_ns(RUSAGE_CHILDREN) : 0);
+  report(name, ops, c1 - c0);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  long n = 200000;
+  std::string node;
+  std::vector<std::string> only;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--iterations" && i + 1 < argc) {
+      n = std::strtol(argv[++i], nullptr, 10);
+    } else if (a == "--nvidia-node" && i + 1 < argc) {
+      node = argv[++i];
+    } else if (a == "--phase" && i + 1 < argc) {
+      only.emplace_back(argv[++i]);
+    } else {
+      std::fprintf(stderr, "usage: syscall_mix [--iterations N] [--nvidia-node PATH] [--phase NAME]...\n");
+      return 2;
+    }
+  }
+  auto want = [&](const char* p) {
+    if (only.empty()) return true;
+    for (auto& o : only) if (o == p) return true;
+    return false;
+  };
+
+  if (want("getppid")) run_phase("getppid", n, [](long) { (void)getppid(); });
+
+  if (want("read")) {
+    int fd = open("/dev/zero", O_RDONLY | O_CLOEXEC);
+    char buf[64];
+    run_phase("read", n, [&](long) { (void)!read(fd, buf, sizeof(buf)); });
+    close(fd);
+  }
+
+  if (want("openclose")) {
+    run_phase("openclose", n / 4, [](long) {
+      int fd = open("/etc/hostname", O_RDONLY | O_CLOEXEC);
+      if (fd >= 0) close(fd);
+    });
+  }
+
+  if (want("connect")) {
+    int ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in sa{};
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    int one = 1;
+    setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    bind(ls, reinterpret_cast<sockaddr*>(&sa), sizeof(sa));
+    socklen_t sl = sizeof(sa);
+    getsockname(ls, reinterpret_cast<sockaddr*>(&sa), &sl);
+    listen(ls, 4096);
+    run_phase("connect", n / 40, [&](long) {
+      int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      if (connect(s, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) == 0) {
+        int c = accept(ls, nullptr, nullptr);
+        if (c >= 0) close(c);
+      }
+      close(s);
+    });
+    close(ls);
+  }
+
+  if (want("ioctl") && !node.empty()) {
+    int fd = open(node.c_str(), O_RDWR | O_CLOEXEC);
+    if (fd < 0) {
+      std::fprintf(stderr, "syscall_mix: open %s: %s\n", node.c_str(), std::strerror(errno));
+      return 1;
+    }
+    // An NV_ESC_RM_CONTROL-shaped request (nr 0x2A, size 32) on the stand-in node.
+    unsigned char params[32] = {};
+    const unsigned long cmd = 0xC020462AUL;
+    run_phase("ioctl", n, [&](long) { (void)ioctl(fd, cmd, params); });
+    close(fd);
+  }
+
+  if (want("forkexec")) {
+    run_phase("forkexec", n / 400 > 0 ? n / 400 : 1, [](long) {
+      pid_t p = fork();
+      if (p == 0) {
+        execl("/bin/true", "true", static_cast<char*>(nullptr));
+        _exit(127);
+      }
+      int st = 0;
+      waitpid(p, &st, 0);
+    }, /*children=*/true);
+  }
+  return 0;
+}
