@@ -15,6 +15,19 @@
 
 namespace vigil::state {
 
+// An fd of a process that refers to an NVIDIA device node (major 195, the
+// nvidia-uvm major, or a node named nvidia*). Learnt from open events and from
+// /proc/<pid>/fd at start. There is no close event: an entry lives until the
+// fd number is reused for another open, the process execs (close-on-exec fds)
+// or exits.
+struct GpuFd {
+  std::int32_t fd = -1;
+  std::uint32_t major = 0;
+  std::uint32_t minor = 0;
+  bool cloexec = false;
+  bool operator==(const GpuFd&) const = default;
+};
+
 struct Process {
   std::uint32_t pid = 0;
   std::uint32_t ppid = 0;
@@ -43,6 +56,7 @@ struct Process {
   // several events of one process:
   bool gpu_compute = false;          // it allocated a GPU compute/channel class (RM_ALLOC)
   std::uint32_t gpu_devices_opened = 0;  // count of distinct NVIDIA device minors opened
+  std::vector<GpuFd> gpu_fds;        // its NVIDIA device fds; bounded (State: kMaxGpuFds)
 };
 
 struct ContainerRuntime {
@@ -86,6 +100,35 @@ struct Pod {
   std::string resource_version;
 };
 
+// One GPU as the driver describes it in /proc/driver/nvidia/gpus/<pci>/information.
+struct GpuInfo {
+  std::string uuid;         // "GPU-8f6e..."
+  std::string pci;          // "0000:3b:00.0"
+  std::uint32_t minor = 0;  // its /dev/nvidia<minor>
+  std::string model;
+  bool operator==(const GpuInfo&) const = default;
+};
+
+// What the node's NVIDIA driver exposes, read once at start (live) and
+// reported to the StateListener so a replay sees the same devices.
+struct NvidiaInfo {
+  std::uint32_t uvm_major = 0;   // dynamic major of nvidia-uvm (/proc/devices), 0 if absent
+  std::uint32_t caps_major = 0;  // dynamic major of nvidia-caps, 0 if absent
+  std::vector<GpuInfo> gpus;     // sorted by PCI address (NVML's index order)
+  bool operator==(const NvidiaInfo&) const = default;
+};
+
+// The GPUs a container was given, from its pod spec (nvidia.com/gpu limit),
+// its NVIDIA_VISIBLE_DEVICES and the kubelet pod-resources device ids.
+struct GpuAllocation {
+  bool any = false;                   // it was given GPU access at all (driver nodes allowed)
+  bool all = false;                   // every GPU ("all")
+  std::vector<std::uint32_t> minors;  // resolved /dev/nvidia<minor> it may open, sorted
+  std::vector<std::string> devices;   // the device ids as given ("0", "GPU-...", "MIG-...")
+  bool unresolved = false;            // some ids could not be mapped to a minor
+  std::int64_t limit = 0;             // nvidia.com/gpu limit
+};
+
 class StateView;
 
 // Everything the rule engine may read for one event, resolved once by the
@@ -110,6 +153,31 @@ class StateView {
   // The DNS name this pod (or host network namespace) last resolved to `addr`,
   // or "" when none is remembered.
   virtual std::string_view dns_name_for(const EvalContext& ctx, const event::IpAddr& addr) const = 0;
+
+  // GPU allocation of the event's container; null for host processes and for
+  // containers whose pod is not known.
+  virtual const GpuAllocation* gpu_allocation(const EvalContext& ctx) const { return nullptr; }
+  // Whether the event's process may use the NVIDIA device major:minor given
+  // its container's allocation. Host processes and containers of unknown pods
+  // are allowed (no evidence either way).
+  virtual bool gpu_allowed(const EvalContext& ctx, std::uint32_t major, std::uint32_t minor) const {
+    return true;
+  }
+  // The n-th ancestor of p (1 = parent, at most 64), null when unknown.
+  // Safe against pid cycles: it takes at most n steps.
+  const Process* ancestor(const Process& p, unsigned n) const {
+    const Process* cur = &p;
+    if (n > 64) return nullptr;
+    for (unsigned i = 0; i < n; ++i) {
+      if (cur->ppid == 0 || cur->ppid == cur->pid) return nullptr;
+      cur = process(cur->ppid);
+      if (!cur) return nullptr;
+    }
+    return cur;
+  }
+  // Host user/group names ("" when unknown).
+  virtual std::string_view user_name(std::uint32_t uid) const { return {}; }
+  virtual std::string_view group_name(std::uint32_t gid) const { return {}; }
 };
 
 }  // namespace vigil::state

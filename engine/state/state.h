@@ -32,6 +32,12 @@ struct Config {
   std::string proc_root = "/proc";     // tests point this at a fake tree
   std::string cgroup_root;             // "" = find cgroup v2 through /proc/self/mountinfo
   bool live = true;                    // false for replay/tests: never read /proc or cgroupfs
+  std::string nvidia_root;             // "" = <proc_root>/driver/nvidia
+  std::string passwd_path = "/etc/passwd";  // uid → user name ("" = none)
+  std::string group_path = "/etc/group";    // gid → group name ("" = none)
+  std::size_t max_cgroups = 16384;     // cgroup id → path cache (host cgroups included)
+  std::size_t max_cgroup_walk = 20000; // directories looked at per walk of the cgroup tree
+  std::size_t max_pods = 4096;
 };
 
 // Told about every change that did not come from an event (see the header comment).
@@ -42,6 +48,8 @@ class StateListener {
   virtual void on_container(const Container& c) = 0;
   virtual void on_pod(const Pod& p) = 0;
   virtual void on_pod_removed(const std::string& uid) = 0;
+  // The NVIDIA devices read at start (load_nvidia). Default: ignored.
+  virtual void on_nvidia(const NvidiaInfo& info) {}
 };
 
 class State final : public StateView {
@@ -59,6 +67,12 @@ class State final : public StateView {
   void upsert_container(Container c);
   void upsert_pod(Pod p);
   void remove_pod(const std::string& uid);
+  void upsert_nvidia(NvidiaInfo info);
+
+  // Reads the NVIDIA majors (<proc_root>/devices) and GPUs (nvidia_root) and
+  // upserts them. Does nothing unless cfg.live. Call before seed_from_proc so
+  // that seeded GPU fds are recognised.
+  void load_nvidia();
 
   // Before rules: update the tables with this event (fork adds, exec replaces
   // the image, an NVIDIA open/ioctl updates GPU facts, DNS answers are
@@ -78,13 +92,29 @@ class State final : public StateView {
   std::vector<Pod> pods() const;
 
   std::size_t process_count() const;
+  std::size_t container_count() const;
+
+  const Container* container(const std::string& id) const;
+  const Pod* pod(const std::string& uid) const;
+  const NvidiaInfo& nvidia() const;
+  // The NVIDIA device behind fd of pid, null when it is not one (or unknown).
+  const GpuFd* gpu_fd(std::uint32_t pid, std::int32_t fd) const;
+  // The cgroup v2 mount in use ("" when none was found or !cfg.live).
+  const std::string& cgroup_root() const;
 
   // StateView
   const Process* process(std::uint32_t pid) const override;
   std::string_view dns_name_for(const EvalContext& ctx, const event::IpAddr& addr) const override;
+  const GpuAllocation* gpu_allocation(const EvalContext& ctx) const override;
+  bool gpu_allowed(const EvalContext& ctx, std::uint32_t major, std::uint32_t minor) const override;
+  std::string_view user_name(std::uint32_t uid) const override;
+  std::string_view group_name(std::uint32_t gid) const override;
 
  private:
   struct Impl;
+  // Maps a cgroup id to its path and container by walking the cgroup tree
+  // (live only, bounded by cfg.max_cgroup_walk); caches what it saw.
+  void resolve_cgroup(std::uint64_t id);
   std::unique_ptr<Impl> impl_;
   StateListener* listener_ = nullptr;
 };

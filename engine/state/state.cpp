@@ -1,0 +1,539 @@
+#include "engine/state/state.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <unordered_map>
+#include <utility>
+
+#include "engine/event/nvidia.h"
+#include "engine/state/cgroup.h"
+#include "engine/state/dns.h"
+#include "engine/state/gpu.h"
+#include "engine/state/lru.h"
+#include "engine/state/procfs.h"
+#include "engine/state/users.h"
+
+namespace vigil::state {
+namespace {
+
+constexpr std::size_t kMaxPodContainers = 64;
+
+struct ProcSlot {
+  Process p;
+  bool exited = false;  // reaped by after() once the rules saw the exit
+};
+
+struct CgroupEntry {
+  std::string path;          // relative to the cgroup root; "" when the walk did not find it
+  std::string container_id;  // "" for host cgroups
+};
+
+void count_gpu_devices(Process* p) {
+  std::vector<std::uint32_t> minors;
+  for (const auto& g : p->gpu_fds) {
+    if (g.major == kNvidiaMajor && g.minor <= kNvidiaMaxGpuMinor) minors.push_back(g.minor);
+  }
+  std::sort(minors.begin(), minors.end());
+  p->gpu_devices_opened =
+      static_cast<std::uint32_t>(std::unique(minors.begin(), minors.end()) - minors.begin());
+}
+
+}  // namespace
+
+struct State::Impl {
+  explicit Impl(Config c)
+      : cfg(std::move(c)),
+        procs(cfg.max_processes),
+        containers(cfg.max_containers),
+        cgroups(cfg.max_cgroups),
+        pods(cfg.max_pods),
+        dns(cfg.max_dns_names) {}
+
+  Config cfg;
+  LruMap<std::uint32_t, ProcSlot> procs;
+  LruMap<std::string, Container> containers;
+  LruMap<std::uint64_t, CgroupEntry> cgroups;
+  LruMap<std::string, Pod> pods;
+  // Per pod uid, the allocation of each entry of pod.containers (same order).
+  std::unordered_map<std::string, std::vector<GpuAllocation>> allocations;
+  DnsMemory dns;
+  NvidiaInfo nvidia;
+  NameDb users;
+  NameDb groups;
+  std::string cgroup_root;
+  ProcReadOptions read_opts;
+
+  const Container* container_for(const event::Header& h, const Process* p) const {
+    if (h.cgroup_id != 0) {
+      if (const CgroupEntry* e = cgroups.peek(h.cgroup_id)) {
+        if (e->container_id.empty()) return nullptr;
+        return containers.peek(e->container_id);
+      }
+    }
+    if (p && !p->container_id.empty()) return containers.peek(p->container_id);
+    return nullptr;
+  }
+
+  std::string dns_scope(const EvalContext& ctx) const {
+    if (ctx.pod) return "pod:" + ctx.pod->uid;
+    if (ctx.container) return "ctr:" + ctx.container->id;
+    std::uint32_t netns = ctx.ev ? ctx.ev->hdr.net_ns : 0;
+    if (netns == 0 && ctx.proc) netns = ctx.proc->net_ns;
+    return "netns:" + std::to_string(netns);
+  }
+};
+
+State::State(Config cfg) : impl_(std::make_unique<Impl>(std::move(cfg))) {
+  Impl& s = *impl_;
+  if (s.cfg.nvidia_root.empty()) s.cfg.nvidia_root = s.cfg.proc_root + "/driver/nvidia";
+  if (!s.cfg.passwd_path.empty()) (void)s.users.load(s.cfg.passwd_path);
+  if (!s.cfg.group_path.empty()) (void)s.groups.load(s.cfg.group_path);
+  if (s.cfg.live) {
+    if (!s.cfg.cgroup_root.empty()) {
+      s.cgroup_root = s.cfg.cgroup_root;
+    } else if (auto mi = read_file_bounded(s.cfg.proc_root + "/self/mountinfo", 1 << 20)) {
+      if (auto root = find_cgroup2_mount(*mi)) s.cgroup_root = *root;
+    }
+    while (s.cgroup_root.size() > 1 && s.cgroup_root.back() == '/') s.cgroup_root.pop_back();
+    if (s.cgroup_root == "/") s.cgroup_root.clear();  // never walk the whole filesystem
+    s.read_opts.cgroup_root = s.cgroup_root;
+    if (auto st = read_file_bounded(s.cfg.proc_root + "/stat", 1 << 20)) {
+      s.read_opts.boot_time_ns = parse_boot_time_ns(*st);
+    }
+    long ticks = ::sysconf(_SC_CLK_TCK);
+    if (ticks > 0) s.read_opts.clock_ticks = ticks;
+  }
+}
+
+State::~State() = default;
+
+void State::load_nvidia() {
+  if (!impl_->cfg.live) return;
+  upsert_nvidia(read_nvidia_info(impl_->cfg.proc_root + "/devices", impl_->cfg.nvidia_root));
+}
+
+void State::upsert_nvidia(NvidiaInfo info) {
+  Impl& s = *impl_;
+  std::sort(info.gpus.begin(), info.gpus.end(),
+            [](const GpuInfo& a, const GpuInfo& b) { return a.pci < b.pci; });
+  s.nvidia = std::move(info);
+  s.read_opts.nvidia = s.nvidia;
+  // Allocations resolve indexes and UUIDs through the GPU table.
+  s.pods.for_each([&](const std::string& uid, const Pod& p) {
+    auto& v = s.allocations[uid];
+    v.clear();
+    for (const auto& pc : p.containers) v.push_back(resolve_allocation(pc, s.nvidia));
+  });
+  if (listener_) listener_->on_nvidia(s.nvidia);
+}
+
+Status State::seed_from_proc() {
+  Impl& s = *impl_;
+  if (!s.cfg.live) return Status::ok_status();
+  std::vector<std::uint32_t> pids = list_pids(s.cfg.proc_root, s.cfg.max_processes);
+  if (pids.empty()) {
+    return Error::runtime("cannot list processes in " + s.cfg.proc_root);
+  }
+  for (std::uint32_t pid : pids) {
+    auto rec = read_process(s.cfg.proc_root, pid, s.read_opts);
+    if (!rec) continue;  // exited meanwhile
+    if (!rec->proc.container_id.empty() && !s.containers.contains(rec->proc.container_id)) {
+      if (auto m = parse_cgroup_path(rec->cgroup_path)) {
+        Container c;
+        c.id = m->id;
+        c.runtime = m->runtime;
+        c.pod_uid = m->pod_uid;
+        c.cgroup_path = rec->cgroup_path;
+        c.cgroup_id = rec->proc.cgroup_id;
+        upsert_container(std::move(c));
+      }
+    }
+    if (rec->proc.cgroup_id != 0 && !s.cgroups.contains(rec->proc.cgroup_id)) {
+      s.cgroups.put(rec->proc.cgroup_id, {rec->cgroup_path, rec->proc.container_id});
+    }
+    upsert_process(std::move(rec->proc));
+  }
+  return Status::ok_status();
+}
+
+void State::upsert_process(Process p) {
+  Impl& s = *impl_;
+  if (p.pid == 0) return;
+  if (p.gpu_fds.size() > kMaxGpuFds) p.gpu_fds.resize(kMaxGpuFds);
+  std::uint32_t pid = p.pid;
+  if (listener_) listener_->on_process(p);
+  s.procs.put(pid, ProcSlot{std::move(p), false});
+}
+
+void State::upsert_container(Container c) {
+  Impl& s = *impl_;
+  if (c.id.empty()) return;
+  if (c.cgroup_id != 0) s.cgroups.put(c.cgroup_id, {c.cgroup_path, c.id});
+  if (!c.pod_uid.empty()) {
+    if (const Pod* pod = s.pods.peek(c.pod_uid)) {
+      for (const auto& pc : pod->containers) {
+        if (pc.id == c.id) {
+          if (c.name.empty()) c.name = pc.name;
+          if (c.image.empty()) c.image = pc.image;
+          c.privileged = c.privileged || pc.privileged;
+        }
+      }
+    }
+  }
+  if (listener_) listener_->on_container(c);
+  std::string id = c.id;
+  s.containers.put(id, std::move(c));
+}
+
+void State::upsert_pod(Pod p) {
+  Impl& s = *impl_;
+  if (p.uid.empty()) return;
+  if (p.containers.size() > kMaxPodContainers) p.containers.resize(kMaxPodContainers);
+  if (listener_) listener_->on_pod(p);
+  std::vector<GpuAllocation> allocs;
+  allocs.reserve(p.containers.size());
+  for (const auto& pc : p.containers) {
+    allocs.push_back(resolve_allocation(pc, s.nvidia));
+    if (pc.id.empty()) continue;
+    if (Container* c = s.containers.peek_mut(pc.id)) {
+      c->name = pc.name;
+      c->image = pc.image;
+      c->privileged = pc.privileged;
+      if (c->pod_uid.empty()) c->pod_uid = p.uid;
+    }
+  }
+  std::string uid = p.uid;
+  auto evicted = s.pods.put(uid, std::move(p));
+  if (evicted) s.allocations.erase(evicted->first);
+  s.allocations[uid] = std::move(allocs);
+}
+
+void State::remove_pod(const std::string& uid) {
+  Impl& s = *impl_;
+  s.pods.erase(uid);
+  s.allocations.erase(uid);
+  if (listener_) listener_->on_pod_removed(uid);
+}
+
+namespace {
+
+// A record for a process known only from an event header.
+Process process_from_header(const event::Header& h) {
+  Process p;
+  p.pid = h.pid;
+  p.ppid = h.ppid;
+  p.uid = h.uid;
+  p.gid = h.gid;
+  p.comm = h.comm;
+  p.exe = h.comm;
+  p.cgroup_id = h.cgroup_id;
+  p.pid_ns = h.pid_ns;
+  p.mnt_ns = h.mnt_ns;
+  p.net_ns = h.net_ns;
+  p.vpid = h.pid;
+  p.start_ts_ns = h.ts_ns;
+  return p;
+}
+
+}  // namespace
+
+void State::apply(const event::Event& ev) {
+  Impl& s = *impl_;
+  const event::Header& h = ev.hdr;
+  if (h.cgroup_id != 0 && !s.cgroups.contains(h.cgroup_id) && s.cfg.live) {
+    resolve_cgroup(h.cgroup_id);
+  }
+  std::string hdr_container;
+  if (h.cgroup_id != 0) {
+    if (const CgroupEntry* e = s.cgroups.peek(h.cgroup_id)) hdr_container = e->container_id;
+  }
+
+  // The event's own process, created when unknown: from /proc (live, once),
+  // else from the header.
+  auto ensure = [&](std::uint32_t pid) -> Process* {
+    if (pid == 0) return nullptr;
+    if (ProcSlot* slot = s.procs.get(pid)) return &slot->p;
+    if (s.cfg.live && ev.hdr.type != event::Type::kExit) {
+      if (auto rec = read_process(s.cfg.proc_root, pid, s.read_opts)) {
+        if (h.cgroup_id != 0) {
+          rec->proc.cgroup_id = h.cgroup_id;
+          rec->proc.container_id = hdr_container;
+        }
+        upsert_process(std::move(rec->proc));
+        if (ProcSlot* slot = s.procs.get(pid)) return &slot->p;
+      }
+    }
+    Process p = process_from_header(h);
+    p.container_id = hdr_container;
+    ProcSlot* where = nullptr;
+    s.procs.put(pid, ProcSlot{std::move(p), false}, &where);
+    return &where->p;
+  };
+  // What the header says now about who did it.
+  auto refresh = [&](Process* p) {
+    if (!p) return;
+    p->uid = h.uid;
+    p->gid = h.gid;
+    if (h.cgroup_id != 0 && h.cgroup_id != p->cgroup_id) {
+      p->cgroup_id = h.cgroup_id;
+      p->container_id = hdr_container;
+    } else if (h.cgroup_id != 0 && p->container_id.empty()) {
+      p->container_id = hdr_container;
+    }
+    if (h.net_ns) p->net_ns = h.net_ns;
+    if (h.mnt_ns) p->mnt_ns = h.mnt_ns;
+    if (h.pid_ns) p->pid_ns = h.pid_ns;
+  };
+
+  switch (h.type) {
+    case event::Type::kFork: {
+      const auto* fd = ev.as<event::ForkData>();
+      if (!fd || fd->is_thread || fd->child_pid == 0 || fd->child_pid == h.pid) {
+        refresh(ensure(h.pid));
+        break;
+      }
+      Process* parent = ensure(h.pid);
+      refresh(parent);
+      // Falco behaviour: the child is the parent's copy until it execs.
+      Process child = parent ? *parent : process_from_header(h);
+      child.pid = fd->child_pid;
+      child.ppid = h.pid;
+      child.vpid = fd->child_pid;
+      child.start_ts_ns = h.ts_ns;
+      child.from_proc = false;
+      child.gpu_compute = false;
+      s.procs.put(fd->child_pid, ProcSlot{std::move(child), false});
+      break;
+    }
+    case event::Type::kExec: {
+      const auto* ed = ev.as<event::ExecData>();
+      Process* p = ensure(h.pid);
+      refresh(p);
+      if (!p || !ed) break;
+      p->comm = h.comm;
+      if (h.ppid != 0 && h.ppid != h.pid) p->ppid = h.ppid;
+      p->exepath = !ed->exe.empty() ? ed->exe : ed->filename;
+      if (!ed->args.empty()) {
+        p->exe = ed->args.front();
+        p->args.assign(ed->args.begin() + 1, ed->args.end());
+      } else {
+        p->exe = ed->filename;
+        p->args.clear();
+      }
+      p->args_truncated = ed->args_truncated;
+      p->cwd = ed->cwd;
+      p->tty = ed->tty;
+      p->loginuid = ed->loginuid;
+      p->stdin_is_socket = ed->stdin_is_socket;
+      p->stdout_is_socket = ed->stdout_is_socket;
+      p->exec_ts_ns = h.ts_ns;
+      p->from_proc = false;
+      p->gpu_compute = false;
+      // Close-on-exec fds are gone in the new image.
+      std::erase_if(p->gpu_fds, [](const GpuFd& g) { return g.cloexec; });
+      count_gpu_devices(p);
+      break;
+    }
+    case event::Type::kExit: {
+      if (ProcSlot* slot = s.procs.get(h.pid)) {
+        refresh(&slot->p);
+        slot->exited = true;
+      } else {
+        Process p = process_from_header(h);
+        p.container_id = hdr_container;
+        s.procs.put(h.pid, ProcSlot{std::move(p), true});
+      }
+      break;
+    }
+    case event::Type::kOpen: {
+      Process* p = ensure(h.pid);
+      refresh(p);
+      const auto* od = ev.as<event::OpenData>();
+      if (!p || !od || od->result < 0 || od->result > INT32_MAX) break;
+      auto fdnum = static_cast<std::int32_t>(od->result);
+      // The fd number now names this file, whatever it named before.
+      std::erase_if(p->gpu_fds, [&](const GpuFd& g) { return g.fd == fdnum; });
+      if (od->is_device || od->path.rfind("/dev/", 0) == 0) {
+        NvidiaNode n = nvidia_node(od->dev_major, od->dev_minor, od->path, s.nvidia);
+        if (n.kind != NvidiaNodeKind::kNone && p->gpu_fds.size() < kMaxGpuFds) {
+          p->gpu_fds.push_back({fdnum, n.major, n.minor, (od->flags & O_CLOEXEC) != 0});
+        }
+      }
+      count_gpu_devices(p);
+      break;
+    }
+    case event::Type::kIoctl: {
+      Process* p = ensure(h.pid);
+      refresh(p);
+      const auto* id = ev.as<event::IoctlData>();
+      if (!p || !id) break;
+      if (id->nr == event::nvidia::kEscRmAlloc && id->result == 0 && id->rm_status == 0 &&
+          event::nvidia::is_compute_or_channel(id->rm_class)) {
+        p->gpu_compute = true;
+      }
+      break;
+    }
+    case event::Type::kDns: {
+      refresh(ensure(h.pid));
+      const auto* dd = ev.as<event::DnsData>();
+      if (!dd || !dd->is_response || dd->rcode != 0 || dd->name.empty()) break;
+      EvalContext ctx = enrich(ev);
+      std::string scope = s.dns_scope(ctx);
+      for (const auto& a : dd->answers) s.dns.remember(scope, a, dd->name);
+      break;
+    }
+    case event::Type::kXid: {
+      // The kernel thread that logged it is not the faulting process.
+      break;
+    }
+    default:
+      refresh(ensure(h.pid));
+      break;
+  }
+}
+
+// Every directory seen on the walk is cached, so one walk serves every cgroup
+// that existed at that time.
+void State::resolve_cgroup(std::uint64_t id) {
+  Impl& s = *impl_;
+  bool found = false;
+  if (!s.cgroup_root.empty()) {
+    walk_cgroups(s.cgroup_root, s.cfg.max_cgroup_walk,
+                 [&](const std::string& rel, std::uint64_t cid) {
+                   std::string container_id;
+                   if (auto m = parse_cgroup_path(rel)) {
+                     container_id = m->id;
+                     if (!s.containers.contains(m->id)) {
+                       Container c;
+                       c.id = m->id;
+                       c.runtime = m->runtime;
+                       c.pod_uid = m->pod_uid;
+                       c.cgroup_path = rel;
+                       c.cgroup_id = cid;
+                       upsert_container(std::move(c));
+                     }
+                   }
+                   if (!s.cgroups.contains(cid)) s.cgroups.put(cid, {rel, std::move(container_id)});
+                   if (cid == id) found = true;
+                   return true;
+                 });
+  }
+  // Remember a miss too, so an unknown id costs one walk, not one per event.
+  if (!found) s.cgroups.put(id, {});
+}
+
+EvalContext State::enrich(const event::Event& ev) const {
+  const Impl& s = *impl_;
+  EvalContext ctx;
+  ctx.ev = &ev;
+  ctx.state = this;
+  std::uint32_t pid = ev.hdr.pid;
+  if (ev.hdr.type == event::Type::kXid) {
+    const auto* xd = ev.as<event::XidData>();
+    pid = xd ? xd->xid_pid : 0;
+  }
+  if (pid != 0) {
+    if (const ProcSlot* slot = s.procs.peek(pid)) ctx.proc = &slot->p;
+  }
+  event::Header h = ev.hdr;
+  if (ev.hdr.type == event::Type::kXid) h.cgroup_id = ctx.proc ? ctx.proc->cgroup_id : 0;
+  ctx.container = s.container_for(h, ctx.proc);
+  if (ctx.container && !ctx.container->pod_uid.empty()) {
+    ctx.pod = s.pods.peek(ctx.container->pod_uid);
+    if (ctx.pod) {
+      for (const auto& pc : ctx.pod->containers) {
+        if (!pc.id.empty() && pc.id == ctx.container->id) {
+          ctx.pod_container = &pc;
+          break;
+        }
+      }
+    }
+  }
+  return ctx;
+}
+
+void State::after(const event::Event& ev) {
+  if (ev.hdr.type != event::Type::kExit) return;
+  Impl& s = *impl_;
+  if (const ProcSlot* slot = s.procs.peek(ev.hdr.pid); slot && slot->exited) {
+    s.procs.erase(ev.hdr.pid);
+  }
+}
+
+std::vector<Process> State::processes() const {
+  std::vector<Process> out;
+  out.reserve(impl_->procs.size());
+  impl_->procs.for_each([&](const std::uint32_t&, const ProcSlot& slot) { out.push_back(slot.p); });
+  // Oldest first, so replaying the list rebuilds the same LRU order.
+  std::reverse(out.begin(), out.end());
+  return out;
+}
+
+std::vector<Container> State::containers() const {
+  std::vector<Container> out;
+  impl_->containers.for_each([&](const std::string&, const Container& c) { out.push_back(c); });
+  std::reverse(out.begin(), out.end());
+  return out;
+}
+
+std::vector<Pod> State::pods() const {
+  std::vector<Pod> out;
+  impl_->pods.for_each([&](const std::string&, const Pod& p) { out.push_back(p); });
+  std::reverse(out.begin(), out.end());
+  return out;
+}
+
+std::size_t State::process_count() const { return impl_->procs.size(); }
+std::size_t State::container_count() const { return impl_->containers.size(); }
+
+const Container* State::container(const std::string& id) const {
+  return impl_->containers.peek(id);
+}
+const Pod* State::pod(const std::string& uid) const { return impl_->pods.peek(uid); }
+const NvidiaInfo& State::nvidia() const { return impl_->nvidia; }
+const std::string& State::cgroup_root() const { return impl_->cgroup_root; }
+
+const GpuFd* State::gpu_fd(std::uint32_t pid, std::int32_t fd) const {
+  const ProcSlot* slot = impl_->procs.peek(pid);
+  if (!slot) return nullptr;
+  for (const auto& g : slot->p.gpu_fds) {
+    if (g.fd == fd) return &g;
+  }
+  return nullptr;
+}
+
+const Process* State::process(std::uint32_t pid) const {
+  const ProcSlot* slot = impl_->procs.peek(pid);
+  return slot ? &slot->p : nullptr;
+}
+
+std::string_view State::dns_name_for(const EvalContext& ctx, const event::IpAddr& addr) const {
+  return impl_->dns.lookup(impl_->dns_scope(ctx), addr);
+}
+
+const GpuAllocation* State::gpu_allocation(const EvalContext& ctx) const {
+  if (!ctx.pod || !ctx.pod_container) return nullptr;
+  auto it = impl_->allocations.find(ctx.pod->uid);
+  if (it == impl_->allocations.end()) return nullptr;
+  std::size_t idx = static_cast<std::size_t>(ctx.pod_container - ctx.pod->containers.data());
+  if (idx >= it->second.size()) return nullptr;
+  return &it->second[idx];
+}
+
+bool State::gpu_allowed(const EvalContext& ctx, std::uint32_t major, std::uint32_t minor) const {
+  if (!ctx.container) return true;  // host processes are not confined to an allocation
+  const GpuAllocation* a = gpu_allocation(ctx);
+  if (!a) return true;  // pod unknown: no evidence either way
+  std::string_view path;
+  if (ctx.ev) {
+    if (const auto* od = ctx.ev->as<event::OpenData>()) path = od->path;
+  }
+  return allocation_allows(*a, nvidia_node(major, minor, path, impl_->nvidia));
+}
+
+std::string_view State::user_name(std::uint32_t uid) const { return impl_->users.name(uid); }
+std::string_view State::group_name(std::uint32_t gid) const { return impl_->groups.name(gid); }
+
+}  // namespace vigil::state
