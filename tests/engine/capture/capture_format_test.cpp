@@ -1,0 +1,465 @@
+// Capture file format: round trip, truncation, corruption, versioning, rotation.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "engine/capture/codec.h"
+#include "engine/capture/reader.h"
+#include "engine/capture/writer.h"
+#include "tests/engine/capture/sample_records.h"
+
+namespace vigil::capture {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::encoded;
+using testing::fixed_info;
+using testing::sample_records;
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = (fs::temp_directory_path() / "vigil-capture-XXXXXX").string();
+    path_ = mkdtemp(tmpl.data());
+  }
+  ~TempDir() { fs::remove_all(path_); }
+  std::string file(const std::string& name) const { return (fs::path(path_) / name).string(); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+WriterOptions fixed_options() {
+  WriterOptions o;
+  o.info = fixed_info();
+  o.clock = [] { return std::uint64_t{0}; };
+  o.flush_interval_ns = 0;
+  return o;
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Reads every record; returns the error message if reading failed.
+struct ReadAll {
+  std::vector<Record> records;
+  std::string error;
+  bool truncated = false;
+};
+
+ReadAll read_all_from(std::unique_ptr<CaptureReader> r) {
+  ReadAll out;
+  for (;;) {
+    Record rec;
+    auto more = r->next(rec);
+    if (!more) {
+      out.error = more.error().message;
+      break;
+    }
+    if (!*more) break;
+    out.records.push_back(std::move(rec));
+  }
+  out.truncated = r->truncated();
+  return out;
+}
+
+ReadAll read_bytes(std::string bytes) {
+  auto r = CaptureReader::from_memory(std::move(bytes));
+  if (!r) return ReadAll{{}, r.error().message, false};
+  return read_all_from(std::move(*r));
+}
+
+// Writes `recs` with one block per `per_block` records; returns the file bytes
+// and the end offset of every block.
+std::string write_blocks(const std::vector<RecordData>& recs, std::size_t per_block,
+                         std::vector<std::size_t>* block_ends, const std::string& path,
+                         int zstd_level = 3) {
+  auto opts = fixed_options();
+  opts.zstd_level = zstd_level;
+  auto w = CaptureWriter::open(path, opts);
+  EXPECT_TRUE(w) << (w ? "" : w.error().message);
+  std::size_t header = encode_file_header(fixed_info()).size();
+  if (block_ends) block_ends->push_back(header);
+  for (std::size_t i = 0; i < recs.size(); ++i) {
+    EXPECT_TRUE((*w)->write_record(recs[i]));
+    if ((i + 1) % per_block == 0) {
+      EXPECT_TRUE((*w)->flush());
+      if (block_ends) block_ends->push_back((*w)->stats().bytes);
+    }
+  }
+  EXPECT_TRUE((*w)->close());
+  if (block_ends && block_ends->back() != (*w)->stats().bytes) {
+    block_ends->push_back((*w)->stats().bytes);
+  }
+  return slurp(path);
+}
+
+TEST(CaptureFormat, RoundTripsEveryEventAndStateRecordField) {
+  TempDir dir;
+  auto recs = sample_records();
+  for (int level : {0, 3}) {
+    std::string bytes = write_blocks(recs, 4, nullptr, dir.file("rt.vcap"), level);
+    auto got = read_bytes(bytes);
+    ASSERT_EQ(got.error, "");
+    ASSERT_EQ(got.records.size(), recs.size());
+    for (std::size_t i = 0; i < recs.size(); ++i) {
+      EXPECT_EQ(got.records[i].data.index(), recs[i].index()) << i;
+      EXPECT_EQ(encoded(got.records[i].data), encoded(recs[i])) << "record " << i;
+    }
+    EXPECT_FALSE(got.truncated);
+  }
+  // Spot-check decoded values (the encoding comparison above covers every field).
+  auto got = read_bytes(slurp(dir.file("rt.vcap")));
+  const auto& pod = std::get<state::Pod>(got.records[1].data);
+  EXPECT_EQ(pod.labels.at("team"), "research");
+  EXPECT_EQ(pod.containers.at(0).gpu_devices.at(1), "GPU-2");
+  const auto* payload = std::get<event::Event>(got.records[13].data).as<event::PayloadData>();
+  ASSERT_NE(payload, nullptr);
+  EXPECT_EQ(payload->bytes.size(), 34u);
+  EXPECT_EQ(payload->bytes.back(), '\x01');
+  const auto& ioctl = std::get<event::Event>(got.records[9].data);
+  EXPECT_EQ(ioctl.hdr.type, event::Type::kIoctl);
+  EXPECT_EQ(ioctl.as<event::IoctlData>()->rm_control, 0x20800a4cu);
+}
+
+TEST(CaptureFormat, HeaderCarriesHostAndClockInformation) {
+  TempDir dir;
+  auto opts = fixed_options();
+  auto w = CaptureWriter::open(dir.file("h.vcap"), opts);
+  ASSERT_TRUE(w);
+  ASSERT_TRUE((*w)->close());
+  auto r = CaptureReader::open(dir.file("h.vcap"));
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ((*r)->info().format_version, 1);
+  EXPECT_EQ((*r)->info().hostname, "gpu-node-1");
+  EXPECT_EQ((*r)->info().kernel, "6.1.0-test");
+  EXPECT_EQ((*r)->info().boot_time_ns, fixed_info().boot_time_ns);
+  Record rec;
+  auto more = (*r)->next(rec);
+  ASSERT_TRUE(more);
+  EXPECT_FALSE(*more);
+
+  auto host = describe_host();
+  EXPECT_FALSE(host.kernel.empty());
+  EXPECT_GT(host.boot_time_ns, 0u);
+  EXPECT_LE(host.boot_time_ns, host.created_ns);
+}
+
+TEST(CaptureFormat, TruncationAtEveryBlockBoundaryReadsTheWholeBlocksBefore) {
+  TempDir dir;
+  auto recs = sample_records();
+  std::vector<std::size_t> ends;
+  std::string bytes = write_blocks(recs, 3, &ends, dir.file("t.vcap"));
+  ASSERT_GE(ends.size(), 5u);
+  for (std::size_t b = 0; b < ends.size(); ++b) {
+    std::size_t whole = std::min(b * 3, recs.size());
+    // Exactly at the boundary: a clean end.
+    auto at = read_bytes(bytes.substr(0, ends[b]));
+    EXPECT_EQ(at.error, "") << "cut at " << ends[b];
+    EXPECT_EQ(at.records.size(), whole) << "cut at " << ends[b];
+    EXPECT_FALSE(at.truncated);
+    // One byte into the next block, and one byte short of its end: truncated.
+    if (b + 1 < ends.size()) {
+      for (std::size_t cut : {ends[b] + 1, ends[b] + 39, ends[b] + 40, ends[b + 1] - 1}) {
+        auto in = read_bytes(bytes.substr(0, cut));
+        EXPECT_EQ(in.error, "") << "cut at " << cut;
+        EXPECT_EQ(in.records.size(), whole) << "cut at " << cut;
+        EXPECT_TRUE(in.truncated) << "cut at " << cut;
+      }
+    }
+  }
+}
+
+TEST(CaptureFormat, TruncationAtRandomOffsetsNeverLosesAWholeBlock) {
+  TempDir dir;
+  std::vector<RecordData> recs;
+  for (int i = 0; i < 400; ++i) {
+    recs.emplace_back(testing::sample_exec(1000 + i, 100 + i, 1, 0, "/bin/x" + std::to_string(i)));
+  }
+  std::vector<std::size_t> ends;
+  std::string bytes = write_blocks(recs, 25, &ends, dir.file("r.vcap"));
+  std::mt19937 rng(42);
+  std::uniform_int_distribution<std::size_t> pick(ends[0], bytes.size());
+  for (int i = 0; i < 300; ++i) {
+    std::size_t cut = pick(rng);
+    std::size_t whole_blocks = 0;
+    while (whole_blocks + 1 < ends.size() && ends[whole_blocks + 1] <= cut) ++whole_blocks;
+    auto got = read_bytes(bytes.substr(0, cut));
+    ASSERT_EQ(got.error, "") << "cut at " << cut;
+    ASSERT_EQ(got.records.size(), whole_blocks * 25) << "cut at " << cut;
+    for (std::size_t k = 0; k < got.records.size(); ++k) {
+      ASSERT_EQ(encoded(got.records[k].data), encoded(recs[k]));
+    }
+  }
+}
+
+TEST(CaptureFormat, TruncatedFileHeaderIsAnErrorNamingTheOffset) {
+  std::string header = encode_file_header(fixed_info());
+  auto got = read_bytes(header.substr(0, 30));
+  EXPECT_NE(got.error.find("file header cut short"), std::string::npos) << got.error;
+  EXPECT_NE(got.error.find("offset 30"), std::string::npos) << got.error;
+  got = read_bytes("");
+  EXPECT_NE(got.error.find("not a vigil capture"), std::string::npos) << got.error;
+  EXPECT_NE(got.error.find("offset 0"), std::string::npos) << got.error;
+}
+
+TEST(CaptureFormat, CorruptedBlockChecksumIsAnErrorWithTheBlockOffset) {
+  TempDir dir;
+  auto recs = sample_records();
+  std::vector<std::size_t> ends;
+  std::string bytes = write_blocks(recs, 5, &ends, dir.file("c.vcap"));
+  // Flip one payload byte in the second block.
+  std::string bad = bytes;
+  bad[ends[1] + kBlockHeaderSize + 3] ^= 0x40;
+  auto got = read_bytes(bad);
+  EXPECT_EQ(got.records.size(), 5u);  // the first block is still read
+  EXPECT_NE(got.error.find("block checksum mismatch"), std::string::npos) << got.error;
+  EXPECT_NE(got.error.find("offset " + std::to_string(ends[1] + 20)), std::string::npos)
+      << got.error;
+  // A damaged header checksum.
+  bad = bytes;
+  bad[20] ^= 1;
+  got = read_bytes(bad);
+  EXPECT_NE(got.error.find("file header checksum mismatch"), std::string::npos) << got.error;
+  // Garbage where a block should start.
+  bad = bytes;
+  bad[ends[2]] = 'X';
+  got = read_bytes(bad);
+  EXPECT_EQ(got.records.size(), 10u);
+  EXPECT_NE(got.error.find("bad block magic"), std::string::npos) << got.error;
+  EXPECT_NE(got.error.find("offset " + std::to_string(ends[2])), std::string::npos) << got.error;
+}
+
+TEST(CaptureFormat, NewerFormatVersionIsRefusedWithAClearMessage) {
+  std::string header = encode_file_header(fixed_info());
+  header[8] = 2;
+  auto got = read_bytes(header);
+  EXPECT_NE(got.error.find("unsupported capture format version 2"), std::string::npos)
+      << got.error;
+  EXPECT_NE(got.error.find("offset 8"), std::string::npos) << got.error;
+}
+
+TEST(CaptureFormat, OversizedLengthsAreRejectedBeforeAllocating) {
+  TempDir dir;
+  std::vector<std::size_t> ends;
+  std::string bytes = write_blocks(sample_records(), 100, &ends, dir.file("o.vcap"));
+  std::string bad = bytes;
+  std::string huge;
+  put_u32(huge, 0xfffffff0u);
+  bad.replace(ends[0] + 8, 4, huge);
+  auto got = read_bytes(bad);
+  EXPECT_NE(got.error.find("exceeds the limit"), std::string::npos) << got.error;
+}
+
+// A record type and an event type from a later version are skipped by length;
+// the records around them still read.
+TEST(CaptureFormat, FutureRecordAndEventTypesAreSkipped) {
+  TempDir dir;
+  auto opts = fixed_options();
+  auto w = CaptureWriter::open(dir.file("f.vcap"), opts);
+  ASSERT_TRUE(w);
+  auto recs = sample_records();
+  ASSERT_TRUE((*w)->write_record(recs[3]));
+  std::string future;
+  future.push_back(static_cast<char>(200));  // record type 200
+  put_u32(future, 6);
+  future.append("future");
+  ASSERT_TRUE((*w)->write_encoded(future, 1, 0, 0, 0));
+  // An event whose type number is beyond this version's kCount.
+  std::string ev = encoded(recs[4]);
+  ev[kRecordHeaderSize + 8] = static_cast<char>(event::Type::kCount) + 3;
+  ASSERT_TRUE((*w)->write_encoded(ev, 1, 1, 5, 5));
+  ASSERT_TRUE((*w)->write_record(recs[5]));
+  ASSERT_TRUE((*w)->close());
+  auto r = CaptureReader::open(dir.file("f.vcap"));
+  ASSERT_TRUE(r);
+  auto got = read_all_from(std::move(*r));
+  ASSERT_EQ(got.error, "");
+  ASSERT_EQ(got.records.size(), 2u);
+  EXPECT_EQ(encoded(got.records[0].data), encoded(recs[3]));
+  EXPECT_EQ(encoded(got.records[1].data), encoded(recs[5]));
+}
+
+// A later version may append fields to a record: the extra bytes are ignored.
+TEST(CaptureFormat, ExtraTrailingFieldsInARecordAreIgnored) {
+  auto recs = sample_records();
+  std::string rec = encoded(recs[4]);
+  std::uint32_t len = get_u32(reinterpret_cast<const unsigned char*>(rec.data()) + 1);
+  std::string grown = rec.substr(0, 1);
+  put_u32(grown, len + 3);
+  grown.append(rec.substr(kRecordHeaderSize));
+  grown.append("new");
+  RecordData out;
+  std::string why;
+  ASSERT_EQ(decode_record(static_cast<std::uint8_t>(RecordType::kEvent),
+                          std::string_view(grown).substr(kRecordHeaderSize), out, why),
+            DecodeOutcome::kOk);
+  EXPECT_EQ(encoded(out), rec);
+  // A short body is an error naming the field.
+  ASSERT_EQ(decode_record(static_cast<std::uint8_t>(RecordType::kEvent),
+                          std::string_view(rec).substr(kRecordHeaderSize, 20), out, why),
+            DecodeOutcome::kBad);
+  EXPECT_NE(why.find("event."), std::string::npos) << why;
+}
+
+// The committed fixture was written by format version 1 (see
+// tests/engine/capture/fixtures/README.md); every later reader must read it.
+TEST(CaptureFormat, CommittedVersion1FixtureStillReads) {
+  const std::string path = "tests/engine/capture/fixtures/v1_sample.vcap";
+  if (std::getenv("VIGIL_UPDATE_FIXTURES")) {
+    write_blocks(sample_records(), 6, nullptr, path);
+  }
+  auto r = CaptureReader::open(path);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ((*r)->info().format_version, 1);
+  EXPECT_EQ((*r)->info().hostname, "gpu-node-1");
+  auto got = read_all_from(std::move(*r));
+  ASSERT_EQ(got.error, "");
+  auto recs = sample_records();
+  ASSERT_EQ(got.records.size(), recs.size());
+  for (std::size_t i = 0; i < recs.size(); ++i) {
+    EXPECT_EQ(encoded(got.records[i].data), encoded(recs[i])) << "record " << i;
+  }
+}
+
+TEST(CaptureWriter, StartsEachFileWithTheSnapshotAndRotatesBySizeKeepingN) {
+  TempDir dir;
+  auto opts = fixed_options();
+  opts.block_size = 512;
+  opts.rotate_bytes = 4096;
+  opts.keep = 2;
+  int snapshots = 0;
+  auto recs = sample_records();
+  opts.snapshot = [&] {
+    ++snapshots;
+    Snapshot s;
+    s.containers.push_back(std::get<state::Container>(recs[0]));
+    s.pods.push_back(std::get<state::Pod>(recs[1]));
+    s.processes.push_back(std::get<state::Process>(recs[2]));
+    return s;
+  };
+  const std::string path = dir.file("rot.vcap");
+  auto w = CaptureWriter::open(path, opts);
+  ASSERT_TRUE(w);
+  for (int i = 0; i < 300; ++i) {
+    ASSERT_TRUE((*w)->write_event(testing::sample_exec(10 + i, 100 + i, 1, 0, "/bin/true")));
+  }
+  ASSERT_TRUE((*w)->close());
+  EXPECT_GT((*w)->stats().files, 3u);
+  EXPECT_EQ(snapshots, static_cast<int>((*w)->stats().files));
+  EXPECT_TRUE(fs::exists(path));
+  EXPECT_TRUE(fs::exists(path + ".1"));
+  EXPECT_TRUE(fs::exists(path + ".2"));
+  EXPECT_FALSE(fs::exists(path + ".3"));
+  // Every kept file replays on its own: state first, then events in order.
+  std::uint64_t last_ts = 0;
+  for (const std::string& f : {path + ".2", path + ".1", path}) {
+    EXPECT_LE(fs::file_size(f), 4096u + 1024u) << f;
+    auto r = CaptureReader::open(f);
+    ASSERT_TRUE(r) << r.error().message;
+    auto got = read_all_from(std::move(*r));
+    ASSERT_EQ(got.error, "");
+    ASSERT_GE(got.records.size(), 4u);
+    EXPECT_TRUE(std::holds_alternative<state::Container>(got.records[0].data));
+    EXPECT_TRUE(std::holds_alternative<state::Pod>(got.records[1].data));
+    EXPECT_TRUE(std::holds_alternative<state::Process>(got.records[2].data));
+    for (std::size_t i = 3; i < got.records.size(); ++i) {
+      const auto& ev = std::get<event::Event>(got.records[i].data);
+      EXPECT_GT(ev.hdr.ts_ns, last_ts);
+      last_ts = ev.hdr.ts_ns;
+    }
+  }
+  EXPECT_EQ(last_ts, 10u + 299u);
+}
+
+TEST(CaptureWriter, RotatesByAgeAndFlushesOnTheInterval) {
+  TempDir dir;
+  std::uint64_t now = 0;
+  auto opts = fixed_options();
+  opts.clock = [&] { return now; };
+  opts.flush_interval_ns = 100;
+  opts.rotate_interval_ns = 1000;
+  opts.keep = 1;
+  const std::string path = dir.file("age.vcap");
+  auto w = CaptureWriter::open(path, opts);
+  ASSERT_TRUE(w);
+  ASSERT_TRUE((*w)->write_event(testing::sample_exec(1, 1, 0, 0, "/a")));
+  EXPECT_EQ((*w)->stats().blocks, 0u);
+  now = 150;
+  ASSERT_TRUE((*w)->write_event(testing::sample_exec(2, 1, 0, 0, "/b")));
+  EXPECT_EQ((*w)->stats().blocks, 1u);  // the interval cut a block: on disk already
+  auto r = CaptureReader::open(path);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(read_all_from(std::move(*r)).records.size(), 2u);
+  now = 1200;
+  ASSERT_TRUE((*w)->write_event(testing::sample_exec(3, 1, 0, 0, "/c")));
+  EXPECT_EQ((*w)->stats().files, 2u);
+  ASSERT_TRUE((*w)->close());
+  EXPECT_TRUE(fs::exists(path + ".1"));
+}
+
+TEST(CaptureWriter, RecordsStateListenerChangesInOrderWithEvents) {
+  TempDir dir;
+  auto w = CaptureWriter::open(dir.file("l.vcap"), fixed_options());
+  ASSERT_TRUE(w);
+  auto recs = sample_records();
+  state::StateListener& listener = **w;
+  ASSERT_TRUE((*w)->write_event(std::get<event::Event>(recs[3])));
+  listener.on_container(std::get<state::Container>(recs[0]));
+  listener.on_pod(std::get<state::Pod>(recs[1]));
+  listener.on_process(std::get<state::Process>(recs[2]));
+  listener.on_pod_removed("0b6f1a2c-uid");
+  ASSERT_TRUE((*w)->close());
+  auto r = CaptureReader::open(dir.file("l.vcap"));
+  ASSERT_TRUE(r);
+  auto got = read_all_from(std::move(*r));
+  ASSERT_EQ(got.records.size(), 5u);
+  EXPECT_TRUE(std::holds_alternative<event::Event>(got.records[0].data));
+  EXPECT_EQ(encoded(got.records[1].data), encoded(recs[0]));
+  EXPECT_EQ(encoded(got.records[2].data), encoded(recs[1]));
+  EXPECT_EQ(encoded(got.records[3].data), encoded(recs[2]));
+  EXPECT_EQ(std::get<PodRemoved>(got.records[4].data).uid, "0b6f1a2c-uid");
+}
+
+TEST(CaptureWriter, UnwritablePathIsARuntimeError) {
+  auto w = CaptureWriter::open("/nonexistent-dir/x.vcap", fixed_options());
+  ASSERT_FALSE(w);
+  EXPECT_NE(w.error().message.find("/nonexistent-dir/x.vcap"), std::string::npos);
+}
+
+TEST(CaptureReader, SkipsEventBlocksBeforeTheWindowButKeepsState) {
+  TempDir dir;
+  auto opts = fixed_options();
+  auto w = CaptureWriter::open(dir.file("s.vcap"), opts);
+  ASSERT_TRUE(w);
+  auto recs = sample_records();
+  ASSERT_TRUE((*w)->write_record(recs[2]));  // a process, in the first block
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE((*w)->write_event(testing::sample_exec(100 + i, 1, 0, 0, "/a")));
+  ASSERT_TRUE((*w)->flush());
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE((*w)->write_event(testing::sample_exec(200 + i, 1, 0, 0, "/b")));
+  ASSERT_TRUE((*w)->flush());
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE((*w)->write_event(testing::sample_exec(300 + i, 1, 0, 0, "/c")));
+  ASSERT_TRUE((*w)->close());
+  ReaderOptions ro;
+  ro.skip_events_before_ns = 300;
+  auto r = CaptureReader::open(dir.file("s.vcap"), ro);
+  ASSERT_TRUE(r);
+  auto got = read_all_from(std::move(*r));
+  ASSERT_EQ(got.records.size(), 11u);
+  EXPECT_TRUE(std::holds_alternative<state::Process>(got.records[0].data));
+  EXPECT_EQ(std::get<event::Event>(got.records[1].data).hdr.ts_ns, 300u);
+}
+
+}  // namespace
+}  // namespace vigil::capture

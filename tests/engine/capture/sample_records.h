@@ -1,0 +1,23 @@
+// Sample records for the capture tests: one of every event payload and state
+// record type, every field set to a value that differs from its default, so a
+// field the codec forgets shows up as a difference.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/capture/format.h"
+
+namespace vigil::capture::testing {
+
+std::vector<RecordData> sample_records();  // state records first, then one event per type
+event::Event sample_exec(std::uint64_t ts, std::uint32_t pid, std::uint32_t ppid,
+                         std::uint64_t cgroup_id, std::string exe);
+// The bytes of a record as the codec writes it: two records are equal field for
+// field exactly when their encodings are equal.
+std::string encoded(const RecordData& r);
+// A fixed header so files written by tests are byte-for-byte reproducible.
+FileInfo fixed_info();
+
+}  // namespace vigil::capture::testing
