@@ -126,7 +126,7 @@ TEST(CaptureFormat, RoundTripsEveryEventAndStateRecordField) {
   EXPECT_EQ(pod.containers.at(0).gpu_devices.at(1), "GPU-2");
   const auto* payload = std::get<event::Event>(got.records[13].data).as<event::PayloadData>();
   ASSERT_NE(payload, nullptr);
-  EXPECT_EQ(payload->bytes.size(), 34u);
+  EXPECT_EQ(payload->bytes.size(), 32u);
   EXPECT_EQ(payload->bytes.back(), '\x01');
   const auto& ioctl = std::get<event::Event>(got.records[9].data);
   EXPECT_EQ(ioctl.hdr.type, event::Type::kIoctl);

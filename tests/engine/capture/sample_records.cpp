@@ -217,7 +217,8 @@ std::vector<RecordData> sample_records() {
     d.sport = 50000;
     d.daddr = ip6_last(2);
     d.dport = 4444;
-    d.bytes = std::string("{\"method\":\"mining.subscribe\"}\0\xff\x01", 34);
+    static constexpr char kStratum[] = "{\"method\":\"mining.subscribe\"}\0\xff\x01";
+    d.bytes = std::string(kStratum, sizeof(kStratum) - 1);  // binary-safe: NUL and 0xff kept
     d.truncated = true;
     out.emplace_back(Event{header(ts++, Type::kPayload, 4242), d});
   }
