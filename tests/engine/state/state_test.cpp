@@ -1,0 +1,741 @@
+#include "engine/state/state.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "engine/event/nvidia.h"
+#include "tests/engine/state/test_util.h"
+
+namespace vigil::state {
+namespace {
+
+using testing::exec_event;
+using testing::exit_event;
+using testing::fork_event;
+using testing::make_event;
+using testing::RecordingListener;
+using testing::TempDir;
+
+const std::string kId = "3b7a1c0f9e4d2a6b8c5e7f1a0b9c8d7e6f5a4b3c2d1e0f9a8b7c6d5e4f3a2b1c";
+const std::string kId2 = "a9b8c7d6e5f4a3b2c1d0e9f8a7b6c5d4e3f2a1b0c9d8e7f6a5b4c3d2e1f0a9b8";
+const std::string kUid = "5d0c2a9e-1f3b-4c6d-8e7f-9a0b1c2d3e4f";
+const std::string kUidUnderscore = "5d0c2a9e_1f3b_4c6d_8e7f_9a0b1c2d3e4f";
+
+Config replay_config() {
+  Config c;
+  c.live = false;
+  c.passwd_path = "";
+  c.group_path = "";
+  return c;
+}
+
+void apply_all(State& s, const event::Event& ev) {
+  s.apply(ev);
+  (void)s.enrich(ev);
+  s.after(ev);
+}
+
+Pod make_pod(const std::string& uid, const std::string& container_id, const std::string& env,
+             std::int64_t limit) {
+  Pod p;
+  p.uid = uid;
+  p.name = "infer-0";
+  p.ns = "ml";
+  PodContainer pc;
+  pc.name = "server";
+  pc.image = "vllm/vllm-openai:v0.6";
+  pc.id = container_id;
+  pc.nvidia_visible_devices = env;
+  pc.gpu_limit = limit;
+  p.containers.push_back(pc);
+  return p;
+}
+
+TEST(ProcessTable, ForkCopiesParentUntilExec) {
+  State s(replay_config());
+  Process parent;
+  parent.pid = 100;
+  parent.ppid = 1;
+  parent.comm = "bash";
+  parent.exe = "/bin/bash";
+  parent.exepath = "/usr/bin/bash";
+  parent.args = {"-l"};
+  parent.cwd = "/root";
+  s.upsert_process(parent);
+
+  apply_all(s, fork_event(100, 101));
+  const Process* child = s.process(101);
+  ASSERT_NE(child, nullptr);
+  EXPECT_EQ(child->ppid, 100u);
+  EXPECT_EQ(child->comm, "bash");
+  EXPECT_EQ(child->exepath, "/usr/bin/bash");
+  EXPECT_EQ(child->args, std::vector<std::string>{"-l"});
+  EXPECT_EQ(child->start_ts_ns, 1000u);
+
+  apply_all(s, exec_event(101, {"curl", "-s", "http://x"}, "/usr/bin/curl"));
+  child = s.process(101);
+  ASSERT_NE(child, nullptr);
+  EXPECT_EQ(child->comm, "curl");
+  EXPECT_EQ(child->exe, "curl");
+  EXPECT_EQ(child->exepath, "/usr/bin/curl");
+  EXPECT_EQ((std::vector<std::string>{"-s", "http://x"}), child->args);
+  EXPECT_EQ(child->cwd, "/work");
+  EXPECT_EQ(child->exec_ts_ns, 2000u);
+  // The parent is untouched.
+  EXPECT_EQ(s.process(100)->exepath, "/usr/bin/bash");
+}
+
+TEST(ProcessTable, ThreadCreationAddsNoProcess) {
+  State s(replay_config());
+  event::Event ev = fork_event(100, 150);
+  std::get<event::ForkData>(ev.data).is_thread = true;
+  apply_all(s, ev);
+  EXPECT_EQ(s.process(150), nullptr);
+  EXPECT_NE(s.process(100), nullptr);
+}
+
+TEST(ProcessTable, ExitedProcessIsReapedOnlyAfterRules) {
+  State s(replay_config());
+  apply_all(s, fork_event(100, 101));
+  event::Event ex = exit_event(101);
+  s.apply(ex);
+  EvalContext ctx = s.enrich(ex);
+  ASSERT_NE(ctx.proc, nullptr) << "the rules must see the exiting process";
+  EXPECT_EQ(ctx.proc->pid, 101u);
+  s.after(ex);
+  EXPECT_EQ(s.process(101), nullptr);
+  EXPECT_NE(s.process(100), nullptr);
+}
+
+TEST(ProcessTable, UnknownPidIsBuiltFromTheEventHeader) {
+  State s(replay_config());
+  event::Event ev = exec_event(777, {"xmrig", "-o", "pool:3333"}, "/tmp/xmrig");
+  ev.hdr.ppid = 776;
+  ev.hdr.uid = 1000;
+  s.apply(ev);
+  EvalContext ctx = s.enrich(ev);
+  ASSERT_NE(ctx.proc, nullptr);
+  EXPECT_EQ(ctx.proc->ppid, 776u);
+  EXPECT_EQ(ctx.proc->uid, 1000u);
+  EXPECT_EQ(ctx.proc->exe, "xmrig");
+}
+
+TEST(ProcessTable, LruCapEvictsLeastRecentlyUsed) {
+  Config c = replay_config();
+  c.max_processes = 3;
+  State s(c);
+  for (std::uint32_t pid = 1; pid <= 3; ++pid) {
+    Process p;
+    p.pid = pid;
+    s.upsert_process(p);
+  }
+  // An event of pid 1 makes it recent; pid 2 is now the oldest.
+  apply_all(s, make_event(event::Type::kConnect, 1));
+  Process p4;
+  p4.pid = 4;
+  s.upsert_process(p4);
+  EXPECT_EQ(s.process_count(), 3u);
+  EXPECT_NE(s.process(1), nullptr);
+  EXPECT_EQ(s.process(2), nullptr);
+  EXPECT_NE(s.process(3), nullptr);
+  EXPECT_NE(s.process(4), nullptr);
+  for (std::uint32_t pid = 10; pid < 1000; ++pid) apply_all(s, fork_event(4, pid));
+  EXPECT_EQ(s.process_count(), 3u);
+}
+
+TEST(ProcessTable, AncestryAndCycles) {
+  State s(replay_config());
+  for (std::uint32_t pid : {1u, 10u, 20u, 30u}) {
+    Process p;
+    p.pid = pid;
+    p.ppid = pid == 1 ? 0 : pid - 10 == 0 ? 1 : pid - 10;
+    p.comm = "p" + std::to_string(pid);
+    s.upsert_process(p);
+  }
+  const Process* p30 = s.process(30);
+  ASSERT_NE(p30, nullptr);
+  EXPECT_EQ(s.ancestor(*p30, 1)->comm, "p20");
+  EXPECT_EQ(s.ancestor(*p30, 2)->comm, "p10");
+  EXPECT_EQ(s.ancestor(*p30, 3)->comm, "p1");
+  EXPECT_EQ(s.ancestor(*p30, 4), nullptr);
+  // A cycle (pid reuse, hostile input) never loops forever.
+  Process a, b;
+  a.pid = 500;
+  a.ppid = 501;
+  b.pid = 501;
+  b.ppid = 500;
+  s.upsert_process(a);
+  s.upsert_process(b);
+  EXPECT_NE(s.ancestor(*s.process(500), 64), nullptr);
+  EXPECT_EQ(s.ancestor(*s.process(500), 65), nullptr);
+  Process self;
+  self.pid = 600;
+  self.ppid = 600;
+  s.upsert_process(self);
+  EXPECT_EQ(s.ancestor(*s.process(600), 1), nullptr);
+}
+
+// --- containers and pods ----------------------------------------------------
+
+TEST(Attribution, ShortLivedProcessGetsContainerAndPodFromCgroupId) {
+  State s(replay_config());
+  Container c;
+  c.id = kId;
+  c.runtime = ContainerRuntime::kContainerd;
+  c.pod_uid = kUid;
+  c.cgroup_id = 4242;
+  s.upsert_container(c);
+  s.upsert_pod(make_pod(kUid, kId, "", 0));
+
+  // Exec then exit of a pid never seen: nothing but the events.
+  event::Event ex = exec_event(9000, {"sh", "-c", "id"}, "/bin/sh");
+  ex.hdr.cgroup_id = 4242;
+  s.apply(ex);
+  EvalContext ctx = s.enrich(ex);
+  ASSERT_NE(ctx.container, nullptr);
+  EXPECT_EQ(ctx.container->id, kId);
+  ASSERT_NE(ctx.pod, nullptr);
+  EXPECT_EQ(ctx.pod->name, "infer-0");
+  ASSERT_NE(ctx.pod_container, nullptr);
+  EXPECT_EQ(ctx.pod_container->name, "server");
+  EXPECT_EQ(ctx.proc->container_id, kId);
+  s.after(ex);
+
+  event::Event end = exit_event(9000, 2001);
+  end.hdr.cgroup_id = 4242;
+  s.apply(end);
+  ctx = s.enrich(end);
+  ASSERT_NE(ctx.container, nullptr);
+  EXPECT_EQ(ctx.pod->ns, "ml");
+  s.after(end);
+  EXPECT_EQ(s.process(9000), nullptr);
+}
+
+TEST(Attribution, ContainerTakesNameImageAndPrivilegeFromItsPod) {
+  State s(replay_config());
+  Container c;
+  c.id = kId;
+  c.runtime = ContainerRuntime::kCrio;
+  c.pod_uid = kUid;
+  c.cgroup_id = 7;
+  s.upsert_container(c);
+  EXPECT_EQ(s.container(kId)->image, "");
+  Pod p = make_pod(kUid, kId, "", 0);
+  p.containers[0].privileged = true;
+  s.upsert_pod(p);
+  ASSERT_NE(s.container(kId), nullptr);
+  EXPECT_EQ(s.container(kId)->name, "server");
+  EXPECT_EQ(s.container(kId)->image, "vllm/vllm-openai:v0.6");
+  EXPECT_TRUE(s.container(kId)->privileged);
+  // A container reported after its pod is filled in too.
+  Container c2;
+  c2.id = kId2;
+  c2.pod_uid = kUid;
+  p.containers.push_back(PodContainer{"sidecar", "envoy:1", kId2});
+  s.upsert_pod(p);
+  s.upsert_container(c2);
+  EXPECT_EQ(s.container(kId2)->name, "sidecar");
+
+  s.remove_pod(kUid);
+  event::Event ev = make_event(event::Type::kConnect, 5);
+  ev.hdr.cgroup_id = 7;
+  s.apply(ev);
+  EvalContext ctx = s.enrich(ev);
+  ASSERT_NE(ctx.container, nullptr);
+  EXPECT_EQ(ctx.pod, nullptr);
+}
+
+TEST(Attribution, HostProcessHasNoContainer) {
+  State s(replay_config());
+  event::Event ev = exec_event(50, {"ls"}, "/bin/ls");
+  ev.hdr.cgroup_id = 99;  // unknown and not live: host
+  s.apply(ev);
+  EvalContext ctx = s.enrich(ev);
+  EXPECT_NE(ctx.proc, nullptr);
+  EXPECT_EQ(ctx.container, nullptr);
+  EXPECT_EQ(ctx.pod, nullptr);
+}
+
+TEST(Attribution, LiveMissWalksCgroupTreeAndReportsContainer) {
+  TempDir root;
+  std::string pod_dir = "kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" +
+                        kUidUnderscore + ".slice";
+  root.mkdirs("cg/" + pod_dir + "/cri-containerd-" + kId + ".scope");
+  root.mkdirs("cg/system.slice/sshd.service");
+  root.mkdirs("proc");  // an empty fake /proc: the process is not there (short-lived)
+  Config c;
+  c.proc_root = root.path() + "/proc";
+  c.cgroup_root = root.path() + "/cg";
+  c.passwd_path = "";
+  c.group_path = "";
+  State s(c);
+  RecordingListener l;
+  s.set_listener(&l);
+
+  event::Event ev = exec_event(4321, {"python3", "serve.py"}, "/usr/bin/python3");
+  ev.hdr.cgroup_id = root.inode("cg/" + pod_dir + "/cri-containerd-" + kId + ".scope");
+  ASSERT_NE(ev.hdr.cgroup_id, 0u);
+  s.apply(ev);
+  EvalContext ctx = s.enrich(ev);
+  ASSERT_NE(ctx.container, nullptr);
+  EXPECT_EQ(ctx.container->id, kId);
+  EXPECT_EQ(ctx.container->pod_uid, kUid);
+  EXPECT_EQ(ctx.container->runtime, "containerd");
+  EXPECT_EQ(ctx.container->cgroup_path, "/" + pod_dir + "/cri-containerd-" + kId + ".scope");
+  ASSERT_EQ(l.containers.size(), 1u);
+  EXPECT_EQ(l.containers[0].id, kId);
+
+  // A host cgroup resolves to no container, and the walk is not repeated.
+  event::Event host = exec_event(4322, {"sshd"}, "/usr/sbin/sshd");
+  host.hdr.cgroup_id = root.inode("cg/system.slice/sshd.service");
+  s.apply(host);
+  EXPECT_EQ(s.enrich(host).container, nullptr);
+
+  // Replay: a state fed only the reported records attributes the same way.
+  State replay(replay_config());
+  for (const auto& rc : l.containers) replay.upsert_container(rc);
+  replay.apply(ev);
+  EvalContext rctx = replay.enrich(ev);
+  ASSERT_NE(rctx.container, nullptr);
+  EXPECT_EQ(rctx.container->id, kId);
+}
+
+// --- seeding from a fake /proc ----------------------------------------------
+
+std::string stat_line(std::uint32_t pid, const std::string& comm, std::uint32_t ppid,
+                      std::uint32_t tty, std::uint64_t start) {
+  return std::to_string(pid) + " (" + comm + ") S " + std::to_string(ppid) + " 1 1 " +
+         std::to_string(tty) + " -1 4194560 100 0 0 0 5 3 0 0 20 0 1 0 " + std::to_string(start) +
+         " 1000 200\n";
+}
+
+void fake_process(const TempDir& d, std::uint32_t pid, std::uint32_t ppid, const std::string& comm,
+                  const std::string& cmdline, const std::string& cgroup) {
+  std::string base = "proc/" + std::to_string(pid);
+  d.write(base + "/stat", stat_line(pid, comm, ppid, 34816, 500));
+  d.write(base + "/status", "Name:\t" + comm + "\nTgid:\t" + std::to_string(pid) +
+                                "\nPPid:\t" + std::to_string(ppid) +
+                                "\nUid:\t1000\t1000\t1000\t1000\nGid:\t2000\t2000\t2000\t2000\n"
+                                "NSpid:\t" + std::to_string(pid) + "\t7\n");
+  d.write(base + "/comm", comm + "\n");
+  d.write(base + "/cmdline", cmdline);
+  d.write(base + "/cgroup", "0::" + cgroup + "\n");
+  d.write(base + "/loginuid", "1000");
+  d.symlink(base + "/exe", "/usr/bin/" + comm);
+  d.symlink(base + "/cwd", "/home/u");
+  d.symlink(base + "/ns/pid", "pid:[4026531836]");
+  d.symlink(base + "/ns/mnt", "mnt:[4026531841]");
+  d.symlink(base + "/ns/net", "net:[4026531840]");
+}
+
+TEST(Seed, ReadsEveryProcessFieldFromFakeProc) {
+  TempDir d;
+  std::string cg = "/kubepods/besteffort/pod" + kUid + "/" + kId;
+  d.mkdirs("cg" + cg);
+  d.write("proc/stat", "cpu 1 2 3\nbtime 1700000000\n");
+  fake_process(d, 1, 0, "systemd", std::string("/sbin/init\0splash\0", 18), "/init.scope");
+  fake_process(d, 42, 1, "python3", std::string("python3\0-m\0vllm.entrypoints\0", 29), cg);
+  d.symlink("proc/42/fd/0", "socket:[12345]");
+  d.symlink("proc/42/fd/1", "/dev/pts/0");
+  d.symlink("proc/42/fd/3", "/dev/nvidia0");
+  d.symlink("proc/42/fd/4", "/dev/nvidiactl");
+  d.symlink("proc/42/fd/5", "/var/log/x.log");
+  // Hostile entries: garbage stat, missing status, non-numeric names.
+  d.write("proc/77/stat", "77 (broken");
+  d.write("proc/77/status", "Uid:\t1\nGid:\t1\n");
+  d.write("proc/78/stat", stat_line(78, "x", 1, 0, 1));
+  d.write("proc/abc/stat", "junk");
+
+  Config c;
+  c.proc_root = d.path() + "/proc";
+  c.cgroup_root = d.path() + "/cg";
+  c.passwd_path = "";
+  c.group_path = "";
+  State s(c);
+  RecordingListener l;
+  s.set_listener(&l);
+  ASSERT_TRUE(s.seed_from_proc().ok());
+  EXPECT_EQ(s.process_count(), 2u);
+  EXPECT_EQ(l.processes.size(), 2u);
+
+  const Process* p = s.process(42);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->ppid, 1u);
+  EXPECT_EQ(p->uid, 1000u);
+  EXPECT_EQ(p->gid, 2000u);
+  EXPECT_EQ(p->comm, "python3");
+  EXPECT_EQ(p->exe, "python3");
+  EXPECT_EQ(p->exepath, "/usr/bin/python3");
+  EXPECT_EQ((std::vector<std::string>{"-m", "vllm.entrypoints"}), p->args);
+  EXPECT_EQ(p->cwd, "/home/u");
+  EXPECT_EQ(p->tty, 34816u);
+  EXPECT_EQ(p->loginuid, 1000u);
+  EXPECT_EQ(p->pid_ns, 4026531836u);
+  EXPECT_EQ(p->mnt_ns, 4026531841u);
+  EXPECT_EQ(p->net_ns, 4026531840u);
+  EXPECT_EQ(p->vpid, 7u);
+  EXPECT_TRUE(p->from_proc);
+  EXPECT_TRUE(p->stdin_is_socket);
+  EXPECT_FALSE(p->stdout_is_socket);
+  EXPECT_GT(p->start_ts_ns, 1700000000ULL * 1000000000ULL);
+  EXPECT_EQ(p->container_id, kId);
+  EXPECT_EQ(p->cgroup_id, d.inode("cg" + cg));
+  ASSERT_EQ(p->gpu_fds.size(), 2u);
+  EXPECT_EQ(p->gpu_fds[0], (GpuFd{3, 195, 0, false}));
+  EXPECT_EQ(p->gpu_fds[1], (GpuFd{4, 195, 255, false}));
+  EXPECT_EQ(p->gpu_devices_opened, 1u);
+  ASSERT_NE(s.gpu_fd(42, 3), nullptr);
+  EXPECT_EQ(s.gpu_fd(42, 5), nullptr);
+
+  const Container* ct = s.container(kId);
+  ASSERT_NE(ct, nullptr);
+  EXPECT_EQ(ct->pod_uid, kUid);
+  EXPECT_EQ(ct->cgroup_id, p->cgroup_id);
+  ASSERT_EQ(l.containers.size(), 1u);
+
+  // Events of the seeded process are attributed through its cgroup id.
+  event::Event ev = make_event(event::Type::kConnect, 42);
+  ev.hdr.cgroup_id = p->cgroup_id;
+  s.apply(ev);
+  EXPECT_EQ(s.enrich(ev).container, ct);
+  const Process* init = s.process(1);
+  ASSERT_NE(init, nullptr);
+  EXPECT_EQ(init->container_id, "");
+  EXPECT_EQ(init->args, std::vector<std::string>{"splash"});
+}
+
+TEST(Seed, UnknownLivePidIsReadFromProcOnceAndReported) {
+  TempDir d;
+  d.mkdirs("cg");
+  fake_process(d, 300, 1, "nginx", std::string("nginx\0-g\0daemon off;\0", 22), "/");
+  Config c;
+  c.proc_root = d.path() + "/proc";
+  c.cgroup_root = d.path() + "/cg";
+  c.passwd_path = "";
+  c.group_path = "";
+  State s(c);
+  RecordingListener l;
+  s.set_listener(&l);
+  event::Event ev = make_event(event::Type::kConnect, 300);
+  s.apply(ev);
+  EvalContext ctx = s.enrich(ev);
+  ASSERT_NE(ctx.proc, nullptr);
+  EXPECT_EQ(ctx.proc->exepath, "/usr/bin/nginx");
+  EXPECT_EQ((std::vector<std::string>{"-g", "daemon off;"}), ctx.proc->args);
+  ASSERT_EQ(l.processes.size(), 1u);
+  s.apply(ev);
+  EXPECT_EQ(l.processes.size(), 1u) << "a known pid is not read again";
+}
+
+TEST(Seed, FailsClearlyWithoutProc) {
+  Config c;
+  c.proc_root = "/nonexistent/vigil-proc";
+  c.passwd_path = "";
+  c.group_path = "";
+  State s(c);
+  Status st = s.seed_from_proc();
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message.find("/nonexistent/vigil-proc"), std::string::npos);
+}
+
+// --- GPU fds, compute, allocations ------------------------------------------
+
+event::Event open_event(std::uint32_t pid, const std::string& path, std::uint32_t major,
+                        std::uint32_t minor, std::int64_t fd, std::uint32_t flags = O_RDWR) {
+  event::Event ev = make_event(event::Type::kOpen, pid);
+  event::OpenData od;
+  od.path = path;
+  od.dev_major = major;
+  od.dev_minor = minor;
+  od.is_device = true;
+  od.result = fd;
+  od.flags = flags;
+  ev.data = od;
+  return ev;
+}
+
+TEST(GpuFds, OpensTrackNvidiaFdsAndExecDropsCloexecOnes) {
+  State s(replay_config());
+  apply_all(s, open_event(10, "/dev/nvidia1", 195, 1, 5));
+  apply_all(s, open_event(10, "/dev/nvidiactl", 195, 255, 6, O_RDWR | O_CLOEXEC));
+  apply_all(s, open_event(10, "/dev/null", 1, 3, 7));
+  apply_all(s, open_event(10, "/dev/nvidia2", 195, 2, -13));  // EACCES: no fd
+  // A stand-in node: /dev/null's numbers, recognised by its name.
+  apply_all(s, open_event(10, "/tmp/rig/nvidia3", 1, 3, 8));
+  ASSERT_NE(s.gpu_fd(10, 5), nullptr);
+  EXPECT_EQ(s.gpu_fd(10, 5)->minor, 1u);
+  ASSERT_NE(s.gpu_fd(10, 6), nullptr);
+  EXPECT_EQ(s.gpu_fd(10, 6)->minor, 255u);
+  EXPECT_EQ(s.gpu_fd(10, 7), nullptr);
+  ASSERT_NE(s.gpu_fd(10, 8), nullptr);
+  EXPECT_EQ(s.gpu_fd(10, 8)->major, 195u);
+  EXPECT_EQ(s.gpu_fd(10, 8)->minor, 3u);
+  EXPECT_EQ(s.process(10)->gpu_devices_opened, 2u);
+
+  // fd 5 reused for a regular file: no longer a GPU fd.
+  event::Event reuse = open_event(10, "/etc/hosts", 0, 0, 5);
+  std::get<event::OpenData>(reuse.data).is_device = false;
+  apply_all(s, reuse);
+  EXPECT_EQ(s.gpu_fd(10, 5), nullptr);
+
+  apply_all(s, exec_event(10, {"python3"}, "/usr/bin/python3"));
+  EXPECT_EQ(s.gpu_fd(10, 6), nullptr) << "close-on-exec fd survives exec";
+  EXPECT_NE(s.gpu_fd(10, 8), nullptr);
+
+  // The child of a fork inherits the fds.
+  apply_all(s, fork_event(10, 11));
+  EXPECT_NE(s.gpu_fd(11, 8), nullptr);
+}
+
+TEST(GpuFds, ComputeAllocationMarksTheProcess) {
+  State s(replay_config());
+  auto cls = event::nvidia::class_from_name("AMPERE_COMPUTE_A");
+  ASSERT_TRUE(cls.has_value());
+  auto ioctl = [&](std::uint32_t nr, std::uint32_t rm_class, std::uint32_t status) {
+    event::Event ev = make_event(event::Type::kIoctl, 20);
+    event::IoctlData d;
+    d.nr = nr;
+    d.rm_class = rm_class;
+    d.rm_status = status;
+    d.dev_major = 195;
+    d.dev_minor = 255;
+    ev.data = d;
+    return ev;
+  };
+  apply_all(s, ioctl(event::nvidia::kEscRmAlloc, *cls, 0x1F));  // failed allocation
+  EXPECT_FALSE(s.process(20)->gpu_compute);
+  apply_all(s, ioctl(event::nvidia::kEscRmControl, *cls, 0));  // not an allocation
+  EXPECT_FALSE(s.process(20)->gpu_compute);
+  apply_all(s, ioctl(event::nvidia::kEscRmAlloc, 0x0080, 0));  // NV01_DEVICE_0
+  EXPECT_FALSE(s.process(20)->gpu_compute);
+  apply_all(s, ioctl(event::nvidia::kEscRmAlloc, *cls, 0));
+  EXPECT_TRUE(s.process(20)->gpu_compute);
+  // A forked child and a new image have not allocated anything themselves.
+  apply_all(s, fork_event(20, 21));
+  EXPECT_FALSE(s.process(21)->gpu_compute);
+  apply_all(s, exec_event(20, {"sh"}, "/bin/sh"));
+  EXPECT_FALSE(s.process(20)->gpu_compute);
+}
+
+void fake_gpu(const TempDir& d, const std::string& pci, const std::string& uuid, int minor) {
+  d.write("proc/driver/nvidia/gpus/" + pci + "/information",
+          "Model: \t\t NVIDIA H100 80GB HBM3\nIRQ:   \t\t 150\nGPU UUID: \t " + uuid +
+              "\nVideo BIOS: \t 96.00.99.00.01\nBus Type: \t PCIe\nDevice Minor: \t " +
+              std::to_string(minor) + "\nGPU Excluded:\t No\n");
+}
+
+class GpuAllocationTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    d_.write("proc/devices",
+             "Character devices:\n  1 mem\n195 nvidia-frontend\n508 nvidia-uvm\n"
+             "509 nvidia-caps\n\nBlock devices:\n  8 sd\n510 nvidia-uvm\n");
+    // PCI order differs from minor order: index 0 is the GPU with minor 2.
+    fake_gpu(d_, "0000:1b:00.0", "GPU-aaaaaaaa-1111-2222-3333-444444444444", 2);
+    fake_gpu(d_, "0000:3b:00.0", "GPU-bbbbbbbb-1111-2222-3333-444444444444", 0);
+    fake_gpu(d_, "0000:5b:00.0", "GPU-cccccccc-1111-2222-3333-444444444444", 1);
+    d_.mkdirs("cg");
+    Config c;
+    c.proc_root = d_.path() + "/proc";
+    c.cgroup_root = d_.path() + "/cg";
+    c.passwd_path = "";
+    c.group_path = "";
+    state_ = std::make_unique<State>(c);
+    state_->set_listener(&listener_);
+    state_->load_nvidia();
+    Container ct;
+    ct.id = kId;
+    ct.pod_uid = kUid;
+    ct.cgroup_id = 31337;
+    state_->upsert_container(ct);
+  }
+
+  bool allowed(std::uint32_t major, std::uint32_t minor, const std::string& path = "") {
+    event::Event ev = open_event(900, path.empty() ? "/dev/x" : path, major, minor, 3);
+    ev.hdr.cgroup_id = 31337;
+    state_->apply(ev);
+    EvalContext ctx = state_->enrich(ev);
+    return state_->gpu_allowed(ctx, major, minor);
+  }
+
+  TempDir d_;
+  RecordingListener listener_;
+  std::unique_ptr<State> state_;
+};
+
+TEST_F(GpuAllocationTest, ReadsDriverInfoAndReportsIt) {
+  const NvidiaInfo& n = state_->nvidia();
+  EXPECT_EQ(n.uvm_major, 508u);
+  EXPECT_EQ(n.caps_major, 509u);
+  ASSERT_EQ(n.gpus.size(), 3u);
+  EXPECT_EQ(n.gpus[0].pci, "0000:1b:00.0");
+  EXPECT_EQ(n.gpus[0].minor, 2u);
+  EXPECT_EQ(n.gpus[0].model, "NVIDIA H100 80GB HBM3");
+  ASSERT_EQ(listener_.nvidia.size(), 1u);
+  EXPECT_EQ(listener_.nvidia[0], n);
+}
+
+TEST_F(GpuAllocationTest, UuidAllocationAllowsOnlyThatGpu) {
+  state_->upsert_pod(make_pod(kUid, kId, "GPU-cccccccc-1111-2222-3333-444444444444", 1));
+  EXPECT_TRUE(allowed(195, 1));
+  EXPECT_FALSE(allowed(195, 0));
+  EXPECT_FALSE(allowed(195, 2));
+  EXPECT_TRUE(allowed(195, 255));  // nvidiactl comes with any GPU
+  EXPECT_TRUE(allowed(508, 0));    // nvidia-uvm
+  EXPECT_FALSE(allowed(508, 1));   // nvidia-uvm-tools is never allocated
+  EXPECT_FALSE(allowed(509, 1));   // MIG config capability
+  event::Event ev = make_event(event::Type::kOpen, 900);
+  ev.hdr.cgroup_id = 31337;
+  EvalContext ctx = state_->enrich(ev);
+  const GpuAllocation* a = state_->gpu_allocation(ctx);
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(a->minors, std::vector<std::uint32_t>{1});
+  EXPECT_EQ(a->devices, std::vector<std::string>{"GPU-cccccccc-1111-2222-3333-444444444444"});
+}
+
+TEST_F(GpuAllocationTest, IndexesFollowPciOrder) {
+  state_->upsert_pod(make_pod(kUid, kId, "0,2", 2));
+  EXPECT_TRUE(allowed(195, 2));   // index 0 → 0000:1b:00.0 → minor 2
+  EXPECT_TRUE(allowed(195, 1));   // index 2 → 0000:5b:00.0 → minor 1
+  EXPECT_FALSE(allowed(195, 0));
+}
+
+TEST_F(GpuAllocationTest, NoAllocationForbidsEveryNvidiaNode) {
+  state_->upsert_pod(make_pod(kUid, kId, "", 0));
+  EXPECT_FALSE(allowed(195, 0));
+  EXPECT_FALSE(allowed(195, 255));
+  EXPECT_FALSE(allowed(508, 0));
+  EXPECT_FALSE(allowed(1, 3, "/dev/nvidia0"));  // a stand-in node, by name
+  EXPECT_TRUE(allowed(1, 3, "/dev/null"));       // not an NVIDIA node at all
+}
+
+TEST_F(GpuAllocationTest, AllNoneVoidAndLimitOnly) {
+  state_->upsert_pod(make_pod(kUid, kId, "all", 0));
+  EXPECT_TRUE(allowed(195, 0));
+  EXPECT_TRUE(allowed(195, 2));
+  state_->upsert_pod(make_pod(kUid, kId, "none", 0));
+  EXPECT_FALSE(allowed(195, 0));
+  EXPECT_TRUE(allowed(195, 255));
+  state_->upsert_pod(make_pod(kUid, kId, "void", 0));
+  EXPECT_FALSE(allowed(195, 255));
+  // A limit without device ids: some GPU, unknown which.
+  state_->upsert_pod(make_pod(kUid, kId, "", 1));
+  EXPECT_TRUE(allowed(195, 0));
+  // pod-resources device ids, with a time-slicing replica suffix.
+  Pod p = make_pod(kUid, kId, "/var/run/nvidia-container-devices", 1);
+  p.containers[0].gpu_devices = {"GPU-aaaaaaaa-1111-2222-3333-444444444444::3"};
+  state_->upsert_pod(p);
+  EXPECT_TRUE(allowed(195, 2));
+  EXPECT_FALSE(allowed(195, 0));
+}
+
+TEST_F(GpuAllocationTest, HostAndUnknownPodAreAllowed) {
+  event::Event ev = open_event(901, "/dev/nvidia0", 195, 0, 3);
+  state_->apply(ev);
+  EXPECT_TRUE(state_->gpu_allowed(state_->enrich(ev), 195, 0));  // host
+  EXPECT_TRUE(allowed(195, 0));  // container whose pod is not known yet
+}
+
+// --- DNS ---------------------------------------------------------------------
+
+event::Event dns_answer(std::uint32_t pid, std::uint64_t cgroup, const std::string& name,
+                        std::vector<event::IpAddr> answers) {
+  event::Event ev = make_event(event::Type::kDns, pid);
+  ev.hdr.cgroup_id = cgroup;
+  event::DnsData d;
+  d.is_response = true;
+  d.name = name;
+  d.qtype = 1;
+  d.answers = std::move(answers);
+  ev.data = d;
+  return ev;
+}
+
+TEST(Dns, AnswersAreRememberedPerPod) {
+  State s(replay_config());
+  Container a, b;
+  a.id = kId;
+  a.pod_uid = kUid;
+  a.cgroup_id = 1;
+  b.id = kId2;
+  b.pod_uid = "11111111-2222-3333-4444-555555555555";
+  b.cgroup_id = 2;
+  s.upsert_container(a);
+  s.upsert_container(b);
+  s.upsert_pod(make_pod(kUid, kId, "", 0));
+  s.upsert_pod(make_pod(b.pod_uid, kId2, "", 0));
+
+  apply_all(s, dns_answer(5, 1, "huggingface.co", {testing::ipv4(18, 1, 2, 3)}));
+  event::Event conn = make_event(event::Type::kConnect, 6);
+  conn.hdr.cgroup_id = 1;
+  s.apply(conn);
+  EvalContext ctx = s.enrich(conn);
+  EXPECT_EQ(s.dns_name_for(ctx, testing::ipv4(18, 1, 2, 3)), "huggingface.co");
+  EXPECT_EQ(s.dns_name_for(ctx, testing::ipv4(18, 1, 2, 4)), "");
+
+  event::Event other = make_event(event::Type::kConnect, 7);
+  other.hdr.cgroup_id = 2;
+  s.apply(other);
+  EXPECT_EQ(s.dns_name_for(s.enrich(other), testing::ipv4(18, 1, 2, 3)), "")
+      << "another pod did not resolve that name";
+
+  // Host processes share their network namespace's memory.
+  event::Event h1 = dns_answer(8, 0, "pool.example.org", {testing::ipv4(1, 1, 1, 1)});
+  h1.hdr.net_ns = 4026531840u;
+  apply_all(s, h1);
+  event::Event h2 = make_event(event::Type::kConnect, 9);
+  h2.hdr.net_ns = 4026531840u;
+  s.apply(h2);
+  EXPECT_EQ(s.dns_name_for(s.enrich(h2), testing::ipv4(1, 1, 1, 1)), "pool.example.org");
+}
+
+TEST(Dns, FailedAnswersAndQuestionsAreNotRemembered) {
+  State s(replay_config());
+  event::Event q = dns_answer(5, 0, "a.example", {testing::ipv4(9, 9, 9, 9)});
+  std::get<event::DnsData>(q.data).is_response = false;
+  apply_all(s, q);
+  event::Event nx = dns_answer(5, 0, "b.example", {testing::ipv4(9, 9, 9, 9)});
+  std::get<event::DnsData>(nx.data).rcode = 3;
+  apply_all(s, nx);
+  event::Event c = make_event(event::Type::kConnect, 5);
+  s.apply(c);
+  EXPECT_EQ(s.dns_name_for(s.enrich(c), testing::ipv4(9, 9, 9, 9)), "");
+}
+
+TEST(Dns, MemoryIsBounded) {
+  Config c = replay_config();
+  c.max_dns_names = 2;
+  State s(c);
+  apply_all(s, dns_answer(5, 0, "one.example", {testing::ipv4(10, 0, 0, 1)}));
+  apply_all(s, dns_answer(5, 0, "two.example", {testing::ipv4(10, 0, 0, 2)}));
+  apply_all(s, dns_answer(5, 0, "three.example", {testing::ipv4(10, 0, 0, 3)}));
+  event::Event e = make_event(event::Type::kConnect, 5);
+  s.apply(e);
+  EvalContext ctx = s.enrich(e);
+  EXPECT_EQ(s.dns_name_for(ctx, testing::ipv4(10, 0, 0, 1)), "");
+  EXPECT_EQ(s.dns_name_for(ctx, testing::ipv4(10, 0, 0, 2)), "two.example");
+  EXPECT_EQ(s.dns_name_for(ctx, testing::ipv4(10, 0, 0, 3)), "three.example");
+}
+
+// --- users -------------------------------------------------------------------
+
+TEST(Users, NamesFromPasswdAndGroupFiles) {
+  TempDir d;
+  d.write("passwd", "root:x:0:0:root:/root:/bin/bash\n# comment\nbroken line\n"
+                    "svc:x:abc:1:\nalice:x:1000:1000::/home/alice:/bin/sh\nalias:x:1000:1:::\n");
+  d.write("group", "root:x:0:\nvideo:x:44:alice\n");
+  Config c = replay_config();
+  c.passwd_path = d.path() + "/passwd";
+  c.group_path = d.path() + "/group";
+  State s(c);
+  EXPECT_EQ(s.user_name(0), "root");
+  EXPECT_EQ(s.user_name(1000), "alice");
+  EXPECT_EQ(s.user_name(4242), "");
+  EXPECT_EQ(s.group_name(44), "video");
+  EXPECT_EQ(s.group_name(1000), "");
+}
+
+}  // namespace
+}  // namespace vigil::state
