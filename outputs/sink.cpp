@@ -1,0 +1,389 @@
+#include "outputs/sink.h"
+
+#include <spdlog/logger.h>
+
+#include <algorithm>
+#include <bit>
+
+namespace vigil::outputs {
+namespace {
+
+std::uint64_t steady_ns() {
+  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                        std::chrono::steady_clock::now().time_since_epoch())
+                                        .count());
+}
+
+bool contains(const std::vector<std::string>& v, const std::string& s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+bool any_of_tags(const std::vector<std::string>& want, const std::vector<std::string>& tags) {
+  for (const auto& t : tags) {
+    if (contains(want, t)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+Filter::Verdict Filter::check(const event::Alert& a, std::chrono::steady_clock::time_point now) {
+  if (o_.min_priority && static_cast<int>(a.priority) > static_cast<int>(*o_.min_priority)) {
+    return Verdict::kFiltered;
+  }
+  if (!o_.rules_include.empty() && !contains(o_.rules_include, a.rule)) return Verdict::kFiltered;
+  if (contains(o_.rules_exclude, a.rule)) return Verdict::kFiltered;
+  if (!o_.tags_include.empty() && !any_of_tags(o_.tags_include, a.tags)) return Verdict::kFiltered;
+  if (!o_.tags_exclude.empty() && any_of_tags(o_.tags_exclude, a.tags)) return Verdict::kFiltered;
+  if (o_.rate_per_s <= 0) return Verdict::kPass;
+  std::lock_guard lk(mu_);
+  if (last_.time_since_epoch().count() != 0) {
+    const double secs = std::chrono::duration<double>(now - last_).count();
+    if (secs > 0) tokens_ = std::min(o_.burst, tokens_ + secs * o_.rate_per_s);
+  }
+  last_ = now;
+  if (tokens_ < 1.0) return Verdict::kRateLimited;
+  tokens_ -= 1.0;
+  return Verdict::kPass;
+}
+
+std::size_t alert_bytes(const event::Alert& a) {
+  std::size_t n = sizeof(event::Alert) + a.rule.size() + a.output.size() + a.hostname.size() +
+                  a.source.size() + a.uuid.size();
+  for (const auto& t : a.tags) n += t.size() + sizeof(std::string);
+  for (const auto& [k, v] : a.output_fields) {
+    n += k.size() + sizeof(std::pair<std::string, event::FieldValue>);
+    if (const auto* s = std::get_if<std::string>(&v)) n += s->size();
+    if (const auto* l = std::get_if<std::vector<std::string>>(&v)) {
+      for (const auto& e : *l) n += e.size() + sizeof(std::string);
+    }
+  }
+  for (const auto& [k, v] : a.extra) n += k.size() + v.size() + 2 * sizeof(std::string);
+  return n;
+}
+
+Sink::Sink(SinkOptions o, std::unique_ptr<Transport> t, std::shared_ptr<spdlog::logger> log,
+           std::unique_ptr<Spool> spool)
+    : o_(std::move(o)),
+      transport_(std::move(t)),
+      log_(std::move(log)),
+      spool_(std::move(spool)),
+      filter_(o_.filter),
+      rng_(std::random_device{}()) {
+  if (o_.retry.max_attempts < 1) o_.retry.max_attempts = 1;
+  if (o_.batch.max_events < 1) o_.batch.max_events = 1;
+  if (spool_) {
+    spool_depth_ = spool_->count();
+    spool_bytes_ = spool_->bytes();
+  }
+}
+
+Sink::~Sink() {
+  if (worker_.joinable()) shutdown(std::chrono::steady_clock::now());
+}
+
+void Sink::start() { worker_ = std::thread([this] { run(); }); }
+
+void Sink::offer(const std::shared_ptr<const event::Alert>& a, std::size_t bytes) noexcept {
+  switch (filter_.check(*a, std::chrono::steady_clock::now())) {
+    case Filter::Verdict::kFiltered: filtered_.fetch_add(1, std::memory_order_relaxed); return;
+    case Filter::Verdict::kRateLimited:
+      rate_limited_.fetch_add(1, std::memory_order_relaxed);
+      return;
+    case Filter::Verdict::kPass: break;
+  }
+  {
+    std::lock_guard lk(mu_);
+    if (stopping_) {
+      dropped_.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    const bool full = queue_.size() >= o_.queue_max_events ||
+                      (queue_bytes_ + bytes > o_.queue_max_bytes && !queue_.empty());
+    if (full) {
+      dropped_.fetch_add(1, std::memory_order_relaxed);
+      if (o_.overflow == Overflow::kDropNewest) return;
+      queue_bytes_ -= queue_.front().bytes;
+      queue_.pop_front();
+    }
+    try {
+      queue_.push_back(Item{a, bytes, steady_ns()});
+    } catch (...) {  // out of memory: counted, never propagated to the pipeline
+      dropped_.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    queue_bytes_ += bytes;
+  }
+  cv_.notify_one();
+}
+
+void Sink::shutdown(std::chrono::steady_clock::time_point deadline) {
+  {
+    std::lock_guard lk(mu_);
+    if (!stopping_) {
+      stopping_ = true;
+      deadline_ = deadline;
+    }
+  }
+  cv_.notify_all();
+  if (worker_.joinable()) worker_.join();
+}
+
+bool Sink::past_deadline() const { return std::chrono::steady_clock::now() >= deadline_; }
+
+Message Sink::to_message(const Item& it) const {
+  const event::Alert& a = *it.alert;
+  Message m;
+  m.body = format_alert(o_.format, a);
+  m.uuid = a.uuid;
+  m.rule = a.rule;
+  m.priority = std::string(event::priority_name(a.priority));
+  m.hostname = a.hostname;
+  for (const auto& [k, v] : a.output_fields) {
+    if (k == "k8s.pod.name") {
+      if (const auto* s = std::get_if<std::string>(&v)) m.pod = *s;
+      break;
+    }
+  }
+  m.enqueued_ns = it.enqueued_ns;
+  m.time_ns = a.time_ns;
+  return m;
+}
+
+std::chrono::milliseconds Sink::backoff(int attempt) {
+  // Capped exponential backoff with full jitter: uniform in [0, min(cap, base*2^n)].
+  const auto base = std::max<std::int64_t>(1, o_.retry.initial_backoff.count());
+  const auto cap = std::max<std::int64_t>(base, o_.retry.max_backoff.count());
+  const int shift = std::min(attempt, 30);
+  const std::int64_t ceiling = std::min<std::int64_t>(cap, base << shift);
+  std::uniform_int_distribution<std::int64_t> d(0, ceiling);
+  return std::chrono::milliseconds(d(rng_));
+}
+
+void Sink::record_sent(std::span<const Message> msgs) {
+  sent_.fetch_add(msgs.size(), std::memory_order_relaxed);
+  const std::uint64_t now = steady_ns();
+  for (const auto& m : msgs) {
+    if (m.enqueued_ns == 0 || now < m.enqueued_ns) continue;
+    const std::uint64_t us = (now - m.enqueued_ns) / 1000;
+    const std::size_t b = std::min<std::size_t>(std::bit_width(us), latency_.size() - 1);
+    latency_[b].fetch_add(1, std::memory_order_relaxed);
+    std::uint64_t prev = latency_max_us_.load(std::memory_order_relaxed);
+    while (us > prev && !latency_max_us_.compare_exchange_weak(prev, us)) {
+    }
+  }
+}
+
+void Sink::spool_messages(std::vector<Message>& msgs, std::size_t from) {
+  for (std::size_t i = from; i < msgs.size(); ++i) {
+    msgs[i].enqueued_ns = 0;  // latency is not meaningful across the spool
+    if (Status st = spool_->append(msgs[i]); !st) {
+      dropped_.fetch_add(1, std::memory_order_relaxed);
+      if (log_) log_->warn("output {}: spool: {}", o_.name, st.error().message);
+    } else {
+      spooled_.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+  spool_->sync();
+  spool_depth_ = spool_->count();
+  spool_bytes_ = spool_->bytes();
+}
+
+// Spool mode: everything new goes to the spool behind what is there, and the
+// spool's head is sent with backoff until it is empty.
+void Sink::run_spooled(std::unique_lock<std::mutex>& lk) {
+  int attempt = 0;
+  auto next_try = std::chrono::steady_clock::now();
+  while (!spool_->empty()) {
+    // Move the queue to the spool (keeps order, keeps the queue free).
+    if (!queue_.empty()) {
+      std::deque<Item> items;
+      items.swap(queue_);
+      queue_bytes_ = 0;
+      lk.unlock();
+      std::vector<Message> msgs;
+      msgs.reserve(items.size());
+      for (const auto& it : items) msgs.push_back(to_message(it));
+      spool_messages(msgs, 0);
+      lk.lock();
+      continue;
+    }
+    if (stopping_ && past_deadline()) return;
+    if (std::chrono::steady_clock::now() < next_try) {
+      auto until = next_try;
+      if (stopping_) until = std::min(until, deadline_);
+      cv_.wait_until(lk, until);
+      continue;
+    }
+    lk.unlock();
+    std::vector<Message> batch = spool_->peek(o_.batch.max_events, o_.batch.max_bytes);
+    if (batch.empty()) {
+      spool_depth_ = spool_->count();
+      spool_bytes_ = spool_->bytes();
+      lk.lock();
+      continue;
+    }
+    SendResult r = transport_->send(batch);
+    std::size_t done = std::min(r.delivered, batch.size());
+    if (r.code == SendCode::kOk) done = batch.size();
+    record_sent(std::span<const Message>(batch.data(), done));
+    if (r.code == SendCode::kFatal && done < batch.size()) {
+      failed_.fetch_add(batch.size() - done, std::memory_order_relaxed);
+      if (log_) log_->warn("output {}: giving up on {} alerts: {}", o_.name, batch.size() - done,
+                           r.error);
+      done = batch.size();
+    }
+    if (done > 0) {
+      if (Status st = spool_->pop(done); !st && log_) {
+        log_->warn("output {}: spool: {}", o_.name, st.error().message);
+      }
+      spool_depth_ = spool_->count();
+      spool_bytes_ = spool_->bytes();
+    }
+    if (r.code == SendCode::kRetry) {
+      retried_.fetch_add(1, std::memory_order_relaxed);
+      const auto wait = r.retry_after.count() > 0 ? r.retry_after : backoff(attempt++);
+      next_try = std::chrono::steady_clock::now() + wait;
+      if (log_ && attempt == 1) log_->warn("output {}: {} (spooling)", o_.name, r.error);
+    } else {
+      attempt = 0;
+      next_try = std::chrono::steady_clock::now();
+    }
+    lk.lock();
+  }
+}
+
+void Sink::run() {
+  std::unique_lock lk(mu_);
+  for (;;) {
+    if (spool_ && !spool_->empty()) {
+      run_spooled(lk);
+      if (stopping_ && past_deadline()) break;
+      continue;
+    }
+    if (queue_.empty()) {
+      if (stopping_) break;
+      cv_.wait(lk, [this] { return stopping_ || !queue_.empty(); });
+      continue;
+    }
+    // Give a batch a moment to fill.
+    if (o_.batch.max_delay.count() > 0 && queue_.size() < o_.batch.max_events && !stopping_) {
+      const auto until = std::chrono::steady_clock::now() + o_.batch.max_delay;
+      cv_.wait_until(lk, until, [this] {
+        return stopping_ || queue_.size() >= o_.batch.max_events ||
+               queue_bytes_ >= o_.batch.max_bytes;
+      });
+    }
+    std::vector<Item> items;
+    std::size_t bytes = 0;
+    while (!queue_.empty() && items.size() < o_.batch.max_events &&
+           (items.empty() || bytes + queue_.front().bytes <= o_.batch.max_bytes)) {
+      bytes += queue_.front().bytes;
+      queue_bytes_ -= queue_.front().bytes;
+      items.push_back(std::move(queue_.front()));
+      queue_.pop_front();
+    }
+    lk.unlock();
+
+    std::vector<Message> msgs;
+    msgs.reserve(items.size());
+    for (const auto& it : items) msgs.push_back(to_message(it));
+    items.clear();
+    std::size_t done = 0;
+    for (int attempt = 0;;) {
+      std::span<const Message> rest(msgs.data() + done, msgs.size() - done);
+      SendResult r = transport_->send(rest);
+      std::size_t n = std::min(r.delivered, rest.size());
+      if (r.code == SendCode::kOk) n = rest.size();
+      record_sent(rest.subspan(0, n));
+      done += n;
+      if (r.code == SendCode::kOk || done == msgs.size()) break;
+      if (r.code == SendCode::kFatal) {
+        failed_.fetch_add(msgs.size() - done, std::memory_order_relaxed);
+        if (log_) log_->warn("output {}: giving up on {} alerts: {}", o_.name, msgs.size() - done,
+                             r.error);
+        break;
+      }
+      retried_.fetch_add(1, std::memory_order_relaxed);
+      if (spool_) {
+        if (log_) log_->warn("output {}: {} (spooling)", o_.name, r.error);
+        spool_messages(msgs, done);
+        break;
+      }
+      if (++attempt >= o_.retry.max_attempts) {
+        failed_.fetch_add(msgs.size() - done, std::memory_order_relaxed);
+        if (log_) log_->warn("output {}: giving up on {} alerts after {} attempts: {}", o_.name,
+                             msgs.size() - done, attempt, r.error);
+        break;
+      }
+      const auto wait = r.retry_after.count() > 0 ? r.retry_after : backoff(attempt - 1);
+      std::unique_lock wl(mu_);
+      auto until = std::chrono::steady_clock::now() + wait;
+      if (stopping_) until = std::min(until, deadline_);
+      cv_.wait_until(wl, until, [&] { return stopping_ && past_deadline(); });
+      if (stopping_ && past_deadline()) {
+        failed_.fetch_add(msgs.size() - done, std::memory_order_relaxed);
+        break;
+      }
+    }
+    lk.lock();
+    if (stopping_ && past_deadline()) break;
+  }
+  // Out of time (or done): whatever is still queued is spooled or counted.
+  std::deque<Item> left;
+  left.swap(queue_);
+  queue_bytes_ = 0;
+  lk.unlock();
+  if (!left.empty()) {
+    if (spool_) {
+      std::vector<Message> msgs;
+      for (const auto& it : left) msgs.push_back(to_message(it));
+      spool_messages(msgs, 0);
+    } else {
+      dropped_.fetch_add(left.size(), std::memory_order_relaxed);
+      if (log_) log_->warn("output {}: {} alerts undelivered at shutdown", o_.name, left.size());
+    }
+  }
+  transport_->close();
+}
+
+SinkStats Sink::stats() const {
+  SinkStats s;
+  s.name = o_.name;
+  s.type = o_.type;
+  s.sent = sent_.load();
+  s.failed = failed_.load();
+  s.retried = retried_.load();
+  s.dropped = dropped_.load();
+  s.spooled = spooled_.load();
+  s.filtered = filtered_.load();
+  s.rate_limited = rate_limited_.load();
+  s.spool_depth = spool_depth_.load();
+  s.spool_bytes = spool_bytes_.load();
+  {
+    std::lock_guard lk(mu_);
+    s.queue_depth = queue_.size();
+    s.queue_bytes = queue_bytes_;
+  }
+  std::array<std::uint64_t, 40> h{};
+  for (std::size_t i = 0; i < h.size(); ++i) {
+    h[i] = latency_[i].load(std::memory_order_relaxed);
+    s.latency_count += h[i];
+  }
+  auto pct = [&](double p) -> std::uint64_t {
+    if (s.latency_count == 0) return 0;
+    const auto want = static_cast<std::uint64_t>(p * static_cast<double>(s.latency_count - 1)) + 1;
+    std::uint64_t seen = 0;
+    for (std::size_t i = 0; i < h.size(); ++i) {
+      seen += h[i];
+      if (seen >= want) return i == 0 ? 0 : (1ULL << i) - 1;  // bucket's upper bound
+    }
+    return 0;
+  };
+  s.latency_p50_us = pct(0.50);
+  s.latency_p99_us = pct(0.99);
+  s.latency_max_us = latency_max_us_.load();
+  return s;
+}
+
+}  // namespace vigil::outputs

@@ -1,0 +1,186 @@
+// A sink: one configured output (filters -> bounded queue -> worker thread ->
+// format -> transport), with its counters.
+//
+//   Sink s(options, std::move(transport), log);
+//   s.start();
+//   s.offer(alert, bytes);      // never blocks: queued, filtered or dropped
+//   s.shutdown(deadline);       // drain what can be sent before the deadline
+//
+// Delivery semantics (docs/outputs.md):
+//   - offer() applies the filters (minimum priority, rules/tags include and
+//     exclude, token-bucket rate limit) and pushes into a queue bounded in
+//     events and bytes. A full queue drops the newest (default) or the oldest
+//     alert and counts it in `dropped`.
+//   - The worker sends batches (max events / bytes / delay). kRetry is
+//     retried with capped exponential backoff and full jitter (or the peer's
+//     Retry-After); without a spool, after max_attempts the batch is given up
+//     and counted in `failed`. kFatal is given up at once (`failed`).
+//   - With a spool, a batch that gets kRetry goes to the on-disk spool, and
+//     so does every later alert until the spool is delivered, in order, once
+//     the destination is back (at-least-once; the uuid lets receivers
+//     de-duplicate). What is queued at shutdown is spooled too.
+//
+// Thread-safety: offer() and stats() may be called from any thread;
+// start()/shutdown() from the owner only. Owns its transport and worker.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/event/alert.h"
+#include "outputs/format.h"
+#include "outputs/spool.h"
+#include "outputs/transport.h"
+
+namespace spdlog {
+class logger;
+}
+
+namespace vigil::outputs {
+
+enum class Overflow : std::uint8_t { kDropNewest, kDropOldest };
+
+struct FilterOptions {
+  std::optional<event::Priority> min_priority;  // pass this priority and more severe
+  std::vector<std::string> rules_include;       // empty: all rules
+  std::vector<std::string> rules_exclude;
+  std::vector<std::string> tags_include;        // empty: all; else any tag in the list
+  std::vector<std::string> tags_exclude;        // any tag in the list suppresses
+  double rate_per_s = 0;                        // 0: no rate limit
+  double burst = 0;                             // bucket size (>= 1 when limited)
+};
+
+// Decides whether a sink takes an alert. Thread-safe.
+class Filter {
+ public:
+  enum class Verdict : std::uint8_t { kPass, kFiltered, kRateLimited };
+  explicit Filter(FilterOptions o) : o_(std::move(o)), tokens_(o_.burst) {}
+  Verdict check(const event::Alert& a, std::chrono::steady_clock::time_point now);
+
+ private:
+  FilterOptions o_;
+  std::mutex mu_;
+  double tokens_;                                   // guarded by mu_
+  std::chrono::steady_clock::time_point last_{};    // guarded by mu_
+};
+
+struct RetryOptions {
+  int max_attempts = 5;  // sends per batch before giving up (no spool); >= 1
+  std::chrono::milliseconds initial_backoff{100};
+  std::chrono::milliseconds max_backoff{30000};
+};
+
+struct BatchOptions {
+  std::size_t max_events = 1;
+  std::size_t max_bytes = 1 << 20;
+  std::chrono::milliseconds max_delay{0};  // wait this long to fill a batch
+};
+
+struct SpoolOptions {
+  std::string dir;                 // empty: no spool
+  std::uint64_t max_bytes = 256ULL << 20;
+};
+
+enum class KeyKind : std::uint8_t { kHostname, kRule, kPod };
+
+struct SinkOptions {
+  std::string name;   // unique per router, e.g. "kafka-1"
+  std::string type;   // stdout, file, syslog, webhook, kafka
+  Format format = Format::kJson;
+  std::size_t queue_max_events = 10000;
+  std::size_t queue_max_bytes = 64ULL << 20;
+  Overflow overflow = Overflow::kDropNewest;
+  FilterOptions filter;
+  BatchOptions batch;
+  RetryOptions retry;
+  SpoolOptions spool;
+};
+
+// Counters of one sink (monotonic since start, except the depths).
+struct SinkStats {
+  std::string name;
+  std::string type;
+  std::uint64_t sent = 0;          // delivered to the destination
+  std::uint64_t failed = 0;        // given up (fatal error or retries exhausted)
+  std::uint64_t retried = 0;       // send attempts that got kRetry
+  std::uint64_t dropped = 0;       // lost to a full queue or a full spool
+  std::uint64_t spooled = 0;       // written to the disk spool
+  std::uint64_t filtered = 0;      // not for this sink (priority/rules/tags)
+  std::uint64_t rate_limited = 0;  // suppressed by the rate limit
+  std::uint64_t queue_depth = 0;   // alerts waiting now
+  std::uint64_t queue_bytes = 0;
+  std::uint64_t spool_depth = 0;   // alerts in the spool now
+  std::uint64_t spool_bytes = 0;
+  // publish-to-delivered latency of sent alerts, microseconds.
+  std::uint64_t latency_count = 0;
+  std::uint64_t latency_p50_us = 0;
+  std::uint64_t latency_p99_us = 0;
+  std::uint64_t latency_max_us = 0;
+};
+
+// Approximate bytes an alert holds in memory (the queue's byte budget).
+std::size_t alert_bytes(const event::Alert& a);
+
+class Sink {
+ public:
+  Sink(SinkOptions o, std::unique_ptr<Transport> t, std::shared_ptr<spdlog::logger> log,
+       std::unique_ptr<Spool> spool = nullptr);
+  ~Sink();
+  Sink(const Sink&) = delete;
+  Sink& operator=(const Sink&) = delete;
+
+  void start();
+  void offer(const std::shared_ptr<const event::Alert>& a, std::size_t bytes) noexcept;
+  void shutdown(std::chrono::steady_clock::time_point deadline);
+  SinkStats stats() const;
+  const SinkOptions& options() const { return o_; }
+
+ private:
+  struct Item {
+    std::shared_ptr<const event::Alert> alert;
+    std::size_t bytes;
+    std::uint64_t enqueued_ns;
+  };
+  void run();
+  void run_spooled(std::unique_lock<std::mutex>& lk);
+  void spool_messages(std::vector<Message>& msgs, std::size_t from);
+  Message to_message(const Item& it) const;
+  std::chrono::milliseconds backoff(int attempt);
+  void record_sent(std::span<const Message> msgs);
+  bool past_deadline() const;
+
+  SinkOptions o_;
+  std::unique_ptr<Transport> transport_;
+  std::shared_ptr<spdlog::logger> log_;
+  std::unique_ptr<Spool> spool_;  // worker only (after start)
+  Filter filter_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Item> queue_;          // guarded by mu_
+  std::size_t queue_bytes_ = 0;     // guarded by mu_
+  bool stopping_ = false;           // guarded by mu_
+  std::chrono::steady_clock::time_point deadline_{};  // guarded by mu_
+  std::thread worker_;
+  std::mt19937_64 rng_;             // worker only
+
+  std::atomic<std::uint64_t> sent_{0}, failed_{0}, retried_{0}, dropped_{0}, spooled_{0},
+      filtered_{0}, rate_limited_{0}, spool_depth_{0}, spool_bytes_{0};
+  // log2 buckets of latency in microseconds
+  std::array<std::atomic<std::uint64_t>, 40> latency_{};
+  std::atomic<std::uint64_t> latency_max_us_{0};
+};
+
+}  // namespace vigil::outputs

@@ -1,0 +1,331 @@
+#include "outputs/spool.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+namespace vigil::outputs {
+namespace {
+
+constexpr std::uint32_t kMagic = 0x31505356;  // "VSP1" little-endian
+constexpr std::uint64_t kSegmentBytes = 4ULL << 20;
+constexpr std::uint32_t kMaxRecord = 64U << 20;
+constexpr std::size_t kHeader = 12;
+
+std::uint32_t crc32(std::string_view data) {
+  static constexpr auto kTable = [] {
+    std::array<std::uint32_t, 256> t{};
+    for (std::uint32_t i = 0; i < 256; ++i) {
+      std::uint32_t c = i;
+      for (int k = 0; k < 8; ++k) c = (c & 1) ? 0xEDB88320U ^ (c >> 1) : c >> 1;
+      t[i] = c;
+    }
+    return t;
+  }();
+  std::uint32_t c = 0xFFFFFFFFU;
+  for (unsigned char b : data) c = kTable[(c ^ b) & 0xFF] ^ (c >> 8);
+  return c ^ 0xFFFFFFFFU;
+}
+
+void put_u32(std::string& out, std::uint32_t v) {
+  for (int i = 0; i < 4; ++i) out += static_cast<char>((v >> (8 * i)) & 0xFF);
+}
+
+std::uint32_t get_u32(const char* p) {
+  std::uint32_t v = 0;
+  for (int i = 3; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(p[i]);
+  return v;
+}
+
+void put_str(std::string& out, const std::string& s) {
+  put_u32(out, static_cast<std::uint32_t>(s.size()));
+  out += s;
+}
+
+bool get_str(std::string_view& in, std::string& s) {
+  if (in.size() < 4) return false;
+  const std::uint32_t n = get_u32(in.data());
+  in.remove_prefix(4);
+  if (n > in.size()) return false;
+  s.assign(in.substr(0, n));
+  in.remove_prefix(n);
+  return true;
+}
+
+std::string encode(const Message& m) {
+  std::string payload;
+  put_str(payload, m.body);
+  put_str(payload, m.uuid);
+  put_str(payload, m.rule);
+  put_str(payload, m.priority);
+  put_str(payload, m.hostname);
+  put_str(payload, m.pod);
+  put_str(payload, std::to_string(m.time_ns));
+  std::string rec;
+  rec.reserve(kHeader + payload.size());
+  put_u32(rec, kMagic);
+  put_u32(rec, static_cast<std::uint32_t>(payload.size()));
+  put_u32(rec, crc32(payload));
+  rec += payload;
+  return rec;
+}
+
+bool decode(std::string_view payload, Message& m) {
+  std::string t;
+  if (!(get_str(payload, m.body) && get_str(payload, m.uuid) && get_str(payload, m.rule) &&
+        get_str(payload, m.priority) && get_str(payload, m.hostname) && get_str(payload, m.pod) &&
+        get_str(payload, t) && payload.empty())) {
+    return false;
+  }
+  m.time_ns = 0;
+  for (char c : t) {
+    if (c < '0' || c > '9') return false;
+    m.time_ns = m.time_ns * 10 + static_cast<std::uint64_t>(c - '0');
+  }
+  return true;
+}
+
+// Reads one record at `off` of `fd`. 1: ok, 0: clean end, -1: torn or corrupt.
+int read_record(int fd, std::uint64_t off, std::string& payload) {
+  char hdr[kHeader];
+  const ssize_t n = pread(fd, hdr, kHeader, static_cast<off_t>(off));
+  if (n == 0) return 0;
+  if (n != static_cast<ssize_t>(kHeader)) return -1;
+  if (get_u32(hdr) != kMagic) return -1;
+  const std::uint32_t len = get_u32(hdr + 4);
+  if (len > kMaxRecord) return -1;
+  payload.resize(len);
+  if (pread(fd, payload.data(), len, static_cast<off_t>(off + kHeader)) !=
+      static_cast<ssize_t>(len)) {
+    return -1;
+  }
+  return crc32(payload) == get_u32(hdr + 8) ? 1 : -1;
+}
+
+Status errno_error(const std::string& what) {
+  return Error::runtime(what + ": " + std::strerror(errno));
+}
+
+}  // namespace
+
+std::string Spool::seg_path(std::uint64_t seg) const {
+  char name[32];
+  std::snprintf(name, sizeof(name), "%020llu.seg", static_cast<unsigned long long>(seg));
+  return dir_ + "/" + name;
+}
+
+Result<std::unique_ptr<Spool>> Spool::open(const std::string& dir, std::uint64_t max_bytes) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return Error::runtime("spool " + dir + ": " + ec.message());
+  std::unique_ptr<Spool> s(new Spool(dir, max_bytes));
+  if (Status st = s->load(); !st) return st.error();
+  return s;
+}
+
+Spool::~Spool() {
+  if (tail_fd_ >= 0) ::close(tail_fd_);
+}
+
+Status Spool::load() {
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir_, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.size() != 24 || name.substr(20) != ".seg") continue;
+    if (!std::all_of(name.begin(), name.begin() + 20, [](char c) { return c >= '0' && c <= '9'; }))
+      continue;
+    segs_.push_back(std::stoull(name.substr(0, 20)));
+  }
+  if (ec) return Error::runtime("spool " + dir_ + ": " + ec.message());
+  std::sort(segs_.begin(), segs_.end());
+  {
+    std::ifstream in(dir_ + "/cursor");
+    unsigned long long seg = 0, off = 0;
+    if (in >> seg >> off) head_ = {seg, off};
+  }
+  // Drop segments before the cursor; start at the first segment otherwise.
+  while (!segs_.empty() && segs_.front() < head_.seg) {
+    std::filesystem::remove(seg_path(segs_.front()), ec);
+    segs_.erase(segs_.begin());
+  }
+  if (segs_.empty() || segs_.front() != head_.seg) {
+    head_ = {segs_.empty() ? 1 : segs_.front(), 0};
+  }
+  // Count what is left and cut off a torn tail.
+  std::string payload;
+  for (std::size_t i = 0; i < segs_.size(); ++i) {
+    const int fd = ::open(seg_path(segs_[i]).c_str(), O_RDWR | O_CLOEXEC);
+    if (fd < 0) return errno_error("spool " + seg_path(segs_[i]));
+    std::uint64_t off = segs_[i] == head_.seg ? head_.off : 0;
+    int r;
+    while ((r = read_record(fd, off, payload)) == 1) {
+      ++count_;
+      bytes_ += kHeader + payload.size();
+      off += kHeader + payload.size();
+    }
+    if (r < 0) {
+      ++corrupt_;
+      if (ftruncate(fd, static_cast<off_t>(off)) != 0) {
+        ::close(fd);
+        return errno_error("spool truncate");
+      }
+    }
+    ::close(fd);
+    if (i + 1 == segs_.size()) tail_off_ = off;
+  }
+  return open_tail(segs_.empty() ? head_.seg : segs_.back());
+}
+
+Status Spool::open_tail(std::uint64_t seg) {
+  if (tail_fd_ >= 0) ::close(tail_fd_);
+  tail_fd_ = ::open(seg_path(seg).c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  if (tail_fd_ < 0) return errno_error("spool " + seg_path(seg));
+  if (segs_.empty() || segs_.back() != seg) {
+    segs_.push_back(seg);
+    tail_off_ = 0;
+  }
+  tail_seg_ = seg;
+  return {};
+}
+
+Status Spool::append(const Message& m) {
+  const std::string rec = encode(m);
+  if (rec.size() - kHeader > kMaxRecord) return Error::runtime("spool: alert too large");
+  if (bytes_ + rec.size() > max_bytes_) return Error::runtime("spool full");
+  if (tail_off_ >= kSegmentBytes) {
+    if (Status st = open_tail(tail_seg_ + 1); !st) return st;
+  }
+  std::size_t done = 0;
+  while (done < rec.size()) {
+    const ssize_t n = ::write(tail_fd_, rec.data() + done, rec.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      const Status err = errno_error("spool write");
+      // Undo a partial record so the file stays readable.
+      if (done > 0 && ftruncate(tail_fd_, static_cast<off_t>(tail_off_)) != 0) {
+        return err;
+      }
+      return err;
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  tail_off_ += rec.size();
+  ++count_;
+  bytes_ += rec.size();
+  return {};
+}
+
+void Spool::sync() {
+  if (tail_fd_ >= 0) fdatasync(tail_fd_);
+}
+
+std::vector<Message> Spool::peek(std::size_t max_events, std::size_t max_bytes) {
+  std::vector<Message> out;
+  peeked_ends_.clear();
+  peeked_sizes_.clear();
+  peeked_counts_.clear();
+  const std::size_t want = std::max<std::size_t>(1, max_events);
+  Pos pos = head_;
+  std::size_t total = 0;
+  std::uint64_t skip_count = 0;  // unreadable records before the next message
+  std::uint64_t skip_bytes = 0;
+  std::string payload;
+  std::size_t seg_index = 0;
+  while (seg_index < segs_.size() && segs_[seg_index] < pos.seg) ++seg_index;
+  while (seg_index < segs_.size() && out.size() < want) {
+    const int fd = ::open(seg_path(segs_[seg_index]).c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) break;
+    pos.seg = segs_[seg_index];
+    bool seg_done = false;
+    while (out.size() < want) {
+      const int r = read_record(fd, pos.off, payload);
+      if (r != 1) {
+        seg_done = true;
+        break;
+      }
+      const std::uint64_t sz = kHeader + payload.size();
+      if (!out.empty() && total + sz > max_bytes) break;
+      pos.off += sz;
+      Message m;
+      if (!decode(payload, m)) {
+        ++corrupt_;
+        ++skip_count;
+        skip_bytes += sz;
+        continue;
+      }
+      total += sz;
+      out.push_back(std::move(m));
+      peeked_ends_.push_back(pos);
+      peeked_sizes_.push_back(sz + skip_bytes);
+      peeked_counts_.push_back(1 + skip_count);
+      skip_count = skip_bytes = 0;
+    }
+    ::close(fd);
+    if (!seg_done || seg_index + 1 >= segs_.size()) break;
+    ++seg_index;
+    pos = {segs_[seg_index], 0};
+    // A pop of everything so far lands at the next segment's start.
+    if (!peeked_ends_.empty()) peeked_ends_.back() = pos;
+  }
+  if (out.empty() && count_ > 0) {
+    // Nothing readable is left: what the counters still hold is corrupt.
+    corrupt_ += count_;
+    count_ = 0;
+    bytes_ = 0;
+    head_ = {tail_seg_, tail_off_};
+    (void)write_cursor();
+  }
+  return out;
+}
+
+Status Spool::pop(std::size_t n) {
+  n = std::min(n, peeked_ends_.size());
+  if (n == 0) return {};
+  for (std::size_t i = 0; i < n; ++i) {
+    bytes_ -= std::min<std::uint64_t>(bytes_, peeked_sizes_[i]);
+    count_ -= std::min<std::uint64_t>(count_, peeked_counts_[i]);
+  }
+  head_ = peeked_ends_[n - 1];
+  peeked_ends_.erase(peeked_ends_.begin(), peeked_ends_.begin() + static_cast<long>(n));
+  peeked_sizes_.erase(peeked_sizes_.begin(), peeked_sizes_.begin() + static_cast<long>(n));
+  peeked_counts_.erase(peeked_counts_.begin(), peeked_counts_.begin() + static_cast<long>(n));
+  // Delete fully consumed segments (never the one being written).
+  std::error_code ec;
+  while (segs_.size() > 1 && segs_.front() < head_.seg) {
+    std::filesystem::remove(seg_path(segs_.front()), ec);
+    segs_.erase(segs_.begin());
+  }
+  if (count_ == 0 && head_.seg == tail_seg_ && head_.off == tail_off_ && tail_off_ > 0) {
+    // Empty: start the segment over so the spool does not grow forever.
+    if (ftruncate(tail_fd_, 0) == 0) {
+      tail_off_ = 0;
+      head_ = {tail_seg_, 0};
+    }
+  }
+  return write_cursor();
+}
+
+Status Spool::write_cursor() {
+  const std::string tmp = dir_ + "/cursor.tmp";
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return errno_error("spool cursor");
+  const std::string line =
+      std::to_string(head_.seg) + " " + std::to_string(head_.off) + "\n";
+  const bool ok = ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size());
+  fdatasync(fd);
+  ::close(fd);
+  if (!ok || std::rename(tmp.c_str(), (dir_ + "/cursor").c_str()) != 0) {
+    return errno_error("spool cursor");
+  }
+  return {};
+}
+
+}  // namespace vigil::outputs

@@ -1,0 +1,63 @@
+// The transport seam: what a sink's worker hands a destination, and what the
+// destination answers. A transport only moves bytes; batching, retries,
+// backoff, spooling and counting belong to the Sink that owns it (sink.h).
+//
+// Ownership: a Sink owns its Transport and calls it from its one worker
+// thread only, so a transport needs no locking of its own.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <span>
+#include <string>
+
+namespace vigil::outputs {
+
+// One formatted alert as a transport sees it. `body` is the formatted alert
+// (one record, no trailing newline); the other fields are the attributes
+// transports use for keys, headers and structured data.
+struct Message {
+  std::string body;
+  std::string uuid;
+  std::string rule;
+  std::string priority;
+  std::string hostname;
+  std::string pod;               // output field k8s.pod.name, "" when absent
+  std::uint64_t time_ns = 0;      // the alert's time (syslog timestamps)
+  std::uint64_t enqueued_ns = 0;  // steady-clock ns when published; 0 if unknown (spooled)
+};
+
+enum class SendCode : std::uint8_t {
+  kOk,     // everything delivered
+  kRetry,  // transient (peer down, 5xx, 429, queue full): try again later
+  kFatal,  // will never succeed (4xx, message too large): give up on these
+};
+
+struct SendResult {
+  SendCode code = SendCode::kOk;
+  // Messages at the front of the batch known to be delivered even when code is
+  // not kOk (they are counted as sent and not sent again).
+  std::size_t delivered = 0;
+  std::string error;                         // for logs; never contains secrets
+  std::chrono::milliseconds retry_after{0};  // the peer's Retry-After, 0 if none
+
+  static SendResult ok(std::size_t n) { return {SendCode::kOk, n, {}, {}}; }
+  static SendResult retry(std::string why, std::size_t delivered = 0) {
+    return {SendCode::kRetry, delivered, std::move(why), {}};
+  }
+  static SendResult fatal(std::string why, std::size_t delivered = 0) {
+    return {SendCode::kFatal, delivered, std::move(why), {}};
+  }
+};
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  // Delivers `batch` in order. Must return within the transport's configured
+  // timeouts; must not throw.
+  virtual SendResult send(std::span<const Message> batch) noexcept = 0;
+  // Called once from the worker before it exits (flush, close sockets).
+  virtual void close() noexcept {}
+};
+
+}  // namespace vigil::outputs
