@@ -1,0 +1,350 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Opens (of character devices and of paths the rules ask about) and ioctls on
+ * NVIDIA device fds. Per-syscall tracepoints: only these syscalls pay
+ * (DESIGN.md "Pick hooks by what they cost"), never raw_syscalls. */
+#include "bpf/progs/vigil.bpf.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+#define NV_MAJOR 195
+#define NV_ESC_RM_CONTROL 0x2A
+#define NV_ESC_RM_ALLOC 0x2B
+#define NV_ESC_IOCTL_XFER_CMD 0xD3
+
+/* ---------------- open ---------------- */
+
+struct vg_open_args {
+  const char *filename;
+  __u32 flags;
+  __u32 mode;
+};
+
+struct {
+  __uint(type, BPF_MAP_TYPE_LRU_HASH);
+  __uint(max_entries, 16384);
+  __type(key, __u32);
+  __type(value, struct vg_open_args);
+} pending_open SEC(".maps");
+
+static __always_inline int open_enter(const char *filename, __u32 flags, __u32 mode)
+{
+  if (vg_is_self())
+    return 0;
+  __u32 tid = (__u32)bpf_get_current_pid_tgid();
+  struct vg_open_args a = {.filename = filename, .flags = flags, .mode = mode};
+  if (bpf_map_update_elem(&pending_open, &tid, &a, BPF_ANY) != 0)
+    vg_drop(VG_DROP_MAP_FULL);
+  return 0;
+}
+
+/* Does the user-given path at buf[off] start with one of the configured prefixes? */
+static __always_inline int match_prefix(const __u8 *buf, __u32 off)
+{
+  const __u8 *p = buf + (off & VG_OFF_MASK);
+  for (int i = 0; i < VG_OPEN_PREFIXES; i++) {
+    if (i >= cfg_n_prefixes)
+      return 0;
+    __u32 len = cfg_prefix_len[i];
+    int ok = len > 0;
+    for (int j = 0; j < VG_PREFIX_LEN; j++) {
+      if (j >= len)
+        break;
+      if (p[j] != (__u8)cfg_prefix[i][j]) {
+        ok = 0;
+        break;
+      }
+    }
+    if (ok)
+      return 1;
+  }
+  return 0;
+}
+
+static __always_inline int open_exit(long ret)
+{
+  __u32 tid = (__u32)bpf_get_current_pid_tgid();
+  struct vg_open_args *ap = bpf_map_lookup_elem(&pending_open, &tid);
+  if (!ap)
+    return 0;
+  struct vg_open_args a = *ap;
+  bpf_map_delete_elem(&pending_open, &tid);
+
+  __u8 oflags = 0;
+  __u32 major = 0, minor = 0;
+  struct file *f = 0;
+  if (ret >= 0) {
+    f = vg_fd_file((int)ret);
+    if (f) {
+      struct inode *ino = BPF_CORE_READ(f, f_inode);
+      umode_t m = BPF_CORE_READ(ino, i_mode);
+      dev_t rdev = BPF_CORE_READ(ino, i_rdev);
+      if ((m & S_IFMT) == S_IFCHR)
+        oflags |= VG_OPEN_CHR;
+      else if ((m & S_IFMT) == S_IFBLK)
+        oflags |= VG_OPEN_BLK;
+      if (oflags) {
+        major = rdev >> 20;
+        minor = rdev & 0xfffff;
+      }
+    }
+  }
+  if (!(oflags & VG_OPEN_CHR) && cfg_n_prefixes == 0)
+    return 0;
+
+  __u8 *buf = vg_scratch_buf();
+  if (!buf)
+    return 0;
+  struct vg_open *e = (struct vg_open *)buf;
+  __u32 off = sizeof(*e);
+  __u8 trunc = 0;
+  __u32 n = vg_put_user_str(buf, off, a.filename, VG_PATH_MAX, &trunc);
+  if (!(oflags & VG_OPEN_CHR)) {
+    if (n == 0 || !match_prefix(buf, off))
+      return 0;
+  }
+  vg_fill_hdr(&e->hdr, VG_OPEN);
+  e->flags = a.flags;
+  e->mode = a.mode;
+  e->result = ret;
+  e->dev_major = major;
+  e->dev_minor = minor;
+  e->path_len = n;
+  off += n;
+  n = 0;
+  if (f)
+    n = vg_put_dpath(buf, off, BPF_CORE_READ(f, f_path.dentry), BPF_CORE_READ(f, f_path.mnt),
+                     &trunc);
+  e->fpath_len = n;
+  off += n;
+  e->oflags = oflags | (trunc ? VG_OPEN_PATH_TRUNC : 0);
+  e->pad0[0] = e->pad0[1] = e->pad0[2] = 0;
+  vg_submit(buf, off);
+  return 0;
+}
+
+SEC("tracepoint/syscalls/sys_enter_openat")
+int vg_enter_openat(struct trace_event_raw_sys_enter *ctx)
+{
+  return open_enter((const char *)ctx->args[1], (__u32)ctx->args[2], (__u32)ctx->args[3]);
+}
+
+SEC("tracepoint/syscalls/sys_exit_openat")
+int vg_exit_openat(struct trace_event_raw_sys_exit *ctx)
+{
+  return open_exit(ctx->ret);
+}
+
+SEC("tracepoint/syscalls/sys_enter_openat2")
+int vg_enter_openat2(struct trace_event_raw_sys_enter *ctx)
+{
+  struct open_how how = {};
+  bpf_probe_read_user(&how, sizeof(how.flags) + sizeof(how.mode), (void *)ctx->args[2]);
+  return open_enter((const char *)ctx->args[1], (__u32)how.flags, (__u32)how.mode);
+}
+
+SEC("tracepoint/syscalls/sys_exit_openat2")
+int vg_exit_openat2(struct trace_event_raw_sys_exit *ctx)
+{
+  return open_exit(ctx->ret);
+}
+
+SEC("tracepoint/syscalls/sys_enter_open")
+int vg_enter_open(struct trace_event_raw_sys_enter *ctx)
+{
+  return open_enter((const char *)ctx->args[0], (__u32)ctx->args[1], (__u32)ctx->args[2]);
+}
+
+SEC("tracepoint/syscalls/sys_exit_open")
+int vg_exit_open(struct trace_event_raw_sys_exit *ctx)
+{
+  return open_exit(ctx->ret);
+}
+
+/* ---------------- ioctl on NVIDIA fds ---------------- */
+
+struct vg_pending_ioctl {
+  struct vg_ioctl rec;
+  __u64 arg;        /* user pointer to the parameter block (after XFER unwrap) */
+  __u32 status_off; /* where the RM status word sits, 0 = none */
+  __u32 pad;
+};
+
+struct {
+  __uint(type, BPF_MAP_TYPE_LRU_HASH);
+  __uint(max_entries, 4096);
+  __type(key, __u32);
+  __type(value, struct vg_pending_ioctl);
+} pending_ioctl SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_LRU_HASH);
+  __uint(max_entries, 16384);
+  __type(key, struct vg_seen_key);
+  __type(value, __u8);
+} gpu_seen SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, struct vg_pending_ioctl);
+} ioctl_scratch SEC(".maps");
+
+static __always_inline int is_compute_or_channel(__u32 cls)
+{
+  switch (cls) {
+  /* compute */
+  case 0xC5C0: case 0xC6C0: case 0xC7C0: case 0xC9C0: case 0xCBC0: case 0xCDC0: case 0xCEC0:
+  /* channel GPFIFO */
+  case 0xC36F: case 0xC46F: case 0xC56F: case 0xC86F: case 0xC96F: case 0xCA6F:
+    return 1;
+  }
+  return 0;
+}
+
+SEC("tracepoint/syscalls/sys_enter_ioctl")
+int vg_enter_ioctl(struct trace_event_raw_sys_enter *ctx)
+{
+  if (vg_is_self())
+    return 0;
+  int fd = (int)ctx->args[0];
+  struct file *f = vg_fd_file(fd);
+  if (!f)
+    return 0;
+  struct inode *ino = BPF_CORE_READ(f, f_inode);
+  umode_t m = BPF_CORE_READ(ino, i_mode);
+  if ((m & S_IFMT) != S_IFCHR)
+    return 0;
+  dev_t rdev = BPF_CORE_READ(ino, i_rdev);
+  __u32 major = rdev >> 20, minor = rdev & 0xfffff;
+  int uvm = 0;
+  if (major == NV_MAJOR) {
+    uvm = 0;
+  } else if (cfg_uvm_major && major == cfg_uvm_major) {
+    uvm = 1;
+  } else {
+    /* Fallback for stand-in nodes: the device file's name starts with "nvidia". */
+    char name[12] = {};
+    bpf_probe_read_kernel_str(name, sizeof(name), BPF_CORE_READ(f, f_path.dentry, d_name.name));
+    if (name[0] != 'n' || name[1] != 'v' || name[2] != 'i' || name[3] != 'd' || name[4] != 'i' ||
+        name[5] != 'a')
+      return 0;
+    uvm = name[6] == '-' && name[7] == 'u' && name[8] == 'v' && name[9] == 'm';
+  }
+
+  __u32 cmd = (__u32)ctx->args[1];
+  __u64 arg = ctx->args[2];
+  __u32 nr = cmd & 0xff;
+  __u32 size = (cmd >> 16) & 0x3fff;
+  __u8 iflags = uvm ? VG_IOCTL_UVM : 0;
+  __u32 rm_class = 0, rm_control = 0, status_off = 0;
+  if (uvm) {
+    nr = cmd; /* UVM numbers are not _IOC encoded */
+  } else {
+    if (nr == NV_ESC_IOCTL_XFER_CMD) {
+      struct {
+        __u32 cmd;
+        __u32 size;
+        __u64 ptr;
+      } x = {};
+      if (bpf_probe_read_user(&x, sizeof(x), (void *)arg) == 0) {
+        nr = x.cmd & 0xff;
+        size = x.size;
+        arg = x.ptr;
+        iflags |= VG_IOCTL_XFER;
+      } else {
+        vg_drop(VG_DROP_READ_FAIL);
+      }
+    }
+    if (nr == NV_ESC_RM_ALLOC && (size == 32 || size == 48)) {
+      if (bpf_probe_read_user(&rm_class, sizeof(rm_class), (void *)(arg + 12)) != 0)
+        vg_drop(VG_DROP_READ_FAIL);
+      status_off = size == 48 ? 40 : 28;
+    } else if (nr == NV_ESC_RM_CONTROL && size == 32) {
+      if (bpf_probe_read_user(&rm_control, sizeof(rm_control), (void *)(arg + 8)) != 0)
+        vg_drop(VG_DROP_READ_FAIL);
+      status_off = 28;
+    }
+  }
+
+  __u32 pid = bpf_get_current_pid_tgid() >> 32;
+  struct vg_usage_key uk = {.pid = pid, .dev = VG_MKDEV(major, minor), .nr = nr, .pad0 = 0};
+  __u64 *cnt = bpf_map_lookup_elem(&gpu_usage, &uk);
+  if (cnt) {
+    __sync_fetch_and_add(cnt, 1);
+  } else {
+    __u64 one = 1;
+    if (bpf_map_update_elem(&gpu_usage, &uk, &one, BPF_NOEXIST) != 0) {
+      cnt = bpf_map_lookup_elem(&gpu_usage, &uk);
+      if (cnt)
+        __sync_fetch_and_add(cnt, 1);
+      else
+        vg_drop(VG_DROP_MAP_FULL);
+    }
+  }
+
+  /* Sent one by one: the first use of a device by a process, and
+   * allocations of compute/channel classes. Everything else is counted. */
+  struct vg_seen_key sk = {.pid = pid, .dev = VG_MKDEV(major, minor)};
+  int first = 0;
+  if (!bpf_map_lookup_elem(&gpu_seen, &sk)) {
+    __u8 one = 1;
+    bpf_map_update_elem(&gpu_seen, &sk, &one, BPF_ANY);
+    first = 1;
+    iflags |= VG_IOCTL_FIRST_USE;
+  }
+  int alloc = nr == NV_ESC_RM_ALLOC && !uvm && is_compute_or_channel(rm_class);
+  if (alloc)
+    iflags |= VG_IOCTL_ALLOC;
+  if (!first && !alloc)
+    return 0;
+
+  __u32 zero = 0;
+  struct vg_pending_ioctl *p = bpf_map_lookup_elem(&ioctl_scratch, &zero);
+  if (!p)
+    return 0;
+  p->rec.fd = fd;
+  p->rec.cmd = cmd;
+  p->rec.nr = nr;
+  p->rec.dev_major = major;
+  p->rec.dev_minor = minor;
+  p->rec.rm_class = rm_class;
+  p->rec.rm_control = rm_control;
+  p->rec.rm_status = 0;
+  p->rec.result = 0;
+  p->rec.iflags = iflags;
+  p->arg = arg;
+  p->status_off = status_off;
+  __u32 tid = (__u32)bpf_get_current_pid_tgid();
+  if (bpf_map_update_elem(&pending_ioctl, &tid, p, BPF_ANY) != 0)
+    vg_drop(VG_DROP_MAP_FULL);
+  return 0;
+}
+
+SEC("tracepoint/syscalls/sys_exit_ioctl")
+int vg_exit_ioctl(struct trace_event_raw_sys_exit *ctx)
+{
+  __u32 tid = (__u32)bpf_get_current_pid_tgid();
+  struct vg_pending_ioctl *p = bpf_map_lookup_elem(&pending_ioctl, &tid);
+  if (!p)
+    return 0;
+  __u8 *buf = vg_scratch_buf();
+  if (!buf) {
+    bpf_map_delete_elem(&pending_ioctl, &tid);
+    return 0;
+  }
+  struct vg_ioctl *e = (struct vg_ioctl *)buf;
+  __builtin_memcpy(e, &p->rec, sizeof(*e));
+  vg_fill_hdr(&e->hdr, VG_IOCTL);
+  e->result = ctx->ret;
+  if (p->status_off) {
+    __u32 st = 0;
+    if (bpf_probe_read_user(&st, sizeof(st), (void *)(p->arg + (p->status_off & 63))) == 0) {
+      e->rm_status = st;
+      e->iflags |= VG_IOCTL_STATUS;
+    }
+  }
+  bpf_map_delete_elem(&pending_ioctl, &tid);
+  vg_submit(buf, sizeof(*e));
+  return 0;
+}

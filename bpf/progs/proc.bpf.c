@@ -1,0 +1,143 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Process lifecycle: exec, fork/clone, exit. BTF tracepoints on sched_*:
+ * they cost nothing measurable on system calls (DESIGN.md) and are always
+ * attached, because the process table depends on them. */
+#include "bpf/progs/vigil.bpf.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+static __always_inline int vg_is_socket(struct file **fds, int i)
+{
+  struct file *f = 0;
+  if (bpf_probe_read_kernel(&f, sizeof(f), &fds[i]) != 0 || !f)
+    return 0;
+  umode_t mode = BPF_CORE_READ(f, f_inode, i_mode);
+  return (mode & S_IFMT) == S_IFSOCK;
+}
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(vg_sched_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+{
+  if (vg_is_self())
+    return 0;
+  __u8 *buf = vg_scratch_buf();
+  if (!buf)
+    return 0;
+  struct vg_exec *e = (struct vg_exec *)buf;
+  vg_fill_hdr(&e->hdr, VG_EXEC);
+  e->flags = 0;
+  e->pad0 = 0;
+  e->pad1 = 0;
+
+  /* controlling tty */
+  struct tty_struct *tty = BPF_CORE_READ(p, signal, tty);
+  e->tty = 0;
+  if (tty) {
+    int major = BPF_CORE_READ(tty, driver, major);
+    int minor = BPF_CORE_READ(tty, driver, minor_start) + BPF_CORE_READ(tty, index);
+    e->tty = VG_MKDEV(major, minor);
+  }
+  e->loginuid = 0xffffffff;
+  if (bpf_core_field_exists(p->loginuid))
+    e->loginuid = BPF_CORE_READ(p, loginuid.val);
+
+  struct file **fds = BPF_CORE_READ(p, files, fdt, fd);
+  if (fds) {
+    if (vg_is_socket(fds, 0))
+      e->flags |= VG_EXEC_STDIN_SOCK;
+    if (vg_is_socket(fds, 1))
+      e->flags |= VG_EXEC_STDOUT_SOCK;
+  }
+
+  __u8 trunc = 0;
+  __u32 off = sizeof(*e);
+  const char *filename = BPF_CORE_READ(bprm, filename);
+  __u32 n = vg_put_kernel_str(buf, off, filename, VG_PATH_MAX, &trunc);
+  e->filename_len = n;
+  off += n;
+
+  struct file *exe = BPF_CORE_READ(bprm, file);
+  n = vg_put_dpath(buf, off, BPF_CORE_READ(exe, f_path.dentry), BPF_CORE_READ(exe, f_path.mnt),
+                   &trunc);
+  e->exe_len = n;
+  off += n;
+
+  /* argv: the new program's argument area */
+  struct mm_struct *mm = BPF_CORE_READ(p, mm);
+  unsigned long a0 = BPF_CORE_READ(mm, arg_start);
+  unsigned long a1 = BPF_CORE_READ(mm, arg_end);
+  __u32 alen = 0;
+  if (a1 > a0) {
+    unsigned long want = a1 - a0;
+    if (want > VG_ARGS_MAX) {
+      want = VG_ARGS_MAX;
+      e->flags |= VG_EXEC_ARGS_TRUNC;
+      vg_drop(VG_DROP_TRUNCATED);
+    }
+    alen = want;
+    if (alen > VG_ARGS_MAX)
+      alen = VG_ARGS_MAX;
+    if (bpf_probe_read_user(buf + (off & VG_OFF_MASK), alen, (const void *)a0) != 0) {
+      vg_drop(VG_DROP_READ_FAIL);
+      alen = 0;
+    }
+  }
+  e->args_len = alen;
+  off += alen;
+
+  n = vg_put_dpath(buf, off, BPF_CORE_READ(p, fs, pwd.dentry), BPF_CORE_READ(p, fs, pwd.mnt),
+                   &trunc);
+  e->cwd_len = n;
+  off += n;
+
+  const char *interp = BPF_CORE_READ(bprm, interp);
+  n = 0;
+  if (interp && interp != filename)
+    n = vg_put_kernel_str(buf, off, interp, 256, &trunc);
+  e->interp_len = n;
+  off += n;
+
+  if (trunc)
+    e->flags |= VG_EXEC_PATH_TRUNC;
+  vg_submit(buf, off);
+  return 0;
+}
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(vg_sched_fork, struct task_struct *parent, struct task_struct *child)
+{
+  if (vg_is_self())
+    return 0;
+  __u8 *buf = vg_scratch_buf();
+  if (!buf)
+    return 0;
+  struct vg_fork *e = (struct vg_fork *)buf;
+  vg_fill_hdr(&e->hdr, VG_FORK);
+  e->child_pid = BPF_CORE_READ(child, tgid);
+  e->child_tid = BPF_CORE_READ(child, pid);
+  e->flags = e->child_pid == BPF_CORE_READ(parent, tgid) ? VG_FORK_THREAD : 0;
+  e->pad0 = 0;
+  vg_submit(buf, sizeof(*e));
+  return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(vg_sched_exit, struct task_struct *p)
+{
+  if (vg_is_self())
+    return 0;
+  /* Only when the whole thread group is gone: signal->live reached 0 just
+   * before this tracepoint fires. */
+  int live = BPF_CORE_READ(p, signal, live.counter);
+  if (live != 0)
+    return 0;
+  __u8 *buf = vg_scratch_buf();
+  if (!buf)
+    return 0;
+  struct vg_exit *e = (struct vg_exit *)buf;
+  vg_fill_hdr(&e->hdr, VG_EXIT);
+  e->exit_code = BPF_CORE_READ(p, exit_code);
+  e->pad0 = 0;
+  vg_submit(buf, sizeof(*e));
+  return 0;
+}

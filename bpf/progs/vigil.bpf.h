@@ -1,0 +1,268 @@
+/* Shared by every BPF program source in bpf/progs: maps, read-only configuration, and the
+ * helpers that fill the common header, append variable-length data to the
+ * per-CPU scratch record and submit it to the ring buffer.
+ *
+ * Maps and configuration are __weak so that the objects of several .bpf.c
+ * files link (bpftool gen object) into one with a single copy of each.
+ * Verifier workarounds used here are explained in docs/bpf/verifier.md.
+ */
+#ifndef VIGIL_BPF_PROGS_VIGIL_BPF_H
+#define VIGIL_BPF_PROGS_VIGIL_BPF_H
+
+#include "vmlinux.h"
+
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+#define __VIGIL_BPF__ 1
+#include "bpf/shared/events.h"
+
+#ifndef S_IFMT
+#define S_IFMT 00170000
+#define S_IFSOCK 0140000
+#define S_IFBLK 0060000
+#define S_IFCHR 0020000
+#endif
+
+/* Offsets inside the scratch buffer are masked with VG_OFF_MASK, and no single
+ * read appends more than VG_CHUNK_MAX bytes, so buf[off .. off+VG_CHUNK_MAX)
+ * is always inside the buffer (the verifier can prove it). */
+#define VG_OFF_MASK 8191
+#define VG_CHUNK_MAX 4096
+#define VG_SCRATCH_SIZE (VG_OFF_MASK + 1 + VG_CHUNK_MAX)
+
+/* ---- configuration, set by user space before load (rodata) ---- */
+const volatile __u32 cfg_vigil_tgid __weak = 0;       /* vigil's own pid: never traced */
+const volatile __u32 cfg_uvm_major __weak = 0;        /* nvidia-uvm's dynamic major */
+const volatile __u32 cfg_payload_bytes __weak = 256;  /* first bytes of a TCP connection */
+const volatile __u32 cfg_n_prefixes __weak = 0;       /* open path prefixes in use */
+const volatile __u32 cfg_prefix_len[VG_OPEN_PREFIXES] __weak = {};
+const volatile char cfg_prefix[VG_OPEN_PREFIXES][VG_PREFIX_LEN] __weak = {};
+/* nvidia:nvidia_dev_xid field offsets, read from its format file (module BTF
+ * is usually absent, so CO-RE cannot relocate them). */
+const volatile __u32 cfg_xid_dev_off __weak = 0;
+const volatile __u32 cfg_xid_code_off __weak = 0;
+const volatile __u32 cfg_xid_msg_off __weak = 0;
+
+/* ---- maps ---- */
+struct {
+  __uint(type, BPF_MAP_TYPE_RINGBUF);
+  __uint(max_entries, 8 << 20); /* resized by user space before load */
+} events SEC(".maps") __weak;
+
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, VG_DROP_COUNT);
+  __type(key, __u32);
+  __type(value, __u64);
+} drops SEC(".maps") __weak;
+
+struct vg_scratch {
+  __u8 buf[VG_SCRATCH_SIZE];
+};
+
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, struct vg_scratch);
+} scratch SEC(".maps") __weak;
+
+/* NVIDIA ioctl counts, per process / device / command; drained by user space. */
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 16384);
+  __type(key, struct vg_usage_key);
+  __type(value, __u64);
+} gpu_usage SEC(".maps") __weak;
+
+static __always_inline void vg_drop(__u32 reason)
+{
+  __u64 *c = bpf_map_lookup_elem(&drops, &reason);
+  if (c)
+    *c += 1; /* per-CPU value: no atomics needed */
+}
+
+static __always_inline __u8 *vg_scratch_buf(void)
+{
+  __u32 zero = 0;
+  struct vg_scratch *s = bpf_map_lookup_elem(&scratch, &zero);
+  return s ? s->buf : 0;
+}
+
+static __always_inline int vg_is_self(void)
+{
+  return (__u32)(bpf_get_current_pid_tgid() >> 32) == cfg_vigil_tgid;
+}
+
+/* The common header, from the current task. */
+static __always_inline void vg_fill_hdr(struct vg_hdr *h, __u16 type)
+{
+  struct task_struct *t = (struct task_struct *)bpf_get_current_task();
+  __u64 pt = bpf_get_current_pid_tgid();
+  __u64 ug = bpf_get_current_uid_gid();
+  h->type = type;
+  h->abi = VG_ABI_VERSION;
+  h->flags = 0;
+  h->len = 0;
+  h->ts_ns = bpf_ktime_get_boot_ns();
+  h->pid = pt >> 32;
+  h->tid = (__u32)pt;
+  h->ppid = BPF_CORE_READ(t, real_parent, tgid);
+  h->uid = (__u32)ug;
+  h->gid = ug >> 32;
+  struct pid *tp = BPF_CORE_READ(t, thread_pid);
+  unsigned int level = BPF_CORE_READ(tp, level);
+  h->pid_ns = BPF_CORE_READ(tp, numbers[level & 31].ns, ns.inum);
+  h->mnt_ns = BPF_CORE_READ(t, nsproxy, mnt_ns, ns.inum);
+  h->net_ns = BPF_CORE_READ(t, nsproxy, net_ns, ns.inum);
+  h->cgroup_id = bpf_get_current_cgroup_id();
+  bpf_get_current_comm(h->comm, sizeof(h->comm));
+}
+
+/* Appends a NUL-terminated user string at buf[off]; returns the bytes written
+ * (NUL included, 0 on failure). Sets *trunc when the string filled `max`. */
+static __always_inline __u32 vg_put_user_str(__u8 *buf, __u32 off, const void *src, __u32 max,
+                                             __u8 *trunc)
+{
+  if (!src)
+    return 0;
+  long n = bpf_probe_read_user_str(buf + (off & VG_OFF_MASK), max, src); /* max: a constant */
+  if (n < 0) {
+    vg_drop(VG_DROP_READ_FAIL);
+    return 0;
+  }
+  if ((__u32)n >= max) {
+    *trunc = 1;
+    vg_drop(VG_DROP_TRUNCATED);
+  }
+  return (__u32)n & (VG_CHUNK_MAX - 1);
+}
+
+static __always_inline __u32 vg_put_kernel_str(__u8 *buf, __u32 off, const void *src, __u32 max,
+                                               __u8 *trunc)
+{
+  if (!src)
+    return 0;
+  long n = bpf_probe_read_kernel_str(buf + (off & VG_OFF_MASK), max, src); /* max: a constant */
+  if (n < 0) {
+    vg_drop(VG_DROP_READ_FAIL);
+    return 0;
+  }
+  if ((__u32)n >= max) {
+    *trunc = 1;
+    vg_drop(VG_DROP_TRUNCATED);
+  }
+  return (__u32)n & (VG_CHUNK_MAX - 1);
+}
+
+/* Loop state of vg_put_dpath, kept in map memory rather than registers: the
+ * verifier does not track values loaded from a map, so every iteration looks
+ * alike and its states prune (see docs/bpf/verifier.md). */
+struct vg_walk {
+  __u64 d;
+  __u64 vm;
+  __u64 mnt;
+  __u64 root_d;
+  __u64 root_m;
+  __u32 pos;
+  __u32 done;
+};
+
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, struct vg_walk);
+} walk_state SEC(".maps") __weak;
+
+/* Appends the path of (dentry, vfsmount) relative to the current task's root,
+ * as components from the leaf up, each NUL-terminated. Crosses mount points.
+ * Returns the bytes written; sets *trunc when the depth or size bound hit. */
+static __always_inline __u32 vg_put_dpath(__u8 *buf, __u32 off, struct dentry *d0,
+                                          struct vfsmount *vm0, __u8 *trunc)
+{
+  __u32 zero = 0;
+  struct vg_walk *w = bpf_map_lookup_elem(&walk_state, &zero);
+  if (!w)
+    return 0;
+  struct task_struct *t = (struct task_struct *)bpf_get_current_task();
+  w->root_d = (__u64)BPF_CORE_READ(t, fs, root.dentry);
+  w->root_m = (__u64)BPF_CORE_READ(t, fs, root.mnt);
+  w->d = (__u64)d0;
+  w->vm = (__u64)vm0;
+  w->mnt = (__u64)container_of(vm0, struct mount, mnt);
+  w->pos = 0;
+  w->done = 0;
+  int i;
+  for (i = 0; i < VG_DPATH_DEPTH; i++) {
+    struct dentry *d = (struct dentry *)w->d;
+    struct vfsmount *vm = (struct vfsmount *)w->vm;
+    struct mount *mnt = (struct mount *)w->mnt;
+    if (!d || (w->d == w->root_d && w->vm == w->root_m)) {
+      w->done = 1;
+      break;
+    }
+    struct dentry *parent = BPF_CORE_READ(d, d_parent);
+    struct dentry *mnt_root = BPF_CORE_READ(vm, mnt_root);
+    if (d == mnt_root || d == parent) {
+      struct mount *mp = BPF_CORE_READ(mnt, mnt_parent);
+      if (!mp || mp == mnt || d != mnt_root) {
+        w->done = 1; /* the real root, or a detached dentry */
+        break;
+      }
+      w->d = (__u64)BPF_CORE_READ(mnt, mnt_mountpoint);
+      w->mnt = (__u64)mp;
+      w->vm = (__u64)&mp->mnt;
+      continue;
+    }
+    __u32 pos = w->pos;
+    if (pos >= VG_DPATH_MAX - 1)
+      break;
+    const unsigned char *name = BPF_CORE_READ(d, d_name.name);
+    long n = bpf_probe_read_kernel_str(buf + ((off + (pos & (VG_DPATH_MAX - 1))) & VG_OFF_MASK), 256,
+                                       name);
+    if (n <= 0) {
+      vg_drop(VG_DROP_READ_FAIL);
+      w->done = 1;
+      break;
+    }
+    w->pos = pos + ((__u32)n & 511);
+    w->d = (__u64)parent;
+  }
+  __u32 pos = w->pos;
+  if (!w->done) {
+    *trunc = 1;
+    vg_drop(VG_DROP_TRUNCATED);
+  }
+  return pos & (2 * VG_DPATH_MAX - 1);
+}
+
+/* Sends buf[0..len) as one record; counts a drop when the ring buffer is full. */
+static __always_inline void vg_submit(__u8 *buf, __u32 len)
+{
+  struct vg_hdr *h = (struct vg_hdr *)buf;
+  if (len > VG_RECORD_MAX)
+    len = VG_RECORD_MAX;
+  h->len = len;
+  if (bpf_ringbuf_output(&events, buf, len, 0) != 0)
+    vg_drop(VG_DROP_RINGBUF_FULL);
+}
+
+/* The struct file behind fd `fd` of the current task, or NULL. */
+static __always_inline struct file *vg_fd_file(int fd)
+{
+  struct task_struct *t = (struct task_struct *)bpf_get_current_task();
+  struct files_struct *files = BPF_CORE_READ(t, files);
+  struct fdtable *fdt = BPF_CORE_READ(files, fdt);
+  unsigned int max = BPF_CORE_READ(fdt, max_fds);
+  if (fd < 0 || (unsigned int)fd >= max)
+    return 0;
+  struct file **fds = BPF_CORE_READ(fdt, fd);
+  struct file *f = 0;
+  bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]);
+  return f;
+}
+
+#endif /* VIGIL_BPF_PROGS_VIGIL_BPF_H */

@@ -1,0 +1,271 @@
+/* The kernel-to-user event records: the one definition shared by the BPF
+ * programs (bpf/progs/NAME.bpf.c) and the user-space decoder (engine/sensor).
+ *
+ * Every record starts with struct vg_hdr. hdr.len is the total length of the
+ * record in bytes (header + fixed body + variable data). Variable-length
+ * fields follow the fixed body, in the order the body lists their lengths.
+ *
+ * Rules for changing this file (the ABI between kernel and user space):
+ *  - only append fields at the end of a body, and bump VG_ABI_VERSION;
+ *  - fixed-width types only, explicit padding, every size asserted below;
+ *  - the user-space decoder treats every record as hostile: it checks hdr.len
+ *    against the bytes it received and every variable length against hdr.len.
+ *
+ * Paths read from kernel dentries ("dpath" fields) are encoded as the path's
+ * components from the leaf up to the root, each terminated by a NUL byte;
+ * user space reverses them. The BPF side cannot cheaply build the string
+ * front-to-back (see docs/bpf/verifier.md).
+ */
+#ifndef VIGIL_BPF_SHARED_EVENTS_H
+#define VIGIL_BPF_SHARED_EVENTS_H
+
+#ifdef __VIGIL_BPF__
+/* BPF side: types come from vmlinux.h. */
+#else
+#include <linux/types.h>
+#endif
+
+#define VG_ABI_VERSION 1
+
+/* Same numbers as vigil::event::Type. */
+enum vg_type {
+  VG_EXEC = 1,
+  VG_FORK = 2,
+  VG_EXIT = 3,
+  VG_CONNECT = 4,
+  VG_OPEN = 5,
+  VG_IOCTL = 6,
+  VG_XID = 8,
+  VG_DNS = 9,
+  VG_PAYLOAD = 10,
+  VG_BPF = 11,
+};
+
+/* Drop reasons: index into the per-CPU "drops" array map. */
+enum vg_drop {
+  VG_DROP_RINGBUF_FULL = 0, /* bpf_ringbuf_output failed */
+  VG_DROP_TRUNCATED = 1,    /* a string or buffer was cut to its bound */
+  VG_DROP_MAP_FULL = 2,     /* a map update failed (pending syscalls, usage) */
+  VG_DROP_READ_FAIL = 3,    /* a kernel/user memory read failed */
+  VG_DROP_COUNT = 4,
+};
+
+/* Bounds of variable-length fields (bytes). */
+#define VG_COMM_LEN 16
+#define VG_PATH_MAX 1024       /* a filename given to exec/open */
+#define VG_DPATH_MAX 1024      /* a path walked from a dentry */
+#define VG_DPATH_DEPTH 32      /* components walked at most */
+#define VG_ARGS_MAX 2048       /* argv bytes kept */
+#define VG_UNIX_PATH_MAX 108   /* sizeof(sun_path) */
+#define VG_XID_MSG_MAX 512
+#define VG_DNS_MAX 512         /* DNS message bytes copied from a packet */
+#define VG_PAYLOAD_MAX 1024    /* upper bound of Config::payload_bytes */
+#define VG_OPEN_PREFIXES 16    /* path prefixes the open filter checks */
+#define VG_PREFIX_LEN 64
+
+/* The largest record the BPF side can build (scratch buffer size). */
+#define VG_RECORD_MAX 16384
+
+struct vg_hdr {
+  __u16 type;      /* enum vg_type */
+  __u8 abi;        /* VG_ABI_VERSION */
+  __u8 flags;      /* VG_HF_* */
+  __u32 len;       /* total record length */
+  __u64 ts_ns;     /* bpf_ktime_get_boot_ns() */
+  __u32 pid;       /* tgid */
+  __u32 tid;
+  __u32 ppid;      /* real_parent's tgid */
+  __u32 uid;
+  __u32 gid;
+  __u32 pid_ns;    /* inode numbers of the task's namespaces */
+  __u32 mnt_ns;
+  __u32 net_ns;
+  __u64 cgroup_id; /* cgroup v2 id */
+  char comm[VG_COMM_LEN];
+};
+
+/* hdr.flags */
+#define VG_HF_NO_TASK 0x01 /* the header fields other than cgroup_id are not the sender's */
+
+/* exec: data = filename, exe (dpath), args (NUL-separated argv), cwd (dpath),
+ * interp (string) */
+struct vg_exec {
+  struct vg_hdr hdr;
+  __u32 tty;       /* new_encode_dev-style: major << 20 | minor; 0 = none */
+  __u32 loginuid;
+  __u16 filename_len;
+  __u16 exe_len;
+  __u16 args_len;
+  __u16 cwd_len;
+  __u16 interp_len;
+  __u8 flags;      /* VG_EXEC_* */
+  __u8 pad0;
+  __u32 pad1;
+};
+#define VG_EXEC_STDIN_SOCK 0x01
+#define VG_EXEC_STDOUT_SOCK 0x02
+#define VG_EXEC_ARGS_TRUNC 0x04
+#define VG_EXEC_PATH_TRUNC 0x08
+
+struct vg_fork {
+  struct vg_hdr hdr;
+  __u32 child_pid;
+  __u32 child_tid;
+  __u32 flags;     /* VG_FORK_THREAD */
+  __u32 pad0;
+};
+#define VG_FORK_THREAD 0x01
+
+struct vg_exit {
+  struct vg_hdr hdr;
+  __u32 exit_code; /* the kernel's wait status: (code << 8) | signal */
+  __u32 pad0;
+};
+
+/* connect / unconnected sendmsg: data = unix path (unix_path_len bytes) */
+struct vg_connect {
+  struct vg_hdr hdr;
+  __u16 family;    /* AF_INET, AF_INET6, AF_UNIX */
+  __u8 proto;      /* VG_L4_* */
+  __u8 flags;      /* VG_CONN_* */
+  __u16 sport;     /* host byte order */
+  __u16 dport;     /* host byte order */
+  __u8 saddr[16];  /* network byte order; IPv4 in the first 4 bytes */
+  __u8 daddr[16];
+  __s32 result;    /* valid when VG_CONN_HAS_RESULT */
+  __u16 unix_path_len;
+  __u16 pad0;
+};
+#define VG_L4_TCP 1
+#define VG_L4_UDP 2
+#define VG_L4_UNIX 3
+#define VG_CONN_HAS_RESULT 0x01
+#define VG_CONN_SENDMSG 0x02
+
+/* open: data = path as given (path_len), the opened file's dpath (fpath_len) */
+struct vg_open {
+  struct vg_hdr hdr;
+  __u32 flags;
+  __u32 mode;
+  __s64 result;
+  __u32 dev_major;
+  __u32 dev_minor;
+  __u16 path_len;
+  __u16 fpath_len;
+  __u8 oflags;     /* VG_OPEN_* */
+  __u8 pad0[3];
+};
+#define VG_OPEN_CHR 0x01
+#define VG_OPEN_BLK 0x02
+#define VG_OPEN_PATH_TRUNC 0x04
+
+struct vg_ioctl {
+  struct vg_hdr hdr;
+  __s32 fd;
+  __u32 cmd;
+  __u32 nr;
+  __u32 dev_major;
+  __u32 dev_minor;
+  __u32 rm_class;
+  __u32 rm_control;
+  __u32 rm_status;
+  __s64 result;
+  __u8 iflags;     /* VG_IOCTL_* */
+  __u8 pad0[7];
+};
+#define VG_IOCTL_XFER 0x01
+#define VG_IOCTL_UVM 0x02
+#define VG_IOCTL_FIRST_USE 0x04
+#define VG_IOCTL_ALLOC 0x08
+#define VG_IOCTL_STATUS 0x10 /* rm_status was read at exit */
+
+/* nvidia:nvidia_dev_xid: data = dev name (dev_len), message (msg_len) */
+struct vg_xid {
+  struct vg_hdr hdr;
+  __u32 code;
+  __u16 dev_len;
+  __u16 msg_len;
+};
+
+/* DNS over UDP port 53: data = the DNS message (dns_len bytes, from the UDP
+ * payload). saddr/daddr are the packet's. */
+struct vg_dns {
+  struct vg_hdr hdr;
+  __u16 family;
+  __u8 ingress;    /* 1 = received (an answer), 0 = sent */
+  __u8 pad0;
+  __u16 sport;
+  __u16 dport;
+  __u8 saddr[16];
+  __u8 daddr[16];
+  __u16 dns_len;
+  __u16 wire_len;  /* the UDP payload's length on the wire */
+  __u32 pad1;
+};
+
+/* first bytes of a new outbound TCP connection: data = bytes (data_len) */
+struct vg_payload {
+  struct vg_hdr hdr;
+  __u16 family;
+  __u16 sport;
+  __u16 dport;
+  __u16 data_len;
+  __u8 saddr[16];
+  __u8 daddr[16];
+  __u32 wire_len;  /* the segment's payload length */
+  __u32 pad0;
+};
+
+struct vg_bpf {
+  struct vg_hdr hdr;
+  __u32 cmd;
+  __u32 prog_type;
+  __s64 result;
+  char prog_name[16];
+};
+
+/* Per-process, per-command count of NVIDIA ioctls (hash map "gpu_usage"). */
+struct vg_usage_key {
+  __u32 pid;
+  __u32 dev;       /* major << 20 | minor */
+  __u32 nr;        /* escape number (unwrapped), or the raw cmd for UVM */
+  __u32 pad0;
+};
+
+/* "first use of a device by a process" (LRU hash "gpu_seen"). */
+struct vg_seen_key {
+  __u32 pid;
+  __u32 dev;
+};
+
+#define VG_MKDEV(ma, mi) (((__u32)(ma) << 20) | ((__u32)(mi) & 0xfffff))
+
+#ifndef __VIGIL_BPF__
+#ifdef __cplusplus
+#define VG_STATIC_ASSERT static_assert
+#else
+#define VG_STATIC_ASSERT _Static_assert
+#endif
+#define VG_OFFSETOF(t, f) __builtin_offsetof(t, f)
+VG_STATIC_ASSERT(sizeof(struct vg_hdr) == 72, "vg_hdr size");
+VG_STATIC_ASSERT(VG_OFFSETOF(struct vg_hdr, len) == 4, "vg_hdr.len");
+VG_STATIC_ASSERT(VG_OFFSETOF(struct vg_hdr, ts_ns) == 8, "vg_hdr.ts_ns");
+VG_STATIC_ASSERT(VG_OFFSETOF(struct vg_hdr, pid) == 16, "vg_hdr.pid");
+VG_STATIC_ASSERT(VG_OFFSETOF(struct vg_hdr, cgroup_id) == 48, "vg_hdr.cgroup_id");
+VG_STATIC_ASSERT(VG_OFFSETOF(struct vg_hdr, comm) == 56, "vg_hdr.comm");
+VG_STATIC_ASSERT(sizeof(struct vg_exec) == 96, "vg_exec size");
+VG_STATIC_ASSERT(sizeof(struct vg_fork) == 88, "vg_fork size");
+VG_STATIC_ASSERT(sizeof(struct vg_exit) == 80, "vg_exit size");
+VG_STATIC_ASSERT(sizeof(struct vg_connect) == 120, "vg_connect size");
+VG_STATIC_ASSERT(VG_OFFSETOF(struct vg_connect, saddr) == 80, "vg_connect.saddr");
+VG_STATIC_ASSERT(sizeof(struct vg_open) == 104, "vg_open size");
+VG_STATIC_ASSERT(sizeof(struct vg_ioctl) == 120, "vg_ioctl size");
+VG_STATIC_ASSERT(sizeof(struct vg_xid) == 80, "vg_xid size");
+VG_STATIC_ASSERT(sizeof(struct vg_dns) == 120, "vg_dns size");
+VG_STATIC_ASSERT(sizeof(struct vg_payload) == 120, "vg_payload size");
+VG_STATIC_ASSERT(sizeof(struct vg_bpf) == 104, "vg_bpf size");
+VG_STATIC_ASSERT(sizeof(struct vg_usage_key) == 16, "vg_usage_key size");
+VG_STATIC_ASSERT(sizeof(struct vg_seen_key) == 8, "vg_seen_key size");
+#endif
+
+#endif /* VIGIL_BPF_SHARED_EVENTS_H */

@@ -1,0 +1,327 @@
+#include "engine/sensor/decoder.h"
+
+#include <sys/socket.h>
+#include <time.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "bpf/shared/events.h"
+#include "engine/sensor/dns.h"
+
+namespace vigil::sensor {
+namespace {
+
+std::int64_t clock_ns(clockid_t id) {
+  timespec ts{};
+  clock_gettime(id, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1000000000LL + ts.tv_nsec;
+}
+
+// Reads a fixed-size body out of the record (records need not be aligned).
+template <typename T>
+bool read_fixed(std::span<const std::uint8_t> rec, T* out) {
+  if (rec.size() < sizeof(T)) return false;
+  std::memcpy(out, rec.data(), sizeof(T));
+  return true;
+}
+
+// Walks the variable data after a fixed body: each take() consumes `n` bytes
+// or fails when the record does not have them.
+class Tail {
+ public:
+  Tail(std::span<const std::uint8_t> rec, std::size_t start) : rec_(rec), pos_(start) {}
+  bool take(std::size_t n, std::string_view* out) {
+    if (pos_ > rec_.size() || n > rec_.size() - pos_) return false;
+    *out = std::string_view(reinterpret_cast<const char*>(rec_.data()) + pos_, n);
+    pos_ += n;
+    return true;
+  }
+
+ private:
+  std::span<const std::uint8_t> rec_;
+  std::size_t pos_;
+};
+
+event::IpAddr ip_from(std::uint16_t family, const std::uint8_t (&b)[16]) {
+  event::IpAddr a;
+  if (family == AF_INET) {
+    a.family = AF_INET;
+    std::copy(b, b + 4, a.bytes.begin());
+  } else if (family == AF_INET6) {
+    a.family = AF_INET6;
+    std::copy(b, b + 16, a.bytes.begin());
+  }
+  return a;
+}
+
+Error bad(std::string what) { return Error::bad_input("sensor record: " + std::move(what)); }
+
+}  // namespace
+
+TimeBase TimeBase::now() {
+  TimeBase tb;
+  std::int64_t real = clock_ns(CLOCK_REALTIME);
+  tb.boot_to_wall_ns = real - clock_ns(CLOCK_BOOTTIME);
+  tb.monotonic_to_wall_ns = real - clock_ns(CLOCK_MONOTONIC);
+  return tb;
+}
+
+std::uint64_t TimeBase::from_boot(std::uint64_t boot_ns) const {
+  return static_cast<std::uint64_t>(static_cast<std::int64_t>(boot_ns) + boot_to_wall_ns);
+}
+
+std::uint64_t TimeBase::from_monotonic(std::uint64_t mono_ns) const {
+  return static_cast<std::uint64_t>(static_cast<std::int64_t>(mono_ns) + monotonic_to_wall_ns);
+}
+
+std::string c_string(std::string_view raw) {
+  auto nul = raw.find('\0');
+  return std::string(nul == std::string_view::npos ? raw : raw.substr(0, nul));
+}
+
+std::string decode_dpath(std::string_view leaf_first) {
+  std::vector<std::string_view> comps;
+  std::size_t pos = 0;
+  while (pos < leaf_first.size()) {
+    auto nul = leaf_first.find('\0', pos);
+    std::size_t end = nul == std::string_view::npos ? leaf_first.size() : nul;
+    if (end > pos) comps.push_back(leaf_first.substr(pos, end - pos));
+    pos = end + 1;
+  }
+  if (comps.empty()) return "/";
+  std::string out;
+  for (auto it = comps.rbegin(); it != comps.rend(); ++it) {
+    if (*it == "/") continue;  // a filesystem root's own name
+    out += '/';
+    out += *it;
+  }
+  return out.empty() ? "/" : out;
+}
+
+std::vector<std::string> split_args(std::string_view raw) {
+  std::vector<std::string> out;
+  std::size_t pos = 0;
+  while (pos < raw.size()) {
+    auto nul = raw.find('\0', pos);
+    if (nul == std::string_view::npos) {
+      out.emplace_back(raw.substr(pos));
+      break;
+    }
+    out.emplace_back(raw.substr(pos, nul - pos));
+    pos = nul + 1;
+  }
+  return out;
+}
+
+Result<event::Event> decode_record(std::span<const std::uint8_t> rec, const TimeBase& tb) {
+  vg_hdr h{};
+  if (!read_fixed(rec, &h)) return bad("shorter than the header (" + std::to_string(rec.size()) + " bytes)");
+  if (h.abi != VG_ABI_VERSION) return bad("ABI version " + std::to_string(h.abi) + ", expected " + std::to_string(VG_ABI_VERSION));
+  if (h.len < sizeof(vg_hdr) || h.len > rec.size())
+    return bad("length " + std::to_string(h.len) + " does not fit the " + std::to_string(rec.size()) + " bytes received");
+  rec = rec.first(h.len);
+
+  event::Event ev;
+  ev.hdr.ts_ns = tb.from_boot(h.ts_ns);
+  ev.hdr.pid = h.pid;
+  ev.hdr.tid = h.tid;
+  ev.hdr.ppid = h.ppid;
+  ev.hdr.uid = h.uid;
+  ev.hdr.gid = h.gid;
+  ev.hdr.cgroup_id = h.cgroup_id;
+  ev.hdr.pid_ns = h.pid_ns;
+  ev.hdr.mnt_ns = h.mnt_ns;
+  ev.hdr.net_ns = h.net_ns;
+  ev.hdr.comm = c_string(std::string_view(h.comm, std::min<std::size_t>(sizeof(h.comm), 15)));
+
+  switch (h.type) {
+    case VG_EXEC: {
+      vg_exec b{};
+      if (!read_fixed(rec, &b)) return bad("exec record too short");
+      Tail t(rec, sizeof(b));
+      std::string_view filename, exe, args, cwd, interp;
+      if (!t.take(b.filename_len, &filename) || !t.take(b.exe_len, &exe) || !t.take(b.args_len, &args) ||
+          !t.take(b.cwd_len, &cwd) || !t.take(b.interp_len, &interp))
+        return bad("exec field lengths exceed the record");
+      event::ExecData d;
+      d.filename = c_string(filename);
+      d.exe = b.exe_len ? decode_dpath(exe) : c_string(interp.empty() ? filename : interp);
+      d.args = split_args(args);
+      d.args_truncated = (b.flags & VG_EXEC_ARGS_TRUNC) != 0;
+      d.cwd = b.cwd_len ? decode_dpath(cwd) : std::string();
+      d.tty = b.tty;
+      d.loginuid = b.loginuid;
+      d.stdin_is_socket = (b.flags & VG_EXEC_STDIN_SOCK) != 0;
+      d.stdout_is_socket = (b.flags & VG_EXEC_STDOUT_SOCK) != 0;
+      ev.hdr.type = event::Type::kExec;
+      ev.data = std::move(d);
+      break;
+    }
+    case VG_FORK: {
+      vg_fork b{};
+      if (!read_fixed(rec, &b)) return bad("fork record too short");
+      event::ForkData d;
+      d.child_pid = b.child_pid;
+      d.child_tid = b.child_tid;
+      d.is_thread = (b.flags & VG_FORK_THREAD) != 0;
+      ev.hdr.type = event::Type::kFork;
+      ev.data = d;
+      break;
+    }
+    case VG_EXIT: {
+      vg_exit b{};
+      if (!read_fixed(rec, &b)) return bad("exit record too short");
+      event::ExitData d;
+      std::uint32_t sig = b.exit_code & 0x7f;
+      if (sig != 0) {
+        d.signal = static_cast<std::int32_t>(sig);
+      } else {
+        d.exit_code = static_cast<std::int32_t>((b.exit_code >> 8) & 0xff);
+      }
+      ev.hdr.type = event::Type::kExit;
+      ev.data = d;
+      break;
+    }
+    case VG_CONNECT: {
+      vg_connect b{};
+      if (!read_fixed(rec, &b)) return bad("connect record too short");
+      Tail t(rec, sizeof(b));
+      std::string_view upath;
+      if (b.unix_path_len > VG_UNIX_PATH_MAX || !t.take(b.unix_path_len, &upath))
+        return bad("connect unix path length exceeds the record");
+      event::ConnectData d;
+      d.family = static_cast<std::uint8_t>(b.family);
+      d.proto = b.proto == VG_L4_TCP ? event::L4::kTcp
+                : b.proto == VG_L4_UDP ? event::L4::kUdp
+                : b.proto == VG_L4_UNIX ? event::L4::kUnix
+                                        : event::L4::kUnknown;
+      d.saddr = ip_from(b.family, b.saddr);
+      d.daddr = ip_from(b.family, b.daddr);
+      d.sport = b.sport;
+      d.dport = b.dport;
+      if (b.family == AF_UNIX) {
+        // Abstract names start with a NUL; show them as "@name" like ss(8).
+        if (!upath.empty() && upath[0] == '\0') {
+          d.unix_path = "@" + c_string(upath.substr(1));
+        } else {
+          d.unix_path = c_string(upath);
+        }
+      }
+      if (b.flags & VG_CONN_HAS_RESULT) d.result = b.result;
+      ev.hdr.type = event::Type::kConnect;
+      ev.data = std::move(d);
+      break;
+    }
+    case VG_OPEN: {
+      vg_open b{};
+      if (!read_fixed(rec, &b)) return bad("open record too short");
+      Tail t(rec, sizeof(b));
+      std::string_view path, fpath;
+      if (!t.take(b.path_len, &path) || !t.take(b.fpath_len, &fpath))
+        return bad("open field lengths exceed the record");
+      event::OpenData d;
+      d.path = b.fpath_len ? decode_dpath(fpath) : c_string(path);
+      d.flags = b.flags;
+      d.mode = b.mode;
+      d.result = b.result;
+      d.is_device = (b.oflags & (VG_OPEN_CHR | VG_OPEN_BLK)) != 0;
+      if (d.is_device) {
+        d.dev_major = b.dev_major;
+        d.dev_minor = b.dev_minor;
+      }
+      ev.hdr.type = event::Type::kOpen;
+      ev.data = std::move(d);
+      break;
+    }
+    case VG_IOCTL: {
+      vg_ioctl b{};
+      if (!read_fixed(rec, &b)) return bad("ioctl record too short");
+      event::IoctlData d;
+      d.fd = b.fd;
+      d.cmd = b.cmd;
+      d.nr = b.nr;
+      d.xfer = (b.iflags & VG_IOCTL_XFER) != 0;
+      d.uvm = (b.iflags & VG_IOCTL_UVM) != 0;
+      d.dev_major = b.dev_major;
+      d.dev_minor = b.dev_minor;
+      d.rm_class = b.rm_class;
+      d.rm_control = b.rm_control;
+      d.result = b.result;
+      d.rm_status = b.rm_status;
+      ev.hdr.type = event::Type::kIoctl;
+      ev.data = d;
+      break;
+    }
+    case VG_XID: {
+      vg_xid b{};
+      if (!read_fixed(rec, &b)) return bad("xid record too short");
+      Tail t(rec, sizeof(b));
+      std::string_view dev, msg;
+      if (!t.take(b.dev_len, &dev) || !t.take(b.msg_len, &msg)) return bad("xid field lengths exceed the record");
+      event::XidData d;
+      d.source = "tracepoint";
+      d.pci = c_string(dev);
+      d.code = b.code;
+      d.text = c_string(msg);
+      ev.hdr.type = event::Type::kXid;
+      ev.data = std::move(d);
+      break;
+    }
+    case VG_DNS: {
+      vg_dns b{};
+      if (!read_fixed(rec, &b)) return bad("dns record too short");
+      Tail t(rec, sizeof(b));
+      std::string_view msg;
+      if (b.dns_len > VG_DNS_MAX || !t.take(b.dns_len, &msg)) return bad("dns length exceeds the record");
+      auto parsed = parse_dns(std::span<const std::uint8_t>(reinterpret_cast<const std::uint8_t*>(msg.data()), msg.size()));
+      if (!parsed) return parsed.error();
+      event::DnsData d = std::move(*parsed);
+      if (b.ingress) {
+        d.server = ip_from(b.family, b.saddr);
+        d.server_port = b.sport;
+      } else {
+        d.server = ip_from(b.family, b.daddr);
+        d.server_port = b.dport;
+      }
+      ev.hdr.type = event::Type::kDns;
+      ev.data = std::move(d);
+      break;
+    }
+    case VG_PAYLOAD: {
+      vg_payload b{};
+      if (!read_fixed(rec, &b)) return bad("payload record too short");
+      Tail t(rec, sizeof(b));
+      std::string_view bytes;
+      if (b.data_len > VG_PAYLOAD_MAX || !t.take(b.data_len, &bytes)) return bad("payload length exceeds the record");
+      event::PayloadData d;
+      d.family = static_cast<std::uint8_t>(b.family);
+      d.saddr = ip_from(b.family, b.saddr);
+      d.daddr = ip_from(b.family, b.daddr);
+      d.sport = b.sport;
+      d.dport = b.dport;
+      d.bytes = std::string(bytes);
+      d.truncated = b.wire_len > b.data_len;
+      ev.hdr.type = event::Type::kPayload;
+      ev.data = std::move(d);
+      break;
+    }
+    case VG_BPF: {
+      vg_bpf b{};
+      if (!read_fixed(rec, &b)) return bad("bpf record too short");
+      event::BpfData d;
+      d.cmd = b.cmd;
+      d.prog_type = b.prog_type;
+      d.prog_name = c_string(std::string_view(b.prog_name, sizeof(b.prog_name)));
+      d.result = b.result;
+      ev.hdr.type = event::Type::kBpf;
+      ev.data = std::move(d);
+      break;
+    }
+    default:
+      return bad("unknown type " + std::to_string(h.type));
+  }
+  return ev;
+}
+
+}  // namespace vigil::sensor

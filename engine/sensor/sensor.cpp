@@ -1,0 +1,404 @@
+#include "engine/sensor/sensor.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <sys/epoll.h>
+#include <sys/mount.h>
+#include <sys/syscall.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <sstream>
+
+#include "bpf/shared/events.h"
+#include "bpf/vigil_bpf.skel.h"
+#include "engine/sensor/decoder.h"
+#include "engine/sensor/device.h"
+#include "engine/sensor/kmsg.h"
+#include "engine/sensor/sysfs.h"
+
+namespace vigil::sensor {
+namespace {
+
+using event::Type;
+
+constexpr std::size_t kMaxUsageEntries = 256;  // per process per report
+
+// How a program is attached.
+enum class AttachKind { kAuto, kCgroup, kXidTracepoint };
+
+struct Hook {
+  const char* prog;            // program name in bpf/progs
+  const char* name;            // what attached() reports
+  AttachKind kind;
+  std::vector<Type> needed_by; // empty: always attached
+  const char* tracepoint;      // "category/name" that must exist (tracepoint programs)
+  bool optional;               // missing on this kernel: skip instead of failing
+};
+
+const std::vector<Hook>& hooks() {
+  static const std::vector<Hook> kHooks = {
+      {"vg_sched_exec", "tp_btf/sched_process_exec", AttachKind::kAuto, {}, nullptr, false},
+      {"vg_sched_fork", "tp_btf/sched_process_fork", AttachKind::kAuto, {}, nullptr, false},
+      {"vg_sched_exit", "tp_btf/sched_process_exit", AttachKind::kAuto, {}, nullptr, false},
+      {"vg_enter_openat", "syscalls:sys_enter_openat", AttachKind::kAuto, {Type::kOpen}, "syscalls/sys_enter_openat", false},
+      {"vg_exit_openat", "syscalls:sys_exit_openat", AttachKind::kAuto, {Type::kOpen}, "syscalls/sys_exit_openat", false},
+      {"vg_enter_openat2", "syscalls:sys_enter_openat2", AttachKind::kAuto, {Type::kOpen}, "syscalls/sys_enter_openat2", true},
+      {"vg_exit_openat2", "syscalls:sys_exit_openat2", AttachKind::kAuto, {Type::kOpen}, "syscalls/sys_exit_openat2", true},
+      {"vg_enter_open", "syscalls:sys_enter_open", AttachKind::kAuto, {Type::kOpen}, "syscalls/sys_enter_open", true},
+      {"vg_exit_open", "syscalls:sys_exit_open", AttachKind::kAuto, {Type::kOpen}, "syscalls/sys_exit_open", true},
+      {"vg_enter_ioctl", "syscalls:sys_enter_ioctl", AttachKind::kAuto, {Type::kIoctl, Type::kGpuUsage}, "syscalls/sys_enter_ioctl", false},
+      {"vg_exit_ioctl", "syscalls:sys_exit_ioctl", AttachKind::kAuto, {Type::kIoctl, Type::kGpuUsage}, "syscalls/sys_exit_ioctl", false},
+      {"vg_connect4", "cgroup/connect4", AttachKind::kCgroup, {Type::kConnect}, nullptr, false},
+      {"vg_connect6", "cgroup/connect6", AttachKind::kCgroup, {Type::kConnect}, nullptr, false},
+      {"vg_sendmsg4", "cgroup/sendmsg4", AttachKind::kCgroup, {Type::kConnect}, nullptr, false},
+      {"vg_sendmsg6", "cgroup/sendmsg6", AttachKind::kCgroup, {Type::kConnect}, nullptr, false},
+      {"vg_sock_state", "sock:inet_sock_set_state", AttachKind::kAuto, {Type::kConnect}, "sock/inet_sock_set_state", true},
+      {"vg_enter_connect", "syscalls:sys_enter_connect", AttachKind::kAuto, {Type::kConnect}, "syscalls/sys_enter_connect", true},
+      {"vg_exit_connect", "syscalls:sys_exit_connect", AttachKind::kAuto, {Type::kConnect}, "syscalls/sys_exit_connect", true},
+      {"vg_skb_egress", "cgroup_skb/egress", AttachKind::kCgroup, {Type::kDns, Type::kPayload}, nullptr, false},
+      {"vg_skb_ingress", "cgroup_skb/ingress", AttachKind::kCgroup, {Type::kDns}, nullptr, false},
+      {"vg_enter_bpf", "syscalls:sys_enter_bpf", AttachKind::kAuto, {Type::kBpf}, "syscalls/sys_enter_bpf", false},
+      {"vg_exit_bpf", "syscalls:sys_exit_bpf", AttachKind::kAuto, {Type::kBpf}, "syscalls/sys_exit_bpf", false},
+      {"vg_nvidia_xid", "nvidia:nvidia_dev_xid", AttachKind::kXidTracepoint, {Type::kXid}, "nvidia/nvidia_dev_xid", true},
+  };
+  return kHooks;
+}
+
+int libbpf_print(enum libbpf_print_level level, const char* fmt, va_list args) {
+  if (level == LIBBPF_DEBUG) return 0;
+  return std::vfprintf(stderr, fmt, args);
+}
+
+bool has_caps_for_bpf() {
+  if (geteuid() == 0) return true;
+  __user_cap_header_struct hdr{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct data[2]{};
+  if (syscall(SYS_capget, &hdr, data) != 0) return false;
+  auto has = [&](int cap) { return (data[cap / 32].effective & (1u << (cap % 32))) != 0; };
+  constexpr int kCapSysAdmin = 21, kCapPerfmon = 38, kCapBpf = 39;
+  return has(kCapSysAdmin) || (has(kCapBpf) && has(kCapPerfmon));
+}
+
+bool wanted(const Hook& h, const Config& cfg) {
+  if (h.needed_by.empty()) return true;
+  for (Type t : h.needed_by)
+    if (cfg.event_types.count(t)) return true;
+  return false;
+}
+
+std::uint32_t round_up_pow2(std::size_t v) {
+  std::uint32_t p = 4096;
+  while (p < v && p < (1u << 30)) p <<= 1;
+  return p;
+}
+
+std::int64_t now_wall_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1000000000LL + ts.tv_nsec;
+}
+
+}  // namespace
+
+class Sensor::Impl {
+ public:
+  ~Impl() {
+    for (bpf_link* l : links_) bpf_link__destroy(l);
+    if (rb_) ring_buffer__free(rb_);
+    if (skel_) vigil_bpf__destroy(skel_);
+    if (cgroup_fd_ >= 0) close(cgroup_fd_);
+    if (timer_fd_ >= 0) close(timer_fd_);
+    if (epoll_fd_ >= 0) close(epoll_fd_);
+  }
+
+  Status open(const Config& cfg);
+  int poll(int timeout_ms, const std::function<void(event::Event&&)>& cb);
+  DropCounters drops() const;
+  std::vector<std::string> attached() const { return attached_; }
+
+ private:
+  static int on_record(void* ctx, void* data, size_t size);
+  int report_usage(const std::function<void(event::Event&&)>& cb);
+  Status attach_one(const Hook& h, bpf_program* prog);
+
+  Config cfg_;
+  vigil_bpf* skel_ = nullptr;
+  ring_buffer* rb_ = nullptr;
+  std::vector<bpf_link*> links_;
+  std::vector<std::string> attached_;
+  std::optional<KmsgReader> kmsg_;
+  int cgroup_fd_ = -1;
+  int timer_fd_ = -1;
+  int epoll_fd_ = -1;
+  TimeBase tb_;
+  std::uint64_t decode_failed_ = 0;
+  const std::function<void(event::Event&&)>* cb_ = nullptr;  // valid during poll()
+  int polled_ = 0;
+};
+
+Status Sensor::Impl::attach_one(const Hook& h, bpf_program* prog) {
+  bpf_link* link = nullptr;
+  if (h.kind == AttachKind::kCgroup) {
+    link = bpf_program__attach_cgroup(prog, cgroup_fd_);
+  } else if (h.kind == AttachKind::kXidTracepoint) {
+    link = bpf_program__attach_tracepoint(prog, "nvidia", "nvidia_dev_xid");
+  } else {
+    link = bpf_program__attach(prog);
+  }
+  if (!link) {
+    int err = errno;
+    return Error::runtime(std::string("sensor: cannot attach ") + h.name + ": " + std::strerror(err));
+  }
+  links_.push_back(link);
+  attached_.push_back(h.name);
+  return {};
+}
+
+Status Sensor::Impl::open(const Config& cfg) {
+  cfg_ = cfg;
+  cfg_.event_types.insert({Type::kExec, Type::kFork, Type::kExit});
+  if (!has_caps_for_bpf())
+    return Error::runtime("sensor: needs root or CAP_BPF+CAP_PERFMON to load eBPF programs (running as uid " +
+                          std::to_string(geteuid()) + ")");
+  if (access("/sys/kernel/btf/vmlinux", R_OK) != 0)
+    return Error::runtime("sensor: no kernel BTF at /sys/kernel/btf/vmlinux (needs a kernel >= 5.8 built with CONFIG_DEBUG_INFO_BTF=y)");
+  libbpf_set_print(libbpf_print);
+
+  bool need_tracefs = false;
+  for (const Hook& h : hooks())
+    if (wanted(h, cfg_) && h.tracepoint) need_tracefs = true;
+  std::string tracefs;
+  if (need_tracefs) {
+    auto tf = ensure_tracefs();
+    if (!tf) return tf.error();
+    tracefs = *tf;
+  }
+
+  skel_ = vigil_bpf__open();
+  if (!skel_) return Error::runtime(std::string("sensor: cannot open the BPF object: ") + std::strerror(errno));
+
+  // Read-only configuration, fixed at load.
+  skel_->rodata->cfg_vigil_tgid = static_cast<std::uint32_t>(getpid());
+  skel_->rodata->cfg_uvm_major = read_uvm_major();
+  skel_->rodata->cfg_payload_bytes = std::min<std::uint32_t>(cfg_.payload_bytes, VG_PAYLOAD_MAX);
+  std::uint32_t np = 0;
+  for (const std::string& p : cfg_.open_path_prefixes) {
+    if (p.empty()) continue;
+    if (np >= VG_OPEN_PREFIXES)
+      return Error::bad_input("sensor: more than " + std::to_string(VG_OPEN_PREFIXES) + " open path prefixes");
+    if (p.size() >= VG_PREFIX_LEN)
+      return Error::bad_input("sensor: open path prefix longer than " + std::to_string(VG_PREFIX_LEN - 1) + " bytes: " + p);
+    std::memcpy(const_cast<char*>(skel_->rodata->cfg_prefix[np]), p.data(), p.size());
+    skel_->rodata->cfg_prefix_len[np] = static_cast<std::uint32_t>(p.size());
+    ++np;
+  }
+  skel_->rodata->cfg_n_prefixes = np;
+  if (int err = bpf_map__set_max_entries(skel_->maps.events, round_up_pow2(cfg_.ringbuf_bytes)); err != 0)
+    return Error::runtime(std::string("sensor: cannot size the ring buffer: ") + std::strerror(-err));
+
+  // Only the programs the ruleset needs are loaded and attached.
+  std::vector<std::pair<const Hook*, bpf_program*>> to_attach;
+  for (const Hook& h : hooks()) {
+    bpf_program* prog = bpf_object__find_program_by_name(skel_->obj, h.prog);
+    if (!prog) {
+      if (wanted(h, cfg_) && !h.optional)
+        return Error::runtime(std::string("sensor: BPF program ") + h.prog + " missing from the object");
+      continue;
+    }
+    bool want = wanted(h, cfg_);
+    if (want && h.tracepoint) {
+      std::string path = tracefs + "/events/" + h.tracepoint;
+      if (access(path.c_str(), F_OK) != 0) {
+        if (!h.optional)
+          return Error::runtime(std::string("sensor: tracepoint ") + h.name + " missing on this kernel (" + path + ")");
+        want = false;
+      }
+    }
+    if (want && h.kind == AttachKind::kXidTracepoint) {
+      auto offs = xid_tracepoint_offsets(tracefs + "/events/nvidia/nvidia_dev_xid/format");
+      if (!offs) {
+        want = false;
+      } else {
+        skel_->rodata->cfg_xid_dev_off = offs->dev;
+        skel_->rodata->cfg_xid_code_off = offs->code;
+        skel_->rodata->cfg_xid_msg_off = offs->msg;
+      }
+    }
+    bpf_program__set_autoload(prog, want);
+    if (want) to_attach.emplace_back(&h, prog);
+  }
+
+  if (int err = vigil_bpf__load(skel_); err != 0)
+    return Error::runtime(std::string("sensor: the kernel refused the BPF programs: ") + std::strerror(-err) +
+                          " (libbpf/verifier output above)");
+
+  bool need_cgroup = std::any_of(to_attach.begin(), to_attach.end(),
+                                 [](const auto& p) { return p.first->kind == AttachKind::kCgroup; });
+  if (need_cgroup) {
+    auto root = cgroup2_root();
+    if (!root) return root.error();
+    cgroup_fd_ = ::open(root->c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (cgroup_fd_ < 0) return Error::runtime("sensor: cannot open the cgroup v2 root " + *root + ": " + std::strerror(errno));
+  }
+  for (auto& [h, prog] : to_attach) {
+    Status st = attach_one(*h, prog);
+    if (!st) return st;
+  }
+
+  rb_ = ring_buffer__new(bpf_map__fd(skel_->maps.events), &Impl::on_record, this, nullptr);
+  if (!rb_) return Error::runtime(std::string("sensor: cannot map the ring buffer: ") + std::strerror(errno));
+
+  epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
+  if (epoll_fd_ < 0) return Error::runtime(std::string("sensor: epoll: ") + std::strerror(errno));
+  auto add = [&](int fd, std::uint32_t tag) -> Status {
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u32 = tag;
+    if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0)
+      return Error::runtime(std::string("sensor: epoll_ctl: ") + std::strerror(errno));
+    return {};
+  };
+  if (Status st = add(ring_buffer__epoll_fd(rb_), 0); !st) return st;
+
+  if (cfg_.event_types.count(Type::kXid)) {
+    auto k = KmsgReader::open(cfg_.kmsg_path);
+    if (!k) return k.error();
+    kmsg_.emplace(std::move(*k));
+    if (Status st = add(kmsg_->fd(), 1); !st) return st;
+    attached_.push_back("kmsg:" + cfg_.kmsg_path);
+  }
+  if (cfg_.event_types.count(Type::kIoctl) || cfg_.event_types.count(Type::kGpuUsage)) {
+    timer_fd_ = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    if (timer_fd_ < 0) return Error::runtime(std::string("sensor: timerfd: ") + std::strerror(errno));
+    auto ms = std::max<std::int64_t>(cfg_.usage_interval.count(), 10);
+    itimerspec its{};
+    its.it_interval.tv_sec = ms / 1000;
+    its.it_interval.tv_nsec = (ms % 1000) * 1000000;
+    its.it_value = its.it_interval;
+    timerfd_settime(timer_fd_, 0, &its, nullptr);
+    if (Status st = add(timer_fd_, 2); !st) return st;
+  }
+  tb_ = TimeBase::now();
+  return {};
+}
+
+int Sensor::Impl::on_record(void* ctx, void* data, size_t size) {
+  auto* self = static_cast<Impl*>(ctx);
+  auto ev = decode_record(std::span<const std::uint8_t>(static_cast<const std::uint8_t*>(data), size), self->tb_);
+  if (!ev) {
+    ++self->decode_failed_;
+    return 0;
+  }
+  ++self->polled_;
+  (*self->cb_)(std::move(*ev));
+  return 0;
+}
+
+int Sensor::Impl::report_usage(const std::function<void(event::Event&&)>& cb) {
+  int fd = bpf_map__fd(skel_->maps.gpu_usage);
+  std::vector<vg_usage_key> keys;
+  vg_usage_key key{}, next{};
+  const void* prev = nullptr;
+  while (keys.size() < (1u << 16) && bpf_map_get_next_key(fd, prev, &next) == 0) {
+    keys.push_back(next);
+    key = next;
+    prev = &key;
+  }
+  std::map<std::uint32_t, std::vector<event::GpuUsageData::Entry>> by_pid;
+  for (const vg_usage_key& k : keys) {
+    std::uint64_t count = 0;
+    if (bpf_map_lookup_and_delete_elem(fd, &k, &count) != 0) {
+      if (bpf_map_lookup_elem(fd, &k, &count) != 0) continue;
+      bpf_map_delete_elem(fd, &k);
+    }
+    auto& v = by_pid[k.pid];
+    if (v.size() >= kMaxUsageEntries) continue;
+    v.push_back({k.dev >> 20, k.dev & 0xfffff, k.nr, count});
+  }
+  std::uint64_t now = static_cast<std::uint64_t>(now_wall_ns());
+  int n = 0;
+  for (auto& [pid, entries] : by_pid) {
+    event::Event ev;
+    ev.hdr.type = Type::kGpuUsage;
+    ev.hdr.ts_ns = now;
+    ev.hdr.pid = pid;
+    ev.hdr.tid = pid;
+    event::GpuUsageData d;
+    d.interval_ns = static_cast<std::uint64_t>(cfg_.usage_interval.count()) * 1000000ULL;
+    d.entries = std::move(entries);
+    ev.data = std::move(d);
+    cb(std::move(ev));
+    ++n;
+  }
+  return n;
+}
+
+int Sensor::Impl::poll(int timeout_ms, const std::function<void(event::Event&&)>& cb) {
+  epoll_event evs[4];
+  int n = epoll_wait(epoll_fd_, evs, 4, timeout_ms);
+  if (n < 0) return errno == EINTR ? 0 : -errno;
+  cb_ = &cb;
+  polled_ = 0;
+  // The ring buffer is drained on every wake-up: it is the busiest source.
+  int r = ring_buffer__consume(rb_);
+  cb_ = nullptr;
+  if (r < 0) return r;
+  int total = polled_;
+  for (int i = 0; i < n; ++i) {
+    if (evs[i].data.u32 == 1 && kmsg_) {
+      int k = kmsg_->read_available(tb_, cb);
+      if (k > 0) total += k;
+    } else if (evs[i].data.u32 == 2) {
+      std::uint64_t ticks = 0;
+      if (read(timer_fd_, &ticks, sizeof(ticks)) == sizeof(ticks) && ticks > 0) total += report_usage(cb);
+    }
+  }
+  return total;
+}
+
+DropCounters Sensor::Impl::drops() const {
+  DropCounters d;
+  d.decode_failed = decode_failed_;
+  if (kmsg_) d.kmsg_lost = kmsg_->lost();
+  int fd = bpf_map__fd(skel_->maps.drops);
+  int ncpu = libbpf_num_possible_cpus();
+  if (ncpu <= 0) return d;
+  std::vector<std::uint64_t> vals(static_cast<std::size_t>(ncpu));
+  std::uint64_t sums[VG_DROP_COUNT] = {};
+  for (std::uint32_t i = 0; i < VG_DROP_COUNT; ++i) {
+    if (bpf_map_lookup_elem(fd, &i, vals.data()) != 0) continue;
+    for (std::uint64_t v : vals) sums[i] += v;
+  }
+  d.ringbuf_full = sums[VG_DROP_RINGBUF_FULL];
+  d.truncated = sums[VG_DROP_TRUNCATED];
+  d.map_full = sums[VG_DROP_MAP_FULL];
+  d.read_failed = sums[VG_DROP_READ_FAIL];
+  return d;
+}
+
+Sensor::Sensor(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Sensor::~Sensor() = default;
+
+Result<std::unique_ptr<Sensor>> Sensor::open(const Config& cfg) {
+  auto impl = std::make_unique<Impl>();
+  Status st = impl->open(cfg);
+  if (!st) return st.error();
+  return std::unique_ptr<Sensor>(new Sensor(std::move(impl)));
+}
+
+int Sensor::poll(int timeout_ms, const std::function<void(event::Event&&)>& cb) { return impl_->poll(timeout_ms, cb); }
+DropCounters Sensor::drops() const { return impl_->drops(); }
+std::vector<std::string> Sensor::attached() const { return impl_->attached(); }
+
+}  // namespace vigil::sensor
