@@ -1,0 +1,210 @@
+// Golden and hostile-content tests of the four alert formats.
+// VIGIL_UPDATE_GOLDENS=1 rewrites tests/outputs/golden/* (review the diff).
+#include "outputs/format.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "tests/outputs/parsers.h"
+#include "tests/outputs/test_alert.h"
+
+namespace vigil::outputs {
+namespace {
+
+using testing::golden_alert;
+
+std::string read_golden(const std::string& name, const std::string& actual) {
+  const std::string path = "tests/outputs/golden/" + name;
+  if (const char* u = std::getenv("VIGIL_UPDATE_GOLDENS"); u && std::string(u) == "1") {
+    std::ofstream(path) << actual << "\n";
+  }
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string s = ss.str();
+  if (!s.empty() && s.back() == '\n') s.pop_back();
+  return s;
+}
+
+TEST(Format, JsonMatchesGolden) {
+  EXPECT_EQ(format_json(golden_alert()), read_golden("alert.json", format_json(golden_alert())));
+}
+TEST(Format, OcsfMatchesGolden) {
+  EXPECT_EQ(format_ocsf(golden_alert()), read_golden("alert.ocsf.json", format_ocsf(golden_alert())));
+}
+TEST(Format, CefMatchesGolden) {
+  EXPECT_EQ(format_cef(golden_alert()), read_golden("alert.cef", format_cef(golden_alert())));
+}
+TEST(Format, TextMatchesGolden) {
+  EXPECT_EQ(format_text(golden_alert()), read_golden("alert.txt", format_text(golden_alert())));
+}
+
+TEST(Format, JsonHasFalcoShapes) {
+  const auto j = nlohmann::json::parse(format_json(golden_alert()));
+  EXPECT_EQ(j["time"], "2023-11-14T22:13:20.123456789Z");
+  EXPECT_EQ(j["rule"], "Shell in inference pod");
+  EXPECT_EQ(j["priority"], "Critical");
+  EXPECT_EQ(j["source"], "syscall");
+  EXPECT_EQ(j["hostname"], "gpu-node-1");
+  EXPECT_EQ(j["uuid"], "7d3f5e1a-9c2b-4e8f-a1d6-0b4c8e2f9a37");
+  EXPECT_TRUE(j["output"].is_string());
+  EXPECT_TRUE(j["tags"].is_array());
+  const auto& f = j["output_fields"];
+  EXPECT_TRUE(f["proc.pid"].is_number_integer());
+  EXPECT_EQ(f["proc.pid"], 4242);
+  EXPECT_TRUE(f["gpu.minor"].is_number_unsigned());
+  EXPECT_TRUE(f["proc.tty"].is_boolean());
+  EXPECT_TRUE(f["user.name"].is_null());
+  EXPECT_EQ(f["gpu.devices"][1], "/dev/nvidiactl");
+  EXPECT_EQ(j["capture"], "/var/lib/vigil/flight/1700000000.vcap");
+}
+
+TEST(Format, ExtraNeverShadowsFalcoKeys) {
+  auto a = golden_alert();
+  a.extra.push_back({"rule", "forged"});
+  const auto j = nlohmann::json::parse(format_json(a));
+  EXPECT_EQ(j["rule"], "Shell in inference pod");
+}
+
+TEST(Format, OcsfIsDetectionFinding) {
+  const auto j = nlohmann::json::parse(format_ocsf(golden_alert()));
+  EXPECT_EQ(j["class_uid"], 2004);
+  EXPECT_EQ(j["category_uid"], 2);
+  EXPECT_EQ(j["type_uid"], 200401);
+  EXPECT_EQ(j["severity_id"], 5);
+  EXPECT_EQ(j["time"], 1700000000123LL);
+  EXPECT_EQ(j["finding_info"]["uid"], "7d3f5e1a-9c2b-4e8f-a1d6-0b4c8e2f9a37");
+  EXPECT_EQ(j["finding_info"]["title"], "Shell in inference pod");
+  EXPECT_EQ(j["metadata"]["product"]["name"], "vigil");
+  EXPECT_EQ(j["unmapped"]["output_fields"]["proc.pid"], 4242);
+}
+
+TEST(Format, TimeIsRfc3339UtcWithNanoseconds) {
+  EXPECT_EQ(rfc3339_ns(0), "1970-01-01T00:00:00.000000000Z");
+  EXPECT_EQ(rfc3339_ns(1700000000000000001ULL), "2023-11-14T22:13:20.000000001Z");
+}
+
+TEST(Format, PriorityMappings) {
+  EXPECT_EQ(ocsf_severity_id(event::Priority::kEmergency), 6);
+  EXPECT_EQ(ocsf_severity_id(event::Priority::kWarning), 3);
+  EXPECT_EQ(ocsf_severity_id(event::Priority::kDebug), 1);
+  EXPECT_EQ(cef_severity(event::Priority::kEmergency), 10);
+  EXPECT_EQ(cef_severity(event::Priority::kDebug), 0);
+}
+
+TEST(Format, NamesRoundTrip) {
+  for (Format f : {Format::kJson, Format::kOcsf, Format::kCef, Format::kText}) {
+    EXPECT_EQ(format_from_name(format_name(f)), f);
+  }
+  EXPECT_FALSE(format_from_name("xml"));
+}
+
+TEST(Utf8, InvalidSequencesBecomeReplacementCharacters) {
+  EXPECT_EQ(sanitize_utf8("ok"), "ok");
+  EXPECT_EQ(sanitize_utf8("\xC3\xA9"), "\xC3\xA9");               // é
+  EXPECT_EQ(sanitize_utf8("\xFF"), "\xEF\xBF\xBD");               // bad lead byte
+  EXPECT_EQ(sanitize_utf8("\xC0\xAF"), "\xEF\xBF\xBD\xEF\xBF\xBD");  // overlong '/'
+  EXPECT_EQ(sanitize_utf8("\xED\xA0\x80"), "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");  // surrogate
+  EXPECT_EQ(sanitize_utf8("a\xE2\x82"), "a\xEF\xBF\xBD\xEF\xBF\xBD");  // truncated
+  EXPECT_EQ(sanitize_utf8("\xF4\x90\x80\x80").substr(0, 3), "\xEF\xBF\xBD");  // > U+10FFFF
+}
+
+// The attacker's toolbox: every value below tries to end a record, add a
+// field, or drive a terminal.
+const std::vector<std::string> kHostile = {
+    "bash\n{\"rule\":\"forged\"}",
+    "x\r\nCEF:0|evil|evil|1|2|3|10|",
+    "nul\0byte",
+    "quote\" and \\ backslash",
+    "pipe | equals = backslash \\",
+    "sd ] \" \\ closing",
+    "\x1b[31mred\x1b[0m \x1b]0;title\x07",
+    "\xC2\x9B" "31m C1 CSI",
+    "bad utf8 \xFF\xFE \xC0\xAF",
+    "line sep \xE2\x80\xA8 para sep \xE2\x80\xA9",
+    "tab\tand del\x7f",
+    " msg=forged cs1=forged",
+};
+
+event::Alert hostile_alert(const std::string& v) {
+  auto a = golden_alert();
+  a.rule = v;
+  a.output = v;
+  a.hostname = v;
+  a.uuid = v;
+  a.tags = {v, "T1059"};
+  a.output_fields = {{"proc.name", v}, {"proc.cmdline", v}, {"proc.pid", std::int64_t{1}}};
+  return a;
+}
+
+TEST(Hostile, JsonParsesBackIntoExactlyTheFields) {
+  for (std::string v : kHostile) {
+    if (v.find("nul") == 0) v = std::string("nul\0byte", 8);
+    const std::string out = format_json(hostile_alert(v));
+    ASSERT_EQ(out.find('\n'), std::string::npos) << out;
+    ASSERT_EQ(out.find('\r'), std::string::npos);
+    ASSERT_EQ(out.find('\0'), std::string::npos);
+    ASSERT_EQ(out.find('\x1b'), std::string::npos);
+    const auto j = nlohmann::json::parse(out);
+    const std::string want = sanitize_utf8(v);
+    EXPECT_EQ(j.size(), 10u);  // the nine Falco keys + capture
+    EXPECT_EQ(j["rule"], want);
+    EXPECT_EQ(j["output"], want);
+    EXPECT_EQ(j["hostname"], want);
+    EXPECT_EQ(j["uuid"], want);
+    EXPECT_EQ(j["tags"][0], want);
+    EXPECT_EQ(j["output_fields"].size(), 3u);
+    EXPECT_EQ(j["output_fields"]["proc.cmdline"], want);
+  }
+}
+
+TEST(Hostile, OcsfParsesBackIntoExactlyTheFields) {
+  for (const std::string& v : kHostile) {
+    const auto j = nlohmann::json::parse(format_ocsf(hostile_alert(v)));
+    EXPECT_EQ(j["message"], sanitize_utf8(v));
+    EXPECT_EQ(j["finding_info"]["title"], sanitize_utf8(v));
+    EXPECT_EQ(j["class_uid"], 2004);
+  }
+}
+
+TEST(Hostile, CefParsesBackIntoExactlyTheFields) {
+  for (const std::string& v : kHostile) {
+    const std::string out = format_cef(hostile_alert(v));
+    ASSERT_EQ(out.find('\n'), std::string::npos) << out;
+    ASSERT_EQ(out.find('\r'), std::string::npos);
+    const auto c = testing::parse_cef(out);
+    ASSERT_TRUE(c) << out;
+    const std::string want = testing::cef_expected(v);
+    EXPECT_EQ(c->header[3], want);  // signature id (rule)
+    EXPECT_EQ(c->header[5], "8");
+    EXPECT_EQ(c->ext.at("msg"), want);
+    EXPECT_EQ(c->ext.at("dvchost"), want);
+    EXPECT_EQ(c->ext.at("proc.cmdline"), want);
+    EXPECT_EQ(c->ext.at("cs1"), "syscall");
+    EXPECT_EQ(c->ext.size(), 13u) << out;  // nothing added, nothing lost
+  }
+}
+
+TEST(Hostile, TextHasNoControlCharactersAndReadsBack) {
+  for (const std::string& v : kHostile) {
+    const std::string out = format_text(hostile_alert(v));
+    const auto t = testing::parse_text(out);
+    ASSERT_TRUE(t) << out;
+    EXPECT_EQ(t->priority, "Critical");
+    EXPECT_EQ(t->output, sanitize_utf8(v));
+    EXPECT_EQ(out.find("\xC2\x9B"), std::string::npos);  // no 8-bit CSI either
+  }
+}
+
+TEST(Hostile, TextShowsEscapesVisibly) {
+  auto a = golden_alert();
+  a.output = "a\x1b[2Jb\nc\\";
+  EXPECT_EQ(format_text(a), "2023-11-14T22:13:20.123456789Z: Critical a\\x1b[2Jb\\x0ac\\\\");
+}
+
+}  // namespace
+}  // namespace vigil::outputs
