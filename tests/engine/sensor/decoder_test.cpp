@@ -1,1 +1,318 @@
+#include "engine/sensor/decoder.h"
+
+#include <sys/socket.h>
+
+#include <cstring>
+#include <vector>
+
 #include <gtest/gtest.h>
+
+#include "bpf/shared/events.h"
+
+namespace vigil::sensor {
+namespace {
+
+// Builds a record: a fixed body followed by variable data; hdr.len is set to
+// the total unless the test overrides it.
+template <typename T>
+std::vector<std::uint8_t> record(T body, const std::string& tail = {}) {
+  body.hdr.abi = VG_ABI_VERSION;
+  body.hdr.len = static_cast<__u32>(sizeof(T) + tail.size());
+  std::vector<std::uint8_t> out(sizeof(T) + tail.size());
+  std::memcpy(out.data(), &body, sizeof(T));
+  std::memcpy(out.data() + sizeof(T), tail.data(), tail.size());
+  return out;
+}
+
+void fill_hdr(vg_hdr* h, __u16 type) {
+  h->type = type;
+  h->ts_ns = 5'000'000'000ULL;
+  h->pid = 100;
+  h->tid = 101;
+  h->ppid = 1;
+  h->uid = 1000;
+  h->gid = 1001;
+  h->cgroup_id = 4242;
+  h->pid_ns = 11;
+  h->mnt_ns = 12;
+  h->net_ns = 13;
+  std::memcpy(h->comm, "python3", 8);
+}
+
+Result<event::Event> decode(const std::vector<std::uint8_t>& r) {
+  TimeBase tb;
+  tb.boot_to_wall_ns = 1'700'000'000'000'000'000LL;
+  return decode_record(r, tb);
+}
+
+std::string S(const char* s, std::size_t n) { return std::string(s, n); }
+
+TEST(Decoder, ExecWithArgsPathsAndFlags) {
+  vg_exec b{};
+  fill_hdr(&b.hdr, VG_EXEC);
+  std::string filename = S("/usr/bin/python3\0", 17);
+  std::string exe = S("python3.11\0bin\0usr\0", 19);
+  std::string args = S("python3\0-c\0print(1)\0", 20);
+  std::string cwd = S("work\0", 5);
+  b.filename_len = filename.size();
+  b.exe_len = exe.size();
+  b.args_len = args.size();
+  b.cwd_len = cwd.size();
+  b.tty = (136u << 20) | 3;
+  b.loginuid = 1000;
+  b.flags = VG_EXEC_STDIN_SOCK | VG_EXEC_ARGS_TRUNC;
+  auto ev = decode(record(b, filename + exe + args + cwd));
+  ASSERT_TRUE(ev) << ev.error().message;
+  EXPECT_EQ(ev->hdr.type, event::Type::kExec);
+  EXPECT_EQ(ev->hdr.ts_ns, 1'700'000'005'000'000'000ULL);
+  EXPECT_EQ(ev->hdr.pid, 100u);
+  EXPECT_EQ(ev->hdr.ppid, 1u);
+  EXPECT_EQ(ev->hdr.cgroup_id, 4242u);
+  EXPECT_EQ(ev->hdr.net_ns, 13u);
+  EXPECT_EQ(ev->hdr.comm, "python3");
+  const auto* x = ev->as<event::ExecData>();
+  ASSERT_NE(x, nullptr);
+  EXPECT_EQ(x->filename, "/usr/bin/python3");
+  EXPECT_EQ(x->exe, "/usr/bin/python3.11");
+  EXPECT_EQ(x->args, (std::vector<std::string>{"python3", "-c", "print(1)"}));
+  EXPECT_TRUE(x->args_truncated);
+  EXPECT_EQ(x->cwd, "/work");
+  EXPECT_TRUE(x->stdin_is_socket);
+  EXPECT_FALSE(x->stdout_is_socket);
+  EXPECT_EQ(x->tty, (136u << 20) | 3);
+  EXPECT_EQ(x->loginuid, 1000u);
+}
+
+TEST(Decoder, ExecFieldLengthsBeyondTheRecordAreRejected) {
+  vg_exec b{};
+  fill_hdr(&b.hdr, VG_EXEC);
+  b.filename_len = 10;
+  b.args_len = 60000;  // hostile: far more than the record holds
+  auto ev = decode(record(b, std::string(10, 'a')));
+  ASSERT_FALSE(ev);
+  EXPECT_NE(ev.error().message.find("exec"), std::string::npos);
+}
+
+TEST(Decoder, HostileHeaderLengths) {
+  vg_fork b{};
+  fill_hdr(&b.hdr, VG_FORK);
+  auto r = record(b);
+  // shorter than a header
+  EXPECT_FALSE(decode(std::vector<std::uint8_t>(r.begin(), r.begin() + 10)));
+  // claims more bytes than received
+  auto big = r;
+  vg_hdr h{};
+  std::memcpy(&h, big.data(), sizeof(h));
+  h.len = 4096;
+  std::memcpy(big.data(), &h, sizeof(h));
+  EXPECT_FALSE(decode(big));
+  // claims less than a header
+  h.len = 8;
+  std::memcpy(big.data(), &h, sizeof(h));
+  EXPECT_FALSE(decode(big));
+  // header fine but body cut: len = header only
+  h.len = sizeof(vg_hdr);
+  std::memcpy(big.data(), &h, sizeof(h));
+  EXPECT_FALSE(decode(big));
+  // wrong ABI
+  h.len = sizeof(vg_fork);
+  h.abi = VG_ABI_VERSION + 1;
+  std::memcpy(big.data(), &h, sizeof(h));
+  EXPECT_FALSE(decode(big));
+  // unknown type
+  auto u = r;
+  std::memcpy(&h, u.data(), sizeof(h));
+  h.type = 200;
+  std::memcpy(u.data(), &h, sizeof(h));
+  EXPECT_FALSE(decode(u));
+}
+
+TEST(Decoder, TruncatedTailOfEveryVariableRecordIsRejected) {
+  vg_open o{};
+  fill_hdr(&o.hdr, VG_OPEN);
+  o.path_len = 20;
+  EXPECT_FALSE(decode(record(o, "short")));
+  vg_connect c{};
+  fill_hdr(&c.hdr, VG_CONNECT);
+  c.family = AF_UNIX;
+  c.unix_path_len = 200;  // above sun_path's bound
+  EXPECT_FALSE(decode(record(c, std::string(200, 'x'))));
+  vg_xid x{};
+  fill_hdr(&x.hdr, VG_XID);
+  x.dev_len = 12;
+  x.msg_len = 100;
+  EXPECT_FALSE(decode(record(x, "0000:01:00.0")));
+  vg_payload p{};
+  fill_hdr(&p.hdr, VG_PAYLOAD);
+  p.data_len = 50;
+  EXPECT_FALSE(decode(record(p, "abc")));
+  vg_dns d{};
+  fill_hdr(&d.hdr, VG_DNS);
+  d.dns_len = 40;
+  EXPECT_FALSE(decode(record(d, "abc")));
+}
+
+TEST(Decoder, ForkAndExit) {
+  vg_fork f{};
+  fill_hdr(&f.hdr, VG_FORK);
+  f.child_pid = 200;
+  f.child_tid = 201;
+  f.flags = VG_FORK_THREAD;
+  auto ev = decode(record(f));
+  ASSERT_TRUE(ev);
+  EXPECT_EQ(ev->as<event::ForkData>()->child_pid, 200u);
+  EXPECT_EQ(ev->as<event::ForkData>()->child_tid, 201u);
+  EXPECT_TRUE(ev->as<event::ForkData>()->is_thread);
+
+  vg_exit e{};
+  fill_hdr(&e.hdr, VG_EXIT);
+  e.exit_code = 3 << 8;
+  ev = decode(record(e));
+  ASSERT_TRUE(ev);
+  EXPECT_EQ(ev->as<event::ExitData>()->exit_code, 3);
+  EXPECT_EQ(ev->as<event::ExitData>()->signal, 0);
+  e.exit_code = 9;  // killed by SIGKILL
+  ev = decode(record(e));
+  EXPECT_EQ(ev->as<event::ExitData>()->signal, 9);
+  EXPECT_EQ(ev->as<event::ExitData>()->exit_code, 0);
+}
+
+TEST(Decoder, ConnectInet6AndUnix) {
+  vg_connect c{};
+  fill_hdr(&c.hdr, VG_CONNECT);
+  c.family = AF_INET6;
+  c.proto = VG_L4_TCP;
+  c.dport = 443;
+  c.daddr[0] = 0xfd;
+  c.daddr[15] = 1;
+  c.flags = VG_CONN_HAS_RESULT;
+  c.result = -111;
+  auto ev = decode(record(c));
+  ASSERT_TRUE(ev);
+  const auto* d = ev->as<event::ConnectData>();
+  EXPECT_EQ(d->proto, event::L4::kTcp);
+  EXPECT_EQ(d->dport, 443);
+  EXPECT_EQ(event::to_string(d->daddr), "fd00::1");
+  EXPECT_EQ(d->result, -111);
+
+  vg_connect u{};
+  fill_hdr(&u.hdr, VG_CONNECT);
+  u.family = AF_UNIX;
+  u.proto = VG_L4_UNIX;
+  std::string path = S("\0dbus-abc\0", 10);
+  u.unix_path_len = path.size();
+  ev = decode(record(u, path));
+  ASSERT_TRUE(ev);
+  EXPECT_EQ(ev->as<event::ConnectData>()->unix_path, "@dbus-abc");
+  EXPECT_EQ(ev->as<event::ConnectData>()->result, event::ConnectData::kResultUnknown);
+}
+
+TEST(Decoder, OpenPrefersTheResolvedPath) {
+  vg_open o{};
+  fill_hdr(&o.hdr, VG_OPEN);
+  std::string given = S("nvidia0\0", 8);
+  std::string fpath = S("nvidia0\0dev\0", 12);
+  o.path_len = given.size();
+  o.fpath_len = fpath.size();
+  o.oflags = VG_OPEN_CHR;
+  o.dev_major = 195;
+  o.dev_minor = 0;
+  o.result = 3;
+  o.flags = 2;
+  auto ev = decode(record(o, given + fpath));
+  ASSERT_TRUE(ev);
+  const auto* d = ev->as<event::OpenData>();
+  EXPECT_EQ(d->path, "/dev/nvidia0");
+  EXPECT_TRUE(d->is_device);
+  EXPECT_EQ(d->dev_major, 195u);
+  EXPECT_EQ(d->result, 3);
+  // A failed open has no resolved path: the given one is used.
+  o.fpath_len = 0;
+  o.oflags = 0;
+  o.result = -13;
+  ev = decode(record(o, given));
+  ASSERT_TRUE(ev);
+  EXPECT_EQ(ev->as<event::OpenData>()->path, "nvidia0");
+  EXPECT_FALSE(ev->as<event::OpenData>()->is_device);
+}
+
+TEST(Decoder, IoctlXidPayloadBpf) {
+  vg_ioctl i{};
+  fill_hdr(&i.hdr, VG_IOCTL);
+  i.fd = 5;
+  i.cmd = 0xC030462B;
+  i.nr = 0x2B;
+  i.rm_class = 0xC6C0;
+  i.iflags = VG_IOCTL_XFER | VG_IOCTL_ALLOC;
+  i.rm_status = 0x1F;
+  auto ev = decode(record(i));
+  ASSERT_TRUE(ev);
+  const auto* d = ev->as<event::IoctlData>();
+  EXPECT_EQ(d->nr, 0x2Bu);
+  EXPECT_EQ(d->rm_class, 0xC6C0u);
+  EXPECT_TRUE(d->xfer);
+  EXPECT_FALSE(d->uvm);
+  EXPECT_EQ(d->rm_status, 0x1Fu);
+
+  vg_xid x{};
+  fill_hdr(&x.hdr, VG_XID);
+  std::string dev = S("0000:3b:00.0\0", 13), msg = "GPU has fallen off the bus.";
+  x.dev_len = dev.size();
+  x.msg_len = msg.size();
+  x.code = 79;
+  ev = decode(record(x, dev + msg));
+  ASSERT_TRUE(ev);
+  EXPECT_EQ(ev->as<event::XidData>()->source, "tracepoint");
+  EXPECT_EQ(ev->as<event::XidData>()->pci, "0000:3b:00.0");
+  EXPECT_EQ(ev->as<event::XidData>()->code, 79u);
+  EXPECT_EQ(ev->as<event::XidData>()->text, msg);
+
+  vg_payload p{};
+  fill_hdr(&p.hdr, VG_PAYLOAD);
+  std::string bytes = S("{\"id\":1,\"method\":\"mining.subscribe\"\0\x01", 38);
+  p.data_len = bytes.size();
+  p.wire_len = 500;
+  p.family = AF_INET;
+  p.daddr[0] = 10;
+  p.daddr[3] = 7;
+  p.dport = 3333;
+  ev = decode(record(p, bytes));
+  ASSERT_TRUE(ev);
+  EXPECT_EQ(ev->as<event::PayloadData>()->bytes, bytes);  // binary-safe
+  EXPECT_TRUE(ev->as<event::PayloadData>()->truncated);
+  EXPECT_EQ(event::to_string(ev->as<event::PayloadData>()->daddr), "10.0.0.7");
+
+  vg_bpf b{};
+  fill_hdr(&b.hdr, VG_BPF);
+  b.cmd = 5;
+  b.prog_type = 2;
+  std::memcpy(b.prog_name, "evil_prog_name_x", 16);  // no NUL: bounded by the field
+  b.result = 7;
+  ev = decode(record(b));
+  ASSERT_TRUE(ev);
+  EXPECT_EQ(ev->as<event::BpfData>()->prog_name, "evil_prog_name_x");
+  EXPECT_EQ(ev->as<event::BpfData>()->result, 7);
+}
+
+TEST(Decoder, PathAndArgHelpers) {
+  EXPECT_EQ(decode_dpath(""), "/");
+  EXPECT_EQ(decode_dpath(S("a\0", 2)), "/a");
+  EXPECT_EQ(decode_dpath(S("c\0b\0a\0", 6)), "/a/b/c");
+  EXPECT_EQ(decode_dpath(S("c\0b", 3)), "/b/c");  // last component without NUL
+  EXPECT_EQ(split_args(S("a\0\0b\0", 5)), (std::vector<std::string>{"a", "", "b"}));
+  EXPECT_EQ(split_args(S("a\0bc", 4)), (std::vector<std::string>{"a", "bc"}));
+  EXPECT_TRUE(split_args("").empty());
+  EXPECT_EQ(c_string(S("ab\0cd", 5)), "ab");
+}
+
+TEST(Decoder, CommIsBoundedTo15Bytes) {
+  vg_fork f{};
+  fill_hdr(&f.hdr, VG_FORK);
+  std::memset(f.hdr.comm, 'z', sizeof(f.hdr.comm));  // hostile: no NUL
+  auto ev = decode(record(f));
+  ASSERT_TRUE(ev);
+  EXPECT_EQ(ev->hdr.comm, std::string(15, 'z'));
+}
+
+}  // namespace
+}  // namespace vigil::sensor
