@@ -1,0 +1,393 @@
+#include "engine/state/pods.h"
+
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <functional>
+#include <gtest/gtest.h>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "engine/state/state.h"
+#include "tests/engine/state/test_util.h"
+
+extern char** environ;
+
+namespace vigil::state {
+namespace {
+
+using testing::RecordingListener;
+using testing::TempDir;
+
+// --- pod JSON ------------------------------------------------------------------
+
+TEST(ParsePodJson, ReadsWhatRulesNeed) {
+  const char* kPod = R"({
+    "metadata": {"name": "vllm-0", "namespace": "ml", "uid": "u-1", "resourceVersion": "77",
+                 "labels": {"app.kubernetes.io/component": "inference"},
+                 "annotations": {"a": "b", "kubectl.kubernetes.io/last-applied-configuration": "%BIG%"}},
+    "spec": {"nodeName": "n1",
+             "initContainers": [{"name": "init", "image": "busybox"}],
+             "containers": [
+               {"name": "server", "image": "vllm/vllm-openai:v0.6",
+                "resources": {"limits": {"nvidia.com/gpu": "2", "memory": "1Gi"}},
+                "env": [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "GPU-1,GPU-2"},
+                        {"name": "X", "valueFrom": {"fieldRef": {}}}],
+                "securityContext": {"privileged": true}},
+               {"name": "side", "image": "envoy:1", "resources": {"limits": {"nvidia.com/gpu": 1}}}]},
+    "status": {"containerStatuses": [
+                 {"name": "side", "containerID": "cri-o://abc"},
+                 {"name": "server", "containerID": "containerd://def"}],
+               "initContainerStatuses": [{"name": "init", "containerID": "docker://ghi"}]}
+  })";
+  std::string text = kPod;
+  text.replace(text.find("%BIG%"), 5, std::string(10000, 'x'));
+  auto r = parse_pod_json(text);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  const Pod& p = *r;
+  EXPECT_EQ(p.uid, "u-1");
+  EXPECT_EQ(p.name, "vllm-0");
+  EXPECT_EQ(p.ns, "ml");
+  EXPECT_EQ(p.node, "n1");
+  EXPECT_EQ(p.resource_version, "77");
+  EXPECT_EQ(p.labels.at("app.kubernetes.io/component"), "inference");
+  EXPECT_EQ(p.annotations.size(), 1u) << "huge annotation values are not kept";
+  ASSERT_EQ(p.containers.size(), 3u);
+  EXPECT_EQ(p.containers[0].name, "server");
+  EXPECT_EQ(p.containers[0].id, "def");
+  EXPECT_EQ(p.containers[0].gpu_limit, 2);
+  EXPECT_EQ(p.containers[0].nvidia_visible_devices, "GPU-1,GPU-2");
+  EXPECT_TRUE(p.containers[0].privileged);
+  EXPECT_EQ(p.containers[1].id, "abc");
+  EXPECT_EQ(p.containers[1].gpu_limit, 1);
+  EXPECT_FALSE(p.containers[1].privileged);
+  EXPECT_EQ(p.containers[2].name, "init");
+  EXPECT_EQ(p.containers[2].id, "ghi");
+}
+
+TEST(ParsePodJson, HostileInputIsRejectedOrIgnoredNeverThrown) {
+  EXPECT_FALSE(parse_pod_json("").ok());
+  EXPECT_FALSE(parse_pod_json("{").ok());
+  EXPECT_FALSE(parse_pod_json("[]").ok());
+  EXPECT_FALSE(parse_pod_json(R"({"metadata": 5})").ok());
+  EXPECT_FALSE(parse_pod_json(R"({"metadata": {"name": "no-uid"}})").ok());
+  EXPECT_FALSE(parse_pod_json(R"({"metadata": {"uid": 12}})").ok());
+  // Wrong types everywhere else are ignored.
+  auto r = parse_pod_json(R"({"metadata": {"uid": "u", "labels": {"a": 1, "b": "ok"}},
+     "spec": {"containers": [5, {"name": 3, "env": "x", "resources": {"limits": {"nvidia.com/gpu": "-1"}},
+              "securityContext": {"privileged": "yes"}}]},
+     "status": {"containerStatuses": "nope"}})");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->labels.size(), 1u);
+  ASSERT_EQ(r->containers.size(), 1u);
+  EXPECT_EQ(r->containers[0].gpu_limit, 0);
+  EXPECT_FALSE(r->containers[0].privileged);
+  // Deep nesting does not crash.
+  std::string deep(100000, '[');
+  EXPECT_FALSE(parse_pod_json(deep).ok());
+}
+
+// --- configuration ---------------------------------------------------------------
+
+TEST(K8sConfig, InClusterFromEnvironmentAndServiceAccount) {
+  K8sOptions o;
+  o.use_env_for_test = true;
+  o.env_for_test = {{"KUBERNETES_SERVICE_HOST", "10.96.0.1"},
+                    {"KUBERNETES_SERVICE_PORT", "443"},
+                    {"NODE_NAME", "gpu-7"}};
+  o.sa_dir = "/sa";
+  auto c = k8s_config_discover(o);
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->api_url, "https://10.96.0.1:443");
+  EXPECT_EQ(c->token_file, "/sa/token");
+  EXPECT_EQ(c->ca_file, "/sa/ca.crt");
+  EXPECT_EQ(c->node_name, "gpu-7");
+
+  o.env_for_test["KUBERNETES_SERVICE_HOST"] = "fd00::1";
+  EXPECT_EQ(k8s_config_discover(o)->api_url, "https://[fd00::1]:443");
+  // No NODE_NAME: the hostname.
+  o.env_for_test.erase("NODE_NAME");
+  char host[256] = {};
+  ::gethostname(host, sizeof(host) - 1);
+  EXPECT_EQ(k8s_config_discover(o)->node_name, host);
+}
+
+TEST(K8sConfig, NoApiAtAllIsAClearRuntimeError) {
+  K8sOptions o;
+  o.use_env_for_test = true;
+  auto c = k8s_config_discover(o);
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.error().kind, Error::Kind::kRuntime);
+  EXPECT_NE(c.error().message.find("KUBERNETES_SERVICE_HOST"), std::string::npos);
+}
+
+TEST(K8sConfig, ExplicitUrlWins) {
+  K8sOptions o;
+  o.use_env_for_test = true;
+  o.env_for_test = {{"KUBERNETES_SERVICE_HOST", "10.96.0.1"}, {"KUBERNETES_SERVICE_PORT", "443"}};
+  o.api_url = "https://127.0.0.1:6443/";
+  o.token_file = "/tmp/t";
+  o.insecure = true;
+  o.node_name = "n";
+  auto c = k8s_config_discover(o);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->api_url, "https://127.0.0.1:6443");
+  EXPECT_EQ(c->token_file, "/tmp/t");
+  EXPECT_TRUE(c->insecure);
+}
+
+TEST(K8sConfig, Kubeconfig) {
+  const char* kYaml = R"(apiVersion: v1
+kind: Config
+current-context: prod
+clusters:
+- name: dev
+  cluster: {server: "https://dev:6443"}
+- name: prod-cluster
+  cluster:
+    server: https://prod.example:6443/
+    certificate-authority: certs/ca.pem
+users:
+- name: admin
+  user:
+    token: abc123
+    client-certificate-data: aGVsbG8=
+contexts:
+- name: prod
+  context: {cluster: prod-cluster, user: admin}
+)";
+  auto c = k8s_config_from_kubeconfig(kYaml, "/home/u/.kube");
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->api_url, "https://prod.example:6443");
+  EXPECT_EQ(c->ca_file, "/home/u/.kube/certs/ca.pem");
+  EXPECT_EQ(c->token, "abc123");
+  EXPECT_EQ(c->client_cert_pem, "hello");
+
+  auto bad = k8s_config_from_kubeconfig("current-context: nope\ncontexts: []\n", "");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().kind, Error::Kind::kBadInput);
+  EXPECT_FALSE(k8s_config_from_kubeconfig(": : [", "").ok());
+  EXPECT_FALSE(k8s_config_from_kubeconfig("- a\n- b\n", "").ok());
+}
+
+// --- the watcher against a local HTTPS API server --------------------------------
+
+bool run_cmd(const std::string& cmd) {
+  return std::system(("(" + cmd + ") >/dev/null 2>&1").c_str()) == 0;
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+class PodWatcherTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!run_cmd("command -v python3") || !run_cmd("command -v openssl")) {
+      GTEST_SKIP() << "python3 and openssl are needed for the stand-in API server";
+    }
+    const std::string& d = dir_.path();
+    // A CA, and a server certificate for 127.0.0.1 signed by it.
+    ASSERT_TRUE(run_cmd("cd " + d +
+                        " && openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout ca.key -out ca.crt"
+                        " -days 2 -subj '/CN=vigil test CA'"
+                        " -addext 'basicConstraints=critical,CA:TRUE'"
+                        " -addext 'keyUsage=critical,keyCertSign,cRLSign'"
+                        " && openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout srv.key -out srv.csr"
+                        " -subj '/CN=127.0.0.1'"
+                        " && printf 'subjectAltName=IP:127.0.0.1\\nbasicConstraints=CA:FALSE\\n'"
+                        " > ext.cnf"
+                        " && openssl x509 -req -in srv.csr -CA ca.crt -CAkey ca.key -CAcreateserial"
+                        " -out srv.crt -days 2 -extfile ext.cnf"
+                        " && openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout other.key"
+                        " -out other.crt -days 2 -subj '/CN=someone else'"));
+    dir_.write("token", "test-token\n");
+    std::string script = "tests/engine/state/k8s_stub.py";
+    std::vector<std::string> args = {"python3",     script,          "--cert", d + "/srv.crt",
+                                     "--key",       d + "/srv.key",  "--port-file", d + "/port",
+                                     "--log",       d + "/requests.log"};
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    ASSERT_EQ(::posix_spawnp(&server_pid_, "python3", nullptr, nullptr, argv.data(), environ), 0);
+    for (int i = 0; i < 200 && port_.empty(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      port_ = slurp(d + "/port");
+    }
+    ASSERT_FALSE(port_.empty()) << "the stand-in API server did not start";
+  }
+
+  void TearDown() override {
+    if (server_pid_ > 0) {
+      ::kill(server_pid_, SIGTERM);
+      ::waitpid(server_pid_, nullptr, 0);
+    }
+  }
+
+  K8sConfig config() const {
+    K8sConfig c;
+    c.api_url = "https://127.0.0.1:" + port_;
+    c.ca_file = dir_.path() + "/ca.crt";
+    c.token_file = dir_.path() + "/token";
+    c.node_name = "gpu-node-1";
+    c.backoff_initial = std::chrono::milliseconds(50);
+    c.backoff_max = std::chrono::milliseconds(200);
+    return c;
+  }
+
+  // Drains into the state until pred() holds or the deadline passes.
+  bool drain_until(PodWatcher& w, State& s, const std::function<bool()>& pred, int ms = 15000) {
+    auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+    while (std::chrono::steady_clock::now() < end) {
+      w.drain(s);
+      if (pred()) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return false;
+  }
+
+  static Config state_config() {
+    Config c;
+    c.live = false;
+    c.passwd_path = "";
+    c.group_path = "";
+    return c;
+  }
+
+  TempDir dir_;
+  pid_t server_pid_ = -1;
+  std::string port_;
+};
+
+const std::string kUidA = "aaaaaaaa-0000-4000-8000-000000000001";
+const std::string kUidB = "bbbbbbbb-0000-4000-8000-000000000002";
+const std::string kUidC = "cccccccc-0000-4000-8000-000000000003";
+
+TEST_F(PodWatcherTest, ListWatchDropRelistOnGoneAndDelete) {
+  State s(state_config());
+  RecordingListener l;
+  s.set_listener(&l);
+  Container ca;
+  ca.id = std::string(64, 'a');
+  ca.pod_uid = kUidA;
+  ca.cgroup_id = 11;
+  s.upsert_container(ca);
+
+  PodWatcher w(config());
+  ASSERT_TRUE(w.start().ok());
+
+  // LIST 1, then WATCH 1 adds B and modifies A.
+  ASSERT_TRUE(drain_until(w, s, [&] {
+    const Pod* a = s.pod(kUidA);
+    return s.pod(kUidB) != nullptr && a && a->labels.count("v");
+  })) << w.stats().last_error;
+  EXPECT_EQ(s.pod(kUidA)->containers.at(0).gpu_limit, 1);
+  EXPECT_EQ(s.pod(kUidA)->containers.at(0).nvidia_visible_devices, "0");
+  EXPECT_EQ(s.container(ca.id)->image, "registry.example/a:1");
+
+  // The connection drops, the watch resumes, 410 Gone forces a relist (A, C),
+  // which removes B; WATCH 3 deletes A.
+  ASSERT_TRUE(drain_until(w, s, [&] {
+    return s.pod(kUidB) == nullptr && s.pod(kUidC) != nullptr && s.pod(kUidA) == nullptr;
+  })) << w.stats().last_error;
+  EXPECT_TRUE(s.pod(kUidC)->containers.at(0).privileged);
+  EXPECT_EQ(s.pods().size(), 1u);
+  bool removed_b = false, removed_a = false;
+  for (const auto& u : l.removed) {
+    removed_b |= u == kUidB;
+    removed_a |= u == kUidA;
+  }
+  EXPECT_TRUE(removed_b);
+  EXPECT_TRUE(removed_a);
+
+  // Wait until WATCH 3 is open and has delivered its bookmark, then stop.
+  PodWatcher::Stats st;
+  for (int i = 0; i < 200; ++i) {
+    st = w.stats();
+    if (st.watches >= 3) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  auto t0 = std::chrono::steady_clock::now();
+  w.stop();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(3))
+      << "stop() must interrupt a watch that is held open";
+  st = w.stats();
+  EXPECT_TRUE(st.synced);
+  EXPECT_EQ(st.lists, 2u);
+  EXPECT_EQ(st.relists_gone, 1u);
+  EXPECT_GE(st.errors, 1u) << "the dropped connection is counted";
+  EXPECT_GE(st.events, 3u);
+
+  // What the watcher asked for.
+  std::string log = slurp(dir_.path() + "/requests.log");
+  EXPECT_NE(log.find("\"auth\": \"Bearer test-token\""), std::string::npos) << log;
+  std::istringstream lines(log);
+  std::vector<std::string> watch_rvs;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.find("\"kind\": \"watch\"") == std::string::npos) continue;
+    auto p = line.find("\"resourceVersion\": \"");
+    ASSERT_NE(p, std::string::npos) << line;
+    p += 20;
+    watch_rvs.push_back(line.substr(p, line.find('"', p) - p));
+  }
+  ASSERT_GE(watch_rvs.size(), 3u) << log;
+  EXPECT_EQ(watch_rvs[0], "100");  // from LIST 1
+  EXPECT_EQ(watch_rvs[1], "102");  // resumed after the drop from the last event
+  EXPECT_EQ(watch_rvs[2], "200");  // from the relist
+}
+
+TEST_F(PodWatcherTest, UntrustedServerCertificateIsRefused) {
+  K8sConfig c = config();
+  c.ca_file = dir_.path() + "/other.crt";
+  PodWatcher w(c);
+  ASSERT_TRUE(w.start().ok());
+  State s(state_config());
+  bool failed = drain_until(w, s, [&] { return w.stats().errors >= 1; }, 10000);
+  w.stop();
+  EXPECT_TRUE(failed);
+  EXPECT_FALSE(w.stats().synced);
+  EXPECT_TRUE(s.pods().empty());
+  EXPECT_EQ(slurp(dir_.path() + "/requests.log"), "");
+}
+
+TEST_F(PodWatcherTest, InsecureFlagSkipsVerification) {
+  K8sConfig c = config();
+  c.ca_file.clear();
+  c.insecure = true;
+  PodWatcher w(c);
+  ASSERT_TRUE(w.start().ok());
+  State s(state_config());
+  EXPECT_TRUE(drain_until(w, s, [&] { return s.pod(kUidA) != nullptr; }));
+}
+
+TEST_F(PodWatcherTest, OversizedListIsRefused) {
+  K8sConfig c = config();
+  c.max_list_bytes = 200;
+  PodWatcher w(c);
+  ASSERT_TRUE(w.start().ok());
+  State s(state_config());
+  ASSERT_TRUE(drain_until(w, s, [&] { return w.stats().errors >= 1; }, 10000));
+  w.stop();
+  EXPECT_NE(w.stats().last_error.find("larger than"), std::string::npos) << w.stats().last_error;
+  EXPECT_TRUE(s.pods().empty());
+}
+
+TEST(PodWatcher, RejectsNonHttpUrl) {
+  K8sConfig c;
+  c.api_url = "file:///etc/passwd";
+  PodWatcher w(c);
+  Status st = w.start();
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().kind, Error::Kind::kBadInput);
+}
+
+}  // namespace
+}  // namespace vigil::state
