@@ -416,7 +416,9 @@ Status parse_webhook(Entry& e, WebhookOptions& o, const SinkOptions& s) {
 Status parse_kafka(Entry& e, KafkaOptions& o) {
 #ifdef VIGIL_WITH_KAFKA
   const YAML::Node b = e.node("brokers");
-  if (b.IsScalar()) {
+  if (!b.IsDefined() || b.IsNull()) {
+    // reported below as required
+  } else if (b.IsScalar()) {
     o.brokers = b.Scalar();
   } else if (b.IsSequence()) {
     for (const auto& x : b) {
