@@ -30,7 +30,7 @@
  * is always inside the buffer (the verifier can prove it). */
 #define VG_OFF_MASK 8191
 #define VG_CHUNK_MAX 4096
-#define VG_SCRATCH_SIZE (VG_OFF_MASK + 1 + VG_CHUNK_MAX)
+#define VG_SCRATCH_SIZE VG_RECORD_MAX /* >= VG_OFF_MASK + 1 + VG_CHUNK_MAX */
 
 /* ---- configuration, set by user space before load (rodata) ---- */
 const volatile __u32 cfg_vigil_tgid __weak = 0;       /* vigil's own pid: never traced */
@@ -239,14 +239,28 @@ static __always_inline __u32 vg_put_dpath(__u8 *buf, __u32 off, struct dentry *d
   return pos & (2 * VG_DPATH_MAX - 1);
 }
 
+_Static_assert(VG_SCRATCH_SIZE >= VG_OFF_MASK + 1 + VG_CHUNK_MAX, "scratch too small");
+
+/* Returns v (1 <= v <= mask+1 expected) as a value the verifier knows is in
+ * [1, mask+1]. The masking is done in inline asm so that clang cannot move
+ * the bounds check away from the register the helper call uses
+ * (docs/bpf/verifier.md, "variable sizes"). mask must be 2^k - 1. */
+#define VG_SIZE_BOUND(v, mask)                                   \
+  ({                                                             \
+    __u64 __x = (__u64)(v) - 1;                                  \
+    asm volatile("%[x] &= " #mask : [x] "+r"(__x));              \
+    __x + 1;                                                     \
+  })
+
 /* Sends buf[0..len) as one record; counts a drop when the ring buffer is full. */
 static __always_inline void vg_submit(__u8 *buf, __u32 len)
 {
   struct vg_hdr *h = (struct vg_hdr *)buf;
   if (len > VG_RECORD_MAX)
     len = VG_RECORD_MAX;
-  h->len = len;
-  if (bpf_ringbuf_output(&events, buf, len, 0) != 0)
+  __u64 n = VG_SIZE_BOUND(len, 16383); /* VG_RECORD_MAX - 1 */
+  h->len = n;
+  if (bpf_ringbuf_output(&events, buf, n, 0) != 0)
     vg_drop(VG_DROP_RINGBUF_FULL);
 }
 

@@ -63,9 +63,8 @@ const std::vector<Hook>& hooks() {
       {"vg_connect6", "cgroup/connect6", AttachKind::kCgroup, {Type::kConnect}, nullptr, false},
       {"vg_sendmsg4", "cgroup/sendmsg4", AttachKind::kCgroup, {Type::kConnect}, nullptr, false},
       {"vg_sendmsg6", "cgroup/sendmsg6", AttachKind::kCgroup, {Type::kConnect}, nullptr, false},
-      {"vg_sock_state", "sock:inet_sock_set_state", AttachKind::kAuto, {Type::kConnect}, "sock/inet_sock_set_state", true},
-      {"vg_enter_connect", "syscalls:sys_enter_connect", AttachKind::kAuto, {Type::kConnect}, "syscalls/sys_enter_connect", true},
-      {"vg_exit_connect", "syscalls:sys_exit_connect", AttachKind::kAuto, {Type::kConnect}, "syscalls/sys_exit_connect", true},
+      {"vg_enter_connect", "syscalls:sys_enter_connect", AttachKind::kAuto, {Type::kConnect}, "syscalls/sys_enter_connect", false},
+      {"vg_exit_connect", "syscalls:sys_exit_connect", AttachKind::kAuto, {Type::kConnect}, "syscalls/sys_exit_connect", false},
       {"vg_skb_egress", "cgroup_skb/egress", AttachKind::kCgroup, {Type::kDns, Type::kPayload}, nullptr, false},
       {"vg_skb_ingress", "cgroup_skb/ingress", AttachKind::kCgroup, {Type::kDns}, nullptr, false},
       {"vg_enter_bpf", "syscalls:sys_enter_bpf", AttachKind::kAuto, {Type::kBpf}, "syscalls/sys_enter_bpf", false},
@@ -204,6 +203,7 @@ Status Sensor::Impl::open(const Config& cfg) {
     ++np;
   }
   skel_->rodata->cfg_n_prefixes = np;
+  skel_->rodata->cfg_want_payload = cfg_.event_types.count(Type::kPayload) ? 1 : 0;
   if (int err = bpf_map__set_max_entries(skel_->maps.events, round_up_pow2(cfg_.ringbuf_bytes)); err != 0)
     return Error::runtime(std::string("sensor: cannot size the ring buffer: ") + std::strerror(-err));
 
