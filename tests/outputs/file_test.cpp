@@ -1,0 +1,200 @@
+// File transport (JSON lines, rotation by size and age, kept count) and the
+// spool's on-disk behaviour.
+#include "outputs/file_transport.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "outputs/router.h"
+#include "outputs/spool.h"
+#include "tests/outputs/test_alert.h"
+
+namespace vigil::outputs {
+namespace {
+
+using namespace std::chrono_literals;
+
+std::string tmpdir(const std::string& name) {
+  auto d = std::filesystem::temp_directory_path() /
+           ("vigil-file-test-" + name + "-" + std::to_string(getpid()));
+  std::filesystem::remove_all(d);
+  std::filesystem::create_directories(d);
+  return d.string();
+}
+
+std::vector<std::string> lines_of(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<std::string> out;
+  for (std::string l; std::getline(in, l);) out.push_back(l);
+  return out;
+}
+
+Message msg(std::string body) {
+  Message m;
+  m.body = std::move(body);
+  return m;
+}
+
+TEST(FileTransport, WritesJsonLinesThroughTheRouter) {
+  const std::string dir = tmpdir("router");
+  auto r = Router::from_config(
+      YAML::Load("[{type: file, path: '" + dir + "/alerts.json', fsync: batch}]"),
+      RouterOptions{.hostname = "h"});
+  ASSERT_TRUE(r) << r.error().message;
+  auto a = testing::golden_alert();
+  a.output = "evil\n{\"rule\":\"forged\"}";
+  for (int i = 0; i < 10; ++i) {
+    a.uuid = std::to_string(i);
+    (*r)->publish(std::make_shared<const event::Alert>(a));
+  }
+  (*r)->shutdown(2s);
+  const auto lines = lines_of(dir + "/alerts.json");
+  ASSERT_EQ(lines.size(), 10u);
+  for (int i = 0; i < 10; ++i) {
+    const auto j = nlohmann::json::parse(lines[i]);
+    EXPECT_EQ(j["uuid"], std::to_string(i));
+    EXPECT_EQ(j["rule"], "Shell in inference pod");
+  }
+  EXPECT_EQ((*r)->stats()[0].sent, 10u);
+  EXPECT_EQ(std::filesystem::status(dir + "/alerts.json").permissions() &
+                std::filesystem::perms::others_read,
+            std::filesystem::perms::none);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(FileTransport, RotatesBySizeKeepingN) {
+  const std::string dir = tmpdir("size");
+  FileOptions o;
+  o.path = dir + "/a.log";
+  o.rotate_bytes = 100;
+  o.keep = 2;
+  auto t = FileTransport::open(o);
+  ASSERT_TRUE(t);
+  for (int i = 0; i < 10; ++i) {
+    std::vector<Message> b = {msg(std::string(39, 'a' + i))};  // 40 bytes a line
+    ASSERT_EQ((*t)->send(b).code, SendCode::kOk);
+  }
+  (*t)->close();
+  // 2 lines per file: a.log has i=8,9; a.log.1 has 6,7; a.log.2 has 4,5; older deleted.
+  EXPECT_EQ(lines_of(o.path), (std::vector<std::string>{std::string(39, 'i'), std::string(39, 'j')}));
+  EXPECT_EQ(lines_of(o.path + ".1")[0], std::string(39, 'g'));
+  EXPECT_EQ(lines_of(o.path + ".2")[0], std::string(39, 'e'));
+  EXPECT_FALSE(std::filesystem::exists(o.path + ".3"));
+  std::filesystem::remove_all(dir);
+}
+
+TEST(FileTransport, RotatesByAge) {
+  const std::string dir = tmpdir("age");
+  FileOptions o;
+  o.path = dir + "/a.log";
+  o.rotate_age = std::chrono::seconds(1);
+  auto t = FileTransport::open(o);
+  ASSERT_TRUE(t);
+  std::vector<Message> b = {msg("first")};
+  ASSERT_EQ((*t)->send(b).code, SendCode::kOk);
+  std::this_thread::sleep_for(1100ms);
+  b = {msg("second")};
+  ASSERT_EQ((*t)->send(b).code, SendCode::kOk);
+  (*t)->close();
+  EXPECT_EQ(lines_of(o.path), std::vector<std::string>{"second"});
+  EXPECT_EQ(lines_of(o.path + ".1"), std::vector<std::string>{"first"});
+  std::filesystem::remove_all(dir);
+}
+
+TEST(FileTransport, UnwritablePathIsAnError) {
+  FileOptions o;
+  o.path = "/nonexistent-dir-vigil/x.log";
+  auto t = FileTransport::open(o);
+  ASSERT_FALSE(t);
+  EXPECT_NE(t.error().message.find("/nonexistent-dir-vigil/x.log"), std::string::npos);
+}
+
+TEST(Spool, KeepsOrderAcrossSegmentsAndReopen) {
+  const std::string dir = tmpdir("spool");
+  const std::string big(300000, 'x');  // ~14 records per 4 MiB segment
+  {
+    auto s = Spool::open(dir, 64ULL << 20);
+    ASSERT_TRUE(s);
+    for (int i = 0; i < 40; ++i) {
+      Message m = msg(big);
+      m.uuid = std::to_string(i);
+      m.time_ns = 1000 + static_cast<std::uint64_t>(i);
+      ASSERT_TRUE((*s)->append(m));
+    }
+    auto first = (*s)->peek(10, 64ULL << 20);
+    ASSERT_EQ(first.size(), 10u);
+    ASSERT_TRUE((*s)->pop(10));
+    EXPECT_EQ((*s)->count(), 30u);
+  }
+  std::size_t segs = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    segs += e.path().extension() == ".seg";
+  }
+  EXPECT_GE(segs, 3u);
+  auto s = Spool::open(dir, 64ULL << 20);
+  ASSERT_TRUE(s);
+  EXPECT_EQ((*s)->count(), 30u);
+  int next = 10;
+  while (!(*s)->empty()) {
+    auto batch = (*s)->peek(7, 64ULL << 20);
+    ASSERT_FALSE(batch.empty());
+    for (const auto& m : batch) {
+      EXPECT_EQ(m.uuid, std::to_string(next));
+      EXPECT_EQ(m.time_ns, 1000u + static_cast<std::uint64_t>(next));
+      EXPECT_EQ(m.body.size(), big.size());
+      ++next;
+    }
+    ASSERT_TRUE((*s)->pop(batch.size()));
+  }
+  EXPECT_EQ(next, 40);
+  EXPECT_EQ((*s)->bytes(), 0u);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Spool, TornTailIsCutOffAtOpen) {
+  const std::string dir = tmpdir("torn");
+  {
+    auto s = Spool::open(dir, 1 << 20);
+    ASSERT_TRUE(s);
+    for (int i = 0; i < 3; ++i) {
+      Message m = msg("alert");
+      m.uuid = std::to_string(i);
+      ASSERT_TRUE((*s)->append(m));
+    }
+  }
+  std::string seg;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.path().extension() == ".seg") seg = e.path();
+  }
+  ASSERT_FALSE(seg.empty());
+  std::filesystem::resize_file(seg, std::filesystem::file_size(seg) - 3);  // crash mid-write
+  auto s = Spool::open(dir, 1 << 20);
+  ASSERT_TRUE(s);
+  EXPECT_EQ((*s)->count(), 2u);
+  EXPECT_EQ((*s)->corrupt_records(), 1u);
+  Message m = msg("after");
+  m.uuid = "3";
+  ASSERT_TRUE((*s)->append(m));
+  auto all = (*s)->peek(10, 1 << 20);
+  ASSERT_EQ(all.size(), 3u);
+  EXPECT_EQ(all[2].uuid, "3");
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Spool, RefusesBeyondItsBound) {
+  const std::string dir = tmpdir("bound");
+  auto s = Spool::open(dir, 4096);
+  ASSERT_TRUE(s);
+  int ok = 0;
+  for (int i = 0; i < 100; ++i) ok += (*s)->append(msg(std::string(100, 'z'))).ok();
+  EXPECT_LT(ok, 100);
+  EXPECT_LE((*s)->bytes(), 4096u);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace vigil::outputs
