@@ -60,6 +60,7 @@ struct State::Impl {
   std::unordered_map<std::string, std::vector<GpuAllocation>> allocations;
   DnsMemory dns;
   NvidiaInfo nvidia;
+  bool nvidia_loaded = false;
   NameDb users;
   NameDb groups;
   std::string cgroup_root;
@@ -119,6 +120,7 @@ void State::upsert_nvidia(NvidiaInfo info) {
   std::sort(info.gpus.begin(), info.gpus.end(),
             [](const GpuInfo& a, const GpuInfo& b) { return a.pci < b.pci; });
   s.nvidia = std::move(info);
+  s.nvidia_loaded = true;
   s.read_opts.nvidia = s.nvidia;
   // Allocations resolve indexes and UUIDs through the GPU table.
   s.pods.for_each([&](const std::string& uid, const Pod& p) {
@@ -132,6 +134,7 @@ void State::upsert_nvidia(NvidiaInfo info) {
 Status State::seed_from_proc() {
   Impl& s = *impl_;
   if (!s.cfg.live) return Status::ok_status();
+  if (!s.nvidia_loaded) load_nvidia();  // so that seeded NVIDIA fds are recognised
   std::vector<std::uint32_t> pids = list_pids(s.cfg.proc_root, s.cfg.max_processes);
   if (pids.empty()) {
     return Error::runtime("cannot list processes in " + s.cfg.proc_root);

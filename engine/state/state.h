@@ -61,6 +61,7 @@ class State final : public StateView {
 
   // Reads every process in proc_root (and its container from its cgroup), so
   // processes older than vigil are known. Reports each to the listener.
+  // Calls load_nvidia() first when that has not been done.
   Status seed_from_proc();
 
   void upsert_process(Process p);
@@ -70,8 +71,7 @@ class State final : public StateView {
   void upsert_nvidia(NvidiaInfo info);
 
   // Reads the NVIDIA majors (<proc_root>/devices) and GPUs (nvidia_root) and
-  // upserts them. Does nothing unless cfg.live. Call before seed_from_proc so
-  // that seeded GPU fds are recognised.
+  // upserts them. Does nothing unless cfg.live.
   void load_nvidia();
 
   // Before rules: update the tables with this event (fork adds, exec replaces

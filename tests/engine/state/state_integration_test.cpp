@@ -1,0 +1,114 @@
+// Seeds the state from the real /proc and cgroup v2 tree (root, real kernel).
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "engine/state/cgroup.h"
+#include "engine/state/state.h"
+
+extern char** environ;
+
+namespace vigil::state {
+namespace {
+
+class RealProcTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (::geteuid() != 0) GTEST_SKIP() << "needs root: reads every process in /proc";
+  }
+};
+
+std::string read_all(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+TEST_F(RealProcTest, SeedFindsThisProcessAndAChildStartedBefore) {
+  // A child that exists before seeding: sleep with a recognisable argv.
+  pid_t child = -1;
+  std::string a0 = "sleep", a1 = "30";
+  char* argv[] = {a0.data(), a1.data(), nullptr};
+  ASSERT_EQ(::posix_spawnp(&child, "sleep", nullptr, nullptr, argv, environ), 0);
+
+  Config cfg;
+  State s(cfg);
+  Status st = s.seed_from_proc();
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+  ASSERT_TRUE(st.ok()) << st.error().message;
+  EXPECT_GT(s.process_count(), 2u);
+
+  const Process* self = s.process(static_cast<std::uint32_t>(::getpid()));
+  ASSERT_NE(self, nullptr);
+  EXPECT_EQ(self->ppid, static_cast<std::uint32_t>(::getppid()));
+  EXPECT_EQ(self->uid, 0u);
+  EXPECT_TRUE(self->from_proc);
+  EXPECT_NE(self->exepath.find("state_integration_test"), std::string::npos) << self->exepath;
+  EXPECT_NE(self->pid_ns, 0u);
+  EXPECT_NE(self->net_ns, 0u);
+
+  const Process* c = s.process(static_cast<std::uint32_t>(child));
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->ppid, static_cast<std::uint32_t>(::getpid()));
+  EXPECT_EQ(c->comm, "sleep");
+  EXPECT_EQ(c->args, std::vector<std::string>{"30"});
+  ASSERT_NE(s.ancestor(*c, 1), nullptr);
+  EXPECT_EQ(s.ancestor(*c, 1)->pid, static_cast<std::uint32_t>(::getpid()));
+
+  // The cgroup v2 hierarchy was found, and our cgroup id is its directory's inode.
+  if (!s.cgroup_root().empty()) {
+    auto path = cgroup_v2_path(read_all("/proc/self/cgroup"));
+    ASSERT_TRUE(path.has_value());
+    EXPECT_EQ(self->cgroup_id, cgroup_id_of(s.cgroup_root() + *path));
+    EXPECT_NE(self->cgroup_id, 0u);
+  }
+}
+
+TEST_F(RealProcTest, EventInAKubeletCgroupIsAttributedByCgroupIdAlone) {
+  Config cfg;
+  State s(cfg);
+  if (s.cgroup_root().empty()) GTEST_SKIP() << "no cgroup v2 hierarchy mounted";
+  const std::string id(64, 'e');
+  const std::string uid_us = "0f0f0f0f_1111_4222_8333_444444444444";
+  const std::string pod_dir = s.cgroup_root() + "/kubepods.slice/kubepods-besteffort.slice/" +
+                              "kubepods-besteffort-pod" + uid_us + ".slice";
+  const std::string dir = pod_dir + "/cri-containerd-" + id + ".scope";
+  std::string mk = "mkdir -p '" + dir + "'";
+  if (std::system(mk.c_str()) != 0) GTEST_SKIP() << "cannot create cgroups under " << s.cgroup_root();
+  std::uint64_t cid = cgroup_id_of(dir);
+
+  // A process that came and went before vigil could read /proc: only the event.
+  event::Event ev;
+  ev.hdr.type = event::Type::kExec;
+  ev.hdr.pid = 4000000;  // above pid_max: certainly not in /proc
+  ev.hdr.cgroup_id = cid;
+  ev.hdr.comm = "sh";
+  event::ExecData ed;
+  ed.filename = "/bin/sh";
+  ed.args = {"sh", "-c", "true"};
+  ev.data = ed;
+  s.apply(ev);
+  EvalContext ctx = s.enrich(ev);
+  std::string rm = "rmdir '" + dir + "' '" + pod_dir + "' '" + s.cgroup_root() +
+                   "/kubepods.slice/kubepods-besteffort.slice' '" + s.cgroup_root() +
+                   "/kubepods.slice' 2>/dev/null";
+  (void)std::system(rm.c_str());
+  ASSERT_NE(cid, 0u);
+  ASSERT_NE(ctx.container, nullptr);
+  EXPECT_EQ(ctx.container->id, id);
+  EXPECT_EQ(ctx.container->pod_uid, "0f0f0f0f-1111-4222-8333-444444444444");
+  ASSERT_NE(ctx.proc, nullptr);
+  EXPECT_EQ(ctx.proc->container_id, id);
+}
+
+}  // namespace
+}  // namespace vigil::state
