@@ -1,6 +1,12 @@
 // Loads the real BPF programs and checks what they report about real
 // processes. Needs root and a kernel with BTF; skipped with a message otherwise.
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <sched.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -11,7 +17,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <optional>
+#include <fstream>
 #include <functional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -349,6 +357,327 @@ TEST(SensorIntegration, OpenOfARulePathPrefix) {
     return o && e.hdr.pid == cpid && o->path == other;
   }, 300);
   EXPECT_FALSE(not_watched);
+}
+
+
+TEST(SensorIntegration, XidLineWrittenToDevKmsg) {
+  REQUIRE_ROOT();
+  Config cfg;
+  cfg.event_types = {Type::kXid};
+  auto s = open_sensor(cfg);
+  ASSERT_TRUE(s);
+  Recorder rec(*s);
+  int fd = open("/dev/kmsg", O_WRONLY);
+  ASSERT_GE(fd, 0) << std::strerror(errno);
+  std::string line = "<4>NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, name=python3, GPU has fallen off the bus.\n";
+  ASSERT_EQ(write(fd, line.data(), line.size()), static_cast<ssize_t>(line.size()));
+  close(fd);
+  auto ev = rec.wait_for([](const Event& e) { return e.hdr.type == Type::kXid; });
+  ASSERT_TRUE(ev) << "no Xid event from /dev/kmsg";
+  const auto* x = ev->as<event::XidData>();
+  EXPECT_EQ(x->source, "kmsg");
+  EXPECT_EQ(x->code, 79u);
+  EXPECT_EQ(x->pci, "0000:3b:00");
+  EXPECT_EQ(x->xid_pid, 1234u);
+  EXPECT_EQ(x->xid_comm, "python3");
+  EXPECT_EQ(x->text, "GPU has fallen off the bus.");
+  EXPECT_EQ(ev->hdr.pid, 1234u);
+  // What the kernel really does with a user-space write: "<4>" sets the level;
+  // a facility of 0 (kernel) cannot be claimed, so it stays LOG_USER (1).
+  EXPECT_EQ(x->facility, 1);
+  EXPECT_EQ(x->level, 4);
+}
+
+TEST(SensorIntegration, BpfProgramLoadByAnotherProcess) {
+  REQUIRE_ROOT();
+  Config cfg;
+  cfg.event_types = {Type::kBpf};
+  auto s = open_sensor(cfg);
+  ASSERT_TRUE(s);
+  Recorder rec(*s);
+  pid_t child = in_child([] {
+    // r0 = 0; exit — a socket filter that accepts nothing.
+    std::uint64_t insns[2] = {0x00000000000000b7ULL, 0x0000000000000095ULL};
+    union bpf_attr_min {
+      struct {
+        std::uint32_t prog_type, insn_cnt;
+        std::uint64_t insns, license;
+        std::uint32_t log_level, log_size;
+        std::uint64_t log_buf;
+        std::uint32_t kern_version, prog_flags;
+        char prog_name[16];
+      } load;
+      char pad[128];
+    } attr{};
+    static const char lic[] = "GPL";
+    attr.load.prog_type = 1;  // BPF_PROG_TYPE_SOCKET_FILTER
+    attr.load.insn_cnt = 2;
+    attr.load.insns = reinterpret_cast<std::uint64_t>(insns);
+    attr.load.license = reinterpret_cast<std::uint64_t>(lic);
+    std::memcpy(attr.load.prog_name, "vgtest_prog", 12);
+    long fd = syscall(SYS_bpf, 5 /* BPF_PROG_LOAD */, &attr, sizeof(attr));
+    return fd >= 0 ? 0 : 1;
+  });
+  auto ev = rec.wait_for([&](const Event& e) {
+    return e.hdr.type == Type::kBpf && e.hdr.pid == static_cast<std::uint32_t>(child);
+  });
+  ASSERT_TRUE(ev) << "no bpf() event";
+  const auto* b = ev->as<event::BpfData>();
+  EXPECT_EQ(b->cmd, 5u);
+  EXPECT_EQ(b->prog_type, 1u);
+  EXPECT_EQ(b->prog_name, "vgtest_prog");
+  EXPECT_GE(b->result, 0);
+}
+
+// A kubelet-style cgroup (systemd driver, containerd) under the cgroup v2
+// root, created for the test and removed afterwards.
+struct PodCgroup {
+  PodCgroup() {
+    auto root = cgroup2_root_for_test();
+    if (root.empty()) return;
+    std::string slice = root + "/kubepods.slice";
+    created_slice = mkdir(slice.c_str(), 0755) == 0;
+    pod = slice + "/kubepods-pod0b1c2d3e_1111_2222_3333_444455556666.slice";
+    mkdir(pod.c_str(), 0755);
+    scope = pod + "/cri-containerd-" + std::string(64, 'a').replace(0, 8, "0123abcd") + ".scope";
+    if (mkdir(scope.c_str(), 0755) != 0 && errno != EEXIST) scope.clear();
+    struct stat st{};
+    if (!scope.empty() && stat(scope.c_str(), &st) == 0) id = st.st_ino;
+    slice_path = slice;
+  }
+  ~PodCgroup() {
+    if (!scope.empty()) rmdir(scope.c_str());
+    if (!pod.empty()) rmdir(pod.c_str());
+    if (created_slice) rmdir(slice_path.c_str());
+  }
+  static std::string cgroup2_root_for_test() {
+    std::ifstream in("/proc/self/mountinfo");
+    std::string line;
+    while (std::getline(in, line)) {
+      auto sep = line.find(" - cgroup2 ");
+      if (sep == std::string::npos) continue;
+      std::istringstream ls(line.substr(0, sep));
+      std::string f[5];
+      for (auto& x : f) ls >> x;
+      if (f[3] == "/") return f[4];
+    }
+    return {};
+  }
+  std::string slice_path, pod, scope;
+  bool created_slice = false;
+  std::uint64_t id = 0;
+};
+
+// In a child: join the cgroup, get a private network namespace with loopback
+// up, then run fn. Reports the child's netns inode through *netns.
+pid_t in_pod_child(const PodCgroup& cg, std::uint32_t* netns, const std::function<int()>& fn) {
+  int p[2];
+  if (pipe(p) != 0) return -1;
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(p[0]);
+    std::ofstream(cg.scope + "/cgroup.procs") << getpid() << std::endl;
+    if (unshare(CLONE_NEWNET) != 0) _exit(90);
+    int sk = socket(AF_INET, SOCK_DGRAM, 0);
+    struct ifreq ifr{};
+    std::strcpy(ifr.ifr_name, "lo");
+    ioctl(sk, SIOCGIFFLAGS, &ifr);
+    ifr.ifr_flags |= IFF_UP;
+    if (ioctl(sk, SIOCSIFFLAGS, &ifr) != 0) _exit(91);
+    close(sk);
+    struct stat st{};
+    stat("/proc/self/ns/net", &st);
+    std::uint32_t ino = static_cast<std::uint32_t>(st.st_ino);
+    if (write(p[1], &ino, sizeof(ino)) != sizeof(ino)) _exit(92);
+    _exit(fn());
+  }
+  close(p[1]);
+  if (read(p[0], netns, sizeof(*netns)) != sizeof(*netns)) *netns = 0;
+  close(p[0]);
+  int st = 0;
+  waitpid(pid, &st, 0);
+  return pid;
+}
+
+int tcp_exchange(int family, const char* addr, std::uint16_t port, const std::string& payload) {
+  int ls = socket(family, SOCK_STREAM, 0);
+  int one = 1;
+  setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  sockaddr_storage ss{};
+  socklen_t len = 0;
+  if (family == AF_INET) {
+    auto* a = reinterpret_cast<sockaddr_in*>(&ss);
+    a->sin_family = AF_INET;
+    a->sin_port = htons(port);
+    inet_pton(AF_INET, addr, &a->sin_addr);
+    len = sizeof(*a);
+  } else {
+    auto* a = reinterpret_cast<sockaddr_in6*>(&ss);
+    a->sin6_family = AF_INET6;
+    a->sin6_port = htons(port);
+    inet_pton(AF_INET6, addr, &a->sin6_addr);
+    len = sizeof(*a);
+  }
+  if (bind(ls, reinterpret_cast<sockaddr*>(&ss), len) != 0 || listen(ls, 4) != 0) return 1;
+  int c = socket(family, SOCK_STREAM, 0);
+  if (connect(c, reinterpret_cast<sockaddr*>(&ss), len) != 0) return 2;
+  if (!payload.empty() && send(c, payload.data(), payload.size(), 0) != static_cast<ssize_t>(payload.size())) return 3;
+  int a = accept(ls, nullptr, nullptr);
+  char buf[2048];
+  if (!payload.empty() && recv(a, buf, sizeof(buf), 0) <= 0) return 4;
+  close(a);
+  close(c);
+  close(ls);
+  return 0;
+}
+
+TEST(SensorIntegration, ConnectFromAPodCgroupInItsOwnNetns) {
+  REQUIRE_ROOT();
+  PodCgroup cg;
+  ASSERT_NE(cg.id, 0u) << "could not create a kubelet-style cgroup under the cgroup v2 root";
+  Config cfg;
+  cfg.event_types = {Type::kConnect, Type::kPayload};
+  auto s = open_sensor(cfg);
+  ASSERT_TRUE(s);
+  Recorder rec(*s);
+  const std::string stratum = R"({"id":1,"method":"mining.subscribe","params":["xmrig/6.21"]})" "\n";
+  std::uint32_t netns = 0;
+  pid_t child = in_pod_child(cg, &netns, [&] {
+    if (int r = tcp_exchange(AF_INET, "127.0.0.1", 3333, stratum)) return 10 + r;
+    if (int r = tcp_exchange(AF_INET6, "::1", 4444, "")) return 20 + r;
+    // An unconnected UDP send, twice to one destination: reported once.
+    int u = socket(AF_INET, SOCK_DGRAM, 0);
+    sockaddr_in d{};
+    d.sin_family = AF_INET;
+    d.sin_port = htons(9999);
+    inet_pton(AF_INET, "127.0.0.1", &d.sin_addr);
+    sendto(u, "x", 1, 0, reinterpret_cast<sockaddr*>(&d), sizeof(d));
+    sendto(u, "y", 1, 0, reinterpret_cast<sockaddr*>(&d), sizeof(d));
+    close(u);
+    // A refused connect: nothing listens on 5555.
+    int c = socket(AF_INET, SOCK_STREAM, 0);
+    d.sin_port = htons(5555);
+    connect(c, reinterpret_cast<sockaddr*>(&d), sizeof(d));
+    close(c);
+    return 0;
+  });
+  ASSERT_NE(netns, 0u);
+  struct stat host{};
+  ASSERT_EQ(stat("/proc/self/ns/net", &host), 0);
+  ASSERT_NE(netns, host.st_ino);
+  const auto cpid = static_cast<std::uint32_t>(child);
+  auto conn = [&](std::uint16_t port) {
+    return rec.wait_for([&](const Event& e) {
+      auto* c = e.as<event::ConnectData>();
+      return c && e.hdr.pid == cpid && c->dport == port;
+    });
+  };
+  auto v4 = conn(3333);
+  ASSERT_TRUE(v4) << "no TCP v4 connect";
+  EXPECT_EQ(v4->hdr.cgroup_id, cg.id);
+  EXPECT_EQ(v4->hdr.net_ns, netns);
+  const auto* c4 = v4->as<event::ConnectData>();
+  EXPECT_EQ(c4->proto, event::L4::kTcp);
+  EXPECT_EQ(event::to_string(c4->daddr), "127.0.0.1");
+  EXPECT_EQ(c4->result, 0);
+
+  auto v6 = conn(4444);
+  ASSERT_TRUE(v6) << "no TCP v6 connect";
+  EXPECT_EQ(v6->hdr.cgroup_id, cg.id);
+  EXPECT_EQ(v6->hdr.net_ns, netns);
+  EXPECT_EQ(event::to_string(v6->as<event::ConnectData>()->daddr), "::1");
+  EXPECT_EQ(v6->as<event::ConnectData>()->family, AF_INET6);
+
+  auto udp = conn(9999);
+  ASSERT_TRUE(udp) << "no UDP sendmsg";
+  EXPECT_EQ(udp->as<event::ConnectData>()->proto, event::L4::kUdp);
+  EXPECT_EQ(udp->hdr.cgroup_id, cg.id);
+  EXPECT_EQ(udp->as<event::ConnectData>()->result, event::ConnectData::kResultUnknown);
+
+  auto refused = conn(5555);
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->as<event::ConnectData>()->result, -ECONNREFUSED);
+
+  auto pl = rec.wait_for([&](const Event& e) {
+    auto* p = e.as<event::PayloadData>();
+    return p && p->dport == 3333;
+  });
+  ASSERT_TRUE(pl) << "no first-payload event";
+  EXPECT_EQ(pl->as<event::PayloadData>()->bytes, stratum);
+  EXPECT_FALSE(pl->as<event::PayloadData>()->truncated);
+  EXPECT_EQ(pl->hdr.pid, cpid);
+  EXPECT_EQ(pl->hdr.cgroup_id, cg.id);
+
+  int udp_events = 0;
+  rec.wait_for([&](const Event& e) {
+    auto* c = e.as<event::ConnectData>();
+    if (c && e.hdr.pid == cpid && c->dport == 9999) ++udp_events;
+    return false;
+  }, 0);
+  EXPECT_EQ(udp_events, 1);
+}
+
+TEST(SensorIntegration, DnsQuestionAndAnswerWithALocalServer) {
+  REQUIRE_ROOT();
+  PodCgroup cg;
+  ASSERT_NE(cg.id, 0u);
+  Config cfg;
+  cfg.event_types = {Type::kDns};
+  auto s = open_sensor(cfg);
+  ASSERT_TRUE(s);
+  Recorder rec(*s);
+  std::uint32_t netns = 0;
+  pid_t child = in_pod_child(cg, &netns, [] {
+    int srv = socket(AF_INET, SOCK_DGRAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(53);
+    inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+    if (bind(srv, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) return 1;
+    int cl = socket(AF_INET, SOCK_DGRAM, 0);
+    std::vector<std::uint8_t> q = {0xbe, 0xef, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0,
+                                   4, 'p', 'o', 'o', 'l', 10, 's', 'u', 'p', 'p', 'o', 'r', 't', 'x', 'm', 'r',
+                                   3, 'c', 'o', 'm', 0, 0, 1, 0, 1};
+    if (sendto(cl, q.data(), q.size(), 0, reinterpret_cast<sockaddr*>(&a), sizeof(a)) < 0) return 2;
+    std::uint8_t buf[512];
+    sockaddr_in from{};
+    socklen_t fl = sizeof(from);
+    ssize_t n = recvfrom(srv, buf, sizeof(buf), 0, reinterpret_cast<sockaddr*>(&from), &fl);
+    if (n <= 0) return 3;
+    std::vector<std::uint8_t> r(buf, buf + n);
+    r[2] = 0x81;
+    r[3] = 0x80;
+    r[7] = 1;
+    std::vector<std::uint8_t> ans = {0xC0, 12, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4, 10, 1, 2, 3};
+    r.insert(r.end(), ans.begin(), ans.end());
+    if (sendto(srv, r.data(), r.size(), 0, reinterpret_cast<sockaddr*>(&from), fl) < 0) return 4;
+    if (recv(cl, buf, sizeof(buf), 0) <= 0) return 5;
+    return 0;
+  });
+  const auto cpid = static_cast<std::uint32_t>(child);
+  auto q = rec.wait_for([&](const Event& e) {
+    auto* d = e.as<event::DnsData>();
+    return d && !d->is_response && d->id == 0xbeef;
+  });
+  ASSERT_TRUE(q) << "no DNS question";
+  EXPECT_EQ(q->as<event::DnsData>()->name, "pool.supportxmr.com");
+  EXPECT_EQ(q->as<event::DnsData>()->qtype, 1);
+  EXPECT_EQ(event::to_string(q->as<event::DnsData>()->server), "127.0.0.1");
+  EXPECT_EQ(q->as<event::DnsData>()->server_port, 53);
+  EXPECT_EQ(q->hdr.pid, cpid);
+  EXPECT_EQ(q->hdr.cgroup_id, cg.id);
+  EXPECT_EQ(q->hdr.net_ns, netns);
+  auto r = rec.wait_for([&](const Event& e) {
+    auto* d = e.as<event::DnsData>();
+    return d && d->is_response && d->id == 0xbeef;
+  });
+  ASSERT_TRUE(r) << "no DNS answer";
+  ASSERT_EQ(r->as<event::DnsData>()->answers.size(), 1u);
+  EXPECT_EQ(event::to_string(r->as<event::DnsData>()->answers[0]), "10.1.2.3");
+  EXPECT_EQ(r->as<event::DnsData>()->name, "pool.supportxmr.com");
+  // The answer is attributed to the process that asked.
+  EXPECT_EQ(r->hdr.pid, cpid);
+  EXPECT_EQ(r->hdr.cgroup_id, cg.id);
 }
 
 }  // namespace
