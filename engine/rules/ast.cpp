@@ -1,0 +1,522 @@
+#include "engine/rules/ast.h"
+
+#include <cctype>
+
+namespace vigil::rules {
+
+std::string_view op_name(Op op) {
+  switch (op) {
+    case Op::kEq: return "=";
+    case Op::kNe: return "!=";
+    case Op::kLt: return "<";
+    case Op::kLe: return "<=";
+    case Op::kGt: return ">";
+    case Op::kGe: return ">=";
+    case Op::kContains: return "contains";
+    case Op::kIContains: return "icontains";
+    case Op::kBContains: return "bcontains";
+    case Op::kStartsWith: return "startswith";
+    case Op::kBStartsWith: return "bstartswith";
+    case Op::kEndsWith: return "endswith";
+    case Op::kGlob: return "glob";
+    case Op::kIGlob: return "iglob";
+    case Op::kRegex: return "regex";
+    case Op::kIn: return "in";
+    case Op::kIntersects: return "intersects";
+    case Op::kPMatch: return "pmatch";
+    case Op::kExists: return "exists";
+  }
+  return "?";
+}
+
+bool op_takes_list(Op op) { return op == Op::kIn || op == Op::kIntersects || op == Op::kPMatch; }
+
+std::string_view transformer_name(Transformer t) {
+  switch (t) {
+    case Transformer::kToLower: return "tolower";
+    case Transformer::kToUpper: return "toupper";
+    case Transformer::kB64: return "b64";
+    case Transformer::kBasename: return "basename";
+    case Transformer::kLen: return "len";
+  }
+  return "?";
+}
+
+namespace {
+
+bool transformer_from_name(std::string_view s, Transformer& t) {
+  if (s == "tolower") t = Transformer::kToLower;
+  else if (s == "toupper") t = Transformer::kToUpper;
+  else if (s == "b64") t = Transformer::kB64;
+  else if (s == "basename") t = Transformer::kBasename;
+  else if (s == "len") t = Transformer::kLen;
+  else return false;
+  return true;
+}
+
+std::string quote(const std::string& s) {
+  bool needs = s.empty();
+  for (char c : s) {
+    if (std::isspace(static_cast<unsigned char>(c)) || c == '(' || c == ')' || c == '"' ||
+        c == '\'' || c == ',' || c == '=') {
+      needs = true;
+    }
+  }
+  if (!needs) return s;
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  out += '"';
+  return out;
+}
+
+}  // namespace
+
+std::string FieldExpr::to_string() const {
+  std::string s = name;
+  if (has_arg) s += "[" + arg + "]";
+  for (auto it = transformers.rbegin(); it != transformers.rend(); ++it) {
+    s = std::string(transformer_name(*it)) + "(" + s + ")";
+  }
+  return s;
+}
+
+std::string Value::to_string() const {
+  switch (kind) {
+    case Kind::kString: return quote(text);
+    case Kind::kField: return field.transformers.empty() ? "val(" + field.to_string() + ")"
+                                                         : field.to_string();
+    case Kind::kList: {
+      std::string s = "(";
+      for (std::size_t i = 0; i < items.size(); ++i) {
+        if (i) s += ", ";
+        s += items[i].to_string();
+      }
+      return s + ")";
+    }
+  }
+  return "";
+}
+
+NodePtr Node::clone() const {
+  auto n = std::make_unique<Node>();
+  n->kind = kind;
+  n->field = field;
+  n->op = op;
+  n->modifier = modifier;
+  n->value = value;
+  n->macro = macro;
+  n->bool_value = bool_value;
+  n->offset = offset;
+  n->children.reserve(children.size());
+  for (const auto& c : children) n->children.push_back(c->clone());
+  return n;
+}
+
+std::string Node::to_string() const {
+  switch (kind) {
+    case Kind::kAnd:
+    case Kind::kOr: {
+      std::string s = "(";
+      for (std::size_t i = 0; i < children.size(); ++i) {
+        if (i) s += kind == Kind::kAnd ? " and " : " or ";
+        s += children[i]->to_string();
+      }
+      return s + ")";
+    }
+    case Kind::kNot: return "not " + children[0]->to_string();
+    case Kind::kMacro: return macro;
+    case Kind::kBool: return bool_value ? "true" : "false";
+    case Kind::kCheck: {
+      std::string s = field.to_string() + " " + std::string(op_name(op));
+      if (op == Op::kExists) return s;
+      if (modifier == Modifier::kAnyOf) s += " anyof";
+      if (modifier == Modifier::kAllOf) s += " allof";
+      if (modifier == Modifier::kOneOf) s += " oneof";
+      return s + " " + value.to_string();
+    }
+  }
+  return "";
+}
+
+namespace {
+
+class Parser {
+ public:
+  explicit Parser(std::string_view text) : s_(text) {}
+
+  ParseResult run() {
+    ParseResult r;
+    NodePtr n = parse_or(0);
+    if (n && (skip_ws(), pos_ < s_.size())) {
+      fail(pos_, "unexpected '" + std::string(s_.substr(pos_, 20)) + "'");
+      n.reset();
+    }
+    if (!n) {
+      r.error = err_;
+      if (r.error.message.empty()) r.error.message = "syntax error";
+      return r;
+    }
+    r.root = std::move(n);
+    return r;
+  }
+
+  bool field_only(FieldExpr& out, std::string& error) {
+    skip_ws();
+    if (!parse_field_expr(out, 0)) {
+      error = err_.message;
+      return false;
+    }
+    skip_ws();
+    if (pos_ != s_.size()) {
+      error = "unexpected text after field";
+      return false;
+    }
+    return true;
+  }
+
+ private:
+  void skip_ws() {
+    while (pos_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[pos_]))) ++pos_;
+  }
+  bool fail(std::size_t at, std::string msg) {
+    if (!failed_) {
+      failed_ = true;
+      err_.offset = at;
+      err_.message = std::move(msg);
+    }
+    return false;
+  }
+  static bool ident_char(char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.';
+  }
+  // A keyword at pos_ followed by a non-identifier character.
+  bool keyword(std::string_view kw) {
+    if (s_.substr(pos_, kw.size()) != kw) return false;
+    std::size_t end = pos_ + kw.size();
+    if (end < s_.size() && ident_char(s_[end])) return false;
+    pos_ = end;
+    return true;
+  }
+  std::string_view peek_ident() const {
+    std::size_t e = pos_;
+    while (e < s_.size() && ident_char(s_[e])) ++e;
+    return s_.substr(pos_, e - pos_);
+  }
+
+  NodePtr parse_or(int depth) {
+    if (depth > kMaxDepth) { fail(pos_, "expression nested too deeply"); return nullptr; }
+    std::size_t start = pos_;
+    NodePtr first = parse_and(depth + 1);
+    if (!first) return nullptr;
+    std::vector<NodePtr> kids;
+    kids.push_back(std::move(first));
+    for (;;) {
+      skip_ws();
+      if (!keyword("or")) break;
+      NodePtr n = parse_and(depth + 1);
+      if (!n) return nullptr;
+      kids.push_back(std::move(n));
+    }
+    if (kids.size() == 1) return std::move(kids[0]);
+    auto n = std::make_unique<Node>();
+    n->kind = Node::Kind::kOr;
+    n->children = std::move(kids);
+    n->offset = start;
+    return n;
+  }
+
+  NodePtr parse_and(int depth) {
+    std::size_t start = pos_;
+    NodePtr first = parse_not(depth + 1);
+    if (!first) return nullptr;
+    std::vector<NodePtr> kids;
+    kids.push_back(std::move(first));
+    for (;;) {
+      skip_ws();
+      if (!keyword("and")) break;
+      NodePtr n = parse_not(depth + 1);
+      if (!n) return nullptr;
+      kids.push_back(std::move(n));
+    }
+    if (kids.size() == 1) return std::move(kids[0]);
+    auto n = std::make_unique<Node>();
+    n->kind = Node::Kind::kAnd;
+    n->children = std::move(kids);
+    n->offset = start;
+    return n;
+  }
+
+  NodePtr parse_not(int depth) {
+    if (depth > kMaxDepth) { fail(pos_, "expression nested too deeply"); return nullptr; }
+    skip_ws();
+    std::size_t start = pos_;
+    if (keyword("not")) {
+      NodePtr c = parse_not(depth + 1);
+      if (!c) return nullptr;
+      auto n = std::make_unique<Node>();
+      n->kind = Node::Kind::kNot;
+      n->children.push_back(std::move(c));
+      n->offset = start;
+      return n;
+    }
+    return parse_primary(depth + 1);
+  }
+
+  NodePtr parse_primary(int depth) {
+    skip_ws();
+    std::size_t start = pos_;
+    if (pos_ >= s_.size()) { fail(pos_, "unexpected end of condition"); return nullptr; }
+    if (s_[pos_] == '(') {
+      ++pos_;
+      NodePtr n = parse_or(depth + 1);
+      if (!n) return nullptr;
+      skip_ws();
+      if (pos_ >= s_.size() || s_[pos_] != ')') {
+        fail(pos_, "expected ')'");
+        return nullptr;
+      }
+      ++pos_;
+      return n;
+    }
+    std::string_view id = peek_ident();
+    if (id.empty()) {
+      fail(pos_, "expected a field, a macro or '(' at '" + std::string(s_.substr(pos_, 20)) + "'");
+      return nullptr;
+    }
+    Transformer t;
+    bool is_transformer = false;
+    {
+      std::size_t e = pos_ + id.size();
+      while (e < s_.size() && s_[e] == ' ') ++e;
+      is_transformer = transformer_from_name(id, t) && e < s_.size() && s_[e] == '(';
+    }
+    if (id.find('.') == std::string_view::npos && !is_transformer) {
+      if (id == "and" || id == "or") {
+        fail(pos_, "unexpected '" + std::string(id) + "'");
+        return nullptr;
+      }
+      pos_ += id.size();
+      auto n = std::make_unique<Node>();
+      n->kind = Node::Kind::kMacro;
+      n->macro = std::string(id);
+      n->offset = start;
+      return n;
+    }
+    auto n = std::make_unique<Node>();
+    n->kind = Node::Kind::kCheck;
+    n->offset = start;
+    if (!parse_field_expr(n->field, depth + 1)) return nullptr;
+    skip_ws();
+    if (!parse_op(n->op)) {
+      fail(pos_, "expected an operator after '" + n->field.to_string() + "'");
+      return nullptr;
+    }
+    if (n->op == Op::kExists) return n;
+    skip_ws();
+    if (!op_takes_list(n->op)) {
+      if (keyword("anyof")) n->modifier = Modifier::kAnyOf;
+      else if (keyword("allof")) n->modifier = Modifier::kAllOf;
+      else if (keyword("oneof")) n->modifier = Modifier::kOneOf;
+    }
+    skip_ws();
+    if (op_takes_list(n->op) || n->modifier != Modifier::kNone) {
+      if (pos_ >= s_.size() || s_[pos_] != '(') {
+        // Falco accepts a single value after `in` only in parentheses.
+        fail(pos_, "expected '(' after '" + std::string(op_name(n->op)) + "'");
+        return nullptr;
+      }
+      if (!parse_list(n->value, depth + 1)) return nullptr;
+      return n;
+    }
+    if (!parse_value(n->value, depth + 1, false)) return nullptr;
+    return n;
+  }
+
+  bool parse_op(Op& op) {
+    if (pos_ >= s_.size()) return false;
+    auto two = s_.substr(pos_, 2);
+    if (two == "==") { pos_ += 2; op = Op::kEq; return true; }
+    if (two == "!=") { pos_ += 2; op = Op::kNe; return true; }
+    if (two == "<=") { pos_ += 2; op = Op::kLe; return true; }
+    if (two == ">=") { pos_ += 2; op = Op::kGe; return true; }
+    char c = s_[pos_];
+    if (c == '=') { ++pos_; op = Op::kEq; return true; }
+    if (c == '<') { ++pos_; op = Op::kLt; return true; }
+    if (c == '>') { ++pos_; op = Op::kGt; return true; }
+    static constexpr std::pair<std::string_view, Op> kWords[] = {
+        {"contains", Op::kContains},       {"icontains", Op::kIContains},
+        {"bcontains", Op::kBContains},     {"startswith", Op::kStartsWith},
+        {"bstartswith", Op::kBStartsWith}, {"endswith", Op::kEndsWith},
+        {"glob", Op::kGlob},               {"iglob", Op::kIGlob},
+        {"regex", Op::kRegex},             {"intersects", Op::kIntersects},
+        {"in", Op::kIn},                   {"pmatch", Op::kPMatch},
+        {"exists", Op::kExists},
+    };
+    for (const auto& [w, o] : kWords) {
+      if (keyword(w)) { op = o; return true; }
+    }
+    return false;
+  }
+
+  bool parse_field_expr(FieldExpr& f, int depth) {
+    if (depth > kMaxDepth) return fail(pos_, "expression nested too deeply");
+    std::size_t start = pos_;
+    std::string_view id = peek_ident();
+    Transformer t;
+    if (!id.empty() && transformer_from_name(id, t)) {
+      std::size_t save = pos_;
+      pos_ += id.size();
+      skip_ws();
+      if (pos_ < s_.size() && s_[pos_] == '(') {
+        ++pos_;
+        skip_ws();
+        if (!parse_field_expr(f, depth + 1)) return false;
+        skip_ws();
+        if (pos_ >= s_.size() || s_[pos_] != ')') return fail(pos_, "expected ')' after transformer argument");
+        ++pos_;
+        f.transformers.push_back(t);
+        return true;
+      }
+      pos_ = save;
+    }
+    if (id.empty() || !std::isalpha(static_cast<unsigned char>(id[0])) ||
+        id.find('.') == std::string_view::npos || id.back() == '.') {
+      return fail(start, "expected a field name at '" + std::string(s_.substr(start, 20)) + "'");
+    }
+    f.name = std::string(id);
+    pos_ += id.size();
+    if (pos_ < s_.size() && s_[pos_] == '[') {
+      ++pos_;
+      std::size_t a = pos_;
+      if (pos_ < s_.size() && (s_[pos_] == '"' || s_[pos_] == '\'')) {
+        std::string q;
+        if (!parse_quoted(q)) return false;
+        f.arg = q;
+      } else {
+        while (pos_ < s_.size() && s_[pos_] != ']') ++pos_;
+        f.arg = std::string(s_.substr(a, pos_ - a));
+      }
+      if (pos_ >= s_.size() || s_[pos_] != ']') return fail(pos_, "expected ']' after field argument");
+      ++pos_;
+      f.has_arg = true;
+    }
+    return true;
+  }
+
+  bool parse_quoted(std::string& out) {
+    char q = s_[pos_];
+    std::size_t start = pos_;
+    ++pos_;
+    while (pos_ < s_.size() && s_[pos_] != q) {
+      char c = s_[pos_];
+      if (c == '\\' && pos_ + 1 < s_.size()) {
+        char e = s_[pos_ + 1];
+        switch (e) {
+          case 'n': out += '\n'; break;
+          case 't': out += '\t'; break;
+          case 'r': out += '\r'; break;
+          case 'b': out += '\b'; break;
+          case 'f': out += '\f'; break;
+          case '\\': out += '\\'; break;
+          case '"': out += '"'; break;
+          case '\'': out += '\''; break;
+          default: out += '\\'; out += e; break;
+        }
+        pos_ += 2;
+        continue;
+      }
+      out += c;
+      ++pos_;
+    }
+    if (pos_ >= s_.size()) return fail(start, "unterminated quoted string");
+    ++pos_;
+    return true;
+  }
+
+  bool parse_list(Value& v, int depth) {
+    if (depth > kMaxDepth) return fail(pos_, "expression nested too deeply");
+    v.kind = Value::Kind::kList;
+    ++pos_;  // '('
+    skip_ws();
+    if (pos_ < s_.size() && s_[pos_] == ')') { ++pos_; return true; }
+    for (;;) {
+      skip_ws();
+      // Falco tolerates empty elements left by an empty list's substitution.
+      if (pos_ < s_.size() && s_[pos_] == ',') { ++pos_; continue; }
+      if (pos_ < s_.size() && s_[pos_] == ')') { ++pos_; return true; }
+      Value item;
+      if (!parse_value(item, depth + 1, true)) return false;
+      v.items.push_back(std::move(item));
+      skip_ws();
+      if (pos_ >= s_.size()) return fail(pos_, "unterminated list: expected ')'");
+      if (s_[pos_] == ',') { ++pos_; continue; }
+      if (s_[pos_] == ')') { ++pos_; return true; }
+      return fail(pos_, "expected ',' or ')' in list");
+    }
+  }
+
+  bool parse_value(Value& v, int depth, bool in_list) {
+    skip_ws();
+    if (pos_ >= s_.size()) return fail(pos_, "expected a value");
+    char c = s_[pos_];
+    if (c == '(') {
+      if (in_list) return fail(pos_, "nested lists are not allowed");
+      return parse_list(v, depth);
+    }
+    if (c == '"' || c == '\'') {
+      v.kind = Value::Kind::kString;
+      return parse_quoted(v.text);
+    }
+    // val(field) and transformer(field) on the right-hand side.
+    std::string_view id = peek_ident();
+    if (!id.empty()) {
+      std::size_t e = pos_ + id.size();
+      Transformer t;
+      if (e < s_.size() && s_[e] == '(' && (id == "val" || transformer_from_name(id, t))) {
+        v.kind = Value::Kind::kField;
+        if (id == "val") {
+          pos_ = e + 1;
+          skip_ws();
+          if (!parse_field_expr(v.field, depth + 1)) return false;
+          skip_ws();
+          if (pos_ >= s_.size() || s_[pos_] != ')') return fail(pos_, "expected ')' after val(");
+          ++pos_;
+          return true;
+        }
+        return parse_field_expr(v.field, depth + 1);
+      }
+    }
+    std::size_t start = pos_;
+    while (pos_ < s_.size()) {
+      char d = s_[pos_];
+      if (std::isspace(static_cast<unsigned char>(d)) || d == '(' || d == ')' || d == ',' ||
+          d == '"' || d == '\'' || d == '=') {
+        break;
+      }
+      ++pos_;
+    }
+    if (pos_ == start) return fail(pos_, "expected a value at '" + std::string(s_.substr(pos_, 20)) + "'");
+    v.kind = Value::Kind::kString;
+    v.bare = true;
+    v.text = std::string(s_.substr(start, pos_ - start));
+    return true;
+  }
+
+  std::string_view s_;
+  std::size_t pos_ = 0;
+  bool failed_ = false;
+  ParseError err_;
+};
+
+}  // namespace
+
+ParseResult parse_condition(std::string_view text) { return Parser(text).run(); }
+
+bool parse_field_expr(std::string_view text, FieldExpr& out, std::string& error) {
+  return Parser(text).field_only(out, error);
+}
+
+}  // namespace vigil::rules

@@ -1,0 +1,1059 @@
+#include "engine/rules/compiler.h"
+
+#include "engine/rules/diagnostic.h"
+
+#include <re2/re2.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <climits>
+#include <cstring>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace vigil::rules {
+
+namespace {
+
+struct SvHash {
+  using is_transparent = void;
+  std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+};
+using StrSet = std::unordered_set<std::string, SvHash, std::equal_to<>>;
+
+char lower(char c) noexcept { return static_cast<char>(std::tolower(static_cast<unsigned char>(c))); }
+
+bool iequals_prefix(std::string_view h, std::size_t at, std::string_view n) noexcept {
+  for (std::size_t i = 0; i < n.size(); ++i) {
+    if (lower(h[at + i]) != n[i]) return false;
+  }
+  return true;
+}
+
+bool icontains(std::string_view h, std::string_view lower_needle) noexcept {
+  if (lower_needle.size() > h.size()) return false;
+  for (std::size_t i = 0; i + lower_needle.size() <= h.size(); ++i) {
+    if (iequals_prefix(h, i, lower_needle)) return true;
+  }
+  return false;
+}
+
+bool starts_with(std::string_view s, std::string_view p) noexcept {
+  return s.size() >= p.size() && s.compare(0, p.size(), p) == 0;
+}
+bool ends_with(std::string_view s, std::string_view p) noexcept {
+  return s.size() >= p.size() && s.compare(s.size() - p.size(), p.size(), p) == 0;
+}
+
+bool parse_int(std::string_view t, std::int64_t& out) {
+  bool neg = false;
+  if (!t.empty() && (t[0] == '-' || t[0] == '+')) {
+    neg = t[0] == '-';
+    t.remove_prefix(1);
+  }
+  int base = 10;
+  if (t.size() > 2 && t[0] == '0' && (t[1] == 'x' || t[1] == 'X')) {
+    base = 16;
+    t.remove_prefix(2);
+  }
+  if (t.empty()) return false;
+  std::uint64_t v = 0;
+  auto r = std::from_chars(t.data(), t.data() + t.size(), v, base);
+  if (r.ec != std::errc() || r.ptr != t.data() + t.size()) return false;
+  if (v > static_cast<std::uint64_t>(INT64_MAX) + (neg ? 1u : 0u)) return false;
+  out = neg ? static_cast<std::int64_t>(0 - v) : static_cast<std::int64_t>(v);
+  return true;
+}
+
+bool parse_bool(std::string_view t, bool& out) {
+  if (t == "true") { out = true; return true; }
+  if (t == "false") { out = false; return true; }
+  return false;
+}
+
+bool hex_decode(std::string_view t, std::string& out) {
+  if (t.size() % 2) return false;
+  for (std::size_t i = 0; i < t.size(); i += 2) {
+    unsigned v = 0;
+    auto r = std::from_chars(t.data() + i, t.data() + i + 2, v, 16);
+    if (r.ec != std::errc() || r.ptr != t.data() + i + 2) return false;
+    out += static_cast<char>(v);
+  }
+  return true;
+}
+
+int b64_val(char c) noexcept {
+  if (c >= 'A' && c <= 'Z') return c - 'A';
+  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+  if (c >= '0' && c <= '9') return c - '0' + 52;
+  if (c == '+' || c == '-') return 62;
+  if (c == '/' || c == '_') return 63;
+  return -1;
+}
+
+// Path prefix trie for pmatch: components, with glob components allowed.
+class PathTrie {
+ public:
+  PathTrie() { nodes_.emplace_back(); }
+  void add(std::string_view path) {
+    std::uint32_t cur = 0;
+    for_each_component(path, [&](std::string_view c) {
+      bool glob = c.find_first_of("*?[") != std::string_view::npos;
+      auto& n = nodes_[cur];
+      if (glob) {
+        for (auto& [p, id] : n.globs) {
+          if (p == c) { cur = id; return; }
+        }
+        auto id = static_cast<std::uint32_t>(nodes_.size());
+        nodes_[cur].globs.emplace_back(std::string(c), id);
+        nodes_.emplace_back();
+        cur = id;
+      } else {
+        auto it = n.kids.find(c);
+        if (it != n.kids.end()) { cur = it->second; return; }
+        auto id = static_cast<std::uint32_t>(nodes_.size());
+        nodes_[cur].kids.emplace(std::string(c), id);
+        nodes_.emplace_back();
+        cur = id;
+      }
+    });
+    nodes_[cur].terminal = true;
+  }
+  bool match(std::string_view path) const noexcept { return walk(0, path, 0); }
+  const std::vector<std::string>& literal_paths() const { return literals_; }
+  std::vector<std::string> literals_;
+
+ private:
+  template <typename Fn>
+  static void for_each_component(std::string_view p, Fn fn) {
+    while (!p.empty()) {
+      while (!p.empty() && p.front() == '/') p.remove_prefix(1);
+      if (p.empty()) break;
+      auto e = p.find('/');
+      fn(p.substr(0, e));
+      if (e == std::string_view::npos) break;
+      p.remove_prefix(e);
+    }
+  }
+  bool walk(std::uint32_t node, std::string_view rest, int depth) const noexcept {
+    const N& n = nodes_[node];
+    if (n.terminal) return true;
+    if (depth > 128) return false;
+    while (!rest.empty() && rest.front() == '/') rest.remove_prefix(1);
+    if (rest.empty()) return false;
+    auto e = rest.find('/');
+    std::string_view comp = rest.substr(0, e);
+    std::string_view after = e == std::string_view::npos ? std::string_view() : rest.substr(e);
+    auto it = n.kids.find(comp);
+    if (it != n.kids.end() && walk(it->second, after, depth + 1)) return true;
+    for (const auto& [pat, id] : n.globs) {
+      if (glob_match(pat, comp, false) && walk(id, after, depth + 1)) return true;
+    }
+    return false;
+  }
+  struct N {
+    std::unordered_map<std::string, std::uint32_t, SvHash, std::equal_to<>> kids;
+    std::vector<std::pair<std::string, std::uint32_t>> globs;
+    bool terminal = false;
+  };
+  std::vector<N> nodes_;
+};
+
+}  // namespace
+
+// ---------------------------------------------------------------- glob
+
+bool glob_match(std::string_view p, std::string_view s, bool icase) noexcept {
+  std::size_t pi = 0, si = 0, star_p = std::string_view::npos, star_s = 0;
+  auto eq = [icase](char a, char b) { return icase ? lower(a) == lower(b) : a == b; };
+  while (si < s.size()) {
+    if (pi < p.size()) {
+      char c = p[pi];
+      if (c == '*') {
+        star_p = ++pi;
+        star_s = si;
+        continue;
+      }
+      if (c == '?') { ++pi; ++si; continue; }
+      if (c == '[') {
+        std::size_t j = pi + 1;
+        bool neg = false;
+        if (j < p.size() && (p[j] == '!' || p[j] == '^')) { neg = true; ++j; }
+        bool matched = false;
+        std::size_t start = j;
+        while (j < p.size() && (p[j] != ']' || j == start)) {
+          if (j + 2 < p.size() && p[j + 1] == '-' && p[j + 2] != ']') {
+            char lo = p[j], hi = p[j + 2];
+            char sc = s[si];
+            if (icase) { lo = lower(lo); hi = lower(hi); sc = lower(sc); }
+            if (sc >= lo && sc <= hi) matched = true;
+            j += 3;
+          } else {
+            if (eq(p[j], s[si])) matched = true;
+            ++j;
+          }
+        }
+        if (j < p.size() && matched != neg) {
+          pi = j + 1;
+          ++si;
+          continue;
+        }
+        if (j >= p.size() && eq('[', s[si])) {  // unterminated: literal '['
+          ++pi; ++si;
+          continue;
+        }
+      } else {
+        if (c == '\\' && pi + 1 < p.size()) c = p[++pi];
+        if (eq(c, s[si])) { ++pi; ++si; continue; }
+      }
+    }
+    if (star_p != std::string_view::npos) {
+      pi = star_p;
+      si = ++star_s;
+      continue;
+    }
+    return false;
+  }
+  while (pi < p.size() && p[pi] == '*') ++pi;
+  return pi == p.size();
+}
+
+// ---------------------------------------------------------------- compiled form
+
+struct CCheck {
+  FieldInst lhs;
+  std::vector<Transformer> ltr;  // outermost first
+  FieldType ltype = FieldType::kString;
+  bool multi_all_in = false;     // list field with `in`: every element must be in the set
+  bool multi = false;            // several values: any must hold
+  Op op = Op::kEq;
+  Modifier mod = Modifier::kNone;
+  // Right-hand side, prepared by type.
+  std::string str;               // single string (lower-cased for icontains/iglob)
+  std::vector<std::string> strs; // modifier values
+  StrSet set;
+  std::vector<std::int64_t> nums;
+  std::unordered_set<std::int64_t> numset;
+  bool boolean = false;
+  std::vector<Cidr> nets;
+  std::vector<std::unique_ptr<RE2>> res;
+  std::unique_ptr<PathTrie> trie;
+  bool rhs_field = false;
+  FieldInst rf;
+  std::vector<Transformer> rtr;
+  FieldType rtype = FieldType::kString;
+};
+
+struct CNode {
+  enum class Kind : std::uint8_t { kAnd, kOr, kNot, kCheck, kBool, kTypeMask };
+  Kind kind = Kind::kBool;
+  bool value = false;           // kBool
+  std::uint32_t mask = 0;       // kTypeMask
+  std::vector<CNode> kids;
+  std::unique_ptr<CCheck> check;
+  std::vector<std::string> path_literals;  // kCheck on fd.name/fd.directory: prefixes
+  bool path_check = false;
+};
+
+Expr::Expr() = default;
+Expr::Expr(std::unique_ptr<CNode> root) : root_(std::move(root)) {}
+Expr::~Expr() = default;
+Expr::Expr(Expr&&) noexcept = default;
+Expr& Expr::operator=(Expr&&) noexcept = default;
+
+// ---------------------------------------------------------------- extraction
+
+namespace {
+
+void apply_transformer(Transformer t, FieldType in, Extracted& e, Arena& a, FieldType& out) noexcept {
+  if (t == Transformer::kLen) {
+    std::int64_t len = 0;
+    if (in == FieldType::kList) {
+      len = static_cast<std::int64_t>(e.n);
+      e.n = 1;
+    } else if (e.n > 0) {
+      for (std::size_t i = 0; i < e.n; ++i) e.v[i].i = static_cast<std::int64_t>(e.v[i].s.size());
+      out = FieldType::kInt;
+      return;
+    } else {
+      e.n = 1;
+    }
+    e.v[0].i = len;
+    out = FieldType::kInt;
+    return;
+  }
+  out = in;
+  for (std::size_t i = 0; i < e.n; ++i) {
+    std::string_view s = e.v[i].s;
+    switch (t) {
+      case Transformer::kToLower:
+      case Transformer::kToUpper: {
+        a.begin();
+        for (char c : s) {
+          a.append(static_cast<char>(t == Transformer::kToLower
+                                         ? std::tolower(static_cast<unsigned char>(c))
+                                         : std::toupper(static_cast<unsigned char>(c))));
+        }
+        e.v[i].s = a.finish();
+        break;
+      }
+      case Transformer::kBasename: {
+        auto p = s.rfind('/');
+        e.v[i].s = p == std::string_view::npos ? s : s.substr(p + 1);
+        break;
+      }
+      case Transformer::kB64: {
+        a.begin();
+        std::uint32_t acc = 0;
+        int bits = 0;
+        bool bad = false;
+        for (char c : s) {
+          if (c == '=') break;
+          int v = b64_val(c);
+          if (v < 0) { bad = true; break; }
+          acc = (acc << 6) | static_cast<std::uint32_t>(v);
+          bits += 6;
+          if (bits >= 8) {
+            bits -= 8;
+            a.append(static_cast<char>((acc >> bits) & 0xff));
+          }
+        }
+        if (bad) {
+          // Not base64: no value (Falco's behaviour for a failed transform).
+          e.v[i] = e.v[e.n - 1];
+          --e.n;
+          --i;
+          continue;
+        }
+        e.v[i].s = a.finish();
+        break;
+      }
+      case Transformer::kLen: break;
+    }
+  }
+}
+
+}  // namespace
+
+FieldType extract_field(const ExtractCtx& x, const FieldInst& f,
+                        const std::vector<Transformer>& tr, Extracted& out) noexcept {
+  out.n = 0;
+  f.def->fn(x, f, out);
+  FieldType t = f.def->type;
+  for (auto it = tr.rbegin(); it != tr.rend(); ++it) apply_transformer(*it, t, out, *x.arena, t);
+  return t;
+}
+
+// ---------------------------------------------------------------- evaluation
+
+namespace {
+
+bool cmp_str(const CCheck& c, Op op, std::string_view v, std::string_view rhs, std::size_t idx) noexcept {
+  switch (op) {
+    case Op::kEq: return v == rhs;
+    case Op::kNe: return v != rhs;
+    case Op::kContains: return v.find(rhs) != std::string_view::npos;
+    case Op::kIContains: return icontains(v, rhs);
+    case Op::kBContains: return v.find(rhs) != std::string_view::npos;
+    case Op::kStartsWith: return starts_with(v, rhs);
+    case Op::kBStartsWith: return starts_with(v, rhs);
+    case Op::kEndsWith: return ends_with(v, rhs);
+    case Op::kGlob: return glob_match(rhs, v, false);
+    case Op::kIGlob: return glob_match(rhs, v, true);
+    case Op::kRegex: {
+      if (idx >= c.res.size() || !c.res[idx]) return false;
+      return RE2::FullMatch(re2::StringPiece(v.data(), v.size()), *c.res[idx]);
+    }
+    case Op::kIn:
+    case Op::kIntersects: return c.set.find(v) != c.set.end();
+    case Op::kPMatch: return c.trie && c.trie->match(v);
+    default: return false;
+  }
+}
+
+bool cmp_num(Op op, std::int64_t v, std::int64_t r) noexcept {
+  switch (op) {
+    case Op::kEq: return v == r;
+    case Op::kNe: return v != r;
+    case Op::kLt: return v < r;
+    case Op::kLe: return v <= r;
+    case Op::kGt: return v > r;
+    case Op::kGe: return v >= r;
+    default: return false;
+  }
+}
+
+// One value against the prepared right-hand side (no modifier).
+bool test_one(const CCheck& c, Op op, const Val& v) noexcept {
+  switch (c.ltype) {
+    case FieldType::kString:
+    case FieldType::kList:
+      return cmp_str(c, op, v.s, c.str, 0);
+    case FieldType::kInt:
+    case FieldType::kUint:
+      if (op == Op::kIn || op == Op::kIntersects) return c.numset.count(v.i) != 0;
+      return cmp_num(op, v.i, c.nums.empty() ? 0 : c.nums[0]);
+    case FieldType::kBool:
+      if (op == Op::kIn || op == Op::kIntersects) {
+        for (auto n : c.nums) if ((n != 0) == v.b) return true;
+        return false;
+      }
+      return op == Op::kEq ? v.b == c.boolean : v.b != c.boolean;
+    case FieldType::kIp: {
+      bool any = false;
+      for (const auto& n : c.nets) {
+        if (n.contains(v.ip)) { any = true; break; }
+      }
+      return op == Op::kNe ? !any : any;
+    }
+  }
+  return false;
+}
+
+bool test_modifier(const CCheck& c, const Val& v) noexcept {
+  std::size_t hits = 0;
+  for (std::size_t i = 0; i < c.strs.size(); ++i) {
+    bool h = cmp_str(c, c.op, v.s, c.strs[i], i);
+    if (h) {
+      ++hits;
+      if (c.mod == Modifier::kAnyOf) return true;
+    } else if (c.mod == Modifier::kAllOf) {
+      return false;
+    }
+  }
+  if (c.mod == Modifier::kAllOf) return !c.strs.empty();
+  if (c.mod == Modifier::kOneOf) return hits == 1;
+  return false;
+}
+
+bool compare_vals(Op op, FieldType t, const Val& a, const Val& b) noexcept {
+  switch (t) {
+    case FieldType::kString:
+    case FieldType::kList:
+      switch (op) {
+        case Op::kEq: case Op::kIn: case Op::kIntersects: return a.s == b.s;
+        case Op::kNe: return a.s != b.s;
+        case Op::kContains: return a.s.find(b.s) != std::string_view::npos;
+        case Op::kStartsWith: return starts_with(a.s, b.s);
+        case Op::kEndsWith: return ends_with(a.s, b.s);
+        case Op::kGlob: return glob_match(b.s, a.s, false);
+        case Op::kIGlob: return glob_match(b.s, a.s, true);
+        case Op::kIContains: {
+          for (std::size_t i = 0; i + b.s.size() <= a.s.size(); ++i) {
+            bool ok = true;
+            for (std::size_t j = 0; j < b.s.size() && ok; ++j) ok = lower(a.s[i + j]) == lower(b.s[j]);
+            if (ok) return true;
+          }
+          return false;
+        }
+        default: return false;
+      }
+    case FieldType::kInt:
+    case FieldType::kUint: return cmp_num(op == Op::kIn || op == Op::kIntersects ? Op::kEq : op, a.i, b.i);
+    case FieldType::kBool: return op == Op::kNe ? a.b != b.b : a.b == b.b;
+    case FieldType::kIp: return op == Op::kNe ? !(a.ip == b.ip) : a.ip == b.ip;
+  }
+  return false;
+}
+
+bool eval_check(const CCheck& c, const ExtractCtx& x) noexcept {
+  Extracted l;
+  extract_field(x, c.lhs, c.ltr, l);
+  if (c.op == Op::kExists) return l.n > 0;
+  if (l.n == 0) return false;
+  if (c.rhs_field) {
+    Extracted r;
+    extract_field(x, c.rf, c.rtr, r);
+    if (r.n == 0) return false;
+    for (std::size_t i = 0; i < l.n; ++i) {
+      for (std::size_t j = 0; j < r.n; ++j) {
+        if (compare_vals(c.op, c.ltype, l.v[i], r.v[j])) return true;
+      }
+    }
+    return false;
+  }
+  if (c.mod != Modifier::kNone) {
+    for (std::size_t i = 0; i < l.n; ++i) {
+      if (test_modifier(c, l.v[i])) return true;
+    }
+    return false;
+  }
+  if (c.multi_all_in) {
+    for (std::size_t i = 0; i < l.n; ++i) {
+      if (!test_one(c, c.op, l.v[i])) return false;
+    }
+    return true;
+  }
+  if (c.op == Op::kNe && l.n > 1) {
+    for (std::size_t i = 0; i < l.n; ++i) {
+      if (test_one(c, Op::kEq, l.v[i])) return false;
+    }
+    return true;
+  }
+  for (std::size_t i = 0; i < l.n; ++i) {
+    if (test_one(c, c.op, l.v[i])) return true;
+  }
+  return false;
+}
+
+bool eval_node(const CNode& n, const ExtractCtx& x) noexcept {
+  switch (n.kind) {
+    case CNode::Kind::kAnd:
+      for (const auto& k : n.kids) if (!eval_node(k, x)) return false;
+      return true;
+    case CNode::Kind::kOr:
+      for (const auto& k : n.kids) if (eval_node(k, x)) return true;
+      return false;
+    case CNode::Kind::kNot: return !eval_node(n.kids[0], x);
+    case CNode::Kind::kBool: return n.value;
+    case CNode::Kind::kTypeMask:
+      return (n.mask >> static_cast<unsigned>(x.ctx->ev->hdr.type)) & 1u;
+    case CNode::Kind::kCheck: return eval_check(*n.check, x);
+  }
+  return false;
+}
+
+std::uint32_t mask_of(const CNode& n, bool neg) {
+  switch (n.kind) {
+    case CNode::Kind::kTypeMask: return neg ? (kAllTypesMask & ~n.mask) : n.mask;
+    case CNode::Kind::kBool: return (n.value != neg) ? kAllTypesMask : 0;
+    case CNode::Kind::kCheck: return kAllTypesMask;
+    case CNode::Kind::kNot: return mask_of(n.kids[0], !neg);
+    case CNode::Kind::kAnd:
+    case CNode::Kind::kOr: {
+      bool intersect = (n.kind == CNode::Kind::kAnd) != neg;
+      std::uint32_t m = intersect ? kAllTypesMask : 0;
+      for (const auto& k : n.kids) {
+        auto km = mask_of(k, neg);
+        m = intersect ? (m & km) : (m | km);
+      }
+      return m;
+    }
+  }
+  return kAllTypesMask;
+}
+
+// Every way to satisfy the node needs one of the returned path prefixes.
+bool prefixes_of(const CNode& n, std::vector<std::string>& out) {
+  switch (n.kind) {
+    case CNode::Kind::kCheck:
+      if (!n.path_check) return false;
+      out.insert(out.end(), n.path_literals.begin(), n.path_literals.end());
+      return true;
+    case CNode::Kind::kBool: return !n.value;  // false needs nothing to be true... never true
+    case CNode::Kind::kAnd: {
+      for (const auto& k : n.kids) {
+        std::vector<std::string> tmp;
+        if (prefixes_of(k, tmp)) {
+          out.insert(out.end(), tmp.begin(), tmp.end());
+          return true;
+        }
+      }
+      return false;
+    }
+    case CNode::Kind::kOr: {
+      std::vector<std::string> all;
+      for (const auto& k : n.kids) {
+        if (!prefixes_of(k, all)) return false;
+      }
+      out.insert(out.end(), all.begin(), all.end());
+      return true;
+    }
+    default: return false;
+  }
+}
+
+}  // namespace
+
+bool Expr::eval(const ExtractCtx& x) const noexcept { return root_ && eval_node(*root_, x); }
+std::uint32_t Expr::type_mask() const { return root_ ? mask_of(*root_, false) : 0; }
+bool Expr::path_prefixes(std::vector<std::string>& out) const {
+  return root_ && prefixes_of(*root_, out);
+}
+
+// ---------------------------------------------------------------- compiler
+
+class Compiler {
+ public:
+  Compiler(const MacroMap& macros, const ListMap& lists, const FieldCatalog& cat, CompileResult& r)
+      : macros_(macros), lists_(lists), cat_(cat), r_(r) {}
+
+  // Expands macros in place. Returns false on an undefined macro or a cycle.
+  bool expand_macros(NodePtr& n, std::vector<std::string>& stack) {
+    if (n->kind == Node::Kind::kMacro) {
+      auto it = macros_.find(n->macro);
+      if (it == macros_.end()) {
+        error(code::kUndefinedMacro, n->offset, "undefined macro '" + n->macro + "' used in condition");
+        return false;
+      }
+      if (std::find(stack.begin(), stack.end(), n->macro) != stack.end() || stack.size() > 64) {
+        error(code::kMacroCycle, n->offset, "macro '" + n->macro + "' refers to itself");
+        return false;
+      }
+      r_.used_macros.insert(n->macro);
+      if (!it->second.ast) return false;  // its own parse error is reported with the macro
+      NodePtr body = it->second.ast->clone();
+      stack.push_back(n->macro);
+      bool ok = expand_macros(body, stack);
+      stack.pop_back();
+      std::size_t off = n->offset;
+      n = std::move(body);
+      set_offset(*n, off);
+      return ok;
+    }
+    bool ok = true;
+    for (auto& c : n->children) ok = expand_macros(c, stack) && ok;
+    return ok;
+  }
+
+  CNode compile(const Node& n) {
+    CNode c;
+    switch (n.kind) {
+      case Node::Kind::kAnd:
+      case Node::Kind::kOr:
+        c.kind = n.kind == Node::Kind::kAnd ? CNode::Kind::kAnd : CNode::Kind::kOr;
+        for (const auto& k : n.children) c.kids.push_back(compile(*k));
+        return c;
+      case Node::Kind::kNot:
+        c.kind = CNode::Kind::kNot;
+        c.kids.push_back(compile(*n.children[0]));
+        return c;
+      case Node::Kind::kBool:
+        c.kind = CNode::Kind::kBool;
+        c.value = n.bool_value;
+        return c;
+      case Node::Kind::kMacro:
+        c.kind = CNode::Kind::kBool;  // unreachable after expansion
+        return c;
+      case Node::Kind::kCheck: return compile_check(n);
+    }
+    return c;
+  }
+
+ private:
+  static void set_offset(Node& n, std::size_t off) {
+    n.offset = off;
+    for (auto& c : n.children) set_offset(*c, off);
+  }
+  void error(const char* code, std::size_t off, std::string msg) {
+    r_.errors.push_back({off, std::move(msg)});
+    r_.error_codes.push_back(code);
+  }
+
+  bool resolve_field(const FieldExpr& f, std::size_t off, FieldInst& out, FieldType& type) {
+    std::string err;
+    bool unknown = false;
+    if (!cat_.resolve(f.name, f.has_arg, f.arg, out, err, unknown)) {
+      if (unknown) {
+        if (std::find(r_.unknown_fields.begin(), r_.unknown_fields.end(), f.name) == r_.unknown_fields.end()) {
+          r_.unknown_fields.push_back(f.name);
+        }
+      } else {
+        error(code::kTypeError, off, err);
+      }
+      return false;
+    }
+    type = out.def->type;
+    for (auto it = f.transformers.rbegin(); it != f.transformers.rend(); ++it) {
+      if (*it == Transformer::kLen) {
+        if (type != FieldType::kString && type != FieldType::kList) {
+          error(code::kTypeError, off, "len() needs a string or list field, '" + f.name + "' is " +
+                                           std::string(field_type_name(type)));
+          return false;
+        }
+        type = FieldType::kInt;
+      } else if (type != FieldType::kString) {
+        error(code::kTypeError, off, std::string(transformer_name(*it)) + "() needs a string field, '" +
+                                         f.name + "' is " + std::string(field_type_name(type)));
+        return false;
+      }
+    }
+    return true;
+  }
+
+  // Flattens a value into strings, expanding list names among bare list items.
+  void flatten(const Value& v, std::vector<std::string>& out, int depth = 0) {
+    if (v.kind == Value::Kind::kList) {
+      for (const auto& i : v.items) flatten_item(i, out, depth);
+      return;
+    }
+    out.push_back(v.text);
+  }
+  void flatten_item(const Value& i, std::vector<std::string>& out, int depth) {
+    if (i.kind == Value::Kind::kString && i.bare && depth < 32) {
+      auto it = lists_.find(i.text);
+      if (it != lists_.end()) {
+        r_.used_lists.insert(i.text);
+        for (const auto& s : it->second) {
+          Value sub;
+          sub.text = s;
+          sub.bare = true;
+          flatten_item(sub, out, depth + 1);
+        }
+        return;
+      }
+    }
+    if (i.kind == Value::Kind::kString) out.push_back(i.text);
+  }
+
+  CNode compile_check(const Node& n) {
+    CNode c;
+    c.kind = CNode::Kind::kBool;
+    c.value = false;
+    const std::string& fname = n.field.name;
+    // evt.type compares against event types: a bitmask test, no strings.
+    if (fname == "evt.type" && n.field.transformers.empty() && !n.field.has_arg &&
+        n.modifier == Modifier::kNone && (n.op == Op::kEq || n.op == Op::kNe || n.op == Op::kIn) &&
+        n.value.kind != Value::Kind::kField) {
+      std::vector<std::string> names;
+      flatten(n.value, names);
+      std::uint32_t mask = 0;
+      for (const auto& s : names) {
+        bool known = false;
+        mask |= evt_type_mask(s, known);
+        if (!known) {
+          if (std::find(r_.unknown_evttypes.begin(), r_.unknown_evttypes.end(), s) == r_.unknown_evttypes.end()) {
+            r_.unknown_evttypes.push_back(s);
+          }
+        }
+      }
+      c.kind = CNode::Kind::kTypeMask;
+      c.mask = mask;
+      if (n.op == Op::kNe) {
+        CNode neg;
+        neg.kind = CNode::Kind::kNot;
+        neg.kids.push_back(std::move(c));
+        return neg;
+      }
+      return c;
+    }
+    auto chk = std::make_unique<CCheck>();
+    if (!resolve_field(n.field, n.offset, chk->lhs, chk->ltype)) return c;
+    chk->ltr = n.field.transformers;
+    chk->op = n.op;
+    chk->mod = n.modifier;
+    FieldType t = chk->ltype;
+    bool list_type = t == FieldType::kList;
+    chk->multi = list_type || (chk->lhs.def->any_of && chk->lhs.index < 0);
+    chk->multi_all_in = list_type && n.op == Op::kIn && chk->ltr.empty();
+    const std::string op = std::string(op_name(n.op));
+    auto bad_op = [&]() {
+      error(code::kTypeError, n.offset, "operator '" + op + "' cannot be used with " +
+                                            std::string(field_type_name(t)) + " field '" +
+                                            n.field.to_string() + "'");
+    };
+    // Which operators each type takes.
+    switch (t) {
+      case FieldType::kString:
+      case FieldType::kList:
+        if (n.op == Op::kLt || n.op == Op::kLe || n.op == Op::kGt || n.op == Op::kGe) { bad_op(); return c; }
+        break;
+      case FieldType::kInt:
+      case FieldType::kUint:
+      case FieldType::kBool:
+      case FieldType::kIp: {
+        bool ok = n.op == Op::kEq || n.op == Op::kNe || n.op == Op::kIn || n.op == Op::kIntersects ||
+                  n.op == Op::kExists;
+        if ((t == FieldType::kInt || t == FieldType::kUint) &&
+            (n.op == Op::kLt || n.op == Op::kLe || n.op == Op::kGt || n.op == Op::kGe)) {
+          ok = true;
+        }
+        if (!ok || n.modifier != Modifier::kNone) { bad_op(); return c; }
+        break;
+      }
+    }
+    if (n.op == Op::kExists) {
+      c.kind = CNode::Kind::kCheck;
+      c.check = std::move(chk);
+      return c;
+    }
+    if (n.value.kind == Value::Kind::kField) {
+      FieldType rt;
+      if (!resolve_field(n.value.field, n.offset, chk->rf, rt)) return c;
+      bool compatible = rt == t || (rt == FieldType::kList && t == FieldType::kString) ||
+                        (t == FieldType::kList && rt == FieldType::kString) ||
+                        ((rt == FieldType::kInt || rt == FieldType::kUint) &&
+                         (t == FieldType::kInt || t == FieldType::kUint));
+      if (!compatible || n.op == Op::kRegex || n.op == Op::kPMatch || n.op == Op::kBContains ||
+          n.op == Op::kBStartsWith) {
+        error(code::kTypeError, n.offset, "cannot compare " + std::string(field_type_name(t)) + " field '" +
+                                              n.field.to_string() + "' with '" +
+                                              n.value.field.to_string() + "' using '" + op + "'");
+        return c;
+      }
+      chk->rhs_field = true;
+      chk->rtr = n.value.field.transformers;
+      chk->rtype = rt;
+      c.kind = CNode::Kind::kCheck;
+      c.check = std::move(chk);
+      return c;
+    }
+    std::vector<std::string> vals;
+    flatten(n.value, vals);
+    bool is_list_op = op_takes_list(n.op) || n.modifier != Modifier::kNone;
+    if (!is_list_op && vals.size() != 1) {
+      error(code::kTypeError, n.offset, "operator '" + op + "' takes a single value");
+      return c;
+    }
+    switch (t) {
+      case FieldType::kString:
+      case FieldType::kList: {
+        for (auto& v : vals) {
+          if (n.op == Op::kIContains || n.op == Op::kIGlob) {
+            std::transform(v.begin(), v.end(), v.begin(), lower);
+          }
+          if (n.op == Op::kBContains || n.op == Op::kBStartsWith) {
+            std::string bytes;
+            if (!hex_decode(v, bytes)) {
+              error(code::kTypeError, n.offset, "'" + v + "' is not a hex byte string for '" + op + "'");
+              return c;
+            }
+            v = bytes;
+          }
+          if (n.op == Op::kRegex) {
+            RE2::Options o;
+            o.set_log_errors(false);
+            o.set_max_mem(8 << 20);
+            auto re = std::make_unique<RE2>(v, o);
+            if (!re->ok()) {
+              error(code::kRegex, n.offset, "bad regular expression '" + v + "': " + re->error());
+              return c;
+            }
+            chk->res.push_back(std::move(re));
+          }
+        }
+        if (n.op == Op::kIn || n.op == Op::kIntersects) {
+          for (auto& v : vals) chk->set.insert(v);
+        } else if (n.op == Op::kPMatch) {
+          chk->trie = std::make_unique<PathTrie>();
+          for (auto& v : vals) chk->trie->add(v);
+        } else if (n.modifier != Modifier::kNone) {
+          chk->strs = vals;
+        } else {
+          chk->str = vals[0];
+        }
+        // Literal path prefixes for the sensor's open filter.
+        if ((fname == "fd.name" || fname == "fd.directory" || fname == "evt.arg.path" ||
+             fname == "evt.arg.name" || fname == "fd.nameraw") &&
+            chk->ltr.empty() && n.modifier != Modifier::kAnyOf) {
+          bool usable = true;
+          std::vector<std::string> pre;
+          for (const auto& v : vals) {
+            std::string p = v;
+            if (n.op == Op::kGlob) p = p.substr(0, p.find_first_of("*?["));
+            else if (n.op != Op::kEq && n.op != Op::kIn && n.op != Op::kStartsWith &&
+                     n.op != Op::kPMatch) usable = false;
+            if (n.op == Op::kPMatch) p = p.substr(0, p.find_first_of("*?["));
+            if (p.empty() || p[0] != '/') usable = false;
+            pre.push_back(p);
+          }
+          if (usable && n.modifier == Modifier::kNone) {
+            c.path_check = true;
+            c.path_literals = std::move(pre);
+          }
+        }
+        break;
+      }
+      case FieldType::kInt:
+      case FieldType::kUint:
+        for (const auto& v : vals) {
+          std::int64_t x;
+          if (!parse_int(v, x)) {
+            error(code::kTypeError, n.offset, "'" + v + "' is not a number, but '" + n.field.to_string() +
+                                                  "' is an " + std::string(field_type_name(t)) + " field");
+            return c;
+          }
+          chk->nums.push_back(x);
+          chk->numset.insert(x);
+        }
+        break;
+      case FieldType::kBool:
+        for (const auto& v : vals) {
+          bool b;
+          if (!parse_bool(v, b)) {
+            error(code::kTypeError, n.offset, "'" + v + "' is not true or false, but '" +
+                                                  n.field.to_string() + "' is a bool field");
+            return c;
+          }
+          chk->boolean = b;
+          chk->nums.push_back(b ? 1 : 0);
+        }
+        break;
+      case FieldType::kIp:
+        for (const auto& v : vals) {
+          Cidr net;
+          if (!parse_cidr(v, net)) {
+            error(code::kTypeError, n.offset, "'" + v + "' is not an IP address or network, but '" +
+                                                  n.field.to_string() + "' is an ip field");
+            return c;
+          }
+          chk->nets.push_back(net);
+        }
+        break;
+    }
+    c.kind = CNode::Kind::kCheck;
+    c.check = std::move(chk);
+    return c;
+  }
+
+  const MacroMap& macros_;
+  const ListMap& lists_;
+  const FieldCatalog& cat_;
+  CompileResult& r_;
+};
+
+void collect_macro_refs(const Node& n, std::set<std::string>& out) {
+  if (n.kind == Node::Kind::kMacro) out.insert(n.macro);
+  for (const auto& c : n.children) collect_macro_refs(*c, out);
+}
+
+namespace {
+void list_refs_value(const Value& v, const ListMap& lists, std::set<std::string>& out, int depth) {
+  if (v.kind == Value::Kind::kList) {
+    for (const auto& i : v.items) list_refs_value(i, lists, out, depth);
+    return;
+  }
+  if (v.kind == Value::Kind::kString && v.bare && depth < 32) {
+    auto it = lists.find(v.text);
+    if (it != lists.end() && out.insert(v.text).second) {
+      for (const auto& s : it->second) {
+        Value sub;
+        sub.text = s;
+        sub.bare = true;
+        list_refs_value(sub, lists, out, depth + 1);
+      }
+    }
+  }
+}
+}  // namespace
+
+void collect_list_refs(const Node& n, const ListMap& lists, std::set<std::string>& out) {
+  if (n.kind == Node::Kind::kCheck && n.value.kind == Value::Kind::kList) {
+    list_refs_value(n.value, lists, out, 0);
+  }
+  for (const auto& c : n.children) collect_list_refs(*c, lists, out);
+}
+
+CompileResult compile_condition(NodePtr root, const MacroMap& macros, const ListMap& lists,
+                                const FieldCatalog& catalog) {
+  CompileResult r;
+  Compiler comp(macros, lists, catalog, r);
+  std::vector<std::string> stack;
+  if (!comp.expand_macros(root, stack)) {
+    if (r.errors.empty()) {
+      r.errors.push_back({SIZE_MAX, "a macro used here did not compile"});
+      r.error_codes.push_back(code::kUndefinedMacro);
+    }
+    return r;
+  }
+  CNode c = comp.compile(*root);
+  if (!r.errors.empty() || !r.unknown_fields.empty()) return r;
+  r.expr = std::make_unique<Expr>(std::make_unique<CNode>(std::move(c)));
+  return r;
+}
+
+// ---------------------------------------------------------------- output format
+
+OutputFormat OutputFormat::parse(std::string_view text, const FieldCatalog& catalog,
+                                 std::vector<std::string>& unknown, std::string& error) {
+  OutputFormat f;
+  std::string lit;
+  auto flush = [&]() {
+    if (!lit.empty()) {
+      Token t;
+      t.literal = std::move(lit);
+      f.tokens_.push_back(std::move(t));
+      lit.clear();
+    }
+  };
+  auto ident = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.'; };
+  std::size_t i = 0;
+  while (i < text.size()) {
+    char c = text[i];
+    if (c != '%') { lit += c; ++i; continue; }
+    if (i + 1 < text.size() && text[i + 1] == '%') { lit += '%'; i += 2; continue; }
+    std::size_t start = i + 1;
+    std::string_view expr;
+    std::size_t end;
+    if (start < text.size() && text[start] == '(') {
+      auto close = text.find(')', start);
+      if (close == std::string_view::npos) {
+        error = "unterminated %( at offset " + std::to_string(i);
+        return f;
+      }
+      expr = text.substr(start + 1, close - start - 1);
+      end = close + 1;
+    } else {
+      std::size_t j = start;
+      while (j < text.size() && std::isdigit(static_cast<unsigned char>(text[j]))) ++j;  // %20proc.name
+      std::size_t name_start = j;
+      while (j < text.size() && ident(text[j])) ++j;
+      std::string_view name = text.substr(name_start, j - name_start);
+      // A transformer: %toupper(proc.name)
+      if (j < text.size() && text[j] == '(' && name.find('.') == std::string_view::npos && !name.empty()) {
+        int depth = 0;
+        std::size_t k = j;
+        for (; k < text.size(); ++k) {
+          if (text[k] == '(') ++depth;
+          if (text[k] == ')' && --depth == 0) break;
+        }
+        if (k >= text.size()) {
+          error = "unterminated transformer at offset " + std::to_string(i);
+          return f;
+        }
+        expr = text.substr(name_start, k + 1 - name_start);
+        end = k + 1;
+      } else {
+        while (!name.empty() && name.back() == '.' ) { name.remove_suffix(1); --j; }
+        if (j < text.size() && text[j] == '[') {
+          auto close = text.find(']', j);
+          if (close == std::string_view::npos) {
+            error = "unterminated field argument at offset " + std::to_string(j);
+            return f;
+          }
+          j = close + 1;
+        }
+        expr = text.substr(name_start, j - name_start);
+        end = j;
+      }
+      if (name.empty()) {
+        lit += '%';
+        ++i;
+        continue;
+      }
+    }
+    FieldExpr fe;
+    std::string perr;
+    if (!parse_field_expr(expr, fe, perr)) {
+      error = "bad field '" + std::string(expr) + "' in output: " + perr;
+      return f;
+    }
+    flush();
+    Token t;
+    t.is_field = true;
+    t.name = std::string(expr);
+    t.transformers = fe.transformers;
+    std::string rerr;
+    bool unk = false;
+    if (!catalog.resolve(fe.name, fe.has_arg, fe.arg, t.field, rerr, unk)) {
+      if (!unk) {
+        error = rerr;
+        return f;
+      }
+      unknown.push_back(fe.name);
+      t.field = FieldInst{};
+    } else {
+      t.type = t.field.def->type;
+      for (auto it = t.transformers.rbegin(); it != t.transformers.rend(); ++it) {
+        if (*it == Transformer::kLen) t.type = FieldType::kInt;
+      }
+    }
+    f.tokens_.push_back(std::move(t));
+    i = end;
+  }
+  flush();
+  return f;
+}
+
+}  // namespace vigil::rules

@@ -1,0 +1,105 @@
+// Resolve and compile: a parsed condition (ast.h) with macros and lists
+// expanded, fields resolved against the catalogue, values type-checked, and
+// everything the event path needs prepared once (hash sets, path tries, RE2
+// programs, parsed numbers and networks). The result, Expr, evaluates with no
+// string interpretation and no heap allocation.
+//
+// Thread-safety: an Expr is immutable after compile(); eval() is const,
+// noexcept and may run on several threads at once.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/rules/ast.h"
+#include "engine/rules/fields.h"
+
+namespace vigil::rules {
+
+struct CNode;  // compiled node (compiler.cpp)
+
+class Expr {
+ public:
+  Expr();
+  explicit Expr(std::unique_ptr<CNode> root);
+  ~Expr();
+  Expr(Expr&&) noexcept;
+  Expr& operator=(Expr&&) noexcept;
+
+  bool eval(const ExtractCtx& x) const noexcept;
+  // The vigil event types (bitmask over event::Type) for which the condition
+  // can be true; computed from evt.type checks with negation pushed down.
+  std::uint32_t type_mask() const;
+  // Literal paths/prefixes the condition compares fd.name/fd.directory against
+  // when every way to match needs one; empty optional (has=false) otherwise.
+  bool path_prefixes(std::vector<std::string>& out) const;
+
+ private:
+  std::unique_ptr<CNode> root_;
+};
+
+// Macros and lists visible to a compile.
+struct MacroDef {
+  NodePtr ast;  // parsed condition; null when it failed to parse
+};
+using ListMap = std::map<std::string, std::vector<std::string>, std::less<>>;
+using MacroMap = std::map<std::string, MacroDef, std::less<>>;
+
+struct CompileMessage {
+  std::size_t offset = 0;  // in the condition text; SIZE_MAX when not known
+  std::string message;
+};
+
+struct CompileResult {
+  std::unique_ptr<Expr> expr;                 // null on error or unknown field
+  std::vector<CompileMessage> errors;         // type errors, bad regexes, ... (code per entry)
+  std::vector<const char*> error_codes;       // parallel to errors
+  std::vector<std::string> unknown_fields;    // the rule must be skipped (warning)
+  std::vector<std::string> unknown_evttypes;  // evt.type values nobody knows (warning)
+  std::set<std::string> used_macros;
+  std::set<std::string> used_lists;
+};
+
+// Expands macros and lists in `root` (consumed) and compiles it.
+CompileResult compile_condition(NodePtr root, const MacroMap& macros, const ListMap& lists,
+                                const FieldCatalog& catalog);
+
+// Expands list references inside list values of an AST (used when listing the
+// lists a macro uses, and by compile_condition).
+void collect_list_refs(const Node& n, const ListMap& lists, std::set<std::string>& out);
+void collect_macro_refs(const Node& n, std::set<std::string>& out);
+
+// An output format: literal text and field tokens, compiled once.
+class OutputFormat {
+ public:
+  struct Token {
+    bool is_field = false;    // false: literal text
+    std::string literal;
+    FieldInst field;          // def is null for a field vigil does not know (<NA>)
+    std::vector<Transformer> transformers;  // outermost first
+    std::string name;         // the field as written, e.g. "proc.aname[2]"
+    FieldType type = FieldType::kString;
+  };
+  // Parses %field, %field[arg], %(field) and %transformer(field). Unknown fields
+  // are kept (rendered <NA>) and listed in `unknown`. A syntax error fills `error`.
+  static OutputFormat parse(std::string_view text, const FieldCatalog& catalog,
+                            std::vector<std::string>& unknown, std::string& error);
+  const std::vector<Token>& tokens() const { return tokens_; }
+
+ private:
+  std::vector<Token> tokens_;
+};
+
+// Extracts a field (with transformers applied) into `out`; the resulting type.
+FieldType extract_field(const ExtractCtx& x, const FieldInst& f,
+                        const std::vector<Transformer>& transformers, Extracted& out) noexcept;
+
+// Pure helpers, exposed for tests.
+bool glob_match(std::string_view pattern, std::string_view s, bool icase) noexcept;
+
+}  // namespace vigil::rules

@@ -1,0 +1,1337 @@
+#include "engine/rules/fields.h"
+
+#include <arpa/inet.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <ctime>
+
+#include "engine/event/nvidia.h"
+
+namespace vigil::rules {
+
+std::string_view field_type_name(FieldType t) {
+  switch (t) {
+    case FieldType::kString: return "string";
+    case FieldType::kInt: return "int";
+    case FieldType::kUint: return "uint";
+    case FieldType::kBool: return "bool";
+    case FieldType::kIp: return "ip";
+    case FieldType::kList: return "list";
+  }
+  return "?";
+}
+
+// ---------------------------------------------------------------- Arena
+
+std::string_view Arena::put(std::string_view s) noexcept {
+  begin();
+  append(s);
+  return finish();
+}
+
+void Arena::append(std::string_view s) noexcept {
+  std::size_t n = std::min(s.size(), kSize - used_);
+  std::memcpy(buf_ + used_, s.data(), n);
+  used_ += n;
+}
+
+void Arena::append_uint(std::uint64_t v) noexcept {
+  char tmp[24];
+  auto r = std::to_chars(tmp, tmp + sizeof tmp, v);
+  append(std::string_view(tmp, static_cast<std::size_t>(r.ptr - tmp)));
+}
+
+void Arena::append_int(std::int64_t v) noexcept {
+  char tmp[24];
+  auto r = std::to_chars(tmp, tmp + sizeof tmp, v);
+  append(std::string_view(tmp, static_cast<std::size_t>(r.ptr - tmp)));
+}
+
+// ---------------------------------------------------------------- IPs
+
+bool parse_ip(std::string_view s, event::IpAddr& out) {
+  if (s.empty() || s.size() > 45) return false;
+  char buf[64];
+  std::memcpy(buf, s.data(), s.size());
+  buf[s.size()] = 0;
+  event::IpAddr a;
+  if (inet_pton(AF_INET, buf, a.bytes.data()) == 1) {
+    a.family = AF_INET;
+    out = a;
+    return true;
+  }
+  if (inet_pton(AF_INET6, buf, a.bytes.data()) == 1) {
+    a.family = AF_INET6;
+    out = a;
+    return true;
+  }
+  return false;
+}
+
+bool parse_cidr(std::string_view s, Cidr& out) {
+  auto slash = s.find('/');
+  Cidr c;
+  if (!parse_ip(s.substr(0, slash), c.net)) return false;
+  int max_bits = c.net.family == AF_INET ? 32 : 128;
+  if (slash == std::string_view::npos) {
+    c.prefix = max_bits;
+  } else {
+    auto p = s.substr(slash + 1);
+    int bits = -1;
+    auto r = std::from_chars(p.data(), p.data() + p.size(), bits);
+    if (r.ec != std::errc() || r.ptr != p.data() + p.size() || bits < 0 || bits > max_bits) {
+      return false;
+    }
+    c.prefix = bits;
+  }
+  out = c;
+  return true;
+}
+
+bool Cidr::contains(const event::IpAddr& a) const noexcept {
+  if (a.family != net.family) return false;
+  int full = prefix / 8;
+  if (std::memcmp(a.bytes.data(), net.bytes.data(), static_cast<std::size_t>(full)) != 0) return false;
+  int rest = prefix % 8;
+  if (rest == 0) return true;
+  auto mask = static_cast<std::uint8_t>(0xff << (8 - rest));
+  return (a.bytes[static_cast<std::size_t>(full)] & mask) == (net.bytes[static_cast<std::size_t>(full)] & mask);
+}
+
+namespace {
+
+void append_ip(Arena& a, const event::IpAddr& ip) noexcept {
+  char buf[INET6_ADDRSTRLEN];
+  if (ip.family == AF_INET || ip.family == AF_INET6) {
+    if (inet_ntop(ip.family, ip.bytes.data(), buf, sizeof buf)) a.append(std::string_view(buf));
+  }
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- evt.type
+
+std::uint32_t evt_type_mask(std::string_view n, bool& known) {
+  using event::Type;
+  auto bit = [](Type t) { return 1u << static_cast<unsigned>(t); };
+  known = true;
+  if (n == "execve" || n == "execveat") return bit(Type::kExec);
+  if (n == "open" || n == "openat" || n == "openat2" || n == "creat") return bit(Type::kOpen);
+  if (n == "connect" || n == "sendto" || n == "sendmsg") return bit(Type::kConnect);
+  if (n == "clone" || n == "clone3" || n == "fork" || n == "vfork") return bit(Type::kFork);
+  if (n == "procexit") return bit(Type::kExit);
+  if (n == "ioctl") return bit(Type::kIoctl);
+  if (n == "bpf") return bit(Type::kBpf);
+  if (n == "gpu_usage") return bit(Type::kGpuUsage);
+  if (n == "xid") return bit(Type::kXid);
+  if (n == "dns") return bit(Type::kDns);
+  if (n == "payload") return bit(Type::kPayload);
+  // Syscalls Falco knows that vigil does not report: accepted, never match.
+  static constexpr std::string_view kFalcoOnly[] = {
+      "accept", "accept4", "bind", "listen", "socket", "socketpair", "recvfrom", "recvmsg",
+      "recvmmsg", "sendmmsg", "shutdown", "getsockopt", "setsockopt", "read", "write", "pread",
+      "pwrite", "readv", "writev", "preadv", "pwritev", "close", "dup", "dup2", "dup3", "pipe",
+      "pipe2", "eventfd", "eventfd2", "signalfd", "timerfd_create", "inotify_init",
+      "inotify_init1", "fcntl", "chmod", "fchmod", "fchmodat", "chown", "fchown", "fchownat",
+      "lchown", "mkdir", "mkdirat", "rmdir", "unlink", "unlinkat", "rename", "renameat",
+      "renameat2", "link", "linkat", "symlink", "symlinkat", "mount", "umount", "umount2",
+      "ptrace", "setuid", "setgid", "setresuid", "setresgid", "setreuid", "setregid", "setns",
+      "unshare", "init_module", "finit_module", "delete_module", "userfaultfd", "memfd_create",
+      "mmap", "mmap2", "munmap", "mprotect", "brk", "kill", "tkill", "tgkill", "chroot",
+      "chdir", "fchdir", "capset", "prctl", "seccomp", "pivot_root", "quotactl", "splice",
+      "sendfile", "truncate", "ftruncate", "io_uring_setup", "io_uring_enter",
+      "io_uring_register", "copy_file_range", "process_vm_readv", "process_vm_writev",
+      "switch", "container", "pluginevent", "asyncevent", "signaldeliver", "nanosleep",
+      "poll", "select", "epoll_wait", "futex", "getdents", "getdents64", "stat", "lstat",
+      "fstat", "access", "faccessat", "faccessat2", "utimensat", "open_by_handle_at",
+      "name_to_handle_at", "fsconfig", "fsopen", "fsmount", "move_mount", "open_tree",
+      "mknod", "mknodat", "setrlimit", "prlimit", "getrlimit", "lseek", "llseek", "flock",
+      "semop", "semget", "semctl", "newfstatat", "setpgid", "setsid", "procinfo"};
+  for (auto s : kFalcoOnly) {
+    if (s == n) return 0;
+  }
+  known = false;
+  return 0;
+}
+
+// ---------------------------------------------------------------- extractors
+
+namespace {
+
+using event::Type;
+using X = ExtractCtx;
+using F = FieldInst;
+using E = Extracted;
+
+const event::Event& ev(const X& x) { return *x.ctx->ev; }
+
+void str(E& o, std::string_view s) noexcept { o.add().s = s; }
+void num(E& o, std::int64_t i) noexcept { o.add().i = i; }
+void boolean(E& o, bool b) noexcept { o.add().b = b; }
+void ip(E& o, const event::IpAddr& a) noexcept {
+  if (a.family == 0) return;
+  o.add().ip = a;
+}
+
+const state::Process* proc_of(const X& x) noexcept { return x.ctx->proc; }
+const state::Process* lookup(const X& x, std::uint32_t pid) noexcept {
+  if (!x.ctx->state || pid == 0) return nullptr;
+  return x.ctx->state->process(pid);
+}
+
+std::string_view basename_of(std::string_view p) noexcept {
+  auto s = p.rfind('/');
+  return s == std::string_view::npos ? p : p.substr(s + 1);
+}
+std::string_view dirname_of(std::string_view p) noexcept {
+  auto s = p.rfind('/');
+  if (s == std::string_view::npos) return {};
+  if (s == 0) return "/";
+  return p.substr(0, s);
+}
+
+// ----- evt.*
+
+void x_evt_type(const X& x, const F&, E& o) noexcept { str(o, event::type_name(ev(x).hdr.type)); }
+void x_evt_dir(const X&, const F&, E& o) noexcept { str(o, "<"); }
+void x_evt_source(const X&, const F&, E& o) noexcept { str(o, "syscall"); }
+void x_evt_rawtime(const X& x, const F&, E& o) noexcept {
+  num(o, static_cast<std::int64_t>(ev(x).hdr.ts_ns));
+}
+void time_parts(std::uint64_t ns, std::tm& tm) noexcept {
+  std::time_t secs = static_cast<std::time_t>(ns / 1000000000ull);
+  gmtime_r(&secs, &tm);
+}
+void pad(Arena& a, std::uint64_t v, int width) noexcept {
+  char tmp[24];
+  auto r = std::to_chars(tmp, tmp + sizeof tmp, v);
+  int len = static_cast<int>(r.ptr - tmp);
+  for (int i = len; i < width; ++i) a.append('0');
+  a.append(std::string_view(tmp, static_cast<std::size_t>(len)));
+}
+void x_evt_time(const X& x, const F&, E& o) noexcept {
+  std::uint64_t ns = ev(x).hdr.ts_ns;
+  std::tm tm{};
+  time_parts(ns, tm);
+  Arena& a = *x.arena;
+  a.begin();
+  pad(a, static_cast<std::uint64_t>(tm.tm_hour), 2); a.append(':');
+  pad(a, static_cast<std::uint64_t>(tm.tm_min), 2); a.append(':');
+  pad(a, static_cast<std::uint64_t>(tm.tm_sec), 2); a.append('.');
+  pad(a, ns % 1000000000ull, 9);
+  str(o, a.finish());
+}
+void x_evt_iso(const X& x, const F&, E& o) noexcept {
+  std::uint64_t ns = ev(x).hdr.ts_ns;
+  std::tm tm{};
+  time_parts(ns, tm);
+  Arena& a = *x.arena;
+  a.begin();
+  pad(a, static_cast<std::uint64_t>(tm.tm_year + 1900), 4); a.append('-');
+  pad(a, static_cast<std::uint64_t>(tm.tm_mon + 1), 2); a.append('-');
+  pad(a, static_cast<std::uint64_t>(tm.tm_mday), 2); a.append('T');
+  pad(a, static_cast<std::uint64_t>(tm.tm_hour), 2); a.append(':');
+  pad(a, static_cast<std::uint64_t>(tm.tm_min), 2); a.append(':');
+  pad(a, static_cast<std::uint64_t>(tm.tm_sec), 2); a.append('.');
+  pad(a, ns % 1000000000ull, 9); a.append('Z');
+  str(o, a.finish());
+}
+
+// The syscall result of the event, when it has one.
+bool result_of(const event::Event& e, std::int64_t& r) noexcept {
+  if (auto* p = e.as<event::OpenData>()) { r = p->result; return true; }
+  if (auto* p = e.as<event::ConnectData>()) {
+    if (p->result == event::ConnectData::kResultUnknown) return false;
+    r = p->result;
+    return true;
+  }
+  if (auto* p = e.as<event::IoctlData>()) { r = p->result; return true; }
+  if (auto* p = e.as<event::BpfData>()) { r = p->result; return true; }
+  if (e.as<event::ExecData>()) { r = 0; return true; }
+  return false;
+}
+
+std::string_view errno_name(std::int64_t e) noexcept {
+  switch (e) {
+    case EPERM: return "EPERM"; case ENOENT: return "ENOENT"; case ESRCH: return "ESRCH";
+    case EINTR: return "EINTR"; case EIO: return "EIO"; case ENXIO: return "ENXIO";
+    case E2BIG: return "E2BIG"; case ENOEXEC: return "ENOEXEC"; case EBADF: return "EBADF";
+    case ECHILD: return "ECHILD"; case EAGAIN: return "EAGAIN"; case ENOMEM: return "ENOMEM";
+    case EACCES: return "EACCES"; case EFAULT: return "EFAULT"; case EBUSY: return "EBUSY";
+    case EEXIST: return "EEXIST"; case EXDEV: return "EXDEV"; case ENODEV: return "ENODEV";
+    case ENOTDIR: return "ENOTDIR"; case EISDIR: return "EISDIR"; case EINVAL: return "EINVAL";
+    case ENFILE: return "ENFILE"; case EMFILE: return "EMFILE"; case ENOTTY: return "ENOTTY";
+    case ETXTBSY: return "ETXTBSY"; case EFBIG: return "EFBIG"; case ENOSPC: return "ENOSPC";
+    case EROFS: return "EROFS"; case EPIPE: return "EPIPE"; case ENAMETOOLONG: return "ENAMETOOLONG";
+    case ENOSYS: return "ENOSYS"; case ELOOP: return "ELOOP"; case ENOTSOCK: return "ENOTSOCK";
+    case EAFNOSUPPORT: return "EAFNOSUPPORT"; case EADDRINUSE: return "EADDRINUSE";
+    case EADDRNOTAVAIL: return "EADDRNOTAVAIL"; case ENETUNREACH: return "ENETUNREACH";
+    case ECONNREFUSED: return "ECONNREFUSED"; case ECONNRESET: return "ECONNRESET";
+    case ETIMEDOUT: return "ETIMEDOUT"; case EHOSTUNREACH: return "EHOSTUNREACH";
+    case EALREADY: return "EALREADY"; case EINPROGRESS: return "EINPROGRESS";
+    case EOPNOTSUPP: return "EOPNOTSUPP";
+    default: return {};
+  }
+}
+
+void x_evt_res(const X& x, const F&, E& o) noexcept {
+  std::int64_t r;
+  if (!result_of(ev(x), r)) return;
+  if (r >= 0) { str(o, "SUCCESS"); return; }
+  auto n = errno_name(-r);
+  if (!n.empty()) { str(o, n); return; }
+  Arena& a = *x.arena;
+  a.begin();
+  a.append('E');
+  a.append_int(-r);
+  str(o, a.finish());
+}
+void x_evt_rawres(const X& x, const F&, E& o) noexcept {
+  std::int64_t r;
+  if (result_of(ev(x), r)) num(o, r);
+}
+void x_evt_failed(const X& x, const F&, E& o) noexcept {
+  std::int64_t r;
+  if (result_of(ev(x), r)) boolean(o, r < 0);
+}
+void x_open_read(const X& x, const F&, E& o) noexcept {
+  if (auto* p = ev(x).as<event::OpenData>()) {
+    auto acc = p->flags & 3u;
+    boolean(o, acc == 0 || acc == 2);
+  }
+}
+void x_open_write(const X& x, const F&, E& o) noexcept {
+  if (auto* p = ev(x).as<event::OpenData>()) {
+    auto acc = p->flags & 3u;
+    boolean(o, acc == 1 || acc == 2);
+  }
+}
+void x_open_exec(const X& x, const F&, E& o) noexcept {
+  if (auto* p = ev(x).as<event::OpenData>()) {
+    constexpr std::uint32_t kCreat = 0100;
+    boolean(o, (p->flags & kCreat) != 0 && (p->mode & 0111) != 0);
+  }
+}
+void x_arg_flags(const X& x, const F&, E& o) noexcept {
+  auto* p = ev(x).as<event::OpenData>();
+  if (!p) return;
+  static constexpr std::pair<std::uint32_t, std::string_view> kFlags[] = {
+      {0100, "O_CREAT"},      {0200, "O_EXCL"},       {0400, "O_NOCTTY"},
+      {01000, "O_TRUNC"},     {02000, "O_APPEND"},    {04000, "O_NONBLOCK"},
+      {010000, "O_DSYNC"},    {040000, "O_DIRECT"},   {0200000, "O_DIRECTORY"},
+      {0400000, "O_NOFOLLOW"}, {01000000, "O_NOATIME"}, {02000000, "O_CLOEXEC"},
+      {010000000, "O_PATH"},  {020000000, "O_TMPFILE"}};
+  Arena& a = *x.arena;
+  a.begin();
+  auto acc = p->flags & 3u;
+  a.append(acc == 0 ? "O_RDONLY" : acc == 1 ? "O_WRONLY" : acc == 2 ? "O_RDWR" : "O_ACCMODE");
+  for (const auto& [bit, name] : kFlags) {
+    if ((p->flags & bit) == bit && !(bit == 020000000 && (p->flags & 0200000))) {
+      a.append('|');
+      a.append(name);
+    }
+  }
+  str(o, a.finish());
+}
+void x_arg_path(const X& x, const F&, E& o) noexcept {
+  if (auto* p = ev(x).as<event::OpenData>()) { str(o, p->path); return; }
+  if (auto* p = ev(x).as<event::ExecData>()) str(o, p->filename);
+}
+
+// evt.arg.NAME / evt.arg[NAME]: the named argument of the calls vigil
+// collects; other names (arguments of syscalls vigil does not collect) have no value.
+void x_arg_generic(const X& x, const F& f, E& o) noexcept {
+  std::string_view a = f.arg;
+  const event::Event& e = ev(x);
+  if (auto* p = e.as<event::OpenData>()) {
+    if (a == "name" || a == "path" || a == "pathname" || a == "filename") { str(o, p->path); return; }
+    if (a == "flags") { x_arg_flags(x, f, o); return; }
+    if (a == "mode") {
+      Arena& ar = *x.arena;
+      ar.begin();
+      char tmp[16];
+      auto r = std::to_chars(tmp, tmp + sizeof tmp, p->mode, 8);
+      ar.append('0');
+      ar.append(std::string_view(tmp, static_cast<std::size_t>(r.ptr - tmp)));
+      str(o, ar.finish());
+      return;
+    }
+    if (a == "fd") {
+      Arena& ar = *x.arena;
+      ar.begin();
+      ar.append_int(p->result);
+      str(o, ar.finish());
+    }
+    return;
+  }
+  if (auto* p = e.as<event::ExecData>()) {
+    if (a == "filename" || a == "path" || a == "name") str(o, p->filename);
+    else if (a == "exe") str(o, p->exe);
+    else if (a == "cwd") str(o, p->cwd);
+    return;
+  }
+  if (auto* p = e.as<event::BpfData>()) {
+    if (a == "cmd") {
+      Arena& ar = *x.arena;
+      ar.begin();
+      ar.append_uint(p->cmd);
+      str(o, ar.finish());
+    }
+    return;
+  }
+  if (auto* p = e.as<event::IoctlData>()) {
+    Arena& ar = *x.arena;
+    ar.begin();
+    if (a == "request") ar.append_uint(p->cmd);
+    else if (a == "fd") ar.append_int(p->fd);
+    else return;
+    str(o, ar.finish());
+  }
+}
+// vigil does not number events: evt.num has no value, so Falco's never_true
+// idiom (evt.num=0) stays false.
+void x_evt_num(const X&, const F&, E&) noexcept {}
+
+// ----- proc.*
+
+void x_pid(const X& x, const F&, E& o) noexcept { num(o, ev(x).hdr.pid); }
+void x_tid(const X& x, const F&, E& o) noexcept { num(o, ev(x).hdr.tid); }
+void x_ppid(const X& x, const F&, E& o) noexcept {
+  auto* p = proc_of(x);
+  num(o, p && p->ppid ? p->ppid : ev(x).hdr.ppid);
+}
+void x_vpid(const X& x, const F&, E& o) noexcept {
+  if (auto* p = proc_of(x); p && p->vpid) num(o, p->vpid);
+}
+std::string_view comm_of(const X& x) noexcept {
+  auto* p = proc_of(x);
+  if (p && !p->comm.empty()) return p->comm;
+  return ev(x).hdr.comm;
+}
+void x_name(const X& x, const F&, E& o) noexcept {
+  auto c = comm_of(x);
+  if (!c.empty()) str(o, c);
+}
+void x_exe(const X& x, const F&, E& o) noexcept {
+  if (auto* p = proc_of(x); p && !p->exe.empty()) str(o, p->exe);
+}
+void x_exepath(const X& x, const F&, E& o) noexcept {
+  if (auto* p = proc_of(x); p && !p->exepath.empty()) { str(o, p->exepath); return; }
+  if (auto* e = ev(x).as<event::ExecData>(); e && !e->exe.empty()) str(o, e->exe);
+}
+void join_args(Arena& a, const state::Process& p) noexcept {
+  bool first = true;
+  for (const auto& s : p.args) {
+    if (!first) a.append(' ');
+    a.append(s);
+    first = false;
+  }
+}
+void x_args(const X& x, const F&, E& o) noexcept {
+  auto* p = proc_of(x);
+  if (!p) return;
+  x.arena->begin();
+  join_args(*x.arena, *p);
+  str(o, x.arena->finish());
+}
+void cmdline(const X& x, const state::Process& p, std::string_view comm, E& o) noexcept {
+  Arena& a = *x.arena;
+  a.begin();
+  a.append(comm);
+  if (!p.args.empty()) {
+    a.append(' ');
+    join_args(a, p);
+  }
+  str(o, a.finish());
+}
+void x_cmdline(const X& x, const F&, E& o) noexcept {
+  auto* p = proc_of(x);
+  if (!p) {
+    auto c = comm_of(x);
+    if (!c.empty()) str(o, c);
+    return;
+  }
+  cmdline(x, *p, comm_of(x), o);
+}
+void x_cwd(const X& x, const F&, E& o) noexcept {
+  if (auto* p = proc_of(x); p && !p->cwd.empty()) str(o, p->cwd);
+}
+void x_tty(const X& x, const F&, E& o) noexcept {
+  if (auto* p = proc_of(x)) num(o, p->tty);
+}
+void x_loginuid(const X& x, const F&, E& o) noexcept {
+  if (auto* p = proc_of(x)) num(o, p->loginuid == 0xffffffffu ? -1 : static_cast<std::int64_t>(p->loginuid));
+}
+void x_duration(const X& x, const F&, E& o) noexcept {
+  auto* p = proc_of(x);
+  if (p && p->start_ts_ns && ev(x).hdr.ts_ns >= p->start_ts_ns) {
+    num(o, static_cast<std::int64_t>(ev(x).hdr.ts_ns - p->start_ts_ns));
+  }
+}
+const state::Process* parent(const X& x) noexcept {
+  auto* p = proc_of(x);
+  std::uint32_t ppid = p && p->ppid ? p->ppid : ev(x).hdr.ppid;
+  return lookup(x, ppid);
+}
+void x_pname(const X& x, const F&, E& o) noexcept {
+  if (auto* p = parent(x); p && !p->comm.empty()) str(o, p->comm);
+}
+void x_pexe(const X& x, const F&, E& o) noexcept {
+  if (auto* p = parent(x); p && !p->exe.empty()) str(o, p->exe);
+}
+void x_pexepath(const X& x, const F&, E& o) noexcept {
+  if (auto* p = parent(x); p && !p->exepath.empty()) str(o, p->exepath);
+}
+void x_pcmdline(const X& x, const F&, E& o) noexcept {
+  if (auto* p = parent(x)) cmdline(x, *p, p->comm, o);
+}
+
+// Ancestors: index 0 = the process itself, 1 = parent, ... Loops and depth are bounded.
+template <typename Emit>
+void ancestors(const X& x, const F& f, E& o, Emit emit) noexcept {
+  constexpr int kMaxDepth = 32;
+  const state::Process* cur = proc_of(x);
+  std::uint32_t self_pid = ev(x).hdr.pid;
+  if (f.index == 0) {
+    if (cur) emit(*cur, o);
+    return;
+  }
+  std::uint32_t ppid = cur && cur->ppid ? cur->ppid : ev(x).hdr.ppid;
+  for (int depth = 1; depth <= kMaxDepth; ++depth) {
+    const state::Process* p = lookup(x, ppid);
+    if (!p || p->pid == self_pid) return;
+    if (f.index < 0) {
+      emit(*p, o);
+      if (o.n >= Extracted::kMax) return;
+    } else if (depth == f.index) {
+      emit(*p, o);
+      return;
+    }
+    if (p->ppid == p->pid) return;
+    ppid = p->ppid;
+  }
+}
+void x_aname(const X& x, const F& f, E& o) noexcept {
+  ancestors(x, f, o, [](const state::Process& p, E& out) {
+    if (!p.comm.empty()) str(out, p.comm);
+  });
+}
+void x_apid(const X& x, const F& f, E& o) noexcept {
+  ancestors(x, f, o, [](const state::Process& p, E& out) { num(out, p.pid); });
+}
+void x_aexepath(const X& x, const F& f, E& o) noexcept {
+  ancestors(x, f, o, [](const state::Process& p, E& out) {
+    if (!p.exepath.empty()) str(out, p.exepath);
+  });
+}
+void x_stdin_socket(const X& x, const F&, E& o) noexcept {
+  if (auto* e = ev(x).as<event::ExecData>()) { boolean(o, e->stdin_is_socket); return; }
+  if (auto* p = proc_of(x)) boolean(o, p->stdin_is_socket);
+}
+void x_stdout_socket(const X& x, const F&, E& o) noexcept {
+  if (auto* e = ev(x).as<event::ExecData>()) { boolean(o, e->stdout_is_socket); return; }
+  if (auto* p = proc_of(x)) boolean(o, p->stdout_is_socket);
+}
+void x_gpu_compute(const X& x, const F&, E& o) noexcept {
+  if (auto* p = proc_of(x)) boolean(o, p->gpu_compute);
+}
+
+// ----- user.* / group.*
+
+std::uint32_t uid_of(const X& x) noexcept {
+  auto* p = proc_of(x);
+  return p ? p->uid : ev(x).hdr.uid;
+}
+std::uint32_t gid_of(const X& x) noexcept {
+  auto* p = proc_of(x);
+  return p ? p->gid : ev(x).hdr.gid;
+}
+void x_uid(const X& x, const F&, E& o) noexcept { num(o, uid_of(x)); }
+void x_gid(const X& x, const F&, E& o) noexcept { num(o, gid_of(x)); }
+// Names come from the state's passwd/group tables; without them only id 0
+// has a name vigil can know.
+void x_user_name(const X& x, const F&, E& o) noexcept {
+  std::uint32_t uid = uid_of(x);
+  if (x.ctx->state) {
+    auto n = x.ctx->state->user_name(uid);
+    if (!n.empty()) { str(o, n); return; }
+  }
+  if (uid == 0) str(o, "root");
+}
+void x_group_name(const X& x, const F&, E& o) noexcept {
+  std::uint32_t gid = gid_of(x);
+  if (x.ctx->state) {
+    auto n = x.ctx->state->group_name(gid);
+    if (!n.empty()) { str(o, n); return; }
+  }
+  if (gid == 0) str(o, "root");
+}
+void x_loginname(const X& x, const F&, E& o) noexcept {
+  auto* p = proc_of(x);
+  if (!p || p->loginuid == 0xffffffffu) return;
+  if (x.ctx->state) {
+    auto n = x.ctx->state->user_name(p->loginuid);
+    if (!n.empty()) { str(o, n); return; }
+  }
+  if (p->loginuid == 0) str(o, "root");
+}
+
+// ----- fd.*
+
+struct Endpoints {
+  std::uint8_t family = 0;
+  event::L4 proto = event::L4::kUnknown;
+  const event::IpAddr* client = nullptr;
+  std::uint16_t cport = 0;
+  const event::IpAddr* server = nullptr;
+  std::uint16_t sport = 0;
+  std::string_view unix_path;
+};
+bool endpoints(const event::Event& e, Endpoints& ep) noexcept {
+  if (auto* c = e.as<event::ConnectData>()) {
+    ep.family = c->family;
+    ep.proto = c->proto;
+    ep.client = &c->saddr;
+    ep.cport = c->sport;
+    ep.server = &c->daddr;
+    ep.sport = c->dport;
+    ep.unix_path = c->unix_path;
+    return true;
+  }
+  if (auto* p = e.as<event::PayloadData>()) {
+    ep.family = p->family;
+    ep.proto = event::L4::kTcp;
+    ep.client = &p->saddr;
+    ep.cport = p->sport;
+    ep.server = &p->daddr;
+    ep.sport = p->dport;
+    return true;
+  }
+  return false;
+}
+void x_fd_name(const X& x, const F&, E& o) noexcept {
+  if (auto* p = ev(x).as<event::OpenData>()) { str(o, p->path); return; }
+  Endpoints ep;
+  if (!endpoints(ev(x), ep)) return;
+  if (ep.family == AF_UNIX) {
+    if (!ep.unix_path.empty()) str(o, ep.unix_path);
+    return;
+  }
+  Arena& a = *x.arena;
+  a.begin();
+  append_ip(a, *ep.client);
+  a.append(':');
+  a.append_uint(ep.cport);
+  a.append("->");
+  append_ip(a, *ep.server);
+  a.append(':');
+  a.append_uint(ep.sport);
+  str(o, a.finish());
+}
+void x_fd_directory(const X& x, const F&, E& o) noexcept {
+  if (auto* p = ev(x).as<event::OpenData>()) {
+    auto d = dirname_of(p->path);
+    if (!d.empty()) str(o, d);
+  }
+}
+void x_fd_filename(const X& x, const F&, E& o) noexcept {
+  if (auto* p = ev(x).as<event::OpenData>()) str(o, basename_of(p->path));
+}
+void x_fd_type(const X& x, const F&, E& o) noexcept {
+  if (ev(x).as<event::OpenData>()) { str(o, "file"); return; }
+  Endpoints ep;
+  if (!endpoints(ev(x), ep)) return;
+  if (ep.family == AF_INET) str(o, "ipv4");
+  else if (ep.family == AF_INET6) str(o, "ipv6");
+  else if (ep.family == AF_UNIX) str(o, "unix");
+}
+void x_fd_typechar(const X& x, const F&, E& o) noexcept {
+  if (ev(x).as<event::OpenData>()) { str(o, "f"); return; }
+  Endpoints ep;
+  if (!endpoints(ev(x), ep)) return;
+  if (ep.family == AF_INET) str(o, "4");
+  else if (ep.family == AF_INET6) str(o, "6");
+  else if (ep.family == AF_UNIX) str(o, "u");
+}
+void x_fd_l4proto(const X& x, const F&, E& o) noexcept {
+  Endpoints ep;
+  if (!endpoints(ev(x), ep)) return;
+  if (ep.proto == event::L4::kTcp) str(o, "tcp");
+  else if (ep.proto == event::L4::kUdp) str(o, "udp");
+}
+void x_fd_num(const X& x, const F&, E& o) noexcept {
+  if (auto* p = ev(x).as<event::OpenData>()) { num(o, p->result >= 0 ? p->result : -1); return; }
+  if (auto* p = ev(x).as<event::IoctlData>()) num(o, p->fd);
+}
+bool inet(const X& x, Endpoints& ep) noexcept {
+  return endpoints(ev(x), ep) && (ep.family == AF_INET || ep.family == AF_INET6);
+}
+void x_fd_sip(const X& x, const F&, E& o) noexcept {
+  if (Endpoints ep; inet(x, ep)) ip(o, *ep.server);
+}
+void x_fd_cip(const X& x, const F&, E& o) noexcept {
+  if (Endpoints ep; inet(x, ep)) ip(o, *ep.client);
+}
+void x_fd_ip(const X& x, const F&, E& o) noexcept {
+  if (Endpoints ep; inet(x, ep)) {
+    ip(o, *ep.client);
+    ip(o, *ep.server);
+  }
+}
+void x_fd_sport(const X& x, const F&, E& o) noexcept {
+  if (Endpoints ep; inet(x, ep)) num(o, ep.sport);
+}
+void x_fd_cport(const X& x, const F&, E& o) noexcept {
+  if (Endpoints ep; inet(x, ep)) num(o, ep.cport);
+}
+void x_fd_port(const X& x, const F&, E& o) noexcept {
+  if (Endpoints ep; inet(x, ep)) {
+    num(o, ep.cport);
+    num(o, ep.sport);
+  }
+}
+void x_fd_connected(const X& x, const F&, E& o) noexcept {
+  if (auto* c = ev(x).as<event::ConnectData>(); c && c->proto == event::L4::kTcp) boolean(o, true);
+  else if (ev(x).as<event::PayloadData>()) boolean(o, true);
+}
+void x_fd_name_changed(const X& x, const F&, E& o) noexcept {
+  // A connect (or unconnected send) gives the socket its tuple.
+  if (ev(x).as<event::ConnectData>()) boolean(o, true);
+}
+void x_fd_sip_name(const X& x, const F&, E& o) noexcept {
+  Endpoints ep;
+  if (!inet(x, ep) || !x.ctx->state) return;
+  auto n = x.ctx->state->dns_name_for(*x.ctx, *ep.server);
+  if (!n.empty()) str(o, n);
+}
+
+// ----- container.* / k8s.*
+
+void x_container_id(const X& x, const F&, E& o) noexcept {
+  std::string_view id;
+  if (x.ctx->container) id = x.ctx->container->id;
+  else if (auto* p = proc_of(x)) id = p->container_id;
+  if (id.empty()) { str(o, "host"); return; }
+  str(o, id.substr(0, 12));
+}
+void x_container_full_id(const X& x, const F&, E& o) noexcept {
+  std::string_view id;
+  if (x.ctx->container) id = x.ctx->container->id;
+  else if (auto* p = proc_of(x)) id = p->container_id;
+  str(o, id.empty() ? std::string_view("host") : id);
+}
+void x_container_name(const X& x, const F&, E& o) noexcept {
+  auto* c = x.ctx->container;
+  if (!c) {
+    if (auto* p = proc_of(x); !p || p->container_id.empty()) str(o, "host");
+    return;
+  }
+  if (!c->name.empty()) str(o, c->name);
+  else if (x.ctx->pod_container && !x.ctx->pod_container->name.empty()) str(o, x.ctx->pod_container->name);
+}
+std::string_view image_of(const X& x) noexcept {
+  if (x.ctx->container && !x.ctx->container->image.empty()) return x.ctx->container->image;
+  if (x.ctx->pod_container) return x.ctx->pod_container->image;
+  return {};
+}
+// Splits "registry/repo:tag@digest" into repository and tag.
+void split_image(std::string_view img, std::string_view& repo, std::string_view& tag) noexcept {
+  auto at = img.find('@');
+  std::string_view base = img.substr(0, at);
+  auto slash = base.rfind('/');
+  auto colon = base.rfind(':');
+  if (colon != std::string_view::npos && (slash == std::string_view::npos || colon > slash)) {
+    repo = base.substr(0, colon);
+    tag = base.substr(colon + 1);
+  } else {
+    repo = base;
+    tag = {};
+  }
+}
+void x_image(const X& x, const F&, E& o) noexcept {
+  auto i = image_of(x);
+  if (!i.empty()) str(o, i);
+}
+void x_image_repo(const X& x, const F&, E& o) noexcept {
+  auto i = image_of(x);
+  if (i.empty()) return;
+  std::string_view r, t;
+  split_image(i, r, t);
+  str(o, r);
+}
+void x_image_tag(const X& x, const F&, E& o) noexcept {
+  auto i = image_of(x);
+  if (i.empty()) return;
+  std::string_view r, t;
+  split_image(i, r, t);
+  if (!t.empty()) str(o, t);
+}
+void x_container_type(const X& x, const F&, E& o) noexcept {
+  if (x.ctx->container && !x.ctx->container->runtime.empty()) str(o, x.ctx->container->runtime);
+}
+void x_privileged(const X& x, const F&, E& o) noexcept {
+  if (x.ctx->container || x.ctx->pod_container) {
+    boolean(o, (x.ctx->container && x.ctx->container->privileged) ||
+                   (x.ctx->pod_container && x.ctx->pod_container->privileged));
+  }
+}
+void x_ns(const X& x, const F&, E& o) noexcept {
+  if (x.ctx->pod) str(o, x.ctx->pod->ns);
+}
+void x_pod_name(const X& x, const F&, E& o) noexcept {
+  if (x.ctx->pod) str(o, x.ctx->pod->name);
+}
+void x_pod_uid(const X& x, const F&, E& o) noexcept {
+  if (x.ctx->pod) str(o, x.ctx->pod->uid);
+}
+void x_pod_label(const X& x, const F& f, E& o) noexcept {
+  if (!x.ctx->pod) return;
+  auto it = x.ctx->pod->labels.find(f.arg);
+  if (it != x.ctx->pod->labels.end()) str(o, it->second);
+}
+void x_pod_labels(const X& x, const F&, E& o) noexcept {
+  if (!x.ctx->pod) return;
+  Arena& a = *x.arena;
+  for (const auto& [k, v] : x.ctx->pod->labels) {
+    if (o.n >= Extracted::kMax) break;
+    a.begin();
+    a.append(k);
+    a.append(':');
+    a.append(v);
+    str(o, a.finish());
+  }
+}
+
+// ----- gpu.*
+
+// The NVIDIA device the event is about: path, major, minor.
+struct GpuDev {
+  std::string_view path;
+  std::uint32_t major = 0;
+  std::uint32_t minor = 0;
+  bool has_numbers = false;
+};
+bool gpu_dev(const X& x, GpuDev& d) noexcept {
+  if (auto* p = ev(x).as<event::OpenData>()) {
+    bool nvidia_name = p->path.rfind("/dev/nvidia", 0) == 0;
+    if (!nvidia_name && !(p->is_device && p->dev_major == event::nvidia::kMajor)) return false;
+    d.path = p->path;
+    d.major = p->dev_major;
+    d.minor = p->dev_minor;
+    d.has_numbers = p->is_device;
+    return true;
+  }
+  if (auto* p = ev(x).as<event::IoctlData>()) {
+    d.major = p->dev_major;
+    d.minor = p->dev_minor;
+    d.has_numbers = true;
+    if (p->uvm) d.path = p->dev_minor == 1 ? "/dev/nvidia-uvm-tools" : "/dev/nvidia-uvm";
+    else if (p->dev_major == event::nvidia::kMajor && p->dev_minor == event::nvidia::kCtlMinor) d.path = "/dev/nvidiactl";
+    else if (p->dev_major == event::nvidia::kMajor && p->dev_minor == event::nvidia::kModesetMinor) d.path = "/dev/nvidia-modeset";
+    return true;
+  }
+  return false;
+}
+void x_gpu_device(const X& x, const F&, E& o) noexcept {
+  GpuDev d;
+  if (!gpu_dev(x, d)) return;
+  if (!d.path.empty()) { str(o, d.path); return; }
+  if (d.major == event::nvidia::kMajor && d.minor <= event::nvidia::kMaxGpuMinor) {
+    Arena& a = *x.arena;
+    a.begin();
+    a.append("/dev/nvidia");
+    a.append_uint(d.minor);
+    str(o, a.finish());
+  }
+}
+void x_gpu_major(const X& x, const F&, E& o) noexcept {
+  if (GpuDev d; gpu_dev(x, d) && d.has_numbers) num(o, d.major);
+}
+void x_gpu_minor(const X& x, const F&, E& o) noexcept {
+  if (GpuDev d; gpu_dev(x, d) && d.has_numbers) num(o, d.minor);
+}
+int gpu_index(const GpuDev& d) noexcept {
+  if (!d.path.empty()) {
+    int i = event::nvidia::gpu_index_from_path(d.path);
+    if (i >= 0 || !d.has_numbers) return i;
+  }
+  if (d.has_numbers && d.major == event::nvidia::kMajor && d.minor <= event::nvidia::kMaxGpuMinor &&
+      (d.path.empty() || d.path.rfind("/dev/nvidia", 0) == 0)) {
+    // A path that names a control node (nvidiactl, uvm) is not an index.
+    if (!d.path.empty() && event::nvidia::gpu_index_from_path(d.path) < 0) return -1;
+    return static_cast<int>(d.minor);
+  }
+  return -1;
+}
+void x_gpu_index(const X& x, const F&, E& o) noexcept {
+  GpuDev d;
+  if (!gpu_dev(x, d)) return;
+  int i = gpu_index(d);
+  if (i >= 0) num(o, i);
+}
+void x_gpu_ioctl(const X& x, const F&, E& o) noexcept {
+  auto* p = ev(x).as<event::IoctlData>();
+  if (!p) return;
+  auto n = p->uvm ? event::nvidia::uvm_ioctl_name(p->cmd) : event::nvidia::escape_name(p->nr);
+  if (!n.empty()) str(o, n);
+}
+void x_gpu_ioctl_nr(const X& x, const F&, E& o) noexcept {
+  if (auto* p = ev(x).as<event::IoctlData>()) num(o, p->nr);
+}
+void x_gpu_uvm(const X& x, const F&, E& o) noexcept {
+  if (auto* p = ev(x).as<event::IoctlData>()) boolean(o, p->uvm);
+}
+void x_gpu_class(const X& x, const F&, E& o) noexcept {
+  if (auto* p = ev(x).as<event::IoctlData>(); p && p->rm_class) num(o, p->rm_class);
+}
+void x_gpu_class_name(const X& x, const F&, E& o) noexcept {
+  if (auto* p = ev(x).as<event::IoctlData>(); p && p->rm_class) {
+    auto n = event::nvidia::class_name(p->rm_class);
+    if (!n.empty()) str(o, n);
+  }
+}
+void x_gpu_class_kind(const X& x, const F&, E& o) noexcept {
+  if (auto* p = ev(x).as<event::IoctlData>(); p && p->rm_class) {
+    auto n = event::nvidia::class_kind(p->rm_class);
+    if (!n.empty()) str(o, n);
+  }
+}
+void x_gpu_control(const X& x, const F&, E& o) noexcept {
+  if (auto* p = ev(x).as<event::IoctlData>(); p && p->rm_control) num(o, p->rm_control);
+}
+void x_gpu_control_name(const X& x, const F&, E& o) noexcept {
+  if (auto* p = ev(x).as<event::IoctlData>(); p && p->rm_control) {
+    auto n = event::nvidia::control_name(p->rm_control);
+    if (!n.empty()) str(o, n);
+  }
+}
+void x_gpu_control_kind(const X& x, const F&, E& o) noexcept {
+  if (auto* p = ev(x).as<event::IoctlData>(); p && p->rm_control) {
+    auto n = event::nvidia::control_kind(p->rm_control);
+    if (!n.empty()) str(o, n);
+  }
+}
+void x_gpu_usage_count(const X& x, const F&, E& o) noexcept {
+  auto* p = ev(x).as<event::GpuUsageData>();
+  if (!p) return;
+  std::uint64_t total = 0;
+  for (const auto& e : p->entries) total += e.count;
+  num(o, static_cast<std::int64_t>(total));
+}
+void x_xid(const X& x, const F&, E& o) noexcept {
+  if (auto* p = ev(x).as<event::XidData>()) num(o, p->code);
+}
+void x_xid_text(const X& x, const F&, E& o) noexcept {
+  if (auto* p = ev(x).as<event::XidData>()) str(o, p->text);
+}
+void x_gpu_pci(const X& x, const F&, E& o) noexcept {
+  if (auto* p = ev(x).as<event::XidData>(); p && !p->pci.empty()) str(o, p->pci);
+}
+void x_xid_source(const X& x, const F&, E& o) noexcept {
+  if (auto* p = ev(x).as<event::XidData>(); p && !p->source.empty()) str(o, p->source);
+}
+void x_xid_facility(const X& x, const F&, E& o) noexcept {
+  if (auto* p = ev(x).as<event::XidData>(); p && p->facility >= 0) num(o, p->facility);
+}
+void x_xid_pid(const X& x, const F&, E& o) noexcept {
+  if (auto* p = ev(x).as<event::XidData>(); p && p->xid_pid) num(o, p->xid_pid);
+}
+void x_xid_comm(const X& x, const F&, E& o) noexcept {
+  if (auto* p = ev(x).as<event::XidData>(); p && !p->xid_comm.empty()) str(o, p->xid_comm);
+}
+const state::GpuAllocation* allocation(const X& x) noexcept {
+  return x.ctx->state ? x.ctx->state->gpu_allocation(*x.ctx) : nullptr;
+}
+void x_gpu_limit(const X& x, const F&, E& o) noexcept {
+  if (auto* a = allocation(x)) { num(o, a->limit); return; }
+  if (auto* pc = x.ctx->pod_container) num(o, pc->gpu_limit);
+}
+void x_visible(const X& x, const F&, E& o) noexcept {
+  if (auto* pc = x.ctx->pod_container; pc && !pc->nvidia_visible_devices.empty()) {
+    str(o, pc->nvidia_visible_devices);
+  }
+}
+// The GPUs given to the container: the kubelet's device ids, else the
+// comma-separated NVIDIA_VISIBLE_DEVICES ("none"/"void" give nothing).
+template <typename Fn>
+void for_each_allocated(const state::PodContainer& pc, Fn fn) noexcept {
+  if (!pc.gpu_devices.empty()) {
+    for (const auto& d : pc.gpu_devices) fn(std::string_view(d));
+    return;
+  }
+  std::string_view v = pc.nvidia_visible_devices;
+  if (v.empty() || v == "none" || v == "void") return;
+  while (!v.empty()) {
+    auto c = v.find(',');
+    auto item = v.substr(0, c);
+    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+    if (!item.empty()) fn(item);
+    if (c == std::string_view::npos) break;
+    v.remove_prefix(c + 1);
+  }
+}
+void x_allocated(const X& x, const F&, E& o) noexcept {
+  if (auto* a = allocation(x)) {
+    for (const auto& d : a->devices) {
+      if (o.n < Extracted::kMax) str(o, d);
+    }
+    return;
+  }
+  auto* pc = x.ctx->pod_container;
+  if (!pc) return;
+  for_each_allocated(*pc, [&](std::string_view s) {
+    if (o.n < Extracted::kMax) str(o, s);
+  });
+}
+void x_allowed(const X& x, const F&, E& o) noexcept {
+  GpuDev d;
+  if (!gpu_dev(x, d)) return;
+  bool in_container = x.ctx->container != nullptr ||
+                      (proc_of(x) && !proc_of(x)->container_id.empty());
+  if (!in_container) { boolean(o, true); return; }
+  // The state knows the node's GPUs (UUID -> minor): ask it when the device
+  // numbers are known.
+  if (x.ctx->state && d.has_numbers && allocation(x)) {
+    boolean(o, x.ctx->state->gpu_allowed(*x.ctx, d.major, d.minor));
+    return;
+  }
+  auto* pc = x.ctx->pod_container;
+  if (!pc) return;  // a container vigil has no pod spec for: unknown
+  if (pc->nvidia_visible_devices == "all" && pc->gpu_devices.empty()) { boolean(o, true); return; }
+  bool any = pc->gpu_limit > 0;
+  bool numeric_match = false, has_numeric = false, has_uuid = false;
+  int idx = gpu_index(d);
+  for_each_allocated(*pc, [&](std::string_view s) {
+    any = true;
+    if (s == "all") { numeric_match = true; has_numeric = true; return; }
+    int v = 0;
+    auto r = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (r.ec == std::errc() && r.ptr == s.data() + s.size()) {
+      has_numeric = true;
+      if (v == idx) numeric_match = true;
+    } else {
+      has_uuid = true;
+    }
+  });
+  if (idx < 0) { boolean(o, any); return; }   // nvidiactl, uvm, modeset
+  if (numeric_match) { boolean(o, true); return; }
+  if (has_uuid && !has_numeric) return;     // UUIDs cannot be mapped to a minor here
+  boolean(o, false);
+}
+
+// ----- dns.* / conn.*
+
+void x_dns_name(const X& x, const F&, E& o) noexcept {
+  if (auto* p = ev(x).as<event::DnsData>(); p && !p->name.empty()) str(o, p->name);
+}
+void x_dns_type(const X& x, const F&, E& o) noexcept {
+  auto* p = ev(x).as<event::DnsData>();
+  if (!p) return;
+  switch (p->qtype) {
+    case 1: str(o, "A"); return;
+    case 2: str(o, "NS"); return;
+    case 5: str(o, "CNAME"); return;
+    case 6: str(o, "SOA"); return;
+    case 12: str(o, "PTR"); return;
+    case 15: str(o, "MX"); return;
+    case 16: str(o, "TXT"); return;
+    case 28: str(o, "AAAA"); return;
+    case 33: str(o, "SRV"); return;
+    case 65: str(o, "HTTPS"); return;
+    case 255: str(o, "ANY"); return;
+    default: {
+      Arena& a = *x.arena;
+      a.begin();
+      a.append("TYPE");
+      a.append_uint(p->qtype);
+      str(o, a.finish());
+    }
+  }
+}
+void x_dns_rcode(const X& x, const F&, E& o) noexcept {
+  if (auto* p = ev(x).as<event::DnsData>(); p && p->is_response) num(o, p->rcode);
+}
+void x_dns_answers(const X& x, const F&, E& o) noexcept {
+  auto* p = ev(x).as<event::DnsData>();
+  if (!p) return;
+  Arena& a = *x.arena;
+  for (const auto& ans : p->answers) {
+    if (o.n >= Extracted::kMax) break;
+    a.begin();
+    append_ip(a, ans);
+    str(o, a.finish());
+  }
+}
+void x_dns_response(const X& x, const F&, E& o) noexcept {
+  if (auto* p = ev(x).as<event::DnsData>()) boolean(o, p->is_response);
+}
+void x_dns_server(const X& x, const F&, E& o) noexcept {
+  if (auto* p = ev(x).as<event::DnsData>()) ip(o, p->server);
+}
+void x_payload(const X& x, const F&, E& o) noexcept {
+  if (auto* p = ev(x).as<event::PayloadData>()) str(o, p->bytes);
+}
+bool has_sub(std::string_view h, std::string_view n) { return h.find(n) != std::string_view::npos; }
+void x_protocol(const X& x, const F&, E& o) noexcept {
+  auto* p = ev(x).as<event::PayloadData>();
+  if (!p) return;
+  std::string_view b = p->bytes;
+  std::size_t i = 0;
+  while (i < b.size() && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r' || b[i] == '\n')) ++i;
+  std::string_view t = b.substr(i);
+  if (!t.empty() && t[0] == '{' &&
+      (has_sub(t, "mining.subscribe") || has_sub(t, "mining.authorize") ||
+       has_sub(t, "mining.extranonce") || (has_sub(t, "\"login\"") && has_sub(t, "\"agent\"")) ||
+       has_sub(t, "eth_submitLogin"))) {
+    str(o, "stratum");
+    return;
+  }
+  if (b.size() >= 3 && static_cast<unsigned char>(b[0]) == 0x16 && static_cast<unsigned char>(b[1]) == 0x03) {
+    str(o, "tls");
+    return;
+  }
+  if (b.rfind("SSH-", 0) == 0) { str(o, "ssh"); return; }
+  static constexpr std::string_view kMethods[] = {"GET ", "POST ", "PUT ", "HEAD ", "DELETE ",
+                                                  "OPTIONS ", "PATCH ", "CONNECT ", "PRI * HTTP/2"};
+  for (auto m : kMethods) {
+    if (b.rfind(m, 0) == 0) { str(o, "http"); return; }
+  }
+  str(o, "unknown");
+}
+
+constexpr std::string_view kOpenEv = "open, openat, openat2, creat";
+constexpr std::string_view kNetEv = "connect, sendto, sendmsg, payload";
+constexpr std::string_view kGpuEv = "open, openat, openat2, ioctl";
+
+}  // namespace
+
+// ---------------------------------------------------------------- catalogue
+
+FieldCatalog::FieldCatalog() {
+  using T = FieldType;
+  using A = ArgMode;
+  fields_ = {
+      {"evt.type", T::kString, A::kNone, false, "*", "Event type: Falco's syscall name (execve, openat, connect, clone, procexit, ioctl, bpf) or vigil's own (gpu_usage, xid, dns, payload).", x_evt_type},
+      {"evt.dir", T::kString, A::kNone, false, "*", "Event direction; always '<' (exit events only, as Falco since 0.42).", x_evt_dir},
+      {"evt.source", T::kString, A::kNone, false, "*", "Event source: always 'syscall'.", x_evt_source},
+      {"evt.time", T::kString, A::kNone, false, "*", "Event time of day, UTC, HH:MM:SS.nnnnnnnnn.", x_evt_time},
+      {"evt.time.iso8601", T::kString, A::kNone, false, "*", "Event time, RFC 3339 UTC with nanoseconds.", x_evt_iso},
+      {"evt.rawtime", T::kUint, A::kNone, false, "*", "Event time in ns since the Unix epoch.", x_evt_rawtime},
+      {"evt.res", T::kString, A::kNone, false, "execve, open, openat, connect, ioctl, bpf", "Result: SUCCESS or the errno name (ENOENT...).", x_evt_res},
+      {"evt.rawres", T::kInt, A::kNone, false, "execve, open, openat, connect, ioctl, bpf", "Result as a number (fd, 0, or a negative errno).", x_evt_rawres},
+      {"evt.failed", T::kBool, A::kNone, false, "execve, open, openat, connect, ioctl, bpf", "True when the call failed.", x_evt_failed},
+      {"evt.is_open_read", T::kBool, A::kNone, false, kOpenEv, "The open was for reading (O_RDONLY or O_RDWR).", x_open_read},
+      {"evt.is_open_write", T::kBool, A::kNone, false, kOpenEv, "The open was for writing (O_WRONLY or O_RDWR).", x_open_write},
+      {"evt.is_open_exec", T::kBool, A::kNone, false, kOpenEv, "The open created a file with an execute bit.", x_open_exec},
+      {"evt.arg.flags", T::kString, A::kNone, false, kOpenEv, "Open flags as names (O_RDWR|O_CREAT).", x_arg_flags},
+      {"evt.arg.name", T::kString, A::kNone, false, "open, openat, openat2, creat, execve", "Path argument of the call.", x_arg_path},
+      {"evt.arg.path", T::kString, A::kNone, false, "open, openat, openat2, creat, execve", "Path argument of the call.", x_arg_path},
+      {"evt.arg.pathname", T::kString, A::kNone, false, "open, openat, openat2, creat, execve", "Path argument of the call.", x_arg_path},
+      {"evt.arg.filename", T::kString, A::kNone, false, "execve", "Path given to execve (or opened).", x_arg_path},
+      {"evt.arg", T::kString, A::kRequiredKey, false, "open, openat, openat2, creat, execve, ioctl, bpf", "A named argument of the call: evt.arg.NAME or evt.arg[NAME] (open: name, path, flags, mode, fd; execve: filename, exe, cwd; ioctl: request, fd; bpf: cmd). Arguments of syscalls vigil does not collect have no value.", x_arg_generic},
+      {"evt.num", T::kInt, A::kNone, false, "*", "Event number. vigil does not number events: no value (so Falco's never_true idiom, evt.num=0, stays false).", x_evt_num},
+      {"proc.pid", T::kInt, A::kNone, false, "*", "Process id (thread group id).", x_pid},
+      {"thread.tid", T::kInt, A::kNone, false, "*", "Thread id.", x_tid},
+      {"proc.ppid", T::kInt, A::kNone, false, "*", "Parent process id.", x_ppid},
+      {"proc.vpid", T::kInt, A::kNone, false, "*", "Process id inside its pid namespace.", x_vpid},
+      {"proc.name", T::kString, A::kNone, false, "*", "Process name (the kernel's comm, 15 bytes).", x_name},
+      {"proc.exe", T::kString, A::kNone, false, "*", "First command-line argument (argv[0]).", x_exe},
+      {"proc.exepath", T::kString, A::kNone, false, "*", "Full path of the executable.", x_exepath},
+      {"proc.args", T::kString, A::kNone, false, "*", "Command-line arguments after argv[0], joined by spaces.", x_args},
+      {"proc.cmdline", T::kString, A::kNone, false, "*", "proc.name followed by the arguments.", x_cmdline},
+      {"proc.cwd", T::kString, A::kNone, false, "*", "Working directory at exec.", x_cwd},
+      {"proc.tty", T::kInt, A::kNone, false, "*", "Controlling terminal device number (0 = none).", x_tty},
+      {"proc.loginuid", T::kInt, A::kNone, false, "*", "Audit login uid (-1 = unset).", x_loginuid},
+      {"proc.duration", T::kInt, A::kNone, false, "*", "Nanoseconds since the process started.", x_duration},
+      {"proc.pname", T::kString, A::kNone, false, "*", "Parent process name.", x_pname},
+      {"proc.pexe", T::kString, A::kNone, false, "*", "Parent's argv[0].", x_pexe},
+      {"proc.pexepath", T::kString, A::kNone, false, "*", "Parent's executable path.", x_pexepath},
+      {"proc.pcmdline", T::kString, A::kNone, false, "*", "Parent's command line.", x_pcmdline},
+      {"proc.aname", T::kString, A::kOptionalIndex, true, "*", "Ancestor name: proc.aname[N] is the Nth ancestor (1 = parent); without N, any ancestor.", x_aname},
+      {"proc.apid", T::kInt, A::kOptionalIndex, true, "*", "Ancestor pid: proc.apid[N]; without N, any ancestor.", x_apid},
+      {"proc.aexepath", T::kString, A::kOptionalIndex, true, "*", "Ancestor executable path: proc.aexepath[N]; without N, any ancestor.", x_aexepath},
+      {"proc.stdin.socket", T::kBool, A::kNone, false, "execve", "fd 0 of the program was a socket at exec.", x_stdin_socket},
+      {"proc.stdout.socket", T::kBool, A::kNone, false, "execve", "fd 1 of the program was a socket at exec.", x_stdout_socket},
+      {"proc.gpu.compute", T::kBool, A::kNone, false, "*", "The process allocated a GPU compute or channel class earlier.", x_gpu_compute},
+      {"user.uid", T::kInt, A::kNone, false, "*", "User id.", x_uid},
+      {"user.name", T::kString, A::kNone, false, "*", "User name, from the host passwd table (uid 0 is root).", x_user_name},
+      {"user.loginuid", T::kInt, A::kNone, false, "*", "Audit login uid (-1 = unset).", x_loginuid},
+      {"user.loginname", T::kString, A::kNone, false, "*", "Login user name (known for loginuid 0 only).", x_loginname},
+      {"group.gid", T::kInt, A::kNone, false, "*", "Group id.", x_gid},
+      {"group.name", T::kString, A::kNone, false, "*", "Group name (known for gid 0 only).", x_group_name},
+      {"fd.name", T::kString, A::kNone, false, "open, openat, openat2, creat, connect, sendto, sendmsg, payload", "File path, or the connection tuple cip:cport->sip:sport.", x_fd_name},
+      {"fd.nameraw", T::kString, A::kNone, false, kOpenEv, "The path as given to the call (not normalised).", x_fd_name},
+      {"fd.directory", T::kString, A::kNone, false, kOpenEv, "Directory of the opened file.", x_fd_directory},
+      {"fd.filename", T::kString, A::kNone, false, kOpenEv, "Base name of the opened file.", x_fd_filename},
+      {"fd.type", T::kString, A::kNone, false, "open, openat, openat2, creat, connect, sendto, sendmsg, payload", "file, ipv4, ipv6 or unix.", x_fd_type},
+      {"fd.typechar", T::kString, A::kNone, false, "open, openat, openat2, creat, connect, sendto, sendmsg, payload", "f, 4, 6 or u.", x_fd_typechar},
+      {"fd.l4proto", T::kString, A::kNone, false, kNetEv, "tcp or udp.", x_fd_l4proto},
+      {"fd.num", T::kInt, A::kNone, false, "open, openat, openat2, creat, ioctl", "File descriptor number (-1 for a failed open).", x_fd_num},
+      {"fd.sip", T::kIp, A::kNone, false, kNetEv, "Server (destination) IP address.", x_fd_sip},
+      {"fd.rip", T::kIp, A::kNone, false, kNetEv, "Remote IP address (the server, for outbound connections).", x_fd_sip},
+      {"fd.cip", T::kIp, A::kNone, false, kNetEv, "Client (source) IP address.", x_fd_cip},
+      {"fd.lip", T::kIp, A::kNone, false, kNetEv, "Local IP address (the client, for outbound connections).", x_fd_cip},
+      {"fd.ip", T::kIp, A::kNone, true, kNetEv, "Either IP address of the connection.", x_fd_ip},
+      {"fd.net", T::kIp, A::kNone, true, kNetEv, "Either IP address, compared with networks (CIDR).", x_fd_ip},
+      {"fd.snet", T::kIp, A::kNone, false, kNetEv, "Server IP address, compared with networks (CIDR).", x_fd_sip},
+      {"fd.rnet", T::kIp, A::kNone, false, kNetEv, "Remote IP address, compared with networks (CIDR).", x_fd_sip},
+      {"fd.cnet", T::kIp, A::kNone, false, kNetEv, "Client IP address, compared with networks (CIDR).", x_fd_cip},
+      {"fd.lnet", T::kIp, A::kNone, false, kNetEv, "Local IP address, compared with networks (CIDR).", x_fd_cip},
+      {"fd.sport", T::kInt, A::kNone, false, kNetEv, "Server (destination) port.", x_fd_sport},
+      {"fd.rport", T::kInt, A::kNone, false, kNetEv, "Remote port (the server, for outbound connections).", x_fd_sport},
+      {"fd.cport", T::kInt, A::kNone, false, kNetEv, "Client (source) port.", x_fd_cport},
+      {"fd.lport", T::kInt, A::kNone, false, kNetEv, "Local port (the client, for outbound connections).", x_fd_cport},
+      {"fd.port", T::kInt, A::kNone, true, kNetEv, "Either port of the connection.", x_fd_port},
+      {"fd.connected", T::kBool, A::kNone, false, kNetEv, "The socket is connected (TCP connects; unknown for UDP).", x_fd_connected},
+      {"fd.name_changed", T::kBool, A::kNone, false, kNetEv, "The event gave the socket its address tuple (every connect event).", x_fd_name_changed},
+      {"fd.sip.name", T::kString, A::kNone, false, kNetEv, "The DNS name this pod resolved to the server IP, where seen.", x_fd_sip_name},
+      {"fd.rip.name", T::kString, A::kNone, false, kNetEv, "The DNS name this pod resolved to the remote IP, where seen.", x_fd_sip_name},
+      {"container.id", T::kString, A::kNone, false, "*", "Container id, 12 characters; 'host' for host processes.", x_container_id},
+      {"container.full_id", T::kString, A::kNone, false, "*", "Full container id; 'host' for host processes.", x_container_full_id},
+      {"container.name", T::kString, A::kNone, false, "*", "Container name ('host' for host processes).", x_container_name},
+      {"container.image", T::kString, A::kNone, false, "*", "Container image (registry/repository:tag).", x_image},
+      {"container.image.repository", T::kString, A::kNone, false, "*", "Image repository without the tag.", x_image_repo},
+      {"container.image.tag", T::kString, A::kNone, false, "*", "Image tag.", x_image_tag},
+      {"container.type", T::kString, A::kNone, false, "*", "Container runtime (containerd, cri-o, docker, podman).", x_container_type},
+      {"container.privileged", T::kBool, A::kNone, false, "*", "The container runs privileged.", x_privileged},
+      {"k8s.ns.name", T::kString, A::kNone, false, "*", "Kubernetes namespace of the pod.", x_ns},
+      {"k8s.pod.name", T::kString, A::kNone, false, "*", "Kubernetes pod name.", x_pod_name},
+      {"k8s.pod.uid", T::kString, A::kNone, false, "*", "Kubernetes pod uid.", x_pod_uid},
+      {"k8s.pod.id", T::kString, A::kNone, false, "*", "Kubernetes pod uid (Falco's older name).", x_pod_uid},
+      {"k8s.pod.label", T::kString, A::kRequiredKey, false, "*", "A pod label: k8s.pod.label[app] or k8s.pod.label.app.", x_pod_label},
+      {"k8s.pod.labels", T::kList, A::kNone, false, "*", "All pod labels as key:value.", x_pod_labels},
+      {"gpu.device", T::kString, A::kNone, false, kGpuEv, "NVIDIA device path: opened, or from the ioctl's device numbers.", x_gpu_device},
+      {"gpu.major", T::kInt, A::kNone, false, kGpuEv, "Device major number.", x_gpu_major},
+      {"gpu.minor", T::kInt, A::kNone, false, kGpuEv, "Device minor number.", x_gpu_minor},
+      {"gpu.index", T::kInt, A::kNone, false, kGpuEv, "GPU index N of /dev/nvidiaN.", x_gpu_index},
+      {"gpu.ioctl", T::kString, A::kNone, false, "ioctl", "Ioctl name: NV_ESC_* escape, or the UVM ioctl on nvidia-uvm.", x_gpu_ioctl},
+      {"gpu.ioctl.nr", T::kInt, A::kNone, false, "ioctl", "Ioctl escape number.", x_gpu_ioctl_nr},
+      {"gpu.uvm", T::kBool, A::kNone, false, "ioctl", "The ioctl was on nvidia-uvm.", x_gpu_uvm},
+      {"gpu.class", T::kInt, A::kNone, false, "ioctl", "RM class allocated (NV_ESC_RM_ALLOC).", x_gpu_class},
+      {"gpu.class.name", T::kString, A::kNone, false, "ioctl", "RM class name (AMPERE_COMPUTE_A...).", x_gpu_class_name},
+      {"gpu.class.kind", T::kString, A::kNone, false, "ioctl", "What the class is: compute, channel, memory, mig, debugger, profiler, ...", x_gpu_class_kind},
+      {"gpu.control", T::kInt, A::kNone, false, "ioctl", "RM control command (NV_ESC_RM_CONTROL).", x_gpu_control},
+      {"gpu.control.name", T::kString, A::kNone, false, "ioctl", "RM control command name.", x_gpu_control_name},
+      {"gpu.control.kind", T::kString, A::kNone, false, "ioctl", "What the control changes: clock, power, ecc, reset, mig, other.", x_gpu_control_kind},
+      {"gpu.usage.count", T::kInt, A::kNone, false, "gpu_usage", "Total NVIDIA ioctls in a usage report.", x_gpu_usage_count},
+      {"gpu.xid", T::kInt, A::kNone, false, "xid", "Xid error code.", x_xid},
+      {"gpu.xid.text", T::kString, A::kNone, false, "xid", "Xid message text.", x_xid_text},
+      {"gpu.pci", T::kString, A::kNone, false, "xid", "PCI address of the GPU (0000:3b:00.0).", x_gpu_pci},
+      {"gpu.xid.source", T::kString, A::kNone, false, "xid", "kmsg or tracepoint.", x_xid_source},
+      {"gpu.xid.facility", T::kInt, A::kNone, false, "xid", "Syslog facility of the kmsg line (0 = kernel).", x_xid_facility},
+      {"gpu.xid.pid", T::kInt, A::kNone, false, "xid", "Pid named by the Xid line.", x_xid_pid},
+      {"gpu.xid.comm", T::kString, A::kNone, false, "xid", "Process name named by the Xid line.", x_xid_comm},
+      {"gpu.limit", T::kInt, A::kNone, false, "*", "The container's nvidia.com/gpu limit.", x_gpu_limit},
+      {"gpu.visible_devices", T::kString, A::kNone, false, "*", "The container's NVIDIA_VISIBLE_DEVICES.", x_visible},
+      {"gpu.allocated", T::kList, A::kNone, false, "*", "GPU indexes/UUIDs given to the container.", x_allocated},
+      {"gpu.allowed", T::kBool, A::kNone, false, kGpuEv, "The device used is one the container was given (control nodes: any GPU given; 'all': every device).", x_allowed},
+      {"dns.name", T::kString, A::kNone, false, "dns", "Question name, lower case, no trailing dot.", x_dns_name},
+      {"dns.type", T::kString, A::kNone, false, "dns", "Question type (A, AAAA, TXT, ...).", x_dns_type},
+      {"dns.rcode", T::kInt, A::kNone, false, "dns", "Response code (responses only).", x_dns_rcode},
+      {"dns.answers", T::kList, A::kNone, false, "dns", "Addresses in the answer.", x_dns_answers},
+      {"dns.is_response", T::kBool, A::kNone, false, "dns", "The packet is a response.", x_dns_response},
+      {"dns.server", T::kIp, A::kNone, false, "dns", "The DNS server address.", x_dns_server},
+      {"conn.payload", T::kString, A::kNone, false, "payload", "First bytes sent on a new outbound TCP connection.", x_payload},
+      {"conn.protocol", T::kString, A::kNone, false, "payload", "Protocol guessed from the first bytes: stratum, http, tls, ssh, unknown.", x_protocol},
+  };
+}
+
+const FieldCatalog& FieldCatalog::builtin() {
+  static const FieldCatalog kCatalog;
+  return kCatalog;
+}
+
+const FieldDef* FieldCatalog::find(std::string_view name) const {
+  for (const auto& f : fields_) {
+    if (f.name == name) return &f;
+  }
+  return nullptr;
+}
+
+bool FieldCatalog::resolve(std::string_view name, bool has_arg, std::string_view arg,
+                           FieldInst& out, std::string& error, bool& unknown) const {
+  unknown = false;
+  const FieldDef* def = find(name);
+  if (!def && !has_arg) {
+    // Dotted key form: k8s.pod.label.app
+    for (std::string_view prefix : {std::string_view("k8s.pod.label."), std::string_view("evt.arg.")}) {
+      if (name.rfind(prefix, 0) == 0 && name.size() > prefix.size()) {
+        def = find(prefix.substr(0, prefix.size() - 1));
+        arg = name.substr(prefix.size());
+        has_arg = true;
+        break;
+      }
+    }
+  }
+  if (!def) {
+    unknown = true;
+    error = "unknown field '" + std::string(name) + "'";
+    return false;
+  }
+  out = FieldInst{};
+  out.def = def;
+  switch (def->arg) {
+    case ArgMode::kNone:
+      if (has_arg) {
+        error = "field '" + std::string(def->name) + "' takes no argument";
+        return false;
+      }
+      break;
+    case ArgMode::kRequiredKey:
+      if (!has_arg || arg.empty()) {
+        error = "field '" + std::string(def->name) + "' needs an argument, e.g. " +
+                std::string(def->name) + "[key]";
+        return false;
+      }
+      out.arg = std::string(arg);
+      out.has_arg = true;
+      break;
+    case ArgMode::kOptionalIndex:
+    case ArgMode::kRequiredIndex: {
+      if (!has_arg) {
+        if (def->arg == ArgMode::kRequiredIndex) {
+          error = "field '" + std::string(def->name) + "' needs an index argument";
+          return false;
+        }
+        break;
+      }
+      std::int64_t idx = -1;
+      auto r = std::from_chars(arg.data(), arg.data() + arg.size(), idx);
+      if (r.ec != std::errc() || r.ptr != arg.data() + arg.size() || idx < 0 || idx > 32) {
+        error = "field '" + std::string(def->name) + "' needs a numeric index 0..32, got '" +
+                std::string(arg) + "'";
+        return false;
+      }
+      out.arg = std::string(arg);
+      out.has_arg = true;
+      out.index = idx;
+      break;
+    }
+  }
+  return true;
+}
+
+std::string_view render_value(FieldType t, const Extracted& e, Arena& a) noexcept {
+  if (e.n == 0) return "<NA>";
+  a.begin();
+  for (std::size_t i = 0; i < e.n; ++i) {
+    if (i) a.append(',');
+    const Val& v = e.v[i];
+    switch (t) {
+      case FieldType::kString:
+      case FieldType::kList: a.append(v.s); break;
+      case FieldType::kInt:
+      case FieldType::kUint: a.append_int(v.i); break;
+      case FieldType::kBool: a.append(v.b ? "true" : "false"); break;
+      case FieldType::kIp: append_ip(a, v.ip); break;
+    }
+  }
+  return a.finish();
+}
+
+}  // namespace vigil::rules

@@ -1,0 +1,136 @@
+// The field catalogue: every field a condition or output may use, with its
+// type, description, the events that fill it, and its extractor.
+//
+// Extraction never allocates: strings are views into the event, the state, or a
+// per-evaluation Arena (a fixed stack buffer) for composed values such as
+// proc.cmdline. A field with no value for an event extracts zero values
+// (Falco's <NA>).
+//
+// Thread-safety: the catalogue is immutable after construction; extractors are
+// pure functions of their inputs.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/event/event.h"
+#include "engine/state/model.h"
+
+namespace vigil::rules {
+
+enum class FieldType : std::uint8_t { kString, kInt, kUint, kBool, kIp, kList };
+std::string_view field_type_name(FieldType t);  // "string", "int", "uint", "bool", "ip", "list"
+
+// A fixed-size bump allocator for composed strings of one evaluation. When it
+// is full, further strings are truncated (bounded memory on hostile input).
+class Arena {
+ public:
+  static constexpr std::size_t kSize = 16384;
+  void reset() noexcept { used_ = 0; }
+  // Copies s into the arena (truncated when full) and returns the copy.
+  std::string_view put(std::string_view s) noexcept;
+  // Starts a composed string; append() to it; finish() returns it.
+  void begin() noexcept { start_ = used_; }
+  void append(std::string_view s) noexcept;
+  void append(char c) noexcept { append(std::string_view(&c, 1)); }
+  void append_uint(std::uint64_t v) noexcept;
+  void append_int(std::int64_t v) noexcept;
+  std::string_view finish() noexcept { return {buf_ + start_, used_ - start_}; }
+
+ private:
+  char buf_[kSize];
+  std::size_t used_ = 0;
+  std::size_t start_ = 0;
+};
+
+// One extracted value. Which member is meaningful follows the field's type
+// (kList elements are strings). Deliberately trivial: arrays of it are not
+// initialised on the event path.
+struct Val {
+  std::string_view s;
+  std::int64_t i;
+  bool b;
+  event::IpAddr ip;
+};
+
+// The values of one field for one event: n == 0 means no value (<NA>).
+struct Extracted {
+  static constexpr std::size_t kMax = 32;
+  std::size_t n = 0;
+  Val v[kMax];
+  Val& add() noexcept { return v[n < kMax ? n++ : kMax - 1]; }
+};
+
+struct FieldDef;
+
+// A field as used in a condition or output: its definition plus the argument.
+struct FieldInst {
+  const FieldDef* def = nullptr;
+  std::string arg;           // "" when none
+  bool has_arg = false;
+  std::int64_t index = -1;   // numeric argument (proc.aname[2]), -1 when none
+};
+
+struct ExtractCtx {
+  const state::EvalContext* ctx;
+  Arena* arena;
+};
+
+using ExtractFn = void (*)(const ExtractCtx& x, const FieldInst& f, Extracted& out) noexcept;
+
+enum class ArgMode : std::uint8_t { kNone, kOptionalIndex, kRequiredIndex, kRequiredKey };
+
+struct FieldDef {
+  std::string_view name;
+  FieldType type;
+  ArgMode arg = ArgMode::kNone;
+  bool any_of = false;          // several values, a comparison holds when any holds
+  std::string_view events;      // the evt.type names that fill it, "*" for all
+  std::string_view description;
+  ExtractFn fn = nullptr;
+};
+
+class FieldCatalog {
+ public:
+  // The catalogue of every field vigil implements.
+  static const FieldCatalog& builtin();
+
+  // Resolves "name" with an optional "[arg]" (and the dotted key forms such as
+  // k8s.pod.label.app) to an instance. Returns false with a reason when the
+  // field is unknown or its argument is wrong.
+  bool resolve(std::string_view name, bool has_arg, std::string_view arg, FieldInst& out,
+               std::string& error, bool& unknown) const;
+
+  const std::vector<FieldDef>& fields() const { return fields_; }
+  const FieldDef* find(std::string_view name) const;
+
+ private:
+  FieldCatalog();
+  std::vector<FieldDef> fields_;
+};
+
+// The value of an extracted field as a display string: lists joined with ",".
+// Appends to the arena. Empty optional (n == 0) gives "<NA>".
+std::string_view render_value(FieldType t, const Extracted& e, Arena& arena) noexcept;
+
+// Helpers shared with the compiler.
+bool parse_ip(std::string_view s, event::IpAddr& out);
+struct Cidr {
+  event::IpAddr net;
+  int prefix = 0;  // bits
+  bool contains(const event::IpAddr& a) const noexcept;
+};
+bool parse_cidr(std::string_view s, Cidr& out);  // "10.0.0.0/8", or a single address
+
+// Falco's evt.type names that map to each vigil event type, and names of
+// syscalls Falco knows but vigil never reports (accepted; they match nothing).
+// Returns a bitmask over event::Type; 0 with known=false for names nobody knows.
+std::uint32_t evt_type_mask(std::string_view falco_name, bool& known);
+inline constexpr std::uint32_t kAllTypesMask =
+    ((1u << static_cast<unsigned>(event::Type::kCount)) - 1) & ~1u;
+
+}  // namespace vigil::rules

@@ -1,0 +1,648 @@
+#include "engine/rules/rule_test.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <charconv>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <set>
+#include <sstream>
+
+#include "engine/event/nvidia.h"
+#include "engine/rules/fields.h"
+#include "engine/rules/ruleset.h"
+#include "engine/state/state.h"
+
+namespace vigil::rules {
+
+std::string RuleTestFailure::to_string() const {
+  return file + ":" + std::to_string(line) + ": test '" + test + "': " + message;
+}
+
+bool RuleTestReport::invalid() const {
+  return std::any_of(problems.begin(), problems.end(),
+                     [](const Diagnostic& d) { return d.severity == Severity::kError; });
+}
+
+int RuleTestReport::exit_code() const {
+  if (invalid()) return 2;
+  return failed > 0 ? 1 : 0;
+}
+
+namespace {
+
+// 2026-01-01T00:00:00Z
+constexpr std::uint64_t kFirstEventNs = 1767225600ull * 1000000000ull;
+
+struct BadTest {
+  YAML::Mark mark;
+  std::string message;
+};
+
+[[noreturn]] void bad(const YAML::Node& n, std::string msg) { throw BadTest{n.Mark(), std::move(msg)}; }
+
+std::string scalar(const YAML::Node& n, const char* what) {
+  if (!n.IsScalar()) bad(n, std::string("'") + what + "' must be a scalar");
+  return n.Scalar();
+}
+
+std::uint64_t number(const YAML::Node& n, const char* what) {
+  std::string s = scalar(n, what);
+  std::uint64_t v = 0;
+  int base = 10;
+  std::string_view t = s;
+  if (t.size() > 2 && t[0] == '0' && (t[1] == 'x' || t[1] == 'X')) {
+    base = 16;
+    t.remove_prefix(2);
+  }
+  auto r = std::from_chars(t.data(), t.data() + t.size(), v, base);
+  if (r.ec != std::errc() || r.ptr != t.data() + t.size()) bad(n, std::string("'") + what + "' must be a number");
+  return v;
+}
+
+std::int64_t signed_number(const YAML::Node& n, const char* what) {
+  std::string s = scalar(n, what);
+  std::int64_t v = 0;
+  auto r = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (r.ec != std::errc() || r.ptr != s.data() + s.size()) bad(n, std::string("'") + what + "' must be a number");
+  return v;
+}
+
+bool boolean(const YAML::Node& n, const char* what) {
+  std::string s = scalar(n, what);
+  if (s == "true") return true;
+  if (s == "false") return false;
+  bad(n, std::string("'") + what + "' must be true or false");
+}
+
+std::vector<std::string> strings(const YAML::Node& n, const char* what) {
+  std::vector<std::string> v;
+  if (!n || n.IsNull()) return v;
+  if (n.IsScalar()) {
+    v.push_back(n.Scalar());
+    return v;
+  }
+  if (!n.IsSequence()) bad(n, std::string("'") + what + "' must be a list");
+  for (const auto& e : n) v.push_back(scalar(e, what));
+  return v;
+}
+
+event::IpAddr ip(const YAML::Node& n, const char* what) {
+  event::IpAddr a;
+  if (!parse_ip(scalar(n, what), a)) bad(n, std::string("'") + what + "' must be an IP address");
+  return a;
+}
+
+std::uint32_t open_flags(const YAML::Node& n) {
+  std::string s = scalar(n, "flags");
+  if (!s.empty() && std::isdigit(static_cast<unsigned char>(s[0]))) return static_cast<std::uint32_t>(number(n, "flags"));
+  static const std::map<std::string, std::uint32_t> kFlags = {
+      {"O_RDONLY", O_RDONLY}, {"O_WRONLY", O_WRONLY}, {"O_RDWR", O_RDWR}, {"O_CREAT", O_CREAT},
+      {"O_EXCL", O_EXCL}, {"O_TRUNC", O_TRUNC}, {"O_APPEND", O_APPEND}, {"O_NONBLOCK", O_NONBLOCK},
+      {"O_CLOEXEC", O_CLOEXEC}, {"O_DIRECTORY", O_DIRECTORY}, {"O_NOFOLLOW", O_NOFOLLOW},
+      {"O_PATH", O_PATH}, {"O_NOCTTY", O_NOCTTY}, {"O_SYNC", O_SYNC}};
+  std::uint32_t v = 0;
+  std::string_view rest = s;
+  while (!rest.empty()) {
+    auto bar = rest.find('|');
+    std::string name(rest.substr(0, bar));
+    name.erase(std::remove(name.begin(), name.end(), ' '), name.end());
+    auto it = kFlags.find(name);
+    if (it == kFlags.end()) bad(n, "unknown open flag '" + name + "'");
+    v |= it->second;
+    if (bar == std::string_view::npos) break;
+    rest.remove_prefix(bar + 1);
+  }
+  return v;
+}
+
+// A context (process, parents, container, pod) as YAML nodes: tests set it,
+// events may override any part of it.
+struct Context {
+  YAML::Node process, parents, container, pod;
+};
+
+struct Built {
+  state::Process proc;
+  std::vector<state::Process> parents;
+  std::optional<state::Container> container;
+  std::optional<state::Pod> pod;
+};
+
+state::Process make_process(const YAML::Node& n, bool leaf) {
+  state::Process p;
+  if (!n || !n.IsMap()) bad(n, "a process must be a map");
+  for (auto kv = n.begin(); kv != n.end(); ++kv) {
+    std::string k = scalar(kv->first, "key");
+    const YAML::Node& v = kv->second;
+    if (k == "pid") p.pid = static_cast<std::uint32_t>(number(v, "pid"));
+    else if (k == "ppid") p.ppid = static_cast<std::uint32_t>(number(v, "ppid"));
+    else if (k == "vpid") p.vpid = static_cast<std::uint32_t>(number(v, "vpid"));
+    else if (k == "name") p.comm = scalar(v, "name").substr(0, 15);
+    else if (k == "exepath") p.exepath = scalar(v, "exepath");
+    else if (k == "exe") p.exe = scalar(v, "exe");
+    else if (k == "args") p.args = strings(v, "args");
+    else if (k == "cwd") p.cwd = scalar(v, "cwd");
+    else if (k == "uid") p.uid = static_cast<std::uint32_t>(number(v, "uid"));
+    else if (k == "gid") p.gid = static_cast<std::uint32_t>(number(v, "gid"));
+    else if (k == "tty") p.tty = static_cast<std::uint32_t>(number(v, "tty"));
+    else if (k == "loginuid") p.loginuid = static_cast<std::uint32_t>(signed_number(v, "loginuid"));
+    else if (k == "stdin_is_socket") p.stdin_is_socket = boolean(v, k.c_str());
+    else if (k == "stdout_is_socket") p.stdout_is_socket = boolean(v, k.c_str());
+    else if (k == "start_ns") p.start_ts_ns = number(v, "start_ns");
+    else bad(kv->first, "unknown process key '" + k + "'");
+  }
+  if (p.pid == 0) bad(n, "a process needs a 'pid'");
+  if (p.exe.empty()) p.exe = p.exepath;
+  if (p.comm.empty() && !p.exepath.empty()) {
+    auto s = p.exepath.rfind('/');
+    p.comm = p.exepath.substr(s == std::string::npos ? 0 : s + 1).substr(0, 15);
+  }
+  (void)leaf;
+  return p;
+}
+
+Built build_context(const Context& c) {
+  Built b;
+  if (!c.process) bad(YAML::Node(), "the test has no 'process'");
+  b.proc = make_process(c.process, true);
+  if (c.parents) {
+    if (!c.parents.IsSequence()) bad(c.parents, "'parents' must be a list");
+    for (const auto& p : c.parents) b.parents.push_back(make_process(p, false));
+  }
+  // Chain: the process's parent is parents[0], whose parent is parents[1], ...
+  if (!b.parents.empty() && b.proc.ppid == 0) b.proc.ppid = b.parents[0].pid;
+  for (std::size_t i = 0; i + 1 < b.parents.size(); ++i) {
+    if (b.parents[i].ppid == 0) b.parents[i].ppid = b.parents[i + 1].pid;
+  }
+  if (c.container && !c.container.IsNull()) {
+    state::Container ct;
+    const YAML::Node& n = c.container;
+    if (!n.IsMap()) bad(n, "'container' must be a map");
+    for (auto kv = n.begin(); kv != n.end(); ++kv) {
+      std::string k = scalar(kv->first, "key");
+      const YAML::Node& v = kv->second;
+      if (k == "id") ct.id = scalar(v, "id");
+      else if (k == "name") ct.name = scalar(v, "name");
+      else if (k == "image") ct.image = scalar(v, "image");
+      else if (k == "runtime") ct.runtime = scalar(v, "runtime");
+      else if (k == "privileged") ct.privileged = boolean(v, "privileged");
+      else bad(kv->first, "unknown container key '" + k + "'");
+    }
+    if (ct.id.empty()) bad(n, "a container needs an 'id'");
+    if (ct.runtime.empty()) ct.runtime = state::ContainerRuntime::kContainerd;
+    b.container = ct;
+  }
+  if (c.pod && !c.pod.IsNull()) {
+    if (!b.container) bad(c.pod, "a 'pod' needs a 'container'");
+    state::Pod pod;
+    state::PodContainer pc;
+    pc.id = b.container->id;
+    pc.name = b.container->name;
+    pc.image = b.container->image;
+    pc.privileged = b.container->privileged;
+    const YAML::Node& n = c.pod;
+    if (!n.IsMap()) bad(n, "'pod' must be a map");
+    for (auto kv = n.begin(); kv != n.end(); ++kv) {
+      std::string k = scalar(kv->first, "key");
+      const YAML::Node& v = kv->second;
+      if (k == "name") pod.name = scalar(v, "name");
+      else if (k == "namespace") pod.ns = scalar(v, "namespace");
+      else if (k == "uid") pod.uid = scalar(v, "uid");
+      else if (k == "node") pod.node = scalar(v, "node");
+      else if (k == "labels" || k == "annotations") {
+        if (!v.IsMap()) bad(v, "'" + k + "' must be a map");
+        auto& m = k == "labels" ? pod.labels : pod.annotations;
+        for (auto l = v.begin(); l != v.end(); ++l) m[scalar(l->first, "label")] = scalar(l->second, "label");
+      } else if (k == "gpu_limit") pc.gpu_limit = signed_number(v, "gpu_limit");
+      else if (k == "nvidia_visible_devices") pc.nvidia_visible_devices = scalar(v, k.c_str());
+      else if (k == "gpu_devices") pc.gpu_devices = strings(v, "gpu_devices");
+      else bad(kv->first, "unknown pod key '" + k + "'");
+    }
+    if (pod.uid.empty()) pod.uid = "pod-" + pod.ns + "-" + pod.name;
+    pod.containers.push_back(pc);
+    b.container->pod_uid = pod.uid;
+    b.pod = pod;
+  }
+  if (b.container) {
+    b.proc.container_id = b.container->id;
+    for (auto& p : b.parents) {
+      // Ancestors inside the container share it until the runtime's shim.
+      if (p.exepath.find("containerd-shim") == std::string::npos && p.pid != 1) p.container_id = b.container->id;
+    }
+  }
+  return b;
+}
+
+bool same(const state::Process& a, const state::Process& b) {
+  return a.pid == b.pid && a.ppid == b.ppid && a.comm == b.comm && a.exepath == b.exepath &&
+         a.exe == b.exe && a.args == b.args && a.cwd == b.cwd && a.uid == b.uid && a.gid == b.gid &&
+         a.tty == b.tty && a.loginuid == b.loginuid && a.container_id == b.container_id &&
+         a.vpid == b.vpid && a.stdin_is_socket == b.stdin_is_socket &&
+         a.stdout_is_socket == b.stdout_is_socket;
+}
+
+YAML::Node merged(const YAML::Node& base, const YAML::Node& over) {
+  if (!over) return base;
+  if (!base || !base.IsMap() || !over.IsMap()) return over;
+  YAML::Node m = YAML::Clone(base);
+  for (auto kv = over.begin(); kv != over.end(); ++kv) m[kv->first.Scalar()] = kv->second;
+  return m;
+}
+
+event::Event make_event(const YAML::Node& n, const Built& b, std::uint64_t ts) {
+  event::Event ev;
+  std::string type = scalar(n["type"], "type");
+  ev.hdr.ts_ns = ts;
+  ev.hdr.pid = b.proc.pid;
+  ev.hdr.tid = b.proc.pid;
+  ev.hdr.ppid = b.proc.ppid;
+  ev.hdr.uid = b.proc.uid;
+  ev.hdr.gid = b.proc.gid;
+  ev.hdr.comm = b.proc.comm;
+  auto get = [&](const char* key) { return n[key] ? n[key] : YAML::Node(YAML::NodeType::Map); };
+  if (type == "execve" || type == "execveat") {
+    ev.hdr.type = event::Type::kExec;
+    event::ExecData d;
+    YAML::Node e = get("exec");
+    d.filename = e["filename"] ? scalar(e["filename"], "filename") : b.proc.exepath;
+    d.exe = b.proc.exepath;
+    d.args.push_back(b.proc.exe);
+    d.args.insert(d.args.end(), b.proc.args.begin(), b.proc.args.end());
+    d.cwd = b.proc.cwd;
+    d.tty = b.proc.tty;
+    d.loginuid = b.proc.loginuid;
+    d.stdin_is_socket = e["stdin_is_socket"] ? boolean(e["stdin_is_socket"], "stdin_is_socket") : b.proc.stdin_is_socket;
+    d.stdout_is_socket = e["stdout_is_socket"] ? boolean(e["stdout_is_socket"], "stdout_is_socket") : b.proc.stdout_is_socket;
+    if (e["args_truncated"]) d.args_truncated = boolean(e["args_truncated"], "args_truncated");
+    ev.data = std::move(d);
+  } else if (type == "clone" || type == "clone3" || type == "fork" || type == "vfork") {
+    ev.hdr.type = event::Type::kFork;
+    event::ForkData d;
+    YAML::Node e = get("fork");
+    if (e["child_pid"]) d.child_pid = static_cast<std::uint32_t>(number(e["child_pid"], "child_pid"));
+    d.child_tid = d.child_pid;
+    if (e["is_thread"]) d.is_thread = boolean(e["is_thread"], "is_thread");
+    ev.data = d;
+  } else if (type == "procexit") {
+    ev.hdr.type = event::Type::kExit;
+    event::ExitData d;
+    YAML::Node e = get("exit");
+    if (e["code"]) d.exit_code = static_cast<std::int32_t>(signed_number(e["code"], "code"));
+    if (e["signal"]) d.signal = static_cast<std::int32_t>(signed_number(e["signal"], "signal"));
+    ev.data = d;
+  } else if (type == "connect" || type == "sendto" || type == "sendmsg") {
+    ev.hdr.type = event::Type::kConnect;
+    event::ConnectData d;
+    YAML::Node e = get("connect");
+    if (e["proto"]) {
+      std::string p = scalar(e["proto"], "proto");
+      if (p == "tcp") d.proto = event::L4::kTcp;
+      else if (p == "udp") d.proto = event::L4::kUdp;
+      else if (p == "unix") d.proto = event::L4::kUnix;
+      else bad(e["proto"], "proto must be tcp, udp or unix");
+    } else {
+      d.proto = type == "connect" ? event::L4::kTcp : event::L4::kUdp;
+    }
+    if (d.proto == event::L4::kUnix || e["path"]) {
+      d.family = AF_UNIX;
+      d.proto = event::L4::kUnix;
+      if (e["path"]) d.unix_path = scalar(e["path"], "path");
+    } else {
+      if (!e["daddr"]) bad(n, "a connect event needs 'daddr'");
+      d.daddr = ip(e["daddr"], "daddr");
+      d.family = d.daddr.family;
+      if (e["saddr"]) d.saddr = ip(e["saddr"], "saddr");
+      else parse_ip(d.family == AF_INET ? "10.0.0.2" : "fd00::2", d.saddr);
+      d.dport = static_cast<std::uint16_t>(e["dport"] ? number(e["dport"], "dport") : 0);
+      d.sport = static_cast<std::uint16_t>(e["sport"] ? number(e["sport"], "sport") : 40000);
+    }
+    if (e["family"]) {
+      std::string f = scalar(e["family"], "family");
+      d.family = f == "inet6" || f == "ipv6" || f == "AF_INET6" ? AF_INET6 : f == "unix" || f == "AF_UNIX" ? AF_UNIX : AF_INET;
+    }
+    d.result = e["result"] ? signed_number(e["result"], "result") : 0;
+    ev.data = d;
+  } else if (type == "open" || type == "openat" || type == "openat2" || type == "creat") {
+    ev.hdr.type = event::Type::kOpen;
+    event::OpenData d;
+    YAML::Node e = get("open");
+    if (!e["path"]) bad(n, "an open event needs 'path'");
+    d.path = scalar(e["path"], "path");
+    d.flags = e["flags"] ? open_flags(e["flags"]) : O_RDONLY;
+    if (e["mode"]) d.mode = static_cast<std::uint32_t>(number(e["mode"], "mode"));
+    if (e["major"] || e["minor"]) {
+      d.is_device = true;
+      d.dev_major = static_cast<std::uint32_t>(e["major"] ? number(e["major"], "major") : event::nvidia::kMajor);
+      d.dev_minor = static_cast<std::uint32_t>(e["minor"] ? number(e["minor"], "minor") : 0);
+    } else if (d.path.rfind("/dev/nvidia", 0) == 0) {
+      // A stand-in device node: the conventional numbers for its name.
+      int idx = event::nvidia::gpu_index_from_path(d.path);
+      d.is_device = true;
+      d.dev_major = event::nvidia::kMajor;
+      if (idx >= 0) d.dev_minor = static_cast<std::uint32_t>(idx);
+      else if (d.path == "/dev/nvidiactl") d.dev_minor = event::nvidia::kCtlMinor;
+      else if (d.path == "/dev/nvidia-modeset") d.dev_minor = event::nvidia::kModesetMinor;
+      else d.is_device = false;
+    }
+    d.result = e["result"] ? signed_number(e["result"], "result") : 3;
+    ev.data = d;
+  } else if (type == "ioctl") {
+    ev.hdr.type = event::Type::kIoctl;
+    event::IoctlData d;
+    YAML::Node e = get("ioctl");
+    if (e["nr"]) {
+      std::string s = scalar(e["nr"], "nr");
+      if (auto v = event::nvidia::escape_from_name(s)) d.nr = *v;
+      else d.nr = static_cast<std::uint32_t>(number(e["nr"], "nr"));
+    }
+    if (e["rm_class"]) {
+      std::string s = scalar(e["rm_class"], "rm_class");
+      if (auto v = event::nvidia::class_from_name(s)) d.rm_class = *v;
+      else d.rm_class = static_cast<std::uint32_t>(number(e["rm_class"], "rm_class"));
+      if (!e["nr"]) d.nr = event::nvidia::kEscRmAlloc;
+    }
+    if (e["rm_control"]) {
+      d.rm_control = static_cast<std::uint32_t>(number(e["rm_control"], "rm_control"));
+      if (!e["nr"]) d.nr = event::nvidia::kEscRmControl;
+    }
+    d.dev_major = static_cast<std::uint32_t>(e["major"] ? number(e["major"], "major") : event::nvidia::kMajor);
+    d.dev_minor = static_cast<std::uint32_t>(e["minor"] ? number(e["minor"], "minor") : event::nvidia::kCtlMinor);
+    if (e["uvm"]) d.uvm = boolean(e["uvm"], "uvm");
+    if (e["cmd"]) d.cmd = static_cast<std::uint32_t>(number(e["cmd"], "cmd"));
+    if (e["fd"]) d.fd = static_cast<std::int32_t>(signed_number(e["fd"], "fd"));
+    if (e["result"]) d.result = signed_number(e["result"], "result");
+    ev.data = d;
+  } else if (type == "gpu_usage") {
+    ev.hdr.type = event::Type::kGpuUsage;
+    event::GpuUsageData d;
+    YAML::Node e = get("gpu_usage");
+    if (e["interval_ms"]) d.interval_ns = number(e["interval_ms"], "interval_ms") * 1000000ull;
+    if (e["entries"]) {
+      for (const auto& en : e["entries"]) {
+        event::GpuUsageData::Entry x;
+        x.dev_major = event::nvidia::kMajor;
+        if (en["minor"]) x.dev_minor = static_cast<std::uint32_t>(number(en["minor"], "minor"));
+        if (en["nr"]) {
+          std::string s = scalar(en["nr"], "nr");
+          if (auto v = event::nvidia::escape_from_name(s)) x.nr = *v;
+          else x.nr = static_cast<std::uint32_t>(number(en["nr"], "nr"));
+        }
+        if (en["count"]) x.count = number(en["count"], "count");
+        d.entries.push_back(x);
+      }
+    }
+    ev.data = d;
+  } else if (type == "xid") {
+    ev.hdr.type = event::Type::kXid;
+    event::XidData d;
+    YAML::Node e = get("xid");
+    if (e["code"]) d.code = static_cast<std::uint32_t>(number(e["code"], "code"));
+    if (e["pci"]) d.pci = scalar(e["pci"], "pci");
+    if (e["text"]) d.text = scalar(e["text"], "text");
+    if (e["pid"]) d.xid_pid = static_cast<std::uint32_t>(number(e["pid"], "pid"));
+    if (e["comm"]) d.xid_comm = scalar(e["comm"], "comm");
+    d.source = e["source"] ? scalar(e["source"], "source") : "kmsg";
+    if (e["facility"]) d.facility = static_cast<std::int32_t>(signed_number(e["facility"], "facility"));
+    else if (d.source == "kmsg") d.facility = 0;
+    if (e["level"]) d.level = static_cast<std::int32_t>(signed_number(e["level"], "level"));
+    ev.data = d;
+  } else if (type == "dns") {
+    ev.hdr.type = event::Type::kDns;
+    event::DnsData d;
+    YAML::Node e = get("dns");
+    if (e["name"]) d.name = scalar(e["name"], "name");
+    d.qtype = 1;
+    if (e["qtype"]) {
+      std::string q = scalar(e["qtype"], "qtype");
+      if (q == "A") d.qtype = 1;
+      else if (q == "AAAA") d.qtype = 28;
+      else if (q == "TXT") d.qtype = 16;
+      else if (q == "CNAME") d.qtype = 5;
+      else d.qtype = static_cast<std::uint16_t>(number(e["qtype"], "qtype"));
+    }
+    if (e["answers"]) {
+      for (const auto& a : e["answers"]) d.answers.push_back(ip(a, "answers"));
+      d.is_response = true;
+    }
+    if (e["response"]) d.is_response = boolean(e["response"], "response");
+    if (e["rcode"]) d.rcode = static_cast<std::uint16_t>(number(e["rcode"], "rcode"));
+    if (e["server"]) d.server = ip(e["server"], "server");
+    else parse_ip("10.96.0.10", d.server);
+    d.server_port = 53;
+    ev.data = d;
+  } else if (type == "payload") {
+    ev.hdr.type = event::Type::kPayload;
+    event::PayloadData d;
+    YAML::Node e = get("payload");
+    if (!e["daddr"]) bad(n, "a payload event needs 'daddr'");
+    d.daddr = ip(e["daddr"], "daddr");
+    d.family = d.daddr.family;
+    parse_ip(d.family == AF_INET ? "10.0.0.2" : "fd00::2", d.saddr);
+    d.sport = 40000;
+    if (e["dport"]) d.dport = static_cast<std::uint16_t>(number(e["dport"], "dport"));
+    if (e["bytes"]) d.bytes = scalar(e["bytes"], "bytes");
+    ev.data = d;
+  } else if (type == "bpf") {
+    ev.hdr.type = event::Type::kBpf;
+    event::BpfData d;
+    YAML::Node e = get("bpf");
+    if (e["cmd"]) {
+      static const std::map<std::string, std::uint32_t> kCmds = {
+          {"BPF_MAP_CREATE", 0}, {"BPF_PROG_LOAD", 5}, {"BPF_PROG_ATTACH", 8},
+          {"BPF_PROG_DETACH", 9}, {"BPF_RAW_TRACEPOINT_OPEN", 17}, {"BPF_LINK_CREATE", 28},
+          {"BPF_LINK_DETACH", 34}};
+      std::string s = scalar(e["cmd"], "cmd");
+      auto it = kCmds.find(s);
+      d.cmd = it != kCmds.end() ? it->second : static_cast<std::uint32_t>(number(e["cmd"], "cmd"));
+    }
+    if (e["prog_type"]) d.prog_type = static_cast<std::uint32_t>(number(e["prog_type"], "prog_type"));
+    if (e["prog_name"]) d.prog_name = scalar(e["prog_name"], "prog_name");
+    if (e["result"]) d.result = signed_number(e["result"], "result");
+    ev.data = d;
+  } else {
+    bad(n["type"], "unknown event type '" + type + "'");
+  }
+  return ev;
+}
+
+struct Expectation {
+  std::vector<std::string> fire, not_fire;
+  std::map<std::string, std::string> output;
+};
+
+Expectation expectation(const YAML::Node& n) {
+  Expectation e;
+  if (!n || n.IsNull()) return e;
+  if (!n.IsMap()) bad(n, "'expect' must be a map");
+  e.fire = strings(n["fire"], "fire");
+  e.not_fire = strings(n["not_fire"], "not_fire");
+  if (n["output"]) {
+    if (!n["output"].IsMap()) bad(n["output"], "'output' must be a map of rule: text");
+    for (auto kv = n["output"].begin(); kv != n["output"].end(); ++kv) {
+      e.output[scalar(kv->first, "rule")] = scalar(kv->second, "output");
+    }
+  }
+  return e;
+}
+
+void check(const Expectation& e, const std::vector<event::Alert>& alerts, const std::string& file,
+           int line, const std::string& test, const char* where, RuleTestReport& rep, bool& ok) {
+  auto fired = [&](const std::string& r) {
+    return std::any_of(alerts.begin(), alerts.end(), [&](const event::Alert& a) { return a.rule == r; });
+  };
+  std::string got;
+  for (const auto& a : alerts) {
+    if (got.find("'" + a.rule + "'") == std::string::npos) got += (got.empty() ? "'" : ", '") + a.rule + "'";
+  }
+  if (got.empty()) got = "none";
+  for (const auto& r : e.fire) {
+    if (!fired(r)) {
+      rep.failures.push_back({file, line, test, std::string(where) + "expected '" + r + "' to fire; fired: " + got});
+      ok = false;
+    }
+  }
+  for (const auto& r : e.not_fire) {
+    if (fired(r)) {
+      rep.failures.push_back({file, line, test, std::string(where) + "expected '" + r + "' not to fire"});
+      ok = false;
+    }
+  }
+  for (const auto& [r, text] : e.output) {
+    auto it = std::find_if(alerts.begin(), alerts.end(), [&](const event::Alert& a) { return a.rule == r; });
+    if (it == alerts.end()) {
+      rep.failures.push_back({file, line, test, std::string(where) + "expected output of '" + r + "' but it did not fire"});
+      ok = false;
+      continue;
+    }
+    bool any = std::any_of(alerts.begin(), alerts.end(), [&](const event::Alert& a) { return a.rule == r && a.output == text; });
+    if (!any) {
+      rep.failures.push_back({file, line, test, std::string(where) + "output of '" + r + "' differs:\n  expected: " + text + "\n  got:      " + it->output});
+      ok = false;
+    }
+  }
+}
+
+void run_file(const std::string& path, RuleTestReport& rep) {
+  namespace fs = std::filesystem;
+  auto problem = [&](int line, int col, std::string msg) {
+    Diagnostic d;
+    d.severity = Severity::kError;
+    d.code = code::kYamlValidate;
+    d.file = path;
+    d.line = line;
+    d.col = col;
+    d.message = std::move(msg);
+    rep.problems.push_back(std::move(d));
+  };
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::BadFile&) {
+    problem(0, 0, "cannot read the test file");
+    return;
+  } catch (const YAML::Exception& e) {
+    problem(e.mark.line + 1, e.mark.column + 1, "invalid YAML: " + e.msg);
+    return;
+  }
+  try {
+    if (!root.IsMap()) bad(root, "a rule test file must be a map with 'rules' and 'tests'");
+    std::vector<std::string> rule_files;
+    fs::path base = fs::path(path).parent_path();
+    for (const auto& r : strings(root["rules"], "rules")) {
+      fs::path p(r);
+      rule_files.push_back((p.is_absolute() ? p : base / p).lexically_normal().string());
+    }
+    if (rule_files.empty()) bad(root, "'rules' must name at least one rules file");
+    LoadResult lr = load_rules(rule_files, LoadOptions{});
+    for (auto& d : lr.diagnostics) {
+      if (d.severity == Severity::kError) rep.problems.push_back(d);
+    }
+    if (!lr.ruleset) return;
+    // A rule named in an expectation that does not exist is a test error.
+    std::set<std::string> known;
+    for (const auto& ri : lr.ruleset->rules()) known.insert(ri.name);
+
+    const YAML::Node tests = root["tests"];
+    if (!tests || !tests.IsSequence()) bad(root, "'tests' must be a list");
+    for (const auto& t : tests) {
+      if (!t.IsMap()) bad(t, "a test must be a map");
+      std::string name = t["name"] ? scalar(t["name"], "name") : "";
+      if (name.empty()) bad(t, "a test needs a 'name'");
+      int line = t.Mark().line + 1;
+      Expectation whole = expectation(t["expect"]);
+      for (const auto* list : {&whole.fire, &whole.not_fire}) {
+        for (const auto& r : *list) {
+          if (!known.count(r)) bad(t["expect"], "test '" + name + "' names rule '" + r + "', which the rules files do not define");
+        }
+      }
+      const YAML::Node events = t["events"];
+      if (!events || !events.IsSequence() || events.size() == 0) bad(t, "test '" + name + "' has no events");
+
+      state::Config cfg;
+      cfg.live = false;
+      state::State st(cfg);
+      Context base_ctx{t["process"], t["parents"], t["container"], t["pod"]};
+      std::uint64_t ts = kFirstEventNs;
+      bool first = true;
+      bool ok = true;
+      std::vector<event::Alert> all;
+      // Processes are injected when first seen or when the test changes them, so
+      // facts the state learns from events (proc.gpu.compute) carry over.
+      std::map<std::uint32_t, state::Process> injected;
+      auto inject = [&](state::Process p) {
+        if (!p.start_ts_ns) p.start_ts_ns = kFirstEventNs;
+        auto it = injected.find(p.pid);
+        if (it != injected.end() && same(it->second, p)) return;
+        injected[p.pid] = p;
+        st.upsert_process(std::move(p));
+      };
+      for (const auto& e : events) {
+        if (!e.IsMap() || !e["type"]) bad(e, "an event must be a map with a 'type'");
+        Context c{merged(base_ctx.process, e["process"]), e["parents"] ? e["parents"] : base_ctx.parents,
+                  e["container"] ? e["container"] : base_ctx.container, e["pod"] ? e["pod"] : base_ctx.pod};
+        Built b = build_context(c);
+        if (e["time_ns"]) ts = number(e["time_ns"], "time_ns");
+        else if (!first) ts += 1000000;
+        first = false;
+        if (b.container) st.upsert_container(*b.container);
+        if (b.pod) st.upsert_pod(*b.pod);
+        for (auto it = b.parents.rbegin(); it != b.parents.rend(); ++it) inject(*it);
+        inject(b.proc);
+        event::Event ev = make_event(e, b, ts);
+        st.apply(ev);
+        state::EvalContext ctx = st.enrich(ev);
+        std::vector<event::Alert> alerts;
+        lr.ruleset->evaluate(ctx, alerts);
+        st.after(ev);
+        Expectation per = expectation(e["expect"]);
+        check(per, alerts, path, e.Mark().line + 1, name, "event: ", rep, ok);
+        all.insert(all.end(), alerts.begin(), alerts.end());
+      }
+      check(whole, all, path, line, name, "", rep, ok);
+      ++rep.tests;
+      if (ok) ++rep.passed;
+      else ++rep.failed;
+    }
+  } catch (const BadTest& b) {
+    problem(b.mark.line >= 0 ? b.mark.line + 1 : 0, b.mark.column >= 0 ? b.mark.column + 1 : 0, b.message);
+  } catch (const YAML::Exception& e) {
+    problem(e.mark.line + 1, e.mark.column + 1, "invalid test file: " + e.msg);
+  }
+}
+
+}  // namespace
+
+RuleTestReport run_rule_tests(const std::vector<std::string>& files) {
+  RuleTestReport rep;
+  for (const auto& f : files) run_file(f, rep);
+  return rep;
+}
+
+}  // namespace vigil::rules

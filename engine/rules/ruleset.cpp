@@ -1,0 +1,603 @@
+#include "engine/rules/ruleset.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "engine/rules/ast.h"
+#include "engine/rules/compiler.h"
+#include "engine/rules/document.h"
+#include "engine/rules/fields.h"
+
+namespace vigil::rules {
+
+struct Ruleset::Rule {
+  std::string name;
+  std::string desc;
+  event::Priority priority = event::Priority::kWarning;
+  std::vector<std::string> tags;
+  std::string source;
+  bool enabled = true;
+  std::unique_ptr<Expr> expr;
+  OutputFormat output;
+  std::vector<std::size_t> output_fields;  // token indexes, first occurrence of each name
+  std::uint32_t mask = 0;
+  std::string file;
+  int line = 0;
+};
+
+Ruleset::Ruleset() = default;
+Ruleset::~Ruleset() = default;
+
+// ---------------------------------------------------------------- uuid
+
+std::string alert_uuid(const event::Event& ev, std::string_view rule) {
+  auto fnv = [](std::uint64_t h, const void* data, std::size_t n) {
+    const auto* p = static_cast<const unsigned char*>(data);
+    for (std::size_t i = 0; i < n; ++i) {
+      h ^= p[i];
+      h *= 0x100000001b3ull;
+    }
+    return h;
+  };
+  auto mix = [](std::uint64_t z) {  // splitmix64 finaliser
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  };
+  std::uint64_t h[2] = {0xcbf29ce484222325ull, 0x84222325cbf29ce4ull};
+  for (auto& x : h) {
+    x = fnv(x, &ev.hdr.ts_ns, sizeof ev.hdr.ts_ns);
+    x = fnv(x, &ev.hdr.pid, sizeof ev.hdr.pid);
+    x = fnv(x, &ev.hdr.tid, sizeof ev.hdr.tid);
+    auto t = static_cast<std::uint8_t>(ev.hdr.type);
+    x = fnv(x, &t, 1);
+    x = fnv(x, rule.data(), rule.size());
+  }
+  h[0] = mix(h[0]);
+  h[1] = mix(h[1] ^ h[0]);
+  unsigned char b[16];
+  for (int i = 0; i < 8; ++i) {
+    b[i] = static_cast<unsigned char>(h[0] >> (56 - 8 * i));
+    b[8 + i] = static_cast<unsigned char>(h[1] >> (56 - 8 * i));
+  }
+  b[6] = static_cast<unsigned char>((b[6] & 0x0f) | 0x80);  // version 8 (custom)
+  b[8] = static_cast<unsigned char>((b[8] & 0x3f) | 0x80);  // RFC 4122 variant
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string s;
+  s.reserve(36);
+  for (int i = 0; i < 16; ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) s += '-';
+    s += kHex[b[i] >> 4];
+    s += kHex[b[i] & 15];
+  }
+  return s;
+}
+
+// ---------------------------------------------------------------- evaluate
+
+namespace {
+
+event::FieldValue typed_value(FieldType t, const Extracted& e, Arena& a) {
+  if (e.n == 0) return std::monostate{};
+  switch (t) {
+    case FieldType::kInt: return e.v[0].i;
+    case FieldType::kUint: return static_cast<std::uint64_t>(e.v[0].i);
+    case FieldType::kBool: return e.v[0].b;
+    case FieldType::kList: {
+      std::vector<std::string> v;
+      for (std::size_t i = 0; i < e.n; ++i) v.emplace_back(e.v[i].s);
+      return v;
+    }
+    default: return std::string(render_value(t, e, a));
+  }
+}
+
+}  // namespace
+
+void Ruleset::evaluate(const state::EvalContext& ctx, std::vector<event::Alert>& out) const noexcept {
+  if (!ctx.ev) return;
+  auto t = static_cast<std::size_t>(ctx.ev->hdr.type);
+  if (t >= static_cast<std::size_t>(event::Type::kCount)) return;
+  const auto& idx = index_[t];
+  if (idx.empty()) return;
+  Arena arena;
+  ExtractCtx x{&ctx, &arena};
+  for (auto i : idx) {
+    const Rule& r = *rules_[i];
+    arena.reset();
+    if (!r.expr->eval(x)) continue;
+    try {
+      event::Alert a;
+      a.time_ns = ctx.ev->hdr.ts_ns;
+      a.rule = r.name;
+      a.priority = r.priority;
+      a.hostname = hostname_;
+      a.source = r.source;
+      a.tags = r.tags;
+      a.uuid = alert_uuid(*ctx.ev, r.name);
+      const auto& toks = r.output.tokens();
+      std::vector<event::FieldValue> values(toks.size());
+      for (std::size_t k = 0; k < toks.size(); ++k) {
+        const auto& tok = toks[k];
+        if (!tok.is_field) {
+          a.output += tok.literal;
+          continue;
+        }
+        arena.reset();
+        Extracted e;
+        FieldType ft = tok.type;
+        if (tok.field.def) ft = extract_field(x, tok.field, tok.transformers, e);
+        a.output += render_value(ft, e, arena);
+        values[k] = typed_value(ft, e, arena);
+      }
+      for (auto k : r.output_fields) a.output_fields.emplace_back(toks[k].name, std::move(values[k]));
+      out.push_back(std::move(a));
+    } catch (...) {
+      // Out of memory while building an alert: drop it rather than stop the pipeline.
+    }
+  }
+}
+
+std::set<event::Type> Ruleset::event_types() const {
+  std::set<event::Type> s;
+  for (std::size_t t = 0; t < static_cast<std::size_t>(event::Type::kCount); ++t) {
+    if (!index_[t].empty()) s.insert(static_cast<event::Type>(t));
+  }
+  return s;
+}
+
+std::vector<std::string> Ruleset::open_path_prefixes() const { return open_prefixes_; }
+
+namespace {
+std::vector<std::string> mask_names(std::uint32_t mask) {
+  std::vector<std::string> v;
+  for (unsigned t = 1; t < static_cast<unsigned>(event::Type::kCount); ++t) {
+    if ((mask >> t) & 1u) v.emplace_back(event::type_name(static_cast<event::Type>(t)));
+  }
+  return v;
+}
+}  // namespace
+
+std::vector<RuleInfo> Ruleset::rules() const {
+  std::vector<RuleInfo> v;
+  for (const auto& r : rules_) {
+    RuleInfo i;
+    i.name = r->name;
+    i.desc = r->desc;
+    i.priority = r->priority;
+    i.tags = r->tags;
+    i.source = r->source;
+    i.enabled = r->enabled;
+    i.event_types = mask_names(r->mask);
+    i.file = r->file;
+    i.line = r->line;
+    v.push_back(std::move(i));
+  }
+  return v;
+}
+
+// ---------------------------------------------------------------- builder
+
+namespace {
+
+std::string trim(std::string_view s) {
+  std::size_t b = 0, e = s.size();
+  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
+  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
+  return std::string(s.substr(b, e - b));
+}
+
+// A list item as written: quotes around it are removed ('"sh -c x"' -> sh -c x).
+std::string list_item(std::string s) {
+  if (s.size() >= 2 && ((s.front() == '"' && s.back() == '"') || (s.front() == '\'' && s.back() == '\''))) {
+    return s.substr(1, s.size() - 2);
+  }
+  return s;
+}
+
+std::string snippet(std::string_view cond, std::size_t off) {
+  if (off == SIZE_MAX || off > cond.size()) return "";
+  std::size_t from = off > 30 ? off - 30 : 0;
+  std::string s(cond.substr(from, 60));
+  for (char& c : s) if (c == '\n' || c == '\t') c = ' ';
+  return " (at offset " + std::to_string(off) + ": '" + s + "')";
+}
+
+bool op_from_text(std::string_view s, Op& op) {
+  static constexpr std::pair<std::string_view, Op> kOps[] = {
+      {"=", Op::kEq}, {"==", Op::kEq}, {"!=", Op::kNe}, {"<", Op::kLt}, {"<=", Op::kLe},
+      {">", Op::kGt}, {">=", Op::kGe}, {"contains", Op::kContains}, {"icontains", Op::kIContains},
+      {"bcontains", Op::kBContains}, {"startswith", Op::kStartsWith},
+      {"bstartswith", Op::kBStartsWith}, {"endswith", Op::kEndsWith}, {"glob", Op::kGlob},
+      {"iglob", Op::kIGlob}, {"regex", Op::kRegex}, {"in", Op::kIn},
+      {"intersects", Op::kIntersects}, {"pmatch", Op::kPMatch}};
+  for (const auto& [n, o] : kOps) {
+    if (n == s) { op = o; return true; }
+  }
+  return false;
+}
+
+Value exception_rhs(const ExceptionValue& ev, Op op) {
+  Value v;
+  if (ev.is_list) {
+    v.kind = Value::Kind::kList;
+    for (const auto& s : ev.items) {
+      Value i;
+      i.text = list_item(s);
+      i.bare = true;
+      v.items.push_back(std::move(i));
+    }
+    return v;
+  }
+  // A transformer or val() on the right: a field-to-field comparison.
+  std::string_view t = ev.text;
+  auto paren = t.find('(');
+  if (paren != std::string_view::npos && !t.empty() && t.back() == ')') {
+    auto head = t.substr(0, paren);
+    FieldExpr f;
+    std::string err;
+    if (head == "val" && parse_field_expr(t.substr(paren + 1, t.size() - paren - 2), f, err)) {
+      v.kind = Value::Kind::kField;
+      v.field = f;
+      return v;
+    }
+    if ((head == "tolower" || head == "toupper" || head == "b64" || head == "basename" || head == "len") &&
+        parse_field_expr(t, f, err)) {
+      v.kind = Value::Kind::kField;
+      v.field = f;
+      return v;
+    }
+  }
+  if (op_takes_list(op)) {
+    v.kind = Value::Kind::kList;
+    Value i;
+    i.text = ev.text;
+    i.bare = true;
+    v.items.push_back(std::move(i));
+    return v;
+  }
+  v.text = ev.text;
+  return v;
+}
+
+NodePtr make_node(Node::Kind k) {
+  auto n = std::make_unique<Node>();
+  n->kind = k;
+  return n;
+}
+
+// Builds `not (tuple1 or tuple2 ...)` for the rule's exceptions; null when none apply.
+NodePtr exceptions_node(const RuleDef& r, Diagnostics& d, bool& ok) {
+  const std::string lbl = "rule '" + r.name + "'";
+  auto any = make_node(Node::Kind::kOr);
+  for (const auto& e : r.exceptions) {
+    if (e.fields.empty()) {
+      d.error(code::kException, e.pos, lbl, "exception '" + e.name + "' has no fields");
+      ok = false;
+      continue;
+    }
+    std::vector<FieldExpr> fields;
+    for (const auto& f : e.fields) {
+      FieldExpr fe;
+      std::string err;
+      if (!parse_field_expr(f, fe, err)) {
+        d.error(code::kException, e.pos, lbl, "exception '" + e.name + "': bad field '" + f + "': " + err);
+        ok = false;
+        return nullptr;
+      }
+      fields.push_back(fe);
+    }
+    std::vector<Op> ops;
+    if (e.fields_is_list) {
+      if (e.has_comps && e.comps.size() != e.fields.size()) {
+        d.error(code::kException, e.pos, lbl, "exception '" + e.name + "': fields and comps differ in length");
+        ok = false;
+        continue;
+      }
+      for (std::size_t i = 0; i < e.fields.size(); ++i) {
+        Op op = Op::kEq;
+        if (e.has_comps && !op_from_text(e.comps[i], op)) {
+          d.error(code::kException, e.pos, lbl, "exception '" + e.name + "': unknown comparison '" + e.comps[i] + "'");
+          ok = false;
+          return nullptr;
+        }
+        ops.push_back(op);
+      }
+    } else {
+      Op op = Op::kIn;
+      if (e.has_comps && (e.comps.size() != 1 || !op_from_text(e.comps[0], op) || !op_takes_list(op))) {
+        d.error(code::kException, e.pos, lbl,
+                "exception '" + e.name + "': with a single field, comps must be in, pmatch or intersects");
+        ok = false;
+        continue;
+      }
+      ops.push_back(op);
+    }
+    if (!e.fields_is_list) {
+      if (e.values.empty()) continue;
+      auto chk = make_node(Node::Kind::kCheck);
+      chk->field = fields[0];
+      chk->op = ops[0];
+      chk->value.kind = Value::Kind::kList;
+      for (const auto& tuple : e.values) {
+        for (const auto& v : tuple) {
+          Value rhs = exception_rhs(v, ops[0]);
+          for (auto& i : rhs.items) chk->value.items.push_back(std::move(i));
+        }
+      }
+      any->children.push_back(std::move(chk));
+      continue;
+    }
+    for (const auto& tuple : e.values) {
+      if (tuple.size() != fields.size()) {
+        d.error(code::kException, e.pos, lbl,
+                "exception '" + e.name + "': a value tuple has " + std::to_string(tuple.size()) +
+                    " elements, fields has " + std::to_string(fields.size()));
+        ok = false;
+        continue;
+      }
+      auto all = make_node(Node::Kind::kAnd);
+      for (std::size_t i = 0; i < fields.size(); ++i) {
+        auto chk = make_node(Node::Kind::kCheck);
+        chk->field = fields[i];
+        chk->op = ops[i];
+        chk->value = exception_rhs(tuple[i], ops[i]);
+        if (!op_takes_list(ops[i]) && chk->value.kind == Value::Kind::kList) {
+          d.error(code::kException, e.pos, lbl, "exception '" + e.name + "': a list value needs in, pmatch or intersects");
+          ok = false;
+          return nullptr;
+        }
+        all->children.push_back(std::move(chk));
+      }
+      if (all->children.size() == 1) any->children.push_back(std::move(all->children[0]));
+      else any->children.push_back(std::move(all));
+    }
+  }
+  if (any->children.empty()) return nullptr;
+  auto n = make_node(Node::Kind::kNot);
+  if (any->children.size() == 1) n->children.push_back(std::move(any->children[0]));
+  else n->children.push_back(std::move(any));
+  return n;
+}
+
+}  // namespace
+
+class RulesetBuilder {
+ public:
+  static LoadResult build(const Collector& col, Diagnostics& d, const LoadOptions& opts) {
+    LoadResult res;
+    auto rs = std::make_unique<Ruleset>();
+    rs->hostname_ = opts.hostname;
+    const FieldCatalog& cat = FieldCatalog::builtin();
+
+    ListMap lists;
+    for (const auto& l : col.lists()) {
+      std::vector<std::string> items;
+      items.reserve(l.items.size());
+      for (const auto& i : l.items) items.push_back(list_item(i));
+      lists[l.name] = std::move(items);
+    }
+    MacroMap macros;
+    for (const auto& m : col.macros()) {
+      auto pr = parse_condition(m.condition);
+      MacroDef def;
+      if (!pr.ok()) {
+        d.error(code::kConditionSyntax, m.condition_pos, "macro '" + m.name + "'",
+                pr.error.message + snippet(m.condition, pr.error.offset));
+      } else {
+        def.ast = std::move(pr.root);
+      }
+      macros[m.name] = std::move(def);
+    }
+    // Unused macros and lists (syntactic references from rules, macros and lists).
+    std::set<std::string> used_macros, used_lists;
+    std::vector<NodePtr> rule_asts;
+
+    for (const auto& r : col.rules()) {
+      const std::string lbl = "rule '" + r.name + "'";
+      auto pr = parse_condition(r.condition);
+      if (!pr.ok()) {
+        d.error(code::kConditionSyntax, r.condition_pos, lbl, pr.error.message + snippet(r.condition, pr.error.offset));
+        continue;
+      }
+      collect_macro_refs(*pr.root, used_macros);
+      collect_list_refs(*pr.root, lists, used_lists);
+      if (r.source != "syscall") {
+        d.warning(code::kUnknownSource, r.pos, lbl, "source '" + r.source + "' is not one vigil has; rule skipped");
+        ++res.skipped;
+        continue;
+      }
+      bool ok = true;
+      NodePtr root = std::move(pr.root);
+      NodePtr exc = exceptions_node(r, d, ok);
+      if (!ok) continue;
+      if (exc) {
+        collect_list_refs(*exc, lists, used_lists);
+        auto both = make_node(Node::Kind::kAnd);
+        both->children.push_back(std::move(root));
+        both->children.push_back(std::move(exc));
+        root = std::move(both);
+      }
+      CompileResult cr = compile_condition(std::move(root), macros, lists, cat);
+      for (std::size_t i = 0; i < cr.errors.size(); ++i) {
+        d.error(cr.error_codes[i], r.condition_pos, lbl, cr.errors[i].message);
+      }
+      if (!cr.errors.empty()) continue;
+      if (!cr.unknown_fields.empty()) {
+        std::string names;
+        for (const auto& f : cr.unknown_fields) names += (names.empty() ? "" : ", ") + f;
+        d.warning(code::kUnknownField, r.condition_pos, lbl,
+                  "unknown field " + names + (r.skip_if_unknown_filter ? " (skip-if-unknown-filter)" : "") +
+                      ": vigil does not collect it; rule skipped");
+        ++res.skipped;
+        continue;
+      }
+      for (const auto& t : cr.unknown_evttypes) {
+        d.warning(code::kUnknownEvtType, r.condition_pos, lbl, "unknown event type '" + t + "' never matches");
+      }
+      std::uint32_t mask = cr.expr->type_mask();
+      if (mask == 0) {
+        d.warning(code::kNeverMatches, r.condition_pos, lbl,
+                  "the condition only matches event types vigil does not collect: the rule loads but never fires");
+      }
+      if (mask == kAllTypesMask && r.warn_evttypes) {
+        d.warning(code::kNoEvttype, r.condition_pos, lbl,
+                  "the condition does not restrict evt.type: it runs for every event");
+      }
+      std::vector<std::string> unknown_out;
+      std::string oerr;
+      OutputFormat of = OutputFormat::parse(trim(r.output), cat, unknown_out, oerr);
+      if (!oerr.empty()) {
+        d.error(code::kOutputSyntax, r.output_pos, lbl, oerr);
+        continue;
+      }
+      for (const auto& f : unknown_out) {
+        d.warning(code::kOutputField, r.output_pos, lbl, "unknown field '" + f + "' in output prints <NA>");
+      }
+      auto rule = std::make_unique<Ruleset::Rule>();
+      rule->name = r.name;
+      rule->desc = trim(r.desc);
+      rule->priority = r.priority;
+      rule->tags = r.tags;
+      rule->source = r.source;
+      rule->enabled = r.enabled;
+      if (opts.disabled_rules.count(r.name)) rule->enabled = false;
+      for (const auto& t : r.tags) {
+        if (opts.disabled_tags.count(t)) rule->enabled = false;
+      }
+      if (static_cast<int>(r.priority) > static_cast<int>(opts.min_priority)) rule->enabled = false;
+      if (opts.enabled_rules.count(r.name)) rule->enabled = true;
+      rule->expr = std::move(cr.expr);
+      rule->output = std::move(of);
+      std::set<std::string> seen;
+      const auto& toks = rule->output.tokens();
+      for (std::size_t k = 0; k < toks.size(); ++k) {
+        if (toks[k].is_field && seen.insert(toks[k].name).second) rule->output_fields.push_back(k);
+      }
+      rule->mask = mask;
+      rule->file = r.pos.file;
+      rule->line = r.pos.line;
+      rs->rules_.push_back(std::move(rule));
+      ++res.loaded;
+    }
+    for (const auto& m : col.macros()) {
+      if (macros[m.name].ast) {
+        collect_macro_refs(*macros[m.name].ast, used_macros);
+        collect_list_refs(*macros[m.name].ast, lists, used_lists);
+      }
+    }
+    for (const auto& l : col.lists()) {
+      for (const auto& i : lists[l.name]) {
+        if (i != l.name && lists.count(i)) used_lists.insert(i);
+      }
+    }
+    for (const auto& m : col.macros()) {
+      if (!used_macros.count(m.name)) d.warning(code::kUnusedMacro, m.pos, "macro '" + m.name + "'", "macro is not used");
+    }
+    for (const auto& l : col.lists()) {
+      if (!used_lists.count(l.name)) d.warning(code::kUnusedList, l.pos, "list '" + l.name + "'", "list is not used");
+    }
+
+    // Index by event type; gather the open filter's prefixes.
+    std::set<std::string> prefixes;
+    for (std::uint32_t i = 0; i < rs->rules_.size(); ++i) {
+      const auto& r = *rs->rules_[i];
+      if (!r.enabled) continue;
+      for (unsigned t = 1; t < static_cast<unsigned>(event::Type::kCount); ++t) {
+        if ((r.mask >> t) & 1u) rs->index_[t].push_back(i);
+      }
+      if ((r.mask >> static_cast<unsigned>(event::Type::kOpen)) & 1u) {
+        std::vector<std::string> p;
+        if (r.expr->path_prefixes(p)) prefixes.insert(p.begin(), p.end());
+        else rs->open_any_path_ = true;
+      }
+    }
+    rs->open_prefixes_.assign(prefixes.begin(), prefixes.end());
+
+    res.errors = d.error_count();
+    if (res.errors == 0) res.ruleset = std::shared_ptr<const Ruleset>(rs.release());
+    return res;
+  }
+};
+
+namespace {
+
+bool has_yaml_ext(const std::filesystem::path& p) {
+  auto e = p.extension().string();
+  return e == ".yaml" || e == ".yml";
+}
+
+}  // namespace
+
+LoadResult load_rules_text(const std::vector<std::pair<std::string, std::string>>& files,
+                           const LoadOptions& opts) {
+  Diagnostics d;
+  Collector col;
+  for (const auto& [name, text] : files) {
+    for (const auto& item : read_rules_yaml(text, name, d)) col.apply(item, d);
+  }
+  LoadResult r = RulesetBuilder::build(col, d, opts);
+  r.diagnostics = d.take();
+  return r;
+}
+
+LoadResult load_rules(const std::vector<std::string>& paths, const LoadOptions& opts) {
+  Diagnostics d;
+  std::vector<std::pair<std::string, std::string>> files;
+  namespace fs = std::filesystem;
+  auto read_file = [&](const fs::path& p) {
+    std::error_code ec;
+    auto size = fs::file_size(p, ec);
+    if (ec) {
+      d.error(code::kFileRead, Pos{p.string(), 0, 0}, "", "cannot read: " + ec.message());
+      return;
+    }
+    if (size > opts.max_file_bytes) {
+      d.error(code::kFileRead, Pos{p.string(), 0, 0}, "",
+              "file is larger than " + std::to_string(opts.max_file_bytes) + " bytes");
+      return;
+    }
+    std::ifstream in(p, std::ios::binary);
+    if (!in) {
+      d.error(code::kFileRead, Pos{p.string(), 0, 0}, "", "cannot open file");
+      return;
+    }
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    files.emplace_back(p.string(), ss.str());
+  };
+  for (const auto& path : paths) {
+    std::error_code ec;
+    fs::path p(path);
+    if (fs::is_directory(p, ec)) {
+      std::vector<fs::path> entries;
+      for (fs::directory_iterator it(p, ec), end; !ec && it != end; it.increment(ec)) {
+        if (has_yaml_ext(it->path()) && it->is_regular_file(ec)) entries.push_back(it->path());
+      }
+      if (ec) d.error(code::kFileRead, Pos{path, 0, 0}, "", "cannot list directory: " + ec.message());
+      std::sort(entries.begin(), entries.end());
+      for (const auto& e : entries) read_file(e);
+    } else if (fs::exists(p, ec)) {
+      read_file(p);
+    } else {
+      d.error(code::kFileRead, Pos{path, 0, 0}, "", "no such file or directory");
+    }
+  }
+  Collector col;
+  for (const auto& [name, text] : files) {
+    for (const auto& item : read_rules_yaml(text, name, d)) col.apply(item, d);
+  }
+  LoadResult r = RulesetBuilder::build(col, d, opts);
+  r.diagnostics = d.take();
+  return r;
+}
+
+std::string summary_line(const LoadResult& r) {
+  return "rules: " + std::to_string(r.loaded) + " loaded, " + std::to_string(r.skipped) +
+         " skipped, " + std::to_string(r.errors) + " errors";
+}
+
+}  // namespace vigil::rules

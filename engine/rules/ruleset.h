@@ -1,0 +1,112 @@
+// The rule engine's public API: load rules files into an immutable, compiled
+// Ruleset indexed by event type, and evaluate it for one event.
+//
+//   vigil::rules::LoadOptions opts;
+//   auto r = vigil::rules::load_rules({"/etc/vigil/rules"}, opts);
+//   for (const auto& d : r.diagnostics) std::cerr << d.to_string() << "\n";
+//   if (!r.ruleset) return 2;
+//   std::vector<vigil::event::Alert> alerts;
+//   r.ruleset->evaluate(ctx, alerts);
+//
+// A reload builds a new Ruleset; the pipeline swaps the shared_ptr atomically
+// and keeps the previous one when the new load has errors.
+//
+// Thread-safety: a Ruleset is immutable; evaluate() is const and may run on
+// several threads at once. load_rules() is reentrant.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/event/alert.h"
+#include "engine/event/event.h"
+#include "engine/rules/diagnostic.h"
+#include "engine/state/model.h"
+
+namespace vigil::rules {
+
+class Expr;
+class OutputFormat;
+
+struct LoadOptions {
+  std::set<std::string> disabled_tags;   // rules with any of these tags are disabled
+  std::set<std::string> disabled_rules;  // by name
+  std::set<std::string> enabled_rules;   // by name: enabled even if the file disables them
+  event::Priority min_priority = event::Priority::kDebug;  // less severe rules are disabled
+  std::string hostname;                  // copied into every alert
+  std::size_t max_file_bytes = 32u << 20;
+};
+
+// What `rules list` shows about one rule.
+struct RuleInfo {
+  std::string name;
+  std::string desc;
+  event::Priority priority = event::Priority::kWarning;
+  std::vector<std::string> tags;
+  std::string source;
+  bool enabled = true;
+  std::vector<std::string> event_types;  // evt.type names it is indexed under
+  std::string file;
+  int line = 0;
+};
+
+class Ruleset {
+ public:
+  struct Rule;
+  Ruleset();
+  ~Ruleset();
+  Ruleset(const Ruleset&) = delete;
+  Ruleset& operator=(const Ruleset&) = delete;
+
+  // Appends an Alert for every enabled rule the event matches (in load order).
+  // Allocates only when a rule matches. Never throws; an alert that cannot be
+  // built for lack of memory is dropped.
+  void evaluate(const state::EvalContext& ctx, std::vector<event::Alert>& out) const noexcept;
+
+  // Event types at least one enabled rule is indexed under (the sensor
+  // attaches only the hooks these need).
+  std::set<event::Type> event_types() const;
+  // Literal paths/prefixes the enabled open rules compare fd.name/fd.directory
+  // with, for the in-kernel open filter; open_any_path() is true when some
+  // open rule may match a path outside them (then every open is needed).
+  std::vector<std::string> open_path_prefixes() const;
+  bool open_any_path() const { return open_any_path_; }
+
+  std::vector<RuleInfo> rules() const;
+  std::size_t size() const { return rules_.size(); }
+
+ private:
+  friend class RulesetBuilder;
+  std::vector<std::unique_ptr<Rule>> rules_;
+  std::vector<std::uint32_t> index_[static_cast<std::size_t>(event::Type::kCount)];
+  std::vector<std::string> open_prefixes_;
+  bool open_any_path_ = false;
+  std::string hostname_;
+};
+
+struct LoadResult {
+  std::shared_ptr<const Ruleset> ruleset;  // null when any error
+  std::vector<Diagnostic> diagnostics;     // errors and warnings, in file order
+  std::size_t loaded = 0, skipped = 0, errors = 0;
+};
+
+// Loads files and directories (a directory: its *.yaml/*.yml files, sorted by
+// name) in order, as one rule set.
+LoadResult load_rules(const std::vector<std::string>& paths, const LoadOptions& opts);
+
+// Loads rules from text (tests, fuzzing). `name` stands for the file name.
+LoadResult load_rules_text(const std::vector<std::pair<std::string, std::string>>& files,
+                           const LoadOptions& opts);
+
+// The Alert uuid: a version-8 UUID hashed from the event (ts, pid, tid, type)
+// and the rule name, so a replay of a capture gives the live run's uuid.
+std::string alert_uuid(const event::Event& ev, std::string_view rule);
+
+// The summary line `vigil rules validate` prints.
+std::string summary_line(const LoadResult& r);
+
+}  // namespace vigil::rules
