@@ -222,12 +222,12 @@ GpuAllocation resolve_allocation(const PodContainer& pc, const NvidiaInfo& info)
       } else if (idx <= kNvidiaMaxGpuMinor) {
         minor = idx;
       }
-    } else if (id.substr(0, 8) == "MIG-GPU-") {
+    } else if (lower(id.substr(0, 8)) == "mig-gpu-") {
       // Legacy MIG id: MIG-GPU-<uuid>/<gi>/<ci>.
       std::string_view uuid = id.substr(4);
       uuid = uuid.substr(0, uuid.find('/'));
       minor = minor_of_uuid(uuid, info);
-    } else if (id.substr(0, 4) == "GPU-") {
+    } else if (lower(id.substr(0, 4)) == "gpu-") {
       minor = minor_of_uuid(id, info);
     }
     if (minor) {
