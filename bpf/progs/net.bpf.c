@@ -383,7 +383,7 @@ static __always_inline int on_tcp_egress(struct __sk_buff *skb, struct vg_l4 *l)
   }
   if (len == 0 || len > VG_PAYLOAD_MAX)
     return 1;
-  __u64 n = VG_SIZE_BOUND(len, 1023);
+  __u64 n = VG_SIZE_BOUND(len, 4095); /* VG_PAYLOAD_MAX - 1 */
   if (bpf_skb_load_bytes(skb, off, buf + sizeof(*e), n) != 0) {
     vg_drop(VG_DROP_READ_FAIL);
     return 1;

@@ -59,7 +59,7 @@ enum vg_drop {
 #define VG_UNIX_PATH_MAX 108   /* sizeof(sun_path) */
 #define VG_XID_MSG_MAX 512
 #define VG_DNS_MAX 512         /* DNS message bytes copied from a packet */
-#define VG_PAYLOAD_MAX 1024    /* upper bound of Config::payload_bytes */
+#define VG_PAYLOAD_MAX 4096    /* upper bound of Config::payload_bytes */
 #define VG_OPEN_PREFIXES 16    /* path prefixes the open filter checks */
 #define VG_PREFIX_LEN 64
 

@@ -387,6 +387,24 @@ DropCounters Sensor::Impl::drops() const {
   return d;
 }
 
+std::string DropCounters::to_string() const {
+  std::string out;
+  auto add = [&](const char* name, std::uint64_t v) {
+    if (v == 0) return;
+    if (!out.empty()) out += ' ';
+    out += name;
+    out += '=';
+    out += std::to_string(v);
+  };
+  add("ringbuf_full", ringbuf_full);
+  add("truncated", truncated);
+  add("map_full", map_full);
+  add("read_failed", read_failed);
+  add("decode_failed", decode_failed);
+  add("kmsg_lost", kmsg_lost);
+  return out.empty() ? "none" : out;
+}
+
 Sensor::Sensor(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Sensor::~Sensor() = default;
 

@@ -28,7 +28,7 @@ struct Config {
   std::set<event::Type> event_types;            // from the ruleset; exec/fork/exit always on
   std::vector<std::string> open_path_prefixes;  // non-device paths the rules ask about
   std::size_t ringbuf_bytes = 8u << 20;
-  std::uint32_t payload_bytes = 256;            // at most 1024
+  std::uint32_t payload_bytes = 256;            // at most 4096
   std::chrono::milliseconds usage_interval{10000};
   std::string kmsg_path = "/dev/kmsg";          // tests may point elsewhere
 };
@@ -44,6 +44,8 @@ struct DropCounters {
   std::uint64_t total() const {
     return ringbuf_full + truncated + map_full + read_failed + decode_failed + kmsg_lost;
   }
+  // "ringbuf_full=3 truncated=10" (the nonzero reasons; "none" when all are 0).
+  std::string to_string() const;
 };
 
 class Sensor {

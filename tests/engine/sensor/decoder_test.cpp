@@ -1,4 +1,5 @@
 #include "engine/sensor/decoder.h"
+#include "engine/sensor/sensor.h"
 
 #include <sys/socket.h>
 
@@ -303,6 +304,43 @@ TEST(Decoder, PathAndArgHelpers) {
   EXPECT_EQ(split_args(S("a\0bc", 4)), (std::vector<std::string>{"a", "bc"}));
   EXPECT_TRUE(split_args("").empty());
   EXPECT_EQ(c_string(S("ab\0cd", 5)), "ab");
+}
+
+TEST(Decoder, PayloadAboveItsBoundIsRejected) {
+  vg_payload p{};
+  fill_hdr(&p.hdr, VG_PAYLOAD);
+  p.data_len = VG_PAYLOAD_MAX + 1;
+  EXPECT_FALSE(decode(record(p, std::string(VG_PAYLOAD_MAX + 1, 'x'))));
+}
+
+TEST(Decoder, DnsRecordCarriesServerByDirection) {
+  std::vector<std::uint8_t> q = {0, 7, 0x81, 0x80, 0, 1, 0, 0, 0, 0, 0, 0, 1, 'a', 0, 0, 1, 0, 1};
+  vg_dns d{};
+  fill_hdr(&d.hdr, VG_DNS);
+  d.family = AF_INET;
+  d.ingress = 1;
+  d.sport = 53;
+  d.dport = 40000;
+  d.saddr[0] = 10;
+  d.saddr[3] = 53;
+  d.dns_len = q.size();
+  auto ev = decode(record(d, std::string(q.begin(), q.end())));
+  ASSERT_TRUE(ev) << ev.error().message;
+  const auto* x = ev->as<event::DnsData>();
+  EXPECT_TRUE(x->is_response);
+  EXPECT_EQ(x->name, "a");
+  EXPECT_EQ(event::to_string(x->server), "10.0.0.53");
+  EXPECT_EQ(x->server_port, 53);
+}
+
+TEST(DropCounters, SumAndDescribe) {
+  DropCounters d;
+  EXPECT_EQ(d.total(), 0u);
+  EXPECT_EQ(d.to_string(), "none");
+  d.ringbuf_full = 3;
+  d.kmsg_lost = 1;
+  EXPECT_EQ(d.total(), 4u);
+  EXPECT_EQ(d.to_string(), "ringbuf_full=3 kmsg_lost=1");
 }
 
 TEST(Decoder, CommIsBoundedTo15Bytes) {

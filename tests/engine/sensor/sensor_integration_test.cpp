@@ -6,6 +6,7 @@
 #include <netinet/in.h>
 #include <sched.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/syscall.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
@@ -678,6 +679,74 @@ TEST(SensorIntegration, DnsQuestionAndAnswerWithALocalServer) {
   // The answer is attributed to the process that asked.
   EXPECT_EQ(r->hdr.pid, cpid);
   EXPECT_EQ(r->hdr.cgroup_id, cg.id);
+}
+
+
+TEST(SensorIntegration, ScriptExecReportsScriptAndInterpreter) {
+  REQUIRE_ROOT();
+  TempDir dir;
+  std::string script = dir.path + "/hello.sh";
+  std::ofstream(script) << "#!/bin/sh\nexit 0\n";
+  chmod(script.c_str(), 0755);
+  auto s = open_sensor(Config{});
+  ASSERT_TRUE(s);
+  Recorder rec(*s);
+  int status = 0;
+  pid_t child = run_child({script, "one"}, &status);
+  auto ev = rec.wait_for([&](const Event& e) {
+    return e.hdr.type == Type::kExec && e.hdr.pid == static_cast<std::uint32_t>(child);
+  });
+  ASSERT_TRUE(ev);
+  const auto* x = ev->as<event::ExecData>();
+  EXPECT_EQ(x->filename, script);
+  char real[4096] = {};
+  ASSERT_NE(realpath("/bin/sh", real), nullptr);
+  EXPECT_EQ(x->exe, real);  // the interpreter actually running
+  ASSERT_GE(x->args.size(), 2u);
+  EXPECT_EQ(x->args.back(), "one");
+}
+
+TEST(SensorIntegration, UnixSocketConnect) {
+  REQUIRE_ROOT();
+  TempDir dir;
+  std::string path = dir.path + "/sock";
+  Config cfg;
+  cfg.event_types = {Type::kConnect};
+  auto s = open_sensor(cfg);
+  ASSERT_TRUE(s);
+  Recorder rec(*s);
+  pid_t child = in_child([&] {
+    int ls = socket(AF_UNIX, SOCK_STREAM, 0);
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::strncpy(a.sun_path, path.c_str(), sizeof(a.sun_path) - 1);
+    if (bind(ls, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 || listen(ls, 1) != 0) return 1;
+    int c = socket(AF_UNIX, SOCK_STREAM, 0);
+    return connect(c, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 ? 0 : 2;
+  });
+  auto ev = rec.wait_for([&](const Event& e) {
+    auto* c = e.as<event::ConnectData>();
+    return c && e.hdr.pid == static_cast<std::uint32_t>(child) && c->family == AF_UNIX;
+  });
+  ASSERT_TRUE(ev) << "no unix connect";
+  EXPECT_EQ(ev->as<event::ConnectData>()->unix_path, path);
+  EXPECT_EQ(ev->as<event::ConnectData>()->proto, event::L4::kUnix);
+  EXPECT_EQ(ev->as<event::ConnectData>()->result, 0);
+}
+
+TEST(SensorIntegration, OnlyTheHooksTheRulesNeedAreAttached) {
+  REQUIRE_ROOT();
+  Config cfg;
+  cfg.event_types = {Type::kExec};
+  auto s = open_sensor(cfg);
+  ASSERT_TRUE(s);
+  auto att = s->attached();
+  for (const auto& h : att) {
+    EXPECT_EQ(h.rfind("syscalls:", 0), std::string::npos) << h << " attached although no rule needs it";
+    EXPECT_EQ(h.rfind("cgroup", 0), std::string::npos) << h;
+    EXPECT_EQ(h.find("raw_syscalls"), std::string::npos) << h;
+  }
+  EXPECT_EQ(att.size(), 3u);  // exec, fork, exit
 }
 
 }  // namespace
