@@ -190,6 +190,21 @@ struct {
   __type(value, struct vg_pending_ioctl);
 } ioctl_scratch SEC(".maps");
 
+/* RM control commands already reported for a process: each distinct command
+ * a process issues is sent once, so management commands (clocks, power, ECC,
+ * reset, MIG) are seen without a list of them in the kernel. */
+struct vg_ctl_key {
+  __u32 pid;
+  __u32 cmd;
+};
+
+struct {
+  __uint(type, BPF_MAP_TYPE_LRU_HASH);
+  __uint(max_entries, 65536);
+  __type(key, struct vg_ctl_key);
+  __type(value, __u8);
+} ctl_seen SEC(".maps");
+
 static __always_inline int is_compute_or_channel(__u32 cls)
 {
   switch (cls) {
@@ -296,7 +311,16 @@ int vg_enter_ioctl(struct trace_event_raw_sys_enter *ctx)
   int alloc = nr == NV_ESC_RM_ALLOC && !uvm && is_compute_or_channel(rm_class);
   if (alloc)
     iflags |= VG_IOCTL_ALLOC;
-  if (!first && !alloc)
+  int new_ctl = 0;
+  if (!uvm && nr == NV_ESC_RM_CONTROL && status_off) {
+    struct vg_ctl_key ck = {.pid = pid, .cmd = rm_control};
+    if (!bpf_map_lookup_elem(&ctl_seen, &ck)) {
+      __u8 one = 1;
+      bpf_map_update_elem(&ctl_seen, &ck, &one, BPF_ANY);
+      new_ctl = 1;
+    }
+  }
+  if (!first && !alloc && !new_ctl)
     return 0;
 
   __u32 zero = 0;

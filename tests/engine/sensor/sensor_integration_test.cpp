@@ -256,6 +256,11 @@ TEST(SensorIntegration, OpenAndIoctlOnAStandInNvidiaNode) {
     Nvos64 c{};
     c.hClass = 0x0080;  // NV01_DEVICE_0: counted, not sent
     for (int i = 0; i < 5; ++i) ioctl(fd, 0xC030462B, &c);
+    // NVOS54 (RM_CONTROL, 32 bytes): cmd @8. Each distinct command is sent
+    // once per process.
+    std::uint32_t ctl[8] = {};
+    ctl[2] = 0x20800112;  // NV2080_CTRL_CMD_GPU_SET_POWER
+    for (int i = 0; i < 3; ++i) ioctl(fd, 0xC020462A, ctl);
     close(fd);
     // /dev/null itself: a device, but not NVIDIA: its ioctls are ignored.
     int nfd = open("/dev/null", O_RDONLY);
@@ -308,6 +313,13 @@ TEST(SensorIntegration, OpenAndIoctlOnAStandInNvidiaNode) {
   for (const auto& en : usage->as<event::GpuUsageData>()->entries)
     if (en.nr == 0x2B) allocs += en.count;
   EXPECT_EQ(allocs, 7u);  // 1 + 1 (XFER, unwrapped) + 5
+  int ctl_events = 0;
+  rec.wait_for([&](const Event& e) {
+    auto* i = e.as<event::IoctlData>();
+    if (i && e.hdr.pid == cpid && i->nr == 0x2A && i->rm_control == 0x20800112) ++ctl_events;
+    return false;
+  }, 0);
+  EXPECT_EQ(ctl_events, 1) << "a control command is reported once per process";
   auto sent_device0 = rec.wait_for([&](const Event& e) {
     auto* i = e.as<event::IoctlData>();
     return i && e.hdr.pid == cpid && i->rm_class == 0x0080;
