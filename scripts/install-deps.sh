@@ -14,6 +14,7 @@ pkgs=(
   librdkafka-dev libcurl4-openssl-dev libssl-dev libzstd-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   iproute2 procps util-linux openssl python3 # integration tests: netns, stand-in servers
+  python3-h2                                 # state tests: stand-in kubelet pod-resources (gRPC/HTTP2)
   rsyslog kcat                               # output tests: real syslog and Kafka peers
 )
 missing=()

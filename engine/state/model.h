@@ -83,7 +83,7 @@ struct PodContainer {
   std::string name;
   std::string image;
   std::string id;                       // from status.containerStatuses (runtime prefix removed)
-  std::int64_t gpu_limit = 0;           // resources.limits["nvidia.com/gpu"]
+  std::int64_t gpu_limit = 0;           // resources.limits["nvidia.com/gpu"] (+ gpu.shared, mig-*)
   std::string nvidia_visible_devices;   // env NVIDIA_VISIBLE_DEVICES, "" if unset
   std::vector<std::string> gpu_devices; // device ids from the kubelet pod-resources API
   bool privileged = false;

@@ -1,6 +1,7 @@
 #include "engine/state/pods.h"
 
 #include <curl/curl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
@@ -52,22 +53,36 @@ std::map<std::string, std::string> string_map(const json& obj, const char* key) 
   return out;
 }
 
-std::int64_t gpu_quantity(const json& limits) {
-  const json* q = field(limits, "nvidia.com/gpu");
-  if (!q) return 0;
-  if (q->is_number_integer()) {
-    auto v = q->get<std::int64_t>();
+std::int64_t quantity(const json& q) {
+  if (q.is_number_integer()) {
+    auto v = q.get<std::int64_t>();
     return v > 0 && v < 1000000 ? v : 0;
   }
-  if (!q->is_string()) return 0;
-  const auto& s = q->get_ref<const std::string&>();
-  if (s.empty() || s.size() > 7) return 0;
+  if (!q.is_string()) return 0;
+  const auto& s = q.get_ref<const std::string&>();
+  if (s.empty() || s.size() > 6) return 0;
   std::int64_t v = 0;
   for (char c : s) {
     if (c < '0' || c > '9') return 0;
     v = v * 10 + (c - '0');
   }
   return v;
+}
+
+// NVIDIA GPUs asked for: nvidia.com/gpu, its shared variant (nvidia.com/gpu.shared)
+// and MIG slices of the mixed strategy (nvidia.com/mig-<profile>).
+std::int64_t gpu_quantity(const json& limits) {
+  if (!limits.is_object()) return 0;
+  std::int64_t total = 0;
+  std::size_t n = 0;
+  for (auto it = limits.begin(); it != limits.end() && ++n <= kMaxMapEntries; ++it) {
+    const std::string& k = it.key();
+    if (k == "nvidia.com/gpu" || k.rfind("nvidia.com/gpu.", 0) == 0 ||
+        k.rfind("nvidia.com/mig-", 0) == 0) {
+      total += quantity(it.value());
+    }
+  }
+  return total;
 }
 
 // "containerd://<id>" → "<id>"
@@ -554,7 +569,9 @@ bool PodWatcher::list(std::string* rv) {
     }
     for (const auto& item : *items) {
       auto p = pod_from(item);
-      if (p) pods.push_back(std::move(*p));
+      if (!p) continue;
+      annotate(*p);
+      pods.push_back(std::move(*p));
     }
     const json* meta = field(j, "metadata");
     std::string next = meta ? str(*meta, "continue") : "";
@@ -615,6 +632,7 @@ PodWatcher::WatchEnd PodWatcher::watch(std::string* rv) {
     PodUpdate u;
     if (type == "ADDED" || type == "MODIFIED") {
       u.kind = PodUpdate::Kind::kUpsert;
+      annotate(*pod);
       u.pod = std::move(*pod);
     } else if (type == "DELETED") {
       u.kind = PodUpdate::Kind::kDelete;
@@ -667,6 +685,32 @@ PodWatcher::WatchEnd PodWatcher::watch(std::string* rv) {
     return WatchEnd::kError;
   }
   return WatchEnd::kClosed;
+}
+
+void PodWatcher::annotate(Pod& pod) {
+  if (cfg_.pod_resources_socket.empty()) return;
+  bool wants = false;
+  for (const auto& c : pod.containers) {
+    if (c.gpu_limit > 0 || c.nvidia_visible_devices.rfind("/", 0) == 0) wants = true;
+  }
+  if (!wants) return;
+  auto now = std::chrono::steady_clock::now();
+  if (!assignments_valid_ || now - assignments_at_ >= cfg_.pod_resources_refresh) {
+    struct stat st{};
+    if (::stat(cfg_.pod_resources_socket.c_str(), &st) != 0) return;  // no kubelet API here
+    assignments_at_ = now;
+    auto r = list_pod_resources(cfg_.pod_resources_socket);
+    std::lock_guard<std::mutex> lock(mu_);
+    ++stats_.pod_resources_calls;
+    if (r) {
+      assignments_ = std::move(*r);
+      assignments_valid_ = true;
+    } else {
+      ++stats_.pod_resources_errors;
+      stats_.last_error = r.error().message;
+    }
+  }
+  if (assignments_valid_) apply_pod_resources(pod, assignments_);
 }
 
 void PodWatcher::sleep_backoff(int failures) {

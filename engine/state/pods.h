@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "engine/state/model.h"
+#include "engine/state/podresources.h"
 #include "engine/util/result.h"
 
 namespace vigil::state {
@@ -60,6 +61,10 @@ struct K8sConfig {
   std::chrono::milliseconds backoff_max{30000};
   std::chrono::seconds connect_timeout{10};
   int watch_timeout_s = 300;                // server-side timeoutSeconds of one WATCH
+  // The kubelet pod-resources socket, asked which GPU ids each GPU container
+  // got ("" = never ask). Absent socket: silently skipped.
+  std::string pod_resources_socket = "/var/lib/kubelet/pod-resources/kubelet.sock";
+  std::chrono::milliseconds pod_resources_refresh{2000};  // at most one List per interval
 };
 
 // Where the pod source comes from. Explicit settings win over the kubeconfig,
@@ -107,6 +112,8 @@ class PodWatcher {
     std::uint64_t relists_gone = 0;  // 410 Gone
     std::uint64_t errors = 0;        // failed requests
     std::uint64_t overflows = 0;     // queue overflows (each forces a relist)
+    std::uint64_t pod_resources_calls = 0;
+    std::uint64_t pod_resources_errors = 0;
     bool synced = false;             // a LIST succeeded at least once
     std::string last_error;
   };
@@ -136,6 +143,8 @@ class PodWatcher {
   void sleep_backoff(int failures);
   void note_error(std::string msg);
   std::string bearer_token() const;
+  // Fills gpu_devices from the kubelet pod-resources API (watcher thread).
+  void annotate(Pod& pod);
 
   K8sConfig cfg_;
   std::thread thread_;
@@ -146,6 +155,10 @@ class PodWatcher {
   std::deque<PodUpdate> queue_;  // guarded by mu_
   Stats stats_;                  // guarded by mu_
   std::mt19937_64 rng_;          // backoff jitter; watcher thread only
+  // Last pod-resources answer; watcher thread only.
+  std::vector<ContainerDeviceIds> assignments_;
+  std::chrono::steady_clock::time_point assignments_at_{};
+  bool assignments_valid_ = false;
   bool started_ = false;
 };
 

@@ -380,6 +380,54 @@ TEST_F(PodWatcherTest, OversizedListIsRefused) {
   EXPECT_TRUE(s.pods().empty());
 }
 
+TEST_F(PodWatcherTest, GpuDeviceIdsComeFromTheKubeletPodResourcesApi) {
+  std::string py;
+  for (const char* cand : {"python3", "/usr/bin/python3"}) {
+    if (run_cmd(std::string(cand) + " -c 'import h2'")) {
+      py = cand;
+      break;
+    }
+  }
+  if (py.empty()) GTEST_SKIP() << "python3-h2 is needed for the stand-in kubelet";
+  std::string sock = dir_.path() + "/kubelet.sock";
+  std::vector<std::string> args = {py, "tests/engine/state/podresources_stub.py", "--socket", sock,
+                                   "--log", dir_.path() + "/grpc.log", "--assign",
+                                   "ml/a/main=nvidia.com/gpu:GPU-aaaa"};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t kubelet = -1;
+  ASSERT_EQ(::posix_spawnp(&kubelet, py.c_str(), nullptr, nullptr, argv.data(), environ), 0);
+  for (int i = 0; i < 200 && ::access(sock.c_str(), F_OK) != 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  K8sConfig c = config();
+  c.pod_resources_socket = sock;
+  State s(state_config());
+  PodWatcher w(c);
+  ASSERT_TRUE(w.start().ok());
+  // Pod A asks for a GPU once MODIFIED (watch 1): its device ids are filled in.
+  bool got = drain_until(w, s, [&] {
+    const Pod* a = s.pod(kUidA);
+    return a && !a->containers.empty() && !a->containers[0].gpu_devices.empty();
+  });
+  w.stop();
+  ::kill(kubelet, SIGTERM);
+  ::waitpid(kubelet, nullptr, 0);
+  ASSERT_TRUE(got) << w.stats().last_error;
+  EXPECT_EQ(s.pod(kUidA)->containers[0].gpu_devices, std::vector<std::string>{"GPU-aaaa"});
+  EXPECT_GE(w.stats().pod_resources_calls, 1u);
+  EXPECT_EQ(w.stats().pod_resources_errors, 0u);
+}
+
+TEST(ParsePodJson, GpuLimitCountsSharedAndMigResources) {
+  auto r = parse_pod_json(R"({"metadata": {"uid": "u"}, "spec": {"containers": [
+      {"name": "a", "resources": {"limits": {"nvidia.com/mig-1g.10gb": "2", "nvidia.com/gpu.shared": 1,
+                                             "nvidia.com/gpux": "5", "cpu": "4"}}}]}})");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->containers[0].gpu_limit, 3);
+}
+
 TEST(PodWatcher, RejectsNonHttpUrl) {
   K8sConfig c;
   c.api_url = "file:///etc/passwd";

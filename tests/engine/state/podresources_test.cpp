@@ -1,0 +1,151 @@
+#include "engine/state/podresources.h"
+
+#include <signal.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <gtest/gtest.h>
+#include <string>
+#include <thread>
+
+#include "tests/engine/state/test_util.h"
+
+extern char** environ;
+
+namespace vigil::state {
+namespace {
+
+// Protobuf wire-format helpers to build test messages by hand.
+std::string varint(std::uint64_t v) {
+  std::string out;
+  do {
+    std::uint8_t b = v & 0x7f;
+    v >>= 7;
+    out.push_back(static_cast<char>(v ? (b | 0x80) : b));
+  } while (v);
+  return out;
+}
+std::string bytes_field(std::uint32_t num, const std::string& data) {
+  return varint((num << 3) | 2) + varint(data.size()) + data;
+}
+
+std::string container_devices(const std::string& resource, std::vector<std::string> ids) {
+  std::string m = bytes_field(1, resource);
+  for (const auto& id : ids) m += bytes_field(2, id);
+  return m;
+}
+
+std::string sample_response() {
+  std::string devs = container_devices("nvidia.com/gpu", {"GPU-aaa", "GPU-bbb::2"});
+  // An unknown varint field and an unknown fixed64 field are skipped.
+  devs += varint((7 << 3) | 0) + varint(300) + varint((8 << 3) | 1) + std::string(8, '\x01');
+  std::string c1 = bytes_field(1, "server") + bytes_field(2, devs) +
+                   bytes_field(2, container_devices("example.com/fpga", {"f0"}));
+  std::string pod = bytes_field(1, "vllm-0") + bytes_field(2, "ml") + bytes_field(3, c1) +
+                    bytes_field(3, bytes_field(1, "sidecar"));
+  return bytes_field(1, pod) + bytes_field(1, bytes_field(1, "empty") + bytes_field(2, "default"));
+}
+
+TEST(PodResourcesDecode, ListResponse) {
+  auto r = decode_list_pod_resources(sample_response());
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_EQ(r->size(), 2u);
+  EXPECT_EQ((*r)[0], (ContainerDeviceIds{"ml", "vllm-0", "server", "nvidia.com/gpu",
+                                         {"GPU-aaa", "GPU-bbb::2"}}));
+  EXPECT_EQ((*r)[1].resource, "example.com/fpga");
+  EXPECT_TRUE(decode_list_pod_resources("")->empty());
+}
+
+TEST(PodResourcesDecode, HostileBytesAreErrors) {
+  std::string good = sample_response();
+  // Every truncation of a valid message is either an error or a clean prefix, never a crash.
+  for (std::size_t n = 0; n < good.size(); ++n) (void)decode_list_pod_resources(good.substr(0, n));
+  EXPECT_FALSE(decode_list_pod_resources(good.substr(0, good.size() - 1)).ok());
+  EXPECT_FALSE(decode_list_pod_resources(std::string(11, '\xff')).ok());         // endless varint
+  EXPECT_FALSE(decode_list_pod_resources(varint((1 << 3) | 2) + varint(1000)).ok());  // length
+  EXPECT_FALSE(decode_list_pod_resources(varint((1 << 3) | 3)).ok());            // group
+  EXPECT_FALSE(decode_list_pod_resources(std::string("\x00", 1)).ok());          // field 0
+  // Bounded output.
+  std::string many;
+  for (int i = 0; i < 100; ++i) {
+    many += bytes_field(1, bytes_field(1, "p") + bytes_field(3, bytes_field(1, "c") +
+                                                                bytes_field(2, container_devices("nvidia.com/gpu", {"x"}))));
+  }
+  EXPECT_EQ(decode_list_pod_resources(many, 10)->size(), 10u);
+}
+
+TEST(PodResourcesDecode, GrpcFrames) {
+  std::string f = grpc_frame("hello");
+  EXPECT_EQ(f, std::string("\x00\x00\x00\x00\x05hello", 10));
+  EXPECT_EQ(*grpc_first_message(f + "trailing"), "hello");
+  EXPECT_FALSE(grpc_first_message("").ok());
+  EXPECT_FALSE(grpc_first_message(std::string("\x00\x00\x00\x00\x09hello", 10)).ok());
+  EXPECT_FALSE(grpc_first_message(std::string("\x01\x00\x00\x00\x05hello", 10)).ok());
+}
+
+TEST(PodResourcesApply, NvidiaResourcesOnlyAndByName) {
+  Pod p;
+  p.ns = "ml";
+  p.name = "vllm-0";
+  p.containers = {PodContainer{"server"}, PodContainer{"sidecar"}};
+  auto r = decode_list_pod_resources(sample_response());
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(apply_pod_resources(p, *r));
+  EXPECT_EQ(p.containers[0].gpu_devices, (std::vector<std::string>{"GPU-aaa", "GPU-bbb::2"}));
+  EXPECT_TRUE(p.containers[1].gpu_devices.empty());
+  EXPECT_FALSE(apply_pod_resources(p, *r)) << "nothing changed the second time";
+  Pod other = p;
+  other.ns = "default";
+  other.containers[0].gpu_devices.clear();
+  EXPECT_FALSE(apply_pod_resources(other, *r));
+  EXPECT_TRUE(other.containers[0].gpu_devices.empty());
+}
+
+TEST(PodResourcesList, AbsentSocketIsAnError) {
+  auto r = list_pod_resources("/nonexistent/kubelet.sock");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("no socket"), std::string::npos);
+}
+
+// The python that has the h2 package ("" when none): the stand-in kubelet needs it.
+std::string python_with_h2() {
+  for (const char* py : {"python3", "/usr/bin/python3"}) {
+    std::string cmd = std::string(py) + " -c 'import h2' >/dev/null 2>&1";
+    if (std::system(cmd.c_str()) == 0) return py;
+  }
+  return "";
+}
+
+TEST(PodResourcesList, AgainstAStandInKubelet) {
+  std::string py = python_with_h2();
+  if (py.empty()) GTEST_SKIP() << "python3-h2 is needed for the stand-in kubelet (apt-get install python3-h2)";
+  testing::TempDir d;
+  std::string sock = d.path() + "/kubelet.sock";
+  std::vector<std::string> args = {py, "tests/engine/state/podresources_stub.py", "--socket", sock,
+                                   "--log", d.path() + "/log",
+                                   "--assign", "ml/vllm-0/server=nvidia.com/gpu:GPU-aaa,GPU-bbb",
+                                   "--assign", "ml/train-1/main=nvidia.com/mig-1g.10gb:MIG-xyz"};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = -1;
+  ASSERT_EQ(::posix_spawnp(&pid, py.c_str(), nullptr, nullptr, argv.data(), environ), 0);
+  struct stat st{};
+  for (int i = 0; i < 200 && ::stat(sock.c_str(), &st) != 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  auto r = list_pod_resources(sock);
+  ::kill(pid, SIGTERM);
+  ::waitpid(pid, nullptr, 0);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_EQ(r->size(), 2u);
+  EXPECT_EQ((*r)[0], (ContainerDeviceIds{"ml", "vllm-0", "server", "nvidia.com/gpu",
+                                         {"GPU-aaa", "GPU-bbb"}}));
+  EXPECT_EQ((*r)[1].device_ids, std::vector<std::string>{"MIG-xyz"});
+}
+
+}  // namespace
+}  // namespace vigil::state
