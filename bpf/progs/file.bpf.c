@@ -62,12 +62,21 @@ static __always_inline int match_prefix(const __u8 *buf, __u32 off)
 
 static __always_inline int open_exit(long ret)
 {
-  __u32 tid = (__u32)bpf_get_current_pid_tgid();
-  struct vg_open_args *ap = bpf_map_lookup_elem(&pending_open, &tid);
-  if (!ap)
-    return 0;
-  struct vg_open_args a = *ap;
-  bpf_map_delete_elem(&pending_open, &tid);
+  struct vg_open_args a = {};
+  if (cfg_n_prefixes) {
+    __u32 tid = (__u32)bpf_get_current_pid_tgid();
+    struct vg_open_args *ap = bpf_map_lookup_elem(&pending_open, &tid);
+    if (!ap)
+      return 0;
+    a = *ap;
+    bpf_map_delete_elem(&pending_open, &tid);
+  } else {
+    /* No path prefixes: the enter programs are not attached, only
+     * successful opens of character devices are reported, and the flags
+     * come from the open file. */
+    if (ret < 0 || vg_is_self())
+      return 0;
+  }
 
   __u8 oflags = 0;
   __u32 major = 0, minor = 0;
@@ -90,6 +99,8 @@ static __always_inline int open_exit(long ret)
   }
   if (!(oflags & VG_OPEN_CHR) && cfg_n_prefixes == 0)
     return 0;
+  if (!cfg_n_prefixes && f)
+    a.flags = BPF_CORE_READ(f, f_flags);
 
   __u8 *buf = vg_scratch_buf();
   if (!buf)

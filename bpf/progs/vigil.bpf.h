@@ -264,18 +264,25 @@ static __always_inline void vg_submit(__u8 *buf, __u32 len)
     vg_drop(VG_DROP_RINGBUF_FULL);
 }
 
-/* The struct file behind fd `fd` of the current task, or NULL. */
+/* The struct file behind fd `fd` of the current task, or NULL. The chain
+ * task->files->fdt is followed with direct (BTF) loads rather than helper
+ * calls: this runs on every ioctl and every successful open. Only the fd
+ * array element, indexed by a user-controlled number, needs a helper read. */
 static __always_inline struct file *vg_fd_file(int fd)
 {
-  struct task_struct *t = (struct task_struct *)bpf_get_current_task();
-  struct files_struct *files = BPF_CORE_READ(t, files);
-  struct fdtable *fdt = BPF_CORE_READ(files, fdt);
-  unsigned int max = BPF_CORE_READ(fdt, max_fds);
+  struct task_struct *t = bpf_get_current_task_btf();
+  struct files_struct *files = t->files;
+  if (!files)
+    return 0;
+  struct fdtable *fdt = files->fdt;
+  if (!fdt)
+    return 0;
+  unsigned int max = fdt->max_fds;
   if (fd < 0 || (unsigned int)fd >= max)
     return 0;
-  struct file **fds = BPF_CORE_READ(fdt, fd);
+  struct file **fds = fdt->fd;
   struct file *f = 0;
-  bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]);
+  bpf_probe_read_kernel(&f, sizeof(f), (void *)((__u64)fds + (__u64)fd * sizeof(f)));
   return f;
 }
 

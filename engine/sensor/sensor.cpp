@@ -19,6 +19,7 @@
 #include <map>
 #include <optional>
 #include <sstream>
+#include <string_view>
 
 #include "bpf/shared/events.h"
 #include "bpf/vigil_bpf.skel.h"
@@ -235,6 +236,10 @@ Status Sensor::Impl::open(const Config& cfg) {
         skel_->rodata->cfg_xid_msg_off = offs->msg;
       }
     }
+    // The open enter programs only remember the given path for the prefix
+    // filter; without prefixes the exit programs work alone.
+    if (want && std::string_view(h.prog).starts_with("vg_enter_open") && skel_->rodata->cfg_n_prefixes == 0)
+      want = false;
     bpf_program__set_autoload(prog, want);
     if (want) to_attach.emplace_back(&h, prog);
   }
