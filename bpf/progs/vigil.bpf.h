@@ -270,6 +270,18 @@ static __always_inline void vg_submit(__u8 *buf, __u32 len)
  * array element, indexed by a user-controlled number, needs a helper read. */
 static __always_inline struct file *vg_fd_file(int fd)
 {
+  if (!bpf_core_enum_value_exists(enum bpf_func_id, BPF_FUNC_get_current_task_btf)) {
+    /* Kernels before 5.11: the same walk with helper reads. Resolved at load
+     * time (CO-RE), the other branch is dead code to the verifier. */
+    struct task_struct *ct = (struct task_struct *)bpf_get_current_task();
+    struct fdtable *cfdt = BPF_CORE_READ(ct, files, fdt);
+    if (fd < 0 || (unsigned int)fd >= BPF_CORE_READ(cfdt, max_fds))
+      return 0;
+    struct file **cfds = BPF_CORE_READ(cfdt, fd);
+    struct file *cf = 0;
+    bpf_probe_read_kernel(&cf, sizeof(cf), (void *)((__u64)cfds + (__u64)fd * sizeof(cf)));
+    return cf;
+  }
   struct task_struct *t = bpf_get_current_task_btf();
   struct files_struct *files = t->files;
   if (!files)
