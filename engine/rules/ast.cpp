@@ -77,7 +77,7 @@ std::string quote(const std::string& s) {
 std::string FieldExpr::to_string() const {
   std::string s = name;
   if (has_arg) s += "[" + arg + "]";
-  for (auto it = transformers.rbegin(); it != transformers.rend(); ++it) {
+  for (auto it = transformers.begin(); it != transformers.end(); ++it) {
     s = std::string(transformer_name(*it)) + "(" + s + ")";
   }
   return s;

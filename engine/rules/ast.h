@@ -52,12 +52,12 @@ enum class Modifier : std::uint8_t { kNone, kAnyOf, kAllOf, kOneOf };
 enum class Transformer : std::uint8_t { kToLower, kToUpper, kB64, kBasename, kLen };
 std::string_view transformer_name(Transformer t);
 
-// A field reference with optional argument and transformers (outermost first).
+// A field reference with optional argument and transformers (innermost first: toupper(tolower(f)) is {tolower, toupper}).
 struct FieldExpr {
   std::string name;
   std::string arg;          // "" when none
   bool has_arg = false;
-  std::vector<Transformer> transformers;
+  std::vector<Transformer> transformers;  // innermost first
   std::string to_string() const;
 };
 

@@ -223,7 +223,7 @@ bool glob_match(std::string_view p, std::string_view s, bool icase) noexcept {
 
 struct CCheck {
   FieldInst lhs;
-  std::vector<Transformer> ltr;  // outermost first
+  std::vector<Transformer> ltr;  // innermost first
   FieldType ltype = FieldType::kString;
   bool multi_all_in = false;     // list field with `in`: every element must be in the set
   bool multi = false;            // several values: any must hold
@@ -341,7 +341,7 @@ FieldType extract_field(const ExtractCtx& x, const FieldInst& f,
   out.n = 0;
   f.def->fn(x, f, out);
   FieldType t = f.def->type;
-  for (auto it = tr.rbegin(); it != tr.rend(); ++it) apply_transformer(*it, t, out, *x.arena, t);
+  for (auto it = tr.begin(); it != tr.end(); ++it) apply_transformer(*it, t, out, *x.arena, t);
   return t;
 }
 
@@ -655,7 +655,7 @@ class Compiler {
       return false;
     }
     type = out.def->type;
-    for (auto it = f.transformers.rbegin(); it != f.transformers.rend(); ++it) {
+    for (auto it = f.transformers.begin(); it != f.transformers.end(); ++it) {
       if (*it == Transformer::kLen) {
         if (type != FieldType::kString && type != FieldType::kList) {
           error(code::kTypeError, off, "len() needs a string or list field, '" + f.name + "' is " +
@@ -1045,7 +1045,7 @@ OutputFormat OutputFormat::parse(std::string_view text, const FieldCatalog& cata
       t.field = FieldInst{};
     } else {
       t.type = t.field.def->type;
-      for (auto it = t.transformers.rbegin(); it != t.transformers.rend(); ++it) {
+      for (auto it = t.transformers.begin(); it != t.transformers.end(); ++it) {
         if (*it == Transformer::kLen) t.type = FieldType::kInt;
       }
     }

@@ -81,7 +81,7 @@ class OutputFormat {
     bool is_field = false;    // false: literal text
     std::string literal;
     FieldInst field;          // def is null for a field vigil does not know (<NA>)
-    std::vector<Transformer> transformers;  // outermost first
+    std::vector<Transformer> transformers;  // innermost first
     std::string name;         // the field as written, e.g. "proc.aname[2]"
     FieldType type = FieldType::kString;
   };
