@@ -41,6 +41,7 @@
 #include "engine/capture/format.h"
 #include "engine/event/alert.h"
 #include "engine/state/model.h"
+#include "engine/state/state.h"
 
 namespace vigil::capture {
 
@@ -59,7 +60,7 @@ struct FlightRecorderOptions {
   FileInfo info = {};                            // header; describe_host() when left empty
 };
 
-class FlightRecorder {
+class FlightRecorder final : public state::StateListener {
  public:
   struct Stats {
     std::uint64_t events = 0;     // events seen
@@ -72,7 +73,7 @@ class FlightRecorder {
   };
 
   explicit FlightRecorder(FlightRecorderOptions opts);
-  ~FlightRecorder();  // finish()es
+  ~FlightRecorder() override;  // finish()es
   FlightRecorder(const FlightRecorder&) = delete;
   FlightRecorder& operator=(const FlightRecorder&) = delete;
 
@@ -81,11 +82,11 @@ class FlightRecorder {
   // Starts a capture for an alert at or above min_priority; adds
   // alert.extra {"capture", path}. The capture includes `ev` itself.
   void on_alert(const event::Event& ev, const state::EvalContext& ctx, event::Alert& alert);
-  // Out-of-band state changes (from the state's listener).
-  void on_container(const state::Container& c);
-  void on_pod(const state::Pod& p);
-  void on_pod_removed(const std::string& uid);
-  void on_process(const state::Process& p);
+  // state::StateListener: out-of-band state changes (pipeline thread).
+  void on_container(const state::Container& c) override;
+  void on_pod(const state::Pod& p) override;
+  void on_pod_removed(const std::string& uid) override;
+  void on_process(const state::Process& p) override;
 
   // Completes the captures still collecting, waits until every queued capture
   // is on disk. Later calls to on_event/on_alert are ignored.

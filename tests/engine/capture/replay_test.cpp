@@ -1,0 +1,353 @@
+// Replay: a capture of a "live" run (a stand-in pod: a miner exec, a GPU open,
+// a connect to a pool port, an Xid, a shell) replayed through a fresh state and
+// pipeline gives the live run's alerts field for field; a rule written after
+// the capture finds the event; filters choose what is reported.
+#include "engine/capture/replay.h"
+
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "engine/capture/event_json.h"
+#include "engine/rules/ruleset.h"
+#include "engine/state/state.h"
+
+namespace vigil::capture {
+namespace {
+
+namespace fs = std::filesystem;
+using AlertList = std::vector<event::Alert>;
+constexpr std::uint64_t kT0 = 1'700'000'000'000'000'000;
+const std::string kContainerId(64, 'c');
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::shared_ptr<const rules::Ruleset> bundled_rules(std::string extra = "") {
+  std::vector<std::pair<std::string, std::string>> files = {
+      {"rules/vigil_rules.yaml", slurp("rules/vigil_rules.yaml")}};
+  if (!extra.empty()) files.emplace_back("retro_hunt.yaml", extra);
+  auto r = rules::load_rules_text(files, rules::LoadOptions{});
+  EXPECT_TRUE(r.ruleset) << (r.diagnostics.empty() ? "" : r.diagnostics[0].to_string());
+  return r.ruleset;
+}
+
+event::Event make(std::uint64_t ts, event::Type type, std::uint32_t pid, std::uint32_t ppid,
+                  std::string comm, std::uint64_t cgroup, event::Payload data) {
+  event::Event ev;
+  ev.hdr.ts_ns = ts;
+  ev.hdr.type = type;
+  ev.hdr.pid = pid;
+  ev.hdr.tid = pid;
+  ev.hdr.ppid = ppid;
+  ev.hdr.uid = 1000;
+  ev.hdr.cgroup_id = cgroup;
+  ev.hdr.comm = std::move(comm);
+  ev.data = std::move(data);
+  return ev;
+}
+
+// The stand-in pod's state, as a live run would learn it out of band.
+void seed(state::State& st) {
+  state::Container c;
+  c.id = kContainerId;
+  c.runtime = state::ContainerRuntime::kContainerd;
+  c.pod_uid = "pod-uid-1";
+  c.cgroup_id = 5000;
+  c.cgroup_path = "kubepods.slice/kubepods-besteffort.slice/cri-containerd-" + kContainerId + ".scope";
+  c.name = "server";
+  c.image = "nvcr.io/nim/llama:1.0";
+  st.upsert_container(c);
+  state::Pod pod;
+  pod.uid = "pod-uid-1";
+  pod.name = "llm-0";
+  pod.ns = "inference";
+  pod.node = "gpu-node-1";
+  state::PodContainer pc;
+  pc.name = "server";
+  pc.image = c.image;
+  pc.id = kContainerId;
+  pod.containers.push_back(pc);
+  st.upsert_pod(pod);
+  state::Process shim;
+  shim.pid = 100;
+  shim.ppid = 1;
+  shim.comm = "python3";
+  shim.exe = "python3";
+  shim.exepath = "/usr/bin/python3";
+  shim.args = {"-m", "server"};
+  shim.cgroup_id = 5000;
+  shim.container_id = kContainerId;
+  shim.from_proc = true;
+  st.upsert_process(shim);
+}
+
+std::vector<event::Event> scenario() {
+  using namespace event;
+  std::vector<Event> evs;
+  std::uint64_t t = kT0;
+  evs.push_back(make(t += 1000, Type::kFork, 100, 1, "python3", 5000, ForkData{101, 101, false}));
+  ExecData miner;
+  miner.filename = "/tmp/xmrig";
+  miner.exe = "/tmp/xmrig";
+  miner.args = {"xmrig", "-o", "stratum+tcp://pool.minexmr.com:4444", "-u", "4Axyz"};
+  miner.cwd = "/tmp";
+  evs.push_back(make(t += 1000, Type::kExec, 101, 100, "xmrig", 5000, miner));
+  OpenData open{"/dev/nvidia0", 2, 0, 3, 195, 0, true};
+  evs.push_back(make(t += 1000, Type::kOpen, 101, 100, "xmrig", 5000, open));
+  ConnectData conn;
+  conn.family = AF_INET;
+  conn.proto = L4::kTcp;
+  conn.daddr.family = AF_INET;
+  conn.daddr.bytes = {203, 0, 113, 9};
+  conn.dport = 3333;
+  conn.result = 0;
+  evs.push_back(make(t += 1000, Type::kConnect, 101, 100, "xmrig", 5000, conn));
+  XidData xid{"kmsg", 0, 4, "0000:3b:00.0", 79, 101, "xmrig",
+              "pid=101, name=xmrig, GPU has fallen off the bus."};
+  evs.push_back(make(t += 1000, Type::kXid, 0, 0, "", 0, xid));
+  evs.push_back(make(t += 1000, Type::kFork, 100, 1, "python3", 5000, ForkData{102, 102, false}));
+  ExecData sh;
+  sh.filename = "/bin/sh";
+  sh.exe = "/bin/sh";
+  sh.args = {"sh", "-c", "curl http://169.254.169.254/latest/meta-data/"};
+  sh.cwd = "/";
+  evs.push_back(make(t += 1000, Type::kExec, 102, 100, "sh", 5000, sh));
+  evs.push_back(make(t += 1000, Type::kExit, 101, 100, "xmrig", 5000, ExitData{0, 9}));
+  return evs;
+}
+
+class ReplayTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl = (fs::temp_directory_path() / "vigil-replay-test-XXXXXX").string();
+    dir_ = mkdtemp(tmpl.data());
+    path_ = dir_ + "/live.vcap";
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // The live run: state + pipeline + capture tap, as `vigil run --capture` wires them.
+  AlertList live_run(std::shared_ptr<const rules::Ruleset> rules) {
+    state::State st(state::Config{.live = false});
+    seed(st);
+    WriterOptions wo;
+    wo.block_size = 256;  // several blocks
+    wo.snapshot = [&] { return snapshot_of(st); };
+    auto w = CaptureWriter::open(path_, wo);
+    EXPECT_TRUE(w);
+    st.set_listener(w->get());
+    AlertList alerts;
+    pipeline::Pipeline pl({st, [&](std::shared_ptr<const event::Alert> a) { alerts.push_back(*a); },
+                           "gpu-node-1"},
+                          std::move(rules));
+    CaptureTap tap(**w);
+    pl.add_tap(&tap);
+    for (auto& ev : scenario()) pl.process(ev);
+    EXPECT_TRUE(tap.status());
+    EXPECT_TRUE((*w)->close());
+    return alerts;
+  }
+
+  Result<ReplayStats> replay(std::shared_ptr<const rules::Ruleset> rules, AlertList& alerts,
+                             ReplayOptions opts = {}) {
+    auto r = CaptureReader::open(path_);
+    if (!r) return r.error();
+    state::State st(state::Config{.live = false});
+    Replayer rp(st, std::move(opts));
+    pipeline::Pipeline pl(
+        {st, rp.gate([&](std::shared_ptr<const event::Alert> a) { alerts.push_back(*a); }),
+         "gpu-node-1"},
+        std::move(rules));
+    pl.add_tap(&rp);
+    return rp.run(**r, pl);
+  }
+
+  static std::set<std::string> rules_of(const AlertList& a) {
+    std::set<std::string> out;
+    for (const auto& x : a) out.insert(x.rule);
+    return out;
+  }
+
+  std::string dir_;
+  std::string path_;
+};
+
+void expect_same_alerts(const AlertList& a, const AlertList& b) {
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    SCOPED_TRACE(a[i].rule);
+    EXPECT_EQ(a[i].time_ns, b[i].time_ns);
+    EXPECT_EQ(a[i].rule, b[i].rule);
+    EXPECT_EQ(a[i].priority, b[i].priority);
+    EXPECT_EQ(a[i].output, b[i].output);
+    EXPECT_EQ(a[i].output_fields, b[i].output_fields);
+    EXPECT_EQ(a[i].hostname, b[i].hostname);
+    EXPECT_EQ(a[i].source, b[i].source);
+    EXPECT_EQ(a[i].tags, b[i].tags);
+    EXPECT_EQ(a[i].uuid, b[i].uuid);
+  }
+}
+
+TEST_F(ReplayTest, ReplayGivesTheLiveRunsAlertsFieldForField) {
+  auto rules = bundled_rules();
+  ASSERT_TRUE(rules);
+  AlertList live = live_run(rules);
+  // The scenario is an incident: several bundled rules must fire.
+  EXPECT_GE(rules_of(live).size(), 3u) << ::testing::PrintToString(rules_of(live));
+  EXPECT_TRUE(rules_of(live).count("Crypto miner binary executed"));
+
+  AlertList first, second;
+  auto s1 = replay(rules, first);
+  ASSERT_TRUE(s1) << s1.error().message;
+  EXPECT_EQ(s1->events, scenario().size());
+  EXPECT_GE(s1->state_records, 3u);
+  expect_same_alerts(live, first);
+  auto s2 = replay(rules, second);
+  ASSERT_TRUE(s2);
+  expect_same_alerts(first, second);
+}
+
+TEST_F(ReplayTest, ARuleWrittenAfterTheCaptureFindsTheEventOnReplay) {
+  auto rules = bundled_rules();
+  AlertList live = live_run(rules);
+  const std::string hunt = R"yaml(
+- rule: Retro hunt minexmr pool in command line
+  desc: written after the incident
+  condition: evt.type = execve and proc.cmdline contains "minexmr"
+  output: "retro hunt hit (proc.pid=%proc.pid proc.cmdline=%proc.cmdline k8s.pod.name=%k8s.pod.name)"
+  priority: WARNING
+  tags: [crypto_mining]
+)yaml";
+  EXPECT_FALSE(rules_of(live).count("Retro hunt minexmr pool in command line"));
+  AlertList got;
+  ASSERT_TRUE(replay(bundled_rules(hunt), got));
+  std::vector<event::Alert> hits;
+  for (const auto& a : got) {
+    if (a.rule == "Retro hunt minexmr pool in command line") hits.push_back(a);
+  }
+  ASSERT_EQ(hits.size(), 1u);
+  EXPECT_NE(hits[0].output.find("k8s.pod.name=llm-0"), std::string::npos) << hits[0].output;
+  EXPECT_NE(hits[0].output.find("proc.pid=101"), std::string::npos) << hits[0].output;
+}
+
+TEST_F(ReplayTest, FiltersChooseWhatIsReported) {
+  auto rules = bundled_rules();
+  AlertList live = live_run(rules);
+
+  // Only events of the miner process.
+  ReplayOptions o;
+  auto f = compile_filter("proc.name = xmrig");
+  ASSERT_TRUE(f) << f.error().message;
+  o.filter = *f;
+  std::vector<std::string> printed;
+  o.on_selected = [&](const event::Event& ev, const state::EvalContext& ctx) {
+    printed.push_back(event_json(ev, &ctx));
+  };
+  AlertList got;
+  ASSERT_TRUE(replay(rules, got, o));
+  EXPECT_FALSE(got.empty());
+  for (const auto& a : got) {
+    bool mentions = a.output.find("xmrig") != std::string::npos;
+    EXPECT_TRUE(mentions) << a.output;
+  }
+  EXPECT_LT(got.size(), live.size());  // the shell's alerts are filtered out
+  ASSERT_FALSE(printed.empty());
+  EXPECT_NE(printed[0].find("\"k8s.pod.name\":\"llm-0\""), std::string::npos) << printed[0];
+
+  // By pod: this pod, or another one.
+  ReplayOptions by_pod;
+  by_pod.pod = "inference/llm-0";
+  AlertList pod_alerts;
+  ASSERT_TRUE(replay(rules, pod_alerts, by_pod));
+  ReplayOptions other;
+  other.pod = "other-pod";
+  AlertList none;
+  ASSERT_TRUE(replay(rules, none, other));
+  EXPECT_TRUE(none.empty());
+  EXPECT_FALSE(pod_alerts.empty());
+
+  // By container id prefix.
+  ReplayOptions by_container;
+  by_container.container = kContainerId.substr(0, 12);
+  AlertList c_alerts;
+  ASSERT_TRUE(replay(rules, c_alerts, by_container));
+  EXPECT_FALSE(c_alerts.empty());
+
+  // A time window that ends before the miner ran: no alerts, but state still built.
+  ReplayOptions early;
+  early.until_ns = kT0 + 1500;
+  AlertList e_alerts;
+  ASSERT_TRUE(replay(rules, e_alerts, early));
+  EXPECT_TRUE(e_alerts.empty());
+  ReplayOptions late;
+  late.since_ns = kT0 + 6500;  // only the shell and the exit
+  AlertList l_alerts;
+  ASSERT_TRUE(replay(rules, l_alerts, late));
+  for (const auto& a : l_alerts) EXPECT_GE(a.time_ns, kT0 + 6500);
+  EXPECT_FALSE(rules_of(l_alerts).count("Crypto miner binary executed"));
+
+  auto bad = compile_filter("proc.name = = xmrig");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("--filter"), std::string::npos);
+}
+
+TEST_F(ReplayTest, TruncatedCaptureReplaysUpToItsLastWholeBlock) {
+  auto rules = bundled_rules();
+  live_run(rules);
+  auto size = fs::file_size(path_);
+  fs::resize_file(path_, size - 10);
+  AlertList got;
+  auto s = replay(rules, got);
+  ASSERT_TRUE(s) << s.error().message;
+  EXPECT_TRUE(s->truncated);
+  EXPECT_LT(s->events, scenario().size());
+}
+
+TEST_F(ReplayTest, FlightRecorderThroughThePipelineNamesItsCaptureInTheAlert) {
+  auto rules = bundled_rules();
+  state::State st(state::Config{.live = false});
+  seed(st);
+  FlightRecorderOptions fo;
+  fo.dir = dir_ + "/flight";
+  fo.after_ns = 0;
+  fo.min_priority = event::Priority::kCritical;
+  FlightRecorder fr(fo);
+  st.set_listener(&fr);
+  AlertList alerts;
+  pipeline::Pipeline pl({st, [&](std::shared_ptr<const event::Alert> a) { alerts.push_back(*a); },
+                         "gpu-node-1"},
+                        rules);
+  FlightRecorderTap tap(fr, st);
+  pl.add_tap(&tap);
+  for (auto& ev : scenario()) pl.process(ev);
+  fr.finish();
+  std::string capture;
+  for (const auto& a : alerts) {
+    for (const auto& [k, v] : a.extra) {
+      if (k == "capture") {
+        EXPECT_LE(static_cast<int>(a.priority), static_cast<int>(event::Priority::kCritical));
+        capture = v;
+      }
+    }
+  }
+  ASSERT_FALSE(capture.empty());
+  ASSERT_TRUE(fs::exists(capture));
+  // The flight capture replays on its own and finds the miner again.
+  path_ = capture;
+  AlertList again;
+  ASSERT_TRUE(replay(rules, again));
+  EXPECT_TRUE(rules_of(again).count("Crypto miner binary executed"))
+      << ::testing::PrintToString(rules_of(again));
+}
+
+}  // namespace
+}  // namespace vigil::capture
