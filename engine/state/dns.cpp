@@ -24,12 +24,19 @@ DnsMemory::Key DnsMemory::make_key(std::string_view scope, const event::IpAddr& 
   Key k;
   k.scope = fnv1a(scope);
   k.addr = addr;
-  if (addr.family != 0 && addr.bytes.size() >= 4) {
-    // IPv4 uses the first 4 bytes only; ignore whatever follows.
-    bool v4 = addr.family == 2;  // AF_INET
-    if (v4) {
-      for (std::size_t i = 4; i < k.addr.bytes.size(); ++i) k.addr.bytes[i] = 0;
+  constexpr std::uint8_t kInet = 2, kInet6 = 10;  // AF_INET, AF_INET6
+  if (addr.family == kInet6) {
+    // An IPv4-mapped IPv6 address (::ffff:a.b.c.d) is the IPv4 address.
+    bool mapped = addr.bytes[10] == 0xff && addr.bytes[11] == 0xff;
+    for (std::size_t i = 0; i < 10 && mapped; ++i) mapped = addr.bytes[i] == 0;
+    if (mapped) {
+      k.addr = event::IpAddr{};
+      k.addr.family = kInet;
+      for (std::size_t i = 0; i < 4; ++i) k.addr.bytes[i] = addr.bytes[12 + i];
     }
+  } else if (addr.family == kInet) {
+    // IPv4 uses the first 4 bytes only; ignore whatever follows.
+    for (std::size_t i = 4; i < k.addr.bytes.size(); ++i) k.addr.bytes[i] = 0;
   }
   return k;
 }

@@ -46,11 +46,14 @@ std::string bounded(std::string s, std::size_t max) {
 
 std::optional<std::string> read_file_bounded(const std::string& path, std::size_t max,
                                              bool* truncated) {
+  // Never open anything but a regular file (a FIFO would block, a device
+  // could act on open); checked again on the opened fd.
+  struct stat pre{};
+  if (::stat(path.c_str(), &pre) != 0 || !S_ISREG(pre.st_mode)) return std::nullopt;
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
   if (fd < 0) return std::nullopt;
   struct stat st{};
-  if (::fstat(fd, &st) != 0 || S_ISDIR(st.st_mode) || S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode) ||
-      S_ISBLK(st.st_mode) || S_ISSOCK(st.st_mode)) {
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
     return std::nullopt;
   }

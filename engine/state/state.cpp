@@ -250,7 +250,22 @@ void State::apply(const event::Event& ev) {
   }
   std::string hdr_container;
   if (h.cgroup_id != 0) {
-    if (const CgroupEntry* e = s.cgroups.peek(h.cgroup_id)) hdr_container = e->container_id;
+    if (const CgroupEntry* e = s.cgroups.get(h.cgroup_id)) {
+      hdr_container = e->container_id;
+      // The container record was evicted (LRU) while its cgroup is still in
+      // use: rebuild it from the cgroup path.
+      if (!hdr_container.empty() && !s.containers.contains(hdr_container)) {
+        if (auto m = parse_cgroup_path(e->path); m && m->id == hdr_container) {
+          Container c;
+          c.id = m->id;
+          c.runtime = m->runtime;
+          c.pod_uid = m->pod_uid;
+          c.cgroup_path = e->path;
+          c.cgroup_id = h.cgroup_id;
+          upsert_container(std::move(c));
+        }
+      }
+    }
   }
 
   // The event's own process, created when unknown: from /proc (live, once),
@@ -388,7 +403,16 @@ void State::apply(const event::Event& ev) {
       break;
     }
     case event::Type::kXid: {
-      // The kernel thread that logged it is not the faulting process.
+      // The header names whoever logged it; the line may name the faulting
+      // process, which enrich() attributes the alert to.
+      const auto* xd = ev.as<event::XidData>();
+      if (xd && xd->xid_pid != 0 && s.cfg.live && !s.procs.contains(xd->xid_pid)) {
+        if (auto rec = read_process(s.cfg.proc_root, xd->xid_pid, s.read_opts)) {
+          std::uint64_t cg = rec->proc.cgroup_id;
+          if (cg != 0 && !s.cgroups.contains(cg)) resolve_cgroup(cg);
+          upsert_process(std::move(rec->proc));
+        }
+      }
       break;
     }
     default:

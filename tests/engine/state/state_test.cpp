@@ -247,6 +247,63 @@ TEST(Attribution, ContainerTakesNameImageAndPrivilegeFromItsPod) {
   EXPECT_EQ(ctx.pod, nullptr);
 }
 
+TEST(Attribution, XidIsAttributedToThePidTheLineNames) {
+  State s(replay_config());
+  Container c;
+  c.id = kId;
+  c.pod_uid = kUid;
+  c.cgroup_id = 55;
+  s.upsert_container(c);
+  s.upsert_pod(make_pod(kUid, kId, "0", 1));
+  Process p;
+  p.pid = 3131;
+  p.comm = "python3";
+  p.cgroup_id = 55;
+  p.container_id = kId;
+  s.upsert_process(p);
+  event::Event ev = make_event(event::Type::kXid, 0);
+  event::XidData xd;
+  xd.source = "kmsg";
+  xd.code = 79;
+  xd.xid_pid = 3131;
+  ev.data = xd;
+  s.apply(ev);
+  EvalContext ctx = s.enrich(ev);
+  ASSERT_NE(ctx.proc, nullptr);
+  EXPECT_EQ(ctx.proc->comm, "python3");
+  ASSERT_NE(ctx.pod, nullptr);
+  EXPECT_EQ(ctx.pod->name, "infer-0");
+  // A line that names no pid has no process.
+  std::get<event::XidData>(ev.data).xid_pid = 0;
+  EXPECT_EQ(s.enrich(ev).proc, nullptr);
+}
+
+TEST(Attribution, EvictedContainerIsRebuiltFromItsCgroupPath) {
+  Config cfg = replay_config();
+  cfg.max_containers = 1;
+  State s(cfg);
+  Container a;
+  a.id = kId;
+  a.runtime = ContainerRuntime::kContainerd;
+  a.pod_uid = kUid;
+  a.cgroup_id = 1;
+  a.cgroup_path = "/kubepods/besteffort/pod" + kUid + "/" + kId;
+  Container b;
+  b.id = kId2;
+  b.cgroup_id = 2;
+  b.cgroup_path = "/system.slice/docker-" + kId2 + ".scope";
+  s.upsert_container(a);
+  s.upsert_container(b);  // evicts a
+  EXPECT_EQ(s.container(kId), nullptr);
+  event::Event ev = make_event(event::Type::kConnect, 5);
+  ev.hdr.cgroup_id = 1;
+  s.apply(ev);
+  EvalContext ctx = s.enrich(ev);
+  ASSERT_NE(ctx.container, nullptr);
+  EXPECT_EQ(ctx.container->id, kId);
+  EXPECT_EQ(ctx.container->pod_uid, kUid);
+}
+
 TEST(Attribution, HostProcessHasNoContainer) {
   State s(replay_config());
   event::Event ev = exec_event(50, {"ls"}, "/bin/ls");
@@ -689,6 +746,27 @@ TEST(Dns, AnswersAreRememberedPerPod) {
   h2.hdr.net_ns = 4026531840u;
   s.apply(h2);
   EXPECT_EQ(s.dns_name_for(s.enrich(h2), testing::ipv4(1, 1, 1, 1)), "pool.example.org");
+}
+
+TEST(Dns, Ipv4MappedAddressesMatchTheirIpv4Answer) {
+  State s(replay_config());
+  event::Event ans = dns_answer(5, 0, "pool.example.net", {testing::ipv4(45, 9, 20, 1)});
+  ans.hdr.net_ns = 77;
+  apply_all(s, ans);
+  event::Event c = make_event(event::Type::kConnect, 5);
+  c.hdr.net_ns = 77;
+  s.apply(c);
+  event::IpAddr mapped;
+  mapped.family = 10;  // AF_INET6
+  mapped.bytes[10] = 0xff;
+  mapped.bytes[11] = 0xff;
+  mapped.bytes[12] = 45;
+  mapped.bytes[13] = 9;
+  mapped.bytes[14] = 20;
+  mapped.bytes[15] = 1;
+  EXPECT_EQ(s.dns_name_for(s.enrich(c), mapped), "pool.example.net");
+  mapped.bytes[0] = 1;  // no longer a mapped address
+  EXPECT_EQ(s.dns_name_for(s.enrich(c), mapped), "");
 }
 
 TEST(Dns, FailedAnswersAndQuestionsAreNotRemembered) {
