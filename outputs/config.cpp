@@ -542,7 +542,8 @@ Result<std::vector<OutputConfig>> parse_outputs(const YAML::Node& outputs,
   return out;
 }
 
-Result<std::unique_ptr<Transport>> make_transport(const OutputConfig& c) {
+Result<std::unique_ptr<Transport>> make_transport(const OutputConfig& c,
+                                                  std::shared_ptr<spdlog::logger> log) {
   const std::string where = "output " + c.sink.name + ": ";
   auto wrap = [&](auto r) -> Result<std::unique_ptr<Transport>> {
     if (!r) return Error{r.error().kind, where + r.error().message};
@@ -561,7 +562,7 @@ Result<std::unique_ptr<Transport>> make_transport(const OutputConfig& c) {
   }
 #ifdef VIGIL_WITH_KAFKA
   if (const auto* k = std::get_if<KafkaOptions>(&c.transport)) {
-    return wrap(KafkaTransport::create(*k));
+    return wrap(KafkaTransport::create(*k, std::move(log)));
   }
 #endif
   return Error::bad_input(where + "output type not available in this build");

@@ -57,6 +57,8 @@ Result<std::vector<OutputConfig>> parse_outputs(const YAML::Node& outputs,
 
 // Builds the transport an OutputConfig describes (opens files, loads TLS
 // material, creates the Kafka producer). Errors name the sink.
-Result<std::unique_ptr<Transport>> make_transport(const OutputConfig& c);
+// `log` receives library log lines (librdkafka) and may be null.
+Result<std::unique_ptr<Transport>> make_transport(const OutputConfig& c,
+                                                  std::shared_ptr<spdlog::logger> log = nullptr);
 
 }  // namespace vigil::outputs

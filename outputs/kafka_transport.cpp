@@ -1,6 +1,7 @@
 #include "outputs/kafka_transport.h"
 
 #include <librdkafka/rdkafka.h>
+#include <spdlog/logger.h>
 
 #include <unordered_map>
 
@@ -24,6 +25,7 @@ struct KafkaTransport::Impl {
   std::string last_error;
   std::uint64_t* ok = nullptr;
   std::uint64_t* failed = nullptr;
+  std::shared_ptr<spdlog::logger> log;
 
   ~Impl() {
     if (topic) rd_kafka_topic_destroy(topic);
@@ -46,6 +48,16 @@ void on_delivery(rd_kafka_t*, const rd_kafka_message_t* m, void* opaque) {
   --impl->pending;
 }
 
+void on_log(const rd_kafka_t* rk, int level, const char* fac, const char* buf) {
+  auto* impl = static_cast<KafkaTransport::Impl*>(rd_kafka_opaque(rk));
+  if (!impl || !impl->log) return;
+  const auto lvl = level <= 3   ? spdlog::level::err
+                   : level == 4 ? spdlog::level::warn
+                   : level <= 6 ? spdlog::level::info
+                                : spdlog::level::debug;
+  impl->log->log(lvl, "kafka {}: {}", fac, buf);
+}
+
 }  // namespace
 
 KafkaTransport::KafkaTransport(KafkaOptions o) : o_(std::move(o)), impl_(std::make_unique<Impl>()) {
@@ -53,8 +65,10 @@ KafkaTransport::KafkaTransport(KafkaOptions o) : o_(std::move(o)), impl_(std::ma
   impl_->failed = &dr_failed_;
 }
 
-Result<std::unique_ptr<KafkaTransport>> KafkaTransport::create(KafkaOptions o) {
+Result<std::unique_ptr<KafkaTransport>> KafkaTransport::create(
+    KafkaOptions o, std::shared_ptr<spdlog::logger> log) {
   std::unique_ptr<KafkaTransport> t(new KafkaTransport(std::move(o)));
+  t->impl_->log = std::move(log);
   char err[512];
   rd_kafka_conf_t* conf = rd_kafka_conf_new();
   auto set = [&](const std::string& k, const std::string& v) -> Status {
@@ -82,6 +96,7 @@ Result<std::unique_ptr<KafkaTransport>> KafkaTransport::create(KafkaOptions o) {
   }
   rd_kafka_conf_set_opaque(conf, t->impl_.get());
   rd_kafka_conf_set_dr_msg_cb(conf, on_delivery);
+  rd_kafka_conf_set_log_cb(conf, on_log);
   t->impl_->rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof(err));
   if (!t->impl_->rk) {
     rd_kafka_conf_destroy(conf);

@@ -24,6 +24,10 @@
 #include "outputs/sink.h"
 #include "outputs/transport.h"
 
+namespace spdlog {
+class logger;
+}
+
 namespace vigil::outputs {
 
 struct KafkaOptions {
@@ -39,7 +43,10 @@ struct KafkaOptions {
 
 class KafkaTransport final : public Transport {
  public:
-  static Result<std::unique_ptr<KafkaTransport>> create(KafkaOptions o);
+  // librdkafka's own log lines go to `log` (debug/info/warn/error by syslog
+  // level); with no logger they are dropped.
+  static Result<std::unique_ptr<KafkaTransport>> create(
+      KafkaOptions o, std::shared_ptr<spdlog::logger> log = nullptr);
   ~KafkaTransport() override;
   SendResult send(std::span<const Message> batch) noexcept override;
   void close() noexcept override;

@@ -10,7 +10,7 @@ Result<std::unique_ptr<Router>> Router::from_config(const YAML::Node& outputs,
   if (!cfg) return cfg.error();
   std::vector<std::unique_ptr<Sink>> sinks;
   for (const OutputConfig& c : *cfg) {
-    auto t = make_transport(c);
+    auto t = make_transport(c, opts.log);
     if (!t) return t.error();
     std::unique_ptr<Spool> spool;
     if (!c.sink.spool.dir.empty()) {
