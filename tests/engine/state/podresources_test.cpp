@@ -90,7 +90,9 @@ TEST(PodResourcesApply, NvidiaResourcesOnlyAndByName) {
   Pod p;
   p.ns = "ml";
   p.name = "vllm-0";
-  p.containers = {PodContainer{"server"}, PodContainer{"sidecar"}};
+  p.containers.resize(2);
+  p.containers[0].name = "server";
+  p.containers[1].name = "sidecar";
   auto r = decode_list_pod_resources(sample_response());
   ASSERT_TRUE(r.ok());
   EXPECT_TRUE(apply_pod_resources(p, *r));

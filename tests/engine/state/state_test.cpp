@@ -233,7 +233,11 @@ TEST(Attribution, ContainerTakesNameImageAndPrivilegeFromItsPod) {
   Container c2;
   c2.id = kId2;
   c2.pod_uid = kUid;
-  p.containers.push_back(PodContainer{"sidecar", "envoy:1", kId2});
+  PodContainer side;
+  side.name = "sidecar";
+  side.image = "envoy:1";
+  side.id = kId2;
+  p.containers.push_back(side);
   s.upsert_pod(p);
   s.upsert_container(c2);
   EXPECT_EQ(s.container(kId2)->name, "sidecar");
