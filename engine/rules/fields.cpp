@@ -528,6 +528,11 @@ void x_aexepath(const X& x, const F& f, E& o) noexcept {
     if (!p.exepath.empty()) str(out, p.exepath);
   });
 }
+void x_aexe(const X& x, const F& f, E& o) noexcept {
+  ancestors(x, f, o, [](const state::Process& p, E& out) {
+    if (!p.exe.empty()) str(out, p.exe);
+  });
+}
 void x_stdin_socket(const X& x, const F&, E& o) noexcept {
   if (auto* e = ev(x).as<event::ExecData>()) { boolean(o, e->stdin_is_socket); return; }
   if (auto* p = proc_of(x)) boolean(o, p->stdin_is_socket);
@@ -693,6 +698,12 @@ void x_fd_port(const X& x, const F&, E& o) noexcept {
     num(o, ep.cport);
     num(o, ep.sport);
   }
+}
+void x_fd_cip_name(const X& x, const F&, E& o) noexcept {
+  Endpoints ep;
+  if (!inet(x, ep) || !x.ctx->state) return;
+  auto n = x.ctx->state->dns_name_for(*x.ctx, *ep.client);
+  if (!n.empty()) str(o, n);
 }
 void x_fd_connected(const X& x, const F&, E& o) noexcept {
   if (auto* c = ev(x).as<event::ConnectData>(); c && c->proto == event::L4::kTcp) boolean(o, true);
@@ -1154,6 +1165,7 @@ FieldCatalog::FieldCatalog() {
       {"proc.pcmdline", T::kString, A::kNone, false, "*", "Parent's command line.", x_pcmdline},
       {"proc.aname", T::kString, A::kOptionalIndex, true, "*", "Ancestor name: proc.aname[N] is the Nth ancestor (1 = parent); without N, any ancestor.", x_aname},
       {"proc.apid", T::kInt, A::kOptionalIndex, true, "*", "Ancestor pid: proc.apid[N]; without N, any ancestor.", x_apid},
+      {"proc.aexe", T::kString, A::kOptionalIndex, true, "*", "Ancestor argv[0]: proc.aexe[N]; without N, any ancestor.", x_aexe},
       {"proc.aexepath", T::kString, A::kOptionalIndex, true, "*", "Ancestor executable path: proc.aexepath[N]; without N, any ancestor.", x_aexepath},
       {"proc.stdin.socket", T::kBool, A::kNone, false, "execve", "fd 0 of the program was a socket at exec.", x_stdin_socket},
       {"proc.stdout.socket", T::kBool, A::kNone, false, "execve", "fd 1 of the program was a socket at exec.", x_stdout_socket},
@@ -1191,6 +1203,8 @@ FieldCatalog::FieldCatalog() {
       {"fd.name_changed", T::kBool, A::kNone, false, kNetEv, "The event gave the socket its address tuple (every connect event).", x_fd_name_changed},
       {"fd.sip.name", T::kString, A::kNone, false, kNetEv, "The DNS name this pod resolved to the server IP, where seen.", x_fd_sip_name},
       {"fd.rip.name", T::kString, A::kNone, false, kNetEv, "The DNS name this pod resolved to the remote IP, where seen.", x_fd_sip_name},
+      {"fd.cip.name", T::kString, A::kNone, false, kNetEv, "The DNS name this pod resolved to the client IP, where seen.", x_fd_cip_name},
+      {"fd.lip.name", T::kString, A::kNone, false, kNetEv, "The DNS name this pod resolved to the local IP, where seen.", x_fd_cip_name},
       {"container.id", T::kString, A::kNone, false, "*", "Container id, 12 characters; 'host' for host processes.", x_container_id},
       {"container.full_id", T::kString, A::kNone, false, "*", "Full container id; 'host' for host processes.", x_container_full_id},
       {"container.name", T::kString, A::kNone, false, "*", "Container name ('host' for host processes).", x_container_name},

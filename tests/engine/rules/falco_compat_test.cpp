@@ -62,7 +62,7 @@ TEST(FalcoCompat, IncubatingRules) {
   REQUIRE_FALCO_FILE("falco-incubating_rules.yaml");
   auto c = load("falco-incubating_rules.yaml");
   EXPECT_EQ(c.r.errors, 0u);
-  EXPECT_GE(c.r.loaded, 25u);
+  EXPECT_GE(c.r.loaded, 26u);
   EXPECT_EQ(c.r.loaded + c.r.skipped, 31u);
 }
 
@@ -70,7 +70,7 @@ TEST(FalcoCompat, SandboxRules) {
   REQUIRE_FALCO_FILE("falco-sandbox_rules.yaml");
   auto c = load("falco-sandbox_rules.yaml");
   EXPECT_EQ(c.r.errors, 0u);
-  EXPECT_GE(c.r.loaded, 33u);
+  EXPECT_GE(c.r.loaded, 34u);
   EXPECT_EQ(c.r.loaded + c.r.skipped, 37u);
 }
 
