@@ -557,7 +557,18 @@ bool State::gpu_allowed(const EvalContext& ctx, std::uint32_t major, std::uint32
   if (ctx.ev) {
     if (const auto* od = ctx.ev->as<event::OpenData>()) path = od->path;
   }
-  return allocation_allows(*a, nvidia_node(major, minor, path, impl_->nvidia));
+  NvidiaNode node = nvidia_node(major, minor, path, impl_->nvidia);
+  // An ioctl on a node recognised only by its name when it was opened
+  // (a stand-in such as nvidia0 with /dev/null's numbers): the fd table
+  // remembers what the name stood for.
+  if (node.kind == NvidiaNodeKind::kNone && ctx.ev && ctx.proc) {
+    if (const auto* io = ctx.ev->as<event::IoctlData>()) {
+      for (const auto& g : ctx.proc->gpu_fds) {
+        if (g.fd == io->fd) node = nvidia_node(g.major, g.minor, "", impl_->nvidia);
+      }
+    }
+  }
+  return allocation_allows(*a, node);
 }
 
 std::string_view State::user_name(std::uint32_t uid) const { return impl_->users.name(uid); }

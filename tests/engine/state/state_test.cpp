@@ -692,6 +692,26 @@ TEST_F(GpuAllocationTest, AllNoneVoidAndLimitOnly) {
   EXPECT_FALSE(allowed(195, 0));
 }
 
+TEST_F(GpuAllocationTest, IoctlOnAStandInNodeUsesWhatItsNameStoodFor) {
+  state_->upsert_pod(make_pod(kUid, kId, "GPU-cccccccc-1111-2222-3333-444444444444", 1));  // minor 1
+  auto ioctl_on = [&](const std::string& path, std::int32_t fd) {
+    event::Event open = open_event(902, path, 1, 3, fd);  // /dev/null's numbers
+    open.hdr.cgroup_id = 31337;
+    state_->apply(open);
+    event::Event io = make_event(event::Type::kIoctl, 902);
+    io.hdr.cgroup_id = 31337;
+    event::IoctlData d;
+    d.fd = fd;
+    d.dev_major = 1;
+    d.dev_minor = 3;
+    io.data = d;
+    state_->apply(io);
+    return state_->gpu_allowed(state_->enrich(io), 1, 3);
+  };
+  EXPECT_FALSE(ioctl_on("/tmp/rig/nvidia0", 5));
+  EXPECT_TRUE(ioctl_on("/tmp/rig/nvidia1", 6));
+}
+
 TEST_F(GpuAllocationTest, HostAndUnknownPodAreAllowed) {
   event::Event ev = open_event(901, "/dev/nvidia0", 195, 0, 3);
   state_->apply(ev);
