@@ -228,10 +228,10 @@ void Sink::run_spooled(std::unique_lock<std::mutex>& lk) {
     if (r.code == SendCode::kOk) done = batch.size();
     record_sent(std::span<const Message>(batch.data(), done));
     if (r.code == SendCode::kFatal && done < batch.size()) {
-      failed_.fetch_add(batch.size() - done, std::memory_order_relaxed);
-      if (log_) log_->warn("output {}: giving up on {} alerts: {}", o_.name, batch.size() - done,
-                           r.error);
-      done = batch.size();
+      const std::size_t n = std::min(r.rejected, batch.size() - done);
+      failed_.fetch_add(n, std::memory_order_relaxed);
+      if (log_) log_->warn("output {}: giving up on {} alerts: {}", o_.name, n, r.error);
+      done += n;
     }
     if (done > 0) {
       if (Status st = spool_->pop(done); !st && log_) {
@@ -299,10 +299,13 @@ void Sink::run() {
       done += n;
       if (r.code == SendCode::kOk || done == msgs.size()) break;
       if (r.code == SendCode::kFatal) {
-        failed_.fetch_add(msgs.size() - done, std::memory_order_relaxed);
-        if (log_) log_->warn("output {}: giving up on {} alerts: {}", o_.name, msgs.size() - done,
-                             r.error);
-        break;
+        const std::size_t rejected = std::min(r.rejected, msgs.size() - done);
+        failed_.fetch_add(rejected, std::memory_order_relaxed);
+        if (log_) log_->warn("output {}: giving up on {} alerts: {}", o_.name, rejected, r.error);
+        done += rejected;
+        if (done == msgs.size()) break;
+        attempt = 0;
+        continue;  // the rest of the batch was not rejected: send it
       }
       retried_.fetch_add(1, std::memory_order_relaxed);
       if (spool_) {

@@ -368,7 +368,7 @@ SendResult SyslogTransport::send(std::span<const Message> batch) noexcept {
       if (rec.size() > kMaxDatagram) {
         return SendResult::fatal("record of " + std::to_string(rec.size()) +
                                      " bytes is too large for a datagram",
-                                 i);
+                                 i, 1);
       }
       if (::send(fd_, rec.data(), rec.size(), MSG_NOSIGNAL) < 0) {
         const std::string err = std::strerror(errno);

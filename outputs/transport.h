@@ -40,13 +40,17 @@ struct SendResult {
   std::size_t delivered = 0;
   std::string error;                         // for logs; never contains secrets
   std::chrono::milliseconds retry_after{0};  // the peer's Retry-After, 0 if none
+  // kFatal only: how many messages after the delivered ones are rejected for
+  // good (the rest of the batch is sent again). Default: all of them.
+  std::size_t rejected = static_cast<std::size_t>(-1);
 
   static SendResult ok(std::size_t n) { return {SendCode::kOk, n, {}, {}}; }
   static SendResult retry(std::string why, std::size_t delivered = 0) {
     return {SendCode::kRetry, delivered, std::move(why), {}};
   }
-  static SendResult fatal(std::string why, std::size_t delivered = 0) {
-    return {SendCode::kFatal, delivered, std::move(why), {}};
+  static SendResult fatal(std::string why, std::size_t delivered = 0,
+                          std::size_t rejected = static_cast<std::size_t>(-1)) {
+    return {SendCode::kFatal, delivered, std::move(why), {}, rejected};
   }
 };
 

@@ -104,7 +104,7 @@ std::shared_ptr<const event::Alert> A(int i, const std::string& rule = "r",
 TEST_F(Kafka, DeliversWithKeysAndHeadersReadByKcat) {
   MockCluster mc(3, "vigil-alerts", 4);
   const std::string cfg = "[{type: kafka, brokers: '" + mc.bootstraps() +
-                          "', topic: vigil-alerts, key: rule, format: json}]";
+                          "', topic: vigil-alerts, key: rule, compression: lz4, format: json}]";
   auto r = Router::from_config(YAML::Load(cfg), RouterOptions{.hostname = "h"});
   ASSERT_TRUE(r) << r.error().message;
   for (int i = 0; i < 30; ++i) (*r)->publish(A(i, "rule-" + std::to_string(i % 3)));

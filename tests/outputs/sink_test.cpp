@@ -235,6 +235,23 @@ TEST(Sink, FatalIsNotRetried) {
   EXPECT_EQ(peer->received[0].uuid, "2");
 }
 
+TEST(Sink, FatalForOneMessageKeepsTheRestOfTheBatch) {
+  auto peer = std::make_shared<FakePeer>();
+  peer->script = {SendResult::fatal("too large", 1, 1)};  // #0 delivered, #1 rejected
+  auto o = opts();
+  o.batch.max_events = 10;
+  Sink s(o, std::make_unique<FakeTransport>(peer), nullptr);
+  for (int i = 0; i < 4; ++i) s.offer(A(std::to_string(i)), 10);  // queued before start: one batch
+  s.start();
+  ASSERT_TRUE(peer->wait_for(3, 5s));
+  s.shutdown(std::chrono::steady_clock::now() + 1s);
+  std::vector<std::string> got;
+  for (const auto& m : peer->received) got.push_back(m.uuid);
+  EXPECT_EQ(got, (std::vector<std::string>{"0", "2", "3"}));
+  EXPECT_EQ(s.stats().failed, 1u);
+  EXPECT_EQ(s.stats().sent, 3u);
+}
+
 TEST(Sink, PartialDeliveryIsNotResent) {
   auto peer = std::make_shared<FakePeer>();
   peer->set_stall(true);

@@ -4,9 +4,11 @@
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <sys/un.h>
 
 #include "outputs/format.h"
 #include "tests/outputs/parsers.h"
+#include "tests/outputs/http_server.h"
 #include "tests/outputs/peer_util.h"
 #include "tests/outputs/test_alert.h"
 
@@ -215,6 +217,118 @@ TEST(SyslogTransport, UdpOneDatagramPerRecord) {
     EXPECT_EQ(nlohmann::json::parse(rec->msg)["uuid"], b[0].uuid);
   }
   ::close(fd);
+}
+
+TEST(SyslogTransport, OversizedDatagramIsRejectedAloneOthersSent) {
+  const int fd = ::socket(AF_INET, SOCK_DGRAM, 0);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)), 0);
+  socklen_t len = sizeof(sa);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len);
+  SyslogOptions o;
+  ASSERT_TRUE(parse_syslog_address("udp://127.0.0.1:" + std::to_string(ntohs(sa.sin_port)), o));
+  auto t = SyslogTransport::create(o);
+  ASSERT_TRUE(t);
+  std::vector<Message> b = {golden_message(), golden_message(), golden_message()};
+  b[1].body = std::string(70000, 'x');
+  const SendResult r = (*t)->send(b);
+  EXPECT_EQ(r.code, SendCode::kFatal);
+  EXPECT_EQ(r.delivered, 1u);
+  EXPECT_EQ(r.rejected, 1u);
+  ::close(fd);
+}
+
+TEST(SyslogTransport, UnixDatagramSocket) {
+  const std::string dir = testing::temp_dir("devlog");
+  const std::string path = dir + "/log";
+  const int fd = ::socket(AF_UNIX, SOCK_DGRAM, 0);
+  sockaddr_un sa{};
+  sa.sun_family = AF_UNIX;
+  std::snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path.c_str());
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)), 0);
+  SyslogOptions o;
+  ASSERT_TRUE(parse_syslog_address("unix://" + path, o));
+  o.framing = SyslogFraming::kRfc3164;
+  auto t = SyslogTransport::create(o);
+  ASSERT_TRUE(t);
+  std::vector<Message> b = {golden_message(Format::kText)};
+  ASSERT_EQ((*t)->send(b).code, SendCode::kOk);
+  char buf[8192];
+  pollfd p{fd, POLLIN, 0};
+  ASSERT_EQ(::poll(&p, 1, 2000), 1);
+  const ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
+  ASSERT_GT(n, 0);
+  EXPECT_EQ(std::string(buf, static_cast<std::size_t>(n)),
+            "<10>Nov 14 22:13:20 gpu-node-1 vigil[" + std::to_string(getpid()) + "]: " + b[0].body);
+  ::close(fd);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(SyslogTransport, TlsWithPrivateCa) {
+  const std::string dir = testing::temp_dir("syslog-pki");
+  if (!testing::make_test_pki(dir)) GTEST_SKIP() << "openssl could not make a test CA";
+  SSL_CTX* ctx = SSL_CTX_new(TLS_server_method());
+  ASSERT_EQ(SSL_CTX_use_certificate_chain_file(ctx, (dir + "/server.crt").c_str()), 1);
+  ASSERT_EQ(SSL_CTX_use_PrivateKey_file(ctx, (dir + "/server.key").c_str(), SSL_FILETYPE_PEM), 1);
+  const int lfd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(lfd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)), 0);
+  ::listen(lfd, 4);
+  socklen_t len = sizeof(sa);
+  getsockname(lfd, reinterpret_cast<sockaddr*>(&sa), &len);
+  std::string got;
+  std::thread server([&] {
+    const int c = ::accept(lfd, nullptr, nullptr);
+    SSL* ssl = SSL_new(ctx);
+    SSL_set_fd(ssl, c);
+    if (SSL_accept(ssl) == 1) {
+      char buf[8192];
+      int n;
+      while ((n = SSL_read(ssl, buf, sizeof(buf))) > 0) got.append(buf, static_cast<std::size_t>(n));
+    }
+    SSL_free(ssl);
+    ::close(c);
+  });
+  SyslogOptions o;
+  ASSERT_TRUE(parse_syslog_address("tls://localhost:" + std::to_string(ntohs(sa.sin_port)), o));
+  o.ca_file = dir + "/ca.crt";
+  {
+    auto t = SyslogTransport::create(o);
+    ASSERT_TRUE(t) << t.error().message;
+    std::vector<Message> b = {golden_message()};
+    EXPECT_EQ((*t)->send(b).code, SendCode::kOk);
+    (*t)->close();
+  }
+  server.join();
+  const auto sp = got.find(' ');
+  ASSERT_NE(sp, std::string::npos);
+  EXPECT_EQ(std::stoul(got.substr(0, sp)), got.size() - sp - 1);  // one octet-counted frame
+  const auto p = testing::parse_syslog5424(got.substr(sp + 1));
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->sd.at("uuid"), "7d3f5e1a-9c2b-4e8f-a1d6-0b4c8e2f9a37");
+  ::close(lfd);
+  SSL_CTX_free(ctx);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(SyslogTransport, TlsRejectsAnUntrustedServer) {
+  const std::string dir = testing::temp_dir("syslog-pki2");
+  if (!testing::make_test_pki(dir)) GTEST_SKIP() << "openssl could not make a test CA";
+  testing::HttpServer server(dir + "/server.crt", dir + "/server.key");  // any TLS listener
+  SyslogOptions o;
+  ASSERT_TRUE(parse_syslog_address("tls://localhost:" + std::to_string(server.port()), o));
+  o.ca_file = dir + "/client.crt";  // not the CA that signed the server
+  auto t = SyslogTransport::create(o);
+  ASSERT_TRUE(t);
+  std::vector<Message> b = {golden_message()};
+  const SendResult r = (*t)->send(b);
+  EXPECT_EQ(r.code, SendCode::kRetry);
+  EXPECT_NE(r.error.find("tls"), std::string::npos) << r.error;
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
