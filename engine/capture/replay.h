@@ -125,6 +125,8 @@ class Replayer final : public pipeline::EventTap {
 
   // Wraps the publisher so that alerts of filtered-out events are dropped.
   pipeline::Publisher gate(pipeline::Publisher next);
+  // Whether the event being processed passed the filters (for other taps).
+  bool selected() const { return current_selected_; }
   // Reads the whole capture into `pl`. An Error names the file and offset.
   Result<ReplayStats> run(CaptureReader& reader, pipeline::Pipeline& pl);
 

@@ -1,0 +1,131 @@
+// `vigil replay` and the argument parsers of `vigil capture`/`vigil replay`,
+// driven through the command functions (no root needed: replay reads files).
+#include "engine/cli/capture_cmd.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace vigil::cli {
+namespace {
+
+namespace fs = std::filesystem;
+const char* kFixture = "tests/engine/capture/fixtures/v1_sample.vcap";
+
+int run(std::vector<std::string> args) {
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  return args[0] == "replay" ? cmd_replay(static_cast<int>(args.size()), argv.data())
+                             : cmd_capture(static_cast<int>(args.size()), argv.data());
+}
+
+TEST(CaptureCmd, ParsesDurationsSizesAndTimes) {
+  EXPECT_EQ(parse_duration_ns("90"), 90'000'000'000ull);
+  EXPECT_EQ(parse_duration_ns("1.5s"), 1'500'000'000ull);
+  EXPECT_EQ(parse_duration_ns("500ms"), 500'000'000ull);
+  EXPECT_EQ(parse_duration_ns("5m"), 300'000'000'000ull);
+  EXPECT_EQ(parse_duration_ns("2h"), 7'200'000'000'000ull);
+  EXPECT_FALSE(parse_duration_ns("5 minutes"));
+  EXPECT_FALSE(parse_duration_ns("-1s"));
+  EXPECT_FALSE(parse_duration_ns(""));
+  EXPECT_EQ(parse_size("512K"), 512u * 1024);
+  EXPECT_EQ(parse_size("64M"), 64ull << 20);
+  EXPECT_EQ(parse_size("2G"), 2ull << 30);
+  EXPECT_EQ(parse_size("100"), 100u);
+  EXPECT_FALSE(parse_size("12X"));
+  EXPECT_EQ(parse_time_ns("1970-01-01T00:00:01Z"), 1'000'000'000ull);
+  EXPECT_EQ(parse_time_ns("2023-11-14T22:13:20.5Z"), 1'700'000'000'500'000'000ull);
+  EXPECT_EQ(parse_time_ns("2023-11-15T00:13:20+02:00"), 1'700'000'000'000'000'000ull);
+  EXPECT_EQ(parse_time_ns("1700000000.25"), 1'700'000'000'250'000'000ull);
+  EXPECT_FALSE(parse_time_ns("2023-13-01T00:00:00Z"));
+  EXPECT_FALSE(parse_time_ns("2023-11-14 22:13:20"));
+  EXPECT_FALSE(parse_time_ns("yesterday"));
+}
+
+TEST(CaptureCmd, ReplayPrintsEveryEventAsAJsonLine) {
+  ::testing::internal::CaptureStdout();
+  int rc = run({"replay", kFixture, "--events"});
+  std::string out = ::testing::internal::GetCapturedStdout();
+  ASSERT_EQ(rc, 0);
+  std::istringstream in(out);
+  std::string line;
+  int n = 0;
+  bool saw_pod = false;
+  while (std::getline(in, line)) {
+    auto j = nlohmann::json::parse(line);  // each line is one valid JSON object
+    EXPECT_TRUE(j.contains("ts_ns"));
+    EXPECT_TRUE(j.contains("type"));
+    if (j.value("k8s.pod.name", "") == "trainer-0") saw_pod = true;
+    ++n;
+  }
+  EXPECT_EQ(n, 13);  // the fixture's events
+  EXPECT_TRUE(saw_pod);
+}
+
+TEST(CaptureCmd, ReplayWindowAndFilterNarrowTheEvents) {
+  ::testing::internal::CaptureStdout();
+  int rc = run({"replay", kFixture, "--events", "--filter", "evt.type = connect"});
+  std::string out = ::testing::internal::GetCapturedStdout();
+  ASSERT_EQ(rc, 0);
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 2);  // two connects in the fixture
+  ::testing::internal::CaptureStdout();
+  // The fixture's 13 events are 0..12 ns after 1700000001 s: keep the last three.
+  rc = run({"replay", kFixture, "--events", "--since", "1700000001.000000010"});
+  out = ::testing::internal::GetCapturedStdout();
+  ASSERT_EQ(rc, 0);
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 3);
+}
+
+TEST(CaptureCmd, ReplayWritesATimelineAndRunsTheBundledRules) {
+  std::string tmpl = (fs::temp_directory_path() / "vigil-cmd-XXXXXX").string();
+  std::string dir = mkdtemp(tmpl.data());
+  std::string tl = dir + "/t.json";
+  ::testing::internal::CaptureStdout();
+  int rc = run({"replay", kFixture, "-r", "rules/vigil_rules.yaml", "--timeline", tl});
+  std::string alerts = ::testing::internal::GetCapturedStdout();
+  EXPECT_EQ(rc, 0);
+  std::ifstream f(tl);
+  auto doc = nlohmann::json::parse(f);
+  EXPECT_GT(doc["traceEvents"].size(), 10u);
+  std::istringstream in(alerts);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    auto j = nlohmann::json::parse(line);
+    EXPECT_TRUE(j.contains("rule"));
+    EXPECT_TRUE(j.contains("uuid"));
+  }
+  fs::remove_all(dir);
+}
+
+TEST(CaptureCmd, BadInputExitsTwoAndNamesTheOffset) {
+  std::string tmpl = (fs::temp_directory_path() / "vigil-cmd-XXXXXX").string();
+  std::string dir = mkdtemp(tmpl.data());
+  std::ifstream in(kFixture, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  bytes[bytes.size() - 5] ^= 0x55;  // damage the last block's payload
+  std::ofstream(dir + "/bad.vcap", std::ios::binary) << bytes;
+  ::testing::internal::CaptureStderr();
+  ::testing::internal::CaptureStdout();
+  int rc = run({"replay", dir + "/bad.vcap", "--events"});
+  ::testing::internal::GetCapturedStdout();
+  std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(rc, 2);
+  EXPECT_NE(err.find("checksum mismatch"), std::string::npos) << err;
+  EXPECT_NE(err.find("byte offset"), std::string::npos) << err;
+  EXPECT_EQ(run({"replay", dir + "/missing.vcap"}), 2);
+  EXPECT_EQ(run({"replay"}), 2);
+  EXPECT_EQ(run({"replay", kFixture, "--since", "noon"}), 2);
+  EXPECT_EQ(run({"replay", kFixture, "--filter", "proc.name ="}), 2);
+  EXPECT_EQ(run({"capture"}), 2);                    // -w is required
+  EXPECT_EQ(run({"capture", "-w", "x", "--size", "lots"}), 2);
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace vigil::cli
