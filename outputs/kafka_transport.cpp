@@ -137,7 +137,7 @@ SendResult KafkaTransport::send(std::span<const Message> batch) noexcept {
             RD_KAFKA_V_OPAQUE(reinterpret_cast<void*>(
                 static_cast<std::uintptr_t>(im.base_id + i))),
             RD_KAFKA_V_END);
-        if (e != RD_KAFKA_RESP_ERR__QUEUE_FULL) break;
+        if (e != RD_KAFKA_RESP_ERR__QUEUE_FULL || interrupted_) break;
         rd_kafka_poll(im.rk, 10);  // let delivery reports free the queue
       }
       if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
@@ -152,7 +152,7 @@ SendResult KafkaTransport::send(std::span<const Message> batch) noexcept {
       --im.pending;
     }
     const auto deadline = std::chrono::steady_clock::now() + o_.batch_timeout;
-    while (im.pending > 0 && std::chrono::steady_clock::now() < deadline) {
+    while (im.pending > 0 && std::chrono::steady_clock::now() < deadline && !interrupted_) {
       rd_kafka_flush(im.rk, 50);
       rd_kafka_poll(im.rk, 0);
     }

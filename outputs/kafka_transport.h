@@ -13,6 +13,7 @@
 // values are never logged.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -50,6 +51,7 @@ class KafkaTransport final : public Transport {
   ~KafkaTransport() override;
   SendResult send(std::span<const Message> batch) noexcept override;
   void close() noexcept override;
+  void interrupt() noexcept override { interrupted_ = true; }
 
   // Delivery reports seen: ok and failed (all batches, including purged).
   std::uint64_t delivery_ok() const { return dr_ok_; }
@@ -64,6 +66,7 @@ class KafkaTransport final : public Transport {
   std::unique_ptr<Impl> impl_;
   std::uint64_t dr_ok_ = 0;
   std::uint64_t dr_failed_ = 0;
+  std::atomic<bool> interrupted_{false};
 };
 
 }  // namespace vigil::outputs

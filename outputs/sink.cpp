@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <exception>
 
 namespace vigil::outputs {
 namespace {
@@ -126,7 +127,16 @@ void Sink::shutdown(std::chrono::steady_clock::time_point deadline) {
     }
   }
   cv_.notify_all();
-  if (worker_.joinable()) worker_.join();
+  if (!worker_.joinable()) return;
+  {
+    // A send that outlives the deadline (a stalled peer) is interrupted.
+    std::unique_lock lk(mu_);
+    if (!cv_.wait_until(lk, deadline, [this] { return done_; })) {
+      lk.unlock();
+      transport_->interrupt();
+    }
+  }
+  worker_.join();
 }
 
 bool Sink::past_deadline() const { return std::chrono::steady_clock::now() >= deadline_; }
@@ -254,6 +264,27 @@ void Sink::run_spooled(std::unique_lock<std::mutex>& lk) {
 }
 
 void Sink::run() {
+  // The worker must not die: an exception (out of memory while formatting)
+  // costs the batch in hand, counted as failed, and the loop goes on.
+  for (;;) {
+    try {
+      run_loop();
+      break;
+    } catch (const std::exception& e) {
+      failed_.fetch_add(1, std::memory_order_relaxed);
+      if (log_) log_->error("output {}: {}", o_.name, e.what());
+    } catch (...) {
+      failed_.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+  {
+    std::lock_guard lk(mu_);
+    done_ = true;
+  }
+  cv_.notify_all();
+}
+
+void Sink::run_loop() {
   std::unique_lock lk(mu_);
   for (;;) {
     if (spool_ && !spool_->empty()) {

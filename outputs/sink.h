@@ -154,6 +154,7 @@ class Sink {
     std::uint64_t enqueued_ns;
   };
   void run();
+  void run_loop();
   void run_spooled(std::unique_lock<std::mutex>& lk);
   void spool_messages(std::vector<Message>& msgs, std::size_t from);
   Message to_message(const Item& it) const;
@@ -172,6 +173,7 @@ class Sink {
   std::deque<Item> queue_;          // guarded by mu_
   std::size_t queue_bytes_ = 0;     // guarded by mu_
   bool stopping_ = false;           // guarded by mu_
+  bool done_ = false;               // guarded by mu_: the worker has finished
   std::chrono::steady_clock::time_point deadline_{};  // guarded by mu_
   std::thread worker_;
   std::mt19937_64 rng_;             // worker only

@@ -62,6 +62,9 @@ class Transport {
   virtual SendResult send(std::span<const Message> batch) noexcept = 0;
   // Called once from the worker before it exits (flush, close sockets).
   virtual void close() noexcept {}
+  // Called from another thread when the shutdown deadline has passed while a
+  // send() is still running: make it return soon (with kRetry). Thread-safe.
+  virtual void interrupt() noexcept {}
 };
 
 }  // namespace vigil::outputs

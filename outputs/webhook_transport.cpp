@@ -45,6 +45,10 @@ std::size_t on_header(char* data, std::size_t size, std::size_t n, void* user) {
   return size * n;
 }
 
+int on_progress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+  return static_cast<std::atomic<bool>*>(user)->load() ? 1 : 0;  // non-zero aborts
+}
+
 void global_init() {
   static std::once_flag once;
   std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
@@ -119,6 +123,9 @@ Result<std::unique_ptr<WebhookTransport>> WebhookTransport::create(WebhookOption
   curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
   curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
   curl_easy_setopt(c, CURLOPT_USERAGENT, "vigil");
+  curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+  curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
+  curl_easy_setopt(c, CURLOPT_XFERINFODATA, &t->interrupted_);
   if (!t->o_.ca_file.empty()) curl_easy_setopt(c, CURLOPT_CAINFO, t->o_.ca_file.c_str());
   if (!t->o_.cert_file.empty()) curl_easy_setopt(c, CURLOPT_SSLCERT, t->o_.cert_file.c_str());
   if (!t->o_.key_file.empty()) curl_easy_setopt(c, CURLOPT_SSLKEY, t->o_.key_file.c_str());
@@ -135,6 +142,7 @@ WebhookTransport::~WebhookTransport() {
 }
 
 SendResult WebhookTransport::post(const std::string& body) {
+  if (interrupted_) return SendResult::retry("webhook: interrupted by shutdown");
   CURL* c = static_cast<CURL*>(curl_);
   Response resp;
   curl_easy_setopt(c, CURLOPT_POSTFIELDS, body.data());

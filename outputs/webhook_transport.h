@@ -6,6 +6,7 @@
 // HTTP date, capped at one hour); other 4xx -> kFatal.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -45,6 +46,7 @@ class WebhookTransport final : public Transport {
   static Result<std::unique_ptr<WebhookTransport>> create(WebhookOptions o, bool json_body);
   ~WebhookTransport() override;
   SendResult send(std::span<const Message> batch) noexcept override;
+  void interrupt() noexcept override { interrupted_ = true; }
 
  private:
   WebhookTransport(WebhookOptions o, bool json_body);
@@ -54,6 +56,7 @@ class WebhookTransport final : public Transport {
   bool json_body_;
   void* curl_ = nullptr;          // CURL*
   void* header_list_ = nullptr;   // curl_slist*
+  std::atomic<bool> interrupted_{false};
 };
 
 }  // namespace vigil::outputs

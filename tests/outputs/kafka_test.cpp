@@ -214,5 +214,21 @@ TEST(KafkaTransport, UnreachableBrokersAreRetry) {
   EXPECT_EQ((*t)->delivery_failed(), 3u);
 }
 
+TEST(KafkaTransport, ShutdownDoesNotWaitForTheBatchTimeout) {
+  const std::string cfg = "[{type: kafka, brokers: '127.0.0.1:" +
+                          std::to_string(testing::free_port()) +
+                          "', topic: t, batch_timeout_ms: 30000}]";
+  auto r = Router::from_config(YAML::Load(cfg), RouterOptions{.hostname = "h"});
+  ASSERT_TRUE(r) << r.error().message;
+  for (int i = 0; i < 3; ++i) (*r)->publish(A(i));
+  std::this_thread::sleep_for(100ms);
+  const auto t0 = std::chrono::steady_clock::now();
+  (*r)->shutdown(300ms);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 3s);
+  const auto st = (*r)->stats()[0];
+  EXPECT_EQ(st.sent, 0u);
+  EXPECT_EQ(st.failed + st.dropped, 3u);  // counted, not silently lost
+}
+
 }  // namespace
 }  // namespace vigil::outputs

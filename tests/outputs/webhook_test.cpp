@@ -296,5 +296,24 @@ TEST(Webhook, StalledWebhookDelaysNoOtherSink) {
   ::close(pipefd[1]);
 }
 
+TEST(Webhook, ShutdownInterruptsAStalledRequestAtTheDeadline) {
+  HttpServer server;
+  server.set_default({HttpAnswer::kStall});
+  const std::string dir = testing::temp_dir("webhook-deadline");
+  const std::string cfg = "[{type: webhook, url: '" + server.url() + "', timeout_ms: 30000, spool: true}]";
+  auto r = Router::from_config(YAML::Load(cfg), RouterOptions{.hostname = "h", .state_dir = dir});
+  ASSERT_TRUE(r) << r.error().message;
+  (*r)->publish(A(1));
+  (*r)->publish(A(2));
+  ASSERT_TRUE(testing::wait_until([&] { return server.attempts() == 1; }, 5s));
+  const auto t0 = std::chrono::steady_clock::now();
+  (*r)->shutdown(300ms);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s);  // not the 30 s request timeout
+  const auto st = (*r)->stats()[0];
+  EXPECT_EQ(st.spool_depth, 2u);  // the stalled alert and the queued one wait on disk
+  server.set_default({});
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace vigil::outputs
