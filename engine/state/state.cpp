@@ -248,14 +248,12 @@ void State::apply(const event::Event& ev) {
   if (h.cgroup_id != 0 && !s.cgroups.contains(h.cgroup_id) && s.cfg.live) {
     resolve_cgroup(h.cgroup_id);
   }
-  std::string hdr_container;
   if (h.cgroup_id != 0) {
     if (const CgroupEntry* e = s.cgroups.get(h.cgroup_id)) {
-      hdr_container = e->container_id;
       // The container record was evicted (LRU) while its cgroup is still in
       // use: rebuild it from the cgroup path.
-      if (!hdr_container.empty() && !s.containers.contains(hdr_container)) {
-        if (auto m = parse_cgroup_path(e->path); m && m->id == hdr_container) {
+      if (!e->container_id.empty() && !s.containers.contains(e->container_id)) {
+        if (auto m = parse_cgroup_path(e->path); m && m->id == e->container_id) {
           Container c;
           c.id = m->id;
           c.runtime = m->runtime;
@@ -268,6 +266,14 @@ void State::apply(const event::Event& ev) {
     }
   }
 
+  // The container the header's cgroup belongs to ("" for host cgroups).
+  // Looked up only where a record changes, not on every event.
+  auto hdr_container = [&]() -> std::string {
+    if (h.cgroup_id == 0) return {};
+    const CgroupEntry* e = s.cgroups.peek(h.cgroup_id);
+    return e ? e->container_id : std::string();
+  };
+
   // The event's own process, created when unknown: from /proc (live, once),
   // else from the header.
   auto ensure = [&](std::uint32_t pid) -> Process* {
@@ -277,14 +283,14 @@ void State::apply(const event::Event& ev) {
       if (auto rec = read_process(s.cfg.proc_root, pid, s.read_opts)) {
         if (h.cgroup_id != 0) {
           rec->proc.cgroup_id = h.cgroup_id;
-          rec->proc.container_id = hdr_container;
+          rec->proc.container_id = hdr_container();
         }
         upsert_process(std::move(rec->proc));
         if (ProcSlot* slot = s.procs.get(pid)) return &slot->p;
       }
     }
     Process p = process_from_header(h);
-    p.container_id = hdr_container;
+    p.container_id = hdr_container();
     ProcSlot* where = nullptr;
     s.procs.put(pid, ProcSlot{std::move(p), false}, &where);
     return &where->p;
@@ -296,9 +302,9 @@ void State::apply(const event::Event& ev) {
     p->gid = h.gid;
     if (h.cgroup_id != 0 && h.cgroup_id != p->cgroup_id) {
       p->cgroup_id = h.cgroup_id;
-      p->container_id = hdr_container;
+      p->container_id = hdr_container();
     } else if (h.cgroup_id != 0 && p->container_id.empty()) {
-      p->container_id = hdr_container;
+      p->container_id = hdr_container();
     }
     if (h.net_ns) p->net_ns = h.net_ns;
     if (h.mnt_ns) p->mnt_ns = h.mnt_ns;
@@ -360,7 +366,7 @@ void State::apply(const event::Event& ev) {
         slot->exited = true;
       } else {
         Process p = process_from_header(h);
-        p.container_id = hdr_container;
+        p.container_id = hdr_container();
         s.procs.put(h.pid, ProcSlot{std::move(p), true});
       }
       break;
