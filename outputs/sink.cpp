@@ -99,13 +99,20 @@ void Sink::offer(const std::shared_ptr<const event::Alert>& a, std::size_t bytes
       dropped_.fetch_add(1, std::memory_order_relaxed);
       return;
     }
-    const bool full = queue_.size() >= o_.queue_max_events ||
-                      (queue_bytes_ + bytes > o_.queue_max_bytes && !queue_.empty());
-    if (full) {
-      dropped_.fetch_add(1, std::memory_order_relaxed);
-      if (o_.overflow == Overflow::kDropNewest) return;
-      queue_bytes_ -= queue_.front().bytes;
-      queue_.pop_front();
+    auto full = [&] {
+      return !queue_.empty() && (queue_.size() >= o_.queue_max_events ||
+                                 queue_bytes_ + bytes > o_.queue_max_bytes);
+    };
+    if (full()) {
+      if (o_.overflow == Overflow::kDropNewest) {
+        dropped_.fetch_add(1, std::memory_order_relaxed);
+        return;
+      }
+      while (full()) {  // drop_oldest: make room for this alert
+        dropped_.fetch_add(1, std::memory_order_relaxed);
+        queue_bytes_ -= queue_.front().bytes;
+        queue_.pop_front();
+      }
     }
     try {
       queue_.push_back(Item{a, bytes, steady_ns()});

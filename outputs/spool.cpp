@@ -126,6 +126,9 @@ Result<std::unique_ptr<Spool>> Spool::open(const std::string& dir, std::uint64_t
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return Error::runtime("spool " + dir + ": " + ec.message());
+  // Alerts are sensitive: the spool is the owner's alone.
+  std::filesystem::permissions(dir, std::filesystem::perms::owner_all,
+                               std::filesystem::perm_options::replace, ec);
   std::unique_ptr<Spool> s(new Spool(dir, max_bytes));
   if (Status st = s->load(); !st) return st.error();
   return s;

@@ -100,6 +100,24 @@ TEST(Sink, DropOldestKeepsTheLatest) {
   EXPECT_EQ(got, (std::vector<std::string>{"0", "4", "5", "6"}));
 }
 
+TEST(Sink, DropOldestMakesRoomByBytes) {
+  auto peer = std::make_shared<FakePeer>();
+  auto o = opts();
+  o.queue_max_bytes = 1000;
+  o.overflow = Overflow::kDropOldest;
+  Sink s(o, std::make_unique<FakeTransport>(peer), nullptr);
+  for (int i = 0; i < 4; ++i) s.offer(A(std::to_string(i)), 300);  // 900 bytes queued
+  s.offer(A("big"), 700);  // needs three of the old ones gone
+  EXPECT_EQ(s.stats().dropped, 3u);
+  EXPECT_LE(s.stats().queue_bytes, 1000u);
+  s.start();
+  ASSERT_TRUE(peer->wait_for(2, 5s));
+  s.shutdown(std::chrono::steady_clock::now() + 1s);
+  ASSERT_EQ(peer->received.size(), 2u);
+  EXPECT_EQ(peer->received[0].uuid, "3");
+  EXPECT_EQ(peer->received[1].uuid, "big");
+}
+
 TEST(Sink, QueueIsBoundedInBytes) {
   auto peer = std::make_shared<FakePeer>();
   peer->set_stall(true);
