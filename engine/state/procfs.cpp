@@ -254,12 +254,21 @@ std::optional<ProcRecord> read_process(const std::string& proc_root, std::uint32
         (fdnum == 0 ? p.stdin_is_socket : p.stdout_is_socket) = true;
         continue;
       }
-      if (target->rfind("/dev/", 0) != 0) continue;
+      // Device nodes live under /dev; stand-in nodes (test rigs) anywhere,
+      // named nvidia*. Everything else (files, sockets, pipes) is skipped
+      // without a stat.
+      std::string_view base = *target;
+      base = base.substr(base.rfind('/') == std::string_view::npos ? 0 : base.rfind('/') + 1);
+      bool under_dev = target->rfind("/dev/", 0) == 0;
+      if (!under_dev && base.rfind("nvidia", 0) != 0) continue;
       std::uint32_t major = 0, minor = 0;
       struct stat fst{};
-      if (::stat(fd_path.c_str(), &fst) == 0 && S_ISCHR(fst.st_mode)) {
+      if (::stat(fd_path.c_str(), &fst) == 0) {
+        if (!S_ISCHR(fst.st_mode)) continue;  // a regular file named nvidia*
         major = ::major(fst.st_rdev);
         minor = ::minor(fst.st_rdev);
+      } else if (!under_dev) {
+        continue;
       }
       NvidiaNode n = nvidia_node(major, minor, *target, opt.nvidia);
       if (n.kind == NvidiaNodeKind::kNone) continue;

@@ -1,5 +1,7 @@
 // Seeds the state from the real /proc and cgroup v2 tree (root, real kernel).
 #include <signal.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -71,6 +73,45 @@ TEST_F(RealProcTest, SeedFindsThisProcessAndAChildStartedBefore) {
     EXPECT_EQ(self->cgroup_id, cgroup_id_of(s.cgroup_root() + *path));
     EXPECT_NE(self->cgroup_id, 0u);
   }
+}
+
+TEST_F(RealProcTest, SeededGpuFdsOfAStandInNvidiaNode) {
+  char tmpl[] = "/tmp/vigil-nv-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  std::string dir = tmpl;
+  std::string node = dir + "/nvidia0";
+  struct stat null_st{};
+  ASSERT_EQ(::stat("/dev/null", &null_st), 0);
+  if (::mknod(node.c_str(), S_IFCHR | 0666, null_st.st_rdev) != 0) {
+    ::rmdir(dir.c_str());
+    GTEST_SKIP() << "cannot create a device node in /tmp (mknod)";
+  }
+  // A process holding the stand-in node open on fd 3 (and a plain file on fd 4).
+  std::string script = "exec 3<>'" + node + "' 4</etc/hostname; exec sleep 30";
+  std::string a0 = "sh", a1 = "-c";
+  char* argv[] = {a0.data(), a1.data(), script.data(), nullptr};
+  pid_t child = -1;
+  ASSERT_EQ(::posix_spawnp(&child, "sh", nullptr, nullptr, argv, environ), 0);
+  // Wait until the shell has become sleep with its fds in place.
+  for (int i = 0; i < 200; ++i) {
+    if (read_all("/proc/" + std::to_string(child) + "/comm") == "sleep\n") break;
+    ::usleep(10000);
+  }
+  Config cfg;
+  State s(cfg);
+  Status st = s.seed_from_proc();
+  const Process* p = s.process(static_cast<std::uint32_t>(child));
+  std::vector<GpuFd> fds = p ? p->gpu_fds : std::vector<GpuFd>{};
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+  ::unlink(node.c_str());
+  ::rmdir(dir.c_str());
+  ASSERT_TRUE(st.ok());
+  ASSERT_NE(p, nullptr);
+  ASSERT_EQ(fds.size(), 1u);
+  EXPECT_EQ(fds[0].fd, 3);
+  EXPECT_EQ(fds[0].major, 195u);  // what the name nvidia0 stands for
+  EXPECT_EQ(fds[0].minor, 0u);
 }
 
 TEST_F(RealProcTest, EventInAKubeletCgroupIsAttributedByCgroupIdAlone) {

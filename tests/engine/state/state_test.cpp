@@ -403,6 +403,8 @@ TEST(Seed, ReadsEveryProcessFieldFromFakeProc) {
   d.symlink("proc/42/fd/3", "/dev/nvidia0");
   d.symlink("proc/42/fd/4", "/dev/nvidiactl");
   d.symlink("proc/42/fd/5", "/var/log/x.log");
+  d.write("files/nvidia-installer.log", "not a device");
+  d.symlink("proc/42/fd/6", d.path() + "/files/nvidia-installer.log");  // named nvidia*, a file
   // Hostile entries: garbage stat, missing status, non-numeric names.
   d.write("proc/77/stat", "77 (broken");
   d.write("proc/77/status", "Uid:\t1\nGid:\t1\n");
