@@ -379,7 +379,7 @@ void State::apply(const event::Event& ev) {
       auto fdnum = static_cast<std::int32_t>(od->result);
       // The fd number now names this file, whatever it named before.
       std::erase_if(p->gpu_fds, [&](const GpuFd& g) { return g.fd == fdnum; });
-      if (od->is_device || od->path.rfind("/dev/", 0) == 0) {
+      if (od->is_device || od->dev_major != 0) {  // never a regular file named nvidia*
         NvidiaNode n = nvidia_node(od->dev_major, od->dev_minor, od->path, s.nvidia);
         if (n.kind != NvidiaNodeKind::kNone && p->gpu_fds.size() < kMaxGpuFds) {
           p->gpu_fds.push_back({fdnum, n.major, n.minor, (od->flags & O_CLOEXEC) != 0});

@@ -537,6 +537,12 @@ TEST(GpuFds, OpensTrackNvidiaFdsAndExecDropsCloexecOnes) {
   EXPECT_EQ(s.gpu_fd(10, 8)->minor, 3u);
   EXPECT_EQ(s.process(10)->gpu_devices_opened, 2u);
 
+  // A regular file whose name starts with nvidia is not a device.
+  event::Event shm = open_event(10, "/dev/shm/nvidia-cache", 0, 0, 9);
+  std::get<event::OpenData>(shm.data).is_device = false;
+  apply_all(s, shm);
+  EXPECT_EQ(s.gpu_fd(10, 9), nullptr);
+
   // fd 5 reused for a regular file: no longer a GPU fd.
   event::Event reuse = open_event(10, "/etc/hosts", 0, 0, 5);
   std::get<event::OpenData>(reuse.data).is_device = false;
