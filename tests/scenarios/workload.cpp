@@ -1,0 +1,301 @@
+// vigil_scenario_workload: the program the scenario tests run inside stand-in
+// pods. It is installed under telling names (xmrig, vllm, nvidia-smi, runc...)
+// so that its comm is what a real workload's would be, and it does what the
+// steps in $VIGIL_STEPS say (its argv is left free for realistic command lines):
+//
+//   open:PATH:r|w|rw        open a file or device node (the fd is kept)
+//   alloc:CLASS             NV_ESC_RM_ALLOC (NVOS64) of RM class CLASS (hex) on /dev/nvidiactl
+//   control:CMD             NV_ESC_RM_CONTROL (NVOS54) of control CMD (hex) on /dev/nvidiactl
+//   dns:NAME@SERVER         send a DNS A question for NAME to SERVER:53, wait for the answer
+//   tcp:ADDR:PORT           connect a TCP socket (kept as "the last socket")
+//   send:TEXT               send TEXT (\n for a newline) on the last socket
+//   udp:ADDR:PORT           send one UDP datagram
+//   exec:ARGV0|ARG1|...     fork, exec ARGV0 with $VIGIL_CHILD_STEPS as its steps, wait
+//   sockshell:ADDR:PORT     fork a /bin/sh whose stdin and stdout are a TCP socket
+//   ttyshell:SHELL          fork SHELL -c 'exit 0' on a new pseudo-terminal (controlling tty)
+//   bpf                     load a two-instruction socket-filter BPF program
+//   sleep:MS                sleep
+//
+// Exit status: 0 when every step ran, 10 + the index of the first failed step.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <linux/bpf.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pty.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (true) {
+    std::size_t p = s.find(sep, start);
+    out.push_back(s.substr(start, p == std::string::npos ? std::string::npos : p - start));
+    if (p == std::string::npos) break;
+    start = p + 1;
+  }
+  return out;
+}
+
+// "ADDR:PORT" (ADDR may be IPv6: the port follows the last colon).
+bool parse_endpoint(const std::string& s, sockaddr_storage& ss, socklen_t& len) {
+  auto c = s.rfind(':');
+  if (c == std::string::npos) return false;
+  std::string addr = s.substr(0, c);
+  int port = std::atoi(s.c_str() + c + 1);
+  std::memset(&ss, 0, sizeof(ss));
+  auto* a4 = reinterpret_cast<sockaddr_in*>(&ss);
+  if (inet_pton(AF_INET, addr.c_str(), &a4->sin_addr) == 1) {
+    a4->sin_family = AF_INET;
+    a4->sin_port = htons(static_cast<std::uint16_t>(port));
+    len = sizeof(*a4);
+    return true;
+  }
+  auto* a6 = reinterpret_cast<sockaddr_in6*>(&ss);
+  if (inet_pton(AF_INET6, addr.c_str(), &a6->sin6_addr) == 1) {
+    a6->sin6_family = AF_INET6;
+    a6->sin6_port = htons(static_cast<std::uint16_t>(port));
+    len = sizeof(*a6);
+    return true;
+  }
+  return false;
+}
+
+int tcp_connect(const std::string& ep) {
+  sockaddr_storage ss;
+  socklen_t len = 0;
+  if (!parse_endpoint(ep, ss, len)) return -1;
+  int s = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (s < 0) return -1;
+  timeval tv{2, 0};
+  setsockopt(s, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+  if (connect(s, reinterpret_cast<sockaddr*>(&ss), len) != 0) {
+    close(s);
+    return -1;
+  }
+  return s;
+}
+
+int nv_ctl() {
+  static int fd = -1;
+  if (fd < 0) fd = open("/dev/nvidiactl", O_RDWR | O_CLOEXEC);
+  return fd;
+}
+
+bool step_alloc(std::uint32_t cls) {
+  int fd = nv_ctl();
+  if (fd < 0) return false;
+  // NVOS64_PARAMETERS: hRoot@0 hObjectParent@4 hObjectNew@8 hClass@12 ... status@40 (48 bytes).
+  unsigned char p[48] = {};
+  std::memcpy(p + 12, &cls, sizeof(cls));
+  ioctl(fd, 0xC030462B, p);  // a stand-in node is not the driver: the call itself fails
+  return true;
+}
+
+bool step_control(std::uint32_t cmd) {
+  int fd = nv_ctl();
+  if (fd < 0) return false;
+  // NVOS54_PARAMETERS: hClient@0 hObject@4 cmd@8 flags@12 params@16 paramsSize@24 status@28.
+  unsigned char p[32] = {};
+  std::memcpy(p + 8, &cmd, sizeof(cmd));
+  ioctl(fd, 0xC020462A, p);
+  return true;
+}
+
+bool step_dns(const std::string& arg) {
+  auto at = arg.find('@');
+  if (at == std::string::npos) return false;
+  std::string name = arg.substr(0, at);
+  sockaddr_storage ss;
+  socklen_t len = 0;
+  if (!parse_endpoint(arg.substr(at + 1) + ":53", ss, len)) return false;
+  std::vector<unsigned char> q = {0x5c, 0x01, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0};
+  for (const auto& label : split(name, '.')) {
+    q.push_back(static_cast<unsigned char>(label.size()));
+    q.insert(q.end(), label.begin(), label.end());
+  }
+  q.insert(q.end(), {0, 0, 1, 0, 1});
+  int s = socket(ss.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (s < 0) return false;
+  if (sendto(s, q.data(), q.size(), 0, reinterpret_cast<sockaddr*>(&ss), len) < 0) return false;
+  pollfd pf{s, POLLIN, 0};
+  if (poll(&pf, 1, 2000) == 1) {
+    unsigned char buf[512];
+    (void)recv(s, buf, sizeof(buf), 0);
+  }
+  close(s);
+  return true;
+}
+
+bool step_udp(const std::string& ep) {
+  sockaddr_storage ss;
+  socklen_t len = 0;
+  if (!parse_endpoint(ep, ss, len)) return false;
+  int s = socket(ss.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (s < 0) return false;
+  bool ok = sendto(s, "x", 1, 0, reinterpret_cast<sockaddr*>(&ss), len) == 1;
+  close(s);
+  return ok;
+}
+
+int wait_child(pid_t pid) {
+  int st = 0;
+  if (pid < 0 || waitpid(pid, &st, 0) != pid) return -1;
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+bool step_exec(const std::string& arg) {
+  auto parts = split(arg, '|');
+  pid_t pid = fork();
+  if (pid == 0) {
+    const char* next = std::getenv("VIGIL_CHILD_STEPS");
+    if (next) setenv("VIGIL_STEPS", next, 1);
+    else unsetenv("VIGIL_STEPS");
+    unsetenv("VIGIL_CHILD_STEPS");
+    std::vector<char*> argv;
+    for (auto& p : parts) argv.push_back(p.data());
+    argv.push_back(nullptr);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  return wait_child(pid) != 127;
+}
+
+bool step_sockshell(const std::string& ep) {
+  int s = tcp_connect(ep);
+  if (s < 0) return false;
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(s, 0);
+    dup2(s, 1);
+    execl("/bin/sh", "sh", "-c", "exit 0", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  close(s);
+  return wait_child(pid) == 0;
+}
+
+bool step_ttyshell(const std::string& shell) {
+  int master = -1, slave = -1;
+  if (openpty(&master, &slave, nullptr, nullptr, nullptr) != 0) return false;
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(master);
+    setsid();
+    ioctl(slave, TIOCSCTTY, 0);
+    dup2(slave, 0);
+    dup2(slave, 1);
+    dup2(slave, 2);
+    if (slave > 2) close(slave);
+    std::string name = shell.substr(shell.rfind('/') + 1);
+    execl(shell.c_str(), name.c_str(), "-c", "exit 0", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  close(slave);
+  int rc = wait_child(pid);
+  close(master);
+  return rc == 0;
+}
+
+bool step_bpf() {
+  // r0 = 0; exit
+  struct bpf_insn insns[2] = {};
+  insns[0].code = BPF_ALU64 | BPF_MOV | BPF_K;
+  insns[0].dst_reg = BPF_REG_0;
+  insns[1].code = BPF_JMP | BPF_EXIT;
+  union bpf_attr attr;
+  std::memset(&attr, 0, sizeof(attr));
+  attr.prog_type = BPF_PROG_TYPE_SOCKET_FILTER;
+  attr.insn_cnt = 2;
+  attr.insns = reinterpret_cast<std::uint64_t>(insns);
+  attr.license = reinterpret_cast<std::uint64_t>("GPL");
+  std::strncpy(attr.prog_name, "scenario_prog", sizeof(attr.prog_name) - 1);
+  long fd = syscall(SYS_bpf, BPF_PROG_LOAD, &attr, sizeof(attr));
+  if (fd < 0) return false;
+  close(static_cast<int>(fd));
+  return true;
+}
+
+std::string unescape(const std::string& s) {
+  std::string out;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '\\' && i + 1 < s.size() && s[i + 1] == 'n') {
+      out += '\n';
+      ++i;
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+int main() {
+  const char* steps_env = std::getenv("VIGIL_STEPS");
+  if (!steps_env || !*steps_env) return 0;
+  std::vector<int> keep;
+  int last_sock = -1;
+  auto steps = split(steps_env, ';');
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    const std::string& step = steps[i];
+    if (step.empty()) continue;
+    auto colon = step.find(':');
+    std::string op = step.substr(0, colon);
+    std::string arg = colon == std::string::npos ? "" : step.substr(colon + 1);
+    bool ok = false;
+    if (op == "open") {
+      auto c = arg.rfind(':');
+      std::string mode = arg.substr(c + 1);
+      int flags = mode == "r" ? O_RDONLY : mode == "w" ? O_WRONLY : O_RDWR;
+      int fd = open(arg.substr(0, c).c_str(), flags | O_CLOEXEC);
+      ok = fd >= 0;
+      if (ok) keep.push_back(fd);
+    } else if (op == "alloc") {
+      ok = step_alloc(static_cast<std::uint32_t>(std::strtoul(arg.c_str(), nullptr, 16)));
+    } else if (op == "control") {
+      ok = step_control(static_cast<std::uint32_t>(std::strtoul(arg.c_str(), nullptr, 16)));
+    } else if (op == "dns") {
+      ok = step_dns(arg);
+    } else if (op == "tcp") {
+      last_sock = tcp_connect(arg);
+      ok = last_sock >= 0;
+    } else if (op == "send") {
+      std::string text = unescape(arg);
+      ok = last_sock >= 0 && send(last_sock, text.data(), text.size(), 0) ==
+                                 static_cast<ssize_t>(text.size());
+    } else if (op == "udp") {
+      ok = step_udp(arg);
+    } else if (op == "exec") {
+      ok = step_exec(arg);
+    } else if (op == "sockshell") {
+      ok = step_sockshell(arg);
+    } else if (op == "ttyshell") {
+      ok = step_ttyshell(arg);
+    } else if (op == "bpf") {
+      ok = step_bpf();
+    } else if (op == "sleep") {
+      usleep(static_cast<useconds_t>(std::atoi(arg.c_str())) * 1000);
+      ok = true;
+    }
+    if (!ok) {
+      std::fprintf(stderr, "workload: step %zu '%s' failed: %s\n", i, step.c_str(), std::strerror(errno));
+      return static_cast<int>(10 + i);
+    }
+  }
+  return 0;
+}
