@@ -741,11 +741,18 @@ void PodWatcher::run() {
       need_list = false;
       failures = 0;
     }
+    auto began = std::chrono::steady_clock::now();
     switch (watch(&rv)) {
       case WatchEnd::kStopped:
         return;
       case WatchEnd::kClosed:
-        failures = 0;  // the server ended the watch; continue from rv
+        // The server ended the watch; continue from rv. A server that ends
+        // every watch at once must not be hammered in a tight loop.
+        if (std::chrono::steady_clock::now() - began < std::chrono::seconds(1)) {
+          sleep_backoff(++failures);
+        } else {
+          failures = 0;
+        }
         break;
       case WatchEnd::kGone:
       case WatchEnd::kResync:
