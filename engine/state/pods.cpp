@@ -527,7 +527,6 @@ bool PodWatcher::list(std::string* rv) {
   std::vector<Pod> pods;
   std::string cont;
   std::string token = bearer_token();
-  std::size_t total = 0;
   for (int page = 0; page < 1000; ++page) {
     Transfer t;
     t.max = cfg_.max_list_bytes;
@@ -535,7 +534,7 @@ bool PodWatcher::list(std::string* rv) {
     SlistPtr headers;
     CurlPtr probe(curl_easy_init());
     if (!probe) return false;
-    std::string url = cfg_.api_url + "/api/v1/pods?limit=500&fieldSelector=" +
+    std::string url = cfg_.api_url + "/api/v1/pods?limit=100&fieldSelector=" +
                       url_escape(probe.get(), "spec.nodeName=" + cfg_.node_name);
     if (!cont.empty()) url += "&continue=" + url_escape(probe.get(), cont);
     CurlPtr c = make_request(cfg_, url, token, &t, &headers, false);
@@ -556,11 +555,6 @@ bool PodWatcher::list(std::string* rv) {
       note_error("LIST pods: HTTP " + std::to_string(code));
       return false;
     }
-    total += t.body.size();
-    if (total > cfg_.max_list_bytes) {
-      note_error("LIST pods: responses larger than the limit");
-      return false;
-    }
     json j = json::parse(t.body, nullptr, false);
     const json* items = field(j, "items");
     if (j.is_discarded() || !items || !items->is_array()) {
@@ -568,6 +562,7 @@ bool PodWatcher::list(std::string* rv) {
       return false;
     }
     for (const auto& item : *items) {
+      if (pods.size() >= cfg_.max_pods) break;
       auto p = pod_from(item);
       if (!p) continue;
       annotate(*p);

@@ -54,8 +54,9 @@ struct K8sConfig {
   std::string client_key_pem;   // inline (client-key-data)
   bool insecure = false;        // skip TLS verification (tests only)
   std::string node_name;        // pods of this node only
-  std::size_t max_list_bytes = 64u << 20;   // one LIST response
-  std::size_t max_event_bytes = 4u << 20;   // one WATCH event line
+  std::size_t max_list_bytes = 16u << 20;   // one LIST page (pages of at most 100 pods)
+  std::size_t max_event_bytes = 2u << 20;   // one WATCH event line (etcd keeps objects < 1.5 MiB)
+  std::size_t max_pods = 4096;              // pods kept from one LIST
   std::size_t queue_capacity = 4096;        // updates waiting for drain()
   std::chrono::milliseconds backoff_initial{500};
   std::chrono::milliseconds backoff_max{30000};

@@ -7,7 +7,8 @@ chunked stream of newline-separated watch events), following a fixed script:
   LIST 1   -> pod A                                   (resourceVersion 100)
   WATCH 1  -> ADDED B, MODIFIED A, then the connection drops mid-stream
   WATCH 2  -> ERROR 410 Gone (the watcher must relist)
-  LIST 2   -> pods A (modified) and C                 (resourceVersion 200)
+  LIST 2   -> pod A (modified), then C on a second page (continue token)
+                                                      (resourceVersion 200)
   WATCH 3  -> DELETED A, BOOKMARK 250, then stays open
   WATCH n  -> stays open
 
@@ -147,18 +148,25 @@ class Handler(BaseHTTPRequestHandler):
                 self.hold_open(30)
                 self.end_stream()
             return
+        if query.get("continue") == "page2":
+            # Second page of LIST 2 (pagination with a continue token).
+            self.record("list-page2", 0, query)
+            self.send_json({"kind": "PodList", "apiVersion": "v1",
+                            "metadata": {"resourceVersion": "200"},
+                            "items": [pod(UID_C, "c", 150, CID_C, privileged=True)]})
+            return
         with State.lock:
             State.lists += 1
             n = State.lists
         self.record("list", n, query)
+        meta = {}
         if n == 1:
-            items, rv = [pod(UID_A, "a", 10, CID_A)], "100"
+            items, meta["resourceVersion"] = [pod(UID_A, "a", 10, CID_A)], "100"
         else:
-            items = [pod(UID_A, "a", 102, CID_A, labels={"app": "a", "v": "2"}, gpu="1", env="0"),
-                     pod(UID_C, "c", 150, CID_C, privileged=True)]
-            rv = "200"
-        self.send_json({"kind": "PodList", "apiVersion": "v1",
-                        "metadata": {"resourceVersion": rv}, "items": items})
+            items = [pod(UID_A, "a", 102, CID_A, labels={"app": "a", "v": "2"}, gpu="1", env="0")]
+            meta["resourceVersion"] = "200"
+            meta["continue"] = "page2"
+        self.send_json({"kind": "PodList", "apiVersion": "v1", "metadata": meta, "items": items})
 
 
 def main():

@@ -329,6 +329,7 @@ TEST_F(PodWatcherTest, ListWatchDropRelistOnGoneAndDelete) {
   // What the watcher asked for.
   std::string log = slurp(dir_.path() + "/requests.log");
   EXPECT_NE(log.find("\"auth\": \"Bearer test-token\""), std::string::npos) << log;
+  EXPECT_NE(log.find("\"kind\": \"list-page2\""), std::string::npos) << "paginated LIST";
   std::istringstream lines(log);
   std::vector<std::string> watch_rvs;
   for (std::string line; std::getline(lines, line);) {
