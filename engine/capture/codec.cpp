@@ -297,6 +297,14 @@ class Cursor {
   const char* bad_ = nullptr;
 };
 
+// The payload alternative T, reusing the one `data` holds (and its string and
+// vector capacity) when it is already a T. Every field is assigned after this.
+template <typename T>
+T& reuse(event::Payload& data) {
+  if (auto* p = std::get_if<T>(&data)) return *p;
+  return data.emplace<T>();
+}
+
 // Returns false when the payload kind is not one this version knows (skip).
 bool get_payload(Cursor& c, std::uint8_t kind, event::Payload& data) {
   using namespace event;
@@ -305,7 +313,7 @@ bool get_payload(Cursor& c, std::uint8_t kind, event::Payload& data) {
       data = std::monostate{};
       return true;
     case 1: {
-      ExecData d;
+      ExecData& d = reuse<ExecData>(data);
       c.str(d.filename, "exec.filename");
       c.str(d.exe, "exec.exe");
       c.strs(d.args, "exec.args");
@@ -315,26 +323,23 @@ bool get_payload(Cursor& c, std::uint8_t kind, event::Payload& data) {
       d.loginuid = c.u32("exec.loginuid");
       d.stdin_is_socket = c.boolean("exec.stdin_is_socket");
       d.stdout_is_socket = c.boolean("exec.stdout_is_socket");
-      data = std::move(d);
       return true;
     }
     case 2: {
-      ForkData d;
+      ForkData& d = reuse<ForkData>(data);
       d.child_pid = c.u32("fork.child_pid");
       d.child_tid = c.u32("fork.child_tid");
       d.is_thread = c.boolean("fork.is_thread");
-      data = d;
       return true;
     }
     case 3: {
-      ExitData d;
+      ExitData& d = reuse<ExitData>(data);
       d.exit_code = c.i32("exit.exit_code");
       d.signal = c.i32("exit.signal");
-      data = d;
       return true;
     }
     case 4: {
-      ConnectData d;
+      ConnectData& d = reuse<ConnectData>(data);
       d.family = c.u8("connect.family");
       d.proto = static_cast<L4>(c.u8("connect.proto"));
       c.ip(d.saddr, "connect.saddr");
@@ -343,11 +348,10 @@ bool get_payload(Cursor& c, std::uint8_t kind, event::Payload& data) {
       d.dport = c.u16("connect.dport");
       c.str(d.unix_path, "connect.unix_path");
       d.result = c.i64("connect.result");
-      data = std::move(d);
       return true;
     }
     case 5: {
-      OpenData d;
+      OpenData& d = reuse<OpenData>(data);
       c.str(d.path, "open.path");
       d.flags = c.u32("open.flags");
       d.mode = c.u32("open.mode");
@@ -355,11 +359,10 @@ bool get_payload(Cursor& c, std::uint8_t kind, event::Payload& data) {
       d.dev_major = c.u32("open.dev_major");
       d.dev_minor = c.u32("open.dev_minor");
       d.is_device = c.boolean("open.is_device");
-      data = std::move(d);
       return true;
     }
     case 6: {
-      IoctlData d;
+      IoctlData& d = reuse<IoctlData>(data);
       d.fd = c.i32("ioctl.fd");
       d.cmd = c.u32("ioctl.cmd");
       d.nr = c.u32("ioctl.nr");
@@ -371,13 +374,13 @@ bool get_payload(Cursor& c, std::uint8_t kind, event::Payload& data) {
       d.rm_control = c.u32("ioctl.rm_control");
       d.result = c.i64("ioctl.result");
       d.rm_status = c.u32("ioctl.rm_status");
-      data = d;
       return true;
     }
     case 7: {
-      GpuUsageData d;
+      GpuUsageData& d = reuse<GpuUsageData>(data);
       d.interval_ns = c.u64("gpu_usage.interval_ns");
       std::uint32_t n = c.count(20, "gpu_usage.entries");
+      d.entries.clear();
       d.entries.reserve(n);
       for (std::uint32_t i = 0; i < n && !c.failed(); ++i) {
         auto& e = d.entries.emplace_back();
@@ -386,11 +389,10 @@ bool get_payload(Cursor& c, std::uint8_t kind, event::Payload& data) {
         e.nr = c.u32("gpu_usage.nr");
         e.count = c.u64("gpu_usage.count");
       }
-      data = std::move(d);
       return true;
     }
     case 8: {
-      XidData d;
+      XidData& d = reuse<XidData>(data);
       c.str(d.source, "xid.source");
       d.facility = c.i32("xid.facility");
       d.level = c.i32("xid.level");
@@ -399,11 +401,10 @@ bool get_payload(Cursor& c, std::uint8_t kind, event::Payload& data) {
       d.xid_pid = c.u32("xid.xid_pid");
       c.str(d.xid_comm, "xid.xid_comm");
       c.str(d.text, "xid.text");
-      data = std::move(d);
       return true;
     }
     case 9: {
-      DnsData d;
+      DnsData& d = reuse<DnsData>(data);
       d.is_response = c.boolean("dns.is_response");
       d.id = c.u16("dns.id");
       c.str(d.name, "dns.name");
@@ -414,11 +415,10 @@ bool get_payload(Cursor& c, std::uint8_t kind, event::Payload& data) {
       for (std::uint32_t i = 0; i < n && !c.failed(); ++i) c.ip(d.answers[i], "dns.answers");
       c.ip(d.server, "dns.server");
       d.server_port = c.u16("dns.server_port");
-      data = std::move(d);
       return true;
     }
     case 10: {
-      PayloadData d;
+      PayloadData& d = reuse<PayloadData>(data);
       d.family = c.u8("payload.family");
       c.ip(d.saddr, "payload.saddr");
       d.sport = c.u16("payload.sport");
@@ -426,16 +426,14 @@ bool get_payload(Cursor& c, std::uint8_t kind, event::Payload& data) {
       d.dport = c.u16("payload.dport");
       c.str(d.bytes, "payload.bytes");
       d.truncated = c.boolean("payload.truncated");
-      data = std::move(d);
       return true;
     }
     case 11: {
-      BpfData d;
+      BpfData& d = reuse<BpfData>(data);
       d.cmd = c.u32("bpf.cmd");
       d.prog_type = c.u32("bpf.prog_type");
       c.str(d.prog_name, "bpf.prog_name");
       d.result = c.i64("bpf.result");
-      data = std::move(d);
       return true;
     }
     default:
@@ -591,7 +589,10 @@ DecodeOutcome decode_record(std::uint8_t type, std::string_view body, RecordData
   Cursor c(body);
   switch (static_cast<RecordType>(type)) {
     case RecordType::kEvent: {
-      event::Event ev;
+      // Decoded in place when `out` already holds an event: replay reuses one
+      // Record, so strings and vectors keep their capacity across events.
+      auto* evp = std::get_if<event::Event>(&out);
+      event::Event& ev = evp ? *evp : out.emplace<event::Event>();
       auto& h = ev.hdr;
       h.ts_ns = c.u64("event.ts");
       std::uint8_t t = c.u8("event.type");
@@ -612,7 +613,6 @@ DecodeOutcome decode_record(std::uint8_t type, std::string_view body, RecordData
       h.type = static_cast<event::Type>(t);
       if (!get_payload(c, kind, ev.data)) return DecodeOutcome::kSkipped;
       if (c.failed()) break;
-      out = std::move(ev);
       return DecodeOutcome::kOk;
     }
     case RecordType::kProcess: {

@@ -60,15 +60,15 @@ struct ReadAll {
 
 ReadAll read_all_from(std::unique_ptr<CaptureReader> r) {
   ReadAll out;
+  Record rec;  // one Record for all, as replay does: decoding reuses it
   for (;;) {
-    Record rec;
     auto more = r->next(rec);
     if (!more) {
       out.error = more.error().message;
       break;
     }
     if (!*more) break;
-    out.records.push_back(std::move(rec));
+    out.records.push_back(rec);
   }
   out.truncated = r->truncated();
   return out;
