@@ -8,7 +8,9 @@
 
 #include <spdlog/sinks/stdout_color_sinks.h>
 
+#include "engine/capture/flight_recorder.h"
 #include "engine/cli/config.h"
+#include "engine/state/pods.h"
 #include "engine/rules/ruleset.h"
 #include "engine/sensor/sensor.h"
 
@@ -85,8 +87,6 @@ Result<std::shared_ptr<const rules::Ruleset>> load_rules_logged(const std::vecto
   return std::shared_ptr<const rules::Ruleset>(res.ruleset);
 }
 
-std::size_t rule_count(const rules::Ruleset& r) { return r.rule_count(); }
-
 std::string host_name(const YAML::Node& cfg) {
   if (cfg["hostname"] && cfg["hostname"].IsScalar()) return cfg["hostname"].as<std::string>();
   if (const char* node = std::getenv("NODE_NAME"); node != nullptr && *node != '\0') return node;
@@ -121,5 +121,67 @@ Result<sensor::Config> sensor_config(const YAML::Node& cfg, const rules::Ruleset
 }
 
 std::string describe_drops(const sensor::DropCounters& d) { return d.to_string(); }
+
+Result<state::K8sOptions> k8s_options(const YAML::Node& cfg, const std::string& api,
+                                      const std::string& token_file, const std::string& ca,
+                                      const std::string& kubeconfig) {
+  state::K8sOptions o;
+  struct Key {
+    const char* key;
+    std::string* dst;
+  } keys[] = {{"k8s.api", &o.api_url},       {"k8s.token_file", &o.token_file},
+              {"k8s.ca_file", &o.ca_file},   {"k8s.kubeconfig", &o.kubeconfig},
+              {"k8s.node_name", &o.node_name}};
+  for (const Key& k : keys) {
+    auto v = get_or<std::string>(cfg, k.key, "");
+    if (!v) return v.error();
+    *k.dst = *v;
+  }
+  auto insecure = get_or<bool>(cfg, "k8s.insecure", false);
+  if (!insecure) return insecure.error();
+  o.insecure = *insecure;
+  if (!api.empty()) o.api_url = api;
+  if (!token_file.empty()) o.token_file = token_file;
+  if (!ca.empty()) o.ca_file = ca;
+  if (!kubeconfig.empty()) o.kubeconfig = kubeconfig;
+  return o;
+}
+
+Result<capture::FlightRecorderOptions> flight_recorder_options(const YAML::Node& cfg) {
+  capture::FlightRecorderOptions o;
+  auto enabled = get_or<bool>(cfg, "flight_recorder.enabled", o.enabled);
+  if (!enabled) return enabled.error();
+  o.enabled = *enabled;
+  auto dir = get_or<std::string>(cfg, "flight_recorder.dir", o.dir);
+  if (!dir) return dir.error();
+  o.dir = *dir;
+  auto window = get_or<double>(cfg, "flight_recorder.window_s", o.window_ns / 1e9);
+  if (!window) return window.error();
+  auto after = get_or<double>(cfg, "flight_recorder.after_s", o.after_ns / 1e9);
+  if (!after) return after.error();
+  if (*window < 0 || *window > 3600 || *after < 0 || *after > 3600) {
+    return Error::bad_input("config keys 'flight_recorder.window_s' and 'after_s' must be between 0 and 3600");
+  }
+  o.window_ns = static_cast<std::uint64_t>(*window * 1e9);
+  o.after_ns = static_cast<std::uint64_t>(*after * 1e9);
+  auto mem = get_or<std::uint32_t>(cfg, "flight_recorder.max_mib", static_cast<std::uint32_t>(o.max_bytes >> 20));
+  if (!mem) return mem.error();
+  if (*mem == 0 || *mem > 4096) return Error::bad_input("config key 'flight_recorder.max_mib' must be 1..4096");
+  o.max_bytes = static_cast<std::size_t>(*mem) << 20;
+  auto disk = get_or<std::uint32_t>(cfg, "flight_recorder.max_disk_mib",
+                                    static_cast<std::uint32_t>(o.max_disk_bytes >> 20));
+  if (!disk) return disk.error();
+  o.max_disk_bytes = static_cast<std::uint64_t>(*disk) << 20;
+  auto keep = get_or<std::uint32_t>(cfg, "flight_recorder.keep", static_cast<std::uint32_t>(o.keep));
+  if (!keep) return keep.error();
+  o.keep = *keep;
+  auto prio = get_or<std::string>(cfg, "flight_recorder.min_priority",
+                                  std::string(event::priority_name(o.min_priority)));
+  if (!prio) return prio.error();
+  auto p = event::priority_from_name(*prio);
+  if (!p) return Error::bad_input("config key 'flight_recorder.min_priority': unknown priority '" + *prio + "'");
+  o.min_priority = *p;
+  return o;
+}
 
 }  // namespace vigil::cli

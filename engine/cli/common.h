@@ -18,6 +18,12 @@ namespace vigil::sensor {
 struct Config;
 struct DropCounters;
 }
+namespace vigil::state {
+struct K8sOptions;
+}
+namespace vigil::capture {
+struct FlightRecorderOptions;
+}
 
 namespace vigil::cli {
 
@@ -38,13 +44,22 @@ Result<std::vector<std::string>> config_rule_paths(const YAML::Node& cfg);
 // Loads rules, logging every diagnostic; an error when any rule file has errors.
 Result<std::shared_ptr<const rules::Ruleset>> load_rules_logged(const std::vector<std::string>& paths,
                                                                 spdlog::logger& log);
-std::size_t rule_count(const rules::Ruleset& r);
 
 // `hostname:` in the configuration, else the node name, else gethostname().
 std::string host_name(const YAML::Node& cfg);
 
 // The sensor's configuration: what the rules need plus the `sensor:` section.
 Result<sensor::Config> sensor_config(const YAML::Node& cfg, const rules::Ruleset& rules);
+// "ringbuf_full=3 truncated=1 ..." for log lines.
 std::string describe_drops(const sensor::DropCounters& d);
+
+// Where pods come from: command-line flags win over the `k8s:` section; with
+// neither, in-cluster discovery (KUBERNETES_SERVICE_HOST, service account).
+Result<state::K8sOptions> k8s_options(const YAML::Node& cfg, const std::string& api,
+                                      const std::string& token_file, const std::string& ca,
+                                      const std::string& kubeconfig);
+
+// The `flight_recorder:` section (enabled by default with modest limits).
+Result<capture::FlightRecorderOptions> flight_recorder_options(const YAML::Node& cfg);
 
 }  // namespace vigil::cli
