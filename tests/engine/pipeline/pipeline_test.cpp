@@ -1,0 +1,164 @@
+#include "engine/pipeline/pipeline.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/rules/ruleset.h"
+#include "engine/state/state.h"
+
+namespace vigil::pipeline {
+namespace {
+
+std::shared_ptr<const rules::Ruleset> compile(const std::string& yaml) {
+  rules::LoadResult r = rules::load_rules_text({{"test_rules.yaml", yaml}}, rules::LoadOptions{});
+  for (const auto& d : r.diagnostics) ADD_FAILURE() << d.to_string();
+  EXPECT_TRUE(r.ruleset);
+  return r.ruleset;
+}
+
+constexpr const char* kShellRule = R"(
+- rule: Shell spawned
+  desc: a shell ran
+  condition: evt.type = execve and proc.name = bash
+  output: "shell %proc.cmdline parent=%proc.pname"
+  priority: WARNING
+  tags: [test]
+)";
+
+constexpr const char* kCurlRule = R"(
+- rule: Curl spawned
+  desc: curl ran
+  condition: evt.type = execve and proc.name = curl
+  output: "curl %proc.cmdline"
+  priority: NOTICE
+)";
+
+event::Event fork_event(std::uint64_t ts, std::uint32_t parent, std::uint32_t child) {
+  event::Event ev;
+  ev.hdr.ts_ns = ts;
+  ev.hdr.type = event::Type::kFork;
+  ev.hdr.pid = ev.hdr.tid = parent;
+  ev.hdr.comm = "sshd";
+  event::ForkData f;
+  f.child_pid = f.child_tid = child;
+  ev.data = f;
+  return ev;
+}
+
+event::Event exec_event(std::uint64_t ts, std::uint32_t pid, std::uint32_t ppid, const std::string& comm,
+                        std::vector<std::string> args) {
+  event::Event ev;
+  ev.hdr.ts_ns = ts;
+  ev.hdr.type = event::Type::kExec;
+  ev.hdr.pid = ev.hdr.tid = pid;
+  ev.hdr.ppid = ppid;
+  ev.hdr.comm = comm;
+  event::ExecData x;
+  x.filename = "/usr/bin/" + comm;
+  x.exe = x.filename;
+  x.args = std::move(args);
+  ev.data = std::move(x);
+  return ev;
+}
+
+event::Event exit_event(std::uint64_t ts, std::uint32_t pid) {
+  event::Event ev;
+  ev.hdr.ts_ns = ts;
+  ev.hdr.type = event::Type::kExit;
+  ev.hdr.pid = ev.hdr.tid = pid;
+  ev.data = event::ExitData{};
+  return ev;
+}
+
+struct Recorder : EventTap {
+  std::vector<std::string> log;
+  void on_event(const event::Event& ev) override { log.push_back("event:" + std::string(event::type_name(ev.hdr.type))); }
+  void on_alert(const event::Event&, event::Alert& a) override {
+    log.push_back("alert:" + a.rule);
+    a.extra.emplace_back("capture", "/tmp/x.vcap");
+  }
+};
+
+class PipelineTest : public ::testing::Test {
+ protected:
+  PipelineTest() : st_(state::Config{.live = false}) {
+    state::Process sshd;
+    sshd.pid = 100;
+    sshd.ppid = 1;
+    sshd.comm = "sshd";
+    sshd.exepath = "/usr/sbin/sshd";
+    st_.upsert_process(sshd);
+  }
+  Publisher collect() {
+    return [this](std::shared_ptr<const event::Alert> a) { alerts_.push_back(std::move(a)); };
+  }
+  state::State st_;
+  std::vector<std::shared_ptr<const event::Alert>> alerts_;
+};
+
+TEST_F(PipelineTest, AlertCarriesRuleEventFieldsAndHostname) {
+  Pipeline p({st_, collect(), "node-7"}, compile(kShellRule));
+  auto f = fork_event(1000, 100, 200);
+  p.process(f);
+  auto e = exec_event(2000, 200, 100, "bash", {"bash", "-i"});
+  p.process(e);
+  ASSERT_EQ(alerts_.size(), 1u);
+  const event::Alert& a = *alerts_[0];
+  EXPECT_EQ(a.rule, "Shell spawned");
+  EXPECT_EQ(a.hostname, "node-7");
+  EXPECT_EQ(a.time_ns, 2000u);
+  EXPECT_EQ(a.priority, event::Priority::kWarning);
+  EXPECT_EQ(a.output, "shell bash -i parent=sshd");
+  EXPECT_EQ(a.uuid, rules::alert_uuid(e, "Shell spawned"));
+  EXPECT_EQ(p.stats().events, 2u);
+  EXPECT_EQ(p.stats().alerts, 1u);
+}
+
+TEST_F(PipelineTest, TapsSeeEventsBeforeAlertsAndMayAnnotateThem) {
+  Pipeline p({st_, collect(), "n"}, compile(kShellRule));
+  Recorder rec;
+  p.add_tap(&rec);
+  auto f = fork_event(1000, 100, 200);
+  p.process(f);
+  auto e = exec_event(2000, 200, 100, "bash", {"bash"});
+  p.process(e);
+  EXPECT_EQ(rec.log, (std::vector<std::string>{"event:clone", "event:execve", "alert:Shell spawned"}));
+  ASSERT_EQ(alerts_.size(), 1u);
+  ASSERT_EQ(alerts_[0]->extra.size(), 1u);
+  EXPECT_EQ(alerts_[0]->extra[0].second, "/tmp/x.vcap");
+}
+
+TEST_F(PipelineTest, StateFollowsEventsAndReapsAfterRulesSawTheExit) {
+  Pipeline p({st_, collect(), "n"}, nullptr);  // no rules: state still kept
+  auto f = fork_event(1000, 100, 200);
+  p.process(f);
+  auto e = exec_event(2000, 200, 100, "python3", {"python3", "serve.py"});
+  p.process(e);
+  ASSERT_NE(st_.process(200), nullptr);
+  EXPECT_EQ(st_.process(200)->comm, "python3");
+  auto x = exit_event(3000, 200);
+  p.process(x);
+  EXPECT_EQ(st_.process(200), nullptr);
+  EXPECT_TRUE(alerts_.empty());
+}
+
+TEST_F(PipelineTest, NewRulesetTakesEffectAtTheNextEvent) {
+  Pipeline p({st_, collect(), "n"}, compile(kShellRule));
+  auto e1 = exec_event(1000, 300, 100, "curl", {"curl", "x"});
+  p.process(e1);
+  EXPECT_TRUE(alerts_.empty());
+  p.set_ruleset(compile(kCurlRule));
+  auto e2 = exec_event(2000, 301, 100, "curl", {"curl", "y"});
+  p.process(e2);
+  ASSERT_EQ(alerts_.size(), 1u);
+  EXPECT_EQ(alerts_[0]->rule, "Curl spawned");
+  auto e3 = exec_event(3000, 302, 100, "bash", {"bash"});
+  p.process(e3);
+  EXPECT_EQ(alerts_.size(), 1u);  // the old rule is gone
+}
+
+}  // namespace
+}  // namespace vigil::pipeline
