@@ -1,5 +1,7 @@
 #include "outputs/sink.h"
 
+#include <pthread.h>
+#include <signal.h>
 #include <spdlog/logger.h>
 
 #include <algorithm>
@@ -271,6 +273,13 @@ void Sink::run_spooled(std::unique_lock<std::mutex>& lk) {
 }
 
 void Sink::run() {
+  // A peer that closes its end must cost a write error (EPIPE), never the
+  // process: SIGPIPE is blocked on this worker thread (TLS libraries write
+  // with plain write(2)).
+  sigset_t pipe_set;
+  sigemptyset(&pipe_set);
+  sigaddset(&pipe_set, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe_set, nullptr);
   // The worker must not die: an exception (out of memory while formatting)
   // costs the batch in hand, counted as failed, and the loop goes on.
   for (;;) {

@@ -21,7 +21,8 @@
 //     de-duplicate). What is queued at shutdown is spooled too.
 //
 // Thread-safety: offer() and stats() may be called from any thread;
-// start()/shutdown() from the owner only. Owns its transport and worker.
+// start()/shutdown() from the owner only. Owns its transport and worker
+// (SIGPIPE is blocked on the worker thread: a closed peer is an EPIPE).
 #pragma once
 
 #include <array>

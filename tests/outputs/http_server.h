@@ -112,6 +112,7 @@ class HttpServer {
   };
 
   void loop() {
+    block_sigpipe_in_this_thread();  // a client that hangs up must not kill the test
     for (;;) {
       const int c = ::accept(fd_, nullptr, nullptr);
       if (c < 0) return;

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/socket.h>
@@ -26,6 +27,15 @@
 extern char** environ;
 
 namespace vigil::outputs::testing {
+
+// What a sink's worker does: a peer hanging up is an EPIPE, not a signal.
+// For tests that call transports (or serve peers) on their own threads.
+inline void block_sigpipe_in_this_thread() {
+  sigset_t s;
+  sigemptyset(&s);
+  sigaddset(&s, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &s, nullptr);
+}
 
 // A port that was free a moment ago (bind to 0, read, close).
 inline std::uint16_t free_port(int type = SOCK_STREAM) {

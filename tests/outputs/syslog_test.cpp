@@ -149,6 +149,7 @@ class FrameServer {
 };
 
 TEST(SyslogTransport, TcpOctetCountingAndReconnect) {
+  testing::block_sigpipe_in_this_thread();  // as on a sink's worker
   FrameServer server;
   SyslogOptions o;
   ASSERT_TRUE(parse_syslog_address("tcp://127.0.0.1:" + std::to_string(server.port()), o));
@@ -267,6 +268,7 @@ TEST(SyslogTransport, UnixDatagramSocket) {
 }
 
 TEST(SyslogTransport, TlsWithPrivateCa) {
+  testing::block_sigpipe_in_this_thread();  // as on a sink's worker
   const std::string dir = testing::temp_dir("syslog-pki");
   if (!testing::make_test_pki(dir)) GTEST_SKIP() << "openssl could not make a test CA";
   SSL_CTX* ctx = SSL_CTX_new(TLS_server_method());
@@ -282,6 +284,7 @@ TEST(SyslogTransport, TlsWithPrivateCa) {
   getsockname(lfd, reinterpret_cast<sockaddr*>(&sa), &len);
   std::string got;
   std::thread server([&] {
+    testing::block_sigpipe_in_this_thread();  // the client hanging up must not kill the test
     const int c = ::accept(lfd, nullptr, nullptr);
     SSL* ssl = SSL_new(ctx);
     SSL_set_fd(ssl, c);
@@ -316,6 +319,7 @@ TEST(SyslogTransport, TlsWithPrivateCa) {
 }
 
 TEST(SyslogTransport, TlsRejectsAnUntrustedServer) {
+  testing::block_sigpipe_in_this_thread();  // as on a sink's worker
   const std::string dir = testing::temp_dir("syslog-pki2");
   if (!testing::make_test_pki(dir)) GTEST_SKIP() << "openssl could not make a test CA";
   testing::HttpServer server(dir + "/server.crt", dir + "/server.key");  // any TLS listener

@@ -226,6 +226,7 @@ class WebhookTls : public ::testing::Test {
 };
 
 TEST_F(WebhookTls, HttpsWithPrivateCa) {
+  testing::block_sigpipe_in_this_thread();  // as on a sink's worker
   HttpServer server(dir_ + "/server.crt", dir_ + "/server.key");
   WebhookOptions w;
   w.url = server.url();
@@ -242,6 +243,7 @@ TEST_F(WebhookTls, HttpsWithPrivateCa) {
 }
 
 TEST_F(WebhookTls, MutualTls) {
+  testing::block_sigpipe_in_this_thread();  // as on a sink's worker
   HttpServer server(dir_ + "/server.crt", dir_ + "/server.key", dir_ + "/ca.crt");
   std::vector<Message> b(1);
   b[0].body = R"({"uuid":"mtls"})";
