@@ -22,7 +22,7 @@ struct SvHash {
 };
 using StrSet = std::unordered_set<std::string, SvHash, std::equal_to<>>;
 
-char lower(char c) noexcept { return static_cast<char>(std::tolower(static_cast<unsigned char>(c))); }
+char lower(char c) noexcept { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c + ('a' - 'A')) : c; }
 
 bool iequals_prefix(std::string_view h, std::size_t at, std::string_view n) noexcept {
   for (std::size_t i = 0; i < n.size(); ++i) {
@@ -222,6 +222,11 @@ bool glob_match(std::string_view p, std::string_view s, bool icase) noexcept {
 // ---------------------------------------------------------------- compiled form
 
 struct CCheck {
+  int id = -1;  // CheckCache slot, -1: not cached
+  // A check on fd.name & co whose values are literal paths/prefixes (for the
+  // sensor's open filter).
+  bool path_check = false;
+  std::vector<std::string> path_literals;
   FieldInst lhs;
   std::vector<Transformer> ltr;  // innermost first
   FieldType ltype = FieldType::kString;
@@ -239,6 +244,9 @@ struct CCheck {
   std::vector<Cidr> nets;
   std::vector<std::unique_ptr<RE2>> res;
   std::unique_ptr<PathTrie> trie;
+  // `anyof` over contains/icontains/startswith/endswith, and or-chains of
+  // contains on one field, as one RE2 program (one linear pass).
+  std::unique_ptr<RE2> any_re;
   bool rhs_field = false;
   FieldInst rf;
   std::vector<Transformer> rtr;
@@ -251,13 +259,80 @@ struct CNode {
   bool value = false;           // kBool
   std::uint32_t mask = 0;       // kTypeMask
   std::vector<CNode> kids;
-  std::unique_ptr<CCheck> check;
-  std::vector<std::string> path_literals;  // kCheck on fd.name/fd.directory: prefixes
-  bool path_check = false;
+  std::shared_ptr<const CCheck> check;  // shared by the per-event-type copies
 };
 
 Expr::Expr() = default;
-Expr::Expr(std::unique_ptr<CNode> root) : root_(std::move(root)) {}
+namespace {
+
+// A copy of `n` specialised for events of one type: evt.type tests become
+// constants, constants fold away, and nested and/or of one kind are flattened.
+CNode specialise(const CNode& n, unsigned type) {
+  CNode c;
+  switch (n.kind) {
+    case CNode::Kind::kTypeMask:
+      c.kind = CNode::Kind::kBool;
+      c.value = (n.mask >> type) & 1u;
+      return c;
+    case CNode::Kind::kBool:
+    case CNode::Kind::kCheck:
+      c.kind = n.kind;
+      c.value = n.value;
+      c.check = n.check;
+      return c;
+    case CNode::Kind::kNot: {
+      CNode k = specialise(n.kids[0], type);
+      if (k.kind == CNode::Kind::kBool) {
+        k.value = !k.value;
+        return k;
+      }
+      c.kind = CNode::Kind::kNot;
+      c.kids.push_back(std::move(k));
+      return c;
+    }
+    case CNode::Kind::kAnd:
+    case CNode::Kind::kOr: {
+      bool is_and = n.kind == CNode::Kind::kAnd;
+      c.kind = n.kind;
+      for (const auto& kid : n.kids) {
+        CNode k = specialise(kid, type);
+        if (k.kind == CNode::Kind::kBool) {
+          if (k.value != is_and) {  // false in an and, true in an or: decides it
+            CNode r;
+            r.kind = CNode::Kind::kBool;
+            r.value = k.value;
+            return r;
+          }
+          continue;  // true in an and, false in an or: no effect
+        }
+        if (k.kind == n.kind) {
+          for (auto& g : k.kids) c.kids.push_back(std::move(g));
+        } else {
+          c.kids.push_back(std::move(k));
+        }
+      }
+      if (c.kids.empty()) {
+        CNode r;
+        r.kind = CNode::Kind::kBool;
+        r.value = is_and;
+        return r;
+      }
+      if (c.kids.size() == 1) return std::move(c.kids[0]);
+      return c;
+    }
+  }
+  return c;
+}
+
+}  // namespace
+
+Expr::Expr(std::unique_ptr<CNode> root) : root_(std::move(root)) {
+  for (unsigned t = 1; t < static_cast<unsigned>(event::Type::kCount); ++t) {
+    CNode s = specialise(*root_, t);
+    if (s.kind == CNode::Kind::kBool && !s.value) continue;  // can never match this type
+    by_type_[t] = std::make_unique<CNode>(std::move(s));
+  }
+}
 Expr::~Expr() = default;
 Expr::Expr(Expr&&) noexcept = default;
 Expr& Expr::operator=(Expr&&) noexcept = default;
@@ -339,7 +414,23 @@ void apply_transformer(Transformer t, FieldType in, Extracted& e, Arena& a, Fiel
 FieldType extract_field(const ExtractCtx& x, const FieldInst& f,
                         const std::vector<Transformer>& tr, Extracted& out) noexcept {
   out.n = 0;
-  f.def->fn(x, f, out);
+  FieldCache* c = x.cache;
+  if (c && f.slot >= 0) {
+    auto s = static_cast<unsigned>(f.slot);
+    if ((c->done[s / 64] >> (s % 64)) & 1u) {
+      out.n = c->count[s];
+      if (out.n) out.v[0] = c->val[s];
+    } else {
+      f.def->fn(x, f, out);
+      if (out.n <= 1) {
+        c->done[s / 64] |= std::uint64_t{1} << (s % 64);
+        c->count[s] = static_cast<std::uint8_t>(out.n);
+        if (out.n) c->val[s] = out.v[0];
+      }
+    }
+  } else {
+    f.def->fn(x, f, out);
+  }
   FieldType t = f.def->type;
   for (auto it = tr.begin(); it != tr.end(); ++it) apply_transformer(*it, t, out, *x.arena, t);
   return t;
@@ -403,7 +494,7 @@ bool test_one(const CCheck& c, Op op, const Val& v) noexcept {
     case FieldType::kIp: {
       bool any = false;
       for (const auto& n : c.nets) {
-        if (n.contains(v.ip)) { any = true; break; }
+        if (n.contains(*v.ip)) { any = true; break; }
       }
       return op == Op::kNe ? !any : any;
     }
@@ -412,6 +503,7 @@ bool test_one(const CCheck& c, Op op, const Val& v) noexcept {
 }
 
 bool test_modifier(const CCheck& c, const Val& v) noexcept {
+  if (c.any_re) return RE2::PartialMatch(re2::StringPiece(v.s.data(), v.s.size()), *c.any_re);
   std::size_t hits = 0;
   for (std::size_t i = 0; i < c.strs.size(); ++i) {
     bool h = cmp_str(c, c.op, v.s, c.strs[i], i);
@@ -452,7 +544,7 @@ bool compare_vals(Op op, FieldType t, const Val& a, const Val& b) noexcept {
     case FieldType::kInt:
     case FieldType::kUint: return cmp_num(op == Op::kIn || op == Op::kIntersects ? Op::kEq : op, a.i, b.i);
     case FieldType::kBool: return op == Op::kNe ? a.b != b.b : a.b == b.b;
-    case FieldType::kIp: return op == Op::kNe ? !(a.ip == b.ip) : a.ip == b.ip;
+    case FieldType::kIp: return op == Op::kNe ? !(*a.ip == *b.ip) : *a.ip == *b.ip;
   }
   return false;
 }
@@ -509,7 +601,19 @@ bool eval_node(const CNode& n, const ExtractCtx& x) noexcept {
     case CNode::Kind::kBool: return n.value;
     case CNode::Kind::kTypeMask:
       return (n.mask >> static_cast<unsigned>(x.ctx->ev->hdr.type)) & 1u;
-    case CNode::Kind::kCheck: return eval_check(*n.check, x);
+    case CNode::Kind::kCheck: {
+      const CCheck& c = *n.check;
+      CheckCache* cc = x.checks;
+      if (!cc || c.id < 0) return eval_check(c, x);
+      auto id = static_cast<unsigned>(c.id);
+      std::uint64_t bit = std::uint64_t{1} << (id % 64);
+      if (cc->done[id / 64] & bit) return (cc->value[id / 64] & bit) != 0;
+      bool v = eval_check(c, x);
+      cc->done[id / 64] |= bit;
+      if (v) cc->value[id / 64] |= bit;
+      else cc->value[id / 64] &= ~bit;
+      return v;
+    }
   }
   return false;
 }
@@ -538,8 +642,8 @@ std::uint32_t mask_of(const CNode& n, bool neg) {
 bool prefixes_of(const CNode& n, std::vector<std::string>& out) {
   switch (n.kind) {
     case CNode::Kind::kCheck:
-      if (!n.path_check) return false;
-      out.insert(out.end(), n.path_literals.begin(), n.path_literals.end());
+      if (!n.check || !n.check->path_check) return false;
+      out.insert(out.end(), n.check->path_literals.begin(), n.check->path_literals.end());
       return true;
     case CNode::Kind::kBool: return !n.value;  // false needs nothing to be true... never true
     case CNode::Kind::kAnd: {
@@ -566,18 +670,135 @@ bool prefixes_of(const CNode& n, std::vector<std::string>& out) {
 
 }  // namespace
 
-bool Expr::eval(const ExtractCtx& x) const noexcept { return root_ && eval_node(*root_, x); }
-std::uint32_t Expr::type_mask() const { return root_ ? mask_of(*root_, false) : 0; }
+bool Expr::eval(const ExtractCtx& x) const noexcept {
+  auto t = static_cast<std::size_t>(x.ctx->ev->hdr.type);
+  if (t >= by_type_.size()) return false;
+  const CNode* n = by_type_[t].get();
+  return n && eval_node(*n, x);
+}
+std::uint32_t Expr::type_mask() const {
+  if (!root_) return 0;
+  std::uint32_t m = mask_of(*root_, false);
+  // Drop the types for which the specialised condition is constant false.
+  for (unsigned t = 1; t < static_cast<unsigned>(event::Type::kCount); ++t) {
+    if (!by_type_[t]) m &= ~(1u << t);
+  }
+  return m;
+}
 bool Expr::path_prefixes(std::vector<std::string>& out) const {
   return root_ && prefixes_of(*root_, out);
 }
 
 // ---------------------------------------------------------------- compiler
 
+namespace {
+
+// One RE2 program matching any of the literals: as a prefix, a suffix or
+// anywhere. Null when it does not compile (the caller keeps the plain loop).
+std::unique_ptr<RE2> literal_set(const std::vector<std::string>& lits, Op op) {
+  if (lits.size() < 2) return nullptr;
+  std::string pat = op == Op::kStartsWith ? "^(?:" : "(?:";
+  for (std::size_t i = 0; i < lits.size(); ++i) {
+    if (i) pat += '|';
+    pat += RE2::QuoteMeta(lits[i]);
+  }
+  pat += op == Op::kEndsWith ? ")\\z" : ")";
+  RE2::Options o;
+  o.set_log_errors(false);
+  o.set_max_mem(32 << 20);
+  o.set_case_sensitive(op != Op::kIContains);
+  o.set_encoding(RE2::Options::EncodingLatin1);  // bytes, like the plain comparisons
+  auto re = std::make_unique<RE2>(pat, o);
+  if (!re->ok()) return nullptr;
+  return re;
+}
+
+bool mergeable_contains(const CNode& n) {
+  if (n.kind != CNode::Kind::kCheck || !n.check) return false;
+  const CCheck& c = *n.check;
+  return (c.op == Op::kContains || c.op == Op::kIContains) && c.mod == Modifier::kNone && !c.rhs_field &&
+         c.ltr.empty() && c.ltype == FieldType::kString && !c.multi && !c.str.empty();
+}
+
+// Or-chains of `f contains a or f contains b ...` on one field become one
+// check with a literal set: the field is scanned once instead of once per literal.
+void merge_contains(CNode& n) {
+  for (auto& k : n.kids) merge_contains(k);
+  if (n.kind != CNode::Kind::kOr) return;
+  std::vector<CNode> out;
+  std::vector<bool> used(n.kids.size(), false);
+  for (std::size_t i = 0; i < n.kids.size(); ++i) {
+    if (used[i]) continue;
+    if (!mergeable_contains(n.kids[i])) {
+      out.push_back(std::move(n.kids[i]));
+      continue;
+    }
+    const CCheck& a = *n.kids[i].check;
+    std::vector<std::string> lits{a.str};
+    std::vector<std::size_t> group{i};
+    for (std::size_t j = i + 1; j < n.kids.size(); ++j) {
+      if (used[j] || !mergeable_contains(n.kids[j])) continue;
+      const CCheck& b = *n.kids[j].check;
+      if (b.op == a.op && b.lhs.def == a.lhs.def && b.lhs.arg == a.lhs.arg) {
+        lits.push_back(b.str);
+        group.push_back(j);
+      }
+    }
+    std::unique_ptr<RE2> re = group.size() > 1 ? literal_set(lits, a.op) : nullptr;
+    if (!re) {
+      out.push_back(std::move(n.kids[i]));
+      continue;
+    }
+    auto merged = std::make_shared<CCheck>();
+    merged->lhs = a.lhs;
+    merged->ltype = a.ltype;
+    merged->op = a.op;
+    merged->mod = Modifier::kAnyOf;
+    merged->strs = lits;
+    merged->any_re = std::move(re);
+    for (auto g : group) used[g] = true;
+    CNode m;
+    m.kind = CNode::Kind::kCheck;
+    m.check = std::move(merged);
+    out.push_back(std::move(m));
+  }
+  n.kids = std::move(out);
+  if (n.kids.size() == 1) {
+    CNode only = std::move(n.kids[0]);
+    n = std::move(only);
+  }
+}
+
+}  // namespace
+
+int FieldSlots::slot_for(const FieldInst& f) {
+  // Multi-valued fields are recomputed (the cache keeps one value per slot).
+  if (f.def->any_of && f.index < 0) return -1;
+  if (f.def->type == FieldType::kList) return -1;
+  auto key = std::make_pair(f.def, f.arg);
+  auto it = slots_.find(key);
+  if (it != slots_.end()) return it->second;
+  if (static_cast<int>(slots_.size()) >= FieldCache::kSlots) return -1;
+  int s = static_cast<int>(slots_.size());
+  slots_.emplace(key, s);
+  return s;
+}
+
+std::shared_ptr<CCheck> FieldSlots::shared_check(const std::string& key) const {
+  auto it = checks_.find(key);
+  return it == checks_.end() ? nullptr : it->second;
+}
+
+void FieldSlots::remember(const std::string& key, std::shared_ptr<CCheck> c) {
+  if (static_cast<int>(checks_.size()) < CheckCache::kChecks) c->id = static_cast<int>(checks_.size());
+  checks_.emplace(key, std::move(c));
+}
+
 class Compiler {
  public:
-  Compiler(const MacroMap& macros, const ListMap& lists, const FieldCatalog& cat, CompileResult& r)
-      : macros_(macros), lists_(lists), cat_(cat), r_(r) {}
+  Compiler(const MacroMap& macros, const ListMap& lists, const FieldCatalog& cat, CompileResult& r,
+           FieldSlots* slots)
+      : macros_(macros), lists_(lists), cat_(cat), r_(r), slots_(slots) {}
 
   // Expands macros in place. Returns false on an undefined macro or a cycle.
   bool expand_macros(NodePtr& n, std::vector<std::string>& stack) {
@@ -655,6 +876,7 @@ class Compiler {
       return false;
     }
     type = out.def->type;
+    if (slots_) out.slot = slots_->slot_for(out);
     for (auto it = f.transformers.begin(); it != f.transformers.end(); ++it) {
       if (*it == Transformer::kLen) {
         if (type != FieldType::kString && type != FieldType::kList) {
@@ -728,7 +950,16 @@ class Compiler {
       }
       return c;
     }
-    auto chk = std::make_unique<CCheck>();
+    // An identical check compiled before (same text, same lists) is shared.
+    const std::string key = n.to_string();
+    if (slots_) {
+      if (auto shared = slots_->shared_check(key)) {
+        c.kind = CNode::Kind::kCheck;
+        c.check = shared;
+        return c;
+      }
+    }
+    auto chk = std::make_shared<CCheck>();
     if (!resolve_field(n.field, n.offset, chk->lhs, chk->ltype)) return c;
     chk->ltr = n.field.transformers;
     chk->op = n.op;
@@ -763,11 +994,7 @@ class Compiler {
         break;
       }
     }
-    if (n.op == Op::kExists) {
-      c.kind = CNode::Kind::kCheck;
-      c.check = std::move(chk);
-      return c;
-    }
+    if (n.op == Op::kExists) return finish(c, key, std::move(chk));
     if (n.value.kind == Value::Kind::kField) {
       FieldType rt;
       if (!resolve_field(n.value.field, n.offset, chk->rf, rt)) return c;
@@ -785,9 +1012,7 @@ class Compiler {
       chk->rhs_field = true;
       chk->rtr = n.value.field.transformers;
       chk->rtype = rt;
-      c.kind = CNode::Kind::kCheck;
-      c.check = std::move(chk);
-      return c;
+      return finish(c, key, std::move(chk));
     }
     std::vector<std::string> vals;
     flatten(n.value, vals);
@@ -830,6 +1055,11 @@ class Compiler {
           for (auto& v : vals) chk->trie->add(v);
         } else if (n.modifier != Modifier::kNone) {
           chk->strs = vals;
+          if (n.modifier == Modifier::kAnyOf &&
+              (n.op == Op::kContains || n.op == Op::kIContains || n.op == Op::kStartsWith ||
+               n.op == Op::kEndsWith)) {
+            chk->any_re = literal_set(vals, n.op);
+          }
         } else {
           chk->str = vals[0];
         }
@@ -849,8 +1079,8 @@ class Compiler {
             pre.push_back(p);
           }
           if (usable && n.modifier == Modifier::kNone) {
-            c.path_check = true;
-            c.path_literals = std::move(pre);
+            chk->path_check = true;
+            chk->path_literals = std::move(pre);
           }
         }
         break;
@@ -892,15 +1122,21 @@ class Compiler {
         }
         break;
     }
+    return finish(c, key, std::move(chk));
+  }
+
+  CNode finish(CNode& c, const std::string& key, std::shared_ptr<CCheck> chk) {
+    if (slots_) slots_->remember(key, chk);
     c.kind = CNode::Kind::kCheck;
     c.check = std::move(chk);
-    return c;
+    return std::move(c);
   }
 
   const MacroMap& macros_;
   const ListMap& lists_;
   const FieldCatalog& cat_;
   CompileResult& r_;
+  FieldSlots* slots_;
 };
 
 void collect_macro_refs(const Node& n, std::set<std::string>& out) {
@@ -936,9 +1172,9 @@ void collect_list_refs(const Node& n, const ListMap& lists, std::set<std::string
 }
 
 CompileResult compile_condition(NodePtr root, const MacroMap& macros, const ListMap& lists,
-                                const FieldCatalog& catalog) {
+                                const FieldCatalog& catalog, FieldSlots* slots) {
   CompileResult r;
-  Compiler comp(macros, lists, catalog, r);
+  Compiler comp(macros, lists, catalog, r, slots);
   std::vector<std::string> stack;
   if (!comp.expand_macros(root, stack)) {
     if (r.errors.empty()) {
@@ -948,6 +1184,7 @@ CompileResult compile_condition(NodePtr root, const MacroMap& macros, const List
     return r;
   }
   CNode c = comp.compile(*root);
+  merge_contains(c);
   if (!r.errors.empty() || !r.unknown_fields.empty()) return r;
   r.expr = std::make_unique<Expr>(std::make_unique<CNode>(std::move(c)));
   return r;

@@ -8,6 +8,7 @@
 // noexcept and may run on several threads at once.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -21,7 +22,8 @@
 
 namespace vigil::rules {
 
-struct CNode;  // compiled node (compiler.cpp)
+struct CNode;   // compiled node (compiler.cpp)
+struct CCheck;  // compiled comparison (compiler.cpp)
 
 class Expr {
  public:
@@ -41,6 +43,8 @@ class Expr {
 
  private:
   std::unique_ptr<CNode> root_;
+  // root_ specialised per event type (null: never true for that type).
+  std::array<std::unique_ptr<CNode>, static_cast<std::size_t>(event::Type::kCount)> by_type_;
 };
 
 // Macros and lists visible to a compile.
@@ -66,8 +70,21 @@ struct CompileResult {
 };
 
 // Expands macros and lists in `root` (consumed) and compiles it.
+// Assigns FieldCache slots to field instances, shared by every rule of one Ruleset.
+// Also shares identical compiled checks between rules (CheckCache ids).
+class FieldSlots {
+ public:
+  int slot_for(const FieldInst& f);
+  // The shared check for this canonical text, or null; remember() stores one.
+  std::shared_ptr<CCheck> shared_check(const std::string& key) const;
+  void remember(const std::string& key, std::shared_ptr<CCheck> c);
+ private:
+  std::map<std::pair<const FieldDef*, std::string>, int> slots_;
+  std::map<std::string, std::shared_ptr<CCheck>> checks_;
+};
+
 CompileResult compile_condition(NodePtr root, const MacroMap& macros, const ListMap& lists,
-                                const FieldCatalog& catalog);
+                                const FieldCatalog& catalog, FieldSlots* slots = nullptr);
 
 // Expands list references inside list values of an AST (used when listing the
 // lists a macro uses, and by compile_condition).

@@ -174,7 +174,7 @@ void num(E& o, std::int64_t i) noexcept { o.add().i = i; }
 void boolean(E& o, bool b) noexcept { o.add().b = b; }
 void ip(E& o, const event::IpAddr& a) noexcept {
   if (a.family == 0) return;
-  o.add().ip = a;
+  o.add().ip = &a;
 }
 
 const state::Process* proc_of(const X& x) noexcept { return x.ctx->proc; }
@@ -1342,7 +1342,7 @@ std::string_view render_value(FieldType t, const Extracted& e, Arena& a) noexcep
       case FieldType::kInt:
       case FieldType::kUint: a.append_int(v.i); break;
       case FieldType::kBool: a.append(v.b ? "true" : "false"); break;
-      case FieldType::kIp: append_ip(a, v.ip); break;
+      case FieldType::kIp: append_ip(a, *v.ip); break;
     }
   }
   return a.finish();

@@ -31,6 +31,7 @@ class Arena {
  public:
   static constexpr std::size_t kSize = 16384;
   void reset() noexcept { used_ = 0; }
+  std::size_t used() const noexcept { return used_; }
   // Copies s into the arena (truncated when full) and returns the copy.
   std::string_view put(std::string_view s) noexcept;
   // Starts a composed string; append() to it; finish() returns it.
@@ -48,20 +49,23 @@ class Arena {
 };
 
 // One extracted value. Which member is meaningful follows the field's type
-// (kList elements are strings). Deliberately trivial: arrays of it are not
-// initialised on the event path.
+// (kList elements are strings). Arrays of it are not initialised on the event
+// path (see Extracted and FieldCache).
 struct Val {
   std::string_view s;
   std::int64_t i;
   bool b;
-  event::IpAddr ip;
+  const event::IpAddr* ip;  // points into the event
 };
 
 // The values of one field for one event: n == 0 means no value (<NA>).
 struct Extracted {
   static constexpr std::size_t kMax = 32;
+  Extracted() noexcept {}  // leaves v uninitialised: only v[0..n) is ever read
   std::size_t n = 0;
-  Val v[kMax];
+  union {
+    Val v[kMax];
+  };
   Val& add() noexcept { return v[n < kMax ? n++ : kMax - 1]; }
 };
 
@@ -73,11 +77,45 @@ struct FieldInst {
   std::string arg;           // "" when none
   bool has_arg = false;
   std::int64_t index = -1;   // numeric argument (proc.aname[2]), -1 when none
+  int slot = -1;             // per-event value cache slot (FieldCache), -1: not cached
+};
+
+// Values of single-valued fields already extracted for the current event, so
+// rules that test the same field (proc.name, proc.cmdline, fd.name...) extract
+// it once. Slots are assigned when rules compile. Lives on the evaluator's
+// stack; `clear()` before each event, and whenever the Arena is reset (cached
+// strings may point into it).
+struct FieldCache {
+  static constexpr int kSlots = 256;
+  FieldCache() noexcept {}  // leaves the slots uninitialised: `done` says which are valid
+  std::uint64_t done[kSlots / 64];  // bit set: slot computed
+  std::uint8_t count[kSlots];       // 0 or 1 value
+  union {
+    Val val[kSlots];
+  };
+  void clear() noexcept {
+    for (auto& d : done) d = 0;
+  }
+};
+
+// Results of the checks already evaluated for the current event: rules built
+// from the same macros share identical checks (evt.is_open_read = true,
+// proc.name in (shell_binaries), ...), each evaluated once per event.
+struct CheckCache {
+  static constexpr int kChecks = 4096;
+  CheckCache() noexcept {}
+  std::uint64_t done[kChecks / 64];
+  std::uint64_t value[kChecks / 64];
+  void clear() noexcept {
+    for (auto& d : done) d = 0;
+  }
 };
 
 struct ExtractCtx {
   const state::EvalContext* ctx;
   Arena* arena;
+  FieldCache* cache = nullptr;   // optional
+  CheckCache* checks = nullptr;  // optional
 };
 
 using ExtractFn = void (*)(const ExtractCtx& x, const FieldInst& f, Extracted& out) noexcept;

@@ -104,10 +104,18 @@ void Ruleset::evaluate(const state::EvalContext& ctx, std::vector<event::Alert>&
   const auto& idx = index_[t];
   if (idx.empty()) return;
   Arena arena;
-  ExtractCtx x{&ctx, &arena};
+  FieldCache cache;
+  cache.clear();
+  CheckCache checks;
+  checks.clear();
+  ExtractCtx x{&ctx, &arena, &cache, &checks};
   for (auto i : idx) {
     const Rule& r = *rules_[i];
-    arena.reset();
+    // Cached strings may live in the arena: drop both together when it fills up.
+    if (arena.used() > Arena::kSize / 2) {
+      arena.reset();
+      cache.clear();
+    }
     if (!r.expr->eval(x)) continue;
     try {
       event::Alert a;
@@ -127,6 +135,7 @@ void Ruleset::evaluate(const state::EvalContext& ctx, std::vector<event::Alert>&
           continue;
         }
         arena.reset();
+        cache.clear();
         Extracted e;
         FieldType ft = tok.type;
         if (tok.field.def) ft = extract_field(x, tok.field, tok.transformers, e);
@@ -380,6 +389,7 @@ class RulesetBuilder {
       for (const auto& i : l.items) items.push_back(list_item(i));
       lists[l.name] = std::move(items);
     }
+    FieldSlots slots;
     MacroMap macros;
     for (const auto& m : col.macros()) {
       auto pr = parse_condition(m.condition);
@@ -421,7 +431,7 @@ class RulesetBuilder {
         both->children.push_back(std::move(exc));
         root = std::move(both);
       }
-      CompileResult cr = compile_condition(std::move(root), macros, lists, cat);
+      CompileResult cr = compile_condition(std::move(root), macros, lists, cat, &slots);
       for (std::size_t i = 0; i < cr.errors.size(); ++i) {
         d.error(cr.error_codes[i], r.condition_pos, lbl, cr.errors[i].message);
       }

@@ -1,0 +1,292 @@
+// The rule engine's evaluator alone: Ruleset::evaluate over a synthetic mix of
+// exec, open, connect, ioctl and dns events from 500 processes in 50
+// containers (10 pods' worth of namespaces), with
+//   (a) the bundled rules (rules/*.yaml), and
+//   (b) the bundled rules plus Falco's falco_rules.yaml
+//       ($VIGIL_FALCO_RULES_DIR, default ../shared/falco-rules).
+// A counting operator new shows how many heap allocations one event costs on
+// the match-nothing path (the target is zero).
+//
+//   build/bench/rules_bench            (run from the repository root)
+#include <arpa/inet.h>
+#include <benchmark/benchmark.h>
+#include <fcntl.h>
+#include <sys/socket.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <new>
+#include <random>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/rules/fields.h"
+#include "engine/rules/ruleset.h"
+
+// ---------------------------------------------------------------- counting allocator
+
+namespace {
+std::atomic<std::uint64_t> g_allocs{0};
+}
+
+void* operator new(std::size_t n) {
+  g_allocs.fetch_add(1, std::memory_order_relaxed);
+  if (void* p = std::malloc(n ? n : 1)) return p;
+  throw std::bad_alloc();
+}
+void* operator new[](std::size_t n) {
+  g_allocs.fetch_add(1, std::memory_order_relaxed);
+  if (void* p = std::malloc(n ? n : 1)) return p;
+  throw std::bad_alloc();
+}
+void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
+  g_allocs.fetch_add(1, std::memory_order_relaxed);
+  return std::malloc(n ? n : 1);
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+
+namespace {
+
+using namespace vigil;
+
+class World : public state::StateView {
+ public:
+  std::map<std::uint32_t, state::Process> procs;
+  std::unordered_map<std::uint32_t, std::string> dns;  // IPv4 -> name, as the state's table
+  const state::Process* process(std::uint32_t pid) const override {
+    auto it = procs.find(pid);
+    return it == procs.end() ? nullptr : &it->second;
+  }
+  std::string_view dns_name_for(const state::EvalContext&, const event::IpAddr& a) const override {
+    if (a.family != AF_INET) return {};
+    std::uint32_t k;
+    std::memcpy(&k, a.bytes.data(), 4);
+    auto it = dns.find(k);
+    return it == dns.end() ? std::string_view() : std::string_view(it->second);
+  }
+};
+
+event::IpAddr ip(const std::string& s) {
+  event::IpAddr a;
+  rules::parse_ip(s, a);
+  return a;
+}
+
+struct Mix {
+  World world;
+  std::vector<state::Container> containers;
+  std::vector<state::Pod> pods;
+  std::vector<event::Event> events;
+  std::vector<state::EvalContext> ctxs;
+};
+
+// 50 containers (one per pod) with 10 processes each: an entrypoint under the
+// runtime's shim and workers under it; a mix of the events a GPU node sees.
+std::unique_ptr<Mix> make_mix(std::size_t n_events) {
+  auto m = std::make_unique<Mix>();
+  std::mt19937 rng(42);
+  m->containers.resize(50);
+  m->pods.resize(50);
+  static const char* kImages[] = {"ghcr.io/acme/train:1.4", "nvcr.io/nvidia/tritonserver:24.01",
+                                  "ghcr.io/acme/vllm:0.4", "docker.io/library/python:3.11"};
+  static const char* kNames[] = {"python3", "tritonserver", "torchrun", "pt_main_thread", "nccl"};
+  for (int c = 0; c < 50; ++c) {
+    auto& ct = m->containers[c];
+    char id[65];
+    std::snprintf(id, sizeof id, "%064x", c + 1);
+    ct.id = id;
+    ct.runtime = "containerd";
+    ct.name = "worker";
+    ct.image = kImages[c % 4];
+    ct.pod_uid = "pod-" + std::to_string(c);
+    auto& pod = m->pods[c];
+    pod.uid = ct.pod_uid;
+    pod.name = "job-" + std::to_string(c);
+    pod.ns = c % 2 ? "ml" : "inference";
+    pod.labels = {{"app", c % 2 ? "train" : "serve"}};
+    state::PodContainer pc;
+    pc.id = ct.id;
+    pc.name = "worker";
+    pc.gpu_limit = 1;
+    pc.nvidia_visible_devices = std::to_string(c % 8);
+    pc.gpu_devices = {std::to_string(c % 8)};
+    pod.containers.push_back(pc);
+    std::uint32_t base = 10000 + static_cast<std::uint32_t>(c) * 100;
+    state::Process shim;
+    shim.pid = base;
+    shim.ppid = 1;
+    shim.comm = "containerd-shim";
+    shim.exepath = "/usr/bin/containerd-shim-runc-v2";
+    m->world.procs[shim.pid] = shim;
+    for (int p = 0; p < 10; ++p) {
+      state::Process pr;
+      pr.pid = base + 1 + static_cast<std::uint32_t>(p);
+      pr.ppid = p == 0 ? base : base + 1;
+      pr.uid = 1000;
+      pr.gid = 1000;
+      pr.comm = kNames[(c + p) % 5];
+      pr.exe = pr.comm;
+      pr.exepath = "/usr/bin/" + pr.comm;
+      pr.args = {"serve.py", "--port", std::to_string(8000 + p), "--model", "/models/llama"};
+      pr.cwd = "/workspace";
+      pr.container_id = ct.id;
+      pr.start_ts_ns = 1;
+      m->world.procs[pr.pid] = pr;
+    }
+  }
+  for (int i = 0; i < 64; ++i) {
+    auto a = ip("10.0." + std::to_string(i) + ".5");
+    std::uint32_t k;
+    std::memcpy(&k, a.bytes.data(), 4);
+    m->world.dns[k] = "svc" + std::to_string(i) + ".cluster.local";
+  }
+  static const char* kPaths[] = {"/data/shard-0001.parquet", "/models/llama/model.safetensors",
+                                 "/workspace/ckpt/step-100.pt", "/usr/lib/python3.11/json/__init__.py",
+                                 "/dev/shm/nccl-0", "/proc/self/status", "/etc/ld.so.cache",
+                                 "/tmp/torch_extensions/lock"};
+  m->events.reserve(n_events);
+  for (std::size_t i = 0; i < n_events; ++i) {
+    int c = static_cast<int>(rng() % 50);
+    std::uint32_t pid = 10000 + static_cast<std::uint32_t>(c) * 100 + 1 + rng() % 10;
+    const auto& pr = m->world.procs[pid];
+    event::Event ev;
+    ev.hdr.ts_ns = 1767225600ull * 1000000000ull + i * 1000;
+    ev.hdr.pid = pid;
+    ev.hdr.tid = pid;
+    ev.hdr.ppid = pr.ppid;
+    ev.hdr.uid = 1000;
+    ev.hdr.comm = pr.comm;
+    unsigned kind = rng() % 100;
+    if (kind < 10) {  // exec
+      ev.hdr.type = event::Type::kExec;
+      event::ExecData d;
+      d.filename = pr.exepath;
+      d.exe = pr.exepath;
+      d.args = {pr.exe, "serve.py"};
+      d.cwd = pr.cwd;
+      ev.data = d;
+    } else if (kind < 45) {  // open
+      ev.hdr.type = event::Type::kOpen;
+      event::OpenData d;
+      d.path = kPaths[rng() % 8];
+      d.flags = rng() % 4 == 0 ? (O_WRONLY | O_CREAT) : O_RDONLY;
+      d.result = 5;
+      ev.data = d;
+    } else if (kind < 65) {  // connect
+      ev.hdr.type = event::Type::kConnect;
+      event::ConnectData d;
+      d.family = AF_INET;
+      d.proto = event::L4::kTcp;
+      d.saddr = ip("10.244." + std::to_string(c) + ".7");
+      d.sport = static_cast<std::uint16_t>(30000 + rng() % 20000);
+      d.daddr = ip("10.0." + std::to_string(rng() % 64) + ".5");
+      d.dport = static_cast<std::uint16_t>(rng() % 2 ? 443 : 6379);
+      d.result = 0;
+      ev.data = d;
+    } else if (kind < 90) {  // ioctl on the allocated GPU or nvidiactl
+      ev.hdr.type = event::Type::kIoctl;
+      event::IoctlData d;
+      d.fd = 9;
+      d.nr = 0x2A;  // NV_ESC_RM_CONTROL
+      d.rm_control = 0x20800110;
+      d.dev_major = 195;
+      d.dev_minor = rng() % 2 ? 255u : static_cast<std::uint32_t>(c % 8);
+      ev.data = d;
+    } else {  // dns
+      ev.hdr.type = event::Type::kDns;
+      event::DnsData d;
+      d.name = "svc" + std::to_string(rng() % 64) + ".cluster.local";
+      d.qtype = 1;
+      d.server = ip("10.96.0.10");
+      ev.data = d;
+    }
+    m->events.push_back(std::move(ev));
+  }
+  m->ctxs.reserve(m->events.size());
+  for (const auto& ev : m->events) {
+    state::EvalContext ctx;
+    ctx.ev = &ev;
+    ctx.proc = m->world.process(ev.hdr.pid);
+    int c = static_cast<int>((ev.hdr.pid - 10000) / 100);
+    ctx.container = &m->containers[c];
+    ctx.pod = &m->pods[c];
+    ctx.pod_container = &m->pods[c].containers[0];
+    ctx.state = &m->world;
+    m->ctxs.push_back(ctx);
+  }
+  return m;
+}
+
+std::vector<std::string> rule_paths(bool with_falco) {
+  std::vector<std::string> v{"rules"};
+  if (with_falco) {
+    const char* env = std::getenv("VIGIL_FALCO_RULES_DIR");
+    v.push_back(std::string(env ? env : "../shared/falco-rules") + "/falco_rules.yaml");
+  }
+  return v;
+}
+
+std::shared_ptr<const rules::Ruleset> load(bool with_falco, benchmark::State& st) {
+  auto r = rules::load_rules(rule_paths(with_falco), rules::LoadOptions{});
+  if (!r.ruleset) {
+    st.SkipWithError(("rules did not load (run from the repository root): " + rules::summary_line(r)).c_str());
+    return nullptr;
+  }
+  st.counters["rules"] = static_cast<double>(r.loaded);
+  return r.ruleset;
+}
+
+void run(benchmark::State& st, bool with_falco, bool match_nothing_only) {
+  auto rs = load(with_falco, st);
+  if (!rs) return;
+  auto mix = make_mix(20000);
+  std::vector<const state::EvalContext*> ctxs;
+  std::vector<event::Alert> out;
+  out.reserve(1024);
+  std::size_t matching = 0;
+  for (const auto& c : mix->ctxs) {
+    out.clear();
+    rs->evaluate(c, out);
+    if (!out.empty()) ++matching;
+    if (!match_nothing_only || out.empty()) ctxs.push_back(&c);
+  }
+  out.clear();
+  std::uint64_t allocs_before = g_allocs.load();
+  std::size_t alerts = 0;
+  std::size_t i = 0;
+  for (auto _ : st) {
+    rs->evaluate(*ctxs[i], out);
+    alerts += out.size();
+    out.clear();
+    if (++i == ctxs.size()) i = 0;
+  }
+  std::uint64_t allocs = g_allocs.load() - allocs_before;
+  st.SetItemsProcessed(static_cast<std::int64_t>(st.iterations()));
+  st.counters["events/s"] = benchmark::Counter(static_cast<double>(st.iterations()), benchmark::Counter::kIsRate);
+  st.counters["allocs/event"] = static_cast<double>(allocs) / static_cast<double>(st.iterations());
+  st.counters["alerts/event"] = static_cast<double>(alerts) / static_cast<double>(st.iterations());
+  st.counters["matching_share"] = static_cast<double>(matching) / static_cast<double>(mix->ctxs.size());
+}
+
+void BM_Bundled_Mix(benchmark::State& st) { run(st, false, false); }
+void BM_Bundled_MatchNothing(benchmark::State& st) { run(st, false, true); }
+void BM_BundledFalco_Mix(benchmark::State& st) { run(st, true, false); }
+void BM_BundledFalco_MatchNothing(benchmark::State& st) { run(st, true, true); }
+
+BENCHMARK(BM_Bundled_Mix);
+BENCHMARK(BM_Bundled_MatchNothing);
+BENCHMARK(BM_BundledFalco_Mix);
+BENCHMARK(BM_BundledFalco_MatchNothing);
+
+}  // namespace
+
+BENCHMARK_MAIN();
