@@ -1,0 +1,223 @@
+// End-to-end tests of the `vigil run` lifecycle: `ready`, clean stops on
+// SIGTERM/SIGINT with every alert flushed, exit 2 for bad rules, SIGHUP
+// reloads (a broken file keeps the old rules, a fixed one takes effect), and
+// the text format.
+//
+// Needs root and a kernel with BTF (label integration); skipped with a message otherwise.
+#include <signal.h>
+#include <unistd.h>
+
+#include <regex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "tests/e2e/e2e_util.h"
+
+namespace vigil::e2e {
+namespace {
+
+std::string regex_escape(const std::string& s) {
+  static const std::regex special(R"([.^$|()\[\]{}*+?\\])");
+  return std::regex_replace(s, special, R"(\$&)");
+}
+
+std::string exec_rule(const std::string& rule, const std::string& prog_name, const std::string& priority) {
+  return "- rule: " + rule + "\n  desc: the test program ran\n  condition: evt.type = execve and proc.name = \"" +
+         prog_name + "\"\n  output: ran (proc.pid=%proc.pid proc.name=%proc.name proc.cmdline=%proc.cmdline)\n"
+         "  priority: " + priority + "\n";
+}
+
+// Runs prog (no steps: exec, exit) and returns its pid.
+pid_t run_once(const std::string& prog) {
+  Child c = Child::spawn({prog});
+  c.wait();
+  return c.pid();
+}
+
+// SIGTERM and SIGINT: exit 0, and alerts of activity before the signal are on stdout.
+void stop_flushes(int sig) {
+  TempDir dir;
+  ASSERT_TRUE(dir.ok());
+  const std::string name = unique_name("stop");
+  const std::string prog = dir.install(VIGIL_E2E_ACTOR, name);
+  const std::string rules = dir.write("rules.yaml", exec_rule("e2e stop", name, "WARNING"));
+  // The flight recorder on, writing to the test's directory.
+  Vigil v;
+  ASSERT_TRUE(v.start({"-r", rules, "-o", "flight_recorder.dir=" + dir.path() + "/flight"}));
+  ASSERT_TRUE(v.wait_ready()) << v.diag();
+  std::set<long> pids;
+  pids.insert(run_once(prog));
+  // The pipeline is live once the first alert is out; then a burst right before the signal.
+  ASSERT_FALSE(v.alerts([](const json& a) { return a.value("rule", "") == "e2e stop"; }, 20s).empty())
+      << v.diag();
+  for (int i = 0; i < 20; ++i) pids.insert(run_once(prog));
+  std::this_thread::sleep_for(1s);
+  EXPECT_EQ(v.stop(sig), 0) << "exit status after " << strsignal(sig) << v.diag();
+  std::set<long> alerted;
+  for (const auto& a : v.alerts([](const json& a) { return a.value("rule", "") == "e2e stop"; }))
+    alerted.insert(a["output_fields"].value("proc.pid", 0L));
+  EXPECT_EQ(alerted, pids) << "every exec before the signal has its alert on stdout" << v.diag();
+  EXPECT_NE(v.stderr_text().find("stopped"), std::string::npos) << v.diag();
+}
+
+TEST(e2eLifecycle, SigtermStopsWithExitZeroAndFlushesAlerts) {
+  VIGIL_E2E_REQUIRE_ROOT();
+  stop_flushes(SIGTERM);
+}
+
+TEST(e2eLifecycle, SigintStopsWithExitZeroAndFlushesAlerts) {
+  VIGIL_E2E_REQUIRE_ROOT();
+  stop_flushes(SIGINT);
+}
+
+// The bundled rules (no -r: the default rules directory) load and get ready.
+TEST(e2eLifecycle, BundledRulesGetReady) {
+  VIGIL_E2E_REQUIRE_ROOT();
+  Vigil v;
+  ASSERT_TRUE(v.start({"-o", "flight_recorder.enabled=false"}));
+  ASSERT_TRUE(v.wait_ready()) << v.diag();
+  std::smatch m;
+  std::string err = v.stderr_text();
+  ASSERT_TRUE(std::regex_search(err, m, std::regex("ready: ([0-9]+) rules loaded"))) << v.diag();
+  EXPECT_GT(std::stoi(m[1].str()), 10) << v.diag();
+  EXPECT_EQ(v.stop(), 0) << v.diag();
+}
+
+TEST(e2eLifecycle, RuleSyntaxErrorExitsTwoNamingFileLineColumn) {
+  VIGIL_E2E_REQUIRE_ROOT();
+  TempDir dir;
+  ASSERT_TRUE(dir.ok());
+  // Line 4 holds the condition with an unbalanced parenthesis.
+  const std::string rules = dir.write("broken.yaml",
+                                      "- rule: e2e broken\n"
+                                      "  desc: a condition that does not parse\n"
+                                      "  priority: WARNING\n"
+                                      "  condition: evt.type = execve and (proc.name = bash\n"
+                                      "  output: never (proc.name=%proc.name)\n");
+  Vigil v;
+  ASSERT_TRUE(v.start({"-r", rules, "-o", "flight_recorder.enabled=false"}));
+  const int st = v.wait_exit();
+  ASSERT_TRUE(WIFEXITED(st)) << v.diag();
+  EXPECT_EQ(WEXITSTATUS(st), 2) << v.diag();
+  EXPECT_EQ(v.stderr_count("ready"), 0) << v.diag();
+  std::string err = v.stderr_text();
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(err, m, std::regex(regex_escape(rules) + ":([0-9]+):([0-9]+)")))
+      << "no file:line:col in the message" << v.diag();
+  EXPECT_EQ(m[1].str(), "4") << v.diag();
+  EXPECT_GT(std::stoi(m[2].str()), 0) << v.diag();
+}
+
+TEST(e2eLifecycle, YamlErrorExitsTwoNamingFileLineColumn) {
+  VIGIL_E2E_REQUIRE_ROOT();
+  TempDir dir;
+  ASSERT_TRUE(dir.ok());
+  const std::string rules = dir.write("bad-yaml.yaml",
+                                      "- rule: e2e bad yaml\n"
+                                      "  desc: [unterminated\n"
+                                      "  condition: evt.type = execve\n");
+  Vigil v;
+  ASSERT_TRUE(v.start({"-r", rules, "-o", "flight_recorder.enabled=false"}));
+  const int st = v.wait_exit();
+  ASSERT_TRUE(WIFEXITED(st)) << v.diag();
+  EXPECT_EQ(WEXITSTATUS(st), 2) << v.diag();
+  std::string err = v.stderr_text();
+  EXPECT_TRUE(std::regex_search(err, std::regex(regex_escape(rules) + ":[0-9]+:[0-9]+"))) << v.diag();
+}
+
+TEST(e2eLifecycle, MissingRulesPathExitsTwo) {
+  VIGIL_E2E_REQUIRE_ROOT();
+  TempDir dir;
+  ASSERT_TRUE(dir.ok());
+  const std::string missing = dir.path() + "/no-such-rules.yaml";
+  Vigil v;
+  ASSERT_TRUE(v.start({"-r", missing, "-o", "flight_recorder.enabled=false"}));
+  const int st = v.wait_exit();
+  ASSERT_TRUE(WIFEXITED(st)) << v.diag();
+  EXPECT_EQ(WEXITSTATUS(st), 2) << v.diag();
+  EXPECT_NE(v.stderr_text().find(missing), std::string::npos) << "the message names the path" << v.diag();
+}
+
+TEST(e2eLifecycle, BadConfigOverrideExitsTwo) {
+  VIGIL_E2E_REQUIRE_ROOT();
+  TempDir dir;
+  ASSERT_TRUE(dir.ok());
+  const std::string rules = dir.write("rules.yaml", exec_rule("e2e cfg", unique_name("cfg"), "WARNING"));
+  Vigil v;
+  ASSERT_TRUE(v.start({"-r", rules, "-o", "sensor.ringbuf_mib=3", "-o", "flight_recorder.enabled=false"}));
+  const int st = v.wait_exit();
+  ASSERT_TRUE(WIFEXITED(st)) << v.diag();
+  EXPECT_EQ(WEXITSTATUS(st), 2) << v.diag();
+  EXPECT_NE(v.stderr_text().find("sensor.ringbuf_mib"), std::string::npos) << v.diag();
+}
+
+// SIGHUP with a broken file keeps the old rules; with a fixed file the new ones apply.
+TEST(e2eLifecycle, SighupReloadKeepsOldRulesOnErrorAndAppliesFixedOnes) {
+  VIGIL_E2E_REQUIRE_ROOT();
+  TempDir dir;
+  ASSERT_TRUE(dir.ok());
+  const std::string name = unique_name("hup");
+  const std::string prog = dir.install(VIGIL_E2E_ACTOR, name);
+  const std::string rules = dir.write("rules.yaml", exec_rule("e2e before reload", name, "WARNING"));
+  Vigil v;
+  ASSERT_TRUE(v.start({"-r", rules, "-o", "flight_recorder.enabled=false"}));
+  ASSERT_TRUE(v.wait_ready()) << v.diag();
+
+  pid_t p1 = run_once(prog);
+  ASSERT_FALSE(v.alerts_where("e2e before reload", "proc.pid", p1, 20s).empty()) << v.diag();
+
+  // Broken: the reload fails and the old rule keeps firing.
+  std::string broken = exec_rule("e2e before reload", name, "WARNING");
+  broken.replace(broken.find("proc.name ="), 0, "(");  // an unbalanced parenthesis
+  dir.write("rules.yaml", broken);
+  v.signal(SIGHUP);
+  ASSERT_TRUE(v.wait_stderr("rule reload failed")) << v.diag();
+  pid_t p2 = run_once(prog);
+  EXPECT_FALSE(v.alerts_where("e2e before reload", "proc.pid", p2, 20s).empty())
+      << "the old rules stopped after a failed reload" << v.diag();
+
+  // Fixed, with a new rule: it takes effect, the old one is gone.
+  dir.write("rules.yaml", exec_rule("e2e after reload", name, "CRITICAL"));
+  v.signal(SIGHUP);
+  ASSERT_TRUE(v.wait_stderr("rules reloaded")) << v.diag();
+  pid_t p3 = run_once(prog);
+  auto after = v.alerts_where("e2e after reload", "proc.pid", p3, 20s);
+  ASSERT_FALSE(after.empty()) << "the reloaded rule did not fire" << v.diag();
+  EXPECT_EQ(after[0].value("priority", ""), "Critical");
+  EXPECT_TRUE(v.alerts_where("e2e before reload", "proc.pid", p3).empty()) << "the old rule still fired" << v.diag();
+  EXPECT_EQ(v.stop(), 0) << v.diag();
+  EXPECT_TRUE(v.alerts_where("e2e before reload", "proc.pid", p3).empty()) << v.diag();
+}
+
+TEST(e2eLifecycle, TextFormatPrintsTextAlerts) {
+  VIGIL_E2E_REQUIRE_ROOT();
+  TempDir dir;
+  ASSERT_TRUE(dir.ok());
+  const std::string name = unique_name("txt");
+  const std::string prog = dir.install(VIGIL_E2E_ACTOR, name);
+  const std::string rules = dir.write("rules.yaml", exec_rule("e2e text", name, "ERROR"));
+  Vigil v;
+  ASSERT_TRUE(v.start({"-r", rules, "-o", "flight_recorder.enabled=false", "--format", "text"}));
+  ASSERT_TRUE(v.wait_ready()) << v.diag();
+  pid_t pid = run_once(prog);
+  const std::string want = "Error ran (proc.pid=" + std::to_string(pid) + " proc.name=" + name +
+                           " proc.cmdline=" + name + ")";
+  auto deadline = std::chrono::steady_clock::now() + 20s;
+  std::string hit;
+  while (hit.empty() && std::chrono::steady_clock::now() < deadline) {
+    for (const auto& l : v.stdout_lines())
+      if (l.find(want) != std::string::npos) hit = l;
+    if (hit.empty()) std::this_thread::sleep_for(50ms);
+  }
+  ASSERT_FALSE(hit.empty()) << "no text alert containing '" << want << "'" << v.diag();
+  // "<RFC 3339 time>: <Priority> <output>", not JSON.
+  EXPECT_TRUE(std::regex_match(hit, std::regex("[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+Z: Error ran .*"))) << hit;
+  EXPECT_TRUE(json::parse(hit, nullptr, false).is_discarded()) << hit;
+  EXPECT_EQ(v.stop(), 0) << v.diag();
+}
+
+}  // namespace
+}  // namespace vigil::e2e
