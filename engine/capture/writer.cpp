@@ -295,6 +295,13 @@ Status CaptureWriter::flush() {
   return write_all(out_.data(), out_.size());
 }
 
+Status CaptureWriter::tick() {
+  if (!sticky_) return sticky_;
+  if (closed_ || buf_.empty() || opts_.flush_interval_ns == 0) return {};
+  if (now() - last_flush_at_ < opts_.flush_interval_ns) return {};
+  return flush();
+}
+
 Status CaptureWriter::rotate() {
   if (Status s = flush(); !s) return s;
   ::close(fd_);

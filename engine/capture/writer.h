@@ -86,6 +86,10 @@ class CaptureWriter final : public state::StateListener {
                        std::uint64_t first_ts, std::uint64_t last_ts);
 
   Status flush();  // cuts the buffered records into a block and writes it
+  // Flushes when opts.flush_interval_ns has passed since the last block. Call
+  // it from the event loop between polls, so that records written just before
+  // a quiet period reach the disk within the interval even with no new writes.
+  Status tick();
   Status close();  // flush + close the file; later writes fail
 
   const std::string& path() const { return path_; }

@@ -322,6 +322,7 @@ int cmd_capture(int argc, char** argv) {
       log->error("polling the sensor failed: {}", std::strerror(-n));
       break;
     }
+    if (status) status = (*w)->tick();  // quiet periods still reach the disk each second
     signalfd_siginfo si{};
     while (sfd >= 0 && read(sfd, &si, sizeof(si)) == static_cast<ssize_t>(sizeof(si))) stop = true;
     if (duration && std::chrono::steady_clock::now() - start >= std::chrono::nanoseconds(duration)) {

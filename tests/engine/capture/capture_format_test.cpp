@@ -402,8 +402,19 @@ TEST(CaptureWriter, RotatesByAgeAndFlushesOnTheInterval) {
   auto r = CaptureReader::open(path);
   ASSERT_TRUE(r);
   EXPECT_EQ(read_all_from(std::move(*r)).records.size(), 2u);
+  // A record then a quiet period: tick() puts it on disk once the interval passed.
+  ASSERT_TRUE((*w)->write_event(testing::sample_exec(3, 1, 0, 0, "/q")));
+  now = 200;
+  ASSERT_TRUE((*w)->tick());
+  EXPECT_EQ((*w)->stats().blocks, 1u);  // not yet: 50 ns since the last block
+  now = 260;
+  ASSERT_TRUE((*w)->tick());
+  EXPECT_EQ((*w)->stats().blocks, 2u);
+  r = CaptureReader::open(path);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(read_all_from(std::move(*r)).records.size(), 3u);
   now = 1200;
-  ASSERT_TRUE((*w)->write_event(testing::sample_exec(3, 1, 0, 0, "/c")));
+  ASSERT_TRUE((*w)->write_event(testing::sample_exec(4, 1, 0, 0, "/c")));
   EXPECT_EQ((*w)->stats().files, 2u);
   ASSERT_TRUE((*w)->close());
   EXPECT_TRUE(fs::exists(path + ".1"));
