@@ -569,6 +569,13 @@ class K8sStub {
             std::string("k8s.node_name=") + kNode};
   }
 
+  // A vigil configuration file's k8s section for this stand-in that skips
+  // certificate verification (k8s.insecure) instead of naming the CA.
+  std::string insecure_config_yaml() const {
+    return "k8s:\n  api: " + url() + "\n  insecure: true\n  token_file: " + token_file() +
+           "\n  node_name: " + kNode + "\n";
+  }
+
   // Waits until the watcher has gone through the script up to its third
   // WATCH (so it has listed pod "c"); false on timeout.
   bool wait_script_done(std::chrono::milliseconds timeout = 60s) {

@@ -320,10 +320,12 @@ TEST(e2eRun, ShortLivedProcessInAPodIsAttributed) {
     k8s.pod.name=%k8s.pod.name k8s.ns.name=%k8s.ns.name)
   priority: NOTICE
 )");
-  auto args = base_args(rules);
-  for (const auto& a : api.vigil_args()) args.push_back(a);
+  // This time the API comes from a configuration file (-c) that skips
+  // certificate verification, and the flight recorder writes to the test's directory.
+  const std::string config = dir.write("vigil.yaml", api.insecure_config_yaml() +
+                                                         "flight_recorder:\n  dir: " + dir.path() + "/flight\n");
   Vigil v;
-  ASSERT_TRUE(v.start(args));
+  ASSERT_TRUE(v.start({"-r", rules, "-c", config}));
   ASSERT_TRUE(v.wait_ready()) << "vigil did not get ready" << v.diag();
   ASSERT_TRUE(api.wait_script_done()) << "the pod watcher did not get through the API script; requests:\n"
                                       << api.requests() << v.diag();
