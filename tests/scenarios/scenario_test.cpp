@@ -210,15 +210,26 @@ class VigilAgent {
     out_th_ = std::thread([this, fd = out[0]] { read_lines(fd, true); });
     err_th_ = std::thread([this, fd = err[0]] { read_lines(fd, false); });
     auto deadline = std::chrono::steady_clock::now() + 60s;
+    bool exited = false;
     while (std::chrono::steady_clock::now() < deadline) {
       {
         std::lock_guard<std::mutex> g(mu_);
         if (ready_) return true;
-        if (exited_) break;
+        exited = exited_;
       }
+      if (exited) break;
       std::this_thread::sleep_for(50ms);
     }
-    why = "vigil did not log 'ready' within 60 s; stderr:\n" + stderr_text();
+    int st = 0;
+    if (exited && waitpid(pid_, &st, 0) == pid_) {
+      pid_ = -1;
+      why = "vigil run exited before it was ready (" +
+            (WIFSIGNALED(st) ? "signal " + std::to_string(WTERMSIG(st))
+                             : "status " + std::to_string(WEXITSTATUS(st))) +
+            "); stderr:\n" + stderr_text();
+    } else {
+      why = "vigil did not log 'ready' within 60 s; stderr:\n" + stderr_text();
+    }
     return false;
   }
   void stop() {
