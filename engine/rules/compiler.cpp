@@ -365,10 +365,14 @@ void apply_transformer(Transformer t, FieldType in, Extracted& e, Arena& a, Fiel
       case Transformer::kToLower:
       case Transformer::kToUpper: {
         a.begin();
-        for (char c : s) {
-          a.append(static_cast<char>(t == Transformer::kToLower
-                                         ? std::tolower(static_cast<unsigned char>(c))
-                                         : std::toupper(static_cast<unsigned char>(c))));
+        std::size_t got = 0;
+        char* p = a.extend(s.size(), got);
+        bool to_lower = t == Transformer::kToLower;
+        for (std::size_t k = 0; k < got; ++k) {
+          char ch = s[k];
+          if (to_lower && ch >= 'A' && ch <= 'Z') ch = static_cast<char>(ch + ('a' - 'A'));
+          else if (!to_lower && ch >= 'a' && ch <= 'z') ch = static_cast<char>(ch - ('a' - 'A'));
+          p[k] = ch;
         }
         e.v[i].s = a.finish();
         break;

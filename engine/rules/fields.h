@@ -37,7 +37,17 @@ class Arena {
   // Starts a composed string; append() to it; finish() returns it.
   void begin() noexcept { start_ = used_; }
   void append(std::string_view s) noexcept;
-  void append(char c) noexcept { append(std::string_view(&c, 1)); }
+  void append(char c) noexcept {
+    if (used_ < kSize) buf_[used_++] = c;
+  }
+  // Reserves up to n bytes at the end of the current string; returns where to
+  // write them and how many fit (`got`).
+  char* extend(std::size_t n, std::size_t& got) noexcept {
+    got = n < kSize - used_ ? n : kSize - used_;
+    char* p = buf_ + used_;
+    used_ += got;
+    return p;
+  }
   void append_uint(std::uint64_t v) noexcept;
   void append_int(std::int64_t v) noexcept;
   std::string_view finish() noexcept { return {buf_ + start_, used_ - start_}; }
