@@ -16,6 +16,7 @@
 #include <spawn.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -198,6 +199,7 @@ class Child {
     if (o.stdin_pipe && ::pipe2(in, O_CLOEXEC) != 0) return c;
     pid_t pid = ::fork();
     if (pid == 0) {
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlives a crashed test
       if (o.stdin_pipe) ::dup2(in[0], 0);
       int devnull = ::open("/dev/null", O_WRONLY);
       ::dup2(devnull, 1);
@@ -333,6 +335,7 @@ class Vigil {
     }
     pid_ = ::fork();
     if (pid_ == 0) {
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlives a crashed test
       ::dup2(out[1], 1);
       ::dup2(err[1], 2);
       for (const auto& [k, v] : env) ::setenv(k.c_str(), v.c_str(), 1);

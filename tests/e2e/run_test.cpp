@@ -216,7 +216,7 @@ TEST(e2eRun, XidLineOnDevKmsgNamesTheProcess) {
   const std::string rules = dir.write("rules.yaml", R"(
 - rule: e2e xid
   desc: an Xid naming the test process
-  condition: evt.type = xid and gpu.xid.pid = )" + pid + R"(
+  condition: evt.type = xid and gpu.xid.pid = )" + pid + R"( and gpu.xid.comm = ")" + name + R"("
   output: >
     xid (gpu.xid=%gpu.xid gpu.pci=%gpu.pci gpu.xid.text=%gpu.xid.text gpu.xid.source=%gpu.xid.source
     gpu.xid.comm=%gpu.xid.comm proc.pid=%proc.pid proc.name=%proc.name proc.cmdline=%proc.cmdline
