@@ -156,7 +156,8 @@ SendResult KafkaTransport::send(std::span<const Message> batch) noexcept {
       rd_kafka_flush(im.rk, 50);
       rd_kafka_poll(im.rk, 0);
     }
-    if (im.pending > 0) {
+    const bool timed_out = im.pending > 0;
+    if (timed_out) {
       // Give up on this batch: purge so every message gets its report now.
       rd_kafka_purge(im.rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
       for (int i = 0; i < 200 && im.pending > 0; ++i) rd_kafka_poll(im.rk, 10);
@@ -168,7 +169,11 @@ SendResult KafkaTransport::send(std::span<const Message> batch) noexcept {
     why += !produce_error.empty() ? produce_error
            : !im.last_error.empty() ? im.last_error
                                     : std::string("delivery timed out");
-    return SendResult::retry(why, delivered);
+    return SendResult::retry(why, delivered)
+        .with_class(timed_out || (produce_error.empty() &&
+                                  im.last_error.find("timed out") != std::string::npos)
+                        ? ErrorClass::kTimeout
+                        : ErrorClass::kOther);
   } catch (...) {
     return SendResult::retry("out of memory");
   }

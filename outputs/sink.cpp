@@ -30,6 +30,20 @@ bool any_of_tags(const std::vector<std::string>& want, const std::vector<std::st
 
 }  // namespace
 
+std::string_view error_class_name(ErrorClass c) {
+  switch (c) {
+    case ErrorClass::kConnect: return "connect";
+    case ErrorClass::kTimeout: return "timeout";
+    case ErrorClass::kTls: return "tls";
+    case ErrorClass::kThrottled: return "throttled";
+    case ErrorClass::kHttpServer: return "http_5xx";
+    case ErrorClass::kHttpClient: return "http_4xx";
+    case ErrorClass::kRejected: return "rejected";
+    case ErrorClass::kOther: return "other";
+  }
+  return "other";
+}
+
 Filter::Verdict Filter::check(const event::Alert& a, std::chrono::steady_clock::time_point now) {
   if (o_.min_priority && static_cast<int>(a.priority) > static_cast<int>(*o_.min_priority)) {
     return Verdict::kFiltered;
@@ -243,6 +257,7 @@ void Sink::run_spooled(std::unique_lock<std::mutex>& lk) {
       continue;
     }
     SendResult r = transport_->send(batch);
+    count_error(r);
     std::size_t done = std::min(r.delivered, batch.size());
     if (r.code == SendCode::kOk) done = batch.size();
     record_sent(std::span<const Message>(batch.data(), done));
@@ -340,6 +355,7 @@ void Sink::run_loop() {
     for (int attempt = 0;;) {
       std::span<const Message> rest(msgs.data() + done, msgs.size() - done);
       SendResult r = transport_->send(rest);
+      count_error(r);
       std::size_t n = std::min(r.delivered, rest.size());
       if (r.code == SendCode::kOk) n = rest.size();
       record_sent(rest.subspan(0, n));
@@ -433,6 +449,7 @@ SinkStats Sink::stats() const {
   s.latency_p50_us = pct(0.50);
   s.latency_p99_us = pct(0.99);
   s.latency_max_us = latency_max_us_.load();
+  for (std::size_t i = 0; i < kErrorClassCount; ++i) s.errors[i] = errors_[i].load();
   return s;
 }
 

@@ -129,6 +129,8 @@ struct SinkStats {
   std::uint64_t latency_p50_us = 0;
   std::uint64_t latency_p99_us = 0;
   std::uint64_t latency_max_us = 0;
+  // failed send attempts (retried or given up) by cause, indexed by ErrorClass
+  std::array<std::uint64_t, kErrorClassCount> errors{};
 };
 
 // Approximate bytes an alert holds in memory (the queue's byte budget).
@@ -184,6 +186,12 @@ class Sink {
   // log2 buckets of latency in microseconds
   std::array<std::atomic<std::uint64_t>, 40> latency_{};
   std::atomic<std::uint64_t> latency_max_us_{0};
+  std::array<std::atomic<std::uint64_t>, kErrorClassCount> errors_{};
+  void count_error(const SendResult& r) {
+    if (r.code != SendCode::kOk) {
+      errors_[static_cast<std::size_t>(r.error_class)].fetch_add(1, std::memory_order_relaxed);
+    }
+  }
 };
 
 }  // namespace vigil::outputs

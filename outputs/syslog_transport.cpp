@@ -353,7 +353,13 @@ SendResult SyslogTransport::send(std::span<const Message> batch) noexcept {
   try {
     if (fd_ >= 0 && peer_closed()) disconnect();
     if (fd_ < 0) {
-      if (Status st = connect(); !st) return SendResult::retry(st.error().message);
+      if (Status st = connect(); !st) {
+        const std::string& e = st.error().message;
+        return SendResult::retry(e).with_class(
+            e.rfind("tls", 0) == 0                               ? ErrorClass::kTls
+            : e.find(std::strerror(ETIMEDOUT)) != std::string::npos ? ErrorClass::kTimeout
+                                                                    : ErrorClass::kConnect);
+      }
     }
     const bool stream = o_.protocol == SyslogProtocol::kTcp || o_.protocol == SyslogProtocol::kTls;
     std::string buf;
@@ -368,18 +374,19 @@ SendResult SyslogTransport::send(std::span<const Message> batch) noexcept {
       if (rec.size() > kMaxDatagram) {
         return SendResult::fatal("record of " + std::to_string(rec.size()) +
                                      " bytes is too large for a datagram",
-                                 i, 1);
+                                 i, 1)
+            .with_class(ErrorClass::kRejected);
       }
       if (::send(fd_, rec.data(), rec.size(), MSG_NOSIGNAL) < 0) {
         const std::string err = std::strerror(errno);
         disconnect();
-        return SendResult::retry("syslog send: " + err, i);
+        return SendResult::retry("syslog send: " + err, i).with_class(ErrorClass::kConnect);
       }
     }
     if (stream && !write_all(buf)) {
       const std::string err = std::strerror(errno);
       disconnect();
-      return SendResult::retry("syslog write: " + err);
+      return SendResult::retry("syslog write: " + err).with_class(ErrorClass::kConnect);
     }
     return SendResult::ok(batch.size());
   } catch (...) {

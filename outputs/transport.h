@@ -7,9 +7,11 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 
 namespace vigil::outputs {
 
@@ -27,6 +29,20 @@ struct Message {
   std::uint64_t enqueued_ns = 0;  // steady-clock ns when published; 0 if unknown (spooled)
 };
 
+// Why a send failed, for the per-sink failure counters.
+enum class ErrorClass : std::uint8_t {
+  kConnect,     // refused, reset, unreachable, peer closed
+  kTimeout,     // connect, request or delivery timeout
+  kTls,         // handshake or certificate verification
+  kThrottled,   // HTTP 429 / 503
+  kHttpServer,  // other HTTP 5xx
+  kHttpClient,  // HTTP 4xx other than 429
+  kRejected,    // the message itself cannot be sent (too large, invalid)
+  kOther,
+};
+inline constexpr std::size_t kErrorClassCount = 8;
+std::string_view error_class_name(ErrorClass c);
+
 enum class SendCode : std::uint8_t {
   kOk,     // everything delivered
   kRetry,  // transient (peer down, 5xx, 429, queue full): try again later
@@ -43,6 +59,12 @@ struct SendResult {
   // kFatal only: how many messages after the delivered ones are rejected for
   // good (the rest of the batch is sent again). Default: all of them.
   std::size_t rejected = static_cast<std::size_t>(-1);
+  ErrorClass error_class = ErrorClass::kOther;  // when code is not kOk
+
+  SendResult& with_class(ErrorClass c) {
+    error_class = c;
+    return *this;
+  }
 
   static SendResult ok(std::size_t n) { return {SendCode::kOk, n, {}, {}}; }
   static SendResult retry(std::string why, std::size_t delivered = 0) {

@@ -150,19 +150,41 @@ SendResult WebhookTransport::post(const std::string& body) {
   curl_easy_setopt(c, CURLOPT_WRITEDATA, &resp);
   curl_easy_setopt(c, CURLOPT_HEADERDATA, &resp);
   const CURLcode rc = curl_easy_perform(c);
-  if (rc != CURLE_OK) return SendResult::retry(std::string("webhook: ") + curl_easy_strerror(rc));
+  if (rc != CURLE_OK) {
+    SendResult r = SendResult::retry(std::string("webhook: ") + curl_easy_strerror(rc));
+    switch (rc) {
+      case CURLE_OPERATION_TIMEDOUT: return r.with_class(ErrorClass::kTimeout);
+      case CURLE_SSL_CONNECT_ERROR:
+      case CURLE_PEER_FAILED_VERIFICATION:
+      case CURLE_SSL_CERTPROBLEM:
+      case CURLE_SSL_CIPHER:
+      case CURLE_SSL_CACERT_BADFILE:
+      case CURLE_SSL_ISSUER_ERROR:
+        return r.with_class(ErrorClass::kTls);
+      case CURLE_COULDNT_CONNECT:
+      case CURLE_COULDNT_RESOLVE_HOST:
+      case CURLE_SEND_ERROR:
+      case CURLE_RECV_ERROR:
+      case CURLE_GOT_NOTHING:
+        return r.with_class(ErrorClass::kConnect);
+      default: return r;
+    }
+  }
   long status = 0;
   curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
   if (status >= 200 && status < 300) return SendResult::ok(1);
   const std::string why = "webhook: HTTP " + std::to_string(status);
   if (status == 408 || status == 425 || status == 429 || status >= 500) {
     SendResult r = SendResult::retry(why);
+    r.error_class = status >= 500 ? ErrorClass::kHttpServer : ErrorClass::kHttpClient;
     if (status == 429 || status == 503) {
       r.retry_after = parse_retry_after(resp.retry_after, std::chrono::system_clock::now());
+      r.error_class = ErrorClass::kThrottled;
     }
     return r;
   }
-  return SendResult::fatal(why);
+  return SendResult::fatal(why).with_class(status >= 400 && status < 500 ? ErrorClass::kHttpClient
+                                                                         : ErrorClass::kOther);
 }
 
 SendResult WebhookTransport::send(std::span<const Message> batch) noexcept {

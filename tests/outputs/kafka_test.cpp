@@ -212,6 +212,7 @@ TEST(KafkaTransport, UnreachableBrokersAreRetry) {
   EXPECT_EQ(r.code, SendCode::kRetry);
   EXPECT_EQ(r.delivered, 0u);
   EXPECT_EQ((*t)->delivery_failed(), 3u);
+  EXPECT_EQ(r.error_class, ErrorClass::kTimeout);
 }
 
 TEST(KafkaTransport, ShutdownDoesNotWaitForTheBatchTimeout) {

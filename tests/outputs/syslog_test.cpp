@@ -191,6 +191,7 @@ TEST(SyslogTransport, RefusedConnectionIsRetry) {
   const SendResult r = (*t)->send(b);
   EXPECT_EQ(r.code, SendCode::kRetry);
   EXPECT_NE(r.error.find("connect"), std::string::npos);
+  EXPECT_EQ(r.error_class, ErrorClass::kConnect);
 }
 
 TEST(SyslogTransport, UdpOneDatagramPerRecord) {
@@ -238,6 +239,7 @@ TEST(SyslogTransport, OversizedDatagramIsRejectedAloneOthersSent) {
   EXPECT_EQ(r.code, SendCode::kFatal);
   EXPECT_EQ(r.delivered, 1u);
   EXPECT_EQ(r.rejected, 1u);
+  EXPECT_EQ(r.error_class, ErrorClass::kRejected);
   ::close(fd);
 }
 
@@ -332,6 +334,7 @@ TEST(SyslogTransport, TlsRejectsAnUntrustedServer) {
   const SendResult r = (*t)->send(b);
   EXPECT_EQ(r.code, SendCode::kRetry);
   EXPECT_NE(r.error.find("tls"), std::string::npos) << r.error;
+  EXPECT_EQ(r.error_class, ErrorClass::kTls);
   std::filesystem::remove_all(dir);
 }
 

@@ -114,6 +114,7 @@ TEST(Webhook, RetriesServerErrorsAndDroppedConnections) {
   EXPECT_GE(s.stats().retried, 2u);  // curl itself may retry a request on a dropped reused connection
   EXPECT_EQ(s.stats().sent, 1u);
   EXPECT_EQ(uuids(server), seq(7, 8));
+  EXPECT_EQ(s.stats().errors[static_cast<std::size_t>(ErrorClass::kHttpServer)], 2u);  // 500, 502
 }
 
 TEST(Webhook, Honours429RetryAfter) {
@@ -128,6 +129,7 @@ TEST(Webhook, Honours429RetryAfter) {
   ASSERT_TRUE(server.wait_requests(1, 10s));
   EXPECT_GE(std::chrono::steady_clock::now() - t0, 1s);  // not the 10 ms backoff
   s.shutdown(std::chrono::steady_clock::now() + 1s);
+  EXPECT_EQ(s.stats().errors[static_cast<std::size_t>(ErrorClass::kThrottled)], 1u);
 }
 
 TEST(Webhook, ParsesRetryAfter) {
@@ -150,6 +152,7 @@ TEST(Webhook, ClientErrorsAreNotRetried) {
   ASSERT_TRUE(server.wait_requests(1, 5s));
   s.shutdown(std::chrono::steady_clock::now() + 1s);
   EXPECT_EQ(s.stats().failed, 1u);
+  EXPECT_EQ(s.stats().errors[static_cast<std::size_t>(ErrorClass::kHttpClient)], 1u);
   EXPECT_EQ(uuids(server), seq(2, 3));
 }
 
@@ -189,6 +192,7 @@ TEST(Webhook, StalledServerTimesOutAndSpoolLosesNothing) {
   }
   EXPECT_EQ(dedup, seq(0, 60));
   EXPECT_GT(s.stats().retried, 0u);
+  EXPECT_GT(s.stats().errors[static_cast<std::size_t>(ErrorClass::kTimeout)], 0u);  // the stall
   std::filesystem::remove_all(dir);
 }
 
@@ -238,7 +242,9 @@ TEST_F(WebhookTls, HttpsWithPrivateCa) {
   WebhookOptions untrusted;
   untrusted.url = server.url();
   untrusted.ca_file = dir_ + "/client.crt";  // a certificate that is not the CA
-  EXPECT_EQ(transport(untrusted)->send(b).code, SendCode::kRetry);
+  const SendResult r = transport(untrusted)->send(b);
+  EXPECT_EQ(r.code, SendCode::kRetry);
+  EXPECT_EQ(r.error_class, ErrorClass::kTls);
   EXPECT_EQ(server.requests().size(), 1u);
 }
 
