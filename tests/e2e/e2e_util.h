@@ -9,6 +9,7 @@
 #pragma once
 
 #include <fcntl.h>
+#include <grp.h>
 #include <net/if.h>
 #include <poll.h>
 #include <sched.h>
@@ -324,8 +325,10 @@ class Vigil {
     if (err_th_.joinable()) err_th_.join();
   }
 
-  // Starts `vigil run args...` with extra environment variables.
-  bool start(const std::vector<std::string>& args, const std::map<std::string, std::string>& env = {}) {
+  // Starts `vigil run args...` with extra environment variables; as user
+  // `run_as_uid` (no capabilities, no supplementary groups) when it is set.
+  bool start(const std::vector<std::string>& args, const std::map<std::string, std::string>& env = {},
+             std::optional<uid_t> run_as_uid = std::nullopt) {
     int out[2], err[2];
     if (::pipe2(out, O_CLOEXEC) != 0) return false;
     if (::pipe2(err, O_CLOEXEC) != 0) {
@@ -339,6 +342,10 @@ class Vigil {
       ::dup2(out[1], 1);
       ::dup2(err[1], 2);
       for (const auto& [k, v] : env) ::setenv(k.c_str(), v.c_str(), 1);
+      if (run_as_uid) {
+        if (::setgroups(0, nullptr) != 0 || ::setgid(*run_as_uid) != 0 || ::setuid(*run_as_uid) != 0)
+          ::_exit(126);
+      }
       std::vector<std::string> all = {VIGIL_BINARY, "run"};
       all.insert(all.end(), args.begin(), args.end());
       std::vector<char*> a;

@@ -154,6 +154,22 @@ TEST(e2eLifecycle, BadConfigOverrideExitsTwo) {
   EXPECT_NE(v.stderr_text().find("sensor.ringbuf_mib"), std::string::npos) << v.diag();
 }
 
+// Without root (or CAP_BPF) the probes cannot load: exit 1 and one line saying why.
+TEST(e2eLifecycle, WithoutPrivilegesExitsOneSayingWhy) {
+  VIGIL_E2E_REQUIRE_ROOT();
+  TempDir dir;
+  ASSERT_TRUE(dir.ok());
+  const std::string rules = dir.write("rules.yaml", exec_rule("e2e unprivileged", unique_name("np"), "WARNING"));
+  Vigil v;
+  ASSERT_TRUE(v.start({"-r", rules, "-o", "flight_recorder.enabled=false"}, {}, uid_t{65534}));
+  const int st = v.wait_exit();
+  ASSERT_TRUE(WIFEXITED(st)) << v.diag();
+  EXPECT_EQ(WEXITSTATUS(st), 1) << v.diag();
+  EXPECT_EQ(v.stderr_count("ready"), 0) << v.diag();
+  std::string err = v.stderr_text();
+  EXPECT_TRUE(std::regex_search(err, std::regex("error .*(root|CAP_BPF)"))) << v.diag();
+}
+
 // SIGHUP with a broken file keeps the old rules; with a fixed file the new ones apply.
 TEST(e2eLifecycle, SighupReloadKeepsOldRulesOnErrorAndAppliesFixedOnes) {
   VIGIL_E2E_REQUIRE_ROOT();
