@@ -4,7 +4,10 @@
 // the text format.
 //
 // Needs root and a kernel with BTF (label integration); skipped with a message otherwise.
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <regex>
@@ -152,6 +155,42 @@ TEST(e2eLifecycle, BadConfigOverrideExitsTwo) {
   ASSERT_TRUE(WIFEXITED(st)) << v.diag();
   EXPECT_EQ(WEXITSTATUS(st), 2) << v.diag();
   EXPECT_NE(v.stderr_text().find("sensor.ringbuf_mib"), std::string::npos) << v.diag();
+}
+
+// A Kubernetes API that accepts connections and never answers does not hold
+// up the stop: SIGTERM still exits 0, promptly.
+TEST(e2eLifecycle, StopsPromptlyWhileTheApiHangs) {
+  VIGIL_E2E_REQUIRE_ROOT();
+  TempDir dir;
+  ASSERT_TRUE(dir.ok());
+  // A listening socket nobody accepts on: the kernel completes the handshake, no reply ever comes.
+  int ls = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(ls, 0);
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{ls};
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(ls, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+  ASSERT_EQ(::listen(ls, 16), 0);
+  socklen_t len = sizeof(a);
+  ASSERT_EQ(::getsockname(ls, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  const std::string url = "http://127.0.0.1:" + std::to_string(ntohs(a.sin_port));
+  const std::string rules = dir.write("rules.yaml", exec_rule("e2e hang", unique_name("hang"), "WARNING"));
+  Vigil v;
+  ASSERT_TRUE(v.start({"-r", rules, "-o", "flight_recorder.enabled=false", "--k8s-api", url, "-o",
+                       "k8s.node_name=e2e-node"}));
+  ASSERT_TRUE(v.wait_ready()) << v.diag();
+  std::this_thread::sleep_for(1s);  // the watcher is now waiting on the silent server
+  const auto t0 = std::chrono::steady_clock::now();
+  v.signal(SIGTERM);
+  const int st = v.wait_exit(30s);
+  const auto took = std::chrono::steady_clock::now() - t0;
+  ASSERT_TRUE(WIFEXITED(st)) << "vigil did not exit on SIGTERM" << v.diag();
+  EXPECT_EQ(WEXITSTATUS(st), 0) << v.diag();
+  EXPECT_LT(took, 10s) << v.diag();
 }
 
 // Without root (or CAP_BPF) the probes cannot load: exit 1 and one line saying why.
