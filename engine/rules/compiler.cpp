@@ -818,6 +818,12 @@ class Compiler {
       }
       r_.used_macros.insert(n->macro);
       if (!it->second.ast) return false;  // its own parse error is reported with the macro
+      expanded_ += count_nodes(*it->second.ast);
+      if (expanded_ > kMaxExpandedNodes) {
+        error(code::kConditionSyntax, n->offset, "the condition is too large after macro expansion (over " +
+                                                     std::to_string(kMaxExpandedNodes) + " nodes)");
+        return false;
+      }
       NodePtr body = it->second.ast->clone();
       stack.push_back(n->macro);
       bool ok = expand_macros(body, stack);
@@ -828,7 +834,10 @@ class Compiler {
       return ok;
     }
     bool ok = true;
-    for (auto& c : n->children) ok = expand_macros(c, stack) && ok;
+    for (auto& c : n->children) {
+      ok = expand_macros(c, stack) && ok;
+      if (expanded_ > kMaxExpandedNodes) return false;
+    }
     return ok;
   }
 
@@ -857,6 +866,13 @@ class Compiler {
   }
 
  private:
+  static constexpr std::size_t kMaxExpandedNodes = 200000;
+  static constexpr std::size_t kMaxListValues = 1000000;
+  static std::size_t count_nodes(const Node& n) {
+    std::size_t c = 1;
+    for (const auto& k : n.children) c += count_nodes(*k);
+    return c;
+  }
   static void set_offset(Node& n, std::size_t off) {
     n.offset = off;
     for (auto& c : n.children) set_offset(*c, off);
@@ -899,28 +915,35 @@ class Compiler {
   }
 
   // Flattens a value into strings, expanding list names among bare list items.
-  void flatten(const Value& v, std::vector<std::string>& out, int depth = 0) {
+  // A list never expands inside itself, and the expansion is bounded.
+  void flatten(const Value& v, std::vector<std::string>& out) {
+    std::vector<std::string_view> active;
     if (v.kind == Value::Kind::kList) {
-      for (const auto& i : v.items) flatten_item(i, out, depth);
+      for (const auto& i : v.items) flatten_item(i.kind == Value::Kind::kString, i.text, i.bare, out, active);
       return;
     }
     out.push_back(v.text);
   }
-  void flatten_item(const Value& i, std::vector<std::string>& out, int depth) {
-    if (i.kind == Value::Kind::kString && i.bare && depth < 32) {
-      auto it = lists_.find(i.text);
+  void flatten_item(bool is_string, std::string_view text, bool bare, std::vector<std::string>& out,
+                    std::vector<std::string_view>& active) {
+    if (!is_string) return;
+    if (out.size() >= kMaxListValues) {
+      if (!too_many_) error(code::kTypeError, SIZE_MAX, "a list expands to more than " +
+                                                           std::to_string(kMaxListValues) + " values");
+      too_many_ = true;
+      return;
+    }
+    if (bare && std::find(active.begin(), active.end(), text) == active.end()) {
+      auto it = lists_.find(text);
       if (it != lists_.end()) {
-        r_.used_lists.insert(i.text);
-        for (const auto& s : it->second) {
-          Value sub;
-          sub.text = s;
-          sub.bare = true;
-          flatten_item(sub, out, depth + 1);
-        }
+        r_.used_lists.insert(std::string(text));
+        active.push_back(text);
+        for (const auto& s : it->second) flatten_item(true, s, true, out, active);
+        active.pop_back();
         return;
       }
     }
-    if (i.kind == Value::Kind::kString) out.push_back(i.text);
+    out.emplace_back(text);
   }
 
   CNode compile_check(const Node& n) {
@@ -1141,6 +1164,8 @@ class Compiler {
   const FieldCatalog& cat_;
   CompileResult& r_;
   FieldSlots* slots_;
+  std::size_t expanded_ = 0;
+  bool too_many_ = false;
 };
 
 void collect_macro_refs(const Node& n, std::set<std::string>& out) {

@@ -181,6 +181,26 @@ TEST(LoaderDiagnostics, UnusedMacrosAndLists) {
             "test.yaml:1:3: warning W007: list 'l': list is not used\n");
 }
 
+TEST(LoaderDiagnostics, HostileExpansionsAreBounded) {
+  // A list that names itself (twice) does not expand forever.
+  World w;
+  w.exec();
+  auto r = testing::load_one(testing::rule_yaml("evt.type = execve and proc.name in (l)", "o",
+                                                "- list: l\n  items: [l, l, python3]\n"));
+  ASSERT_TRUE(r.ruleset) << testing::diags(r);
+  EXPECT_EQ(fired(r, w), std::vector<std::string>{"R"});
+  // Macros that double at every level are stopped with an error, not exhausted memory.
+  std::string macros = "- macro: m0\n  condition: proc.pid = 1\n";
+  for (int i = 1; i <= 40; ++i) {
+    macros += "- macro: m" + std::to_string(i) + "\n  condition: m" + std::to_string(i - 1) + " or m" +
+              std::to_string(i - 1) + "\n";
+  }
+  r = testing::load_one(testing::rule_yaml("evt.type = execve and m40", "o", macros));
+  EXPECT_FALSE(r.ruleset);
+  EXPECT_NE(only(r, Severity::kError).find("E004: rule 'R': the condition is too large after macro expansion"),
+            std::string::npos) << testing::diags(r);
+}
+
 // ---------------------------------------------------------------- overrides
 
 TEST(LoaderOverride, LegacyAppendOnListMacroRule) {
