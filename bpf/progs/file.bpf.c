@@ -216,16 +216,32 @@ struct {
   __type(value, __u8);
 } ctl_seen SEC(".maps");
 
-static __always_inline int is_compute_or_channel(__u32 cls)
+/* Allocations sent one by one (everything else is only counted): compute and
+ * channel classes (a CUDA context exists), and the classes a security rule
+ * needs to see: GPU debugger, profilers, MIG partitions/sessions, MPS.
+ * Keep in sync with event::nvidia::class_kind (engine/event/nvidia.cpp). */
+static __always_inline int is_sent_class(__u32 cls)
 {
   switch (cls) {
   /* compute */
   case 0xC5C0: case 0xC6C0: case 0xC7C0: case 0xC9C0: case 0xCBC0: case 0xCDC0: case 0xCEC0:
+  case 0x900E: /* MPS_COMPUTE */
   /* channel GPFIFO */
   case 0xC36F: case 0xC46F: case 0xC56F: case 0xC86F: case 0xC96F: case 0xCA6F:
+  /* debugger, profilers, counter collection */
+  case 0x83DE: case 0x90CC: case 0xB1CC: case 0xB2CC: case 0xCBCA:
+  /* MIG: GPU/compute instance subscriptions, config and monitor sessions */
+  case 0xC637: case 0xC638: case 0xC639: case 0xC640:
     return 1;
   }
   return 0;
+}
+
+/* UVM tools calls that read or write another process's GPU memory
+ * (UVM_TOOLS_READ_PROCESS_MEMORY 62, UVM_TOOLS_WRITE_PROCESS_MEMORY 63). */
+static __always_inline int is_sent_uvm(__u32 cmd)
+{
+  return cmd == 62 || cmd == 63;
 }
 
 SEC("tracepoint/syscalls/sys_enter_ioctl")
@@ -309,8 +325,9 @@ int vg_enter_ioctl(struct trace_event_raw_sys_enter *ctx)
     }
   }
 
-  /* Sent one by one: the first use of a device by a process, and
-   * allocations of compute/channel classes. Everything else is counted. */
+  /* Sent one by one: the first use of a device by a process, the
+   * allocations of is_sent_class(), each distinct RM control command once per
+   * process, and UVM tools memory access. Everything else is counted. */
   struct vg_seen_key sk = {.pid = pid, .dev = VG_MKDEV(major, minor)};
   int first = 0;
   if (!bpf_map_lookup_elem(&gpu_seen, &sk)) {
@@ -319,7 +336,7 @@ int vg_enter_ioctl(struct trace_event_raw_sys_enter *ctx)
     first = 1;
     iflags |= VG_IOCTL_FIRST_USE;
   }
-  int alloc = nr == NV_ESC_RM_ALLOC && !uvm && is_compute_or_channel(rm_class);
+  int alloc = (nr == NV_ESC_RM_ALLOC && !uvm && is_sent_class(rm_class)) || (uvm && is_sent_uvm(cmd));
   if (alloc)
     iflags |= VG_IOCTL_ALLOC;
   int new_ctl = 0;

@@ -256,6 +256,9 @@ TEST(SensorIntegration, OpenAndIoctlOnAStandInNvidiaNode) {
     Nvos64 c{};
     c.hClass = 0x0080;  // NV01_DEVICE_0: counted, not sent
     for (int i = 0; i < 5; ++i) ioctl(fd, 0xC030462B, &c);
+    Nvos64 d{};
+    d.hClass = 0x83DE;  // GT200_DEBUGGER: a security-relevant class, sent
+    ioctl(fd, 0xC030462B, &d);
     // NVOS54 (RM_CONTROL, 32 bytes): cmd @8. Each distinct command is sent
     // once per process.
     std::uint32_t ctl[8] = {};
@@ -312,7 +315,12 @@ TEST(SensorIntegration, OpenAndIoctlOnAStandInNvidiaNode) {
   std::uint64_t allocs = 0;
   for (const auto& en : usage->as<event::GpuUsageData>()->entries)
     if (en.nr == 0x2B) allocs += en.count;
-  EXPECT_EQ(allocs, 7u);  // 1 + 1 (XFER, unwrapped) + 5
+  EXPECT_EQ(allocs, 8u);  // 1 + 1 (XFER, unwrapped) + 5 + 1 (debugger)
+  auto debugger = rec.wait_for([&](const Event& e) {
+    auto* i = e.as<event::IoctlData>();
+    return i && e.hdr.pid == cpid && i->rm_class == 0x83DE;
+  }, 0);
+  EXPECT_TRUE(debugger) << "a GPU debugger allocation is sent one by one";
   int ctl_events = 0;
   rec.wait_for([&](const Event& e) {
     auto* i = e.as<event::IoctlData>();
