@@ -68,7 +68,7 @@ void run_sink(benchmark::State& state,
   for (auto _ : state) {
     std::vector<std::unique_ptr<Sink>> sinks;
     sinks.push_back(std::make_unique<Sink>(o, make(), nullptr));
-    Router r(std::move(sinks), RouterOptions{.hostname = "h"});
+    Router r(std::move(sinks), testing::router_options("h"));
     for (const auto& a : alerts) r.publish(a);
     r.shutdown(120s);
     sent += r.stats()[0].sent;
@@ -236,7 +236,7 @@ void run_latency(benchmark::State& state, std::unique_ptr<Transport> inner, Sink
     std::vector<std::unique_ptr<Sink>> sinks;
     sinks.push_back(std::make_unique<Sink>(o, std::make_unique<Timed>(std::move(inner), &us, &mu),
                                            nullptr));
-    Router r(std::move(sinks), RouterOptions{.hostname = "h"});
+    Router r(std::move(sinks), testing::router_options("h"));
     const auto start = std::chrono::steady_clock::now();
     for (int i = 0; i < 3000; ++i) {
       std::this_thread::sleep_until(start + std::chrono::microseconds(1000 * i));

@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "outputs/router.h"
+#include "tests/outputs/test_alert.h"
 
 namespace vigil::outputs {
 namespace {
@@ -220,7 +221,7 @@ TEST(OutputsConfig, RouterFromConfigRejectsBadBlocks) {
   auto r = Router::from_config(YAML::Load("[{type: stdout, format: yaml}]"), RouterOptions{});
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().kind, Error::Kind::kBadInput);
-  auto ok = Router::from_config(YAML::Node(), RouterOptions{.hostname = "h"});
+  auto ok = Router::from_config(YAML::Node(), testing::router_options("h"));
   ASSERT_TRUE(ok);
   EXPECT_EQ((*ok)->stats().size(), 1u);
   (*ok)->shutdown(std::chrono::milliseconds(100));

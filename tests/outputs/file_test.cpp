@@ -43,7 +43,7 @@ TEST(FileTransport, WritesJsonLinesThroughTheRouter) {
   const std::string dir = tmpdir("router");
   auto r = Router::from_config(
       YAML::Load("[{type: file, path: '" + dir + "/alerts.json', fsync: batch}]"),
-      RouterOptions{.hostname = "h"});
+      testing::router_options("h"));
   ASSERT_TRUE(r) << r.error().message;
   auto a = testing::golden_alert();
   a.output = "evil\n{\"rule\":\"forged\"}";

@@ -26,7 +26,11 @@ struct HttpRequest {
 };
 
 struct HttpAnswer {
-  enum Kind { kStatus, kStall, kDrop } kind = kStatus;
+  enum Kind { kStatus, kStall, kDrop };
+  HttpAnswer() = default;
+  HttpAnswer(Kind k, int s = 200, std::string ra = "")  // NOLINT: brace-initialised in tests
+      : kind(k), status(s), retry_after(std::move(ra)) {}
+  Kind kind = kStatus;
   int status = 200;
   std::string retry_after;
 };

@@ -105,7 +105,7 @@ TEST_F(Kafka, DeliversWithKeysAndHeadersReadByKcat) {
   MockCluster mc(3, "vigil-alerts", 4);
   const std::string cfg = "[{type: kafka, brokers: '" + mc.bootstraps() +
                           "', topic: vigil-alerts, key: rule, compression: lz4, format: json}]";
-  auto r = Router::from_config(YAML::Load(cfg), RouterOptions{.hostname = "h"});
+  auto r = Router::from_config(YAML::Load(cfg), testing::router_options("h"));
   ASSERT_TRUE(r) << r.error().message;
   for (int i = 0; i < 30; ++i) (*r)->publish(A(i, "rule-" + std::to_string(i % 3)));
   (*r)->shutdown(10s);
@@ -134,7 +134,7 @@ TEST_F(Kafka, BrokersDownMidStreamThenBackLosesNothing) {
       "[{type: kafka, brokers: '" + mc.bootstraps() +
       "', topic: faults, key: hostname, batch_timeout_ms: 500, batch: {max_events: 20},"
       " retry: {initial_backoff_ms: 50, max_backoff_ms: 200}, spool: true}]";
-  auto r = Router::from_config(YAML::Load(cfg), RouterOptions{.hostname = "h", .state_dir = dir});
+  auto r = Router::from_config(YAML::Load(cfg), testing::router_options("h", dir));
   ASSERT_TRUE(r) << r.error().message;
   const std::vector<std::string> hosts = {"node-a", "node-b", "node-c"};
   int n = 0;
@@ -182,7 +182,7 @@ TEST_F(Kafka, StalledWebhookDoesNotDelayKafka) {
   const std::string cfg = "[{type: webhook, url: '" + server.url() +
                           "', timeout_ms: 5000}, {type: kafka, brokers: '" + mc.bootstraps() +
                           "', topic: fast}]";
-  auto r = Router::from_config(YAML::Load(cfg), RouterOptions{.hostname = "h"});
+  auto r = Router::from_config(YAML::Load(cfg), testing::router_options("h"));
   ASSERT_TRUE(r) << r.error().message;
   // Warm up the producer's connection first.
   (*r)->publish(A(0));
@@ -219,7 +219,7 @@ TEST(KafkaTransport, ShutdownDoesNotWaitForTheBatchTimeout) {
   const std::string cfg = "[{type: kafka, brokers: '127.0.0.1:" +
                           std::to_string(testing::free_port()) +
                           "', topic: t, batch_timeout_ms: 30000}]";
-  auto r = Router::from_config(YAML::Load(cfg), RouterOptions{.hostname = "h"});
+  auto r = Router::from_config(YAML::Load(cfg), testing::router_options("h"));
   ASSERT_TRUE(r) << r.error().message;
   for (int i = 0; i < 3; ++i) (*r)->publish(A(i));
   std::this_thread::sleep_for(100ms);

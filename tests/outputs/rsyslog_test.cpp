@@ -68,7 +68,7 @@ class Rsyslog : public ::testing::Test {
     const std::string cfg = "[{type: syslog, address: '" + scheme + "://127.0.0.1:" +
                             std::to_string(port) + "', framing: rfc5424, facility: local3," +
                             " app_name: vigil-test, format: json}]";
-    auto r = Router::from_config(YAML::Load(cfg), RouterOptions{.hostname = "h"});
+    auto r = Router::from_config(YAML::Load(cfg), testing::router_options("h"));
     ASSERT_TRUE(r) << r.error().message;
     for (int i = 0; i < 5; ++i) {
       auto a = testing::golden_alert();
@@ -118,7 +118,7 @@ TEST_F(Rsyslog, ReceivesRfc5424OverUdp) {
 TEST_F(Rsyslog, TcpReconnectsAfterDaemonRestart) {
   const std::string cfg = "[{type: syslog, address: 'tcp://127.0.0.1:" + std::to_string(tcp_) +
                           "', retry: {max_attempts: 100, initial_backoff_ms: 50, max_backoff_ms: 200}}]";
-  auto r = Router::from_config(YAML::Load(cfg), RouterOptions{.hostname = "h"});
+  auto r = Router::from_config(YAML::Load(cfg), testing::router_options("h"));
   ASSERT_TRUE(r) << r.error().message;
   auto a = testing::golden_alert();
   a.uuid = "before";

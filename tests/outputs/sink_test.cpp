@@ -174,7 +174,9 @@ TEST(Sink, FiltersByPriorityRulesAndTags) {
 }
 
 TEST(Sink, RulesIncludeKeepsOnlyNamedRules) {
-  Filter f(FilterOptions{.rules_include = {"a"}});
+  FilterOptions fo;
+  fo.rules_include = {"a"};
+  Filter f(fo);
   EXPECT_EQ(f.check(small_alert("1", "a"), std::chrono::steady_clock::now()), Filter::Verdict::kPass);
   EXPECT_EQ(f.check(small_alert("1", "b"), std::chrono::steady_clock::now()),
             Filter::Verdict::kFiltered);
@@ -384,7 +386,7 @@ TEST(Router, AStalledSinkDelaysNoOtherSink) {
                                          nullptr));
   sinks.push_back(std::make_unique<Sink>(opts("fast"), std::make_unique<FakeTransport>(fast),
                                          nullptr));
-  Router r(std::move(sinks), RouterOptions{.hostname = "h"});
+  Router r(std::move(sinks), testing::router_options("h"));
   for (int i = 0; i < 50; ++i) {
     const auto t0 = std::chrono::steady_clock::now();
     r.publish(A(std::to_string(i)));
@@ -402,7 +404,7 @@ TEST(Router, FillsInHostname) {
   auto peer = std::make_shared<FakePeer>();
   std::vector<std::unique_ptr<Sink>> sinks;
   sinks.push_back(std::make_unique<Sink>(opts(), std::make_unique<FakeTransport>(peer), nullptr));
-  Router r(std::move(sinks), RouterOptions{.hostname = "gpu-node-7"});
+  Router r(std::move(sinks), testing::router_options("gpu-node-7"));
   auto a = small_alert("1");
   a.hostname.clear();
   r.publish(std::make_shared<const event::Alert>(a));

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "engine/event/alert.h"
+#include "outputs/router.h"
 
 namespace vigil::outputs::testing {
 
@@ -47,6 +48,14 @@ inline event::Alert small_alert(std::string uuid, std::string rule = "r",
   a.tags = std::move(tags);
   a.uuid = std::move(uuid);
   return a;
+}
+
+inline RouterOptions router_options(std::string hostname,
+                                    std::string state_dir = "/var/lib/vigil") {
+  RouterOptions o;
+  o.hostname = std::move(hostname);
+  o.state_dir = std::move(state_dir);
+  return o;
 }
 
 }  // namespace vigil::outputs::testing

@@ -203,14 +203,14 @@ TEST(Webhook, SpoolSurvivesRestartThroughRouter) {
   const std::string cfg = "[{type: webhook, url: '" + server.url() +
                           "', retry: {initial_backoff_ms: 10, max_backoff_ms: 50}, spool: true}]";
   {
-    auto r = Router::from_config(YAML::Load(cfg), RouterOptions{.hostname = "h", .state_dir = dir});
+    auto r = Router::from_config(YAML::Load(cfg), testing::router_options("h", dir));
     ASSERT_TRUE(r) << r.error().message;
     for (int i = 0; i < 5; ++i) (*r)->publish(A(i));
     (*r)->shutdown(300ms);
     EXPECT_EQ((*r)->stats()[0].spool_depth, 5u);
   }
   server.set_default({});
-  auto r = Router::from_config(YAML::Load(cfg), RouterOptions{.hostname = "h", .state_dir = dir});
+  auto r = Router::from_config(YAML::Load(cfg), testing::router_options("h", dir));
   ASSERT_TRUE(r);
   (*r)->publish(A(5));
   ASSERT_TRUE(server.wait_requests(6, 10s));
@@ -280,7 +280,7 @@ TEST(Webhook, StalledWebhookDelaysNoOtherSink) {
   so.name = "stdout";
   so.type = "stdout";
   sinks.push_back(std::make_unique<Sink>(so, std::make_unique<FdTransport>(pipefd[1]), nullptr));
-  Router r(std::move(sinks), RouterOptions{.hostname = "h"});
+  Router r(std::move(sinks), testing::router_options("h"));
   std::string buf;
   for (int i = 0; i < 20; ++i) {
     const auto t0 = std::chrono::steady_clock::now();
@@ -309,7 +309,7 @@ TEST(Webhook, ShutdownInterruptsAStalledRequestAtTheDeadline) {
   server.set_default({HttpAnswer::kStall});
   const std::string dir = testing::temp_dir("webhook-deadline");
   const std::string cfg = "[{type: webhook, url: '" + server.url() + "', timeout_ms: 30000, spool: true}]";
-  auto r = Router::from_config(YAML::Load(cfg), RouterOptions{.hostname = "h", .state_dir = dir});
+  auto r = Router::from_config(YAML::Load(cfg), testing::router_options("h", dir));
   ASSERT_TRUE(r) << r.error().message;
   (*r)->publish(A(1));
   (*r)->publish(A(2));
