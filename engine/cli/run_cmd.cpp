@@ -268,6 +268,7 @@ int cmd_run(int argc, char** argv) {
   std::uint64_t reported_drops = 0;
   const auto drop_interval = std::chrono::seconds(10);
   bool stop = false;
+  bool capture_failed = false;
   int exit_code = 0;
   while (!stop) {
     if (pods) pods->drain(st);
@@ -293,8 +294,14 @@ int cmd_run(int argc, char** argv) {
         stop = true;
       }
     }
-    if (capture_tap && !capture_tap->status()) {
-      log->error("capture stopped: {}", capture_tap->status().error().message);
+    if (writer && !capture_failed) {
+      // Cuts a block when the flush interval has passed, even with no new event.
+      Status s = writer->tick();
+      if (s && capture_tap) s = capture_tap->status();
+      if (!s) {
+        log->error("capture to {} stopped (detection goes on): {}", args.capture, s.error().message);
+        capture_failed = true;
+      }
     }
     auto now = std::chrono::steady_clock::now();
     if (now - last_drop_report >= drop_interval) {
