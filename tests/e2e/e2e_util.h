@@ -329,6 +329,12 @@ class Vigil {
   // `run_as_uid` (no capabilities, no supplementary groups) when it is set.
   bool start(const std::vector<std::string>& args, const std::map<std::string, std::string>& env = {},
              std::optional<uid_t> run_as_uid = std::nullopt) {
+    return start_command("run", args, env, run_as_uid);
+  }
+  // Starts `vigil COMMAND args...` (run, replay, ...).
+  bool start_command(const std::string& command, const std::vector<std::string>& args,
+                     const std::map<std::string, std::string>& env = {},
+                     std::optional<uid_t> run_as_uid = std::nullopt) {
     int out[2], err[2];
     if (::pipe2(out, O_CLOEXEC) != 0) return false;
     if (::pipe2(err, O_CLOEXEC) != 0) {
@@ -346,7 +352,7 @@ class Vigil {
         if (::setgroups(0, nullptr) != 0 || ::setgid(*run_as_uid) != 0 || ::setuid(*run_as_uid) != 0)
           ::_exit(126);
       }
-      std::vector<std::string> all = {VIGIL_BINARY, "run"};
+      std::vector<std::string> all = {VIGIL_BINARY, command};
       all.insert(all.end(), args.begin(), args.end());
       std::vector<char*> a;
       for (auto& s : all) a.push_back(s.data());

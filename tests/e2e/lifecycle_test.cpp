@@ -76,6 +76,40 @@ TEST(e2eLifecycle, SigintStopsWithExitZeroAndFlushesAlerts) {
   stop_flushes(SIGINT);
 }
 
+// --capture records the run; `vigil replay` of the file with the same rules
+// gives the same alert (same process, same command line).
+TEST(e2eLifecycle, CaptureOfTheRunReplaysToTheSameAlert) {
+  VIGIL_E2E_REQUIRE_ROOT();
+  TempDir dir;
+  ASSERT_TRUE(dir.ok());
+  const std::string name = unique_name("cap");
+  const std::string prog = dir.install(VIGIL_E2E_ACTOR, name);
+  const std::string rules = dir.write("rules.yaml", exec_rule("e2e capture", name, "WARNING"));
+  const std::string capture = dir.path() + "/run.vcap";
+  pid_t pid = 0;
+  json live;
+  {
+    Vigil v;
+    ASSERT_TRUE(v.start({"-r", rules, "-o", "flight_recorder.enabled=false", "--capture", capture}));
+    ASSERT_TRUE(v.wait_ready()) << v.diag();
+    Child c = Child::spawn({prog, "note", "captured"});
+    c.wait();
+    pid = c.pid();
+    auto got = v.alerts_where("e2e capture", "proc.pid", pid, 20s);
+    ASSERT_FALSE(got.empty()) << v.diag();
+    live = got.front();
+    ASSERT_EQ(v.stop(), 0) << v.diag();
+  }
+  Vigil r;
+  ASSERT_TRUE(r.start_command("replay", {capture, "-r", rules}));
+  const int st = r.wait_exit(60s);
+  ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << Child::what(st) << r.diag();
+  auto replayed = r.alerts_where("e2e capture", "proc.pid", pid);
+  ASSERT_EQ(replayed.size(), 1u) << r.diag();
+  EXPECT_EQ(replayed[0]["output_fields"], live["output_fields"]) << "live: " << live.dump() << r.diag();
+  EXPECT_EQ(replayed[0].value("time", ""), live.value("time", "")) << r.diag();
+}
+
 // The bundled rules (no -r: the default rules directory) load and get ready.
 TEST(e2eLifecycle, BundledRulesGetReady) {
   VIGIL_E2E_REQUIRE_ROOT();
