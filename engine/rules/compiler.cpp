@@ -265,6 +265,44 @@ struct CNode {
 Expr::Expr() = default;
 namespace {
 
+// A rough cost of evaluating a node, to evaluate cheap tests of an and/or
+// first (both are pure, so their order does not change the result).
+int cost(const CNode& n) {
+  switch (n.kind) {
+    case CNode::Kind::kBool:
+    case CNode::Kind::kTypeMask: return 0;
+    case CNode::Kind::kNot: return cost(n.kids[0]);
+    case CNode::Kind::kAnd:
+    case CNode::Kind::kOr: {
+      int c = 0;
+      for (const auto& k : n.kids) c += cost(k);
+      return c;
+    }
+    case CNode::Kind::kCheck: {
+      const CCheck& k = *n.check;
+      int c = 2;
+      if (!k.ltr.empty()) c += 4;
+      if (k.multi) c += 4;
+      if (k.rhs_field) c += 3;
+      if (k.op == Op::kRegex || k.any_re) c += 8;
+      if (k.op == Op::kContains || k.op == Op::kIContains || k.op == Op::kGlob || k.op == Op::kIGlob ||
+          k.op == Op::kPMatch || k.mod != Modifier::kNone) {
+        c += 3;
+      }
+      std::string_view f = k.lhs.def ? k.lhs.def->name : std::string_view();
+      // Fields that compose strings or look up other processes or the state.
+      if (f == "proc.cmdline" || f == "proc.args" || f == "proc.pcmdline" || f.find(".aname") != f.npos ||
+          f.find(".apid") != f.npos || f.find(".aexe") != f.npos || f == "user.name" || f == "group.name" ||
+          f == "proc.pname" || f == "proc.pexe" || f == "proc.pexepath" || f == "fd.name" || f.find("sip.name") != f.npos ||
+          f == "evt.arg.flags" || f.rfind("gpu.all", 0) == 0) {
+        c += 3;
+      }
+      return c;
+    }
+  }
+  return 1;
+}
+
 // A copy of `n` specialised for events of one type: evt.type tests become
 // constants, constants fold away, and nested and/or of one kind are flattened.
 CNode specialise(const CNode& n, unsigned type) {
@@ -318,6 +356,8 @@ CNode specialise(const CNode& n, unsigned type) {
         return r;
       }
       if (c.kids.size() == 1) return std::move(c.kids[0]);
+      std::stable_sort(c.kids.begin(), c.kids.end(),
+                       [](const CNode& a, const CNode& b) { return cost(a) < cost(b); });
       return c;
     }
   }

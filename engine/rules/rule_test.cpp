@@ -514,7 +514,9 @@ void check(const Expectation& e, const std::vector<event::Alert>& alerts, const 
       ok = false;
     }
   }
-  for (const auto& [r, text] : e.output) {
+  for (const auto& kv : e.output) {
+    const std::string& r = kv.first;
+    const std::string& text = kv.second;
     auto it = std::find_if(alerts.begin(), alerts.end(), [&](const event::Alert& a) { return a.rule == r; });
     if (it == alerts.end()) {
       rep.failures.push_back({file, line, test, std::string(where) + "expected output of '" + r + "' but it did not fire"});
