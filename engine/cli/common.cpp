@@ -147,8 +147,10 @@ Result<state::K8sOptions> k8s_options(const YAML::Node& cfg, const std::string& 
   return o;
 }
 
-Result<capture::FlightRecorderOptions> flight_recorder_options(const YAML::Node& cfg) {
+Result<capture::FlightRecorderOptions> flight_recorder_options(const YAML::Node& cfg,
+                                                               const std::string& state_dir) {
   capture::FlightRecorderOptions o;
+  o.dir = state_dir + "/flight";
   auto enabled = get_or<bool>(cfg, "flight_recorder.enabled", o.enabled);
   if (!enabled) return enabled.error();
   o.enabled = *enabled;

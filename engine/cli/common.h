@@ -59,7 +59,9 @@ Result<state::K8sOptions> k8s_options(const YAML::Node& cfg, const std::string& 
                                       const std::string& token_file, const std::string& ca,
                                       const std::string& kubeconfig);
 
-// The `flight_recorder:` section (enabled by default with modest limits).
-Result<capture::FlightRecorderOptions> flight_recorder_options(const YAML::Node& cfg);
+// The `flight_recorder:` section (enabled by default with modest limits;
+// captures go to <state_dir>/flight unless `flight_recorder.dir` says otherwise).
+Result<capture::FlightRecorderOptions> flight_recorder_options(const YAML::Node& cfg,
+                                                               const std::string& state_dir);
 
 }  // namespace vigil::cli

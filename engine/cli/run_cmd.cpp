@@ -173,9 +173,12 @@ int cmd_run(int argc, char** argv) {
 
   // 3. Outputs.
   const std::string hostname = host_name(*cfg);
+  auto state_dir = get_or<std::string>(*cfg, "state_dir", "/var/lib/vigil");
+  if (!state_dir) return fail(*log, state_dir.error());
   outputs::RouterOptions ropts;
   ropts.hostname = hostname;
   ropts.log = log;
+  ropts.state_dir = *state_dir;  // spools live under <state_dir>/spool
   auto router = outputs::Router::from_config((*cfg)["outputs"], ropts);
   if (!router) return fail(*log, router.error());
 
@@ -219,7 +222,7 @@ int cmd_run(int argc, char** argv) {
     capture_tap = std::make_unique<capture::CaptureTap>(*writer);
     log->info("recording events to {}", args.capture);
   }
-  auto fr_opts = flight_recorder_options(*cfg);
+  auto fr_opts = flight_recorder_options(*cfg, *state_dir);
   if (!fr_opts) return fail(*log, fr_opts.error());
   std::unique_ptr<capture::FlightRecorder> recorder;
   std::unique_ptr<capture::FlightRecorderTap> recorder_tap;
