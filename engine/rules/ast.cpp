@@ -55,7 +55,10 @@ bool transformer_from_name(std::string_view s, Transformer& t) {
 }
 
 std::string quote(const std::string& s) {
-  bool needs = s.empty();
+  // Quoted when a bare word would read differently: special characters, or a
+  // modifier keyword at the start ("anyof/x" after an operator).
+  bool needs = s.empty() || s.rfind("anyof", 0) == 0 || s.rfind("allof", 0) == 0 ||
+               s.rfind("oneof", 0) == 0;
   for (char c : s) {
     if (std::isspace(static_cast<unsigned char>(c)) || c == '(' || c == ')' || c == '"' ||
         c == '\'' || c == ',' || c == '=') {
@@ -76,7 +79,20 @@ std::string quote(const std::string& s) {
 
 std::string FieldExpr::to_string() const {
   std::string s = name;
-  if (has_arg) s += "[" + arg + "]";
+  if (has_arg) {
+    bool needs = arg.find(']') != std::string::npos ||
+                 (!arg.empty() && (arg.front() == '"' || arg.front() == '\''));
+    if (needs) {
+      std::string q = "\"";
+      for (char c : arg) {
+        if (c == '"' || c == '\\') q += '\\';
+        q += c;
+      }
+      s += "[" + q + "\"]";
+    } else {
+      s += "[" + arg + "]";
+    }
+  }
   for (auto it = transformers.begin(); it != transformers.end(); ++it) {
     s = std::string(transformer_name(*it)) + "(" + s + ")";
   }

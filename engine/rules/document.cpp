@@ -1,11 +1,14 @@
 #include "engine/rules/document.h"
 
+#include <yaml-cpp/eventhandler.h>
+#include <yaml-cpp/parser.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <set>
+#include <sstream>
 
 namespace vigil::rules {
 
@@ -107,7 +110,7 @@ class Reader {
       x.pos = pos_of(e, file_);
       for (auto kv = e.begin(); kv != e.end(); ++kv) {
         std::string k = kv->first.IsScalar() ? kv->first.Scalar() : "";
-        const YAML::Node& v = kv->second;
+        const YAML::Node v = kv->second;
         if (k == "name") {
           ok = scalar(v, x.name, it, "name") && ok;
         } else if (k == "fields") {
@@ -259,7 +262,7 @@ class Reader {
     for (auto kv = n.begin(); kv != n.end(); ++kv) {
       if (!kv->first.IsScalar()) continue;
       const std::string k = kv->first.Scalar();
-      const YAML::Node& v = kv->second;
+      const YAML::Node v = kv->second;
       if (!allowed.count(k)) {
         d_.warning(code::kUnknownKey, pos_of(kv->first, file_), item_label(it),
                    "unknown key '" + k + "' ignored");
@@ -302,10 +305,55 @@ class Reader {
 
 }  // namespace
 
+namespace {
+
+// Counts parse events and stops the parse past a budget. yaml-cpp 0.7 can
+// loop forever on some malformed inputs (found by fuzzing: a flow entry at
+// the start of a document); a dry run with this handler bounds it.
+class BudgetHandler : public YAML::EventHandler {
+ public:
+  explicit BudgetHandler(std::size_t budget) : left_(budget) {}
+  struct Exhausted {};
+  void OnDocumentStart(const YAML::Mark&) override { tick(); }
+  void OnDocumentEnd() override { tick(); }
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override { tick(); }
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override { tick(); }
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override { tick(); }
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override { tick(); }
+  void OnSequenceEnd() override { tick(); }
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override { tick(); }
+  void OnMapEnd() override { tick(); }
+
+ private:
+  void tick() {
+    if (left_ == 0) throw Exhausted{};
+    --left_;
+  }
+  std::size_t left_;
+};
+
+}  // namespace
+
 std::vector<ItemDoc> read_rules_yaml(std::string_view text, const std::string& file,
                                      Diagnostics& diags) {
   std::vector<ItemDoc> out;
   std::vector<YAML::Node> docs;
+  try {
+    // A YAML event needs at least one byte of input, give or take the
+    // implicit ones; anything far beyond that is the parser looping.
+    std::istringstream in{std::string(text)};
+    YAML::Parser dry(in);
+    BudgetHandler budget(4 * text.size() + 1024);
+    std::size_t documents = 0;
+    while (dry.HandleNextDocument(budget)) {
+      if (++documents > 100000) throw BudgetHandler::Exhausted{};
+    }
+  } catch (const BudgetHandler::Exhausted&) {
+    diags.error(code::kYamlParse, Pos{file, 0, 0}, "", "invalid YAML: the parser does not terminate on this input");
+    return out;
+  } catch (const YAML::Exception&) {
+    // Reported with its position by the real parse below.
+  }
   try {
     docs = YAML::LoadAll(std::string(text));
   } catch (const YAML::Exception& e) {

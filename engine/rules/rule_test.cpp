@@ -140,7 +140,7 @@ state::Process make_process(const YAML::Node& n, bool leaf) {
   if (!n || !n.IsMap()) bad(n, "a process must be a map");
   for (auto kv = n.begin(); kv != n.end(); ++kv) {
     std::string k = scalar(kv->first, "key");
-    const YAML::Node& v = kv->second;
+    const YAML::Node v = kv->second;
     if (k == "pid") p.pid = static_cast<std::uint32_t>(number(v, "pid"));
     else if (k == "ppid") p.ppid = static_cast<std::uint32_t>(number(v, "ppid"));
     else if (k == "vpid") p.vpid = static_cast<std::uint32_t>(number(v, "vpid"));
@@ -187,7 +187,7 @@ Built build_context(const Context& c) {
     if (!n.IsMap()) bad(n, "'container' must be a map");
     for (auto kv = n.begin(); kv != n.end(); ++kv) {
       std::string k = scalar(kv->first, "key");
-      const YAML::Node& v = kv->second;
+      const YAML::Node v = kv->second;
       if (k == "id") ct.id = scalar(v, "id");
       else if (k == "name") ct.name = scalar(v, "name");
       else if (k == "image") ct.image = scalar(v, "image");
@@ -211,7 +211,7 @@ Built build_context(const Context& c) {
     if (!n.IsMap()) bad(n, "'pod' must be a map");
     for (auto kv = n.begin(); kv != n.end(); ++kv) {
       std::string k = scalar(kv->first, "key");
-      const YAML::Node& v = kv->second;
+      const YAML::Node v = kv->second;
       if (k == "name") pod.name = scalar(v, "name");
       else if (k == "namespace") pod.ns = scalar(v, "namespace");
       else if (k == "uid") pod.uid = scalar(v, "uid");

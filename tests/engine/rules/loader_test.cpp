@@ -181,6 +181,14 @@ TEST(LoaderDiagnostics, UnusedMacrosAndLists) {
             "test.yaml:1:3: warning W007: list 'l': list is not used\n");
 }
 
+TEST(LoaderDiagnostics, InputThatLoopsTheYamlParserIsRejected) {
+  // Found by fuzzing: yaml-cpp 0.7 never finishes this document.
+  auto r = testing::load_one(", required_engi, '\"my shell\"']\n- macro: spawned\n  cexceptions:\n"
+                             "    - na: and proc.pid > 2\n");
+  EXPECT_EQ(only(r, Severity::kError),
+            "test.yaml: error E002: invalid YAML: the parser does not terminate on this input\n");
+}
+
 TEST(LoaderDiagnostics, HostileExpansionsAreBounded) {
   // A list that names itself (twice) does not expand forever.
   World w;
