@@ -1,5 +1,7 @@
 #include "engine/cli/config.h"
 
+#include "engine/util/yaml_gate.h"
+
 #include <cctype>
 #include <fstream>
 #include <sstream>
@@ -62,6 +64,11 @@ Result<YAML::Node> load_config(const std::string& path) {
   if (!in) return Error::bad_input(path + ": cannot read the configuration file");
   std::stringstream ss;
   ss << in.rdbuf();
+  // libyaml first: yaml-cpp 0.7 can loop without bound on some malformed input.
+  if (YamlSyntaxError se; !yaml_syntax_ok(ss.str(), &se)) {
+    return Error::bad_input(path + ":" + std::to_string(se.line) + ":" + std::to_string(se.column) +
+                            ": " + se.message);
+  }
   try {
     YAML::Node n = YAML::Load(ss.str());
     if (!n || n.IsNull()) return YAML::Node(YAML::NodeType::Map);
@@ -83,6 +90,9 @@ Status apply_override(YAML::Node& root, std::string_view kv) {
     if (p.empty()) return Error::bad_input("-o " + std::string(kv) + ": empty key part");
   }
   YAML::Node value;
+  if (YamlSyntaxError se; !yaml_syntax_ok(kv.substr(eq + 1), &se)) {
+    return Error::bad_input("-o " + std::string(kv) + ": value is not valid YAML: " + se.message);
+  }
   try {
     value = YAML::Load(std::string(kv.substr(eq + 1)));
   } catch (const YAML::Exception& e) {

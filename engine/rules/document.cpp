@@ -1,5 +1,7 @@
 #include "engine/rules/document.h"
 
+#include "engine/util/yaml_gate.h"
+
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/parser.h>
 #include <yaml-cpp/yaml.h>
@@ -338,6 +340,11 @@ std::vector<ItemDoc> read_rules_yaml(std::string_view text, const std::string& f
                                      Diagnostics& diags) {
   std::vector<ItemDoc> out;
   std::vector<YAML::Node> docs;
+  // libyaml first: yaml-cpp 0.7 can loop without bound on some malformed input.
+  if (YamlSyntaxError se; !yaml_syntax_ok(text, &se)) {
+    diags.error(code::kYamlParse, Pos{file, se.line, se.column}, "", "invalid YAML: " + se.message);
+    return out;
+  }
   try {
     // A YAML event needs at least one byte of input, give or take the
     // implicit ones; anything far beyond that is the parser looping.

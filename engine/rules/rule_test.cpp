@@ -1,5 +1,10 @@
 #include "engine/rules/rule_test.h"
 
+#include <fstream>
+#include <sstream>
+
+#include "engine/util/yaml_gate.h"
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <sys/socket.h>
@@ -545,10 +550,20 @@ void run_file(const std::string& path, RuleTestReport& rep) {
   };
   YAML::Node root;
   try {
-    root = YAML::LoadFile(path);
-  } catch (const YAML::BadFile&) {
-    problem(0, 0, "cannot read the test file");
-    return;
+    std::ifstream in(path, std::ios::binary);
+    if (!in) {
+      problem(0, 0, "cannot read the test file");
+      return;
+    }
+    std::stringstream ss;
+    ss << in.rdbuf();
+    const std::string text = ss.str();
+    // libyaml first: yaml-cpp 0.7 can loop without bound on some malformed input.
+    if (YamlSyntaxError se; !yaml_syntax_ok(text, &se)) {
+      problem(se.line, se.column, "invalid YAML: " + se.message);
+      return;
+    }
+    root = YAML::Load(text);
   } catch (const YAML::Exception& e) {
     problem(e.mark.line + 1, e.mark.column + 1, "invalid YAML: " + e.msg);
     return;

@@ -1,5 +1,7 @@
 #include "engine/state/pods.h"
 
+#include "engine/util/yaml_gate.h"
+
 #include <curl/curl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -229,6 +231,10 @@ Result<Pod> parse_pod_json(std::string_view text) {
 
 Result<K8sConfig> k8s_config_from_kubeconfig(std::string_view text, const std::string& base_dir) {
   YAML::Node root;
+  if (YamlSyntaxError se; !yaml_syntax_ok(text, &se)) {
+    return Error::bad_input("kubeconfig:" + std::to_string(se.line) + ":" + std::to_string(se.column) +
+                            ": " + se.message);
+  }
   try {
     root = YAML::Load(std::string(text));
   } catch (const YAML::Exception& e) {
