@@ -3,17 +3,10 @@
 #include <cstring>
 #include <string_view>
 
+#include "engine/cli/capture_cmd.h"
+#include "engine/cli/rules_cmd.h"
 #include "engine/cli/run_cmd.h"
 #include "engine/cli/version.h"
-
-#if __has_include("engine/cli/rules_cmd.h")
-#include "engine/cli/rules_cmd.h"
-#define VIGIL_HAVE_RULES_CMD 1
-#endif
-#if __has_include("engine/cli/capture_cmd.h")
-#include "engine/cli/capture_cmd.h"
-#define VIGIL_HAVE_CAPTURE_CMD 1
-#endif
 
 namespace {
 
@@ -45,14 +38,10 @@ int main(int argc, char** argv) {
   int sub_argc = argc - 1;
   char** sub_argv = argv + 1;
   if (cmd == "run") return vigil::cli::cmd_run(sub_argc, sub_argv);
-#ifdef VIGIL_HAVE_RULES_CMD
   if (cmd == "rules") return vigil::cli::cmd_rules(sub_argc, sub_argv);
   if (cmd == "fields") return vigil::cli::cmd_fields(sub_argc, sub_argv);
-#endif
-#ifdef VIGIL_HAVE_CAPTURE_CMD
   if (cmd == "capture") return vigil::cli::cmd_capture(sub_argc, sub_argv);
   if (cmd == "replay") return vigil::cli::cmd_replay(sub_argc, sub_argv);
-#endif
   if (cmd == "version" || cmd == "--version") {
     std::printf("vigil %s\n", vigil::cli::kVersion);
     return 0;
