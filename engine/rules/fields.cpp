@@ -828,7 +828,12 @@ struct GpuDev {
 };
 bool gpu_dev(const X& x, GpuDev& d) noexcept {
   if (auto* p = ev(x).as<event::OpenData>()) {
-    bool nvidia_name = p->path.rfind("/dev/nvidia", 0) == 0;
+    // The same test as the sensor and the state: /dev/nvidia*, major 195, or a
+    // device node whose file name starts with "nvidia" (stand-in nodes).
+    const std::string_view path = p->path;
+    const std::size_t slash = path.rfind('/');
+    const std::string_view base = slash == std::string_view::npos ? path : path.substr(slash + 1);
+    bool nvidia_name = path.rfind("/dev/nvidia", 0) == 0 || (p->is_device && base.rfind("nvidia", 0) == 0);
     if (!nvidia_name && !(p->is_device && p->dev_major == event::nvidia::kMajor)) return false;
     d.path = p->path;
     d.major = p->dev_major;

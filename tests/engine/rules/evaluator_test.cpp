@@ -252,6 +252,10 @@ TEST(Evaluator, GpuFields) {
   EXPECT_TRUE(fires(w, "gpu.allowed = true"));
   w.open_dev("/dev/nvidia1", 195, 1);
   EXPECT_TRUE(fires(w, "gpu.allowed = false"));
+  // A stand-in node outside /dev with another driver's numbers, named like one
+  // (how test rigs without a GPU stand in device nodes): still a GPU device.
+  w.open_dev("/tmp/rig/nvidia0", 1, 3);
+  EXPECT_TRUE(fires(w, "gpu.device = /tmp/rig/nvidia0 and gpu.major = 1 and gpu.minor = 3"));
   w.open_dev("/dev/nvidiactl", 195, 255);
   EXPECT_TRUE(fires(w, "gpu.allowed = true and not gpu.index exists"));
   w.pod.containers[0].gpu_limit = 0;
