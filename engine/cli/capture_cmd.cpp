@@ -26,6 +26,7 @@
 #include "engine/pipeline/pipeline.h"
 #include "engine/rules/ruleset.h"
 #include "engine/sensor/sensor.h"
+#include "engine/state/pods.h"
 #include "engine/state/state.h"
 #include "outputs/router.h"
 
@@ -35,16 +36,25 @@ namespace {
 constexpr const char* kCaptureUsage =
     "usage: vigil capture -w FILE [--duration D] [--size S] [--filter CONDITION]\n"
     "                     [--rotate-size S] [--rotate-every D] [--keep N] [--log-level LEVEL]\n"
+    "                     [-c CONFIG] [-o key=value]... [--k8s-api URL] [--k8s-token-file F]\n"
+    "                     [--k8s-ca FILE] [--kubeconfig FILE]\n"
     "\n"
     "Records live events (and the process, container and pod state they need) to a\n"
-    "capture file, until SIGINT/SIGTERM, --duration or --size.\n"
+    "capture file, until SIGINT/SIGTERM, --duration or --size. Pods come from the\n"
+    "Kubernetes API exactly as for `vigil run` (flags, the k8s: section, or in-cluster).\n"
     "  -w FILE            the capture file (rotated files become FILE.1, FILE.2, ...)\n"
     "  --duration D       stop after D (90, 30s, 5m, 2h)\n"
     "  --size S           stop once S bytes are written (512K, 64M, 2G)\n"
     "  --filter COND      keep only events matching a rule condition (state is always kept)\n"
     "  --rotate-size S    start a new file every S bytes\n"
     "  --rotate-every D   start a new file every D\n"
-    "  --keep N           rotated files to keep (default 5)\n";
+    "  --keep N           rotated files to keep (default 5)\n"
+    "  -c, --config FILE  configuration (its k8s: and hostname: keys)\n"
+    "  -o key=value       override a configuration key (e.g. -o k8s.node_name=node-1)\n"
+    "  --k8s-api URL      Kubernetes API server to watch pods from (outside a cluster)\n"
+    "  --k8s-token-file F bearer token for --k8s-api\n"
+    "  --k8s-ca FILE      CA bundle for --k8s-api\n"
+    "  --kubeconfig FILE  take the API server and credentials from a kubeconfig\n";
 
 constexpr const char* kReplayUsage =
     "usage: vigil replay FILE [-r RULES]... [-c CONFIG] [--since T] [--until T]\n"
@@ -209,6 +219,8 @@ std::optional<std::uint64_t> parse_time_ns(std::string_view s) {
 
 int cmd_capture(int argc, char** argv) {
   std::string out, filter, level = "info";
+  std::string config_path, k8s_api, k8s_token_file, k8s_ca, kubeconfig;
+  std::vector<std::string> overrides;
   std::uint64_t duration = 0, size = 0;
   capture::WriterOptions wopts;
   for (int i = 1; i < argc; ++i) {
@@ -260,6 +272,24 @@ int cmd_capture(int argc, char** argv) {
     } else if (a == "--log-level") {
       if (!(v = value("--log-level"))) return 2;
       level = v;
+    } else if (a == "-c" || a == "--config") {
+      if (!(v = value("-c"))) return 2;
+      config_path = v;
+    } else if (a == "-o") {
+      if (!(v = value("-o"))) return 2;
+      overrides.emplace_back(v);
+    } else if (a == "--k8s-api") {
+      if (!(v = value("--k8s-api"))) return 2;
+      k8s_api = v;
+    } else if (a == "--k8s-token-file") {
+      if (!(v = value("--k8s-token-file"))) return 2;
+      k8s_token_file = v;
+    } else if (a == "--k8s-ca") {
+      if (!(v = value("--k8s-ca"))) return 2;
+      k8s_ca = v;
+    } else if (a == "--kubeconfig") {
+      if (!(v = value("--kubeconfig"))) return 2;
+      kubeconfig = v;
     } else {
       std::fprintf(stderr, "vigil capture: unknown argument '%s'\n%s", argv[i], kCaptureUsage);
       return 2;
@@ -270,6 +300,18 @@ int cmd_capture(int argc, char** argv) {
     return 2;
   }
   auto log = make_logger("capture", level);
+
+  auto cfg = load_config(config_path);
+  if (!cfg) return fail(*log, cfg.error());
+  for (const std::string& o : overrides) {
+    if (Status s = apply_override(*cfg, o); !s) return fail(*log, s.error());
+  }
+  auto k8s_opts = k8s_options(*cfg, k8s_api, k8s_token_file, k8s_ca, kubeconfig);
+  if (!k8s_opts) return fail(*log, k8s_opts.error());
+  // Bad k8s settings are bad input and stop here, before anything is recorded;
+  // no API at all (not in a cluster, nothing configured) records without pods.
+  auto k8s = state::k8s_config_discover(*k8s_opts);
+  if (!k8s && k8s.error().kind == Error::Kind::kBadInput) return fail(*log, k8s.error());
 
   std::shared_ptr<const rules::Ruleset> filter_rules;
   if (!filter.empty()) {
@@ -282,6 +324,7 @@ int cmd_capture(int argc, char** argv) {
   sigemptyset(&sigs);
   sigaddset(&sigs, SIGINT);
   sigaddset(&sigs, SIGTERM);
+  // Blocked before the pod watcher's thread starts, so it inherits the mask.
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
   int sfd = signalfd(-1, &sigs, SFD_NONBLOCK | SFD_CLOEXEC);
 
@@ -289,7 +332,21 @@ int cmd_capture(int argc, char** argv) {
   if (Status s = st.seed_from_proc(); !s) {
     log->warn("seeding the process table from /proc: {}", s.error().message);
   }
+  // Pods go into the state (and so into the capture as state records) as the
+  // watcher reports them; the first LIST usually lands before any event.
+  std::unique_ptr<state::PodWatcher> pods;
+  if (k8s) {
+    pods = std::make_unique<state::PodWatcher>(*k8s);
+    if (Status s = pods->start(); !s) {
+      if (sfd >= 0) close(sfd);
+      return fail(*log, s.error());
+    }
+    log->info("watching pods of node {} at {}", k8s->node_name, k8s->api_url);
+  } else {
+    log->info("no Kubernetes API ({}); the capture has no pod metadata", k8s.error().message);
+  }
   wopts.info = capture::describe_host();
+  wopts.info.hostname = host_name(*cfg);
   wopts.snapshot = [&st] { return capture::snapshot_of(st); };
   auto w = capture::CaptureWriter::open(out, wopts);
   if (!w) return fail(*log, w.error());
@@ -311,6 +368,7 @@ int cmd_capture(int argc, char** argv) {
   Status status;
   bool stop = false;
   while (!stop && status) {
+    if (pods) pods->drain(st);
     int n = (*sensor)->poll(100, [&](event::Event&& ev) {
       st.apply(ev);
       if (status && (!filter_rules || capture::filter_accepts(*filter_rules, st.enrich(ev)))) {
@@ -330,6 +388,7 @@ int cmd_capture(int argc, char** argv) {
     }
     if (size && (*w)->stats().bytes >= size) stop = true;
   }
+  if (pods) pods->stop();
   Status closed = (*w)->close();
   if (sfd >= 0) close(sfd);
   const auto& ws = (*w)->stats();
