@@ -14,4 +14,4 @@ fi
 cd build
 ctest --output-on-failure --timeout 900 -j 2 -LE 'integration|fuzz'
 ctest --output-on-failure --timeout 900 -L integration
-ctest --output-on-failure --timeout 900 -L fuzz
+ctest --output-on-failure --timeout 900 -j 2 -L fuzz
