@@ -127,5 +127,27 @@ TEST(CaptureCmd, BadInputExitsTwoAndNamesTheOffset) {
   fs::remove_all(dir);
 }
 
+TEST(CaptureCmd, CaptureRejectsBadKubernetesSettingsBeforeRecording) {
+  std::string tmpl = (fs::temp_directory_path() / "vigil-cmd-XXXXXX").string();
+  std::string dir = mkdtemp(tmpl.data());
+  const std::string out = dir + "/never.vcap";
+  std::ofstream(dir + "/kubeconfig") << "apiVersion: v1\nkind: Config\ncurrent-context: gone\n";
+  std::ofstream(dir + "/bad.yaml") << "k8s: [unclosed\n";
+  ::testing::internal::CaptureStderr();
+  // The same k8s settings as `vigil run`: a kubeconfig, the k8s: section, -o.
+  EXPECT_EQ(run({"capture", "-w", out, "--kubeconfig", dir + "/missing"}), 2);
+  EXPECT_EQ(run({"capture", "-w", out, "--kubeconfig", dir + "/kubeconfig"}), 2);
+  EXPECT_EQ(run({"capture", "-w", out, "-c", dir + "/bad.yaml"}), 2);
+  EXPECT_EQ(run({"capture", "-w", out, "-c", dir + "/missing.yaml"}), 2);
+  EXPECT_EQ(run({"capture", "-w", out, "-o", "k8s.api"}), 2);  // not key=value
+  EXPECT_EQ(run({"capture", "-w", out, "--k8s-api"}), 2);      // needs a value
+  std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("kubeconfig"), std::string::npos) << err;
+  EXPECT_NE(err.find("has no server"), std::string::npos) << err;
+  EXPECT_NE(err.find("bad.yaml:"), std::string::npos) << err;
+  EXPECT_FALSE(fs::exists(out));  // nothing was recorded
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace vigil::cli
