@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -39,6 +40,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -134,6 +136,7 @@ class ApiStandIn {
   }
   int port() const { return port_; }
   bool listed() const { return lists_ > 0; }
+  int lists() const { return lists_; }
 
  private:
   void loop() {
@@ -187,7 +190,9 @@ class ApiStandIn {
 
 class VigilAgent {
  public:
-  bool start(int api_port, const std::string& kmsg_fifo, std::string& why) {
+  // extra_args go after the suite's own `vigil run` options (e.g. --capture FILE).
+  bool start(int api_port, const std::string& kmsg_fifo, std::string& why,
+             std::vector<std::string> extra_args = {}) {
     int out[2], err[2];
     if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) {
       why = "pipe failed";
@@ -200,9 +205,14 @@ class VigilAgent {
       setenv("NODE_NAME", kNode, 1);
       std::string api = "http://127.0.0.1:" + std::to_string(api_port);
       std::string kmsg = "sensor.kmsg_path=" + kmsg_fifo;
-      execl(VIGIL_BINARY, "vigil", "run", "-r", "rules/vigil_rules.yaml", "--k8s-api", api.c_str(), "-o",
-            kmsg.c_str(), "-o", "flight_recorder.enabled=false", "-o", "sensor.usage_interval_ms=1000",
-            "--format", "json", static_cast<char*>(nullptr));
+      std::vector<std::string> args = {VIGIL_BINARY, "run", "-r", "rules/vigil_rules.yaml", "--k8s-api", api,
+                                       "-o", kmsg, "-o", "flight_recorder.enabled=false",
+                                       "-o", "sensor.usage_interval_ms=1000", "--format", "json"};
+      args.insert(args.end(), extra_args.begin(), extra_args.end());
+      std::vector<char*> a;
+      for (auto& x : args) a.push_back(x.data());
+      a.push_back(nullptr);
+      execv(a[0], a.data());
       _exit(127);
     }
     close(out[1]);
@@ -232,15 +242,17 @@ class VigilAgent {
     }
     return false;
   }
-  void stop() {
+  // SIGTERM, then waits; returns the wait status (-1 when it was not running).
+  int stop() {
+    int st = -1;
     if (pid_ > 0) {
       kill(pid_, SIGTERM);
-      int st = 0;
-      waitpid(pid_, &st, 0);
+      if (waitpid(pid_, &st, 0) != pid_) st = -1;
       pid_ = -1;
     }
     if (out_th_.joinable()) out_th_.join();
     if (err_th_.joinable()) err_th_.join();
+    return st;
   }
   ~VigilAgent() { stop(); }
 
@@ -545,6 +557,9 @@ struct Suite {
              .visible = "0,1"});
     add_pod({.name = "etl-0", .ns = "batch", .container = "etl", .image = "registry.example.com/data/etl:7",
              .labels = {{"job-name", "etl"}}});
+    // The forensics scenario's own pod, so no other scenario sees its alerts.
+    add_pod({.name = "forensics-0", .ns = "ml", .container = "trainer", .image = "ghcr.io/acme/train:1.4",
+             .labels = {{"app", "train"}}, .gpu_limit = 1, .visible = "0"});
     for (const auto& [name, p] : pods) {
       struct stat st{};
       if (stat(p.scope.c_str(), &st) != 0) {
@@ -582,9 +597,11 @@ struct Suite {
     if (!tmp.empty()) fs::remove_all(tmp);
   }
 
-  void kmsg(int prefix, const std::string& text) {
+  void kmsg(int prefix, const std::string& text) { kmsg_to(fifo_fd, prefix, text); }
+  // The same record into another agent's kernel-log FIFO.
+  void kmsg_to(int fd, int prefix, const std::string& text) {
     std::string rec = std::to_string(prefix) + "," + std::to_string(++kmsg_seq) + ",123456789,-;" + text + "\n";
-    (void)write(fifo_fd, rec.data(), rec.size());
+    (void)write(fd, rec.data(), rec.size());
   }
 };
 
@@ -592,6 +609,67 @@ std::string dump(const std::vector<json>& v) {
   std::string out;
   for (const auto& j : v) out += j.dump() + "\n";
   return out;
+}
+
+// The pid of a running process named `comm` in the pod's container cgroup; 0
+// when none shows up within `wait`.
+pid_t pid_in_pod(const std::string& comm, const PodSpec& pod, std::chrono::milliseconds wait = 5s) {
+  auto deadline = std::chrono::steady_clock::now() + wait;
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator("/proc", ec)) {
+      std::string n = e.path().filename();
+      if (n.find_first_not_of("0123456789") != std::string::npos) continue;
+      std::ifstream c(e.path() / "comm");
+      std::string name;
+      std::getline(c, name);
+      if (name != comm) continue;
+      std::ifstream cg(e.path() / "cgroup");
+      std::string all((std::istreambuf_iterator<char>(cg)), std::istreambuf_iterator<char>());
+      if (all.find(pod.id) != std::string::npos) return std::stoi(n);
+    }
+    std::this_thread::sleep_for(100ms);
+  }
+  return 0;
+}
+
+// Runs `vigil args...` to completion with stdout into `out_path` and stderr
+// into `err_path`; returns the exit code (-1 when it did not exit normally).
+int run_vigil(const std::vector<std::string>& args, const std::string& out_path, const std::string& err_path) {
+  pid_t p = fork();
+  if (p == 0) {
+    int o = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    int e = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (o < 0 || e < 0) _exit(126);
+    dup2(o, 1);
+    dup2(e, 2);
+    std::vector<std::string> all = {VIGIL_BINARY};
+    all.insert(all.end(), args.begin(), args.end());
+    std::vector<char*> a;
+    for (auto& x : all) a.push_back(x.data());
+    a.push_back(nullptr);
+    execv(a[0], a.data());
+    _exit(127);
+  }
+  int st = 0;
+  if (p < 0 || waitpid(p, &st, 0) != p) return -1;
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+std::vector<json> json_alert_lines(const std::string& path) {
+  std::vector<json> out;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    auto j = json::parse(line, nullptr, false);
+    if (!j.is_discarded() && j.is_object() && j.contains("rule")) out.push_back(std::move(j));
+  }
+  return out;
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
 Suite* g_suite = nullptr;
@@ -873,6 +951,141 @@ TEST_F(Scenario, BenignWorkloadsRaiseNothing) {
   for (const auto& a : got)
     if (a.value("rule", "").rfind("GPU Xid", 0) != 0) bad.push_back(a);
   EXPECT_TRUE(bad.empty()) << "benign workloads raised alerts:\n" << dump(bad);
+}
+
+// Forensics: a second agent records a pod scenario (exec, connect, GPU
+// open/ioctl, an Xid naming the pod's process) with --capture; `vigil replay`
+// of that file with the same rules gives the live run's alerts field for
+// field, and a rule written after the capture finds the events.
+TEST_F(Scenario, CaptureOfALivePodScenarioReplaysToTheSameAlerts) {
+  const std::string dir = s().tmp + "/forensics";
+  fs::create_directories(dir);
+  const std::string cap = dir + "/live.vcap";
+  const std::string fifo = dir + "/kmsg";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0) << std::strerror(errno);
+  int fifo_fd = open(fifo.c_str(), O_RDWR | O_CLOEXEC);
+  ASSERT_GE(fifo_fd, 0) << std::strerror(errno);
+  struct FdCloser {
+    int fd;
+    ~FdCloser() { close(fd); }
+  } closer{fifo_fd};
+
+  VigilAgent rec;
+  const int lists_before = s().api->lists();
+  std::string why;
+  ASSERT_TRUE(rec.start(s().api->port(), fifo, why, {"--capture", cap})) << why;
+  for (int i = 0; i < 100 && s().api->lists() <= lists_before; ++i) std::this_thread::sleep_for(100ms);
+  ASSERT_GT(s().api->lists(), lists_before) << "the recording agent never listed the pods\n"
+                                            << rec.stderr_text();
+  std::this_thread::sleep_for(1500ms);  // the list reaches the agent's state
+
+  const PodSpec& p = pod("forensics-0");
+  PodRun r;
+  r.tcp_sinks = {"198.51.100.20:3333"};
+  r.argv = {s().tool("xmrig"), "-o", "stratum+tcp://198.51.100.20:3333"};
+  r.steps = "open:/dev/nvidiactl:rw;open:/dev/nvidia0:rw;alloc:c6c0;tcp:198.51.100.20:3333;sleep:3000";
+  pid_t seen = 0;
+  int rc = -1;
+  std::thread job([&] { std::tie(seen, rc) = run_in_pod(p, r); });
+  pid_t wpid = pid_in_pod("xmrig", p);
+  if (wpid != 0) {
+    s().kmsg_to(fifo_fd, 4,
+                "NVRM: Xid (PCI:0000:3b:00): 13, pid=" + std::to_string(wpid) +
+                    ", name=xmrig, Graphics SM Warp Exception on (GPC 1, TPC 0, SM 0): Misaligned Address");
+  }
+  job.join();
+  ASSERT_NE(wpid, 0) << "the workload did not start";
+  ASSERT_EQ(rc, 0) << "the workload failed";
+  EXPECT_EQ(seen, wpid);
+
+  // The live alerts of the scenario, then stop the agent (it closes the capture).
+  auto in_pod = [](const std::string& rule) {
+    return [rule](const json& a) {
+      return a.value("rule", "") == rule && a.contains("output_fields") &&
+             a["output_fields"].value("k8s.pod.name", json()) == "forensics-0";
+    };
+  };
+  const std::vector<std::string> expected = {"Crypto miner binary executed", "GPU pod connection to mining pool port",
+                                             "GPU Xid application fault"};
+  for (const auto& rule : expected) {
+    EXPECT_FALSE(rec.alerts(in_pod(rule), 10s).empty())
+        << "no live '" << rule << "' alert for forensics-0\n" << rec.stderr_text();
+  }
+  const int st = rec.stop();
+  ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0)
+      << "vigil run did not exit cleanly on SIGTERM (status " << st << ")\n" << rec.stderr_text();
+  const std::vector<json> live = rec.alerts([](const json&) { return true; });
+  ASSERT_FALSE(live.empty());
+
+  // Replay with the same rules: the same alerts, field for field.
+  const std::string out = dir + "/replay.out", err = dir + "/replay.err";
+  ASSERT_EQ(run_vigil({"replay", cap, "-r", "rules/vigil_rules.yaml"}, out, err), 0) << slurp(err);
+  const std::vector<json> replayed = json_alert_lines(out);
+  const std::vector<std::string> keys = {"time", "rule", "priority", "output", "output_fields", "tags", "uuid"};
+  auto by_uuid = [&](const std::vector<json>& v) {
+    std::map<std::string, json> m;
+    for (const auto& a : v) {
+      json k = json::object();
+      for (const auto& key : keys) k[key] = a.value(key, json());
+      EXPECT_TRUE(a.contains("uuid") && a["uuid"].is_string() && !a["uuid"].get<std::string>().empty()) << a.dump();
+      EXPECT_TRUE(m.emplace(a.value("uuid", ""), k).second) << "two alerts share a uuid: " << a.dump();
+    }
+    return m;
+  };
+  const auto live_m = by_uuid(live), replay_m = by_uuid(replayed);
+  EXPECT_EQ(live.size(), replayed.size()) << "live:\n" << dump(live) << "replay:\n" << dump(replayed);
+  for (const auto& [uuid, a] : live_m) {
+    auto it = replay_m.find(uuid);
+    if (it == replay_m.end()) {
+      ADD_FAILURE() << "a live alert is missing on replay: " << a.dump();
+    } else {
+      EXPECT_EQ(it->second, a) << "live:   " << a.dump() << "\nreplay: " << it->second.dump();
+    }
+  }
+  for (const auto& [uuid, a] : replay_m) {
+    EXPECT_TRUE(live_m.count(uuid)) << "replay raised an alert the live run did not: " << a.dump();
+  }
+  // The scenario's alerts carry the pod and the container in both.
+  for (const auto& rule : expected) {
+    int n = 0;
+    for (const auto& a : replayed) {
+      if (!in_pod(rule)(a)) continue;
+      ++n;
+      EXPECT_EQ(a["output_fields"].value("k8s.ns.name", json()), "ml") << a.dump();
+      EXPECT_EQ(a["output_fields"].value("container.id", json()), p.id.substr(0, 12)) << a.dump();
+    }
+    EXPECT_GT(n, 0) << "no replayed '" << rule << "' alert attributed to forensics-0:\n" << dump(replayed);
+  }
+
+  // Rules written after the capture find the connect and the Xid on replay.
+  const std::string hunt = dir + "/hunt.yaml";
+  std::ofstream(hunt) << R"yaml(- rule: Hunt pool port
+  desc: retro-hunt for connections to the pool port
+  condition: evt.type = connect and fd.sport = 3333
+  output: "pool port (fd.name=%fd.name proc.pid=%proc.pid k8s.pod.name=%k8s.pod.name container.id=%container.id)"
+  priority: WARNING
+  tags: [crypto_mining]
+- rule: Hunt Xid 13
+  desc: retro-hunt for application faults
+  condition: evt.type = xid and gpu.xid = 13
+  output: "xid 13 (gpu.pci=%gpu.pci proc.pid=%proc.pid k8s.pod.name=%k8s.pod.name)"
+  priority: NOTICE
+  tags: [gpu]
+)yaml";
+  ASSERT_EQ(run_vigil({"replay", cap, "-r", hunt}, out, err), 0) << slurp(err);
+  const std::vector<json> hunted = json_alert_lines(out);
+  int pool = 0, xid = 0;
+  for (const auto& a : hunted) {
+    const auto& f = a["output_fields"];
+    if (f.value("k8s.pod.name", json()) != "forensics-0") continue;
+    if (a.value("rule", "") == "Hunt pool port" && f.value("proc.pid", json()) == wpid) {
+      ++pool;
+      EXPECT_EQ(f.value("container.id", json()), p.id.substr(0, 12)) << a.dump();
+    }
+    if (a.value("rule", "") == "Hunt Xid 13" && f.value("proc.pid", json()) == wpid) ++xid;
+  }
+  EXPECT_EQ(pool, 1) << dump(hunted);
+  EXPECT_EQ(xid, 1) << dump(hunted);
 }
 
 }  // namespace
