@@ -6,8 +6,6 @@
 #include "outputs/kafka_transport.h"
 
 #include <gtest/gtest.h>
-
-#include <filesystem>
 #include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafka_mock.h>
 #include <nlohmann/json.hpp>
@@ -63,15 +61,7 @@ struct Consumed {
 // kcat reads the whole topic from the beginning and exits at its end.
 std::vector<Consumed> kcat_consume(const std::string& brokers, const std::string& topic) {
   const std::string kcat = testing::find_program("kcat");
-  const std::string dir = testing::temp_dir("kcat");
-  const std::string out = dir + "/out";
-  struct RemoveDir {
-    std::string path;
-    ~RemoveDir() {
-      std::error_code ec;
-      std::filesystem::remove_all(path, ec);
-    }
-  } cleanup{dir};
+  const std::string out = testing::temp_dir("kcat") + "/out";
   testing::Child c({kcat, "-b", brokers, "-C", "-t", topic, "-o", "beginning", "-e", "-q", "-f",
                     "%p\x1f%k\x1f%h\x1f%s\x1e", "-X", "log_level=0"},
                    out);

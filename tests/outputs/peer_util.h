@@ -151,11 +151,24 @@ inline std::vector<std::string> split_lines(const std::string& s) {
   return out;
 }
 
+// A fresh scratch directory, removed with everything in it when the test
+// program exits (tests must not leave files behind in /tmp).
 inline std::string temp_dir(const std::string& name) {
+  struct Made {
+    std::vector<std::filesystem::path> dirs;
+    ~Made() {
+      for (const auto& d : dirs) {
+        std::error_code ec;
+        std::filesystem::remove_all(d, ec);
+      }
+    }
+  };
+  static Made made;
   auto d = std::filesystem::temp_directory_path() /
            ("vigil-" + name + "-" + std::to_string(getpid()));
   std::filesystem::remove_all(d);
   std::filesystem::create_directories(d);
+  made.dirs.push_back(d);
   return d.string();
 }
 
