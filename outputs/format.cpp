@@ -1,5 +1,7 @@
 #include "outputs/format.h"
 
+#include "engine/util/version.h"
+
 #include <ctime>
 
 #include <array>
@@ -12,7 +14,7 @@ namespace {
 #ifndef VIGIL_VERSION
 #define VIGIL_VERSION "0.0.0"
 #endif
-constexpr std::string_view kVersion = VIGIL_VERSION;
+constexpr std::string_view kProductVersion = vigil::kVersion;
 constexpr std::string_view kReplacement = "\xEF\xBF\xBD";  // U+FFFD
 constexpr char kHex[] = "0123456789abcdef";
 
@@ -375,7 +377,7 @@ std::string format_ocsf(const event::Alert& a) {
   out += ",\"type_id\":1,\"type\":\"Rule\"}}";
   out += ",\"metadata\":{\"version\":\"1.1.0\",\"product\":{\"name\":\"vigil\",\"vendor_name\":"
          "\"vigil\",\"version\":";
-  append_json_string(out, kVersion);
+  append_json_string(out, kProductVersion);
   out += "},\"log_name\":";
   append_json_string(out, a.source);
   out += "},\"device\":{\"hostname\":";
@@ -401,7 +403,7 @@ std::string format_cef(const event::Alert& a) {
   std::string out;
   out.reserve(256 + a.output.size() * 2);
   out += "CEF:0|vigil|vigil|";
-  append_cef(out, kVersion, true);
+  append_cef(out, kProductVersion, true);
   out += '|';
   append_cef(out, a.rule, true);
   out += '|';

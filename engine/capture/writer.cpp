@@ -11,10 +11,8 @@
 #include <ctime>
 
 #include "engine/capture/codec.h"
+#include "engine/util/version.h"
 
-#ifndef VIGIL_VERSION_STRING
-#define VIGIL_VERSION_STRING "0.0.0"
-#endif
 
 namespace vigil::capture {
 namespace {
@@ -37,7 +35,7 @@ std::string errno_text(int e) { return std::strerror(e); }
 
 FileInfo describe_host() {
   FileInfo info;
-  info.vigil_version = VIGIL_VERSION_STRING;
+  info.vigil_version = kVersion;
   utsname u{};
   if (uname(&u) == 0) {
     info.hostname = u.nodename;

@@ -6,7 +6,7 @@
 #include "engine/cli/capture_cmd.h"
 #include "engine/cli/rules_cmd.h"
 #include "engine/cli/run_cmd.h"
-#include "engine/cli/version.h"
+#include "engine/util/version.h"
 
 namespace {
 
@@ -43,7 +43,7 @@ int main(int argc, char** argv) {
   if (cmd == "capture") return vigil::cli::cmd_capture(sub_argc, sub_argv);
   if (cmd == "replay") return vigil::cli::cmd_replay(sub_argc, sub_argv);
   if (cmd == "version" || cmd == "--version") {
-    std::printf("vigil %s\n", vigil::cli::kVersion);
+    std::printf("vigil %s\n", vigil::kVersion);
     return 0;
   }
   if (cmd == "help" || cmd == "--help" || cmd == "-h") {
