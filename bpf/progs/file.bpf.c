@@ -60,23 +60,58 @@ static __always_inline int match_prefix(const __u8 *buf, __u32 off)
   return 0;
 }
 
-static __always_inline int open_exit(long ret)
+/* Where each open syscall keeps its arguments. */
+enum vg_open_kind { VG_SYS_OPENAT, VG_SYS_OPENAT2, VG_SYS_OPEN };
+
+/* The open's arguments: from the saved user registers, or from what the
+ * enter program kept. Returns 0 when there is nothing to report. */
+static __always_inline int open_args(enum vg_open_kind kind, long ret, struct vg_open_args *a)
 {
-  struct vg_open_args a = {};
+  struct pt_regs *regs = vg_syscall_regs();
+  if (regs) {
+    /* Without path prefixes only successful opens of character devices are
+     * reported: a failed open is dropped before any work. */
+    if ((ret < 0 && !cfg_n_prefixes) || vg_is_self())
+      return 0;
+    if (kind == VG_SYS_OPEN) {
+      a->filename = (const char *)PT_REGS_PARM1_SYSCALL(regs);
+      a->flags = (__u32)PT_REGS_PARM2_SYSCALL(regs);
+      a->mode = (__u32)PT_REGS_PARM3_SYSCALL(regs);
+    } else {
+      a->filename = (const char *)PT_REGS_PARM2_SYSCALL(regs);
+      if (kind == VG_SYS_OPENAT) {
+        a->flags = (__u32)PT_REGS_PARM3_SYSCALL(regs);
+        a->mode = (__u32)PT_REGS_PARM4_SYSCALL(regs);
+      } else {
+        struct open_how how = {};
+        bpf_probe_read_user(&how, sizeof(how.flags) + sizeof(how.mode),
+                            (void *)PT_REGS_PARM3_SYSCALL(regs));
+        a->flags = (__u32)how.flags;
+        a->mode = (__u32)how.mode;
+      }
+    }
+    return 1;
+  }
   if (cfg_n_prefixes) {
     __u32 tid = (__u32)bpf_get_current_pid_tgid();
     struct vg_open_args *ap = bpf_map_lookup_elem(&pending_open, &tid);
     if (!ap)
       return 0;
-    a = *ap;
+    *a = *ap;
     bpf_map_delete_elem(&pending_open, &tid);
-  } else {
-    /* No path prefixes: the enter programs are not attached, only
-     * successful opens of character devices are reported, and the flags
-     * come from the open file. */
-    if (ret < 0 || vg_is_self())
-      return 0;
+    return 1;
   }
+  /* No path prefixes: the enter programs are not attached, only successful
+   * opens of character devices are reported, and the flags come from the
+   * open file. */
+  return ret >= 0 && !vg_is_self();
+}
+
+static __always_inline int open_exit(enum vg_open_kind kind, long ret)
+{
+  struct vg_open_args a = {};
+  if (!open_args(kind, ret, &a))
+    return 0;
 
   __u8 oflags = 0;
   __u32 major = 0, minor = 0;
@@ -84,9 +119,9 @@ static __always_inline int open_exit(long ret)
   if (ret >= 0) {
     f = vg_fd_file((int)ret);
     if (f) {
-      struct inode *ino = BPF_CORE_READ(f, f_inode);
-      umode_t m = BPF_CORE_READ(ino, i_mode);
-      dev_t rdev = BPF_CORE_READ(ino, i_rdev);
+      umode_t m = 0;
+      dev_t rdev = 0;
+      vg_file_dev(f, &m, &rdev);
       if ((m & S_IFMT) == S_IFCHR)
         oflags |= VG_OPEN_CHR;
       else if ((m & S_IFMT) == S_IFBLK)
@@ -99,7 +134,7 @@ static __always_inline int open_exit(long ret)
   }
   if (!(oflags & VG_OPEN_CHR) && cfg_n_prefixes == 0)
     return 0;
-  if (!cfg_n_prefixes && f)
+  if (!a.filename && f)
     a.flags = BPF_CORE_READ(f, f_flags);
 
   __u8 *buf = vg_scratch_buf();
@@ -133,6 +168,8 @@ static __always_inline int open_exit(long ret)
   return 0;
 }
 
+/* The enter programs are attached only where the exit programs cannot read
+ * the arguments themselves (cfg_args_at_exit 0) and path prefixes are in use. */
 SEC("tracepoint/syscalls/sys_enter_openat")
 int vg_enter_openat(struct trace_event_raw_sys_enter *ctx)
 {
@@ -142,7 +179,7 @@ int vg_enter_openat(struct trace_event_raw_sys_enter *ctx)
 SEC("tracepoint/syscalls/sys_exit_openat")
 int vg_exit_openat(struct trace_event_raw_sys_exit *ctx)
 {
-  return open_exit(ctx->ret);
+  return open_exit(VG_SYS_OPENAT, ctx->ret);
 }
 
 SEC("tracepoint/syscalls/sys_enter_openat2")
@@ -156,7 +193,7 @@ int vg_enter_openat2(struct trace_event_raw_sys_enter *ctx)
 SEC("tracepoint/syscalls/sys_exit_openat2")
 int vg_exit_openat2(struct trace_event_raw_sys_exit *ctx)
 {
-  return open_exit(ctx->ret);
+  return open_exit(VG_SYS_OPENAT2, ctx->ret);
 }
 
 SEC("tracepoint/syscalls/sys_enter_open")
@@ -168,7 +205,7 @@ int vg_enter_open(struct trace_event_raw_sys_enter *ctx)
 SEC("tracepoint/syscalls/sys_exit_open")
 int vg_exit_open(struct trace_event_raw_sys_exit *ctx)
 {
-  return open_exit(ctx->ret);
+  return open_exit(VG_SYS_OPEN, ctx->ret);
 }
 
 /* ---------------- ioctl on NVIDIA fds ---------------- */
@@ -244,20 +281,24 @@ static __always_inline int is_sent_uvm(__u32 cmd)
   return cmd == 62 || cmd == 63;
 }
 
-SEC("tracepoint/syscalls/sys_enter_ioctl")
-int vg_enter_ioctl(struct trace_event_raw_sys_enter *ctx)
+/* Classifies an ioctl: not on an NVIDIA device → 0; counted in gpu_usage →
+ * 0; to be sent one by one → 1 with rec, *argp (the parameter block, after
+ * the XFER unwrap) and *status_off (where the RM status word sits, 0: none)
+ * filled. Runs on every ioctl of every process: a non-device fd costs one
+ * helper read (the fd table slot) and a few direct loads; the NVIDIA hot path
+ * (a command the process already used in this interval) one user read and
+ * one map lookup more. */
+static __always_inline int ioctl_decode(int fd, __u32 cmd, __u64 arg, struct vg_ioctl *rec,
+                                        __u64 *argp, __u32 *status_off)
 {
-  if (vg_is_self())
-    return 0;
-  int fd = (int)ctx->args[0];
   struct file *f = vg_fd_file(fd);
   if (!f)
     return 0;
-  struct inode *ino = BPF_CORE_READ(f, f_inode);
-  umode_t m = BPF_CORE_READ(ino, i_mode);
+  umode_t m = 0;
+  dev_t rdev = 0;
+  vg_file_dev(f, &m, &rdev);
   if ((m & S_IFMT) != S_IFCHR)
     return 0;
-  dev_t rdev = BPF_CORE_READ(ino, i_rdev);
   __u32 major = rdev >> 20, minor = rdev & 0xfffff;
   int uvm = 0;
   if (major == NV_MAJOR) {
@@ -267,19 +308,17 @@ int vg_enter_ioctl(struct trace_event_raw_sys_enter *ctx)
   } else {
     /* Fallback for stand-in nodes: the device file's name starts with "nvidia". */
     char name[12] = {};
-    bpf_probe_read_kernel_str(name, sizeof(name), BPF_CORE_READ(f, f_path.dentry, d_name.name));
+    bpf_probe_read_kernel_str(name, sizeof(name), vg_file_name(f));
     if (name[0] != 'n' || name[1] != 'v' || name[2] != 'i' || name[3] != 'd' || name[4] != 'i' ||
         name[5] != 'a')
       return 0;
     uvm = name[6] == '-' && name[7] == 'u' && name[8] == 'v' && name[9] == 'm';
   }
 
-  __u32 cmd = (__u32)ctx->args[1];
-  __u64 arg = ctx->args[2];
   __u32 nr = cmd & 0xff;
   __u32 size = (cmd >> 16) & 0x3fff;
   __u8 iflags = uvm ? VG_IOCTL_UVM : 0;
-  __u32 rm_class = 0, rm_control = 0, status_off = 0;
+  __u32 rm_class = 0, rm_control = 0, soff = 0;
   if (uvm) {
     nr = cmd; /* UVM numbers are not _IOC encoded */
   } else {
@@ -301,25 +340,40 @@ int vg_enter_ioctl(struct trace_event_raw_sys_enter *ctx)
     if (nr == NV_ESC_RM_ALLOC && (size == 32 || size == 48)) {
       if (bpf_probe_read_user(&rm_class, sizeof(rm_class), (void *)(arg + 12)) != 0)
         vg_drop(VG_DROP_READ_FAIL);
-      status_off = size == 48 ? 40 : 28;
+      soff = size == 48 ? 40 : 28;
     } else if (nr == NV_ESC_RM_CONTROL && size == 32) {
       if (bpf_probe_read_user(&rm_control, sizeof(rm_control), (void *)(arg + 8)) != 0)
         vg_drop(VG_DROP_READ_FAIL);
-      status_off = 28;
+      soff = 28;
     }
   }
 
+  /* Counted per process / device / command. A command the process already
+   * used in this usage interval has been through the first-use and control
+   * checks below: when it repeats the last control command too, it is done. */
   __u32 pid = bpf_get_current_pid_tgid() >> 32;
   struct vg_usage_key uk = {.pid = pid, .dev = VG_MKDEV(major, minor), .nr = nr, .pad0 = 0};
-  __u64 *cnt = bpf_map_lookup_elem(&gpu_usage, &uk);
-  if (cnt) {
-    __sync_fetch_and_add(cnt, 1);
+  int is_ctl = !uvm && nr == NV_ESC_RM_CONTROL && soff;
+  int alloc = (nr == NV_ESC_RM_ALLOC && !uvm && is_sent_class(rm_class)) || (uvm && is_sent_uvm(cmd));
+  struct vg_usage_val *uv = bpf_map_lookup_elem(&gpu_usage, &uk);
+  int known = 0;
+  if (uv) {
+    __sync_fetch_and_add(&uv->count, 1);
+    known = 1;
+    if (is_ctl) {
+      if (uv->last_ctl_set && uv->last_ctl == rm_control && !alloc)
+        return 0;
+      uv->last_ctl = rm_control;
+      uv->last_ctl_set = 1;
+    }
+    if (!is_ctl && !alloc)
+      return 0;
   } else {
-    __u64 one = 1;
+    struct vg_usage_val one = {.count = 1, .last_ctl = rm_control, .last_ctl_set = is_ctl};
     if (bpf_map_update_elem(&gpu_usage, &uk, &one, BPF_NOEXIST) != 0) {
-      cnt = bpf_map_lookup_elem(&gpu_usage, &uk);
-      if (cnt)
-        __sync_fetch_and_add(cnt, 1);
+      uv = bpf_map_lookup_elem(&gpu_usage, &uk);
+      if (uv)
+        __sync_fetch_and_add(&uv->count, 1);
       else
         vg_drop(VG_DROP_MAP_FULL);
     }
@@ -328,19 +382,20 @@ int vg_enter_ioctl(struct trace_event_raw_sys_enter *ctx)
   /* Sent one by one: the first use of a device by a process, the
    * allocations of is_sent_class(), each distinct RM control command once per
    * process, and UVM tools memory access. Everything else is counted. */
-  struct vg_seen_key sk = {.pid = pid, .dev = VG_MKDEV(major, minor)};
   int first = 0;
-  if (!bpf_map_lookup_elem(&gpu_seen, &sk)) {
-    __u8 one = 1;
-    bpf_map_update_elem(&gpu_seen, &sk, &one, BPF_ANY);
-    first = 1;
-    iflags |= VG_IOCTL_FIRST_USE;
+  if (!known) {
+    struct vg_seen_key sk = {.pid = pid, .dev = VG_MKDEV(major, minor)};
+    if (!bpf_map_lookup_elem(&gpu_seen, &sk)) {
+      __u8 one = 1;
+      bpf_map_update_elem(&gpu_seen, &sk, &one, BPF_ANY);
+      first = 1;
+      iflags |= VG_IOCTL_FIRST_USE;
+    }
   }
-  int alloc = (nr == NV_ESC_RM_ALLOC && !uvm && is_sent_class(rm_class)) || (uvm && is_sent_uvm(cmd));
   if (alloc)
     iflags |= VG_IOCTL_ALLOC;
   int new_ctl = 0;
-  if (!uvm && nr == NV_ESC_RM_CONTROL && status_off) {
+  if (is_ctl) {
     struct vg_ctl_key ck = {.pid = pid, .cmd = rm_control};
     if (!bpf_map_lookup_elem(&ctl_seen, &ck)) {
       __u8 one = 1;
@@ -351,22 +406,51 @@ int vg_enter_ioctl(struct trace_event_raw_sys_enter *ctx)
   if (!first && !alloc && !new_ctl)
     return 0;
 
+  rec->fd = fd;
+  rec->cmd = cmd;
+  rec->nr = nr;
+  rec->dev_major = major;
+  rec->dev_minor = minor;
+  rec->rm_class = rm_class;
+  rec->rm_control = rm_control;
+  rec->rm_status = 0;
+  rec->result = 0;
+  rec->iflags = iflags;
+  *argp = arg;
+  *status_off = soff;
+  return 1;
+}
+
+/* Sends an ioctl record (in the scratch buffer) with the syscall's result and
+ * the RM status word the driver wrote back into the parameter block. */
+static __always_inline void ioctl_send(__u8 *buf, long ret, __u64 arg, __u32 status_off)
+{
+  struct vg_ioctl *e = (struct vg_ioctl *)buf;
+  vg_fill_hdr(&e->hdr, VG_IOCTL);
+  e->result = ret;
+  if (status_off) {
+    __u32 st = 0;
+    if (bpf_probe_read_user(&st, sizeof(st), (void *)(arg + (status_off & 63))) == 0) {
+      e->rm_status = st;
+      e->iflags |= VG_IOCTL_STATUS;
+    }
+  }
+  vg_submit(buf, sizeof(*e));
+}
+
+/* Only attached where the exit program cannot read the arguments itself. */
+SEC("tracepoint/syscalls/sys_enter_ioctl")
+int vg_enter_ioctl(struct trace_event_raw_sys_enter *ctx)
+{
+  if (vg_is_self())
+    return 0;
   __u32 zero = 0;
   struct vg_pending_ioctl *p = bpf_map_lookup_elem(&ioctl_scratch, &zero);
   if (!p)
     return 0;
-  p->rec.fd = fd;
-  p->rec.cmd = cmd;
-  p->rec.nr = nr;
-  p->rec.dev_major = major;
-  p->rec.dev_minor = minor;
-  p->rec.rm_class = rm_class;
-  p->rec.rm_control = rm_control;
-  p->rec.rm_status = 0;
-  p->rec.result = 0;
-  p->rec.iflags = iflags;
-  p->arg = arg;
-  p->status_off = status_off;
+  if (!ioctl_decode((int)ctx->args[0], (__u32)ctx->args[1], ctx->args[2], &p->rec, &p->arg,
+                    &p->status_off))
+    return 0;
   __u32 tid = (__u32)bpf_get_current_pid_tgid();
   if (bpf_map_update_elem(&pending_ioctl, &tid, p, BPF_ANY) != 0)
     vg_drop(VG_DROP_MAP_FULL);
@@ -376,27 +460,29 @@ int vg_enter_ioctl(struct trace_event_raw_sys_enter *ctx)
 SEC("tracepoint/syscalls/sys_exit_ioctl")
 int vg_exit_ioctl(struct trace_event_raw_sys_exit *ctx)
 {
+  struct pt_regs *regs = vg_syscall_regs();
+  if (regs) {
+    if (vg_is_self())
+      return 0;
+    __u8 *buf = vg_scratch_buf();
+    if (!buf)
+      return 0;
+    __u64 arg = 0;
+    __u32 status_off = 0;
+    if (ioctl_decode((int)PT_REGS_PARM1_SYSCALL(regs), (__u32)PT_REGS_PARM2_SYSCALL(regs),
+                     PT_REGS_PARM3_SYSCALL(regs), (struct vg_ioctl *)buf, &arg, &status_off))
+      ioctl_send(buf, ctx->ret, arg, status_off);
+    return 0;
+  }
   __u32 tid = (__u32)bpf_get_current_pid_tgid();
   struct vg_pending_ioctl *p = bpf_map_lookup_elem(&pending_ioctl, &tid);
   if (!p)
     return 0;
   __u8 *buf = vg_scratch_buf();
-  if (!buf) {
-    bpf_map_delete_elem(&pending_ioctl, &tid);
-    return 0;
-  }
-  struct vg_ioctl *e = (struct vg_ioctl *)buf;
-  __builtin_memcpy(e, &p->rec, sizeof(*e));
-  vg_fill_hdr(&e->hdr, VG_IOCTL);
-  e->result = ctx->ret;
-  if (p->status_off) {
-    __u32 st = 0;
-    if (bpf_probe_read_user(&st, sizeof(st), (void *)(p->arg + (p->status_off & 63))) == 0) {
-      e->rm_status = st;
-      e->iflags |= VG_IOCTL_STATUS;
-    }
+  if (buf) {
+    __builtin_memcpy(buf, &p->rec, sizeof(p->rec));
+    ioctl_send(buf, ctx->ret, p->arg, p->status_off);
   }
   bpf_map_delete_elem(&pending_ioctl, &tid);
-  vg_submit(buf, sizeof(*e));
   return 0;
 }

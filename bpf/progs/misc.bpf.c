@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /* Tamper signals and GPU errors: bpf() calls that load, attach or detach
- * programs (syscalls:sys_enter/exit_bpf; bpf() is rare, so the per-syscall
- * tracepoint costs nothing measurable), and the NVIDIA driver's
+ * programs (syscalls:sys_exit_bpf, arguments from the saved registers; bpf()
+ * is rare, so the per-syscall tracepoint costs nothing measurable), and the NVIDIA driver's
  * nvidia:nvidia_dev_xid tracepoint where the driver has it. */
 #include "bpf/progs/vigil.bpf.h"
 
@@ -34,19 +34,40 @@ static __always_inline int interesting_bpf_cmd(__u32 cmd)
   return 0;
 }
 
+static __always_inline int bpf_args(__u32 cmd, const __u8 *attr, struct vg_bpf_pending *p)
+{
+  if (!interesting_bpf_cmd(cmd) || vg_is_self())
+    return 0;
+  p->cmd = cmd;
+  if (cmd == BPF_PROG_LOAD && attr) {
+    bpf_probe_read_user(&p->prog_type, sizeof(p->prog_type), attr);
+    bpf_probe_read_user(p->prog_name, sizeof(p->prog_name),
+                        attr + __builtin_offsetof(union bpf_attr, prog_name));
+  }
+  return 1;
+}
+
+static __always_inline void bpf_send(const struct vg_bpf_pending *p, long ret)
+{
+  __u8 *buf = vg_scratch_buf();
+  if (!buf)
+    return;
+  struct vg_bpf *e = (struct vg_bpf *)buf;
+  vg_fill_hdr(&e->hdr, VG_BPF);
+  e->cmd = p->cmd;
+  e->prog_type = p->prog_type;
+  e->result = ret;
+  __builtin_memcpy(e->prog_name, p->prog_name, sizeof(e->prog_name));
+  vg_submit(buf, sizeof(*e));
+}
+
+/* Only attached where the exit program cannot read the arguments itself. */
 SEC("tracepoint/syscalls/sys_enter_bpf")
 int vg_enter_bpf(struct trace_event_raw_sys_enter *ctx)
 {
-  __u32 cmd = (__u32)ctx->args[0];
-  if (!interesting_bpf_cmd(cmd) || vg_is_self())
+  struct vg_bpf_pending p = {};
+  if (!bpf_args((__u32)ctx->args[0], (const __u8 *)ctx->args[1], &p))
     return 0;
-  struct vg_bpf_pending p = {.cmd = cmd};
-  const __u8 *attr = (const __u8 *)ctx->args[1];
-  if (cmd == BPF_PROG_LOAD && attr) {
-    bpf_probe_read_user(&p.prog_type, sizeof(p.prog_type), attr);
-    bpf_probe_read_user(p.prog_name, sizeof(p.prog_name),
-                        attr + __builtin_offsetof(union bpf_attr, prog_name));
-  }
   __u32 tid = (__u32)bpf_get_current_pid_tgid();
   if (bpf_map_update_elem(&pending_bpf, &tid, &p, BPF_ANY) != 0)
     vg_drop(VG_DROP_MAP_FULL);
@@ -56,20 +77,18 @@ int vg_enter_bpf(struct trace_event_raw_sys_enter *ctx)
 SEC("tracepoint/syscalls/sys_exit_bpf")
 int vg_exit_bpf(struct trace_event_raw_sys_exit *ctx)
 {
+  struct pt_regs *regs = vg_syscall_regs();
+  if (regs) {
+    struct vg_bpf_pending p = {};
+    if (bpf_args((__u32)PT_REGS_PARM1_SYSCALL(regs), (const __u8 *)PT_REGS_PARM2_SYSCALL(regs), &p))
+      bpf_send(&p, ctx->ret);
+    return 0;
+  }
   __u32 tid = (__u32)bpf_get_current_pid_tgid();
   struct vg_bpf_pending *p = bpf_map_lookup_elem(&pending_bpf, &tid);
   if (!p)
     return 0;
-  __u8 *buf = vg_scratch_buf();
-  if (buf) {
-    struct vg_bpf *e = (struct vg_bpf *)buf;
-    vg_fill_hdr(&e->hdr, VG_BPF);
-    e->cmd = p->cmd;
-    e->prog_type = p->prog_type;
-    e->result = ctx->ret;
-    __builtin_memcpy(e->prog_name, p->prog_name, sizeof(e->prog_name));
-    vg_submit(buf, sizeof(*e));
-  }
+  bpf_send(p, ctx->ret);
   bpf_map_delete_elem(&pending_bpf, &tid);
   return 0;
 }

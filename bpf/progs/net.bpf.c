@@ -3,8 +3,9 @@
  *
  * cgroup/connect4|6 and cgroup/sendmsg4|6 on the cgroup v2 root see every
  * connect() and unconnected UDP send of every container; the connect's result
- * is taken at syscalls:sys_exit_connect (connect is rare next to read/ioctl).
- * AF_UNIX connects are seen at syscalls:sys_enter_connect.
+ * is taken at syscalls:sys_exit_connect (connect is rare next to read/ioctl),
+ * which also sees AF_UNIX connects (their address read from the saved
+ * registers, or kept by sys_enter_connect on kernels without bpf_task_pt_regs).
  * cgroup_skb/egress|ingress on the root see packets: UDP port 53 for DNS, and
  * the first data segment of TCP sockets marked at connect time (socket local
  * storage), so established connections pay one storage lookup per packet. */
@@ -160,23 +161,17 @@ int vg_sendmsg4(struct bpf_sock_addr *ctx) { return on_sendmsg(ctx, 0); }
 SEC("cgroup/sendmsg6")
 int vg_sendmsg6(struct bpf_sock_addr *ctx) { return on_sendmsg(ctx, 1); }
 
-SEC("tracepoint/syscalls/sys_enter_connect")
-int vg_enter_connect(struct trace_event_raw_sys_enter *ctx)
+/* Fills p for a connect() on an AF_UNIX socket; 0 for any other family. */
+static __always_inline int unix_connect(const void *addr, __u32 len, struct vg_conn_pending *p)
 {
-  const void *addr = (const void *)ctx->args[1];
   __u16 family = 0;
   if (!addr || bpf_probe_read_user(&family, sizeof(family), addr) != 0 || family != AF_UNIX)
     return 0;
   if (vg_is_self())
     return 0;
-  __u32 zero = 0;
-  struct vg_conn_pending *p = bpf_map_lookup_elem(&conn_scratch, &zero);
-  if (!p)
-    return 0;
   __builtin_memset(&p->rec, 0, sizeof(p->rec));
   p->rec.family = AF_UNIX;
   p->rec.proto = VG_L4_UNIX;
-  __u32 len = (__u32)ctx->args[2];
   if (len > 2) {
     len -= 2;
     if (len > VG_UNIX_PATH_MAX)
@@ -191,33 +186,59 @@ int vg_enter_connect(struct trace_event_raw_sys_enter *ctx)
         p->rec.unix_path_len = n;
     }
   }
+  return 1;
+}
+
+static __always_inline void connect_send(struct vg_conn_pending *p, long ret)
+{
+  __u8 *buf = vg_scratch_buf();
+  if (!buf)
+    return;
+  struct vg_connect *e = (struct vg_connect *)buf;
+  __builtin_memcpy(e, &p->rec, sizeof(*e));
+  vg_fill_hdr(&e->hdr, VG_CONNECT);
+  e->result = (__s32)ret;
+  e->flags |= VG_CONN_HAS_RESULT;
+  __u32 n = e->unix_path_len & 127;
+  if (n)
+    bpf_probe_read_kernel(buf + sizeof(*e), n, p->path);
+  e->unix_path_len = n;
+  vg_submit(buf, sizeof(*e) + n);
+}
+
+/* Only attached where the exit program cannot read the arguments itself. */
+SEC("tracepoint/syscalls/sys_enter_connect")
+int vg_enter_connect(struct trace_event_raw_sys_enter *ctx)
+{
+  __u32 zero = 0;
+  struct vg_conn_pending *p = bpf_map_lookup_elem(&conn_scratch, &zero);
+  if (!p || !unix_connect((const void *)ctx->args[1], (__u32)ctx->args[2], p))
+    return 0;
   __u32 tid = (__u32)bpf_get_current_pid_tgid();
   if (bpf_map_update_elem(&pending_conn, &tid, p, BPF_ANY) != 0)
     vg_drop(VG_DROP_MAP_FULL);
   return 0;
 }
 
+/* The connect's result: for IPv4/IPv6, the destination the cgroup hook kept;
+ * for AF_UNIX, the address read here from the saved registers. */
 SEC("tracepoint/syscalls/sys_exit_connect")
 int vg_exit_connect(struct trace_event_raw_sys_exit *ctx)
 {
   __u32 tid = (__u32)bpf_get_current_pid_tgid();
   struct vg_conn_pending *p = bpf_map_lookup_elem(&pending_conn, &tid);
-  if (!p)
+  if (p) {
+    connect_send(p, ctx->ret);
+    bpf_map_delete_elem(&pending_conn, &tid);
     return 0;
-  __u8 *buf = vg_scratch_buf();
-  if (buf) {
-    struct vg_connect *e = (struct vg_connect *)buf;
-    __builtin_memcpy(e, &p->rec, sizeof(*e));
-    vg_fill_hdr(&e->hdr, VG_CONNECT);
-    e->result = (__s32)ctx->ret;
-    e->flags |= VG_CONN_HAS_RESULT;
-    __u32 n = e->unix_path_len & 127;
-    if (n)
-      bpf_probe_read_kernel(buf + sizeof(*e), n, p->path);
-    e->unix_path_len = n;
-    vg_submit(buf, sizeof(*e) + n);
   }
-  bpf_map_delete_elem(&pending_conn, &tid);
+  struct pt_regs *regs = vg_syscall_regs();
+  if (!regs)
+    return 0;
+  __u32 zero = 0;
+  p = bpf_map_lookup_elem(&conn_scratch, &zero);
+  if (p && unix_connect((const void *)PT_REGS_PARM2_SYSCALL(regs), (__u32)PT_REGS_PARM3_SYSCALL(regs), p))
+    connect_send(p, ctx->ret);
   return 0;
 }
 

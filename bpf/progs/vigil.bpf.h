@@ -44,6 +44,10 @@ const volatile char cfg_prefix[VG_OPEN_PREFIXES][VG_PREFIX_LEN] __weak = {};
 const volatile __u32 cfg_xid_dev_off __weak = 0;
 const volatile __u32 cfg_xid_code_off __weak = 0;
 const volatile __u32 cfg_xid_msg_off __weak = 0;
+/* 1: the sys_exit programs read the syscall's arguments from the saved user
+ * registers (vg_syscall_regs) and no sys_enter program is attached; 0: the
+ * sys_enter programs keep the arguments in per-thread maps for the exit. */
+const volatile __u32 cfg_args_at_exit __weak = 0;
 
 /* ---- maps ---- */
 struct {
@@ -74,7 +78,7 @@ struct {
   __uint(type, BPF_MAP_TYPE_HASH);
   __uint(max_entries, 16384);
   __type(key, struct vg_usage_key);
-  __type(value, __u64);
+  __type(value, struct vg_usage_val);
 } gpu_usage SEC(".maps") __weak;
 
 static __always_inline void vg_drop(__u32 reason)
@@ -262,6 +266,51 @@ static __always_inline void vg_submit(__u8 *buf, __u32 len)
   h->len = n;
   if (bpf_ringbuf_output(&events, buf, n, 0) != 0)
     vg_drop(VG_DROP_RINGBUF_FULL);
+}
+
+/* A typed read-only view of kernel memory (kernels 6.2+; the verifier turns
+ * the call into a move). Loads through it are plain fault-handled loads, a
+ * few ns each instead of one bpf_probe_read_kernel call per field: this
+ * matters on paths that run for every ioctl. __weak: NULL where the kernel
+ * lacks it, and the BPF_CORE_READ branch runs instead. */
+extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym __weak;
+
+/* Mode and device number of the inode behind an open file. */
+static __always_inline void vg_file_dev(struct file *f, umode_t *mode, dev_t *rdev)
+{
+  if (bpf_rdonly_cast) {
+    struct file *tf = bpf_rdonly_cast(f, bpf_core_type_id_kernel(struct file));
+    struct inode *ino = tf->f_inode;
+    *mode = ino->i_mode;
+    *rdev = ino->i_rdev;
+    return;
+  }
+  struct inode *ino = BPF_CORE_READ(f, f_inode);
+  *mode = BPF_CORE_READ(ino, i_mode);
+  *rdev = BPF_CORE_READ(ino, i_rdev);
+}
+
+/* The name (last path component) of an open file. */
+static __always_inline const unsigned char *vg_file_name(struct file *f)
+{
+  if (bpf_rdonly_cast) {
+    struct file *tf = bpf_rdonly_cast(f, bpf_core_type_id_kernel(struct file));
+    return tf->f_path.dentry->d_name.name;
+  }
+  return BPF_CORE_READ(f, f_path.dentry, d_name.name);
+}
+
+/* The user registers saved when the current syscall entered. At a sys_exit
+ * tracepoint they still hold the syscall's arguments (only the return-value
+ * register changes), so one exit program sees arguments and result and the
+ * syscall pays for one tracepoint instead of two (DESIGN.md "Pick hooks by
+ * what they cost"). NULL where user space chose the enter/exit pairs
+ * (cfg_args_at_exit 0: kernels before 5.15 have no bpf_task_pt_regs). */
+static __always_inline struct pt_regs *vg_syscall_regs(void)
+{
+  if (!cfg_args_at_exit || !bpf_core_enum_value_exists(enum bpf_func_id, BPF_FUNC_task_pt_regs))
+    return 0;
+  return (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
 }
 
 /* The struct file behind fd `fd` of the current task, or NULL. The chain

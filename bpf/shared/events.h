@@ -232,6 +232,15 @@ struct vg_usage_key {
   __u32 pad0;
 };
 
+/* Value of the "gpu_usage" map: the count since the last drain, and the last
+ * RM control command this key saw (set: last_ctl_set), so that a process
+ * repeating one control command is counted without a ctl_seen lookup. */
+struct vg_usage_val {
+  __u64 count;
+  __u32 last_ctl;
+  __u32 last_ctl_set;
+};
+
 /* "first use of a device by a process" (LRU hash "gpu_seen"). */
 struct vg_seen_key {
   __u32 pid;
@@ -266,6 +275,7 @@ VG_STATIC_ASSERT(sizeof(struct vg_payload) == 120, "vg_payload size");
 VG_STATIC_ASSERT(sizeof(struct vg_bpf) == 104, "vg_bpf size");
 VG_STATIC_ASSERT(sizeof(struct vg_usage_key) == 16, "vg_usage_key size");
 VG_STATIC_ASSERT(sizeof(struct vg_seen_key) == 8, "vg_seen_key size");
+VG_STATIC_ASSERT(sizeof(struct vg_usage_val) == 16, "vg_usage_val size");
 #endif
 
 #endif /* VIGIL_BPF_SHARED_EVENTS_H */

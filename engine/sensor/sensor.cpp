@@ -205,6 +205,9 @@ Status Sensor::Impl::open(const Config& cfg) {
   }
   skel_->rodata->cfg_n_prefixes = np;
   skel_->rodata->cfg_want_payload = cfg_.event_types.count(Type::kPayload) ? 1 : 0;
+  const bool args_at_exit =
+      !cfg_.enter_exit_pairs && libbpf_probe_bpf_helper(BPF_PROG_TYPE_TRACEPOINT, BPF_FUNC_task_pt_regs, nullptr) == 1;
+  skel_->rodata->cfg_args_at_exit = args_at_exit ? 1 : 0;
   if (int err = bpf_map__set_max_entries(skel_->maps.events, round_up_pow2(cfg_.ringbuf_bytes)); err != 0)
     return Error::runtime(std::string("sensor: cannot size the ring buffer: ") + std::strerror(-err));
 
@@ -236,10 +239,13 @@ Status Sensor::Impl::open(const Config& cfg) {
         skel_->rodata->cfg_xid_msg_off = offs->msg;
       }
     }
-    // The open enter programs only remember the given path for the prefix
-    // filter; without prefixes the exit programs work alone.
-    if (want && std::string_view(h.prog).starts_with("vg_enter_open") && skel_->rodata->cfg_n_prefixes == 0)
-      want = false;
+    // The enter programs only keep arguments for the exit programs where
+    // those cannot read them (args_at_exit false); the open ones only when
+    // path prefixes need the given path.
+    if (want && std::string_view(h.prog).starts_with("vg_enter_")) {
+      if (args_at_exit) want = false;
+      if (std::string_view(h.prog).starts_with("vg_enter_open") && skel_->rodata->cfg_n_prefixes == 0) want = false;
+    }
     bpf_program__set_autoload(prog, want);
     if (want) to_attach.emplace_back(&h, prog);
   }
@@ -322,14 +328,14 @@ int Sensor::Impl::report_usage(const std::function<void(event::Event&&)>& cb) {
   }
   std::map<std::uint32_t, std::vector<event::GpuUsageData::Entry>> by_pid;
   for (const vg_usage_key& k : keys) {
-    std::uint64_t count = 0;
-    if (bpf_map_lookup_and_delete_elem(fd, &k, &count) != 0) {
-      if (bpf_map_lookup_elem(fd, &k, &count) != 0) continue;
+    vg_usage_val val{};
+    if (bpf_map_lookup_and_delete_elem(fd, &k, &val) != 0) {
+      if (bpf_map_lookup_elem(fd, &k, &val) != 0) continue;
       bpf_map_delete_elem(fd, &k);
     }
     auto& v = by_pid[k.pid];
     if (v.size() >= kMaxUsageEntries) continue;
-    v.push_back({k.dev >> 20, k.dev & 0xfffff, k.nr, count});
+    v.push_back({k.dev >> 20, k.dev & 0xfffff, k.nr, val.count});
   }
   std::uint64_t now = static_cast<std::uint64_t>(now_wall_ns());
   int n = 0;

@@ -31,6 +31,11 @@ struct Config {
   std::uint32_t payload_bytes = 256;            // at most 4096
   std::chrono::milliseconds usage_interval{10000};
   std::string kmsg_path = "/dev/kmsg";          // tests may point elsewhere
+  // Syscall arguments: where the kernel has bpf_task_pt_regs (5.15+) the
+  // sys_exit programs read them from the saved user registers and no
+  // sys_enter program is attached (one tracepoint per traced syscall instead
+  // of two). true forces the enter/exit pairs older kernels use (tests).
+  bool enter_exit_pairs = false;
 };
 
 // Events lost, by reason. The kernel-side reasons are summed over CPUs.

@@ -1,5 +1,6 @@
 // Loads the real BPF programs and checks what they report about real
 // processes. Needs root and a kernel with BTF; skipped with a message otherwise.
+#include <algorithm>
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <net/if.h>
@@ -28,6 +29,8 @@
 
 #include "engine/sensor/sensor.h"
 
+#include <bpf/libbpf.h>
+
 namespace vigil::sensor {
 namespace {
 
@@ -47,6 +50,11 @@ std::unique_ptr<Sensor> open_sensor(Config cfg) {
   }
   return std::move(*s);
 }
+
+// The syscall tests run twice: with the arguments read at sys_exit from the
+// saved registers (the default where the kernel has bpf_task_pt_regs), and
+// with the sys_enter/sys_exit pairs older kernels use.
+class SyscallArgs : public ::testing::TestWithParam<bool> {};
 
 // Keeps every event polled, so tests can look for several events in any
 // order (the ring buffer orders events per CPU only).
@@ -228,7 +236,7 @@ struct Xfer {
   std::uint64_t ptr;
 };
 
-TEST(SensorIntegration, OpenAndIoctlOnAStandInNvidiaNode) {
+TEST_P(SyscallArgs, OpenAndIoctlOnAStandInNvidiaNode) {
   REQUIRE_ROOT();
   TempDir dir;
   struct stat null_st{};
@@ -238,6 +246,7 @@ TEST(SensorIntegration, OpenAndIoctlOnAStandInNvidiaNode) {
 
   Config cfg;
   cfg.event_types = {Type::kOpen, Type::kIoctl, Type::kGpuUsage};
+  cfg.enter_exit_pairs = GetParam();
   cfg.usage_interval = std::chrono::milliseconds(200);
   auto s = open_sensor(cfg);
   ASSERT_TRUE(s);
@@ -264,6 +273,11 @@ TEST(SensorIntegration, OpenAndIoctlOnAStandInNvidiaNode) {
     std::uint32_t ctl[8] = {};
     ctl[2] = 0x20800112;  // NV2080_CTRL_CMD_GPU_SET_POWER
     for (int i = 0; i < 3; ++i) ioctl(fd, 0xC020462A, ctl);
+    std::uint32_t ctl2[8] = {};
+    ctl2[2] = 0x20800110;  // another command between repeats of the first
+    ioctl(fd, 0xC020462A, ctl2);
+    ioctl(fd, 0xC020462A, ctl);
+    ioctl(fd, 0xC020462A, ctl2);
     close(fd);
     // /dev/null itself: a device, but not NVIDIA: its ioctls are ignored.
     int nfd = open("/dev/null", O_RDONLY);
@@ -321,13 +335,15 @@ TEST(SensorIntegration, OpenAndIoctlOnAStandInNvidiaNode) {
     return i && e.hdr.pid == cpid && i->rm_class == 0x83DE;
   }, 0);
   EXPECT_TRUE(debugger) << "a GPU debugger allocation is sent one by one";
-  int ctl_events = 0;
+  int ctl_events = 0, ctl2_events = 0;
   rec.wait_for([&](const Event& e) {
     auto* i = e.as<event::IoctlData>();
     if (i && e.hdr.pid == cpid && i->nr == 0x2A && i->rm_control == 0x20800112) ++ctl_events;
+    if (i && e.hdr.pid == cpid && i->nr == 0x2A && i->rm_control == 0x20800110) ++ctl2_events;
     return false;
   }, 0);
   EXPECT_EQ(ctl_events, 1) << "a control command is reported once per process";
+  EXPECT_EQ(ctl2_events, 1) << "each distinct control command is reported, once";
   auto sent_device0 = rec.wait_for([&](const Event& e) {
     auto* i = e.as<event::IoctlData>();
     return i && e.hdr.pid == cpid && i->rm_class == 0x0080;
@@ -340,11 +356,12 @@ TEST(SensorIntegration, OpenAndIoctlOnAStandInNvidiaNode) {
   EXPECT_FALSE(devnull) << "an ioctl on /dev/null was reported as NVIDIA";
 }
 
-TEST(SensorIntegration, OpenOfARulePathPrefix) {
+TEST_P(SyscallArgs, OpenOfARulePathPrefix) {
   REQUIRE_ROOT();
   TempDir dir;
   Config cfg;
   cfg.event_types = {Type::kOpen};
+  cfg.enter_exit_pairs = GetParam();
   cfg.open_path_prefixes = {dir.path + "/watched"};
   auto s = open_sensor(cfg);
   ASSERT_TRUE(s);
@@ -409,10 +426,11 @@ TEST(SensorIntegration, XidLineWrittenToDevKmsg) {
   EXPECT_EQ(x->level, 4);
 }
 
-TEST(SensorIntegration, BpfProgramLoadByAnotherProcess) {
+TEST_P(SyscallArgs, BpfProgramLoadByAnotherProcess) {
   REQUIRE_ROOT();
   Config cfg;
   cfg.event_types = {Type::kBpf};
+  cfg.enter_exit_pairs = GetParam();
   auto s = open_sensor(cfg);
   ASSERT_TRUE(s);
   Recorder rec(*s);
@@ -552,12 +570,13 @@ int tcp_exchange(int family, const char* addr, std::uint16_t port, const std::st
   return 0;
 }
 
-TEST(SensorIntegration, ConnectFromAPodCgroupInItsOwnNetns) {
+TEST_P(SyscallArgs, ConnectFromAPodCgroupInItsOwnNetns) {
   REQUIRE_ROOT();
   PodCgroup cg;
   ASSERT_NE(cg.id, 0u) << "could not create a kubelet-style cgroup under the cgroup v2 root";
   Config cfg;
   cfg.event_types = {Type::kConnect, Type::kPayload};
+  cfg.enter_exit_pairs = GetParam();
   auto s = open_sensor(cfg);
   ASSERT_TRUE(s);
   Recorder rec(*s);
@@ -726,12 +745,13 @@ TEST(SensorIntegration, ScriptExecReportsScriptAndInterpreter) {
   EXPECT_EQ(x->args.back(), "one");
 }
 
-TEST(SensorIntegration, UnixSocketConnect) {
+TEST_P(SyscallArgs, UnixSocketConnect) {
   REQUIRE_ROOT();
   TempDir dir;
   std::string path = dir.path + "/sock";
   Config cfg;
   cfg.event_types = {Type::kConnect};
+  cfg.enter_exit_pairs = GetParam();
   auto s = open_sensor(cfg);
   ASSERT_TRUE(s);
   Recorder rec(*s);
@@ -768,6 +788,40 @@ TEST(SensorIntegration, OnlyTheHooksTheRulesNeedAreAttached) {
   }
   EXPECT_EQ(att.size(), 3u);  // exec, fork, exit
 }
+
+TEST(SensorIntegration, TracedSyscallsPayForOneTracepointEach) {
+  REQUIRE_ROOT();
+  Config cfg;
+  cfg.event_types = {Type::kOpen, Type::kIoctl, Type::kConnect, Type::kBpf};
+  cfg.open_path_prefixes = {"/etc/"};
+  auto s = open_sensor(cfg);
+  ASSERT_TRUE(s);
+  auto att = s->attached();
+  auto has = [&](const char* h) { return std::find(att.begin(), att.end(), h) != att.end(); };
+  EXPECT_TRUE(has("syscalls:sys_exit_openat"));
+  EXPECT_TRUE(has("syscalls:sys_exit_ioctl"));
+  EXPECT_TRUE(has("syscalls:sys_exit_connect"));
+  EXPECT_TRUE(has("syscalls:sys_exit_bpf"));
+  // Where the kernel has bpf_task_pt_regs (5.15+), no enter program at all.
+  if (libbpf_probe_bpf_helper(BPF_PROG_TYPE_TRACEPOINT, BPF_FUNC_task_pt_regs, nullptr) == 1) {
+    for (const auto& h : att) EXPECT_EQ(h.rfind("syscalls:sys_enter_", 0), std::string::npos) << h;
+  } else {
+    std::printf("note: no bpf_task_pt_regs on this kernel: the enter/exit pairs are the default\n");
+  }
+
+  cfg.enter_exit_pairs = true;
+  s.reset();
+  s = open_sensor(cfg);
+  ASSERT_TRUE(s);
+  att = s->attached();
+  EXPECT_TRUE(has("syscalls:sys_enter_openat"));
+  EXPECT_TRUE(has("syscalls:sys_enter_ioctl"));
+}
+
+INSTANTIATE_TEST_SUITE_P(SensorIntegration, SyscallArgs, ::testing::Values(false, true),
+                         [](const ::testing::TestParamInfo<bool>& i) {
+                           return i.param ? std::string("EnterExitPairs") : std::string("ArgsAtExit");
+                         });
 
 }  // namespace
 }  // namespace vigil::sensor
