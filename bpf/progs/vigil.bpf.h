@@ -48,6 +48,11 @@ const volatile __u32 cfg_xid_msg_off __weak = 0;
  * registers (vg_syscall_regs) and no sys_enter program is attached; 0: the
  * sys_enter programs keep the arguments in per-thread maps for the exit. */
 const volatile __u32 cfg_args_at_exit __weak = 0;
+/* Wake the reader only once this many bytes wait in the ring buffer (0: for
+ * every record). A wake-up costs about a microsecond on the traced thread
+ * (irq_work + wake_up); user space also drains on a short timer, so a quiet
+ * node's events wait at most that long. */
+const volatile __u32 cfg_wakeup_bytes __weak = 0;
 
 /* ---- maps ---- */
 struct {
@@ -264,7 +269,11 @@ static __always_inline void vg_submit(__u8 *buf, __u32 len)
     len = VG_RECORD_MAX;
   __u64 n = VG_SIZE_BOUND(len, 16383); /* VG_RECORD_MAX - 1 */
   h->len = n;
-  if (bpf_ringbuf_output(&events, buf, n, 0) != 0)
+  __u64 wake = 0;
+  if (cfg_wakeup_bytes)
+    wake = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) + n >= cfg_wakeup_bytes ? BPF_RB_FORCE_WAKEUP
+                                                                                  : BPF_RB_NO_WAKEUP;
+  if (bpf_ringbuf_output(&events, buf, n, wake) != 0)
     vg_drop(VG_DROP_RINGBUF_FULL);
 }
 

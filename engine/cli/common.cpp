@@ -114,6 +114,10 @@ Result<sensor::Config> sensor_config(const YAML::Node& cfg, const rules::Ruleset
   if (!usage) return usage.error();
   if (*usage < 100) return Error::bad_input("config key 'sensor.usage_interval_ms' must be at least 100");
   sc.usage_interval = std::chrono::milliseconds(*usage);
+  auto wake = get_or<std::uint32_t>(cfg, "sensor.wakeup_kib", static_cast<std::uint32_t>(sc.wakeup_bytes >> 10));
+  if (!wake) return wake.error();
+  if (*wake > (*rb << 10) / 2) return Error::bad_input("config key 'sensor.wakeup_kib' must be at most half of sensor.ringbuf_mib");
+  sc.wakeup_bytes = static_cast<std::size_t>(*wake) << 10;
   auto kmsg = get_or<std::string>(cfg, "sensor.kmsg_path", sc.kmsg_path);
   if (!kmsg) return kmsg.error();
   sc.kmsg_path = *kmsg;

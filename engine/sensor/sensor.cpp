@@ -208,6 +208,8 @@ Status Sensor::Impl::open(const Config& cfg) {
   const bool args_at_exit =
       !cfg_.enter_exit_pairs && libbpf_probe_bpf_helper(BPF_PROG_TYPE_TRACEPOINT, BPF_FUNC_task_pt_regs, nullptr) == 1;
   skel_->rodata->cfg_args_at_exit = args_at_exit ? 1 : 0;
+  skel_->rodata->cfg_wakeup_bytes =
+      static_cast<std::uint32_t>(std::min<std::size_t>(cfg_.wakeup_bytes, round_up_pow2(cfg_.ringbuf_bytes) / 2));
   if (int err = bpf_map__set_max_entries(skel_->maps.events, round_up_pow2(cfg_.ringbuf_bytes)); err != 0)
     return Error::runtime(std::string("sensor: cannot size the ring buffer: ") + std::strerror(-err));
 
@@ -357,6 +359,11 @@ int Sensor::Impl::report_usage(const std::function<void(event::Event&&)>& cb) {
 
 int Sensor::Impl::poll(int timeout_ms, const std::function<void(event::Event&&)>& cb) {
   epoll_event evs[4];
+  // Records below the wake-up threshold wake nobody: drain them on a timer.
+  if (cfg_.wakeup_bytes > 0) {
+    const int cap = static_cast<int>(kMaxBatchDelay.count());
+    if (timeout_ms < 0 || timeout_ms > cap) timeout_ms = cap;
+  }
   int n = epoll_wait(epoll_fd_, evs, 4, timeout_ms);
   if (n < 0) return errno == EINTR ? 0 : -errno;
   cb_ = &cb;
