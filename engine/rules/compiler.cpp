@@ -20,7 +20,94 @@ struct SvHash {
   using is_transparent = void;
   std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
 };
-using StrSet = std::unordered_set<std::string, SvHash, std::equal_to<>>;
+
+// The string values of an `in` list, for the event path: one flat
+// open-addressing table over one buffer (no node chasing, no division), with
+// filters on the length and the first and last byte that reject most
+// non-members before any hashing. Lookups never allocate; the table is at most
+// half full, so a probe ends at an empty slot.
+class LiteralSet {
+ public:
+  void build(const std::vector<std::string>& vals) {
+    std::vector<std::string_view> uniq;
+    std::unordered_set<std::string_view> seen;
+    for (const auto& v : vals) {
+      if (seen.insert(v).second) uniq.push_back(v);
+    }
+    std::size_t cap = 4;
+    while (cap < uniq.size() * 2) cap *= 2;
+    slots_.assign(cap, Slot{});
+    mask_ = cap - 1;
+    std::size_t total = 0;
+    for (auto v : uniq) total += v.size();
+    data_.reserve(total);
+    for (auto v : uniq) {
+      if (v.empty()) { has_empty_ = true; continue; }
+      len_mask_ |= std::uint64_t{1} << (v.size() < 63 ? v.size() : 63);
+      auto f = static_cast<unsigned char>(v.front());
+      auto l = static_cast<unsigned char>(v.back());
+      first_[f >> 6] |= std::uint64_t{1} << (f & 63);
+      last_[l >> 6] |= std::uint64_t{1} << (l & 63);
+      std::uint64_t h = hash(v);
+      std::size_t i = h & mask_;
+      while (slots_[i].len != kEmpty) i = (i + 1) & mask_;
+      slots_[i] = Slot{h, static_cast<std::uint32_t>(data_.size()), static_cast<std::uint32_t>(v.size())};
+      data_.append(v);
+    }
+    size_ = uniq.size();
+  }
+  std::size_t size() const noexcept { return size_; }
+  bool contains(std::string_view s) const noexcept {
+    const std::size_t n = s.size();
+    if (n == 0) return has_empty_;
+    if (!((len_mask_ >> (n < 63 ? n : 63)) & 1u)) return false;
+    auto f = static_cast<unsigned char>(s.front());
+    auto l = static_cast<unsigned char>(s.back());
+    if (!((first_[f >> 6] >> (f & 63)) & 1u) || !((last_[l >> 6] >> (l & 63)) & 1u)) return false;
+    const std::uint64_t h = hash(s);
+    for (std::size_t i = h & mask_;; i = (i + 1) & mask_) {
+      const Slot& sl = slots_[i];
+      if (sl.len == kEmpty) return false;
+      if (sl.hash == h && sl.len == n && std::memcmp(data_.data() + sl.off, s.data(), n) == 0) return true;
+    }
+  }
+  static std::uint64_t hash(std::string_view s) noexcept {
+    constexpr std::uint64_t kMul = 0x9e3779b97f4a7c15ull;
+    std::uint64_t h = 0x84222325cbf29ce4ull ^ (s.size() * kMul);
+    const char* p = s.data();
+    std::size_t n = s.size();
+    while (n >= 8) {
+      std::uint64_t w;
+      std::memcpy(&w, p, 8);
+      h = (h ^ w) * kMul;
+      h ^= h >> 29;
+      p += 8;
+      n -= 8;
+    }
+    std::uint64_t w = 0;
+    std::memcpy(&w, p, n);
+    h = (h ^ w) * kMul;
+    h ^= h >> 32;
+    h *= 0xbf58476d1ce4e5b9ull;
+    return h ^ (h >> 31);
+  }
+
+ private:
+  static constexpr std::uint32_t kEmpty = 0xffffffffu;
+  struct Slot {
+    std::uint64_t hash = 0;
+    std::uint32_t off = 0;
+    std::uint32_t len = kEmpty;
+  };
+  std::vector<Slot> slots_{Slot{}};
+  std::size_t mask_ = 0;
+  std::string data_;
+  std::uint64_t len_mask_ = 0;  // bit n: a member of length n (63: 63 or more)
+  std::uint64_t first_[4] = {0, 0, 0, 0};
+  std::uint64_t last_[4] = {0, 0, 0, 0};
+  bool has_empty_ = false;
+  std::size_t size_ = 0;
+};
 
 char lower(char c) noexcept { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c + ('a' - 'A')) : c; }
 
@@ -223,6 +310,10 @@ bool glob_match(std::string_view p, std::string_view s, bool icase) noexcept {
 
 struct CCheck {
   int id = -1;  // CheckCache slot, -1: not cached
+  std::string text;  // canonical text of the check (plans, diagnostics)
+  // 0 or 1: the check gives this result for every event (its field does not
+  // depend on the event: evt.source, evt.num, evt.dir); -1: it depends.
+  std::int8_t constant = -1;
   // A check on fd.name & co whose values are literal paths/prefixes (for the
   // sensor's open filter).
   bool path_check = false;
@@ -237,9 +328,9 @@ struct CCheck {
   // Right-hand side, prepared by type.
   std::string str;               // single string (lower-cased for icontains/iglob)
   std::vector<std::string> strs; // modifier values
-  StrSet set;
+  LiteralSet set;
   std::vector<std::int64_t> nums;
-  std::unordered_set<std::int64_t> numset;
+  std::vector<std::int64_t> numset;  // sorted, unique
   bool boolean = false;
   std::vector<Cidr> nets;
   std::vector<std::unique_ptr<RE2>> res;
@@ -262,7 +353,21 @@ struct CNode {
   std::shared_ptr<const CCheck> check;  // shared by the per-event-type copies
 };
 
-Expr::Expr() = default;
+// A specialised condition laid out flat in evaluation order (pre-order), so
+// evaluating it walks one contiguous array instead of chasing child vectors
+// and check pointers. A node's subtree is the `size` nodes starting at it.
+struct FNode {
+  CNode::Kind kind = CNode::Kind::kBool;
+  bool value = false;
+  std::int32_t id = -1;      // CheckCache slot of the check, -1: not cached
+  std::uint32_t size = 1;    // nodes in this subtree, itself included
+  const CCheck* check = nullptr;
+};
+
+Expr::Expr() { flat_start_.fill(kNoProgram); }
+namespace {
+void flatten_node(const CNode& n, std::vector<FNode>& out);
+}  // namespace
 namespace {
 
 // A rough cost of evaluating a node, to evaluate cheap tests of an and/or
@@ -303,23 +408,84 @@ int cost(const CNode& n) {
   return 1;
 }
 
+// A rough guess of how often a node is true for a benign event. Positive
+// tests (=, in, contains, startswith, regex...) rarely hold; their negations
+// (the `and not ...` exceptions of most rules) almost always do.
+double true_share(const CNode& n) {
+  switch (n.kind) {
+    case CNode::Kind::kBool: return n.value ? 1.0 : 0.0;
+    case CNode::Kind::kTypeMask: return 0.5;
+    case CNode::Kind::kNot: return 1.0 - true_share(n.kids[0]);
+    case CNode::Kind::kAnd: {
+      double p = 1.0;
+      for (const auto& k : n.kids) p *= true_share(k);
+      return p;
+    }
+    case CNode::Kind::kOr: {
+      double q = 1.0;
+      for (const auto& k : n.kids) q *= 1.0 - true_share(k);
+      return 1.0 - q;
+    }
+    case CNode::Kind::kCheck: {
+      const CCheck& k = *n.check;
+      switch (k.op) {
+        case Op::kNe: return 0.9;
+        case Op::kExists: return 0.9;
+        case Op::kLt: case Op::kLe: case Op::kGt: case Op::kGe: return 0.5;
+        default: break;
+      }
+      if (k.ltype == FieldType::kBool) return 0.5;
+      return 0.1;
+    }
+  }
+  return 0.5;
+}
+
+// Orders the children of an and (or) so that the expected work before the
+// first false (true) child is smallest: by cost over the chance of deciding
+// the result. Both are pure, so the order never changes the result.
+void order_kids(std::vector<CNode>& kids, bool is_and) {
+  auto key = [is_and](const CNode& n) {
+    double p = std::clamp(true_share(n), 0.02, 0.98);
+    double decide = is_and ? 1.0 - p : p;
+    return (static_cast<double>(cost(n)) + 0.5) / decide;
+  };
+  std::vector<std::pair<double, std::size_t>> keyed;
+  keyed.reserve(kids.size());
+  for (std::size_t i = 0; i < kids.size(); ++i) keyed.emplace_back(key(kids[i]), i);
+  std::stable_sort(keyed.begin(), keyed.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<CNode> out;
+  out.reserve(kids.size());
+  for (const auto& [k, i] : keyed) out.push_back(std::move(kids[i]));
+  kids = std::move(out);
+}
+
 // A copy of `n` specialised for events of one type: evt.type tests become
 // constants, constants fold away, and nested and/or of one kind are flattened.
-CNode specialise(const CNode& n, unsigned type) {
+// With `fold`, checks whose result is the same for every event become
+// constants too.
+CNode specialise(const CNode& n, unsigned type, bool fold) {
   CNode c;
   switch (n.kind) {
     case CNode::Kind::kTypeMask:
       c.kind = CNode::Kind::kBool;
       c.value = (n.mask >> type) & 1u;
       return c;
-    case CNode::Kind::kBool:
     case CNode::Kind::kCheck:
+      if (fold && n.check && n.check->constant >= 0) {
+        c.kind = CNode::Kind::kBool;
+        c.value = n.check->constant == 1;
+        return c;
+      }
+      [[fallthrough]];
+    case CNode::Kind::kBool:
       c.kind = n.kind;
       c.value = n.value;
       c.check = n.check;
       return c;
     case CNode::Kind::kNot: {
-      CNode k = specialise(n.kids[0], type);
+      CNode k = specialise(n.kids[0], type, fold);
       if (k.kind == CNode::Kind::kBool) {
         k.value = !k.value;
         return k;
@@ -333,7 +499,7 @@ CNode specialise(const CNode& n, unsigned type) {
       bool is_and = n.kind == CNode::Kind::kAnd;
       c.kind = n.kind;
       for (const auto& kid : n.kids) {
-        CNode k = specialise(kid, type);
+        CNode k = specialise(kid, type, fold);
         if (k.kind == CNode::Kind::kBool) {
           if (k.value != is_and) {  // false in an and, true in an or: decides it
             CNode r;
@@ -356,8 +522,7 @@ CNode specialise(const CNode& n, unsigned type) {
         return r;
       }
       if (c.kids.size() == 1) return std::move(c.kids[0]);
-      std::stable_sort(c.kids.begin(), c.kids.end(),
-                       [](const CNode& a, const CNode& b) { return cost(a) < cost(b); });
+      order_kids(c.kids, is_and);
       return c;
     }
   }
@@ -367,9 +532,17 @@ CNode specialise(const CNode& n, unsigned type) {
 }  // namespace
 
 Expr::Expr(std::unique_ptr<CNode> root) : root_(std::move(root)) {
+  flat_start_.fill(kNoProgram);
   for (unsigned t = 1; t < static_cast<unsigned>(event::Type::kCount); ++t) {
-    CNode s = specialise(*root_, t);
-    if (s.kind == CNode::Kind::kBool && !s.value) continue;  // can never match this type
+    // The type mask rules are listed and checked under ignores constant
+    // checks (a rule guarded by never_true still "runs" for its types).
+    CNode plain = specialise(*root_, t, false);
+    if (plain.kind == CNode::Kind::kBool && !plain.value) continue;  // can never match this type
+    type_bits_ |= 1u << t;
+    CNode s = specialise(*root_, t, true);
+    if (s.kind == CNode::Kind::kBool && !s.value) continue;  // never true: not evaluated
+    flat_start_[t] = static_cast<std::uint32_t>(flat_.size());
+    flatten_node(s, flat_);
     by_type_[t] = std::make_unique<CNode>(std::move(s));
   }
 }
@@ -501,7 +674,7 @@ bool cmp_str(const CCheck& c, Op op, std::string_view v, std::string_view rhs, s
       return RE2::FullMatch(re2::StringPiece(v.data(), v.size()), *c.res[idx]);
     }
     case Op::kIn:
-    case Op::kIntersects: return c.set.find(v) != c.set.end();
+    case Op::kIntersects: return c.set.contains(v);
     case Op::kPMatch: return c.trie && c.trie->match(v);
     default: return false;
   }
@@ -527,7 +700,9 @@ bool test_one(const CCheck& c, Op op, const Val& v) noexcept {
       return cmp_str(c, op, v.s, c.str, 0);
     case FieldType::kInt:
     case FieldType::kUint:
-      if (op == Op::kIn || op == Op::kIntersects) return c.numset.count(v.i) != 0;
+      if (op == Op::kIn || op == Op::kIntersects) {
+        return std::binary_search(c.numset.begin(), c.numset.end(), v.i);
+      }
       return cmp_num(op, v.i, c.nums.empty() ? 0 : c.nums[0]);
     case FieldType::kBool:
       if (op == Op::kIn || op == Op::kIntersects) {
@@ -633,26 +808,51 @@ bool eval_check(const CCheck& c, const ExtractCtx& x) noexcept {
   return false;
 }
 
-bool eval_node(const CNode& n, const ExtractCtx& x) noexcept {
-  switch (n.kind) {
-    case CNode::Kind::kAnd:
-      for (const auto& k : n.kids) if (!eval_node(k, x)) return false;
+
+void flatten_node(const CNode& n, std::vector<FNode>& out) {
+  std::size_t at = out.size();
+  FNode f;
+  f.kind = n.kind;
+  f.value = n.kind == CNode::Kind::kBool ? n.value : false;
+  if (n.kind == CNode::Kind::kTypeMask) {  // folded by specialise(); kept for completeness
+    f.kind = CNode::Kind::kBool;
+    f.value = true;
+  }
+  if (n.kind == CNode::Kind::kCheck) {
+    f.check = n.check.get();
+    f.id = n.check->id;
+  }
+  out.push_back(f);
+  for (const auto& k : n.kids) flatten_node(k, out);
+  out[at].size = static_cast<std::uint32_t>(out.size() - at);
+}
+
+bool eval_flat(const FNode* n, const ExtractCtx& x) noexcept {
+  switch (n->kind) {
+    case CNode::Kind::kAnd: {
+      const FNode* end = n + n->size;
+      for (const FNode* k = n + 1; k < end; k += k->size) {
+        if (!eval_flat(k, x)) return false;
+      }
       return true;
-    case CNode::Kind::kOr:
-      for (const auto& k : n.kids) if (eval_node(k, x)) return true;
+    }
+    case CNode::Kind::kOr: {
+      const FNode* end = n + n->size;
+      for (const FNode* k = n + 1; k < end; k += k->size) {
+        if (eval_flat(k, x)) return true;
+      }
       return false;
-    case CNode::Kind::kNot: return !eval_node(n.kids[0], x);
-    case CNode::Kind::kBool: return n.value;
-    case CNode::Kind::kTypeMask:
-      return (n.mask >> static_cast<unsigned>(x.ctx->ev->hdr.type)) & 1u;
+    }
+    case CNode::Kind::kNot: return !eval_flat(n + 1, x);
+    case CNode::Kind::kBool:
+    case CNode::Kind::kTypeMask: return n->value;
     case CNode::Kind::kCheck: {
-      const CCheck& c = *n.check;
       CheckCache* cc = x.checks;
-      if (!cc || c.id < 0) return eval_check(c, x);
-      auto id = static_cast<unsigned>(c.id);
+      if (!cc || n->id < 0) return eval_check(*n->check, x);
+      auto id = static_cast<unsigned>(n->id);
       std::uint64_t bit = std::uint64_t{1} << (id % 64);
       if (cc->done[id / 64] & bit) return (cc->value[id / 64] & bit) != 0;
-      bool v = eval_check(c, x);
+      bool v = eval_check(*n->check, x);
       cc->done[id / 64] |= bit;
       if (v) cc->value[id / 64] |= bit;
       else cc->value[id / 64] &= ~bit;
@@ -717,17 +917,50 @@ bool prefixes_of(const CNode& n, std::vector<std::string>& out) {
 bool Expr::eval(const ExtractCtx& x) const noexcept {
   auto t = static_cast<std::size_t>(x.ctx->ev->hdr.type);
   if (t >= by_type_.size()) return false;
-  const CNode* n = by_type_[t].get();
-  return n && eval_node(*n, x);
+  std::uint32_t at = flat_start_[t];
+  return at != kNoProgram && eval_flat(flat_.data() + at, x);
 }
 std::uint32_t Expr::type_mask() const {
   if (!root_) return 0;
   std::uint32_t m = mask_of(*root_, false);
   // Drop the types for which the specialised condition is constant false.
+  return m & type_bits_;
+}
+std::uint32_t Expr::eval_mask() const {
+  std::uint32_t m = 0;
   for (unsigned t = 1; t < static_cast<unsigned>(event::Type::kCount); ++t) {
-    if (!by_type_[t]) m &= ~(1u << t);
+    if (by_type_[t]) m |= 1u << t;
   }
   return m;
+}
+namespace {
+void render_plan(const CNode& n, int depth, std::string& out) {
+  out.append(static_cast<std::size_t>(depth) * 2, ' ');
+  switch (n.kind) {
+    case CNode::Kind::kAnd: out += "and\n"; break;
+    case CNode::Kind::kOr: out += "or\n"; break;
+    case CNode::Kind::kNot: out += "not\n"; break;
+    case CNode::Kind::kBool: out += n.value ? "true\n" : "false\n"; return;
+    case CNode::Kind::kTypeMask: out += "evt.type mask " + std::to_string(n.mask) + "\n"; return;
+    case CNode::Kind::kCheck: {
+      const CCheck& c = *n.check;
+      out += c.text.empty() ? "anyof(" + std::string(op_name(c.op)) + ") on " +
+                                  std::string(c.lhs.def ? c.lhs.def->name : "?")
+                            : c.text;
+      out += '\n';
+      return;
+    }
+  }
+  for (const auto& k : n.kids) render_plan(k, depth + 1, out);
+}
+}  // namespace
+
+std::string Expr::plan(event::Type t) const {
+  auto i = static_cast<std::size_t>(t);
+  if (i >= by_type_.size() || !by_type_[i]) return "false\n";
+  std::string out;
+  render_plan(*by_type_[i], 0, out);
+  return out;
 }
 bool Expr::path_prefixes(std::vector<std::string>& out) const {
   return root_ && prefixes_of(*root_, out);
@@ -1116,7 +1349,7 @@ class Compiler {
           }
         }
         if (n.op == Op::kIn || n.op == Op::kIntersects) {
-          for (auto& v : vals) chk->set.insert(v);
+          chk->set.build(vals);
         } else if (n.op == Op::kPMatch) {
           chk->trie = std::make_unique<PathTrie>();
           for (auto& v : vals) chk->trie->add(v);
@@ -1162,8 +1395,10 @@ class Compiler {
             return c;
           }
           chk->nums.push_back(x);
-          chk->numset.insert(x);
+          chk->numset.push_back(x);
         }
+        std::sort(chk->numset.begin(), chk->numset.end());
+        chk->numset.erase(std::unique(chk->numset.begin(), chk->numset.end()), chk->numset.end());
         break;
       case FieldType::kBool:
         for (const auto& v : vals) {
@@ -1193,10 +1428,29 @@ class Compiler {
   }
 
   CNode finish(CNode& c, const std::string& key, std::shared_ptr<CCheck> chk) {
+    chk->text = key;
+    chk->constant = constant_result(*chk);
     if (slots_) slots_->remember(key, chk);
     c.kind = CNode::Kind::kCheck;
     c.check = std::move(chk);
     return std::move(c);
+  }
+
+  // Fields whose value is the same for every event: a check on one of them
+  // (Falco's never_true, evt.source = x) is evaluated once, here.
+  static std::int8_t constant_result(const CCheck& c) {
+    static constexpr std::string_view kConstantFields[] = {"evt.source", "evt.num", "evt.dir"};
+    if (!c.lhs.def || c.rhs_field) return -1;
+    if (std::find(std::begin(kConstantFields), std::end(kConstantFields), c.lhs.def->name) ==
+        std::end(kConstantFields)) {
+      return -1;
+    }
+    event::Event ev;
+    state::EvalContext ctx;
+    ctx.ev = &ev;
+    auto arena = std::make_unique<Arena>();
+    ExtractCtx x{&ctx, arena.get()};
+    return eval_check(c, x) ? 1 : 0;
   }
 
   const MacroMap& macros_;

@@ -24,6 +24,7 @@ namespace vigil::rules {
 
 struct CNode;   // compiled node (compiler.cpp)
 struct CCheck;  // compiled comparison (compiler.cpp)
+struct FNode;   // a node of a flattened, specialised condition (compiler.cpp)
 
 class Expr {
  public:
@@ -40,11 +41,25 @@ class Expr {
   // Literal paths/prefixes the condition compares fd.name/fd.directory against
   // when every way to match needs one; empty optional (has=false) otherwise.
   bool path_prefixes(std::vector<std::string>& out) const;
+  // The event types for which eval() can be true once checks that are
+  // constant for every event (evt.source, evt.num) are folded: a subset of
+  // type_mask(); rules are indexed under these.
+  std::uint32_t eval_mask() const;
+  // The condition as evaluated for events of type `t` (evt.type tests folded,
+  // children of and/or in evaluation order), one node per line; "false" when
+  // it can never be true for that type.
+  std::string plan(event::Type t) const;
 
  private:
   std::unique_ptr<CNode> root_;
   // root_ specialised per event type (null: never true for that type).
   std::array<std::unique_ptr<CNode>, static_cast<std::size_t>(event::Type::kCount)> by_type_;
+  std::uint32_t type_bits_ = 0;  // types whose condition is not constant false before folding
+  // by_type_ flattened for evaluation: the program for type t starts at
+  // flat_[flat_start_[t]] (kNoProgram: none).
+  static constexpr std::uint32_t kNoProgram = 0xffffffffu;
+  std::vector<FNode> flat_;
+  std::array<std::uint32_t, static_cast<std::size_t>(event::Type::kCount)> flat_start_;
 };
 
 // Macros and lists visible to a compile.

@@ -153,7 +153,7 @@ void Ruleset::evaluate(const state::EvalContext& ctx, std::vector<event::Alert>&
 std::set<event::Type> Ruleset::event_types() const {
   std::set<event::Type> s;
   for (std::size_t t = 0; t < static_cast<std::size_t>(event::Type::kCount); ++t) {
-    if (!index_[t].empty()) s.insert(static_cast<event::Type>(t));
+    if ((type_bits_ >> t) & 1u) s.insert(static_cast<event::Type>(t));
   }
   return s;
 }
@@ -169,6 +169,13 @@ std::vector<std::string> mask_names(std::uint32_t mask) {
   return v;
 }
 }  // namespace
+
+std::string Ruleset::plan(std::string_view rule, event::Type t) const {
+  for (const auto& r : rules_) {
+    if (r->name == rule) return r->expr ? r->expr->plan(t) : std::string("false\n");
+  }
+  return {};
+}
 
 std::vector<RuleInfo> Ruleset::rules() const {
   std::vector<RuleInfo> v;
@@ -516,8 +523,10 @@ class RulesetBuilder {
     for (std::uint32_t i = 0; i < rs->rules_.size(); ++i) {
       const auto& r = *rs->rules_[i];
       if (!r.enabled) continue;
+      rs->type_bits_ |= r.mask;
+      const std::uint32_t eval_mask = r.expr->eval_mask();
       for (unsigned t = 1; t < static_cast<unsigned>(event::Type::kCount); ++t) {
-        if ((r.mask >> t) & 1u) rs->index_[t].push_back(i);
+        if ((eval_mask >> t) & 1u) rs->index_[t].push_back(i);
       }
       if ((r.mask >> static_cast<unsigned>(event::Type::kOpen)) & 1u) {
         std::vector<std::string> p;

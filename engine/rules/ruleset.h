@@ -77,12 +77,16 @@ class Ruleset {
   bool open_any_path() const { return open_any_path_; }
 
   std::vector<RuleInfo> rules() const;
+  // How the named rule's condition is evaluated for events of type `t`
+  // (Expr::plan); "" when no rule has that name.
+  std::string plan(std::string_view rule, event::Type t) const;
   std::size_t size() const { return rules_.size(); }
 
  private:
   friend class RulesetBuilder;
   std::vector<std::unique_ptr<Rule>> rules_;
   std::vector<std::uint32_t> index_[static_cast<std::size_t>(event::Type::kCount)];
+  std::uint32_t type_bits_ = 0;  // event types enabled rules are listed under
   std::vector<std::string> open_prefixes_;
   bool open_any_path_ = false;
   std::string hostname_;
