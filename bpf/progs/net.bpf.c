@@ -115,7 +115,7 @@ static __always_inline int on_connect(struct bpf_sock_addr *ctx, int v6)
     struct vg_sk_owner *o =
         bpf_sk_storage_get(&sk_owner, ctx->sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
     if (o) {
-      vg_fill_hdr(&o->hdr, VG_PAYLOAD);
+      vg_fill_hdr_sock(&o->hdr, VG_PAYLOAD);
       o->want_payload = 1;
     } else {
       vg_drop(VG_DROP_MAP_FULL);
@@ -140,7 +140,7 @@ static __always_inline int on_sendmsg(struct bpf_sock_addr *ctx, int v6)
     return 1;
   __u8 one = 1;
   bpf_map_update_elem(&sent_once, &k, &one, BPF_ANY);
-  vg_fill_hdr(&c->hdr, VG_CONNECT);
+  vg_fill_hdr_sock(&c->hdr, VG_CONNECT);
   c->flags = VG_CONN_SENDMSG;
   c->result = 0;
   c->unix_path_len = 0;

@@ -54,6 +54,15 @@ const volatile __u32 cfg_args_at_exit __weak = 0;
  * node's events wait at most that long. */
 const volatile __u32 cfg_wakeup_bytes __weak = 0;
 
+/* A typed read-only view of kernel memory (kernels 6.2+; the verifier turns
+ * the call into a move). Loads through it are plain fault-handled loads, a
+ * few ns each instead of one bpf_probe_read_kernel call per field: this
+ * matters on paths that run for every ioctl. __weak: NULL where the kernel
+ * lacks it, and the BPF_CORE_READ branch runs instead. Use it from one
+ * object only (file.bpf.c): bpftool's linker in libbpf 1.1 cannot link one
+ * extern kfunc referenced from two objects. */
+extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym __weak;
+
 /* ---- maps ---- */
 struct {
   __uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -105,8 +114,11 @@ static __always_inline int vg_is_self(void)
   return (__u32)(bpf_get_current_pid_tgid() >> 32) == cfg_vigil_tgid;
 }
 
-/* The common header, from the current task. */
-static __always_inline void vg_fill_hdr(struct vg_hdr *h, __u16 type)
+/* The common header, from the current task. `tracing`: the caller is a
+ * tracing program (tracepoint, tp_btf), which may walk the task through
+ * bpf_get_current_task_btf with direct loads, a few ns each; the cgroup
+ * socket programs (vg_fill_hdr_sock) use one helper read per field. */
+static __always_inline void vg_fill_hdr_from(struct vg_hdr *h, __u16 type, int tracing)
 {
   struct task_struct *t = (struct task_struct *)bpf_get_current_task();
   __u64 pt = bpf_get_current_pid_tgid();
@@ -118,17 +130,32 @@ static __always_inline void vg_fill_hdr(struct vg_hdr *h, __u16 type)
   h->ts_ns = bpf_ktime_get_boot_ns();
   h->pid = pt >> 32;
   h->tid = (__u32)pt;
-  h->ppid = BPF_CORE_READ(t, real_parent, tgid);
   h->uid = (__u32)ug;
   h->gid = ug >> 32;
-  struct pid *tp = BPF_CORE_READ(t, thread_pid);
+  struct pid *tp;
+  if (tracing && bpf_core_enum_value_exists(enum bpf_func_id, BPF_FUNC_get_current_task_btf)) {
+    /* Direct loads (a NULL pointer on the way reads as 0, like the helper). */
+    struct task_struct *tt = bpf_get_current_task_btf();
+    h->ppid = tt->real_parent->tgid;
+    tp = tt->thread_pid;
+    h->mnt_ns = tt->nsproxy->mnt_ns->ns.inum;
+    h->net_ns = tt->nsproxy->net_ns->ns.inum;
+  } else {
+    h->ppid = BPF_CORE_READ(t, real_parent, tgid);
+    tp = BPF_CORE_READ(t, thread_pid);
+    h->mnt_ns = BPF_CORE_READ(t, nsproxy, mnt_ns, ns.inum);
+    h->net_ns = BPF_CORE_READ(t, nsproxy, net_ns, ns.inum);
+  }
+  /* numbers[] is indexed by the pid's level: helper reads (a direct load
+   * needs a constant offset). */
   unsigned int level = BPF_CORE_READ(tp, level);
   h->pid_ns = BPF_CORE_READ(tp, numbers[level & 31].ns, ns.inum);
-  h->mnt_ns = BPF_CORE_READ(t, nsproxy, mnt_ns, ns.inum);
-  h->net_ns = BPF_CORE_READ(t, nsproxy, net_ns, ns.inum);
   h->cgroup_id = bpf_get_current_cgroup_id();
   bpf_get_current_comm(h->comm, sizeof(h->comm));
 }
+
+#define vg_fill_hdr(h, type) vg_fill_hdr_from((h), (type), 1)
+#define vg_fill_hdr_sock(h, type) vg_fill_hdr_from((h), (type), 0)
 
 /* Appends a NUL-terminated user string at buf[off]; returns the bytes written
  * (NUL included, 0 on failure). Sets *trunc when the string filled `max`. */
@@ -277,12 +304,6 @@ static __always_inline void vg_submit(__u8 *buf, __u32 len)
     vg_drop(VG_DROP_RINGBUF_FULL);
 }
 
-/* A typed read-only view of kernel memory (kernels 6.2+; the verifier turns
- * the call into a move). Loads through it are plain fault-handled loads, a
- * few ns each instead of one bpf_probe_read_kernel call per field: this
- * matters on paths that run for every ioctl. __weak: NULL where the kernel
- * lacks it, and the BPF_CORE_READ branch runs instead. */
-extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym __weak;
 
 /* Mode and device number of the inode behind an open file. */
 static __always_inline void vg_file_dev(struct file *f, umode_t *mode, dev_t *rdev)
