@@ -308,40 +308,43 @@ bool glob_match(std::string_view p, std::string_view s, bool icase) noexcept {
 
 // ---------------------------------------------------------------- compiled form
 
+// Members the event path reads come first, so a check's evaluation touches
+// few cache lines.
 struct CCheck {
   int id = -1;  // CheckCache slot, -1: not cached
-  std::string text;  // canonical text of the check (plans, diagnostics)
   // 0 or 1: the check gives this result for every event (its field does not
   // depend on the event: evt.source, evt.num, evt.dir); -1: it depends.
   std::int8_t constant = -1;
-  // A check on fd.name & co whose values are literal paths/prefixes (for the
-  // sensor's open filter).
-  bool path_check = false;
-  std::vector<std::string> path_literals;
-  FieldInst lhs;
-  std::vector<Transformer> ltr;  // innermost first
   FieldType ltype = FieldType::kString;
   bool multi_all_in = false;     // list field with `in`: every element must be in the set
   bool multi = false;            // several values: any must hold
   Op op = Op::kEq;
   Modifier mod = Modifier::kNone;
+  bool rhs_field = false;
+  bool boolean = false;
+  FieldInst lhs;
+  std::vector<Transformer> ltr;  // innermost first
   // Right-hand side, prepared by type.
   std::string str;               // single string (lower-cased for icontains/iglob)
-  std::vector<std::string> strs; // modifier values
   LiteralSet set;
   std::vector<std::int64_t> nums;
   std::vector<std::int64_t> numset;  // sorted, unique
-  bool boolean = false;
   std::vector<Cidr> nets;
   std::vector<std::unique_ptr<RE2>> res;
   std::unique_ptr<PathTrie> trie;
   // `anyof` over contains/icontains/startswith/endswith, and or-chains of
   // contains on one field, as one RE2 program (one linear pass).
   std::unique_ptr<RE2> any_re;
-  bool rhs_field = false;
+  std::vector<std::string> strs; // modifier values
   FieldInst rf;
   std::vector<Transformer> rtr;
   FieldType rtype = FieldType::kString;
+  // Not used on the event path.
+  std::string text;  // canonical text of the check (plans, diagnostics)
+  // A check on fd.name & co whose values are literal paths/prefixes (for the
+  // sensor's open filter).
+  bool path_check = false;
+  std::vector<std::string> path_literals;
 };
 
 struct CNode {
@@ -351,17 +354,6 @@ struct CNode {
   std::uint32_t mask = 0;       // kTypeMask
   std::vector<CNode> kids;
   std::shared_ptr<const CCheck> check;  // shared by the per-event-type copies
-};
-
-// A specialised condition laid out flat in evaluation order (pre-order), so
-// evaluating it walks one contiguous array instead of chasing child vectors
-// and check pointers. A node's subtree is the `size` nodes starting at it.
-struct FNode {
-  CNode::Kind kind = CNode::Kind::kBool;
-  bool value = false;
-  std::int32_t id = -1;      // CheckCache slot of the check, -1: not cached
-  std::uint32_t size = 1;    // nodes in this subtree, itself included
-  const CCheck* check = nullptr;
 };
 
 Expr::Expr() { flat_start_.fill(kNoProgram); }
@@ -812,10 +804,10 @@ bool eval_check(const CCheck& c, const ExtractCtx& x) noexcept {
 void flatten_node(const CNode& n, std::vector<FNode>& out) {
   std::size_t at = out.size();
   FNode f;
-  f.kind = n.kind;
+  f.kind = static_cast<std::uint8_t>(n.kind);
   f.value = n.kind == CNode::Kind::kBool ? n.value : false;
   if (n.kind == CNode::Kind::kTypeMask) {  // folded by specialise(); kept for completeness
-    f.kind = CNode::Kind::kBool;
+    f.kind = static_cast<std::uint8_t>(CNode::Kind::kBool);
     f.value = true;
   }
   if (n.kind == CNode::Kind::kCheck) {
@@ -828,7 +820,7 @@ void flatten_node(const CNode& n, std::vector<FNode>& out) {
 }
 
 bool eval_flat(const FNode* n, const ExtractCtx& x) noexcept {
-  switch (n->kind) {
+  switch (static_cast<CNode::Kind>(n->kind)) {
     case CNode::Kind::kAnd: {
       const FNode* end = n + n->size;
       for (const FNode* k = n + 1; k < end; k += k->size) {
@@ -926,6 +918,15 @@ std::uint32_t Expr::type_mask() const {
   // Drop the types for which the specialised condition is constant false.
   return m & type_bits_;
 }
+bool eval_program(const FNode* program, const ExtractCtx& x) noexcept { return eval_flat(program, x); }
+
+void Expr::append_program(event::Type t, std::vector<FNode>& out) const {
+  auto i = static_cast<std::size_t>(t);
+  if (i >= by_type_.size() || flat_start_[i] == kNoProgram) return;
+  auto b = flat_.begin() + flat_start_[i];
+  out.insert(out.end(), b, b + b->size);
+}
+
 std::uint32_t Expr::eval_mask() const {
   std::uint32_t m = 0;
   for (unsigned t = 1; t < static_cast<unsigned>(event::Type::kCount); ++t) {

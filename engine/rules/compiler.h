@@ -24,7 +24,22 @@ namespace vigil::rules {
 
 struct CNode;   // compiled node (compiler.cpp)
 struct CCheck;  // compiled comparison (compiler.cpp)
-struct FNode;   // a node of a flattened, specialised condition (compiler.cpp)
+
+// One node of a condition program: a specialised condition laid out flat in
+// evaluation order (pre-order), so evaluating it walks contiguous memory
+// instead of chasing child vectors. A node's subtree is the `size` nodes
+// starting at it. Built only by the compiler; `check` points into the Expr
+// that made it, which must outlive the program.
+struct FNode {
+  std::uint8_t kind = 0;     // the compiled node kind (compiler.cpp)
+  bool value = false;        // constant nodes
+  std::int32_t id = -1;      // CheckCache slot of the check, -1: not cached
+  std::uint32_t size = 1;    // nodes in this subtree, itself included
+  const CCheck* check = nullptr;
+};
+
+// Evaluates a program made by Expr::append_program (same result as Expr::eval).
+bool eval_program(const FNode* program, const ExtractCtx& x) noexcept;
 
 class Expr {
  public:
@@ -45,6 +60,10 @@ class Expr {
   // constant for every event (evt.source, evt.num) are folded: a subset of
   // type_mask(); rules are indexed under these.
   std::uint32_t eval_mask() const;
+  // Appends the program eval() runs for events of type `t` to `out` (nothing
+  // when eval_mask() excludes `t`), so that a rule set can keep the programs
+  // of all its rules for one event type in one array.
+  void append_program(event::Type t, std::vector<FNode>& out) const;
   // The condition as evaluated for events of type `t` (evt.type tests folded,
   // children of and/or in evaluation order), one node per line; "false" when
   // it can never be true for that type.

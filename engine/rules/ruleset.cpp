@@ -109,14 +109,15 @@ void Ruleset::evaluate(const state::EvalContext& ctx, std::vector<event::Alert>&
   CheckCache checks;
   checks.clear();
   ExtractCtx x{&ctx, &arena, &cache, &checks};
-  for (auto i : idx) {
-    const Rule& r = *rules_[i];
+  const FNode* programs = programs_[t].data();
+  for (const auto& entry : idx) {
     // Cached strings may live in the arena: drop both together when it fills up.
     if (arena.used() > Arena::kSize / 2) {
       arena.reset();
       cache.clear();
     }
-    if (!r.expr->eval(x)) continue;
+    if (!eval_program(programs + entry.at, x)) continue;
+    const Rule& r = *rules_[entry.rule];
     try {
       event::Alert a;
       a.time_ns = ctx.ev->hdr.ts_ns;
@@ -526,7 +527,10 @@ class RulesetBuilder {
       rs->type_bits_ |= r.mask;
       const std::uint32_t eval_mask = r.expr->eval_mask();
       for (unsigned t = 1; t < static_cast<unsigned>(event::Type::kCount); ++t) {
-        if ((eval_mask >> t) & 1u) rs->index_[t].push_back(i);
+        if (!((eval_mask >> t) & 1u)) continue;
+        auto& prog = rs->programs_[t];
+        rs->index_[t].push_back({i, static_cast<std::uint32_t>(prog.size())});
+        r.expr->append_program(static_cast<event::Type>(t), prog);
       }
       if ((r.mask >> static_cast<unsigned>(event::Type::kOpen)) & 1u) {
         std::vector<std::string> p;

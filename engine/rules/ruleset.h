@@ -31,6 +31,7 @@ namespace vigil::rules {
 
 class Expr;
 class OutputFormat;
+struct FNode;
 
 struct LoadOptions {
   std::set<std::string> disabled_tags;   // rules with any of these tags are disabled
@@ -85,7 +86,14 @@ class Ruleset {
  private:
   friend class RulesetBuilder;
   std::vector<std::unique_ptr<Rule>> rules_;
-  std::vector<std::uint32_t> index_[static_cast<std::size_t>(event::Type::kCount)];
+  // Per event type, the enabled rules that can match it, in load order, and
+  // their condition programs laid end to end in programs_ (one array per type).
+  struct IndexEntry {
+    std::uint32_t rule;
+    std::uint32_t at;  // offset of its program in programs_[type]
+  };
+  std::vector<IndexEntry> index_[static_cast<std::size_t>(event::Type::kCount)];
+  std::vector<FNode> programs_[static_cast<std::size_t>(event::Type::kCount)];
   std::uint32_t type_bits_ = 0;  // event types enabled rules are listed under
   std::vector<std::string> open_prefixes_;
   bool open_any_path_ = false;
