@@ -457,7 +457,8 @@ void order_kids(std::vector<CNode>& kids, bool is_and) {
 // constants, constants fold away, and nested and/or of one kind are flattened.
 // With `fold`, checks whose result is the same for every event become
 // constants too.
-CNode specialise(const CNode& n, unsigned type, bool fold) {
+// Without `reorder`, children keep their order as written.
+CNode specialise(const CNode& n, unsigned type, bool fold, bool reorder) {
   CNode c;
   switch (n.kind) {
     case CNode::Kind::kTypeMask:
@@ -477,7 +478,7 @@ CNode specialise(const CNode& n, unsigned type, bool fold) {
       c.check = n.check;
       return c;
     case CNode::Kind::kNot: {
-      CNode k = specialise(n.kids[0], type, fold);
+      CNode k = specialise(n.kids[0], type, fold, reorder);
       if (k.kind == CNode::Kind::kBool) {
         k.value = !k.value;
         return k;
@@ -491,7 +492,7 @@ CNode specialise(const CNode& n, unsigned type, bool fold) {
       bool is_and = n.kind == CNode::Kind::kAnd;
       c.kind = n.kind;
       for (const auto& kid : n.kids) {
-        CNode k = specialise(kid, type, fold);
+        CNode k = specialise(kid, type, fold, reorder);
         if (k.kind == CNode::Kind::kBool) {
           if (k.value != is_and) {  // false in an and, true in an or: decides it
             CNode r;
@@ -514,7 +515,7 @@ CNode specialise(const CNode& n, unsigned type, bool fold) {
         return r;
       }
       if (c.kids.size() == 1) return std::move(c.kids[0]);
-      order_kids(c.kids, is_and);
+      if (reorder) order_kids(c.kids, is_and);
       return c;
     }
   }
@@ -523,15 +524,15 @@ CNode specialise(const CNode& n, unsigned type, bool fold) {
 
 }  // namespace
 
-Expr::Expr(std::unique_ptr<CNode> root) : root_(std::move(root)) {
+Expr::Expr(std::unique_ptr<CNode> root, bool optimise) : root_(std::move(root)) {
   flat_start_.fill(kNoProgram);
   for (unsigned t = 1; t < static_cast<unsigned>(event::Type::kCount); ++t) {
     // The type mask rules are listed and checked under ignores constant
     // checks (a rule guarded by never_true still "runs" for its types).
-    CNode plain = specialise(*root_, t, false);
+    CNode plain = specialise(*root_, t, false, false);
     if (plain.kind == CNode::Kind::kBool && !plain.value) continue;  // can never match this type
     type_bits_ |= 1u << t;
-    CNode s = specialise(*root_, t, true);
+    CNode s = specialise(*root_, t, optimise, optimise);
     if (s.kind == CNode::Kind::kBool && !s.value) continue;  // never true: not evaluated
     flat_start_[t] = static_cast<std::uint32_t>(flat_.size());
     flatten_node(s, flat_);
@@ -1496,7 +1497,7 @@ void collect_list_refs(const Node& n, const ListMap& lists, std::set<std::string
 }
 
 CompileResult compile_condition(NodePtr root, const MacroMap& macros, const ListMap& lists,
-                                const FieldCatalog& catalog, FieldSlots* slots) {
+                                const FieldCatalog& catalog, FieldSlots* slots, bool optimise) {
   CompileResult r;
   Compiler comp(macros, lists, catalog, r, slots);
   std::vector<std::string> stack;
@@ -1508,9 +1509,9 @@ CompileResult compile_condition(NodePtr root, const MacroMap& macros, const List
     return r;
   }
   CNode c = comp.compile(*root);
-  merge_contains(c);
+  if (optimise) merge_contains(c);
   if (!r.errors.empty() || !r.unknown_fields.empty()) return r;
-  r.expr = std::make_unique<Expr>(std::make_unique<CNode>(std::move(c)));
+  r.expr = std::make_unique<Expr>(std::make_unique<CNode>(std::move(c)), optimise);
   return r;
 }
 

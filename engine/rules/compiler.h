@@ -44,7 +44,9 @@ bool eval_program(const FNode* program, const ExtractCtx& x) noexcept;
 class Expr {
  public:
   Expr();
-  explicit Expr(std::unique_ptr<CNode> root);
+  // `optimise` false: no reordering of and/or children and no folding of
+  // constant checks (the condition runs as written; a reference for tests).
+  explicit Expr(std::unique_ptr<CNode> root, bool optimise = true);
   ~Expr();
   Expr(Expr&&) noexcept;
   Expr& operator=(Expr&&) noexcept;
@@ -118,7 +120,8 @@ class FieldSlots {
 };
 
 CompileResult compile_condition(NodePtr root, const MacroMap& macros, const ListMap& lists,
-                                const FieldCatalog& catalog, FieldSlots* slots = nullptr);
+                                const FieldCatalog& catalog, FieldSlots* slots = nullptr,
+                                bool optimise = true);
 
 // Expands list references inside list values of an AST (used when listing the
 // lists a macro uses, and by compile_condition).

@@ -439,7 +439,7 @@ class RulesetBuilder {
         both->children.push_back(std::move(exc));
         root = std::move(both);
       }
-      CompileResult cr = compile_condition(std::move(root), macros, lists, cat, &slots);
+      CompileResult cr = compile_condition(std::move(root), macros, lists, cat, &slots, opts.optimise);
       for (std::size_t i = 0; i < cr.errors.size(); ++i) {
         d.error(cr.error_codes[i], r.condition_pos, lbl, cr.errors[i].message);
       }

@@ -40,6 +40,10 @@ struct LoadOptions {
   event::Priority min_priority = event::Priority::kDebug;  // less severe rules are disabled
   std::string hostname;                  // copied into every alert
   std::size_t max_file_bytes = 32u << 20;
+  // false: conditions are evaluated as written, without the evaluator's
+  // reordering, constant folding, literal-set merging and prefilters. Same
+  // alerts, slower; a reference for tests of those optimisations.
+  bool optimise = true;
 };
 
 // What `rules list` shows about one rule.

@@ -1,0 +1,361 @@
+// The evaluator's optimisations (reordered and/or children, folded constant
+// checks, merged literal sets, regex prefilters, flat in-lists, one program
+// array per event type) must not change which rules fire. These tests compare
+// the optimised rule set with the same rules compiled as written
+// (LoadOptions::optimise = false) over many random events whose names, paths,
+// command lines and images are drawn from the rule files' own lists and
+// literals, so that rules do fire; and they pin down the mechanisms on inputs
+// chosen to trip them.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+
+#include <cctype>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <set>
+#include <sstream>
+
+#include "engine/rules/compiler.h"
+#include "engine/rules/document.h"
+#include "engine/rules/ruleset.h"
+#include "tests/engine/rules/test_util.h"
+
+namespace vigil::rules {
+namespace {
+
+using testing::World;
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string falco_rules_path() {
+  const char* env = std::getenv("VIGIL_FALCO_RULES_DIR");
+  return std::string(env ? env : "../shared/falco-rules") + "/falco_rules.yaml";
+}
+
+std::vector<std::string> rule_files() {
+  std::vector<std::string> files;
+  for (const auto& e : std::filesystem::directory_iterator("rules")) {
+    if (e.path().extension() == ".yaml") files.push_back(e.path().string());
+  }
+  std::sort(files.begin(), files.end());
+  if (std::filesystem::exists(falco_rules_path())) files.push_back(falco_rules_path());
+  return files;
+}
+
+// Every list item and every literal of every condition in the files: the
+// values rules compare against, so random events built from them match rules.
+std::vector<std::string> vocabulary(const std::vector<std::string>& files) {
+  std::set<std::string> words;
+  Diagnostics d;
+  Collector col;
+  for (const auto& f : files) {
+    for (const auto& item : read_rules_yaml(read_text(f), f, d)) col.apply(item, d);
+  }
+  for (const auto& l : col.lists()) {
+    for (auto w : l.items) {
+      if (w.size() >= 2 && (w.front() == '"' || w.front() == '\'')) w = w.substr(1, w.size() - 2);
+      if (!w.empty()) words.insert(w);
+    }
+  }
+  auto scan = [&](const std::string& cond) {
+    std::size_t i = 0;
+    while (i < cond.size()) {
+      char c = cond[i];
+      if (c == '"' || c == '\'') {
+        auto e = cond.find(c, i + 1);
+        if (e == std::string::npos) break;
+        words.insert(cond.substr(i + 1, e - i - 1));
+        i = e + 1;
+        continue;
+      }
+      if (std::isspace(static_cast<unsigned char>(c)) || c == '(' || c == ')' || c == ',') {
+        ++i;
+        continue;
+      }
+      std::size_t j = i;
+      while (j < cond.size() && !std::isspace(static_cast<unsigned char>(cond[j])) && cond[j] != '(' &&
+             cond[j] != ')' && cond[j] != ',') {
+        ++j;
+      }
+      std::string w = cond.substr(i, j - i);
+      if (w.find('.') == std::string::npos || w.front() == '/') words.insert(w);  // not a field name
+      i = j;
+    }
+  };
+  for (const auto& m : col.macros()) scan(m.condition);
+  for (const auto& r : col.rules()) scan(r.condition);
+  return {words.begin(), words.end()};
+}
+
+struct Corpus {
+  std::mt19937 rng{20260101};
+  std::vector<std::string> words;
+
+  const std::string& word() { return words[rng() % words.size()]; }
+  bool coin(unsigned percent) { return rng() % 100 < percent; }
+  std::string name() {
+    std::string w = word();
+    auto s = w.rfind('/');
+    if (s != std::string::npos) w = w.substr(s + 1);
+    if (coin(20)) w = "python3";
+    return w.substr(0, 15);
+  }
+  std::string path() {
+    std::string w = word();
+    if (w.empty() || w[0] != '/') w = "/" + w;
+    if (coin(30)) w += coin(50) ? "/x" : ".bak";
+    return w;
+  }
+  std::string text() {
+    std::string s;
+    int n = 1 + static_cast<int>(rng() % 5);
+    for (int i = 0; i < n; ++i) {
+      if (i) s += ' ';
+      s += coin(70) ? word() : std::string(coin(50) ? "--algo" : "-e");
+    }
+    return s;
+  }
+  event::IpAddr addr() {
+    static const char* kAddrs[] = {"10.0.0.5", "8.8.8.8", "169.254.169.254", "192.168.1.4", "1.2.3.4",
+                                   "100.64.0.1", "fd00::1", "2001:db8::7", "172.16.5.5", "127.0.0.1"};
+    return testing::ip(kAddrs[rng() % 10]);
+  }
+
+  // A random process with random ancestors and container, and one event.
+  void fill(World& w) {
+    w.proc.comm = name();
+    w.proc.exe = coin(50) ? w.proc.comm : word();
+    w.proc.exepath = coin(50) ? "/usr/bin/" + w.proc.comm : path();
+    w.proc.args.clear();
+    int nargs = static_cast<int>(rng() % 4);
+    for (int i = 0; i < nargs; ++i) w.proc.args.push_back(coin(60) ? word() : text());
+    w.proc.cwd = coin(80) ? "/workspace" : path();
+    w.proc.uid = coin(30) ? 0 : 1000;
+    w.proc.tty = coin(20) ? 34816 : 0;
+    w.proc.loginuid = coin(20) ? 0 : 0xffffffffu;
+    w.proc.stdin_is_socket = coin(10);
+    w.proc.stdout_is_socket = coin(10);
+    w.proc.gpu_compute = coin(30);
+    w.st.procs[50].comm = name();
+    w.st.procs[50].exe = w.st.procs[50].comm;
+    w.st.procs[50].exepath = "/usr/bin/" + w.st.procs[50].comm;
+    w.st.procs[50].args = {text()};
+    w.st.procs[1].comm = coin(50) ? "containerd-shim" : name();
+    w.in_container = coin(80);
+    w.container.image = coin(50) ? word() + ":1.0" : "ghcr.io/acme/train:1.4";
+    w.container.privileged = coin(10);
+    w.container.name = coin(80) ? "trainer" : word();
+    w.pod.ns = coin(70) ? "ml" : word();
+    w.pod.labels.clear();
+    if (coin(30)) w.pod.labels[coin(50) ? "app.kubernetes.io/component" : "ray.io/serve"] = word();
+    w.pod.containers[0].gpu_limit = coin(70) ? 1 : 0;
+    w.pod.containers[0].nvidia_visible_devices = coin(70) ? "0" : (coin(50) ? "all" : "");
+    w.ev.hdr.comm = w.proc.comm;
+    w.ev.hdr.uid = w.proc.uid;
+    switch (rng() % 6) {
+      case 0: w.exec(); break;
+      case 1: {
+        std::uint32_t flags = coin(50) ? O_RDONLY : (coin(50) ? O_WRONLY | O_CREAT : O_RDWR);
+        w.open(path(), flags, coin(90) ? 3 : -2);
+        if (coin(30)) {
+          auto& d = std::get<event::OpenData>(w.ev.data);
+          d.is_device = true;
+          d.dev_major = coin(70) ? 195 : 1;
+          d.dev_minor = static_cast<std::uint32_t>(rng() % 256);
+          if (coin(50)) d.path = "/dev/nvidia" + std::string(coin(50) ? "ctl" : "0");
+        }
+        break;
+      }
+      case 2: {
+        w.ev.hdr.type = event::Type::kConnect;
+        event::ConnectData d;
+        d.saddr = testing::ip("10.244.0.7");
+        d.daddr = addr();
+        d.family = d.daddr.family;
+        d.proto = coin(80) ? event::L4::kTcp : event::L4::kUdp;
+        d.sport = 40000;
+        static const std::uint16_t kPorts[] = {22, 443, 3333, 4444, 6443, 80, 14444, 53, 2222};
+        d.dport = kPorts[rng() % 9];
+        d.result = coin(90) ? 0 : -111;
+        w.ev.data = d;
+        if (coin(40)) w.st.dns[event::to_string(d.daddr)] = word();
+        break;
+      }
+      case 3: {
+        w.ev.hdr.type = event::Type::kIoctl;
+        event::IoctlData d;
+        d.fd = 9;
+        d.nr = coin(50) ? 0x2A : static_cast<std::uint32_t>(rng() % 0x60);
+        d.rm_control = coin(50) ? 0x20800110 : static_cast<std::uint32_t>(rng());
+        d.rm_class = coin(30) ? static_cast<std::uint32_t>(rng() % 0xd000) : 0;
+        d.uvm = coin(20);
+        d.dev_major = 195;
+        d.dev_minor = coin(50) ? 255 : static_cast<std::uint32_t>(rng() % 8);
+        w.ev.data = d;
+        break;
+      }
+      case 4: {
+        w.ev.hdr.type = event::Type::kDns;
+        event::DnsData d;
+        std::string n = word();
+        d.name = coin(50) ? n : "x." + n;
+        d.qtype = 1;
+        d.is_response = coin(30);
+        d.server = testing::ip("10.96.0.10");
+        w.ev.data = d;
+        break;
+      }
+      default: {
+        w.ev.hdr.type = event::Type::kPayload;
+        event::PayloadData d;
+        d.family = 2;
+        d.saddr = testing::ip("10.244.0.7");
+        d.daddr = addr();
+        d.dport = 3333;
+        d.bytes = coin(50) ? "{\"id\":1,\"method\":\"mining.subscribe\",\"params\":[]}" : text();
+        w.ev.data = d;
+        break;
+      }
+    }
+  }
+};
+
+std::vector<std::string> fired(const Ruleset& rs, const state::EvalContext& ctx) {
+  std::vector<event::Alert> out;
+  rs.evaluate(ctx, out);
+  std::vector<std::string> names;
+  for (const auto& a : out) names.push_back(a.rule + " | " + a.output);
+  return names;
+}
+
+TEST(Optimiser, SameAlertsAsTheConditionsAsWritten) {
+  auto files = rule_files();
+  LoadOptions fast;
+  LoadOptions plain;
+  plain.optimise = false;
+  auto a = load_rules(files, fast);
+  auto b = load_rules(files, plain);
+  ASSERT_TRUE(a.ruleset) << summary_line(a);
+  ASSERT_TRUE(b.ruleset) << summary_line(b);
+  ASSERT_EQ(a.loaded, b.loaded);
+  EXPECT_EQ(a.ruleset->event_types(), b.ruleset->event_types());
+  EXPECT_EQ(a.ruleset->open_path_prefixes(), b.ruleset->open_path_prefixes());
+
+  Corpus corpus;
+  corpus.words = vocabulary(files);
+  ASSERT_GT(corpus.words.size(), 100u);
+  std::size_t alerts = 0;
+  std::set<std::string> rules_fired;
+  for (int i = 0; i < 30000; ++i) {
+    World w;
+    corpus.fill(w);
+    auto ctx = w.ctx();
+    auto fa = fired(*a.ruleset, ctx);
+    auto fb = fired(*b.ruleset, ctx);
+    ASSERT_EQ(fa, fb) << "event " << i << " type " << event::type_name(w.ev.hdr.type) << " proc "
+                      << w.proc.comm;
+    alerts += fa.size();
+    for (const auto& n : fa) rules_fired.insert(n.substr(0, n.find(" | ")));
+  }
+  // The comparison means something only if many rules fired.
+  EXPECT_GT(alerts, 1000u);
+  EXPECT_GE(rules_fired.size(), 20u) << rules_fired.size() << " rules fired";
+}
+
+// An `in` list is a flat table with length and first/last byte filters:
+// members, near misses that pass the filters, long values sharing the
+// length bucket, and the empty string.
+TEST(Optimiser, InListsMatchExactlyTheirMembers) {
+  std::string long1(70, 'a');
+  std::string long2 = "/" + std::string(98, 'x') + "/";
+  auto r = load_rules_text({{"t.yaml",
+                             "- rule: r\n"
+                             "  desc: d\n"
+                             "  condition: evt.type = openat and fd.name in (/etc/shadow, /etc/shadoz, "
+                             "/a, \"/b c\", /" + long1 + ", " + long2 + ")\n"
+                             "  output: o\n"
+                             "  priority: WARNING\n"}},
+                           LoadOptions{});
+  ASSERT_TRUE(r.ruleset) << summary_line(r);
+  auto fires = [&](const std::string& path) {
+    World w;
+    w.open(path);
+    std::vector<event::Alert> out;
+    r.ruleset->evaluate(w.ctx(), out);
+    return !out.empty();
+  };
+  EXPECT_TRUE(fires("/etc/shadow"));
+  EXPECT_TRUE(fires("/etc/shadoz"));
+  EXPECT_TRUE(fires("/a"));
+  EXPECT_TRUE(fires("/b c"));
+  EXPECT_TRUE(fires("/" + long1));
+  EXPECT_TRUE(fires(long2));
+  EXPECT_FALSE(fires("/etc/shadow "));
+  EXPECT_FALSE(fires("/etc/shadox"));   // same length, first and last byte as members
+  EXPECT_FALSE(fires("/etc/sHadow"));
+  EXPECT_FALSE(fires("/" + long1 + "a"));  // shares the "63 or more" length bucket
+  EXPECT_FALSE(fires("/" + std::string(98, 'y') + "/"));
+  EXPECT_FALSE(fires("/"));
+  EXPECT_FALSE(fires(""));
+}
+
+// never_true (evt.num = 0) and evt.source checks are constants: a rule
+// guarded by one is still listed under its event types (and so still asks the
+// sensor for them), but costs nothing to evaluate and never fires.
+TEST(Optimiser, ConstantChecksFoldButKeepTheRuleListed) {
+  auto r = load_rules_text({{"t.yaml",
+                             "- macro: never_true\n"
+                             "  condition: (evt.num=0)\n"
+                             "- rule: guarded\n"
+                             "  desc: d\n"
+                             "  condition: evt.type = execve and never_true\n"
+                             "  output: o\n"
+                             "  priority: WARNING\n"
+                             "- rule: source\n"
+                             "  desc: d\n"
+                             "  condition: evt.type = execve and evt.source = syscall and not evt.num = 0\n"
+                             "  output: o\n"
+                             "  priority: WARNING\n"}},
+                           LoadOptions{});
+  ASSERT_TRUE(r.ruleset) << summary_line(r);
+  auto infos = r.ruleset->rules();
+  ASSERT_EQ(infos.size(), 2u);
+  EXPECT_EQ(infos[0].event_types, std::vector<std::string>{"execve"});
+  EXPECT_EQ(r.ruleset->event_types(), std::set<event::Type>{event::Type::kExec});
+  EXPECT_EQ(r.ruleset->plan("guarded", event::Type::kExec), "false\n");
+  EXPECT_EQ(r.ruleset->plan("source", event::Type::kExec), "true\n");
+  World w;
+  w.exec();
+  std::vector<event::Alert> out;
+  r.ruleset->evaluate(w.ctx(), out);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].rule, "source");
+}
+
+// Exceptions (`and not ...`) almost always hold, so the selective tests of a
+// rule run first whatever order the condition is written in.
+TEST(Optimiser, SelectiveTestsRunBeforeExceptions) {
+  auto r = load_rules_text({{"t.yaml",
+                             "- rule: r\n"
+                             "  desc: d\n"
+                             "  condition: >\n"
+                             "    evt.type = openat and not proc.name in (a, b) and not proc.cmdline contains x\n"
+                             "    and fd.name = /etc/shadow\n"
+                             "  output: o\n"
+                             "  priority: WARNING\n"}},
+                           LoadOptions{});
+  ASSERT_TRUE(r.ruleset) << summary_line(r);
+  std::string plan = r.ruleset->plan("r", event::Type::kOpen);
+  auto first_check = plan.substr(plan.find('\n') + 1);
+  EXPECT_EQ(first_check.rfind("  fd.name = /etc/shadow\n", 0), 0u) << plan;
+}
+
+}  // namespace
+}  // namespace vigil::rules
