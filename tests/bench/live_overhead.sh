@@ -17,6 +17,13 @@ MIX=./build/bench/syscall_mix
 [ "$(id -u)" -eq 0 ] || { echo "live_overhead: needs root" >&2; exit 1; }
 [ -x "$VIGIL" ] && [ -x "$MIX" ] || { echo "live_overhead: build first (scripts/build.sh)" >&2; exit 1; }
 
+# Another vigil (a leftover from an earlier run) keeps its probes attached in
+# the "without" phases too and makes every ratio meaningless.
+if others=$(pgrep -x vigil); then
+  echo "live_overhead: another vigil is running (pid $(echo $others | tr '\n' ' ')): stop it first" >&2
+  exit 1
+fi
+
 work=$(mktemp -d /tmp/vigil-bench.XXXXXX)
 vpid=""
 cleanup() {
