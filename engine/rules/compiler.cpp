@@ -420,9 +420,12 @@ double true_share(const CNode& n) {
     }
     case CNode::Kind::kCheck: {
       const CCheck& k = *n.check;
+      // A field only some events of a type fill (gpu.device: opens of NVIDIA
+      // device nodes; fd.sip.name: servers a DNS answer named) is rarely there.
+      const bool narrow = k.lhs.def && k.lhs.def->events != "*";
       switch (k.op) {
         case Op::kNe: return 0.9;
-        case Op::kExists: return 0.9;
+        case Op::kExists: return narrow ? 0.3 : 0.9;
         case Op::kLt: case Op::kLe: case Op::kGt: case Op::kGe: return 0.5;
         default: break;
       }
