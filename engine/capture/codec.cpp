@@ -1,5 +1,6 @@
 #include "engine/capture/codec.h"
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 #include <type_traits>
@@ -255,6 +256,17 @@ class Cursor {
   std::int64_t i64(const char* what) { return static_cast<std::int64_t>(u64(what)); }
   void str(std::string& s, const char* what) {
     std::uint32_t n = u32(what);
+    if (!need(n, what)) return;
+    s.assign(reinterpret_cast<const char*>(p_), n);
+    p_ += n;
+  }
+  // A string of at most `max` bytes; a longer one is malformed.
+  void bounded_str(std::string& s, std::size_t max, const char* what) {
+    std::uint32_t n = u32(what);
+    if (!bad_ && n > max) {
+      bad_ = what;
+      return;
+    }
     if (!need(n, what)) return;
     s.assign(reinterpret_cast<const char*>(p_), n);
     p_ += n;
@@ -571,6 +583,23 @@ void append_pod_removed(std::string_view uid, std::string& out) {
   with_record(out, RecordType::kPodRemoved, [&] { put_str(out, uid); });
 }
 
+void append_nvidia(const state::NvidiaInfo& n, std::string& out) {
+  auto bounded = [](std::string_view v) { return v.substr(0, kMaxNvidiaString); };
+  with_record(out, RecordType::kNvidia, [&] {
+    put_u32(out, n.uvm_major);
+    put_u32(out, n.caps_major);
+    auto count = static_cast<std::uint32_t>(std::min<std::size_t>(n.gpus.size(), kMaxNvidiaGpus));
+    put_u32(out, count);
+    for (std::uint32_t i = 0; i < count; ++i) {
+      const state::GpuInfo& g = n.gpus[i];
+      put_str(out, bounded(g.uuid));
+      put_str(out, bounded(g.pci));
+      put_u32(out, g.minor);
+      put_str(out, bounded(g.model));
+    }
+  });
+}
+
 void append_record(const RecordData& rec, std::string& out) {
   std::visit(
       [&](const auto& r) {
@@ -580,6 +609,7 @@ void append_record(const RecordData& rec, std::string& out) {
         else if constexpr (std::is_same_v<T, state::Container>) append_container(r, out);
         else if constexpr (std::is_same_v<T, state::Pod>) append_pod(r, out);
         else if constexpr (std::is_same_v<T, PodRemoved>) append_pod_removed(r.uid, out);
+        else if constexpr (std::is_same_v<T, state::NvidiaInfo>) append_nvidia(r, out);
       },
       rec);
 }
@@ -691,6 +721,29 @@ DecodeOutcome decode_record(std::uint8_t type, std::string_view body, RecordData
       c.str(r.uid, "pod_removed.uid");
       if (c.failed()) break;
       out = std::move(r);
+      return DecodeOutcome::kOk;
+    }
+    case RecordType::kNvidia: {
+      state::NvidiaInfo n;
+      n.uvm_major = c.u32("nvidia.uvm_major");
+      n.caps_major = c.u32("nvidia.caps_major");
+      // Each GPU is at least 16 bytes (three empty strings and the minor).
+      std::uint32_t count = c.count(16, "nvidia.gpus");
+      if (count > kMaxNvidiaGpus) {
+        why = "nvidia.gpus: " + std::to_string(count) + " GPUs (at most " +
+              std::to_string(kMaxNvidiaGpus) + ")";
+        return DecodeOutcome::kBad;
+      }
+      n.gpus.reserve(count);
+      for (std::uint32_t i = 0; i < count && !c.failed(); ++i) {
+        state::GpuInfo& g = n.gpus.emplace_back();
+        c.bounded_str(g.uuid, kMaxNvidiaString, "nvidia.gpu.uuid");
+        c.bounded_str(g.pci, kMaxNvidiaString, "nvidia.gpu.pci");
+        g.minor = c.u32("nvidia.gpu.minor");
+        c.bounded_str(g.model, kMaxNvidiaString, "nvidia.gpu.model");
+      }
+      if (c.failed()) break;
+      out = std::move(n);
       return DecodeOutcome::kOk;
     }
     default:

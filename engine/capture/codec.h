@@ -24,6 +24,9 @@ void append_process(const state::Process& p, std::string& out);
 void append_container(const state::Container& c, std::string& out);
 void append_pod(const state::Pod& p, std::string& out);
 void append_pod_removed(std::string_view uid, std::string& out);
+// At most kMaxNvidiaGpus GPUs and kMaxNvidiaString bytes per string are written
+// (the rest is cut off); the driver never reports more.
+void append_nvidia(const state::NvidiaInfo& n, std::string& out);
 
 enum class DecodeOutcome {
   kOk,       // `out` holds the record

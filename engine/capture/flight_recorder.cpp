@@ -164,6 +164,16 @@ void FlightRecorder::on_process(const state::Process& p) {
   prune_state(window_.empty() ? 0 : window_.front().ts);
 }
 
+void FlightRecorder::on_nvidia(const state::NvidiaInfo& n) {
+  if (!opts_.enabled || finished_) return;
+  if (nvidia_ && *nvidia_ == n) return;
+  nvidia_ = n;
+  for (auto& p : pending_) {
+    append_nvidia(n, p->records);
+    ++p->count;
+  }
+}
+
 void FlightRecorder::prune_state(std::uint64_t oldest_ts) {
   auto prune = [&](auto& map) {
     if (map.size() <= opts_.max_state_entries) return;
@@ -316,6 +326,10 @@ void FlightRecorder::on_alert(const event::Event& ev, const state::EvalContext& 
              (std::string(kFilePrefix) + name + sanitize(alert.rule) + std::string(kFileSuffix)))
                 .string();
   p->deadline = ev.hdr.ts_ns + opts_.after_ns;
+  if (nvidia_) {  // before the pod: its GPU allocation resolves through it
+    append_nvidia(*nvidia_, p->records);
+    ++p->count;
+  }
 
   if (ctx.pod) {
     p->mode = Pending::Mode::kPod;

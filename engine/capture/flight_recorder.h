@@ -9,8 +9,11 @@
 //   fr.on_alert(ev, ctx, alert);                       // every alert, before publishing
 //   fr.finish();                                       // at shutdown: write what is pending
 //
+// Each capture begins with the node's NVIDIA inventory (the last on_nvidia),
+// so GPU allocations and gpu.* fields resolve on replay as they did live.
+//
 // Bounds: the window holds at most opts.max_bytes of encoded events (plus a
-// bounded cache of the state records they need); at most opts.max_captures
+// bounded cache of the state records they need and one NVIDIA inventory); at most opts.max_captures
 // captures are collecting or waiting to be written at once (an alert beyond
 // that gets no capture and is counted in stats().dropped); the directory keeps
 // at most opts.keep files and opts.max_disk_bytes bytes (oldest removed first).
@@ -32,6 +35,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -87,6 +91,9 @@ class FlightRecorder final : public state::StateListener {
   void on_pod(const state::Pod& p) override;
   void on_pod_removed(const std::string& uid) override;
   void on_process(const state::Process& p) override;
+  // The node's NVIDIA devices: written first in every later capture, and into
+  // the captures still collecting (in order with their events).
+  void on_nvidia(const state::NvidiaInfo& n) override;
 
   // Completes the captures still collecting, waits until every queued capture
   // is on disk. Later calls to on_event/on_alert are ignored.
@@ -121,6 +128,7 @@ class FlightRecorder final : public state::StateListener {
   std::unordered_map<std::string, std::unique_ptr<Cached>> containers_;  // by id
   std::unordered_map<std::string, std::unique_ptr<Cached>> pods_;        // by uid
   std::unordered_map<std::uint64_t, std::string> cgroup_to_container_;
+  std::optional<state::NvidiaInfo> nvidia_;  // the last on_nvidia
   std::vector<std::unique_ptr<Pending>> pending_;
   std::uint64_t seq_ = 0;
   bool finished_ = false;

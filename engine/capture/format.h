@@ -9,7 +9,7 @@
 // below and checked against what remains before it is used.
 //
 // A Record is what a reader returns and a writer takes: one event, or one state
-// change (process, container, pod, pod removed).
+// change (process, container, pod, pod removed, the node's NVIDIA inventory).
 #pragma once
 
 #include <cstdint>
@@ -39,7 +39,14 @@ enum class RecordType : std::uint8_t {
   kContainer = 3,
   kPod = 4,
   kPodRemoved = 5,
+  kNvidia = 6,  // the node's NVIDIA inventory (state::NvidiaInfo)
 };
+
+// Bounds of the NVIDIA inventory record (the driver exposes far fewer: a node
+// has at most a few dozen GPUs; UUIDs, PCI addresses and model names are short).
+// A writer never exceeds them; a reader treats a body beyond them as malformed.
+inline constexpr std::uint32_t kMaxNvidiaGpus = 1024;
+inline constexpr std::uint32_t kMaxNvidiaString = 256;  // bytes of uuid, pci or model
 
 inline constexpr std::uint16_t kBlockFlagHasState = 1;  // block holds non-event records
 
@@ -65,7 +72,7 @@ struct PodRemoved {
 };
 
 using RecordData = std::variant<std::monostate, event::Event, state::Process, state::Container,
-                                state::Pod, PodRemoved>;
+                                state::Pod, PodRemoved, state::NvidiaInfo>;
 
 struct Record {
   RecordData data;

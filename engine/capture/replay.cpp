@@ -6,6 +6,7 @@ namespace vigil::capture {
 
 Snapshot snapshot_of(const state::State& st) {
   Snapshot s;
+  s.nvidia = st.nvidia();
   s.processes = st.processes();
   s.containers = st.containers();
   s.pods = st.pods();
@@ -15,6 +16,13 @@ Snapshot snapshot_of(const state::State& st) {
 void CaptureTap::on_event(const event::Event& ev) {
   if (!status_) return;
   if (Status s = w_.write_event(ev); !s) status_ = s;
+}
+
+FlightRecorderTap::FlightRecorderTap(FlightRecorder& fr, const state::State& st)
+    : fr_(fr), st_(st) {
+  // The state usually read the NVIDIA devices before the recorder became its
+  // listener (seed_from_proc runs first): hand the recorder what it has now.
+  fr_.on_nvidia(st_.nvidia());
 }
 
 void FlightRecorderTap::on_event(const event::Event& ev) {
@@ -139,6 +147,7 @@ Result<ReplayStats> Replayer::run(CaptureReader& reader, pipeline::Pipeline& pl)
           else if constexpr (std::is_same_v<T, state::Container>) st_.upsert_container(std::move(r));
           else if constexpr (std::is_same_v<T, state::Pod>) st_.upsert_pod(std::move(r));
           else if constexpr (std::is_same_v<T, PodRemoved>) st_.remove_pod(r.uid);
+          else if constexpr (std::is_same_v<T, state::NvidiaInfo>) st_.upsert_nvidia(std::move(r));
         },
         rec.data);
   }

@@ -7,8 +7,8 @@
 //   pl.add_tap(&rp);
 //   auto stats = rp.run(*reader, pl);
 //
-// For each record: state records go to state.upsert_*/remove_pod, events to
-// pipeline.process(). Because the rule engine and the state are pure functions
+// For each record: state records (the NVIDIA inventory included) go to
+// state.upsert_*/remove_pod, events to pipeline.process(). Because the rule engine and the state are pure functions
 // of what they are fed, a replay of a live run's capture with the same rules
 // gives the live run's alerts field for field (uuid included).
 //
@@ -38,7 +38,8 @@ class Ruleset;
 
 namespace vigil::capture {
 
-// The state now, for the first records of each capture file.
+// The state now (its NVIDIA inventory included), for the first records of each
+// capture file.
 Snapshot snapshot_of(const state::State& st);
 
 // Records every event of the pipeline (vigil run --capture). The writer must
@@ -60,7 +61,9 @@ class CaptureTap final : public pipeline::EventTap {
 // its capture in alerts at or above its priority.
 class FlightRecorderTap final : public pipeline::EventTap {
  public:
-  FlightRecorderTap(FlightRecorder& fr, const state::State& st) : fr_(fr), st_(st) {}
+  // Hands `fr` the state's current NVIDIA inventory (on_nvidia): the state
+  // reads it before the recorder becomes its listener.
+  FlightRecorderTap(FlightRecorder& fr, const state::State& st);
   void on_event(const event::Event& ev) override;
   void on_alert(const event::Event& ev, event::Alert& alert) override;
 
@@ -86,6 +89,9 @@ class ListenerFanout final : public state::StateListener {
   }
   void on_pod_removed(const std::string& uid) override {
     for (auto* l : ls_) l->on_pod_removed(uid);
+  }
+  void on_nvidia(const state::NvidiaInfo& n) override {
+    for (auto* l : ls_) l->on_nvidia(n);
   }
 
  private:

@@ -132,7 +132,9 @@ Status CaptureWriter::write_snapshot() {
   Snapshot snap = opts_.snapshot();
   in_snapshot_ = true;  // snapshot records never trigger a rotation
   Status st;
+  if (snap.nvidia) st = write_nvidia(*snap.nvidia);
   for (const auto& c : snap.containers) {
+    if (!st) break;
     if (st = write_container(c); !st) break;
   }
   for (const auto& p : snap.pods) {
@@ -218,6 +220,12 @@ Status CaptureWriter::write_pod(const state::Pod& p) {
 Status CaptureWriter::write_pod_removed(const std::string& uid) {
   VIGIL_CAPTURE_CHECK_OPEN();
   append_pod_removed(uid, buf_);
+  return after_append(0, false);
+}
+
+Status CaptureWriter::write_nvidia(const state::NvidiaInfo& n) {
+  VIGIL_CAPTURE_CHECK_OPEN();
+  append_nvidia(n, buf_);
   return after_append(0, false);
 }
 
@@ -343,6 +351,9 @@ void CaptureWriter::on_pod(const state::Pod& p) {
 }
 void CaptureWriter::on_pod_removed(const std::string& uid) {
   if (Status s = write_pod_removed(uid); !s && sticky_) sticky_ = s;
+}
+void CaptureWriter::on_nvidia(const state::NvidiaInfo& n) {
+  if (Status s = write_nvidia(n); !s && sticky_) sticky_ = s;
 }
 
 }  // namespace vigil::capture

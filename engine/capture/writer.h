@@ -7,7 +7,8 @@
 //   (*w)->close();             // flushes the last block
 //
 // Each file starts with its header and then, when opts.snapshot is set, the
-// full state (every process, container, pod) so the file replays on its own.
+// full state (the NVIDIA inventory, every container, pod, process) so the file
+// replays on its own.
 // Rotation (by size and/or age) closes the file, shifts PATH -> PATH.1 -> PATH.2
 // ... keeping opts.keep old files, and opens a fresh PATH with a new snapshot.
 //
@@ -23,6 +24,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -35,6 +37,9 @@ namespace vigil::capture {
 
 // The full state at one moment, written at the start of every capture file.
 struct Snapshot {
+  // The node's NVIDIA devices (State::nvidia()); written first when set, so
+  // GPU allocations in the pods that follow resolve as they did live.
+  std::optional<state::NvidiaInfo> nvidia;
   std::vector<state::Process> processes;
   std::vector<state::Container> containers;
   std::vector<state::Pod> pods;
@@ -79,6 +84,7 @@ class CaptureWriter final : public state::StateListener {
   Status write_container(const state::Container& c);
   Status write_pod(const state::Pod& p);
   Status write_pod_removed(const std::string& uid);
+  Status write_nvidia(const state::NvidiaInfo& n);
   Status write_record(const RecordData& r);
   // Records already encoded with codec.h (the flight recorder keeps them so).
   // `events` of them are events; `first_ts`/`last_ts` bound their times (0 if none).
@@ -100,6 +106,7 @@ class CaptureWriter final : public state::StateListener {
   void on_container(const state::Container& c) override;
   void on_pod(const state::Pod& p) override;
   void on_pod_removed(const std::string& uid) override;
+  void on_nvidia(const state::NvidiaInfo& n) override;
 
  private:
   CaptureWriter(std::string path, WriterOptions opts);

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <set>
 
@@ -315,6 +316,73 @@ TEST_F(FlightRecorderTest, TooManyCapturesAtOnceAreCountedNotQueued) {
   EXPECT_EQ(fr.stats().dropped, 3u);
   fr.finish();
   EXPECT_EQ(fr.stats().captures, 2u);
+}
+
+
+// Replay resolves GPU allocations through the node's NVIDIA inventory: every
+// capture begins with it (before the pod), and a change announced while a
+// capture collects its "after" window lands in order with its events.
+TEST_F(FlightRecorderTest, EachCaptureBeginsWithTheNvidiaInventory) {
+  SetUpWorld();
+  proc(200, 1, 0);
+  FlightRecorder fr(options());
+  state::StateListener& listener = fr;
+  // No inventory known yet: none written.
+  feed(fr, ev(kT0, 200));
+  auto first = alert_on(fr, ev(kT0, 200));
+  listener.on_nvidia(testing::sample_nvidia());
+  feed(fr, ev(kT0 + 1 * kSec, 200));
+  feed(fr, ev(kT0 + 5 * kSec, 200));  // past the after window: the first capture completes
+  auto second = alert_on(fr, ev(kT0 + 5 * kSec, 200));
+  state::NvidiaInfo changed = testing::sample_nvidia();
+  changed.gpus.pop_back();
+  listener.on_nvidia(changed);
+  feed(fr, ev(kT0 + 6 * kSec, 200));
+  fr.finish();
+
+  auto kinds = [](const std::string& path) {
+    std::vector<std::string> out;
+    std::vector<state::NvidiaInfo> inv;
+    auto r = CaptureReader::open(path);
+    EXPECT_TRUE(r);
+    if (!r) return std::make_pair(out, inv);
+    Record rec;
+    for (;;) {
+      auto more = (*r)->next(rec);
+      EXPECT_TRUE(more);
+      if (!more || !*more) break;
+      if (auto* n = std::get_if<state::NvidiaInfo>(&rec.data)) {
+        out.push_back("nvidia");
+        inv.push_back(*n);
+      } else if (std::holds_alternative<state::Pod>(rec.data)) {
+        out.push_back("pod");
+      } else if (std::holds_alternative<event::Event>(rec.data)) {
+        out.push_back("event");
+      } else {
+        out.push_back("state");
+      }
+    }
+    return std::make_pair(out, inv);
+  };
+  // The first alert came before the inventory was known; it was announced
+  // during its after window, so it sits between the events.
+  auto [k1, inv1] = kinds(capture_of(first));
+  ASSERT_FALSE(k1.empty());
+  EXPECT_EQ(k1.front(), "pod");
+  ASSERT_EQ(inv1.size(), 1u);
+  EXPECT_EQ(inv1[0], testing::sample_nvidia());
+  auto at = std::find(k1.begin(), k1.end(), "nvidia") - k1.begin();
+  EXPECT_GT(at, 1);
+  EXPECT_EQ(k1[static_cast<std::size_t>(at) + 1], "event");
+
+  auto [k2, inv2] = kinds(capture_of(second));
+  ASSERT_GE(k2.size(), 3u);
+  EXPECT_EQ(k2[0], "nvidia");
+  EXPECT_EQ(k2[1], "pod");
+  ASSERT_EQ(inv2.size(), 2u);
+  EXPECT_EQ(inv2[0], testing::sample_nvidia());
+  EXPECT_EQ(inv2[1], changed);
+  EXPECT_EQ(k2.back(), "event");
 }
 
 }  // namespace

@@ -349,5 +349,192 @@ TEST_F(ReplayTest, FlightRecorderThroughThePipelineNamesItsCaptureInTheAlert) {
       << ::testing::PrintToString(rules_of(again));
 }
 
+
+// ---- the node's NVIDIA inventory -------------------------------------------
+//
+// A pod given one GPU by UUID opens another GPU's node. Live, the state maps
+// the UUID to its minor through /proc/driver/nvidia and the wrong-GPU rule
+// fires; a replay on a machine without the driver has only the capture to go
+// by, so the capture must carry the inventory.
+
+constexpr const char* kWrongGpuRule = "GPU opened outside container allocation";
+const std::string kGpuUuid = "GPU-cccccccc-1111-2222-3333-444444444444";  // /dev/nvidia1
+
+class NvidiaReplayTest : public ReplayTest {
+ protected:
+  void SetUp() override {
+    ReplayTest::SetUp();
+    root_ = dir_ + "/node";
+    write(root_ + "/proc/devices",
+          "Character devices:\n  1 mem\n195 nvidia-frontend\n508 nvidia-uvm\n509 nvidia-caps\n");
+    // PCI order differs from minor order, as on real nodes.
+    fake_gpu("0000:1b:00.0", "GPU-aaaaaaaa-1111-2222-3333-444444444444", 2);
+    fake_gpu("0000:3b:00.0", "GPU-bbbbbbbb-1111-2222-3333-444444444444", 0);
+    fake_gpu("0000:5b:00.0", kGpuUuid, 1);
+    fs::create_directories(root_ + "/cg");
+  }
+
+  void write(const std::string& path, const std::string& text) {
+    fs::create_directories(fs::path(path).parent_path());
+    std::ofstream(path, std::ios::binary) << text;
+  }
+  void fake_gpu(const std::string& pci, const std::string& uuid, int minor) {
+    write(root_ + "/proc/driver/nvidia/gpus/" + pci + "/information",
+          "Model: \t\t NVIDIA H100 80GB HBM3\nIRQ:   \t\t 150\nGPU UUID: \t " + uuid +
+              "\nBus Type: \t PCIe\nDevice Minor: \t " + std::to_string(minor) +
+              "\nGPU Excluded:\t No\n");
+  }
+
+  // A live state over the fake driver tree, with the NVIDIA devices read the
+  // way `vigil run` reads them: before any capture writer or recorder exists.
+  std::unique_ptr<state::State> live_state() {
+    state::Config c;
+    c.proc_root = root_ + "/proc";
+    c.cgroup_root = root_ + "/cg";
+    c.passwd_path = "";
+    c.group_path = "";
+    auto st = std::make_unique<state::State>(c);
+    st->load_nvidia();
+    EXPECT_EQ(st->nvidia().gpus.size(), 3u);
+    seed(*st);
+    state::Pod pod = *st->pod("pod-uid-1");
+    pod.containers[0].gpu_limit = 1;
+    pod.containers[0].nvidia_visible_devices = kGpuUuid;
+    pod.resource_version = "2";
+    st->upsert_pod(pod);
+    return st;
+  }
+
+  static std::vector<event::Event> gpu_scenario() {
+    using namespace event;
+    std::vector<Event> evs;
+    std::uint64_t t = kT0;
+    evs.push_back(make(t += 1000, Type::kFork, 100, 1, "python3", 5000, ForkData{101, 101, false}));
+    ExecData train;
+    train.filename = "/usr/bin/python3";
+    train.exe = "python3";
+    train.args = {"python3", "train.py"};
+    train.cwd = "/work";
+    evs.push_back(make(t += 1000, Type::kExec, 101, 100, "python3", 5000, train));
+    // Its own GPU (minor 1), then a neighbour's (minor 0).
+    evs.push_back(make(t += 1000, Type::kOpen, 101, 100, "python3", 5000,
+                       OpenData{"/dev/nvidia1", 2, 0, 3, 195, 1, true}));
+    evs.push_back(make(t += 1000, Type::kOpen, 101, 100, "python3", 5000,
+                       OpenData{"/dev/nvidia0", 2, 0, 4, 195, 0, true}));
+    return evs;
+  }
+
+  AlertList live_capture(std::shared_ptr<const rules::Ruleset> rules) {
+    auto st = live_state();
+    WriterOptions wo;
+    wo.snapshot = [&] { return snapshot_of(*st); };
+    auto w = CaptureWriter::open(path_, wo);
+    EXPECT_TRUE(w);
+    st->set_listener(w->get());
+    AlertList alerts;
+    pipeline::Pipeline pl(
+        {*st, [&](std::shared_ptr<const event::Alert> a) { alerts.push_back(*a); }, "gpu-node-1"},
+        std::move(rules));
+    CaptureTap tap(**w);
+    pl.add_tap(&tap);
+    for (auto& ev : gpu_scenario()) pl.process(ev);
+    EXPECT_TRUE(tap.status());
+    EXPECT_TRUE((*w)->close());
+    return alerts;
+  }
+
+  // The capture at `from` rewritten without its NVIDIA inventory records, as
+  // the writer made them before the record existed.
+  void strip_nvidia(const std::string& from, const std::string& to) {
+    auto r = CaptureReader::open(from);
+    ASSERT_TRUE(r);
+    auto w = CaptureWriter::open(to, WriterOptions{});
+    ASSERT_TRUE(w);
+    Record rec;
+    for (;;) {
+      auto more = (*r)->next(rec);
+      ASSERT_TRUE(more);
+      if (!*more) break;
+      if (std::holds_alternative<state::NvidiaInfo>(rec.data)) continue;
+      ASSERT_TRUE((*w)->write_record(rec.data));
+    }
+    ASSERT_TRUE((*w)->close());
+  }
+
+  static const event::Alert* find(const AlertList& a, const std::string& rule) {
+    for (const auto& x : a) {
+      if (x.rule == rule) return &x;
+    }
+    return nullptr;
+  }
+
+  std::string root_;  // the fake node: proc/devices, proc/driver/nvidia, cg
+};
+
+TEST_F(NvidiaReplayTest, ReplayWithoutTheDriverResolvesGpusAsLive) {
+  auto rules = bundled_rules();
+  ASSERT_TRUE(rules);
+  AlertList live = live_capture(rules);
+  const event::Alert* wrong = find(live, kWrongGpuRule);
+  ASSERT_NE(wrong, nullptr) << ::testing::PrintToString(rules_of(live));
+  EXPECT_NE(wrong->output.find("gpu.index=0"), std::string::npos) << wrong->output;
+  EXPECT_NE(wrong->output.find("gpu.device=/dev/nvidia0"), std::string::npos) << wrong->output;
+  // Its own GPU is not reported.
+  for (const auto& a : live) EXPECT_EQ(a.output.find("/dev/nvidia1"), std::string::npos) << a.output;
+
+  // The replay's state is not live and has no NVIDIA root: only the capture.
+  AlertList replayed;
+  auto s = replay(rules, replayed);
+  ASSERT_TRUE(s) << s.error().message;
+  EXPECT_EQ(s->skipped_records, 0u);
+  expect_same_alerts(live, replayed);
+
+  // Without the inventory the UUID resolves to nothing and the alert is lost:
+  // what replay gave before captures recorded it.
+  const std::string bare = dir_ + "/bare.vcap";
+  strip_nvidia(path_, bare);
+  path_ = bare;
+  AlertList without;
+  ASSERT_TRUE(replay(rules, without));
+  EXPECT_EQ(find(without, kWrongGpuRule), nullptr) << ::testing::PrintToString(rules_of(without));
+}
+
+TEST_F(NvidiaReplayTest, FlightCaptureCarriesTheInventory) {
+  auto rules = bundled_rules();
+  ASSERT_TRUE(rules);
+  auto st = live_state();
+  FlightRecorderOptions fo;
+  fo.dir = dir_ + "/flight";
+  fo.after_ns = 0;
+  fo.min_priority = event::Priority::kError;
+  FlightRecorder fr(fo);
+  ListenerFanout listeners;
+  listeners.add(&fr);
+  st->set_listener(&listeners);
+  AlertList alerts;
+  pipeline::Pipeline pl(
+      {*st, [&](std::shared_ptr<const event::Alert> a) { alerts.push_back(*a); }, "gpu-node-1"},
+      rules);
+  FlightRecorderTap tap(fr, *st);  // after load_nvidia, as `vigil run` builds it
+  pl.add_tap(&tap);
+  for (auto& ev : gpu_scenario()) pl.process(ev);
+  fr.finish();
+  const event::Alert* wrong = find(alerts, kWrongGpuRule);
+  ASSERT_NE(wrong, nullptr);
+  std::string capture;
+  for (const auto& [k, v] : wrong->extra) {
+    if (k == "capture") capture = v;
+  }
+  ASSERT_FALSE(capture.empty());
+  ASSERT_TRUE(fs::exists(capture));
+  path_ = capture;
+  AlertList again;
+  ASSERT_TRUE(replay(rules, again));
+  const event::Alert* replayed = find(again, kWrongGpuRule);
+  ASSERT_NE(replayed, nullptr) << ::testing::PrintToString(rules_of(again));
+  EXPECT_EQ(replayed->output, wrong->output);
+  EXPECT_EQ(replayed->uuid, wrong->uuid);
+}
+
 }  // namespace
 }  // namespace vigil::capture

@@ -234,6 +234,18 @@ std::vector<RecordData> sample_records() {
   return out;
 }
 
+state::NvidiaInfo sample_nvidia() {
+  state::NvidiaInfo n;
+  n.uvm_major = 508;
+  n.caps_major = 509;
+  n.gpus = {
+      {"GPU-aaaaaaaa-1111-2222-3333-444444444444", "0000:1b:00.0", 2, "NVIDIA H100 80GB HBM3"},
+      {"GPU-bbbbbbbb-1111-2222-3333-444444444444", "0000:3b:00.0", 0, "NVIDIA H100 80GB HBM3"},
+      {"GPU-cccccccc-1111-2222-3333-444444444444", "0000:5b:00.0", 1, "NVIDIA H100 80GB HBM3"},
+  };
+  return n;
+}
+
 std::string encoded(const RecordData& r) {
   std::string s;
   append_record(r, s);

@@ -12,6 +12,10 @@
 namespace vigil::capture::testing {
 
 std::vector<RecordData> sample_records();  // state records first, then one event per type
+// An NVIDIA inventory (record type 6): both majors and three GPUs whose PCI
+// order differs from their minor order. Not part of sample_records(), which the
+// committed version-1 fixture holds as it was written.
+state::NvidiaInfo sample_nvidia();
 event::Event sample_exec(std::uint64_t ts, std::uint32_t pid, std::uint32_t ppid,
                          std::uint64_t cgroup_id, std::string exe);
 // The bytes of a record as the codec writes it: two records are equal field for
