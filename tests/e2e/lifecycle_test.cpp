@@ -4,10 +4,7 @@
 // the text format.
 //
 // Needs root and a kernel with BTF (label integration); skipped with a message otherwise.
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <regex>
@@ -18,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/e2e/e2e_util.h"
+#include "tests/support/net.h"
 
 namespace vigil::e2e {
 namespace {
@@ -198,20 +196,9 @@ TEST(e2eLifecycle, StopsPromptlyWhileTheApiHangs) {
   TempDir dir;
   ASSERT_TRUE(dir.ok());
   // A listening socket nobody accepts on: the kernel completes the handshake, no reply ever comes.
-  int ls = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  ASSERT_GE(ls, 0);
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{ls};
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::bind(ls, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
-  ASSERT_EQ(::listen(ls, 16), 0);
-  socklen_t len = sizeof(a);
-  ASSERT_EQ(::getsockname(ls, reinterpret_cast<sockaddr*>(&a), &len), 0);
-  const std::string url = "http://127.0.0.1:" + std::to_string(ntohs(a.sin_port));
+  support::TcpListener silent("127.0.0.1", 0);
+  ASSERT_TRUE(silent.ok()) << silent.error();
+  const std::string url = "http://127.0.0.1:" + std::to_string(silent.port());
   const std::string rules = dir.write("rules.yaml", exec_rule("e2e hang", unique_name("hang"), "WARNING"));
   Vigil v;
   ASSERT_TRUE(v.start({"-r", rules, "-o", "flight_recorder.enabled=false", "--k8s-api", url, "-o",

@@ -9,6 +9,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,29 @@ std::vector<std::string> base_args(const std::string& rules) {
   return {"-r", rules, "-o", "flight_recorder.enabled=false", "--format", "json"};
 }
 
+// Every test runs as root (or is skipped) with a temporary directory of its own.
+class e2eRun : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    VIGIL_E2E_REQUIRE_ROOT();
+    ASSERT_TRUE(dir_.ok());
+  }
+
+  // Starts the Kubernetes API stand-in and makes the kubelet-style cgroup of
+  // its stable pod. Skips the test when the stand-in cannot run here (no
+  // python3 or openssl); fails it when the cgroup cannot be made.
+  void start_api_and_pod_cgroup() {
+    if (std::string why = api_.start(dir_); !why.empty()) GTEST_SKIP() << why;
+    cgroup_.emplace(K8sStub::kStablePodUid, K8sStub::stable_container_id());
+    ASSERT_TRUE(cgroup_->ok()) << cgroup_->error();
+  }
+  bool stopped() const { return IsSkipped() || HasFatalFailure(); }
+
+  TempDir dir_;
+  K8sStub api_;
+  std::optional<PodCgroup> cgroup_;
+};
+
 std::string field(const json& alert, const std::string& name) {
   const json& f = alert.at("output_fields");
   if (!f.contains(name)) return "<missing>";
@@ -32,16 +56,13 @@ std::string field(const json& alert, const std::string& name) {
 
 // 1. exec argv and ancestry: grandparent -> parent -> leaf, three copies of
 //    the actor under unique names; the leaf's alert names all three.
-TEST(e2eRun, ExecArgvAndAncestry) {
-  VIGIL_E2E_REQUIRE_ROOT();
-  TempDir dir;
-  ASSERT_TRUE(dir.ok());
+TEST_F(e2eRun, ExecArgvAndAncestry) {
   const std::string gp = unique_name("gp"), par = unique_name("par"), leaf = unique_name("leaf");
-  const std::string gp_path = dir.install(VIGIL_E2E_ACTOR, gp);
-  const std::string par_path = dir.install(VIGIL_E2E_ACTOR, par);
-  const std::string leaf_path = dir.install(VIGIL_E2E_ACTOR, leaf);
+  const std::string gp_path = dir_.install(VIGIL_E2E_ACTOR, gp);
+  const std::string par_path = dir_.install(VIGIL_E2E_ACTOR, par);
+  const std::string leaf_path = dir_.install(VIGIL_E2E_ACTOR, leaf);
   ASSERT_FALSE(leaf_path.empty());
-  const std::string rules = dir.write("rules.yaml", R"(
+  const std::string rules = dir_.write("rules.yaml", R"(
 - rule: e2e exec with ancestry
   desc: the leaf program run by its parent
   condition: evt.type = execve and proc.name = ")" + leaf + R"(" and proc.pname = ")" + par + R"("
@@ -81,17 +102,12 @@ TEST(e2eRun, ExecArgvAndAncestry) {
 
 // 2. A connect from a process in a kubelet-style cgroup, in its own network
 //    namespace, is attributed to the container and the pod the API serves.
-TEST(e2eRun, ConnectFromAPodIsAttributedToItsContainerAndPod) {
-  VIGIL_E2E_REQUIRE_ROOT();
-  TempDir dir;
-  ASSERT_TRUE(dir.ok());
-  K8sStub api;
-  if (std::string why = api.start(dir); !why.empty()) GTEST_SKIP() << why;
-  PodCgroup cg(K8sStub::kStablePodUid, K8sStub::stable_container_id());
-  ASSERT_TRUE(cg.ok()) << cg.error();
+TEST_F(e2eRun, ConnectFromAPodIsAttributedToItsContainerAndPod) {
+  start_api_and_pod_cgroup();
+  if (stopped()) return;
   const std::string name = unique_name("conn");
-  const std::string prog = dir.install(VIGIL_E2E_ACTOR, name);
-  const std::string rules = dir.write("rules.yaml", R"(
+  const std::string prog = dir_.install(VIGIL_E2E_ACTOR, name);
+  const std::string rules = dir_.write("rules.yaml", R"(
 - rule: e2e pod connect
   desc: a connect by the test program
   condition: evt.type = connect and proc.name = ")" + name + R"(" and fd.sport = 47123
@@ -103,16 +119,16 @@ TEST(e2eRun, ConnectFromAPodIsAttributedToItsContainerAndPod) {
   priority: NOTICE
 )");
   auto args = base_args(rules);
-  for (const auto& a : api.vigil_args()) args.push_back(a);
+  for (const auto& a : api_.vigil_args()) args.push_back(a);
   Vigil v;
   ASSERT_TRUE(v.start(args));
   ASSERT_TRUE(v.wait_ready()) << "vigil did not get ready" << v.diag();
-  ASSERT_TRUE(api.wait_script_done()) << "the pod watcher did not get through the API script; requests:\n"
-                                      << api.requests() << v.diag();
+  ASSERT_TRUE(api_.wait_script_done()) << "the pod watcher did not get through the API script; requests:\n"
+                                       << api_.requests() << v.diag();
   std::this_thread::sleep_for(1s);  // the watcher's last page drained into the state
 
   SpawnOptions o;
-  o.cgroup = cg.scope();
+  o.cgroup = cgroup_->scope();
   o.new_netns = true;
   Child c = Child::spawn({prog, "connect", "127.0.0.1", "47123"}, o);
   const int st = c.wait();
@@ -133,22 +149,19 @@ TEST(e2eRun, ConnectFromAPodIsAttributedToItsContainerAndPod) {
 
   EXPECT_EQ(v.stop(), 0) << v.diag();
   // The watcher authenticated with the token file.
-  EXPECT_NE(api.requests().find("Bearer e2e-token"), std::string::npos) << api.requests();
+  EXPECT_NE(api_.requests().find("Bearer e2e-token"), std::string::npos) << api_.requests();
 }
 
 // 3. An open and an NV_ESC_RM_ALLOC of AMPERE_COMPUTE_A on a stand-in
 //    /dev/nvidia0 (a node named nvidia0 with /dev/null's numbers, in a private
 //    /dev of the process's own mount namespace, so the host's /dev is untouched).
-TEST(e2eRun, OpenAndRmAllocOnAStandInNvidiaNode) {
-  VIGIL_E2E_REQUIRE_ROOT();
-  TempDir dir;
-  ASSERT_TRUE(dir.ok());
+TEST_F(e2eRun, OpenAndRmAllocOnAStandInNvidiaNode) {
   struct stat null_st{};
   ASSERT_EQ(::stat("/dev/null", &null_st), 0);
   const std::string node = "/dev/nvidia0";
   const std::string name = unique_name("gpu");
-  const std::string prog = dir.install(VIGIL_E2E_ACTOR, name);
-  const std::string rules = dir.write("rules.yaml", R"(
+  const std::string prog = dir_.install(VIGIL_E2E_ACTOR, name);
+  const std::string rules = dir_.write("rules.yaml", R"(
 - rule: e2e nvidia open
   desc: the test program opens the stand-in node
   condition: evt.type in (open, openat) and proc.name = ")" + name + R"(" and fd.name = ")" + node + R"("
@@ -201,19 +214,16 @@ TEST(e2eRun, OpenAndRmAllocOnAStandInNvidiaNode) {
 
 // 4. An Xid line written to /dev/kmsg naming a live process becomes an alert
 //    with the code, the PCI address and that process.
-TEST(e2eRun, XidLineOnDevKmsgNamesTheProcess) {
-  VIGIL_E2E_REQUIRE_ROOT();
-  TempDir dir;
-  ASSERT_TRUE(dir.ok());
+TEST_F(e2eRun, XidLineOnDevKmsgNamesTheProcess) {
   const std::string name = unique_name("xid");
-  const std::string prog = dir.install(VIGIL_E2E_ACTOR, name);
+  const std::string prog = dir_.install(VIGIL_E2E_ACTOR, name);
   // The process the Xid names: started before the rule file exists, so its pid can go in the rule.
   SpawnOptions o;
   o.stdin_pipe = true;
   Child victim = Child::spawn({prog, "wait", "sleep", "0"}, o);
   ASSERT_GT(victim.pid(), 0);
   const std::string pid = std::to_string(victim.pid());
-  const std::string rules = dir.write("rules.yaml", R"(
+  const std::string rules = dir_.write("rules.yaml", R"(
 - rule: e2e xid
   desc: an Xid naming the test process
   condition: evt.type = xid and gpu.xid.pid = )" + pid + R"( and gpu.xid.comm = ")" + name + R"("
@@ -255,20 +265,17 @@ TEST(e2eRun, XidLineOnDevKmsgNamesTheProcess) {
 
 // 5. A process that started before vigil is known from /proc: its connect
 //    after `ready` carries its name, executable and command line.
-TEST(e2eRun, ProcessOlderThanVigilIsKnown) {
-  VIGIL_E2E_REQUIRE_ROOT();
-  TempDir dir;
-  ASSERT_TRUE(dir.ok());
+TEST_F(e2eRun, ProcessOlderThanVigilIsKnown) {
   const std::string name = unique_name("old");
-  const std::string prog = dir.install(VIGIL_E2E_ACTOR, name);
+  const std::string prog = dir_.install(VIGIL_E2E_ACTOR, name);
   SpawnOptions o;
   o.stdin_pipe = true;
   Child old = Child::spawn({prog, "wait", "connect", "127.0.0.1", "47124"}, o);
   ASSERT_GT(old.pid(), 0);
   // Let it exec before vigil seeds its process table.
-  for (int i = 0; i < 200 && slurp("/proc/" + std::to_string(old.pid()) + "/comm") != name + "\n"; ++i)
+  for (int i = 0; i < 200 && read_file("/proc/" + std::to_string(old.pid()) + "/comm") != name + "\n"; ++i)
     std::this_thread::sleep_for(10ms);
-  const std::string rules = dir.write("rules.yaml", R"(
+  const std::string rules = dir_.write("rules.yaml", R"(
 - rule: e2e old process connect
   desc: a connect by the process that predates vigil
   condition: evt.type = connect and fd.sport = 47124
@@ -291,7 +298,7 @@ TEST(e2eRun, ProcessOlderThanVigilIsKnown) {
   EXPECT_EQ(field(a, "proc.name"), name) << a.dump();
   EXPECT_EQ(field(a, "proc.exepath"), prog) << a.dump();
   EXPECT_EQ(field(a, "proc.cmdline"), name + " wait connect 127.0.0.1 47124") << a.dump();
-  std::string self_comm = slurp("/proc/self/comm");
+  std::string self_comm = read_file("/proc/self/comm");
   if (!self_comm.empty() && self_comm.back() == '\n') self_comm.pop_back();
   EXPECT_EQ(field(a, "proc.pname"), self_comm) << a.dump();
 
@@ -301,17 +308,12 @@ TEST(e2eRun, ProcessOlderThanVigilIsKnown) {
 // 6. A process that execs and exits at once in a kubelet-style cgroup is
 //    still attributed to its container and pod (nothing of it is left in /proc
 //    by the time its exec is processed).
-TEST(e2eRun, ShortLivedProcessInAPodIsAttributed) {
-  VIGIL_E2E_REQUIRE_ROOT();
-  TempDir dir;
-  ASSERT_TRUE(dir.ok());
-  K8sStub api;
-  if (std::string why = api.start(dir); !why.empty()) GTEST_SKIP() << why;
-  PodCgroup cg(K8sStub::kStablePodUid, K8sStub::stable_container_id());
-  ASSERT_TRUE(cg.ok()) << cg.error();
+TEST_F(e2eRun, ShortLivedProcessInAPodIsAttributed) {
+  start_api_and_pod_cgroup();
+  if (stopped()) return;
   const std::string name = unique_name("blink");
-  const std::string prog = dir.install(VIGIL_E2E_ACTOR, name);
-  const std::string rules = dir.write("rules.yaml", R"(
+  const std::string prog = dir_.install(VIGIL_E2E_ACTOR, name);
+  const std::string rules = dir_.write("rules.yaml", R"(
 - rule: e2e short-lived exec
   desc: the test program ran
   condition: evt.type = execve and proc.name = ")" + name + R"("
@@ -322,18 +324,18 @@ TEST(e2eRun, ShortLivedProcessInAPodIsAttributed) {
 )");
   // This time the API comes from a configuration file (-c) that skips
   // certificate verification, and the flight recorder writes to the test's directory.
-  const std::string config = dir.write("vigil.yaml", api.insecure_config_yaml() +
-                                                         "flight_recorder:\n  dir: " + dir.path() + "/flight\n");
+  const std::string config = dir_.write("vigil.yaml", api_.insecure_config_yaml() +
+                                                         "flight_recorder:\n  dir: " + dir_.path() + "/flight\n");
   Vigil v;
   ASSERT_TRUE(v.start({"-r", rules, "-c", config}));
   ASSERT_TRUE(v.wait_ready()) << "vigil did not get ready" << v.diag();
-  ASSERT_TRUE(api.wait_script_done()) << "the pod watcher did not get through the API script; requests:\n"
-                                      << api.requests() << v.diag();
+  ASSERT_TRUE(api_.wait_script_done()) << "the pod watcher did not get through the API script; requests:\n"
+                                       << api_.requests() << v.diag();
   std::this_thread::sleep_for(1s);
 
   // The actor with no steps: exec, then exit straight away.
   SpawnOptions o;
-  o.cgroup = cg.scope();
+  o.cgroup = cgroup_->scope();
   std::vector<pid_t> pids;
   for (int i = 0; i < 5; ++i) {
     Child c = Child::spawn({prog}, o);
