@@ -3,9 +3,7 @@
 #include <algorithm>
 #include <arpa/inet.h>
 #include <fcntl.h>
-#include <net/if.h>
 #include <netinet/in.h>
-#include <sched.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/syscall.h>
@@ -21,13 +19,16 @@
 #include <optional>
 #include <fstream>
 #include <functional>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
 
 #include "engine/sensor/sensor.h"
+#include "tests/support/cgroup.h"
+#include "tests/support/process.h"
+#include "tests/support/skip.h"
+#include "tests/support/temp_dir.h"
 
 #include <bpf/libbpf.h>
 
@@ -37,10 +38,11 @@ namespace {
 using event::Event;
 using event::Type;
 
-#define REQUIRE_ROOT()                                                                   \
-  do {                                                                                   \
-    if (geteuid() != 0) GTEST_SKIP() << "integration test needs root (loads eBPF programs)"; \
-  } while (0)
+using support::Child;
+using support::PodCgroup;
+using support::TempDir;
+
+#define REQUIRE_ROOT() VIGIL_SKIP_UNLESS_ROOT("integration test needs root (loads eBPF programs)")
 
 std::unique_ptr<Sensor> open_sensor(Config cfg) {
   auto s = Sensor::open(cfg);
@@ -83,16 +85,9 @@ class Recorder {
 
 // Runs argv as a child (fork + execv); returns its pid after it exited.
 pid_t run_child(const std::vector<std::string>& argv, int* status) {
-  pid_t pid = fork();
-  if (pid == 0) {
-    std::vector<char*> a;
-    for (const auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
-    a.push_back(nullptr);
-    execv(a[0], a.data());
-    _exit(127);
-  }
-  waitpid(pid, status, 0);
-  return pid;
+  Child c = Child::spawn(argv);
+  *status = c.wait();
+  return c.pid();
 }
 
 TEST(SensorIntegration, ExecForkExitOfARealChild) {
@@ -209,21 +204,10 @@ TEST(SensorIntegration, KilledChildReportsSignal) {
 // Runs fn in a forked child (the test process itself is vigil's pid, which the
 // sensor filters out); returns the child's pid after it exited.
 pid_t in_child(const std::function<int()>& fn) {
-  pid_t pid = fork();
-  if (pid == 0) _exit(fn());
-  int st = 0;
-  waitpid(pid, &st, 0);
-  return pid;
+  Child c = Child::run(fn);
+  c.wait();
+  return c.pid();
 }
-
-struct TempDir {
-  TempDir() {
-    char t[] = "/tmp/vigil-sensor-XXXXXX";
-    path = mkdtemp(t);
-  }
-  ~TempDir() { std::system(("rm -rf " + path).c_str()); }
-  std::string path;
-};
 
 struct Nvos64 {
   std::uint32_t hRoot, hObjectParent, hObjectNew, hClass;
@@ -238,10 +222,10 @@ struct Xfer {
 
 TEST_P(SyscallArgs, OpenAndIoctlOnAStandInNvidiaNode) {
   REQUIRE_ROOT();
-  TempDir dir;
+  TempDir dir("vigil-sensor");
   struct stat null_st{};
   ASSERT_EQ(stat("/dev/null", &null_st), 0);
-  std::string node = dir.path + "/nvidia0";
+  std::string node = dir.path() + "/nvidia0";
   ASSERT_EQ(mknod(node.c_str(), S_IFCHR | 0666, null_st.st_rdev), 0) << std::strerror(errno);
 
   Config cfg;
@@ -358,20 +342,20 @@ TEST_P(SyscallArgs, OpenAndIoctlOnAStandInNvidiaNode) {
 
 TEST_P(SyscallArgs, OpenOfARulePathPrefix) {
   REQUIRE_ROOT();
-  TempDir dir;
+  TempDir dir("vigil-sensor");
   Config cfg;
   cfg.event_types = {Type::kOpen};
   cfg.enter_exit_pairs = GetParam();
-  cfg.open_path_prefixes = {dir.path + "/watched"};
+  cfg.open_path_prefixes = {dir.path() + "/watched"};
   auto s = open_sensor(cfg);
   ASSERT_TRUE(s);
   Recorder rec(*s);
-  std::string watched = dir.path + "/watched-file";
-  std::string other = dir.path + "/other-file";
+  std::string watched = dir.path() + "/watched-file";
+  std::string other = dir.path() + "/other-file";
   pid_t child = in_child([&] {
     int a = open(watched.c_str(), O_CREAT | O_WRONLY, 0600);
     int b = open(other.c_str(), O_CREAT | O_WRONLY, 0600);
-    int c = open((dir.path + "/watched-missing/x").c_str(), O_RDONLY);
+    int c = open((dir.path() + "/watched-missing/x").c_str(), O_RDONLY);
     close(a);
     close(b);
     return c >= 0;
@@ -389,7 +373,7 @@ TEST_P(SyscallArgs, OpenOfARulePathPrefix) {
     return o && e.hdr.pid == cpid && o->result == -ENOENT;
   });
   ASSERT_TRUE(failed) << "a failed open of a watched path is reported with its errno";
-  EXPECT_EQ(failed->as<event::OpenData>()->path, dir.path + "/watched-missing/x");
+  EXPECT_EQ(failed->as<event::OpenData>()->path, dir.path() + "/watched-missing/x");
   auto not_watched = rec.wait_for([&](const Event& e) {
     auto* o = e.as<event::OpenData>();
     return o && e.hdr.pid == cpid && o->path == other;
@@ -468,74 +452,32 @@ TEST_P(SyscallArgs, BpfProgramLoadByAnotherProcess) {
   EXPECT_GE(b->result, 0);
 }
 
-// A kubelet-style cgroup (systemd driver, containerd) under the cgroup v2
-// root, created for the test and removed afterwards.
-struct PodCgroup {
-  PodCgroup() {
-    auto root = cgroup2_root_for_test();
-    if (root.empty()) return;
-    std::string slice = root + "/kubepods.slice";
-    created_slice = mkdir(slice.c_str(), 0755) == 0;
-    pod = slice + "/kubepods-pod0b1c2d3e_1111_2222_3333_444455556666.slice";
-    mkdir(pod.c_str(), 0755);
-    scope = pod + "/cri-containerd-" + std::string(64, 'a').replace(0, 8, "0123abcd") + ".scope";
-    if (mkdir(scope.c_str(), 0755) != 0 && errno != EEXIST) scope.clear();
-    struct stat st{};
-    if (!scope.empty() && stat(scope.c_str(), &st) == 0) id = st.st_ino;
-    slice_path = slice;
-  }
-  ~PodCgroup() {
-    if (!scope.empty()) rmdir(scope.c_str());
-    if (!pod.empty()) rmdir(pod.c_str());
-    if (created_slice) rmdir(slice_path.c_str());
-  }
-  static std::string cgroup2_root_for_test() {
-    std::ifstream in("/proc/self/mountinfo");
-    std::string line;
-    while (std::getline(in, line)) {
-      auto sep = line.find(" - cgroup2 ");
-      if (sep == std::string::npos) continue;
-      std::istringstream ls(line.substr(0, sep));
-      std::string f[5];
-      for (auto& x : f) ls >> x;
-      if (f[3] == "/") return f[4];
-    }
-    return {};
-  }
-  std::string slice_path, pod, scope;
-  bool created_slice = false;
-  std::uint64_t id = 0;
-};
+// The kubelet-style cgroup (systemd driver, containerd) of a Guaranteed pod's
+// container under the cgroup v2 root, made for a test and removed afterwards.
+constexpr const char* kPodUid = "0b1c2d3e-1111-2222-3333-444455556666";
+std::string pod_container_id() { return std::string(64, 'a').replace(0, 8, "0123abcd"); }
 
 // In a child: join the cgroup, get a private network namespace with loopback
 // up, then run fn. Reports the child's netns inode through *netns.
 pid_t in_pod_child(const PodCgroup& cg, std::uint32_t* netns, const std::function<int()>& fn) {
   int p[2];
   if (pipe(p) != 0) return -1;
-  pid_t pid = fork();
-  if (pid == 0) {
-    close(p[0]);
-    std::ofstream(cg.scope + "/cgroup.procs") << getpid() << std::endl;
-    if (unshare(CLONE_NEWNET) != 0) _exit(90);
-    int sk = socket(AF_INET, SOCK_DGRAM, 0);
-    struct ifreq ifr{};
-    std::strcpy(ifr.ifr_name, "lo");
-    ioctl(sk, SIOCGIFFLAGS, &ifr);
-    ifr.ifr_flags |= IFF_UP;
-    if (ioctl(sk, SIOCSIFFLAGS, &ifr) != 0) _exit(91);
-    close(sk);
-    struct stat st{};
-    stat("/proc/self/ns/net", &st);
-    std::uint32_t ino = static_cast<std::uint32_t>(st.st_ino);
-    if (write(p[1], &ino, sizeof(ino)) != sizeof(ino)) _exit(92);
-    _exit(fn());
-  }
+  Child c = Child::run(
+      [&] {
+        close(p[0]);
+        struct stat st{};
+        stat("/proc/self/ns/net", &st);
+        std::uint32_t ino = static_cast<std::uint32_t>(st.st_ino);
+        if (write(p[1], &ino, sizeof(ino)) != sizeof(ino)) return 92;
+        close(p[1]);
+        return fn();
+      },
+      {.cgroup = cg.scope(), .new_netns = true});
   close(p[1]);
   if (read(p[0], netns, sizeof(*netns)) != sizeof(*netns)) *netns = 0;
   close(p[0]);
-  int st = 0;
-  waitpid(pid, &st, 0);
-  return pid;
+  c.wait();
+  return c.pid();
 }
 
 int tcp_exchange(int family, const char* addr, std::uint16_t port, const std::string& payload) {
@@ -572,8 +514,8 @@ int tcp_exchange(int family, const char* addr, std::uint16_t port, const std::st
 
 TEST_P(SyscallArgs, ConnectFromAPodCgroupInItsOwnNetns) {
   REQUIRE_ROOT();
-  PodCgroup cg;
-  ASSERT_NE(cg.id, 0u) << "could not create a kubelet-style cgroup under the cgroup v2 root";
+  PodCgroup cg(kPodUid, pod_container_id(), support::QosClass::kGuaranteed);
+  ASSERT_NE(cg.id(), 0u) << "could not create a kubelet-style cgroup under the cgroup v2 root: " << cg.error();
   Config cfg;
   cfg.event_types = {Type::kConnect, Type::kPayload};
   cfg.enter_exit_pairs = GetParam();
@@ -614,7 +556,7 @@ TEST_P(SyscallArgs, ConnectFromAPodCgroupInItsOwnNetns) {
   };
   auto v4 = conn(3333);
   ASSERT_TRUE(v4) << "no TCP v4 connect";
-  EXPECT_EQ(v4->hdr.cgroup_id, cg.id);
+  EXPECT_EQ(v4->hdr.cgroup_id, cg.id());
   EXPECT_EQ(v4->hdr.net_ns, netns);
   const auto* c4 = v4->as<event::ConnectData>();
   EXPECT_EQ(c4->proto, event::L4::kTcp);
@@ -623,7 +565,7 @@ TEST_P(SyscallArgs, ConnectFromAPodCgroupInItsOwnNetns) {
 
   auto v6 = conn(4444);
   ASSERT_TRUE(v6) << "no TCP v6 connect";
-  EXPECT_EQ(v6->hdr.cgroup_id, cg.id);
+  EXPECT_EQ(v6->hdr.cgroup_id, cg.id());
   EXPECT_EQ(v6->hdr.net_ns, netns);
   EXPECT_EQ(event::to_string(v6->as<event::ConnectData>()->daddr), "::1");
   EXPECT_EQ(v6->as<event::ConnectData>()->family, AF_INET6);
@@ -631,7 +573,7 @@ TEST_P(SyscallArgs, ConnectFromAPodCgroupInItsOwnNetns) {
   auto udp = conn(9999);
   ASSERT_TRUE(udp) << "no UDP sendmsg";
   EXPECT_EQ(udp->as<event::ConnectData>()->proto, event::L4::kUdp);
-  EXPECT_EQ(udp->hdr.cgroup_id, cg.id);
+  EXPECT_EQ(udp->hdr.cgroup_id, cg.id());
   EXPECT_EQ(udp->as<event::ConnectData>()->result, event::ConnectData::kResultUnknown);
 
   auto refused = conn(5555);
@@ -646,7 +588,7 @@ TEST_P(SyscallArgs, ConnectFromAPodCgroupInItsOwnNetns) {
   EXPECT_EQ(pl->as<event::PayloadData>()->bytes, stratum);
   EXPECT_FALSE(pl->as<event::PayloadData>()->truncated);
   EXPECT_EQ(pl->hdr.pid, cpid);
-  EXPECT_EQ(pl->hdr.cgroup_id, cg.id);
+  EXPECT_EQ(pl->hdr.cgroup_id, cg.id());
 
   int udp_events = 0;
   rec.wait_for([&](const Event& e) {
@@ -659,8 +601,8 @@ TEST_P(SyscallArgs, ConnectFromAPodCgroupInItsOwnNetns) {
 
 TEST(SensorIntegration, DnsQuestionAndAnswerWithALocalServer) {
   REQUIRE_ROOT();
-  PodCgroup cg;
-  ASSERT_NE(cg.id, 0u);
+  PodCgroup cg(kPodUid, pod_container_id(), support::QosClass::kGuaranteed);
+  ASSERT_NE(cg.id(), 0u) << cg.error();
   Config cfg;
   cfg.event_types = {Type::kDns};
   auto s = open_sensor(cfg);
@@ -705,7 +647,7 @@ TEST(SensorIntegration, DnsQuestionAndAnswerWithALocalServer) {
   EXPECT_EQ(event::to_string(q->as<event::DnsData>()->server), "127.0.0.1");
   EXPECT_EQ(q->as<event::DnsData>()->server_port, 53);
   EXPECT_EQ(q->hdr.pid, cpid);
-  EXPECT_EQ(q->hdr.cgroup_id, cg.id);
+  EXPECT_EQ(q->hdr.cgroup_id, cg.id());
   EXPECT_EQ(q->hdr.net_ns, netns);
   auto r = rec.wait_for([&](const Event& e) {
     auto* d = e.as<event::DnsData>();
@@ -717,14 +659,14 @@ TEST(SensorIntegration, DnsQuestionAndAnswerWithALocalServer) {
   EXPECT_EQ(r->as<event::DnsData>()->name, "pool.supportxmr.com");
   // The answer is attributed to the process that asked.
   EXPECT_EQ(r->hdr.pid, cpid);
-  EXPECT_EQ(r->hdr.cgroup_id, cg.id);
+  EXPECT_EQ(r->hdr.cgroup_id, cg.id());
 }
 
 
 TEST(SensorIntegration, ScriptExecReportsScriptAndInterpreter) {
   REQUIRE_ROOT();
-  TempDir dir;
-  std::string script = dir.path + "/hello.sh";
+  TempDir dir("vigil-sensor");
+  std::string script = dir.path() + "/hello.sh";
   std::ofstream(script) << "#!/bin/sh\nexit 0\n";
   chmod(script.c_str(), 0755);
   auto s = open_sensor(Config{});
@@ -747,8 +689,8 @@ TEST(SensorIntegration, ScriptExecReportsScriptAndInterpreter) {
 
 TEST_P(SyscallArgs, UnixSocketConnect) {
   REQUIRE_ROOT();
-  TempDir dir;
-  std::string path = dir.path + "/sock";
+  TempDir dir("vigil-sensor");
+  std::string path = dir.path() + "/sock";
   Config cfg;
   cfg.event_types = {Type::kConnect};
   cfg.enter_exit_pairs = GetParam();
