@@ -46,6 +46,12 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "tests/support/cgroup.h"
+#include "tests/support/net.h"
+#include "tests/support/process.h"
+#include "tests/support/temp_dir.h"
+#include "tests/support/vigil_process.h"
+
 namespace {
 
 using json = nlohmann::json;
@@ -54,19 +60,9 @@ using namespace std::chrono_literals;
 
 constexpr const char* kNode = "vigil-scenario-node";
 
-std::string cgroup2_root() {
-  std::ifstream in("/proc/self/mountinfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    auto sep = line.find(" - cgroup2 ");
-    if (sep == std::string::npos) continue;
-    std::istringstream ls(line.substr(0, sep));
-    std::string f[5];
-    for (auto& x : f) ls >> x;
-    if (f[3] == "/") return f[4];
-  }
-  return {};
-}
+using vigil::support::Child;
+using vigil::support::PodCgroup;
+using vigil::support::VigilProcess;
 
 // ---------------------------------------------------------------------------
 // Stand-in pods
@@ -78,7 +74,6 @@ struct PodSpec {
   std::string visible{};   // NVIDIA_VISIBLE_DEVICES, "" = unset
   std::string id{};        // 64 hex
   std::string scope{};     // cgroup directory
-  std::string pod_dir{};
 };
 
 json pod_json(const PodSpec& p) {
@@ -114,36 +109,25 @@ std::string hex_id(int n) {
 
 class ApiStandIn {
  public:
-  explicit ApiStandIn(std::vector<json> pods) : pods_(std::move(pods)) {
-    ls_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    int one = 1;
-    setsockopt(ls_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
-    if (bind(ls_, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 || listen(ls_, 16) != 0) return;
-    socklen_t l = sizeof(a);
-    getsockname(ls_, reinterpret_cast<sockaddr*>(&a), &l);
-    port_ = ntohs(a.sin_port);
-    th_ = std::thread([this] { loop(); });
+  explicit ApiStandIn(std::vector<json> pods) : pods_(std::move(pods)), listener_("127.0.0.1", 0) {
+    if (listener_.ok()) th_ = std::thread([this] { loop(); });
   }
   ~ApiStandIn() {
     stop_ = true;
-    shutdown(ls_, SHUT_RDWR);
+    listener_.shutdown();
     if (th_.joinable()) th_.join();
-    close(ls_);
     for (int fd : watches_) close(fd);
   }
-  int port() const { return port_; }
+  int port() const { return listener_.port(); }
   bool listed() const { return lists_ > 0; }
   int lists() const { return lists_; }
 
  private:
   void loop() {
     while (!stop_) {
-      pollfd pf{ls_, POLLIN, 0};
+      pollfd pf{listener_.fd(), POLLIN, 0};
       if (poll(&pf, 1, 200) != 1) continue;
-      int c = accept4(ls_, nullptr, nullptr, SOCK_CLOEXEC);
+      int c = accept4(listener_.fd(), nullptr, nullptr, SOCK_CLOEXEC);
       if (c < 0) continue;
       std::string req;
       char buf[4096];
@@ -177,8 +161,7 @@ class ApiStandIn {
     }
   }
   std::vector<json> pods_;
-  int ls_ = -1;
-  int port_ = 0;
+  vigil::support::TcpListener listener_;
   std::atomic<bool> stop_{false};
   std::atomic<int> lists_{0};
   std::vector<int> watches_;
@@ -188,128 +171,31 @@ class ApiStandIn {
 // ---------------------------------------------------------------------------
 // The agent under test.
 
-class VigilAgent {
- public:
-  // extra_args go after the suite's own `vigil run` options (e.g. --capture FILE).
-  bool start(int api_port, const std::string& kmsg_fifo, std::string& why,
-             std::vector<std::string> extra_args = {}) {
-    int out[2], err[2];
-    if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) {
-      why = "pipe failed";
-      return false;
-    }
-    pid_ = fork();
-    if (pid_ == 0) {
-      dup2(out[1], 1);
-      dup2(err[1], 2);
-      setenv("NODE_NAME", kNode, 1);
-      std::string api = "http://127.0.0.1:" + std::to_string(api_port);
-      std::string kmsg = "sensor.kmsg_path=" + kmsg_fifo;
-      std::vector<std::string> args = {VIGIL_BINARY, "run", "-r", "rules/vigil_rules.yaml", "--k8s-api", api,
-                                       "-o", kmsg, "-o", "flight_recorder.enabled=false",
-                                       "-o", "sensor.usage_interval_ms=1000", "--format", "json"};
-      args.insert(args.end(), extra_args.begin(), extra_args.end());
-      std::vector<char*> a;
-      for (auto& x : args) a.push_back(x.data());
-      a.push_back(nullptr);
-      execv(a[0], a.data());
-      _exit(127);
-    }
-    close(out[1]);
-    close(err[1]);
-    out_th_ = std::thread([this, fd = out[0]] { read_lines(fd, true); });
-    err_th_ = std::thread([this, fd = err[0]] { read_lines(fd, false); });
-    auto deadline = std::chrono::steady_clock::now() + 60s;
-    bool exited = false;
-    while (std::chrono::steady_clock::now() < deadline) {
-      {
-        std::lock_guard<std::mutex> g(mu_);
-        if (ready_) return true;
-        exited = exited_;
-      }
-      if (exited) break;
-      std::this_thread::sleep_for(50ms);
-    }
-    int st = 0;
-    if (exited && waitpid(pid_, &st, 0) == pid_) {
-      pid_ = -1;
-      why = "vigil run exited before it was ready (" +
-            (WIFSIGNALED(st) ? "signal " + std::to_string(WTERMSIG(st))
-                             : "status " + std::to_string(WEXITSTATUS(st))) +
-            "); stderr:\n" + stderr_text();
-    } else {
-      why = "vigil did not log 'ready' within 60 s; stderr:\n" + stderr_text();
-    }
+// Starts `vigil run` with the bundled rules, the API stand-in on `api_port`,
+// `kmsg_fifo` as its kernel log and the suite's options (extra_args after
+// them, e.g. --capture FILE), and waits up to 60 s for `ready`; false with
+// the reason in `why` otherwise.
+bool start_agent(VigilProcess& agent, int api_port, const std::string& kmsg_fifo, std::string& why,
+                 const std::vector<std::string>& extra_args = {}) {
+  std::vector<std::string> args = {"-r", "rules/vigil_rules.yaml", "--k8s-api",
+                                   "http://127.0.0.1:" + std::to_string(api_port),
+                                   "-o", "sensor.kmsg_path=" + kmsg_fifo, "-o", "flight_recorder.enabled=false",
+                                   "-o", "sensor.usage_interval_ms=1000", "--format", "json"};
+  args.insert(args.end(), extra_args.begin(), extra_args.end());
+  if (!agent.start(args, {{"NODE_NAME", kNode}})) {
+    why = "cannot start " VIGIL_BINARY;
     return false;
   }
-  // SIGTERM, then waits; returns the wait status (-1 when it was not running).
-  int stop() {
-    int st = -1;
-    if (pid_ > 0) {
-      kill(pid_, SIGTERM);
-      if (waitpid(pid_, &st, 0) != pid_) st = -1;
-      pid_ = -1;
-    }
-    if (out_th_.joinable()) out_th_.join();
-    if (err_th_.joinable()) err_th_.join();
-    return st;
+  if (agent.wait_ready(60s)) return true;
+  if (agent.exited()) {
+    const int st = agent.wait_exit();
+    why = "vigil run exited before it was ready (" + vigil::support::describe_wait_status(st) + "); stderr:\n" +
+          agent.stderr_text();
+  } else {
+    why = "vigil did not log 'ready' within 60 s; stderr:\n" + agent.stderr_text();
   }
-  ~VigilAgent() { stop(); }
-
-  // Alerts seen so far matching pred; waits up to `wait` for at least one.
-  std::vector<json> alerts(const std::function<bool(const json&)>& pred,
-                           std::chrono::milliseconds wait = 0ms) {
-    auto deadline = std::chrono::steady_clock::now() + wait;
-    while (true) {
-      std::vector<json> out;
-      {
-        std::lock_guard<std::mutex> g(mu_);
-        for (const auto& a : alerts_)
-          if (pred(a)) out.push_back(a);
-      }
-      if (!out.empty() || std::chrono::steady_clock::now() >= deadline) return out;
-      std::this_thread::sleep_for(50ms);
-    }
-  }
-  std::string stderr_text() {
-    std::lock_guard<std::mutex> g(mu_);
-    return err_;
-  }
-
- private:
-  void read_lines(int fd, bool is_stdout) {
-    std::string pending;
-    char buf[8192];
-    while (true) {
-      ssize_t n = read(fd, buf, sizeof(buf));
-      if (n <= 0) break;
-      pending.append(buf, static_cast<std::size_t>(n));
-      std::size_t nl;
-      while ((nl = pending.find('\n')) != std::string::npos) {
-        std::string line = pending.substr(0, nl);
-        pending.erase(0, nl + 1);
-        std::lock_guard<std::mutex> g(mu_);
-        if (is_stdout) {
-          auto j = json::parse(line, nullptr, false);
-          if (!j.is_discarded() && j.contains("rule")) alerts_.push_back(std::move(j));
-        } else {
-          if (err_.size() < (1u << 20)) err_ += line + "\n";
-          if (line.find("ready") != std::string::npos) ready_ = true;
-        }
-      }
-    }
-    close(fd);
-    std::lock_guard<std::mutex> g(mu_);
-    if (!is_stdout) exited_ = true;
-  }
-  pid_t pid_ = -1;
-  std::thread out_th_, err_th_;
-  std::mutex mu_;
-  std::vector<json> alerts_;
-  std::string err_;
-  bool ready_ = false;
-  bool exited_ = false;
-};
+  return false;
+}
 
 // ---------------------------------------------------------------------------
 // Running workloads inside a stand-in pod.
@@ -398,20 +284,8 @@ void tcp_sink(const std::string& ep) {
 }
 
 bool run_cmd(const std::vector<std::string>& argv) {
-  pid_t p = fork();
-  if (p == 0) {
-    std::vector<char*> a;
-    for (const auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
-    a.push_back(nullptr);
-    int devnull = open("/dev/null", O_WRONLY);
-    dup2(devnull, 1);
-    dup2(devnull, 2);
-    execv(a[0], a.data());
-    _exit(127);
-  }
-  int st = 0;
-  waitpid(p, &st, 0);
-  return WIFEXITED(st) && WEXITSTATUS(st) == 0;
+  const int st = Child::spawn(argv).wait();
+  return st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0;
 }
 
 // Stand-in NVIDIA and kernel nodes in a private /dev: numbers of /dev/null.
@@ -435,12 +309,10 @@ bool private_dev() {
 std::pair<pid_t, int> run_in_pod(const PodSpec& pod, const PodRun& run) {
   int p[2];
   if (pipe(p) != 0) return {-1, -1};
-  pid_t outer = fork();
-  if (outer == 0) {
+  // The pod's cgroup, and a network namespace of its own with loopback up.
+  Child outer = Child::run([&] {
     close(p[0]);
-    if (!pod.scope.empty()) std::ofstream(pod.scope + "/cgroup.procs") << getpid() << std::endl;
-    if (unshare(CLONE_NEWNET | CLONE_NEWNS) != 0) _exit(90);
-    if (!run_cmd({"/usr/sbin/ip", "link", "set", "lo", "up"})) _exit(91);
+    if (unshare(CLONE_NEWNS) != 0) _exit(90);
     for (const auto& a : run.addrs) {
       if (!run_cmd({"/usr/sbin/ip", "addr", "add", a + "/32", "dev", "lo"})) _exit(92);
     }
@@ -472,15 +344,14 @@ std::pair<pid_t, int> run_in_pod(const PodSpec& pod, const PodRun& run) {
     waitpid(w, &st, 0);
     for (pid_t h : helpers) kill(h, SIGKILL);
     for (pid_t h : helpers) waitpid(h, nullptr, 0);
-    _exit(WIFEXITED(st) ? WEXITSTATUS(st) : 100);
-  }
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 100;
+  }, {.cgroup = pod.scope, .new_netns = true});
   close(p[1]);
   pid_t w = -1;
   if (read(p[0], &w, sizeof(w)) != sizeof(w)) w = -1;
   close(p[0]);
-  int st = 0;
-  waitpid(outer, &st, 0);
-  return {w, WIFEXITED(st) ? WEXITSTATUS(st) : -1};
+  const int st = outer.wait(120s);
+  return {w, st >= 0 && WIFEXITED(st) ? WEXITSTATUS(st) : -1};
 }
 
 // ---------------------------------------------------------------------------
@@ -488,12 +359,12 @@ std::pair<pid_t, int> run_in_pod(const PodSpec& pod, const PodRun& run) {
 
 struct Suite {
   std::string skip;  // non-empty: why the scenarios cannot run here
+  std::unique_ptr<vigil::support::TempDir> tmp_dir;
   std::string tmp;
-  std::string cg_root, slice;
-  bool created_slice = false;
   std::map<std::string, PodSpec> pods;
+  std::vector<std::unique_ptr<PodCgroup>> cgroups;  // the pods', in the order they were made
   std::unique_ptr<ApiStandIn> api;
-  VigilAgent agent;
+  VigilProcess agent{VIGIL_BINARY};
   std::string fifo;
   int fifo_fd = -1;
   int kmsg_seq = 1000;
@@ -506,13 +377,8 @@ struct Suite {
     std::snprintf(uid, sizeof(uid), "5ce0a000-0000-4000-8000-%012d", n);
     p.uid = uid;
     p.id = hex_id(n);
-    std::string u = p.uid;
-    for (char& c : u)
-      if (c == '-') c = '_';
-    p.pod_dir = slice + "/kubepods-pod" + u + ".slice";
-    p.scope = p.pod_dir + "/cri-containerd-" + p.id + ".scope";
-    mkdir(p.pod_dir.c_str(), 0755);
-    mkdir(p.scope.c_str(), 0755);
+    cgroups.push_back(std::make_unique<PodCgroup>(p.uid, p.id, vigil::support::QosClass::kGuaranteed));
+    p.scope = cgroups.back()->scope();
     pods[p.name] = std::move(p);
   }
 
@@ -525,19 +391,20 @@ struct Suite {
       skip = std::string("the vigil binary is not built: ") + VIGIL_BINARY;
       return;
     }
-    cg_root = cgroup2_root();
-    if (cg_root.empty()) {
+    if (vigil::support::cgroup2_root().empty()) {
       skip = "no cgroup v2 hierarchy mounted";
       return;
     }
-    char tmpl[] = "/tmp/vigil-scenario-XXXXXX";
-    tmp = mkdtemp(tmpl);
+    tmp_dir = std::make_unique<vigil::support::TempDir>("vigil-scenario");
+    if (!tmp_dir->ok()) {
+      skip = std::string("FAIL: cannot make a temporary directory: ") + std::strerror(errno);
+      return;
+    }
+    tmp = tmp_dir->path();
     fs::create_directories(tmp + "/bin");
     for (const char* n : {"xmrig", "vllm", "nvidia-smi", "runc", "worker", "bpfloader", "pt_main_thread", "etl"}) {
       fs::create_symlink(VIGIL_WORKLOAD, tool(n));
     }
-    slice = cg_root + "/kubepods.slice";
-    created_slice = mkdir(slice.c_str(), 0755) == 0;
 
     add_pod({.name = "miner-0", .ns = "ml", .container = "trainer", .image = "ghcr.io/acme/train:1.4",
              .labels = {{"app", "train"}}, .gpu_limit = 1, .visible = "0"});
@@ -560,10 +427,9 @@ struct Suite {
     // The forensics scenario's own pod, so no other scenario sees its alerts.
     add_pod({.name = "forensics-0", .ns = "ml", .container = "trainer", .image = "ghcr.io/acme/train:1.4",
              .labels = {{"app", "train"}}, .gpu_limit = 1, .visible = "0"});
-    for (const auto& [name, p] : pods) {
-      struct stat st{};
-      if (stat(p.scope.c_str(), &st) != 0) {
-        skip = "cannot create the kubelet-style cgroup " + p.scope + ": " + std::strerror(errno);
+    for (const auto& cg : cgroups) {
+      if (!cg->ok()) {
+        skip = "cannot create the kubelet-style cgroup: " + cg->error();
         return;
       }
     }
@@ -576,7 +442,7 @@ struct Suite {
     for (const auto& [name, p] : pods) items.push_back(pod_json(p));
     api = std::make_unique<ApiStandIn>(items);
     std::string why;
-    if (!agent.start(api->port(), fifo, why)) {
+    if (!start_agent(agent, api->port(), fifo, why)) {
       skip = "FAIL: " + why;
       return;
     }
@@ -589,12 +455,8 @@ struct Suite {
     agent.stop();
     api.reset();
     if (fifo_fd >= 0) close(fifo_fd);
-    for (const auto& [name, p] : pods) {
-      rmdir(p.scope.c_str());
-      rmdir(p.pod_dir.c_str());
-    }
-    if (created_slice) rmdir(slice.c_str());
-    if (!tmp.empty()) fs::remove_all(tmp);
+    while (!cgroups.empty()) cgroups.pop_back();  // the last made first: the slice they share goes last
+    tmp_dir.reset();
   }
 
   void kmsg(int prefix, const std::string& text) { kmsg_to(fifo_fd, prefix, text); }
@@ -633,43 +495,22 @@ pid_t pid_in_pod(const std::string& comm, const PodSpec& pod, std::chrono::milli
   return 0;
 }
 
-// Runs `vigil args...` to completion with stdout into `out_path` and stderr
-// into `err_path`; returns the exit code (-1 when it did not exit normally).
-int run_vigil(const std::vector<std::string>& args, const std::string& out_path, const std::string& err_path) {
-  pid_t p = fork();
-  if (p == 0) {
-    int o = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    int e = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    if (o < 0 || e < 0) _exit(126);
-    dup2(o, 1);
-    dup2(e, 2);
-    std::vector<std::string> all = {VIGIL_BINARY};
-    all.insert(all.end(), args.begin(), args.end());
-    std::vector<char*> a;
-    for (auto& x : all) a.push_back(x.data());
-    a.push_back(nullptr);
-    execv(a[0], a.data());
-    _exit(127);
-  }
-  int st = 0;
-  if (p < 0 || waitpid(p, &st, 0) != p) return -1;
-  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-std::vector<json> json_alert_lines(const std::string& path) {
-  std::vector<json> out;
-  std::ifstream in(path);
-  std::string line;
-  while (std::getline(in, line)) {
-    auto j = json::parse(line, nullptr, false);
-    if (!j.is_discarded() && j.is_object() && j.contains("rule")) out.push_back(std::move(j));
-  }
-  return out;
-}
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+// `vigil replay CAPTURE -r RULES` run to its end: its exit code (-1 when it
+// did not exit normally within a minute), its alerts and its log.
+struct Replay {
+  int code = -1;
+  std::vector<json> alerts;
+  std::string log;
+};
+Replay replay(const std::string& capture, const std::string& rules) {
+  VigilProcess v(VIGIL_BINARY);
+  Replay r;
+  if (!v.start_command("replay", {capture, "-r", rules})) return r;
+  const int st = v.wait_exit(60s);
+  r.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  r.alerts = v.alerts([](const json&) { return true; });
+  r.log = v.stderr_text();
+  return r;
 }
 
 Suite* g_suite = nullptr;
@@ -970,10 +811,10 @@ TEST_F(Scenario, CaptureOfALivePodScenarioReplaysToTheSameAlerts) {
     ~FdCloser() { close(fd); }
   } closer{fifo_fd};
 
-  VigilAgent rec;
+  VigilProcess rec(VIGIL_BINARY);
   const int lists_before = s().api->lists();
   std::string why;
-  ASSERT_TRUE(rec.start(s().api->port(), fifo, why, {"--capture", cap})) << why;
+  ASSERT_TRUE(start_agent(rec, s().api->port(), fifo, why, {"--capture", cap})) << why;
   for (int i = 0; i < 100 && s().api->lists() <= lists_before; ++i) std::this_thread::sleep_for(100ms);
   ASSERT_GT(s().api->lists(), lists_before) << "the recording agent never listed the pods\n"
                                             << rec.stderr_text();
@@ -1011,16 +852,14 @@ TEST_F(Scenario, CaptureOfALivePodScenarioReplaysToTheSameAlerts) {
     EXPECT_FALSE(rec.alerts(in_pod(rule), 10s).empty())
         << "no live '" << rule << "' alert for forensics-0\n" << rec.stderr_text();
   }
-  const int st = rec.stop();
-  ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0)
-      << "vigil run did not exit cleanly on SIGTERM (status " << st << ")\n" << rec.stderr_text();
+  ASSERT_EQ(rec.stop(), 0) << "vigil run did not exit cleanly on SIGTERM\n" << rec.stderr_text();
   const std::vector<json> live = rec.alerts([](const json&) { return true; });
   ASSERT_FALSE(live.empty());
 
   // Replay with the same rules: the same alerts, field for field.
-  const std::string out = dir + "/replay.out", err = dir + "/replay.err";
-  ASSERT_EQ(run_vigil({"replay", cap, "-r", "rules/vigil_rules.yaml"}, out, err), 0) << slurp(err);
-  const std::vector<json> replayed = json_alert_lines(out);
+  const Replay same = replay(cap, "rules/vigil_rules.yaml");
+  ASSERT_EQ(same.code, 0) << same.log;
+  const std::vector<json>& replayed = same.alerts;
   const std::vector<std::string> keys = {"time", "rule", "priority", "output", "output_fields", "tags", "uuid"};
   auto by_uuid = [&](const std::vector<json>& v) {
     std::map<std::string, json> m;
@@ -1072,8 +911,9 @@ TEST_F(Scenario, CaptureOfALivePodScenarioReplaysToTheSameAlerts) {
   priority: NOTICE
   tags: [gpu]
 )yaml";
-  ASSERT_EQ(run_vigil({"replay", cap, "-r", hunt}, out, err), 0) << slurp(err);
-  const std::vector<json> hunted = json_alert_lines(out);
+  const Replay hunt_run = replay(cap, hunt);
+  ASSERT_EQ(hunt_run.code, 0) << hunt_run.log;
+  const std::vector<json>& hunted = hunt_run.alerts;
   int pool = 0, xid = 0;
   for (const auto& a : hunted) {
     const auto& f = a["output_fields"];
