@@ -2,6 +2,7 @@
 
 #include "engine/rules/diagnostic.h"
 
+#include <re2/filtered_re2.h>
 #include <re2/re2.h>
 
 #include <algorithm>
@@ -29,20 +30,25 @@ struct SvHash {
 class LiteralSet {
  public:
   void build(const std::vector<std::string>& vals) {
-    std::vector<std::string_view> uniq;
     std::unordered_set<std::string_view> seen;
+    members_.clear();
     for (const auto& v : vals) {
-      if (seen.insert(v).second) uniq.push_back(v);
+      if (seen.insert(v).second) members_.push_back(v);
     }
     std::size_t cap = 4;
-    while (cap < uniq.size() * 2) cap *= 2;
+    while (cap < members_.size() * 2) cap *= 2;
     slots_.assign(cap, Slot{});
     mask_ = cap - 1;
     std::size_t total = 0;
-    for (auto v : uniq) total += v.size();
+    for (const auto& v : members_) total += v.size();
+    data_.clear();
     data_.reserve(total);
-    for (auto v : uniq) {
-      if (v.empty()) { has_empty_ = true; continue; }
+    for (std::size_t id = 0; id < members_.size(); ++id) {
+      std::string_view v = members_[id];
+      if (v.empty()) {
+        empty_id_ = static_cast<std::int32_t>(id);
+        continue;
+      }
       len_mask_ |= std::uint64_t{1} << (v.size() < 63 ? v.size() : 63);
       auto f = static_cast<unsigned char>(v.front());
       auto l = static_cast<unsigned char>(v.back());
@@ -51,24 +57,28 @@ class LiteralSet {
       std::uint64_t h = hash(v);
       std::size_t i = h & mask_;
       while (slots_[i].len != kEmpty) i = (i + 1) & mask_;
-      slots_[i] = Slot{h, static_cast<std::uint32_t>(data_.size()), static_cast<std::uint32_t>(v.size())};
+      slots_[i] = Slot{h, static_cast<std::uint32_t>(data_.size()), static_cast<std::uint32_t>(v.size()),
+                       static_cast<std::uint32_t>(id)};
       data_.append(v);
     }
-    size_ = uniq.size();
   }
-  std::size_t size() const noexcept { return size_; }
-  bool contains(std::string_view s) const noexcept {
+  // The members, in first-seen order; find() returns an index into it.
+  const std::vector<std::string>& members() const noexcept { return members_; }
+  bool contains(std::string_view s) const noexcept { return find(s) >= 0; }
+  std::int32_t find(std::string_view s) const noexcept {
     const std::size_t n = s.size();
-    if (n == 0) return has_empty_;
-    if (!((len_mask_ >> (n < 63 ? n : 63)) & 1u)) return false;
+    if (n == 0) return empty_id_;
+    if (!((len_mask_ >> (n < 63 ? n : 63)) & 1u)) return -1;
     auto f = static_cast<unsigned char>(s.front());
     auto l = static_cast<unsigned char>(s.back());
-    if (!((first_[f >> 6] >> (f & 63)) & 1u) || !((last_[l >> 6] >> (l & 63)) & 1u)) return false;
+    if (!((first_[f >> 6] >> (f & 63)) & 1u) || !((last_[l >> 6] >> (l & 63)) & 1u)) return -1;
     const std::uint64_t h = hash(s);
     for (std::size_t i = h & mask_;; i = (i + 1) & mask_) {
       const Slot& sl = slots_[i];
-      if (sl.len == kEmpty) return false;
-      if (sl.hash == h && sl.len == n && std::memcmp(data_.data() + sl.off, s.data(), n) == 0) return true;
+      if (sl.len == kEmpty) return -1;
+      if (sl.hash == h && sl.len == n && std::memcmp(data_.data() + sl.off, s.data(), n) == 0) {
+        return static_cast<std::int32_t>(sl.id);
+      }
     }
   }
   static std::uint64_t hash(std::string_view s) noexcept {
@@ -85,7 +95,7 @@ class LiteralSet {
       n -= 8;
     }
     std::uint64_t w = 0;
-    std::memcpy(&w, p, n);
+    for (std::size_t i = 0; i < n; ++i) w |= static_cast<std::uint64_t>(static_cast<unsigned char>(p[i])) << (8 * i);
     h = (h ^ w) * kMul;
     h ^= h >> 32;
     h *= 0xbf58476d1ce4e5b9ull;
@@ -98,6 +108,7 @@ class LiteralSet {
     std::uint64_t hash = 0;
     std::uint32_t off = 0;
     std::uint32_t len = kEmpty;
+    std::uint32_t id = 0;
   };
   std::vector<Slot> slots_{Slot{}};
   std::size_t mask_ = 0;
@@ -105,8 +116,133 @@ class LiteralSet {
   std::uint64_t len_mask_ = 0;  // bit n: a member of length n (63: 63 or more)
   std::uint64_t first_[4] = {0, 0, 0, 0};
   std::uint64_t last_[4] = {0, 0, 0, 0};
-  bool has_empty_ = false;
-  std::size_t size_ = 0;
+  std::int32_t empty_id_ = -1;
+  std::vector<std::string> members_;
+};
+
+// Any of a set of literals as a prefix (startswith), a suffix (endswith) or
+// anywhere (contains, icontains: literals lower-case, input ASCII-folded as
+// the single comparisons do). A byte trie with a direct table at the root:
+// a scan for `contains` touches the trie only at bytes that start some
+// literal, and memory and time are bounded by the literals given.
+class LiteralMatcher {
+ public:
+  LiteralMatcher(const std::vector<std::string>& lits, Op op)
+      : mode_(op == Op::kStartsWith ? Mode::kPrefix : op == Op::kEndsWith ? Mode::kSuffix : Mode::kAnywhere),
+        icase_(op == Op::kIContains) {
+    nodes_.emplace_back();
+    for (const auto& l : lits) {
+      if (l.empty()) {
+        always_ = true;
+        continue;
+      }
+      std::uint32_t cur = 0;
+      for (std::size_t i = 0; i < l.size(); ++i) {
+        auto b = static_cast<unsigned char>(mode_ == Mode::kSuffix ? l[l.size() - 1 - i] : l[i]);
+        cur = child_or_add(cur, b);
+      }
+      nodes_[cur].terminal = true;
+    }
+    // Sorted edges, laid out per node.
+    for (auto& n : nodes_) {
+      std::sort(n.build.begin(), n.build.end());
+      n.first = static_cast<std::uint32_t>(edges_.size());
+      n.count = static_cast<std::uint32_t>(n.build.size());
+      for (const auto& e : n.build) edges_.push_back(e);
+      n.build.clear();
+      n.build.shrink_to_fit();
+    }
+    root_.fill(0);
+    for (std::uint32_t i = 0; i < nodes_[0].count; ++i) {
+      const Edge& e = edges_[nodes_[0].first + i];
+      root_[e.byte] = e.child;
+    }
+    // One possible first byte of the input (a letter has two when folding):
+    // a `contains` scan jumps between its occurrences with memchr.
+    if (nodes_[0].count == 1) {
+      unsigned char b = edges_[nodes_[0].first].byte;
+      if (!(icase_ && b >= 'a' && b <= 'z')) single_first_ = b;
+    }
+  }
+
+  bool match(std::string_view s) const noexcept {
+    if (always_) return true;
+    const std::size_t n = s.size();
+    if (mode_ == Mode::kPrefix) return walk(s, 0, +1);
+    if (mode_ == Mode::kSuffix) return n > 0 && walk(s, n - 1, -1);
+    if (single_first_ >= 0) {
+      const char* base = s.data();
+      const char* p = base;
+      const char* end = base + n;
+      while (p < end) {
+        p = static_cast<const char*>(std::memchr(p, single_first_, static_cast<std::size_t>(end - p)));
+        if (!p) return false;
+        if (walk(s, static_cast<std::size_t>(p - base), +1)) return true;
+        ++p;
+      }
+      return false;
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+      if (root_[fold(s[i])] != 0 && walk(s, i, +1)) return true;
+    }
+    return false;
+  }
+
+ private:
+  enum class Mode : std::uint8_t { kPrefix, kSuffix, kAnywhere };
+  struct Edge {
+    unsigned char byte;
+    std::uint32_t child;
+    bool operator<(const Edge& o) const { return byte < o.byte; }
+  };
+  struct Node {
+    std::uint32_t first = 0, count = 0;
+    bool terminal = false;
+    std::vector<Edge> build;
+  };
+
+  unsigned char fold(char c) const noexcept {
+    auto b = static_cast<unsigned char>(c);
+    return icase_ && b >= 'A' && b <= 'Z' ? static_cast<unsigned char>(b + ('a' - 'A')) : b;
+  }
+  std::uint32_t child_or_add(std::uint32_t node, unsigned char b) {
+    for (const auto& e : nodes_[node].build) {
+      if (e.byte == b) return e.child;
+    }
+    auto id = static_cast<std::uint32_t>(nodes_.size());
+    nodes_[node].build.push_back(Edge{b, id});
+    nodes_.emplace_back();
+    return id;
+  }
+  std::uint32_t step(std::uint32_t node, unsigned char b) const noexcept {
+    if (node == 0) return root_[b];
+    const Node& n = nodes_[node];
+    const Edge* e = edges_.data() + n.first;
+    for (std::uint32_t i = 0; i < n.count; ++i) {
+      if (e[i].byte == b) return e[i].child;
+      if (e[i].byte > b) break;
+    }
+    return 0;
+  }
+  // Walks from s[at] in direction dir; true when a literal ends on the way.
+  bool walk(std::string_view s, std::size_t at, int dir) const noexcept {
+    std::uint32_t cur = 0;
+    for (std::size_t i = at; i < s.size(); i += static_cast<std::size_t>(dir)) {
+      cur = step(cur, fold(s[i]));
+      if (cur == 0) return false;
+      if (nodes_[cur].terminal) return true;
+      if (dir < 0 && i == 0) break;
+    }
+    return false;
+  }
+
+  Mode mode_;
+  bool icase_;
+  bool always_ = false;  // an empty literal: every value matches
+  int single_first_ = -1;  // the only byte a literal starts with, -1: several
+  std::vector<Node> nodes_;
+  std::vector<Edge> edges_;
+  std::array<std::uint32_t, 256> root_{};
 };
 
 char lower(char c) noexcept { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c + ('a' - 'A')) : c; }
@@ -331,10 +467,13 @@ struct CCheck {
   std::vector<std::int64_t> numset;  // sorted, unique
   std::vector<Cidr> nets;
   std::vector<std::unique_ptr<RE2>> res;
+  // Parallel to res: literals one of which any match must contain (found by
+  // RE2's FilteredRE2 analysis, matched case-insensitively); null: none known.
+  std::vector<std::unique_ptr<LiteralMatcher>> re_pre;
   std::unique_ptr<PathTrie> trie;
   // `anyof` over contains/icontains/startswith/endswith, and or-chains of
-  // contains on one field, as one RE2 program (one linear pass).
-  std::unique_ptr<RE2> any_re;
+  // contains on one field, as one literal matcher (one pass).
+  std::unique_ptr<LiteralMatcher> any_lit;
   std::vector<std::string> strs; // modifier values
   FieldInst rf;
   std::vector<Transformer> rtr;
@@ -381,7 +520,8 @@ int cost(const CNode& n) {
       if (!k.ltr.empty()) c += 4;
       if (k.multi) c += 4;
       if (k.rhs_field) c += 3;
-      if (k.op == Op::kRegex || k.any_re) c += 8;
+      if (k.op == Op::kRegex) c += 8;
+      if (k.any_lit) c += 4;
       if (k.op == Op::kContains || k.op == Op::kIContains || k.op == Op::kGlob || k.op == Op::kIGlob ||
           k.op == Op::kPMatch || k.mod != Modifier::kNone) {
         c += 3;
@@ -667,6 +807,7 @@ bool cmp_str(const CCheck& c, Op op, std::string_view v, std::string_view rhs, s
     case Op::kIGlob: return glob_match(rhs, v, true);
     case Op::kRegex: {
       if (idx >= c.res.size() || !c.res[idx]) return false;
+      if (idx < c.re_pre.size() && c.re_pre[idx] && !c.re_pre[idx]->match(v)) return false;
       return RE2::FullMatch(re2::StringPiece(v.data(), v.size()), *c.res[idx]);
     }
     case Op::kIn:
@@ -718,7 +859,7 @@ bool test_one(const CCheck& c, Op op, const Val& v) noexcept {
 }
 
 bool test_modifier(const CCheck& c, const Val& v) noexcept {
-  if (c.any_re) return RE2::PartialMatch(re2::StringPiece(v.s.data(), v.s.size()), *c.any_re);
+  if (c.any_lit) return c.any_lit->match(v.s);
   std::size_t hits = 0;
   for (std::size_t i = 0; i < c.strs.size(); ++i) {
     bool h = cmp_str(c, c.op, v.s, c.strs[i], i);
@@ -971,28 +1112,226 @@ bool Expr::path_prefixes(std::vector<std::string>& out) const {
   return root_ && prefixes_of(*root_, out);
 }
 
+// ---------------------------------------------------------------- guard index
+
+struct GuardIndex::Field {
+  FieldInst inst;
+  LiteralSet values;                 // string values some guard compares with
+  std::vector<std::uint64_t> masks;  // words() words per member of `values`
+  std::vector<std::uint64_t> exists; // rules that only need a value; empty: none
+  std::vector<std::pair<std::string, std::uint32_t>> pending_rules;  // while building
+};
+
+GuardIndex::GuardIndex() = default;
+GuardIndex::~GuardIndex() = default;
+GuardIndex::GuardIndex(GuardIndex&&) noexcept = default;
+GuardIndex& GuardIndex::operator=(GuardIndex&&) noexcept = default;
+
+namespace {
+
+bool guard_check(const CCheck& c) {
+  if (c.rhs_field || c.mod != Modifier::kNone || !c.ltr.empty() || c.multi || !c.lhs.def) return false;
+  if (c.op == Op::kExists) return true;
+  return (c.op == Op::kEq || c.op == Op::kIn) && c.ltype == FieldType::kString;
+}
+
+// The tests of `n` when `n` is a guard: a guard check, or an or of guards.
+bool guard_terms(const CNode& n, std::vector<const CCheck*>& out) {
+  if (n.kind == CNode::Kind::kCheck) {
+    if (!n.check || !guard_check(*n.check)) return false;
+    out.push_back(n.check.get());
+    return true;
+  }
+  if (n.kind == CNode::Kind::kOr) {
+    for (const auto& k : n.kids) {
+      if (!guard_terms(k, out)) return false;
+    }
+    return !n.kids.empty();
+  }
+  return false;
+}
+
+// The guard of a specialised condition: the first top-level term that is
+// one, preferring value tests to `exists`. Empty when there is none.
+std::vector<const CCheck*> pick_guard(const CNode& root) {
+  std::vector<const CCheck*> best;
+  auto only_exists = [](const std::vector<const CCheck*>& g) {
+    for (const auto* c : g) {
+      if (c->op != Op::kExists) return false;
+    }
+    return true;
+  };
+  auto consider = [&](const CNode& n) {
+    std::vector<const CCheck*> g;
+    if (!guard_terms(n, g)) return;
+    if (best.empty() || (only_exists(best) && !only_exists(g))) best = std::move(g);
+  };
+  if (root.kind == CNode::Kind::kAnd) {
+    for (const auto& k : root.kids) consider(k);
+  } else {
+    consider(root);
+  }
+  return best;
+}
+
+bool same_field(const FieldInst& a, const FieldInst& b) {
+  return a.def == b.def && a.arg == b.arg && a.has_arg == b.has_arg && a.index == b.index;
+}
+
+}  // namespace
+
+void GuardIndex::build(const std::vector<const Expr*>& exprs, event::Type t) {
+  fields_.clear();
+  active_ = false;
+  const std::size_t n = exprs.size();
+  words_ = (n + 63) / 64;
+  always_.assign(words_, 0);
+  if (n > kMaxRules) return;
+  auto ti = static_cast<std::size_t>(t);
+  std::size_t guarded = 0;
+  for (std::size_t r = 0; r < n; ++r) {
+    const Expr* e = exprs[r];
+    const CNode* root = e && ti < e->by_type_.size() ? e->by_type_[ti].get() : nullptr;
+    std::vector<const CCheck*> g;
+    if (root) g = pick_guard(*root);
+    if (g.empty()) {
+      always_[r / 64] |= std::uint64_t{1} << (r % 64);
+      continue;
+    }
+    ++guarded;
+    for (const CCheck* c : g) {
+      Field* f = nullptr;
+      for (auto& have : fields_) {
+        if (same_field(have.inst, c->lhs)) f = &have;
+      }
+      if (!f) {
+        fields_.emplace_back();
+        f = &fields_.back();
+        f->inst = c->lhs;
+      }
+      auto rr = static_cast<std::uint32_t>(r);
+      if (c->op == Op::kExists) {
+        if (f->exists.empty()) f->exists.assign(words_, 0);
+        f->exists[r / 64] |= std::uint64_t{1} << (r % 64);
+      } else if (c->op == Op::kEq) {
+        f->pending_rules.emplace_back(c->str, rr);
+      } else {
+        for (const auto& v : c->set.members()) f->pending_rules.emplace_back(v, rr);
+      }
+    }
+  }
+  for (auto& f : fields_) {
+    std::vector<std::string> vals;
+    vals.reserve(f.pending_rules.size());
+    for (const auto& [v, r] : f.pending_rules) vals.push_back(v);
+    f.values.build(vals);
+    f.masks.assign(f.values.members().size() * words_, 0);
+    for (const auto& [v, r] : f.pending_rules) {
+      auto id = static_cast<std::size_t>(f.values.find(v));
+      f.masks[id * words_ + r / 64] |= std::uint64_t{1} << (r % 64);
+    }
+    f.pending_rules.clear();
+    f.pending_rules.shrink_to_fit();
+  }
+  active_ = guarded >= 2;
+}
+
+void GuardIndex::candidates(const ExtractCtx& x, std::uint64_t* out) const noexcept {
+  for (std::size_t w = 0; w < words_; ++w) out[w] = always_[w];
+  static const std::vector<Transformer> kNone;
+  for (const auto& f : fields_) {
+    Extracted e;
+    extract_field(x, f.inst, kNone, e);
+    if (e.n == 0) continue;
+    if (!f.exists.empty()) {
+      for (std::size_t w = 0; w < words_; ++w) out[w] |= f.exists[w];
+    }
+    if (f.masks.empty()) continue;
+    for (std::size_t i = 0; i < e.n; ++i) {
+      std::int32_t id = f.values.find(e.v[i].s);
+      if (id < 0) continue;
+      const std::uint64_t* m = f.masks.data() + static_cast<std::size_t>(id) * words_;
+      for (std::size_t w = 0; w < words_; ++w) out[w] |= m[w];
+    }
+  }
+}
+
+std::vector<std::string> GuardIndex::fields() const {
+  std::vector<std::string> v;
+  for (const auto& f : fields_) {
+    std::string n(f.inst.def->name);
+    if (f.inst.has_arg) n += "[" + f.inst.arg + "]";
+    v.push_back(std::move(n));
+  }
+  return v;
+}
+
 // ---------------------------------------------------------------- compiler
 
 namespace {
 
-// One RE2 program matching any of the literals: as a prefix, a suffix or
-// anywhere. Null when it does not compile (the caller keeps the plain loop).
-std::unique_ptr<RE2> literal_set(const std::vector<std::string>& lits, Op op) {
-  if (lits.size() < 2) return nullptr;
-  std::string pat = op == Op::kStartsWith ? "^(?:" : "(?:";
-  for (std::size_t i = 0; i < lits.size(); ++i) {
-    if (i) pat += '|';
-    pat += RE2::QuoteMeta(lits[i]);
+// A prefilter for a regular expression: the literals (atoms, at least three
+// bytes) RE2's FilteredRE2 finds that every match needs some of. When no
+// atom is present the expression cannot match, so the matcher is a necessary
+// condition. Null when the expression can match without any atom.
+std::unique_ptr<LiteralMatcher> regex_prefilter(const std::string& pattern, const RE2::Options& o) {
+  // The atoms are lower-cased by Unicode rules and the input is only
+  // ASCII-folded here: keep to case-sensitive expressions (no flag groups)
+  // whose atoms are ASCII, where that folding lets through a superset.
+  if (!o.case_sensitive() || pattern.find("(?") != std::string::npos) return nullptr;
+  re2::FilteredRE2 f(3);
+  int id = -1;
+  if (f.Add(pattern, o, &id) != RE2::NoError) return nullptr;
+  std::vector<std::string> atoms;
+  f.Compile(&atoms);
+  if (atoms.empty()) return nullptr;
+  for (const auto& a : atoms) {
+    for (char ch : a) {
+      if (static_cast<unsigned char>(ch) >= 0x80) return nullptr;
+    }
   }
-  pat += op == Op::kEndsWith ? ")\\z" : ")";
-  RE2::Options o;
-  o.set_log_errors(false);
-  o.set_max_mem(32 << 20);
-  o.set_case_sensitive(op != Op::kIContains);
-  o.set_encoding(RE2::Options::EncodingLatin1);  // bytes, like the plain comparisons
-  auto re = std::make_unique<RE2>(pat, o);
-  if (!re->ok()) return nullptr;
-  return re;
+  auto passes = [&f](const std::vector<int>& present) {
+    std::vector<int> passed;
+    f.AllPotentials(present, &passed);
+    return !passed.empty();
+  };
+  if (passes({})) return nullptr;  // passes the filter with no atom at all
+  // The filter is an and/or of atoms. Shrink the required set: an atom moves
+  // to `present` when the filter still fails with it there, so at the end the
+  // filter fails whenever no atom of `required` is in the text. Atoms that
+  // start with a letter or digit (costly to scan for) are tried first, so the
+  // set kept favours rare leading bytes (" --algo" over "kawpow").
+  std::vector<int> order(atoms.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+  auto costly = [&atoms](int i) { return std::isalnum(static_cast<unsigned char>(atoms[i][0])) != 0; };
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    if (costly(a) != costly(b)) return costly(a);
+    return atoms[a].size() < atoms[b].size();
+  });
+  std::vector<int> present;
+  std::vector<bool> kept(atoms.size(), true);
+  for (int i : order) {
+    present.push_back(i);
+    if (passes(present)) {
+      present.pop_back();
+    } else {
+      kept[i] = false;
+    }
+  }
+  std::vector<std::string> required;
+  for (std::size_t i = 0; i < atoms.size(); ++i) {
+    if (kept[i]) required.push_back(atoms[i]);
+  }
+  if (required.empty()) return nullptr;
+  // Atoms are lower-case; matching them case-insensitively only lets more through.
+  return std::make_unique<LiteralMatcher>(required, Op::kIContains);
+}
+
+// One matcher for any of the literals: as a prefix, a suffix or anywhere.
+// Null for fewer than two (the plain comparison is as fast).
+std::unique_ptr<LiteralMatcher> literal_set(const std::vector<std::string>& lits, Op op) {
+  if (lits.size() < 2) return nullptr;
+  return std::make_unique<LiteralMatcher>(lits, op);
 }
 
 bool mergeable_contains(const CNode& n) {
@@ -1026,7 +1365,7 @@ void merge_contains(CNode& n) {
         group.push_back(j);
       }
     }
-    std::unique_ptr<RE2> re = group.size() > 1 ? literal_set(lits, a.op) : nullptr;
+    std::unique_ptr<LiteralMatcher> re = group.size() > 1 ? literal_set(lits, a.op) : nullptr;
     if (!re) {
       out.push_back(std::move(n.kids[i]));
       continue;
@@ -1037,7 +1376,7 @@ void merge_contains(CNode& n) {
     merged->op = a.op;
     merged->mod = Modifier::kAnyOf;
     merged->strs = lits;
-    merged->any_re = std::move(re);
+    merged->any_lit = std::move(re);
     for (auto g : group) used[g] = true;
     CNode m;
     m.kind = CNode::Kind::kCheck;
@@ -1079,8 +1418,8 @@ void FieldSlots::remember(const std::string& key, std::shared_ptr<CCheck> c) {
 class Compiler {
  public:
   Compiler(const MacroMap& macros, const ListMap& lists, const FieldCatalog& cat, CompileResult& r,
-           FieldSlots* slots)
-      : macros_(macros), lists_(lists), cat_(cat), r_(r), slots_(slots) {}
+           FieldSlots* slots, bool optimise)
+      : macros_(macros), lists_(lists), cat_(cat), r_(r), slots_(slots), optimise_(optimise) {}
 
   // Expands macros in place. Returns false on an undefined macro or a cycle.
   bool expand_macros(NodePtr& n, std::vector<std::string>& stack) {
@@ -1350,6 +1689,7 @@ class Compiler {
               error(code::kRegex, n.offset, "bad regular expression '" + v + "': " + re->error());
               return c;
             }
+            chk->re_pre.push_back(optimise_ ? regex_prefilter(v, o) : nullptr);
             chk->res.push_back(std::move(re));
           }
         }
@@ -1363,7 +1703,7 @@ class Compiler {
           if (n.modifier == Modifier::kAnyOf &&
               (n.op == Op::kContains || n.op == Op::kIContains || n.op == Op::kStartsWith ||
                n.op == Op::kEndsWith)) {
-            chk->any_re = literal_set(vals, n.op);
+            if (optimise_) chk->any_lit = literal_set(vals, n.op);
           }
         } else {
           chk->str = vals[0];
@@ -1463,6 +1803,7 @@ class Compiler {
   const FieldCatalog& cat_;
   CompileResult& r_;
   FieldSlots* slots_;
+  bool optimise_ = true;
   std::size_t expanded_ = 0;
   bool too_many_ = false;
 };
@@ -1502,7 +1843,7 @@ void collect_list_refs(const Node& n, const ListMap& lists, std::set<std::string
 CompileResult compile_condition(NodePtr root, const MacroMap& macros, const ListMap& lists,
                                 const FieldCatalog& catalog, FieldSlots* slots, bool optimise) {
   CompileResult r;
-  Compiler comp(macros, lists, catalog, r, slots);
+  Compiler comp(macros, lists, catalog, r, slots, optimise);
   std::vector<std::string> stack;
   if (!comp.expand_macros(root, stack)) {
     if (r.errors.empty()) {

@@ -72,6 +72,7 @@ class Expr {
   std::string plan(event::Type t) const;
 
  private:
+  friend class GuardIndex;
   std::unique_ptr<CNode> root_;
   // root_ specialised per event type (null: never true for that type).
   std::array<std::unique_ptr<CNode>, static_cast<std::size_t>(event::Type::kCount)> by_type_;
@@ -81,6 +82,40 @@ class Expr {
   static constexpr std::uint32_t kNoProgram = 0xffffffffu;
   std::vector<FNode> flat_;
   std::array<std::uint32_t, static_cast<std::size_t>(event::Type::kCount)> flat_start_;
+};
+
+// Skips, before any of them runs, the rules whose condition cannot hold for an
+// event. For each rule indexed under one event type it picks a guard: a test
+// the specialised condition needs (the condition itself or one of its
+// top-level `and` terms) of the form `F = v`, `F in (...)` or `F exists` on a
+// single-valued field without transformers, or an `or` of such tests. It maps
+// every guard field's values to the rules they let through, so one lookup per
+// field replaces one test per rule. The guards stay in the conditions: a rule
+// let through is evaluated in full, so results are unchanged.
+class GuardIndex {
+ public:
+  static constexpr std::size_t kMaxRules = 1024;  // more rules for one type: no index
+  GuardIndex();
+  ~GuardIndex();
+  GuardIndex(GuardIndex&&) noexcept;
+  GuardIndex& operator=(GuardIndex&&) noexcept;
+
+  // `exprs`: the conditions of the rules indexed under type `t`, in order.
+  void build(const std::vector<const Expr*>& exprs, event::Type t);
+  // Whether the index can skip anything (at least two rules have guards).
+  bool active() const noexcept { return active_; }
+  std::size_t words() const noexcept { return words_; }
+  // Sets bit i of `out` (words() words) when rule i may match the event.
+  void candidates(const ExtractCtx& x, std::uint64_t* out) const noexcept;
+  // The guard fields, for tests and `plan` output.
+  std::vector<std::string> fields() const;
+
+ private:
+  struct Field;
+  std::vector<Field> fields_;
+  std::vector<std::uint64_t> always_;  // rules without a guard
+  std::size_t words_ = 0;
+  bool active_ = false;
 };
 
 // Macros and lists visible to a compile.

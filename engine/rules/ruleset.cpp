@@ -110,7 +110,13 @@ void Ruleset::evaluate(const state::EvalContext& ctx, std::vector<event::Alert>&
   checks.clear();
   ExtractCtx x{&ctx, &arena, &cache, &checks};
   const FNode* programs = programs_[t].data();
-  for (const auto& entry : idx) {
+  // Rules whose guard fails for this event are skipped (GuardIndex).
+  std::uint64_t may_match[GuardIndex::kMaxRules / 64];
+  const GuardIndex* guards = guards_[t].get();
+  if (guards) guards->candidates(x, may_match);
+  for (std::size_t k = 0; k < idx.size(); ++k) {
+    if (guards && !((may_match[k / 64] >> (k % 64)) & 1u)) continue;
+    const auto& entry = idx[k];
     // Cached strings may live in the arena: drop both together when it fills up.
     if (arena.used() > Arena::kSize / 2) {
       arena.reset();
@@ -176,6 +182,12 @@ std::string Ruleset::plan(std::string_view rule, event::Type t) const {
     if (r->name == rule) return r->expr ? r->expr->plan(t) : std::string("false\n");
   }
   return {};
+}
+
+std::vector<std::string> Ruleset::guard_fields(event::Type t) const {
+  auto i = static_cast<std::size_t>(t);
+  if (i >= static_cast<std::size_t>(event::Type::kCount) || !guards_[i]) return {};
+  return guards_[i]->fields();
 }
 
 std::vector<RuleInfo> Ruleset::rules() const {
@@ -539,6 +551,15 @@ class RulesetBuilder {
       }
     }
     rs->open_prefixes_.assign(prefixes.begin(), prefixes.end());
+    if (opts.optimise) {
+      for (unsigned t = 1; t < static_cast<unsigned>(event::Type::kCount); ++t) {
+        std::vector<const Expr*> exprs;
+        for (const auto& e : rs->index_[t]) exprs.push_back(rs->rules_[e.rule]->expr.get());
+        auto g = std::make_unique<GuardIndex>();
+        g->build(exprs, static_cast<event::Type>(t));
+        if (g->active()) rs->guards_[t] = std::move(g);
+      }
+    }
 
     res.errors = d.error_count();
     if (res.errors == 0) res.ruleset = std::shared_ptr<const Ruleset>(rs.release());

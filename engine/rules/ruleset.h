@@ -32,6 +32,7 @@ namespace vigil::rules {
 class Expr;
 class OutputFormat;
 struct FNode;
+class GuardIndex;
 
 struct LoadOptions {
   std::set<std::string> disabled_tags;   // rules with any of these tags are disabled
@@ -85,6 +86,9 @@ class Ruleset {
   // How the named rule's condition is evaluated for events of type `t`
   // (Expr::plan); "" when no rule has that name.
   std::string plan(std::string_view rule, event::Type t) const;
+  // The fields whose values pick the rules to evaluate for events of type `t`
+  // (GuardIndex); empty when every rule indexed under `t` runs.
+  std::vector<std::string> guard_fields(event::Type t) const;
   std::size_t size() const { return rules_.size(); }
 
  private:
@@ -98,6 +102,8 @@ class Ruleset {
   };
   std::vector<IndexEntry> index_[static_cast<std::size_t>(event::Type::kCount)];
   std::vector<FNode> programs_[static_cast<std::size_t>(event::Type::kCount)];
+  // Per event type, which of index_[type] may match an event (compiler.h).
+  std::unique_ptr<GuardIndex> guards_[static_cast<std::size_t>(event::Type::kCount)];
   std::uint32_t type_bits_ = 0;  // event types enabled rules are listed under
   std::vector<std::string> open_prefixes_;
   bool open_any_path_ = false;
