@@ -24,6 +24,8 @@ using testing::sample_nvidia;
 
 constexpr auto kNvidiaType = static_cast<std::uint8_t>(RecordType::kNvidia);
 const char* const kSeedPath = "tests/fuzz/capture_reader_corpus/nvidia_inventory.vcap";
+// Bare records: the fuzz target also frames its input as one block's records.
+const char* const kRecordsSeedPath = "tests/fuzz/capture_reader_corpus/nvidia_inventory.records";
 
 class TempDir {
  public:
@@ -328,6 +330,10 @@ TEST(NvidiaRecord, FuzzSeedHoldsTheInventory) {
     ASSERT_TRUE((*w)->write_nvidia(state::NvidiaInfo{}));
     ASSERT_TRUE((*w)->write_event(testing::sample_exec(9, 1, 0, 0, "/a")));
     ASSERT_TRUE((*w)->close());
+    std::string records;
+    append_nvidia(sample_nvidia(), records);
+    append_nvidia(state::NvidiaInfo{}, records);
+    std::ofstream(kRecordsSeedPath, std::ios::binary) << records;
   }
   std::string error;
   auto recs = read_file(kSeedPath, &error);
@@ -336,6 +342,14 @@ TEST(NvidiaRecord, FuzzSeedHoldsTheInventory) {
   ASSERT_TRUE(std::holds_alternative<state::NvidiaInfo>(recs[0]));
   EXPECT_EQ(std::get<state::NvidiaInfo>(recs[0]).gpus.size(), 4u);
   EXPECT_EQ(std::get<state::NvidiaInfo>(recs[1]), state::NvidiaInfo{});
+
+  std::ifstream in(kRecordsSeedPath, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string want;
+  append_nvidia(sample_nvidia(), want);
+  append_nvidia(state::NvidiaInfo{}, want);
+  EXPECT_EQ(ss.str(), want);
 }
 
 }  // namespace

@@ -14,8 +14,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
 namespace {
 
-std::string fixture() {
-  std::ifstream in("tests/engine/capture/fixtures/v1_sample.vcap", std::ios::binary);
+std::string fixture(const char* path = "tests/engine/capture/fixtures/v1_sample.vcap") {
+  std::ifstream in(path, std::ios::binary);
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
@@ -25,11 +25,9 @@ void run(const std::string& s) {
   LLVMFuzzerTestOneInput(reinterpret_cast<const std::uint8_t*>(s.data()), s.size());
 }
 
-TEST(CaptureReaderRobustness, SurvivesTwentyThousandMutationsOfARealCapture) {
-  const std::string seed = fixture();
-  ASSERT_GT(seed.size(), 100u);
-  std::mt19937 rng(1234);
-  for (int i = 0; i < 20000; ++i) {
+void mutate_and_run(const std::string& seed, int rounds, std::uint32_t rng_seed) {
+  std::mt19937 rng(rng_seed);
+  for (int i = 0; i < rounds; ++i) {
     std::string s = seed;
     switch (i % 5) {
       case 0:  // flip a few bits
@@ -59,7 +57,25 @@ TEST(CaptureReaderRobustness, SurvivesTwentyThousandMutationsOfARealCapture) {
     }
     run(s);
   }
+}
+
+TEST(CaptureReaderRobustness, SurvivesTwentyThousandMutationsOfARealCapture) {
+  const std::string seed = fixture();
+  ASSERT_GT(seed.size(), 100u);
+  mutate_and_run(seed, 20000, 1234);
   SUCCEED();  // reaching here without a crash/hang (ASan/UBSan builds check more) is the test
+}
+
+// The NVIDIA inventory record (GPU list, bounded strings) under the same abuse:
+// the fuzz seed that holds it, as a file and as bare records.
+TEST(CaptureReaderRobustness, SurvivesMutationsOfTheNvidiaInventory) {
+  const std::string file = fixture("tests/fuzz/capture_reader_corpus/nvidia_inventory.vcap");
+  ASSERT_GT(file.size(), 100u);
+  mutate_and_run(file, 10000, 4321);
+  const std::string records = fixture("tests/fuzz/capture_reader_corpus/nvidia_inventory.records");
+  ASSERT_GT(records.size(), 20u);
+  mutate_and_run(records, 10000, 8765);
+  SUCCEED();
 }
 
 }  // namespace
