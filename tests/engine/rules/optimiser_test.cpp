@@ -357,5 +357,133 @@ TEST(Optimiser, SelectiveTestsRunBeforeExceptions) {
   EXPECT_EQ(first_check.rfind("  fd.name = /etc/shadow\n", 0), 0u) << plan;
 }
 
+
+// Both rule sets (optimised and as written) for one rule file.
+struct Pair {
+  LoadResult fast, plain;
+  explicit Pair(const std::string& yaml) {
+    LoadOptions o;
+    fast = load_rules_text({{"t.yaml", yaml}}, o);
+    o.optimise = false;
+    plain = load_rules_text({{"t.yaml", yaml}}, o);
+  }
+  // Which rules fire for an exec of a process with this command line; the
+  // two rule sets must agree.
+  std::vector<std::string> exec(const std::string& comm, const std::vector<std::string>& args) {
+    World w;
+    w.proc.comm = comm;
+    w.proc.args = args;
+    w.exec();
+    auto a = fired(*fast.ruleset, w.ctx());
+    auto b = fired(*plain.ruleset, w.ctx());
+    EXPECT_EQ(a, b) << comm;
+    std::vector<std::string> names;
+    for (const auto& n : a) names.push_back(n.substr(0, n.find(" | ")));
+    return names;
+  }
+};
+
+std::string rule(const std::string& name, const std::string& cond) {
+  return "- rule: " + name + "\n  desc: d\n  condition: evt.type = execve and (" + cond +
+         ")\n  output: o\n  priority: WARNING\n";
+}
+
+// anyof and or-chains of contains run as one literal matcher: prefixes,
+// suffixes and substrings at the edges, overlapping literals, literals that
+// share prefixes, case folding, and an empty literal.
+TEST(Optimiser, LiteralSetsMatchLikeTheSingleComparisons) {
+  Pair p(rule("contains", "proc.cmdline contains \" --rig\" or proc.cmdline contains \" --rig-id\" or "
+                          "proc.cmdline contains abab or proc.cmdline contains zz") +
+         rule("icontains", "proc.cmdline icontains anyof (Stratum+TCP://, xmr)") +
+         rule("starts", "proc.cmdline startswith anyof (\"python3 -m\", py, \"sh -c\")") +
+         rule("ends", "proc.cmdline endswith anyof (.sh, /x.sh, \" &\")") +
+         rule("empty", "proc.cmdline contains anyof (\"\", never)"));
+  ASSERT_TRUE(p.fast.ruleset) << summary_line(p.fast);
+  ASSERT_TRUE(p.plain.ruleset);
+  using V = std::vector<std::string>;
+  EXPECT_EQ(p.exec("a", {"--rig"}), (V{"contains", "empty"}));           // " --rig" at the very end
+  EXPECT_EQ(p.exec("a", {"--ri"}), (V{"empty"}));                        // a prefix of a literal only
+  EXPECT_EQ(p.exec("a", {"ababab"}), (V{"contains", "empty"}));          // overlapping occurrences
+  EXPECT_EQ(p.exec("a", {"aba", "bab"}), (V{"empty"}));                  // split by a space
+  EXPECT_EQ(p.exec("z", {"z"}), (V{"empty"}));                           // "z z": no "zz"
+  EXPECT_EQ(p.exec("zz", {}), (V{"contains", "empty"}));                 // the whole value
+  EXPECT_EQ(p.exec("a", {"sTRATUM+tcp://pool"}), (V{"icontains", "empty"}));
+  EXPECT_EQ(p.exec("a", {"XMR"}), (V{"icontains", "empty"}));
+  EXPECT_EQ(p.exec("a", {"stratum+tcp:/"}), (V{"empty"}));
+  EXPECT_EQ(p.exec("python3", {"-m", "x"}), (V{"starts", "empty"}));
+  EXPECT_EQ(p.exec("p", {"y"}), (V{"empty"}));                           // "p y" does not start with "py"
+  EXPECT_EQ(p.exec("pyx", {}), (V{"starts", "empty"}));
+  EXPECT_EQ(p.exec("bash", {"/tmp/x.sh"}), (V{"ends", "empty"}));
+  EXPECT_EQ(p.exec("bash", {"/tmp/x.shh"}), (V{"empty"}));
+  EXPECT_EQ(p.exec("sh", {}), (V{"empty"}));                             // shorter than ".sh"
+  EXPECT_EQ(p.exec(".sh", {}), (V{"ends", "empty"}));
+  EXPECT_EQ(p.exec("a", {"&"}), (V{"ends", "empty"}));
+}
+
+// A regex runs only when its input holds a literal every match needs; the
+// answers must be the regex's own, including for matches that need only one
+// branch of an alternation, classes, case differences and no literals at all.
+TEST(Optimiser, RegexPrefiltersNeverChangeTheAnswer) {
+  Pair p(rule("algo", "proc.cmdline regex \".* (-a|--algo)[ =](kawpow|ethash|equihash[0-9_]*)( .*)?\"") +
+         rule("caseless", "proc.cmdline regex \"(?i).*stratum.*\"") +
+         rule("noliteral", "proc.cmdline regex \"[a-c]+ [0-9]{2,}\"") +
+         rule("utf8", "proc.cmdline regex \".*Élan.*\""));
+  ASSERT_TRUE(p.fast.ruleset) << summary_line(p.fast);
+  ASSERT_TRUE(p.plain.ruleset);
+  using V = std::vector<std::string>;
+  EXPECT_EQ(p.exec("miner", {"--algo", "kawpow"}), (V{"algo"}));
+  EXPECT_EQ(p.exec("miner", {"-a=ethash", "-o", "x"}), (V{"algo"}));
+  EXPECT_EQ(p.exec("miner", {"--algo", "equihash144_5"}), (V{"algo"}));
+  EXPECT_EQ(p.exec("miner", {"--ALGO", "kawpow"}), (V{}));               // the regex is case-sensitive
+  EXPECT_EQ(p.exec("miner", {"--algo", "KAWPOW"}), (V{}));
+  EXPECT_EQ(p.exec("miner", {"kawpow", "--algo"}), (V{}));               // atoms present, no match
+  EXPECT_EQ(p.exec("miner", {"--algox", "kawpow"}), (V{}));
+  EXPECT_EQ(p.exec("x", {"STRATUM"}), (V{"caseless"}));
+  EXPECT_EQ(p.exec("abc", {"42"}), (V{"noliteral"}));
+  EXPECT_EQ(p.exec("x", {"\xc3\x89lan"}), (V{"utf8"}));
+  EXPECT_EQ(p.exec("x", {"\xc3\xa9lan"}), (V{}));
+}
+
+// The guard index picks rules by the values of the fields they require;
+// rules it lets through still run in full, and rules without a guard always
+// run.
+TEST(Optimiser, GuardIndexPicksRulesByRequiredValues) {
+  std::string yaml;
+  auto open_rule = [&](const std::string& name, const std::string& cond) {
+    yaml += "- rule: " + name + "\n  desc: d\n  condition: evt.type = openat and " + cond +
+            "\n  output: o\n  priority: WARNING\n";
+  };
+  open_rule("shadow", "fd.name = /etc/shadow and proc.name != cat");
+  open_rule("pam", "(fd.name in (/etc/pam.conf, /etc/shadow) or fd.directory = /etc/pam.d)");
+  open_rule("gpu", "gpu.device exists and not proc.name in (nvidia-smi)");
+  open_rule("python_any", "proc.name = python3 and fd.name startswith /etc");
+  open_rule("any", "not fd.name startswith /proc");
+  auto r = load_rules_text({{"t.yaml", yaml}}, LoadOptions{});
+  ASSERT_TRUE(r.ruleset) << summary_line(r);
+  auto fields = r.ruleset->guard_fields(event::Type::kOpen);
+  std::sort(fields.begin(), fields.end());
+  EXPECT_EQ(fields, (std::vector<std::string>{"fd.directory", "fd.name", "gpu.device", "proc.name"}));
+  auto fires = [&](const std::string& comm, const std::string& path, bool device) {
+    World w;
+    w.proc.comm = comm;
+    if (device) w.open_dev(path, 195, 0);
+    else w.open(path);
+    std::vector<event::Alert> out;
+    r.ruleset->evaluate(w.ctx(), out);
+    std::vector<std::string> names;
+    for (const auto& a : out) names.push_back(a.rule);
+    return names;
+  };
+  using V = std::vector<std::string>;
+  EXPECT_EQ(fires("python3", "/etc/shadow", false), (V{"shadow", "pam", "python_any", "any"}));
+  EXPECT_EQ(fires("cat", "/etc/shadow", false), (V{"pam", "any"}));
+  EXPECT_EQ(fires("bash", "/etc/pam.d/sshd", false), (V{"pam", "any"}));
+  EXPECT_EQ(fires("bash", "/etc/pam.d", false), (V{"any"}));
+  EXPECT_EQ(fires("bash", "/proc/self/status", false), (V{}));
+  EXPECT_EQ(fires("bash", "/dev/nvidia0", true), (V{"gpu", "any"}));
+  EXPECT_EQ(fires("nvidia-smi", "/dev/nvidia0", true), (V{"any"}));
+  EXPECT_EQ(fires("python3", "/etc/hosts", false), (V{"python_any", "any"}));
+}
+
 }  // namespace
 }  // namespace vigil::rules
