@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <optional>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -35,13 +36,25 @@ class e2eRun : public ::testing::Test {
 
   // Starts the Kubernetes API stand-in and makes the kubelet-style cgroup of
   // its stable pod. Skips the test when the stand-in cannot run here (no
-  // python3 or openssl); fails it when the cgroup cannot be made.
-  void start_api_and_pod_cgroup() {
-    if (std::string why = api_.start(dir_); !why.empty()) GTEST_SKIP() << why;
+  // python3 or openssl) and fails it when the cgroup cannot be made; false
+  // then, and the test returns.
+  bool start_api_and_pod_cgroup() {
+    if (std::string why = api_.start(dir_); !why.empty()) {
+      [&] { GTEST_SKIP() << why; }();
+      return false;
+    }
     cgroup_.emplace(K8sStub::kStablePodUid, K8sStub::stable_container_id());
-    ASSERT_TRUE(cgroup_->ok()) << cgroup_->error();
+    EXPECT_TRUE(cgroup_->ok()) << cgroup_->error();
+    return cgroup_->ok();
   }
-  bool stopped() const { return IsSkipped() || HasFatalFailure(); }
+
+  // A copy of the actor in the test's directory under a unique name made
+  // from `role`: {name, path}.
+  std::pair<std::string, std::string> install_actor(const std::string& role) const {
+    std::string name = unique_name(role);
+    std::string path = dir_.install(VIGIL_E2E_ACTOR, name);
+    return {name, path};
+  }
 
   TempDir dir_;
   K8sStub api_;
@@ -103,10 +116,8 @@ TEST_F(e2eRun, ExecArgvAndAncestry) {
 // 2. A connect from a process in a kubelet-style cgroup, in its own network
 //    namespace, is attributed to the container and the pod the API serves.
 TEST_F(e2eRun, ConnectFromAPodIsAttributedToItsContainerAndPod) {
-  start_api_and_pod_cgroup();
-  if (stopped()) return;
-  const std::string name = unique_name("conn");
-  const std::string prog = dir_.install(VIGIL_E2E_ACTOR, name);
+  if (!start_api_and_pod_cgroup()) return;
+  const auto [name, prog] = install_actor("conn");
   const std::string rules = dir_.write("rules.yaml", R"(
 - rule: e2e pod connect
   desc: a connect by the test program
@@ -159,8 +170,7 @@ TEST_F(e2eRun, OpenAndRmAllocOnAStandInNvidiaNode) {
   struct stat null_st{};
   ASSERT_EQ(::stat("/dev/null", &null_st), 0);
   const std::string node = "/dev/nvidia0";
-  const std::string name = unique_name("gpu");
-  const std::string prog = dir_.install(VIGIL_E2E_ACTOR, name);
+  const auto [name, prog] = install_actor("gpu");
   const std::string rules = dir_.write("rules.yaml", R"(
 - rule: e2e nvidia open
   desc: the test program opens the stand-in node
@@ -215,8 +225,7 @@ TEST_F(e2eRun, OpenAndRmAllocOnAStandInNvidiaNode) {
 // 4. An Xid line written to /dev/kmsg naming a live process becomes an alert
 //    with the code, the PCI address and that process.
 TEST_F(e2eRun, XidLineOnDevKmsgNamesTheProcess) {
-  const std::string name = unique_name("xid");
-  const std::string prog = dir_.install(VIGIL_E2E_ACTOR, name);
+  const auto [name, prog] = install_actor("xid");
   // The process the Xid names: started before the rule file exists, so its pid can go in the rule.
   SpawnOptions o;
   o.stdin_pipe = true;
@@ -266,8 +275,7 @@ TEST_F(e2eRun, XidLineOnDevKmsgNamesTheProcess) {
 // 5. A process that started before vigil is known from /proc: its connect
 //    after `ready` carries its name, executable and command line.
 TEST_F(e2eRun, ProcessOlderThanVigilIsKnown) {
-  const std::string name = unique_name("old");
-  const std::string prog = dir_.install(VIGIL_E2E_ACTOR, name);
+  const auto [name, prog] = install_actor("old");
   SpawnOptions o;
   o.stdin_pipe = true;
   Child old = Child::spawn({prog, "wait", "connect", "127.0.0.1", "47124"}, o);
@@ -309,10 +317,8 @@ TEST_F(e2eRun, ProcessOlderThanVigilIsKnown) {
 //    still attributed to its container and pod (nothing of it is left in /proc
 //    by the time its exec is processed).
 TEST_F(e2eRun, ShortLivedProcessInAPodIsAttributed) {
-  start_api_and_pod_cgroup();
-  if (stopped()) return;
-  const std::string name = unique_name("blink");
-  const std::string prog = dir_.install(VIGIL_E2E_ACTOR, name);
+  if (!start_api_and_pod_cgroup()) return;
+  const auto [name, prog] = install_actor("blink");
   const std::string rules = dir_.write("rules.yaml", R"(
 - rule: e2e short-lived exec
   desc: the test program ran
