@@ -387,13 +387,17 @@ class NvidiaReplayTest : public ReplayTest {
 
   // A live state over the fake driver tree, with the NVIDIA devices read the
   // way `vigil run` reads them: before any capture writer or recorder exists.
-  std::unique_ptr<state::State> live_state() {
+  state::Config node_config() const {
     state::Config c;
     c.proc_root = root_ + "/proc";
     c.cgroup_root = root_ + "/cg";
     c.passwd_path = "";
     c.group_path = "";
-    auto st = std::make_unique<state::State>(c);
+    return c;
+  }
+
+  std::unique_ptr<state::State> live_state() {
+    auto st = std::make_unique<state::State>(node_config());
     st->load_nvidia();
     EXPECT_EQ(st->nvidia().gpus.size(), 3u);
     seed(*st);
@@ -534,6 +538,33 @@ TEST_F(NvidiaReplayTest, FlightCaptureCarriesTheInventory) {
   ASSERT_NE(replayed, nullptr) << ::testing::PrintToString(rules_of(again));
   EXPECT_EQ(replayed->output, wrong->output);
   EXPECT_EQ(replayed->uuid, wrong->uuid);
+}
+
+
+// An inventory read after the recording taps are listening (State::load_nvidia
+// later, or again) reaches each of them through the fanout, in order.
+TEST_F(NvidiaReplayTest, AnInventoryReadLaterReachesEveryListener) {
+  state::State st(node_config());
+  auto a = CaptureWriter::open(dir_ + "/a.vcap", WriterOptions{});
+  auto b = CaptureWriter::open(dir_ + "/b.vcap", WriterOptions{});
+  ASSERT_TRUE(a && b);
+  ListenerFanout fanout;
+  fanout.add(a->get());
+  fanout.add(b->get());
+  st.set_listener(&fanout);
+  st.load_nvidia();
+  ASSERT_TRUE((*a)->close());
+  ASSERT_TRUE((*b)->close());
+  for (const std::string& f : {dir_ + "/a.vcap", dir_ + "/b.vcap"}) {
+    auto r = CaptureReader::open(f);
+    ASSERT_TRUE(r);
+    Record rec;
+    auto more = (*r)->next(rec);
+    ASSERT_TRUE(more && *more) << f;
+    ASSERT_TRUE(std::holds_alternative<state::NvidiaInfo>(rec.data)) << f;
+    EXPECT_EQ(std::get<state::NvidiaInfo>(rec.data), st.nvidia());
+    EXPECT_EQ(std::get<state::NvidiaInfo>(rec.data).gpus.size(), 3u);
+  }
 }
 
 }  // namespace
