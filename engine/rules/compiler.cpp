@@ -10,6 +10,9 @@
 #include <charconv>
 #include <climits>
 #include <cstring>
+#include <map>
+#include <set>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -1151,27 +1154,20 @@ bool guard_terms(const CNode& n, std::vector<const CCheck*>& out) {
   return false;
 }
 
-// The guard of a specialised condition: the first top-level term that is
-// one, preferring value tests to `exists`. Empty when there is none.
-std::vector<const CCheck*> pick_guard(const CNode& root) {
-  std::vector<const CCheck*> best;
-  auto only_exists = [](const std::vector<const CCheck*>& g) {
-    for (const auto* c : g) {
-      if (c->op != Op::kExists) return false;
-    }
-    return true;
-  };
+// The guard candidates of a specialised condition: the condition itself or
+// each of its top-level `and` terms that is a guard.
+std::vector<std::vector<const CCheck*>> guard_candidates(const CNode& root) {
+  std::vector<std::vector<const CCheck*>> out;
   auto consider = [&](const CNode& n) {
     std::vector<const CCheck*> g;
-    if (!guard_terms(n, g)) return;
-    if (best.empty() || (only_exists(best) && !only_exists(g))) best = std::move(g);
+    if (guard_terms(n, g)) out.push_back(std::move(g));
   };
   if (root.kind == CNode::Kind::kAnd) {
     for (const auto& k : root.kids) consider(k);
   } else {
     consider(root);
   }
-  return best;
+  return out;
 }
 
 bool same_field(const FieldInst& a, const FieldInst& b) {
@@ -1188,12 +1184,46 @@ void GuardIndex::build(const std::vector<const Expr*>& exprs, event::Type t) {
   always_.assign(words_, 0);
   if (n > kMaxRules) return;
   auto ti = static_cast<std::size_t>(t);
-  std::size_t guarded = 0;
+  std::vector<std::vector<std::vector<const CCheck*>>> cands(n);
   for (std::size_t r = 0; r < n; ++r) {
     const Expr* e = exprs[r];
     const CNode* root = e && ti < e->by_type_.size() ? e->by_type_[ti].get() : nullptr;
+    if (root) cands[r] = guard_candidates(*root);
+  }
+  // How many distinct values the rules compare each field with: a field
+  // with few (fd.typechar = f in every open rule) lets nearly every event
+  // through, one with many (fd.name) sorts events well.
+  std::map<std::tuple<const FieldDef*, std::string, std::int64_t>, std::set<std::string>> distinct;
+  for (const auto& rc : cands) {
+    for (const auto& g : rc) {
+      for (const CCheck* c : g) {
+        auto& d = distinct[{c->lhs.def, c->lhs.arg, c->lhs.index}];
+        if (c->op == Op::kEq) d.insert(c->str);
+        if (c->op == Op::kIn) d.insert(c->set.members().begin(), c->set.members().end());
+      }
+    }
+  }
+  // A guard's worth: the smallest cardinality among its terms' fields
+  // (an `exists` term counts as 1: it only needs a value).
+  auto worth = [&](const std::vector<const CCheck*>& g) {
+    std::size_t w = SIZE_MAX;
+    for (const CCheck* c : g) {
+      std::size_t k = c->op == Op::kExists ? 1 : distinct[{c->lhs.def, c->lhs.arg, c->lhs.index}].size();
+      w = std::min(w, k);
+    }
+    return w;
+  };
+  std::size_t guarded = 0;
+  for (std::size_t r = 0; r < n; ++r) {
     std::vector<const CCheck*> g;
-    if (root) g = pick_guard(*root);
+    std::size_t best = 0;
+    for (const auto& cand : cands[r]) {
+      std::size_t w = worth(cand);
+      if (g.empty() || w > best) {
+        g = cand;
+        best = w;
+      }
+    }
     if (g.empty()) {
       always_[r / 64] |= std::uint64_t{1} << (r % 64);
       continue;
