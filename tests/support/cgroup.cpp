@@ -1,6 +1,5 @@
 #include "tests/support/cgroup.h"
 
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -26,16 +25,6 @@ std::string cgroup2_root() {
     if (f[3] == "/") return f[4];
   }
   return {};
-}
-
-bool join_cgroup(const std::string& dir) {
-  const std::string procs = dir + "/cgroup.procs";
-  const int fd = ::open(procs.c_str(), O_WRONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  const std::string me = std::to_string(::getpid());
-  const bool ok = ::write(fd, me.data(), me.size()) == static_cast<ssize_t>(me.size());
-  ::close(fd);
-  return ok;
 }
 
 PodCgroup::PodCgroup(const std::string& pod_uid, const std::string& container_id, QosClass qos) {
@@ -64,7 +53,6 @@ PodCgroup::PodCgroup(const std::string& pod_uid, const std::string& container_id
     }
   }
   scope_ = levels.back();
-  pod_dir_ = levels[levels.size() - 2];
   struct stat st{};
   if (::stat(scope_.c_str(), &st) == 0) {
     id_ = st.st_ino;

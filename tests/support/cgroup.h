@@ -13,10 +13,6 @@ namespace vigil::support {
 // /proc/self/mountinfo); "" when there is none.
 std::string cgroup2_root();
 
-// Moves the calling process into the cgroup directory `dir`. For a forked
-// child before it runs or execs anything; false when the kernel refused.
-bool join_cgroup(const std::string& dir);
-
 // The pod's QoS class, which decides the kubelet's slice levels.
 enum class QosClass {
   kGuaranteed,  // kubepods.slice/kubepods-pod<uid_>.slice
@@ -40,8 +36,6 @@ class PodCgroup {
   const std::string& error() const { return error_; }
   // The container's cgroup directory (the .scope).
   const std::string& scope() const { return scope_; }
-  // The pod's cgroup directory (the pod's .slice).
-  const std::string& pod_dir() const { return pod_dir_; }
   // The container cgroup's id (the inode of its directory), as BPF programs
   // see it; 0 when it could not be made.
   std::uint64_t id() const { return id_; }
@@ -49,7 +43,6 @@ class PodCgroup {
  private:
   std::vector<std::string> created_;
   std::string scope_;
-  std::string pod_dir_;
   std::string error_;
   std::uint64_t id_ = 0;
 };

@@ -17,10 +17,19 @@
 #include <thread>
 #include <utility>
 
-#include "tests/support/cgroup.h"
-
 namespace vigil::support {
 namespace {
+
+// Moves the calling process into the cgroup directory `dir`.
+bool join_cgroup(const std::string& dir) {
+  const std::string procs = dir + "/cgroup.procs";
+  const int fd = ::open(procs.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const std::string me = std::to_string(::getpid());
+  const bool ok = ::write(fd, me.data(), me.size()) == static_cast<ssize_t>(me.size());
+  ::close(fd);
+  return ok;
+}
 
 // Brings up the loopback of the calling process's network namespace.
 bool bring_loopback_up() {

@@ -18,6 +18,7 @@ std::string describe_wait_status(int status);
 
 // Waits up to `timeout` for the child `pid` to exit, then SIGKILLs and reaps
 // it; returns its wait status, -1 when it is not a child of this process.
+// (Child::wait and VigilProcess::wait_exit are this.)
 int wait_or_kill(pid_t pid, std::chrono::milliseconds timeout);
 
 struct SpawnOptions {
