@@ -49,6 +49,13 @@ int BPF_PROG(vg_sched_exec, struct task_struct *p, pid_t old_pid, struct linux_b
       e->flags |= VG_EXEC_STDOUT_SOCK;
   }
 
+  /* A 32-bit ELF makes compat syscalls, which the syscalls:* tracepoints
+   * skip: flag it. bprm->buf holds the head of the file that runs (the
+   * interpreter's, for scripts). */
+  if (bprm->buf[0] == 0x7f && bprm->buf[1] == 'E' && bprm->buf[2] == 'L' && bprm->buf[3] == 'F' &&
+      bprm->buf[4] == 1 /* ELFCLASS32 */)
+    e->flags |= VG_EXEC_ELF32;
+
   __u8 trunc = 0;
   __u32 off = sizeof(*e);
   const char *filename = BPF_CORE_READ(bprm, filename);

@@ -106,6 +106,7 @@ struct vg_exec {
 #define VG_EXEC_STDOUT_SOCK 0x02
 #define VG_EXEC_ARGS_TRUNC 0x04
 #define VG_EXEC_PATH_TRUNC 0x08
+#define VG_EXEC_ELF32 0x10 /* the new program is a 32-bit ELF (ia32/x32 syscalls) */
 
 struct vg_fork {
   struct vg_hdr hdr;

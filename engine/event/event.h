@@ -68,6 +68,7 @@ struct ExecData {
   std::uint32_t loginuid = 0xffffffff;
   bool stdin_is_socket = false;   // fd 0 of the new program is a socket
   bool stdout_is_socket = false;  // fd 1 of the new program is a socket
+  bool elf32 = false;             // a 32-bit ELF: its open/ioctl/bpf syscalls are not traced
 };
 
 struct ForkData {

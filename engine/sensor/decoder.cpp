@@ -154,6 +154,7 @@ Result<event::Event> decode_record(std::span<const std::uint8_t> rec, const Time
       d.loginuid = b.loginuid;
       d.stdin_is_socket = (b.flags & VG_EXEC_STDIN_SOCK) != 0;
       d.stdout_is_socket = (b.flags & VG_EXEC_STDOUT_SOCK) != 0;
+      d.elf32 = (b.flags & VG_EXEC_ELF32) != 0;
       ev.hdr.type = event::Type::kExec;
       ev.data = std::move(d);
       break;

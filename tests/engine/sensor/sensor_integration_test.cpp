@@ -683,8 +683,54 @@ TEST(SensorIntegration, ScriptExecReportsScriptAndInterpreter) {
   char real[4096] = {};
   ASSERT_NE(realpath("/bin/sh", real), nullptr);
   EXPECT_EQ(x->exe, real);  // the interpreter actually running
+  EXPECT_FALSE(x->elf32);
   ASSERT_GE(x->args.size(), 2u);
   EXPECT_EQ(x->args.back(), "one");
+}
+
+// A minimal static i386 ELF that exits with `code` through int 0x80: an ELF
+// header, one PT_LOAD program header, nine bytes of code.
+std::string write_elf32_exit(const std::string& path, std::uint8_t code) {
+  std::vector<std::uint8_t> b;
+  auto u16 = [&](std::uint16_t v) { b.push_back(v & 0xff); b.push_back(v >> 8); };
+  auto u32 = [&](std::uint32_t v) { for (int i = 0; i < 4; ++i) b.push_back((v >> (8 * i)) & 0xff); };
+  const std::uint32_t base = 0x08048000, ehsize = 52, phsize = 32;
+  const std::uint8_t text[] = {0xB8, 0x01, 0x00, 0x00, 0x00,  // mov eax, 1 (exit)
+                               0xBB, code, 0x00, 0x00, 0x00,  // mov ebx, code
+                               0xCD, 0x80};                   // int 0x80
+  const std::uint32_t size = ehsize + phsize + sizeof(text);
+  const std::uint8_t ident[16] = {0x7f, 'E', 'L', 'F', 1 /* 32-bit */, 1 /* LE */, 1};
+  b.insert(b.end(), ident, ident + 16);
+  u16(2); u16(3); u32(1);                 // ET_EXEC, EM_386, EV_CURRENT
+  u32(base + ehsize + phsize); u32(ehsize); u32(0); u32(0);  // entry, phoff, shoff, flags
+  u16(ehsize); u16(phsize); u16(1); u16(0); u16(0); u16(0);
+  u32(1); u32(0); u32(base); u32(base);   // PT_LOAD from offset 0 at base
+  u32(size); u32(size); u32(5); u32(0x1000);  // R+X
+  b.insert(b.end(), text, text + sizeof(text));
+  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(b.data()),
+                                               static_cast<std::streamsize>(b.size()));
+  chmod(path.c_str(), 0755);
+  return path;
+}
+
+TEST(SensorIntegration, Exec32BitProgramIsFlagged) {
+  REQUIRE_ROOT();
+  TempDir dir("vigil-sensor");
+  const std::string prog = write_elf32_exit(dir.path() + "/tiny32", 42);
+  auto s = open_sensor(Config{});
+  ASSERT_TRUE(s);
+  Recorder rec(*s);
+  int status = 0;
+  pid_t child = run_child({prog}, &status);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 42)
+    GTEST_SKIP() << "this kernel cannot run 32-bit programs (no IA32 emulation): "
+                 << Child::what(status);
+  auto ev = rec.wait_for([&](const Event& e) {
+    return e.hdr.type == Type::kExec && e.hdr.pid == static_cast<std::uint32_t>(child);
+  });
+  ASSERT_TRUE(ev) << "no exec event for the 32-bit program";
+  EXPECT_TRUE(ev->as<event::ExecData>()->elf32);
+  EXPECT_EQ(ev->as<event::ExecData>()->exe, prog);
 }
 
 TEST_P(SyscallArgs, UnixSocketConnect) {
