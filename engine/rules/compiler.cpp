@@ -1135,7 +1135,40 @@ namespace {
 bool guard_check(const CCheck& c) {
   if (c.rhs_field || c.mod != Modifier::kNone || !c.ltr.empty() || c.multi || !c.lhs.def) return false;
   if (c.op == Op::kExists) return true;
-  return (c.op == Op::kEq || c.op == Op::kIn) && c.ltype == FieldType::kString;
+  if (c.op != Op::kEq && c.op != Op::kIn) return false;
+  return c.ltype == FieldType::kString || c.ltype == FieldType::kInt || c.ltype == FieldType::kUint ||
+         c.ltype == FieldType::kBool;
+}
+
+// A guard value as a lookup key: strings as they are, numbers as their 8
+// bytes, booleans as one byte (one field always has one type).
+std::string int_key(std::int64_t v) {
+  std::string k(8, '\0');
+  std::memcpy(k.data(), &v, 8);
+  return k;
+}
+std::string bool_key(bool b) { return std::string(1, b ? '\1' : '\0'); }
+
+// The values a guard check lets through, as keys.
+std::vector<std::string> guard_keys(const CCheck& c) {
+  std::vector<std::string> keys;
+  switch (c.ltype) {
+    case FieldType::kString:
+      if (c.op == Op::kEq) keys.push_back(c.str);
+      else keys = c.set.members();
+      break;
+    case FieldType::kInt:
+    case FieldType::kUint:
+      if (c.op == Op::kEq) keys.push_back(int_key(c.nums.empty() ? 0 : c.nums[0]));
+      else for (auto v : c.numset) keys.push_back(int_key(v));
+      break;
+    case FieldType::kBool:
+      if (c.op == Op::kEq) keys.push_back(bool_key(c.boolean));
+      else for (auto v : c.nums) keys.push_back(bool_key(v != 0));
+      break;
+    default: break;
+  }
+  return keys;
 }
 
 // The tests of `n` when `n` is a guard: a guard check, or an or of guards.
@@ -1198,17 +1231,39 @@ void GuardIndex::build(const std::vector<const Expr*>& exprs, event::Type t) {
     for (const auto& g : rc) {
       for (const CCheck* c : g) {
         auto& d = distinct[{c->lhs.def, c->lhs.arg, c->lhs.index}];
-        if (c->op == Op::kEq) d.insert(c->str);
-        if (c->op == Op::kIn) d.insert(c->set.members().begin(), c->set.members().end());
+        if (c->op == Op::kExists) continue;
+        for (auto& k : guard_keys(*c)) d.insert(std::move(k));
       }
     }
   }
-  // A guard's worth: the smallest cardinality among its terms' fields
-  // (an `exists` term counts as 1: it only needs a value).
+  // A guard's worth, compared as (strong, cardinality): a term is strong
+  // when its field is compared with several numbers or with some string
+  // longer than 3 bytes (fd.typechar = f, fd.l4proto = tcp, gpu.limit = 0,
+  // booleans and `exists` are weak: many events have such values). Over the
+  // terms of an `or`, the weakest.
+  // Ties go to fields more rules can be guarded by (one extraction serves
+  // them all).
+  std::map<std::tuple<const FieldDef*, std::string, std::int64_t>, std::size_t> popular;
+  for (const auto& rc : cands) {
+    std::set<std::tuple<const FieldDef*, std::string, std::int64_t>> mine;
+    for (const auto& g : rc) {
+      for (const CCheck* c : g) mine.insert({c->lhs.def, c->lhs.arg, c->lhs.index});
+    }
+    for (const auto& f : mine) ++popular[f];
+  }
   auto worth = [&](const std::vector<const CCheck*>& g) {
-    std::size_t w = SIZE_MAX;
+    std::tuple<int, std::size_t, std::size_t> w{2, SIZE_MAX, SIZE_MAX};
     for (const CCheck* c : g) {
-      std::size_t k = c->op == Op::kExists ? 1 : distinct[{c->lhs.def, c->lhs.arg, c->lhs.index}].size();
+      std::tuple<const FieldDef*, std::string, std::int64_t> key{c->lhs.def, c->lhs.arg, c->lhs.index};
+      // A boolean is weakest of all (evt.failed = false holds for most events).
+      std::tuple<int, std::size_t, std::size_t> k{c->ltype == FieldType::kBool && c->op != Op::kExists ? 0 : 1, 1,
+                                                  popular[key]};
+      if (c->op != Op::kExists && c->ltype != FieldType::kBool) {
+        const auto& d = distinct[key];
+        bool strong = c->ltype != FieldType::kString && d.size() >= 2;
+        for (const auto& v : d) strong = strong || (c->ltype == FieldType::kString && v.size() > 3);
+        k = {strong ? 2 : 1, d.size(), popular[key]};
+      }
       w = std::min(w, k);
     }
     return w;
@@ -1216,9 +1271,9 @@ void GuardIndex::build(const std::vector<const Expr*>& exprs, event::Type t) {
   std::size_t guarded = 0;
   for (std::size_t r = 0; r < n; ++r) {
     std::vector<const CCheck*> g;
-    std::size_t best = 0;
+    std::tuple<int, std::size_t, std::size_t> best{0, 0, 0};
     for (const auto& cand : cands[r]) {
-      std::size_t w = worth(cand);
+      auto w = worth(cand);
       if (g.empty() || w > best) {
         g = cand;
         best = w;
@@ -1243,10 +1298,8 @@ void GuardIndex::build(const std::vector<const Expr*>& exprs, event::Type t) {
       if (c->op == Op::kExists) {
         if (f->exists.empty()) f->exists.assign(words_, 0);
         f->exists[r / 64] |= std::uint64_t{1} << (r % 64);
-      } else if (c->op == Op::kEq) {
-        f->pending_rules.emplace_back(c->str, rr);
       } else {
-        for (const auto& v : c->set.members()) f->pending_rules.emplace_back(v, rr);
+        for (auto& k : guard_keys(*c)) f->pending_rules.emplace_back(std::move(k), rr);
       }
     }
   }
@@ -1278,7 +1331,23 @@ void GuardIndex::candidates(const ExtractCtx& x, std::uint64_t* out) const noexc
     }
     if (f.masks.empty()) continue;
     for (std::size_t i = 0; i < e.n; ++i) {
-      std::int32_t id = f.values.find(e.v[i].s);
+      std::int32_t id = -1;
+      switch (f.inst.def->type) {
+        case FieldType::kString: id = f.values.find(e.v[i].s); break;
+        case FieldType::kInt:
+        case FieldType::kUint: {
+          char k[8];
+          std::memcpy(k, &e.v[i].i, 8);
+          id = f.values.find(std::string_view(k, 8));
+          break;
+        }
+        case FieldType::kBool: {
+          char k = e.v[i].b ? '\1' : '\0';
+          id = f.values.find(std::string_view(&k, 1));
+          break;
+        }
+        default: break;
+      }
       if (id < 0) continue;
       const std::uint64_t* m = f.masks.data() + static_cast<std::size_t>(id) * words_;
       for (std::size_t w = 0; w < words_; ++w) out[w] |= m[w];

@@ -485,5 +485,53 @@ TEST(Optimiser, GuardIndexPicksRulesByRequiredValues) {
   EXPECT_EQ(fires("python3", "/etc/hosts", false), (V{"python_any", "any"}));
 }
 
+
+// Guards on numbers and booleans: ports in a list, a process flag.
+TEST(Optimiser, GuardIndexOnNumbersAndBooleans) {
+  std::string yaml;
+  auto connect_rule = [&](const std::string& name, const std::string& cond) {
+    yaml += "- rule: " + name + "\n  desc: d\n  condition: evt.type = connect and " + cond +
+            "\n  output: o\n  priority: WARNING\n";
+  };
+  connect_rule("pool_port", "fd.sport in (3333, 4444, 14444) and container.id != host");
+  connect_rule("ssh", "fd.sport = 22");
+  connect_rule("compute", "proc.gpu.compute = true and fd.sip exists");
+  connect_rule("not_compute", "proc.gpu.compute in (false) and fd.sport != 3333");
+  auto r = load_rules_text({{"t.yaml", yaml}}, LoadOptions{});
+  LoadOptions plain_opts;
+  plain_opts.optimise = false;
+  auto plain = load_rules_text({{"t.yaml", yaml}}, plain_opts);
+  ASSERT_TRUE(r.ruleset) << summary_line(r);
+  ASSERT_TRUE(plain.ruleset);
+  auto fields = r.ruleset->guard_fields(event::Type::kConnect);
+  std::sort(fields.begin(), fields.end());
+  // "compute" is guarded by fd.sip exists: a boolean is the weakest guard.
+  EXPECT_EQ(fields, (std::vector<std::string>{"fd.sip", "fd.sport", "proc.gpu.compute"}));
+  auto fires = [&](std::uint16_t port, bool compute) {
+    World w;
+    w.proc.gpu_compute = compute;
+    w.ev.hdr.type = event::Type::kConnect;
+    event::ConnectData d;
+    d.family = AF_INET;
+    d.proto = event::L4::kTcp;
+    d.saddr = testing::ip("10.0.0.2");
+    d.daddr = testing::ip("1.2.3.4");
+    d.dport = port;
+    w.ev.data = d;
+    auto a = fired(*r.ruleset, w.ctx());
+    EXPECT_EQ(a, fired(*plain.ruleset, w.ctx())) << port << " " << compute;
+    std::vector<std::string> names;
+    for (const auto& n : a) names.push_back(n.substr(0, n.find(" | ")));
+    return names;
+  };
+  using V = std::vector<std::string>;
+  EXPECT_EQ(fires(3333, true), (V{"pool_port", "compute"}));
+  EXPECT_EQ(fires(14444, false), (V{"pool_port", "not_compute"}));
+  EXPECT_EQ(fires(22, false), (V{"ssh", "not_compute"}));
+  EXPECT_EQ(fires(3333, false), (V{"pool_port"}));
+  EXPECT_EQ(fires(443, true), (V{"compute"}));
+  EXPECT_EQ(fires(65535, false), (V{"not_compute"}));
+}
+
 }  // namespace
 }  // namespace vigil::rules
