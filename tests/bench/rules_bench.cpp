@@ -245,7 +245,9 @@ std::shared_ptr<const rules::Ruleset> load(bool with_falco, benchmark::State& st
   return r.ruleset;
 }
 
-void run(benchmark::State& st, bool with_falco, bool match_nothing_only) {
+// only_type: evaluate only the mix's events of that type (kUnknown: all).
+void run(benchmark::State& st, bool with_falco, bool match_nothing_only,
+         event::Type only_type = event::Type::kUnknown) {
   auto rs = load(with_falco, st);
   if (!rs) return;
   auto mix = make_mix(20000);
@@ -257,6 +259,7 @@ void run(benchmark::State& st, bool with_falco, bool match_nothing_only) {
     out.clear();
     rs->evaluate(c, out);
     if (!out.empty()) ++matching;
+    if (only_type != event::Type::kUnknown && c.ev->hdr.type != only_type) continue;
     if (!match_nothing_only || out.empty()) ctxs.push_back(&c);
   }
   out.clear();
@@ -282,10 +285,23 @@ void BM_Bundled_MatchNothing(benchmark::State& st) { run(st, false, true); }
 void BM_BundledFalco_Mix(benchmark::State& st) { run(st, true, false); }
 void BM_BundledFalco_MatchNothing(benchmark::State& st) { run(st, true, true); }
 
+// The (b) mix split by event type: what one event of each type costs.
+void BM_BundledFalco_ByType(benchmark::State& st) {
+  auto t = static_cast<event::Type>(st.range(0));
+  st.SetLabel(std::string(event::type_name(t)));
+  run(st, true, false, t);
+}
+
 BENCHMARK(BM_Bundled_Mix);
 BENCHMARK(BM_Bundled_MatchNothing);
 BENCHMARK(BM_BundledFalco_Mix);
 BENCHMARK(BM_BundledFalco_MatchNothing);
+BENCHMARK(BM_BundledFalco_ByType)
+    ->Arg(static_cast<int>(event::Type::kExec))
+    ->Arg(static_cast<int>(event::Type::kOpen))
+    ->Arg(static_cast<int>(event::Type::kConnect))
+    ->Arg(static_cast<int>(event::Type::kIoctl))
+    ->Arg(static_cast<int>(event::Type::kDns));
 
 }  // namespace
 
