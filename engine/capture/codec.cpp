@@ -129,6 +129,7 @@ void put_payload(std::string& out, const event::Payload& data) {
           put_u32(out, d.loginuid);
           put_bool(out, d.stdin_is_socket);
           put_bool(out, d.stdout_is_socket);
+          put_bool(out, d.elf32);
         } else if constexpr (std::is_same_v<T, ForkData>) {
           put_u32(out, d.child_pid);
           put_u32(out, d.child_tid);
@@ -335,6 +336,7 @@ bool get_payload(Cursor& c, std::uint8_t kind, event::Payload& data) {
       d.loginuid = c.u32("exec.loginuid");
       d.stdin_is_socket = c.boolean("exec.stdin_is_socket");
       d.stdout_is_socket = c.boolean("exec.stdout_is_socket");
+      d.elf32 = c.left() > 0 && c.boolean("exec.elf32");  // appended later: absent in older files
       return true;
     }
     case 2: {
@@ -540,6 +542,7 @@ void append_process(const state::Process& p, std::string& out) {
     put_bool(out, p.from_proc);
     put_bool(out, p.gpu_compute);
     put_u32(out, p.gpu_devices_opened);
+    put_bool(out, p.elf32);
   });
 }
 
@@ -672,6 +675,7 @@ DecodeOutcome decode_record(std::uint8_t type, std::string_view body, RecordData
       p.from_proc = c.boolean("process.from_proc");
       p.gpu_compute = c.boolean("process.gpu_compute");
       p.gpu_devices_opened = c.u32("process.gpu_devices_opened");
+      p.elf32 = c.left() > 0 && c.boolean("process.elf32");  // appended later: absent in older files
       if (c.failed()) break;
       out = std::move(p);
       return DecodeOutcome::kOk;

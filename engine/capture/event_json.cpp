@@ -86,6 +86,7 @@ void payload_json(std::string& out, Obj& o, const event::Payload& data) {
             p.num("loginuid", d.loginuid);
             p.boolean("stdin_is_socket", d.stdin_is_socket);
             p.boolean("stdout_is_socket", d.stdout_is_socket);
+            p.boolean("elf32", d.elf32);
           } else if constexpr (std::is_same_v<T, ForkData>) {
             p.num("child_pid", d.child_pid);
             p.num("child_tid", d.child_tid);

@@ -52,6 +52,7 @@ struct Process {
   bool stdin_is_socket = false;
   bool stdout_is_socket = false;
   bool from_proc = false;            // seeded from /proc rather than seen forking
+  bool elf32 = false;                // runs a 32-bit ELF: its compat syscalls escape syscalls:*
   // Facts the state keeps from the process's own events, for rules that span
   // several events of one process:
   bool gpu_compute = false;          // it allocated a GPU compute/channel class (RM_ALLOC)

@@ -220,6 +220,10 @@ std::optional<ProcRecord> read_process(const std::string& proc_root, std::uint32
     p.exepath = std::move(e);
   }
   if (p.exe.empty()) p.exe = p.exepath.empty() ? p.comm : p.exepath;
+  // The ELF class of the running program (the sensor reads it at exec).
+  if (auto head = read_file_bounded(dir + "/exe", 5)) {
+    p.elf32 = head->size() == 5 && head->compare(0, 4, "\x7f" "ELF") == 0 && (*head)[4] == 1;
+  }
   if (auto cwd = read_link(dir + "/cwd")) p.cwd = std::move(*cwd);
   if (auto lu = read_file_bounded(dir + "/loginuid", 32)) {
     std::uint32_t v = 0;

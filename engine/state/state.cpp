@@ -352,6 +352,7 @@ void State::apply(const event::Event& ev) {
       p->loginuid = ed->loginuid;
       p->stdin_is_socket = ed->stdin_is_socket;
       p->stdout_is_socket = ed->stdout_is_socket;
+      p->elf32 = ed->elf32;
       p->exec_ts_ns = h.ts_ns;
       p->from_proc = false;
       p->gpu_compute = false;

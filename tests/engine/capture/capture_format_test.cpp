@@ -313,6 +313,31 @@ TEST(CaptureFormat, ExtraTrailingFieldsInARecordAreIgnored) {
   EXPECT_NE(why.find("event."), std::string::npos) << why;
 }
 
+// elf32 was appended to the exec payload and the process record: it round
+// trips, and a body written before it (one byte shorter) reads as false.
+TEST(CaptureFormat, Elf32FlagRoundTripsAndIsFalseInOlderRecords) {
+  auto recs = sample_records();
+  auto proc = std::get<state::Process>(recs[2]);
+  event::Event exec = std::get<event::Event>(recs[3]);
+  ASSERT_NE(exec.as<event::ExecData>(), nullptr);
+  proc.elf32 = true;
+  exec.as<event::ExecData>()->elf32 = true;
+  for (const RecordData& rd : {RecordData(proc), RecordData(exec)}) {
+    const std::string rec = encoded(rd);
+    const auto type = static_cast<std::uint8_t>(rec[0]);
+    RecordData out;
+    std::string why;
+    ASSERT_EQ(decode_record(type, std::string_view(rec).substr(kRecordHeaderSize), out, why),
+              DecodeOutcome::kOk) << why;
+    EXPECT_EQ(encoded(out), rec);
+    // The same body without its last byte: what a writer before elf32 wrote.
+    const std::string_view older = std::string_view(rec).substr(kRecordHeaderSize, rec.size() - kRecordHeaderSize - 1);
+    ASSERT_EQ(decode_record(type, older, out, why), DecodeOutcome::kOk) << why;
+    if (auto* p = std::get_if<state::Process>(&out)) EXPECT_FALSE(p->elf32);
+    if (auto* e = std::get_if<event::Event>(&out)) EXPECT_FALSE(e->as<event::ExecData>()->elf32);
+  }
+}
+
 // The committed fixture was written by format version 1 (see
 // tests/engine/capture/fixtures/README.md); every later reader must read it.
 TEST(CaptureFormat, CommittedVersion1FixtureStillReads) {

@@ -391,6 +391,46 @@ void fake_process(const TempDir& d, std::uint32_t pid, std::uint32_t ppid, const
   d.symlink(base + "/ns/net", "net:[4026531840]");
 }
 
+TEST(Seed, A32BitProgramIsFlaggedFromItsElfHeader) {
+  TempDir d;
+  d.mkdirs("cg");
+  d.write("proc/stat", "cpu 1 2 3\nbtime 1700000000\n");
+  fake_process(d, 50, 1, "sh", std::string("sh\0", 3), "/");
+  fake_process(d, 51, 1, "tiny32", std::string("tiny32\0", 7), "/");
+  d.write("files/tiny32", std::string("\x7f" "ELF\x01\x01\x01", 7) + std::string(60, '\0'));
+  d.write("files/tiny64", std::string("\x7f" "ELF\x02\x01\x01", 7) + std::string(60, '\0'));
+  d.write("files/script", "#!/bin/sh\n");
+  ::unlink((d.path() + "/proc/50/exe").c_str());
+  ::unlink((d.path() + "/proc/51/exe").c_str());
+  d.symlink("proc/50/exe", d.path() + "/files/tiny64");
+  d.symlink("proc/51/exe", d.path() + "/files/tiny32");
+  Config c;
+  c.proc_root = d.path() + "/proc";
+  c.cgroup_root = d.path() + "/cg";
+  c.passwd_path = "";
+  c.group_path = "";
+  State s(c);
+  ASSERT_TRUE(s.seed_from_proc().ok());
+  ASSERT_NE(s.process(50), nullptr);
+  ASSERT_NE(s.process(51), nullptr);
+  EXPECT_FALSE(s.process(50)->elf32);
+  EXPECT_TRUE(s.process(51)->elf32);
+
+  // An exec replaces the flag with what the sensor saw.
+  event::Event ev;
+  ev.hdr.type = event::Type::kExec;
+  ev.hdr.pid = ev.hdr.tid = 51;
+  ev.hdr.ppid = 1;
+  ev.hdr.comm = "sh";
+  event::ExecData x;
+  x.filename = "/bin/sh";
+  x.exe = "/bin/sh";
+  x.elf32 = false;
+  ev.data = x;
+  s.apply(ev);
+  EXPECT_FALSE(s.process(51)->elf32);
+}
+
 TEST(Seed, ReadsEveryProcessFieldFromFakeProc) {
   TempDir d;
   std::string cg = "/kubepods/besteffort/pod" + kUid + "/" + kId;
