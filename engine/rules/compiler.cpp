@@ -156,9 +156,12 @@ class LiteralMatcher {
       n.build.shrink_to_fit();
     }
     root_.fill(0);
+    starts_.fill(0);
     for (std::uint32_t i = 0; i < nodes_[0].count; ++i) {
       const Edge& e = edges_[nodes_[0].first + i];
       root_[e.byte] = e.child;
+      starts_[e.byte] = 1;
+      if (icase_ && e.byte >= 'a' && e.byte <= 'z') starts_[e.byte - ('a' - 'A')] = 1;
     }
     // One possible first byte of the input (a letter has two when folding):
     // a `contains` scan jumps between its occurrences with memchr.
@@ -185,8 +188,9 @@ class LiteralMatcher {
       }
       return false;
     }
+    const auto* b = reinterpret_cast<const unsigned char*>(s.data());
     for (std::size_t i = 0; i < n; ++i) {
-      if (root_[fold(s[i])] != 0 && walk(s, i, +1)) return true;
+      if (starts_[b[i]] && walk(s, i, +1)) return true;
     }
     return false;
   }
@@ -246,6 +250,7 @@ class LiteralMatcher {
   std::vector<Node> nodes_;
   std::vector<Edge> edges_;
   std::array<std::uint32_t, 256> root_{};
+  std::array<std::uint8_t, 256> starts_{};  // input bytes (unfolded) that begin a literal
 };
 
 char lower(char c) noexcept { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c + ('a' - 'A')) : c; }
@@ -1171,8 +1176,11 @@ std::vector<std::string> guard_keys(const CCheck& c) {
   return keys;
 }
 
-// The tests of `n` when `n` is a guard: a guard check, or an or of guards.
-bool guard_terms(const CNode& n, std::vector<const CCheck*>& out) {
+// The tests of `n` when `n` is a guard: a guard check, an or of guards, or
+// (inside an or) an and with a guard among its terms, which stands for it:
+// the and needs it. In an and, a value test is taken over `exists` and
+// booleans.
+bool guard_terms(const CNode& n, std::vector<const CCheck*>& out, bool in_or = false) {
   if (n.kind == CNode::Kind::kCheck) {
     if (!n.check || !guard_check(*n.check)) return false;
     out.push_back(n.check.get());
@@ -1180,9 +1188,26 @@ bool guard_terms(const CNode& n, std::vector<const CCheck*>& out) {
   }
   if (n.kind == CNode::Kind::kOr) {
     for (const auto& k : n.kids) {
-      if (!guard_terms(k, out)) return false;
+      if (!guard_terms(k, out, true)) return false;
     }
     return !n.kids.empty();
+  }
+  if (n.kind == CNode::Kind::kAnd && in_or) {
+    std::vector<const CCheck*> best;
+    bool best_is_value = false;
+    for (const auto& k : n.kids) {
+      std::vector<const CCheck*> g;
+      if (!guard_terms(k, g, false)) continue;
+      bool value = true;
+      for (const CCheck* c : g) value = value && c->op != Op::kExists && c->ltype != FieldType::kBool;
+      if (best.empty() || (value && !best_is_value)) {
+        best = std::move(g);
+        best_is_value = value;
+      }
+    }
+    if (best.empty()) return false;
+    out.insert(out.end(), best.begin(), best.end());
+    return true;
   }
   return false;
 }
@@ -1274,6 +1299,11 @@ void GuardIndex::build(const std::vector<const Expr*>& exprs, event::Type t) {
     std::tuple<int, std::size_t, std::size_t> best{0, 0, 0};
     for (const auto& cand : cands[r]) {
       auto w = worth(cand);
+      // Only strong value tests and `exists` pay for their lookup: a weak
+      // value test or a boolean lets most events through anyway.
+      bool all_exists = true;
+      for (const CCheck* c : cand) all_exists = all_exists && c->op == Op::kExists;
+      if (std::get<0>(w) < 2 && !all_exists) continue;
       if (g.empty() || w > best) {
         g = cand;
         best = w;

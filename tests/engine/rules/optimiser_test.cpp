@@ -486,8 +486,8 @@ TEST(Optimiser, GuardIndexPicksRulesByRequiredValues) {
 }
 
 
-// Guards on numbers and booleans: ports in a list, a process flag.
-TEST(Optimiser, GuardIndexOnNumbersAndBooleans) {
+// Guards on numbers (ports in a list); booleans are not used as guards.
+TEST(Optimiser, GuardIndexOnNumbers) {
   std::string yaml;
   auto connect_rule = [&](const std::string& name, const std::string& cond) {
     yaml += "- rule: " + name + "\n  desc: d\n  condition: evt.type = connect and " + cond +
@@ -505,8 +505,9 @@ TEST(Optimiser, GuardIndexOnNumbersAndBooleans) {
   ASSERT_TRUE(plain.ruleset);
   auto fields = r.ruleset->guard_fields(event::Type::kConnect);
   std::sort(fields.begin(), fields.end());
-  // "compute" is guarded by fd.sip exists: a boolean is the weakest guard.
-  EXPECT_EQ(fields, (std::vector<std::string>{"fd.sip", "fd.sport", "proc.gpu.compute"}));
+  // "compute" is guarded by fd.sip exists and "not_compute" by nothing: a
+  // boolean lets too many events through to be worth a lookup.
+  EXPECT_EQ(fields, (std::vector<std::string>{"fd.sip", "fd.sport"}));
   auto fires = [&](std::uint16_t port, bool compute) {
     World w;
     w.proc.gpu_compute = compute;
@@ -531,6 +532,22 @@ TEST(Optimiser, GuardIndexOnNumbersAndBooleans) {
   EXPECT_EQ(fires(3333, false), (V{"pool_port"}));
   EXPECT_EQ(fires(443, true), (V{"compute"}));
   EXPECT_EQ(fires(65535, false), (V{"not_compute"}));
+}
+
+
+// An `or` of `and`s, each with a guard, is guarded by the union of them.
+TEST(Optimiser, GuardIndexThroughOrsOfAnds) {
+  Pair p(rule("search", "(proc.name = find and proc.args contains id_rsa) or "
+                        "(proc.name in (grep, egrep) and proc.args contains \"BEGIN RSA\")") +
+         rule("other", "proc.name = vi and proc.args contains x"));
+  ASSERT_TRUE(p.fast.ruleset) << summary_line(p.fast);
+  EXPECT_EQ(p.fast.ruleset->guard_fields(event::Type::kExec), std::vector<std::string>{"proc.name"});
+  using V = std::vector<std::string>;
+  EXPECT_EQ(p.exec("find", {"/", "-name", "id_rsa"}), (V{"search"}));
+  EXPECT_EQ(p.exec("egrep", {"BEGIN RSA"}), (V{"search"}));
+  EXPECT_EQ(p.exec("grep", {"id_rsa"}), (V{}));
+  EXPECT_EQ(p.exec("cat", {"id_rsa", "BEGIN RSA"}), (V{}));
+  EXPECT_EQ(p.exec("vi", {"x"}), (V{"other"}));
 }
 
 }  // namespace
