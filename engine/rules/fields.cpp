@@ -541,6 +541,10 @@ void x_stdout_socket(const X& x, const F&, E& o) noexcept {
   if (auto* e = ev(x).as<event::ExecData>()) { boolean(o, e->stdout_is_socket); return; }
   if (auto* p = proc_of(x)) boolean(o, p->stdout_is_socket);
 }
+void x_is_32bit(const X& x, const F&, E& o) noexcept {
+  if (auto* e = ev(x).as<event::ExecData>()) { boolean(o, e->elf32); return; }
+  if (auto* p = proc_of(x)) boolean(o, p->elf32);
+}
 void x_gpu_compute(const X& x, const F&, E& o) noexcept {
   if (auto* p = proc_of(x)) boolean(o, p->gpu_compute);
 }
@@ -1174,6 +1178,7 @@ FieldCatalog::FieldCatalog() {
       {"proc.aexepath", T::kString, A::kOptionalIndex, true, "*", "Ancestor executable path: proc.aexepath[N]; without N, any ancestor.", x_aexepath},
       {"proc.stdin.socket", T::kBool, A::kNone, false, "execve", "fd 0 of the program was a socket at exec.", x_stdin_socket},
       {"proc.stdout.socket", T::kBool, A::kNone, false, "execve", "fd 1 of the program was a socket at exec.", x_stdout_socket},
+      {"proc.is_32bit", T::kBool, A::kNone, false, "*", "The program is a 32-bit ELF (ia32/x32): the kernel's syscall tracepoints skip its compat syscalls, so its opens, ioctls and bpf() calls are not seen (execs and connects are).", x_is_32bit},
       {"proc.gpu.compute", T::kBool, A::kNone, false, "*", "The process allocated a GPU compute or channel class earlier.", x_gpu_compute},
       {"user.uid", T::kInt, A::kNone, false, "*", "User id.", x_uid},
       {"user.name", T::kString, A::kNone, false, "*", "User name, from the host passwd table (uid 0 is root).", x_user_name},

@@ -160,6 +160,7 @@ state::Process make_process(const YAML::Node& n, bool leaf) {
     else if (k == "loginuid") p.loginuid = static_cast<std::uint32_t>(signed_number(v, "loginuid"));
     else if (k == "stdin_is_socket") p.stdin_is_socket = boolean(v, k.c_str());
     else if (k == "stdout_is_socket") p.stdout_is_socket = boolean(v, k.c_str());
+    else if (k == "is_32bit") p.elf32 = boolean(v, k.c_str());
     else if (k == "start_ns") p.start_ts_ns = number(v, "start_ns");
     else bad(kv->first, "unknown process key '" + k + "'");
   }
@@ -250,7 +251,7 @@ bool same(const state::Process& a, const state::Process& b) {
          a.exe == b.exe && a.args == b.args && a.cwd == b.cwd && a.uid == b.uid && a.gid == b.gid &&
          a.tty == b.tty && a.loginuid == b.loginuid && a.container_id == b.container_id &&
          a.vpid == b.vpid && a.stdin_is_socket == b.stdin_is_socket &&
-         a.stdout_is_socket == b.stdout_is_socket;
+         a.stdout_is_socket == b.stdout_is_socket && a.elf32 == b.elf32;
 }
 
 YAML::Node merged(const YAML::Node& base, const YAML::Node& over) {
@@ -285,6 +286,7 @@ event::Event make_event(const YAML::Node& n, const Built& b, std::uint64_t ts) {
     d.loginuid = b.proc.loginuid;
     d.stdin_is_socket = e["stdin_is_socket"] ? boolean(e["stdin_is_socket"], "stdin_is_socket") : b.proc.stdin_is_socket;
     d.stdout_is_socket = e["stdout_is_socket"] ? boolean(e["stdout_is_socket"], "stdout_is_socket") : b.proc.stdout_is_socket;
+    d.elf32 = e["is_32bit"] ? boolean(e["is_32bit"], "is_32bit") : b.proc.elf32;
     if (e["args_truncated"]) d.args_truncated = boolean(e["args_truncated"], "args_truncated");
     ev.data = std::move(d);
   } else if (type == "clone" || type == "clone3" || type == "fork" || type == "vfork") {
