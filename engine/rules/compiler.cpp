@@ -724,12 +724,13 @@ void apply_transformer(Transformer t, FieldType in, Extracted& e, Arena& a, Fiel
         a.begin();
         std::size_t got = 0;
         char* p = a.extend(s.size(), got);
-        bool to_lower = t == Transformer::kToLower;
+        // ASCII letters only, branch-free: one subtraction and compare a byte.
+        const unsigned char from = t == Transformer::kToLower ? 'A' : 'a';
+        const int delta = t == Transformer::kToLower ? ('a' - 'A') : -('a' - 'A');
         for (std::size_t k = 0; k < got; ++k) {
-          char ch = s[k];
-          if (to_lower && ch >= 'A' && ch <= 'Z') ch = static_cast<char>(ch + ('a' - 'A'));
-          else if (!to_lower && ch >= 'a' && ch <= 'z') ch = static_cast<char>(ch - ('a' - 'A'));
-          p[k] = ch;
+          auto ch = static_cast<unsigned char>(s[k]);
+          bool letter = static_cast<unsigned char>(ch - from) < 26;
+          p[k] = static_cast<char>(ch + (letter ? delta : 0));
         }
         e.v[i].s = a.finish();
         break;
