@@ -1414,7 +1414,11 @@ std::unique_ptr<LiteralMatcher> regex_prefilter(const std::string& pattern, cons
   if (f.Add(pattern, o, &id) != RE2::NoError) return nullptr;
   std::vector<std::string> atoms;
   f.Compile(&atoms);
-  if (atoms.empty()) return nullptr;
+  // The shrinking below costs atoms^2 filter evaluations: bounded, so a
+  // hostile rule file cannot stall loading (a huge alternation simply runs
+  // without a prefilter).
+  constexpr std::size_t kMaxAtoms = 256;
+  if (atoms.empty() || atoms.size() > kMaxAtoms) return nullptr;
   for (const auto& a : atoms) {
     for (char ch : a) {
       if (static_cast<unsigned char>(ch) >= 0x80) return nullptr;
