@@ -266,7 +266,9 @@ TEST(Optimiser, SameAlertsAsTheConditionsAsWritten) {
   }
   // The comparison means something only if many rules fired.
   EXPECT_GT(alerts, 1000u);
-  EXPECT_GE(rules_fired.size(), 20u) << rules_fired.size() << " rules fired";
+  // (falco_rules.yaml is optional: without it, only the bundled rules run.)
+  const bool with_falco = std::filesystem::exists(falco_rules_path());
+  EXPECT_GE(rules_fired.size(), with_falco ? 20u : 15u) << rules_fired.size() << " rules fired";
 }
 
 // An `in` list is a flat table with length and first/last byte filters:
