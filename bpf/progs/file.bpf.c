@@ -307,12 +307,10 @@ static __always_inline int ioctl_decode(int fd, __u32 cmd, __u64 arg, struct vg_
     uvm = 1;
   } else {
     /* Fallback for stand-in nodes: the device file's name starts with "nvidia". */
-    char name[12] = {};
-    bpf_probe_read_kernel_str(name, sizeof(name), vg_file_name(f));
-    if (name[0] != 'n' || name[1] != 'v' || name[2] != 'i' || name[3] != 'd' || name[4] != 'i' ||
-        name[5] != 'a')
+    int named = vg_file_nvidia_name(f);
+    if (!named)
       return 0;
-    uvm = name[6] == '-' && name[7] == 'u' && name[8] == 'v' && name[9] == 'm';
+    uvm = named == 2;
   }
 
   __u32 nr = cmd & 0xff;

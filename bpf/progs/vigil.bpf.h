@@ -330,6 +330,57 @@ static __always_inline const unsigned char *vg_file_name(struct file *f)
   return BPF_CORE_READ(f, f_path.dentry, d_name.name);
 }
 
+/* struct dentry before 6.14 kept short names in d_iname (now d_shortname). */
+struct dentry___iname {
+  unsigned char d_iname[40];
+} __attribute__((preserve_access_index));
+
+#define VG_NAME_NVIDIA 0x61696469766eULL /* "nvidia", little-endian */
+
+/* Is the open file's name "nvidia..." (1), "nvidia-uvm..." (2), or neither
+ * (0)? Short names live inside the dentry: read them with direct loads
+ * (bpf_rdonly_cast) instead of a string helper, which costs more than the
+ * rest of the ioctl path. Long names, and kernels without bpf_rdonly_cast,
+ * take the helper. This is the stand-in fallback: real NVIDIA nodes match
+ * on their major number before it. */
+static __always_inline int vg_file_nvidia_name(struct file *f)
+{
+  __u64 w0 = 0;
+  __u8 c8 = 0, c9 = 0;
+  int inline_read = 0;
+  if (bpf_rdonly_cast) {
+    struct file *tf = bpf_rdonly_cast(f, bpf_core_type_id_kernel(struct file));
+    struct dentry *d = tf->f_path.dentry;
+    __u64 name = (__u64)d->d_name.name;
+    if (bpf_core_field_exists(d->d_shortname)) {
+      if (name == (__u64)&d->d_shortname) {
+        w0 = d->d_shortname.words[0];
+        c8 = d->d_shortname.string[8];
+        c9 = d->d_shortname.string[9];
+        inline_read = 1;
+      }
+    } else {
+      struct dentry___iname *od = (struct dentry___iname *)d;
+      if (bpf_core_field_exists(od->d_iname) && name == (__u64)&od->d_iname) {
+        w0 = *(__u64 *)&od->d_iname[0];
+        c8 = od->d_iname[8];
+        c9 = od->d_iname[9];
+        inline_read = 1;
+      }
+    }
+  }
+  if (!inline_read) {
+    char buf[12] = {};
+    bpf_probe_read_kernel_str(buf, sizeof(buf), vg_file_name(f));
+    __builtin_memcpy(&w0, buf, 8);
+    c8 = buf[8];
+    c9 = buf[9];
+  }
+  if ((w0 & 0xffffffffffffULL) != VG_NAME_NVIDIA)
+    return 0;
+  return ((w0 >> 48) & 0xff) == '-' && (w0 >> 56) == 'u' && c8 == 'v' && c9 == 'm' ? 2 : 1;
+}
+
 /* The user registers saved when the current syscall entered. At a sys_exit
  * tracepoint they still hold the syscall's arguments (only the return-value
  * register changes), so one exit program sees arguments and result and the

@@ -713,6 +713,55 @@ std::string write_elf32_exit(const std::string& path, std::uint8_t code) {
   return path;
 }
 
+// Stand-in nodes are recognised by name: a short name is read from inside
+// the dentry, a long one (> 40 bytes) through the string helper; "nvidia-uvm"
+// names are UVM nodes. Each is seen on its first ioctl.
+TEST(SensorIntegration, StandInNodeNamesShortLongAndUvm) {
+  REQUIRE_ROOT();
+  TempDir dir("vigil-sensor");
+  struct stat null_st{};
+  ASSERT_EQ(stat("/dev/null", &null_st), 0);
+  const std::vector<std::string> names = {"nvidia3", "nvidia-uvm",
+                                          "nvidia7-a-stand-in-node-whose-name-is-longer-than-forty-bytes",
+                                          "nvidiX9"};
+  for (const auto& n : names)
+    ASSERT_EQ(mknod((dir.path() + "/" + n).c_str(), S_IFCHR | 0666, null_st.st_rdev), 0) << n;
+  Config cfg;
+  cfg.event_types = {Type::kIoctl};
+  auto s = open_sensor(cfg);
+  ASSERT_TRUE(s);
+  Recorder rec(*s);
+  std::vector<pid_t> pids;
+  for (const auto& n : names) {
+    const std::string node = dir.path() + "/" + n;
+    Child c = Child::run([node] {
+      int fd = open(node.c_str(), O_RDWR);
+      if (fd < 0) return 1;
+      std::uint32_t ctl[8] = {};
+      ioctl(fd, 0xC020462A, ctl);
+      return 0;
+    });
+    ASSERT_EQ(c.wait(), 0) << n;
+    pids.push_back(c.pid());
+  }
+  auto first_use = [&](pid_t p) {
+    return rec.wait_for([&](const Event& e) {
+      auto* i = e.as<event::IoctlData>();
+      return i && e.hdr.pid == static_cast<std::uint32_t>(p);
+    }, 3000);
+  };
+  auto short_ev = first_use(pids[0]);
+  ASSERT_TRUE(short_ev) << "short stand-in name not recognised";
+  EXPECT_FALSE(short_ev->as<event::IoctlData>()->uvm);
+  auto uvm_ev = first_use(pids[1]);
+  ASSERT_TRUE(uvm_ev) << "nvidia-uvm stand-in not recognised";
+  EXPECT_TRUE(uvm_ev->as<event::IoctlData>()->uvm);
+  auto long_ev = first_use(pids[2]);
+  ASSERT_TRUE(long_ev) << "long stand-in name not recognised";
+  EXPECT_FALSE(long_ev->as<event::IoctlData>()->uvm);
+  EXPECT_FALSE(first_use(pids[3])) << "a name that only looks like nvidia must not match";
+}
+
 TEST(SensorIntegration, Exec32BitProgramIsFlagged) {
   REQUIRE_ROOT();
   TempDir dir("vigil-sensor");
