@@ -350,6 +350,8 @@ static __always_inline int ioctl_decode(int fd, __u32 cmd, __u64 arg, struct vg_
    * used in this usage interval has been through the first-use and control
    * checks below: when it repeats the last control command too, it is done. */
   __u32 pid = bpf_get_current_pid_tgid() >> 32;
+  if (pid == cfg_vigil_tgid)
+    return 0;
   struct vg_usage_key uk = {.pid = pid, .dev = VG_MKDEV(major, minor), .nr = nr, .pad0 = 0};
   int is_ctl = !uvm && nr == NV_ESC_RM_CONTROL && soff;
   int alloc = (nr == NV_ESC_RM_ALLOC && !uvm && is_sent_class(rm_class)) || (uvm && is_sent_uvm(cmd));
@@ -460,8 +462,8 @@ int vg_exit_ioctl(struct trace_event_raw_sys_exit *ctx)
 {
   struct pt_regs *regs = vg_syscall_regs();
   if (regs) {
-    if (vg_is_self())
-      return 0;
+    /* vigil's own ioctls are dropped in ioctl_decode, after the cheap
+     * not-an-NVIDIA-fd exits. */
     __u8 *buf = vg_scratch_buf();
     if (!buf)
       return 0;
