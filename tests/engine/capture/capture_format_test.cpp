@@ -20,29 +20,9 @@ namespace {
 namespace fs = std::filesystem;
 using testing::encoded;
 using testing::fixed_info;
+using testing::fixed_options;
+using TempDir = testing::ScratchDir;
 using testing::sample_records;
-
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "vigil-capture-XXXXXX").string();
-    path_ = mkdtemp(tmpl.data());
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  std::string file(const std::string& name) const { return (fs::path(path_) / name).string(); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
-WriterOptions fixed_options() {
-  WriterOptions o;
-  o.info = fixed_info();
-  o.clock = [] { return std::uint64_t{0}; };
-  o.flush_interval_ns = 0;
-  return o;
-}
 
 std::string slurp(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

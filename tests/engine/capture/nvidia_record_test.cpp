@@ -20,33 +20,14 @@ namespace {
 namespace fs = std::filesystem;
 using testing::encoded;
 using testing::fixed_info;
+using testing::fixed_options;
+using TempDir = testing::ScratchDir;
 using testing::sample_nvidia;
 
 constexpr auto kNvidiaType = static_cast<std::uint8_t>(RecordType::kNvidia);
 const char* const kSeedPath = "tests/fuzz/capture_reader_corpus/nvidia_inventory.vcap";
 // Bare records: the fuzz target also frames its input as one block's records.
 const char* const kRecordsSeedPath = "tests/fuzz/capture_reader_corpus/nvidia_inventory.records";
-
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "vigil-nvrec-XXXXXX").string();
-    path_ = mkdtemp(tmpl.data());
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  std::string file(const std::string& name) const { return (fs::path(path_) / name).string(); }
-
- private:
-  std::string path_;
-};
-
-WriterOptions fixed_options() {
-  WriterOptions o;
-  o.info = fixed_info();
-  o.clock = [] { return std::uint64_t{0}; };
-  o.flush_interval_ns = 0;
-  return o;
-}
 
 std::vector<RecordData> read_file(const std::string& path, std::string* error = nullptr) {
   std::vector<RecordData> out;

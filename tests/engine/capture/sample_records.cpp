@@ -1,6 +1,9 @@
 #include "tests/engine/capture/sample_records.h"
 
+#include <stdlib.h>
 #include <sys/socket.h>
+
+#include <filesystem>
 
 #include "engine/capture/codec.h"
 
@@ -262,6 +265,28 @@ FileInfo fixed_info() {
   info.realtime_minus_monotonic_ns = 1'699'990'000'000'000'000;
   info.realtime_minus_boottime_ns = 1'699'990'000'000'000'000;
   return info;
+}
+
+WriterOptions fixed_options() {
+  WriterOptions o;
+  o.info = fixed_info();
+  o.clock = [] { return std::uint64_t{0}; };
+  o.flush_interval_ns = 0;
+  return o;
+}
+
+ScratchDir::ScratchDir() {
+  std::string tmpl = (std::filesystem::temp_directory_path() / "vigil-capture-XXXXXX").string();
+  if (::mkdtemp(tmpl.data())) path_ = tmpl;
+}
+
+ScratchDir::~ScratchDir() {
+  std::error_code ec;
+  if (!path_.empty()) std::filesystem::remove_all(path_, ec);
+}
+
+std::string ScratchDir::file(const std::string& name) const {
+  return (std::filesystem::path(path_) / name).string();
 }
 
 }  // namespace vigil::capture::testing

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/capture/format.h"
+#include "engine/capture/writer.h"
 
 namespace vigil::capture::testing {
 
@@ -23,5 +24,21 @@ event::Event sample_exec(std::uint64_t ts, std::uint32_t pid, std::uint32_t ppid
 std::string encoded(const RecordData& r);
 // A fixed header so files written by tests are byte-for-byte reproducible.
 FileInfo fixed_info();
+// Writer options with fixed_info(), a clock stuck at 0 and no timed flush.
+WriterOptions fixed_options();
+
+// A scratch directory, removed with its contents.
+class ScratchDir {
+ public:
+  ScratchDir();
+  ~ScratchDir();
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  std::string file(const std::string& name) const;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
 
 }  // namespace vigil::capture::testing
