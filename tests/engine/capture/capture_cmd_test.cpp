@@ -1,6 +1,7 @@
 // `vigil replay` and the argument parsers of `vigil capture`/`vigil replay`,
 // driven through the command functions (no root needed: replay reads files).
 #include "engine/cli/capture_cmd.h"
+#include "tests/engine/capture/run_cli.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -16,13 +17,7 @@ namespace {
 namespace fs = std::filesystem;
 const char* kFixture = "tests/engine/capture/fixtures/v1_sample.vcap";
 
-int run(std::vector<std::string> args) {
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  return args[0] == "replay" ? cmd_replay(static_cast<int>(args.size()), argv.data())
-                             : cmd_capture(static_cast<int>(args.size()), argv.data());
-}
+int run(std::vector<std::string> args) { return testing::run_cli(std::move(args)); }
 
 TEST(CaptureCmd, ParsesDurationsSizesAndTimes) {
   EXPECT_EQ(parse_duration_ns("90"), 90'000'000'000ull);

@@ -13,19 +13,14 @@
 
 #include "engine/capture/reader.h"
 #include "engine/cli/capture_cmd.h"
+#include "tests/engine/capture/run_cli.h"
 
 namespace vigil::cli {
 namespace {
 
 namespace fs = std::filesystem;
 
-int run(std::vector<std::string> args) {
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  return args[0] == "replay" ? cmd_replay(static_cast<int>(args.size()), argv.data())
-                             : cmd_capture(static_cast<int>(args.size()), argv.data());
-}
+int run(std::vector<std::string> args) { return testing::run_cli(std::move(args)); }
 
 TEST(CaptureLive, RecordsARealExecAndARetroHuntRuleFindsItOnReplay) {
   if (geteuid() != 0) {
