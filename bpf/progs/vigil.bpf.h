@@ -120,7 +120,6 @@ static __always_inline int vg_is_self(void)
  * socket programs (vg_fill_hdr_sock) use one helper read per field. */
 static __always_inline void vg_fill_hdr_from(struct vg_hdr *h, __u16 type, int tracing)
 {
-  struct task_struct *t = (struct task_struct *)bpf_get_current_task();
   __u64 pt = bpf_get_current_pid_tgid();
   __u64 ug = bpf_get_current_uid_gid();
   h->type = type;
@@ -141,6 +140,7 @@ static __always_inline void vg_fill_hdr_from(struct vg_hdr *h, __u16 type, int t
     h->mnt_ns = tt->nsproxy->mnt_ns->ns.inum;
     h->net_ns = tt->nsproxy->net_ns->ns.inum;
   } else {
+    struct task_struct *t = (struct task_struct *)bpf_get_current_task();
     h->ppid = BPF_CORE_READ(t, real_parent, tgid);
     tp = BPF_CORE_READ(t, thread_pid);
     h->mnt_ns = BPF_CORE_READ(t, nsproxy, mnt_ns, ns.inum);
