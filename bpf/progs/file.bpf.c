@@ -281,17 +281,19 @@ static __always_inline int is_sent_uvm(__u32 cmd)
   return cmd == 62 || cmd == 63;
 }
 
-/* Classifies an ioctl: not on an NVIDIA device → 0; counted in gpu_usage →
- * 0; to be sent one by one → 1 with rec, *argp (the parameter block, after
- * the XFER unwrap) and *status_off (where the RM status word sits, 0: none)
- * filled. Runs on every ioctl of every process: a non-device fd costs one
- * helper read (the fd table slot) and a few direct loads; the NVIDIA hot path
- * (a command the process already used in this interval) one user read and
- * one map lookup more. */
-static __always_inline int ioctl_decode(int fd, __u32 cmd, __u64 arg, struct vg_ioctl *rec,
-                                        __u64 *argp, __u32 *status_off)
+/* Classifies an ioctl on fd `fd` (open file `f`) of the current task:
+ * not on an NVIDIA device → 0; counted in gpu_usage → 0; to be sent one by
+ * one → 1 with rec (all but the header), *argp (the parameter block, after the
+ * XFER unwrap) and *status_off (where the RM status word sits, 0: none)
+ * filled. `t` is the current task where the caller has it (its tgid is read
+ * in place), NULL otherwise. Runs on every ioctl of every process: a
+ * non-device fd costs a few direct loads; the NVIDIA hot path (a command the
+ * process already used in this interval) one user read and one map lookup
+ * more. */
+static __always_inline int ioctl_decode(struct task_struct *t, struct file *f, int fd, __u32 cmd,
+                                        __u64 arg, struct vg_ioctl *rec, __u64 *argp,
+                                        __u32 *status_off)
 {
-  struct file *f = vg_fd_file(fd);
   if (!f)
     return 0;
   umode_t m = 0;
@@ -349,7 +351,7 @@ static __always_inline int ioctl_decode(int fd, __u32 cmd, __u64 arg, struct vg_
   /* Counted per process / device / command. A command the process already
    * used in this usage interval has been through the first-use and control
    * checks below: when it repeats the last control command too, it is done. */
-  __u32 pid = bpf_get_current_pid_tgid() >> 32;
+  __u32 pid = t ? (__u32)t->tgid : (__u32)(bpf_get_current_pid_tgid() >> 32);
   if (pid == cfg_vigil_tgid)
     return 0;
   struct vg_usage_key uk = {.pid = pid, .dev = VG_MKDEV(major, minor), .nr = nr, .pad0 = 0};
@@ -416,16 +418,24 @@ static __always_inline int ioctl_decode(int fd, __u32 cmd, __u64 arg, struct vg_
   rec->rm_status = 0;
   rec->result = 0;
   rec->iflags = iflags;
+  __builtin_memset(rec->pad0, 0, sizeof(rec->pad0));
   *argp = arg;
   *status_off = soff;
   return 1;
 }
 
-/* Sends an ioctl record (in the scratch buffer) with the syscall's result and
- * the RM status word the driver wrote back into the parameter block. */
-static __always_inline void ioctl_send(__u8 *buf, long ret, __u64 arg, __u32 status_off)
+/* Sends a decoded ioctl (`rec`, header not yet filled) with the syscall's
+ * result and the RM status word the driver wrote back into the parameter
+ * block. The scratch buffer is only looked up here, off the counted path. */
+static __always_inline void ioctl_send(const struct vg_ioctl *rec, long ret, __u64 arg,
+                                       __u32 status_off)
 {
+  __u8 *buf = vg_scratch_buf();
+  if (!buf)
+    return;
   struct vg_ioctl *e = (struct vg_ioctl *)buf;
+  /* The body only: the header is filled here. */
+  __builtin_memcpy(&e->fd, &rec->fd, sizeof(*e) - __builtin_offsetof(struct vg_ioctl, fd));
   vg_fill_hdr(&e->hdr, VG_IOCTL);
   e->result = ret;
   if (status_off) {
@@ -448,7 +458,8 @@ int vg_enter_ioctl(struct trace_event_raw_sys_enter *ctx)
   struct vg_pending_ioctl *p = bpf_map_lookup_elem(&ioctl_scratch, &zero);
   if (!p)
     return 0;
-  if (!ioctl_decode((int)ctx->args[0], (__u32)ctx->args[1], ctx->args[2], &p->rec, &p->arg,
+  int fd = (int)ctx->args[0];
+  if (!ioctl_decode(0, vg_fd_file(fd), fd, (__u32)ctx->args[1], ctx->args[2], &p->rec, &p->arg,
                     &p->status_off))
     return 0;
   __u32 tid = (__u32)bpf_get_current_pid_tgid();
@@ -460,29 +471,25 @@ int vg_enter_ioctl(struct trace_event_raw_sys_enter *ctx)
 SEC("tracepoint/syscalls/sys_exit_ioctl")
 int vg_exit_ioctl(struct trace_event_raw_sys_exit *ctx)
 {
-  struct pt_regs *regs = vg_syscall_regs();
+  struct task_struct *t = bpf_get_current_task_btf();
+  struct pt_regs *regs = vg_task_syscall_regs(t);
   if (regs) {
     /* vigil's own ioctls are dropped in ioctl_decode, after the cheap
      * not-an-NVIDIA-fd exits. */
-    __u8 *buf = vg_scratch_buf();
-    if (!buf)
-      return 0;
+    struct vg_ioctl rec;
     __u64 arg = 0;
     __u32 status_off = 0;
-    if (ioctl_decode((int)PT_REGS_PARM1_SYSCALL(regs), (__u32)PT_REGS_PARM2_SYSCALL(regs),
-                     PT_REGS_PARM3_SYSCALL(regs), (struct vg_ioctl *)buf, &arg, &status_off))
-      ioctl_send(buf, ctx->ret, arg, status_off);
+    int fd = (int)PT_REGS_PARM1_SYSCALL(regs);
+    if (ioctl_decode(t, vg_task_fd_file(t, fd), fd, (__u32)PT_REGS_PARM2_SYSCALL(regs),
+                     PT_REGS_PARM3_SYSCALL(regs), &rec, &arg, &status_off))
+      ioctl_send(&rec, ctx->ret, arg, status_off);
     return 0;
   }
   __u32 tid = (__u32)bpf_get_current_pid_tgid();
   struct vg_pending_ioctl *p = bpf_map_lookup_elem(&pending_ioctl, &tid);
   if (!p)
     return 0;
-  __u8 *buf = vg_scratch_buf();
-  if (buf) {
-    __builtin_memcpy(buf, &p->rec, sizeof(p->rec));
-    ioctl_send(buf, ctx->ret, p->arg, p->status_off);
-  }
+  ioctl_send(&p->rec, ctx->ret, p->arg, p->status_off);
   bpf_map_delete_elem(&pending_ioctl, &tid);
   return 0;
 }

@@ -381,23 +381,60 @@ static __always_inline int vg_file_nvidia_name(struct file *f)
   return ((w0 >> 48) & 0xff) == '-' && (w0 >> 56) == 'u' && c8 == 'v' && c9 == 'm' ? 2 : 1;
 }
 
-/* The user registers saved when the current syscall entered. At a sys_exit
- * tracepoint they still hold the syscall's arguments (only the return-value
- * register changes), so one exit program sees arguments and result and the
- * syscall pays for one tracepoint instead of two (DESIGN.md "Pick hooks by
- * what they cost"). NULL where user space chose the enter/exit pairs
- * (cfg_args_at_exit 0: kernels before 5.15 have no bpf_task_pt_regs). */
-static __always_inline struct pt_regs *vg_syscall_regs(void)
+/* The user registers saved when task `t` (the current task) entered its
+ * syscall. At a sys_exit tracepoint they still hold the syscall's arguments
+ * (only the return-value register changes), so one exit program sees
+ * arguments and result and the syscall pays for one tracepoint instead of two
+ * (DESIGN.md "Pick hooks by what they cost"). NULL where user space chose the
+ * enter/exit pairs (cfg_args_at_exit 0: kernels before 5.15 have no
+ * bpf_task_pt_regs). */
+static __always_inline struct pt_regs *vg_task_syscall_regs(struct task_struct *t)
 {
   if (!cfg_args_at_exit || !bpf_core_enum_value_exists(enum bpf_func_id, BPF_FUNC_task_pt_regs))
     return 0;
-  return (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+  return (struct pt_regs *)bpf_task_pt_regs(t);
 }
 
-/* The struct file behind fd `fd` of the current task, or NULL. The chain
- * task->files->fdt is followed with direct (BTF) loads rather than helper
- * calls: this runs on every ioctl and every successful open. Only the fd
- * array element, indexed by a user-controlled number, needs a helper read. */
+static __always_inline struct pt_regs *vg_syscall_regs(void)
+{
+  return vg_task_syscall_regs(bpf_get_current_task_btf());
+}
+
+/* The struct file behind fd `fd` of task `t` (the current task, from
+ * bpf_get_current_task_btf), or NULL. The chain task->files->fdt->fd[fd] is
+ * followed with direct (BTF) loads rather than helper calls: this runs on
+ * every ioctl and every successful open. The fd is a number user space chose:
+ * besides the bounds check, the index is clamped without a branch (as the
+ * kernel's own fd lookup does with array_index_nospec), so a mispredicted
+ * bounds check cannot load past the table. */
+static __always_inline struct file *vg_task_fd_file(struct task_struct *t, int fd)
+{
+  struct files_struct *files = t->files;
+  if (!files)
+    return 0;
+  struct fdtable *fdt = files->fdt;
+  if (!fdt)
+    return 0;
+  __u64 max = fdt->max_fds;
+  __u64 idx = (__u32)fd;
+  if (fd < 0 || idx >= max)
+    return 0;
+  /* Hidden from the compiler, which would otherwise fold the mask away using
+   * the bounds check above. */
+  barrier_var(idx);
+  idx &= (__u64)((__s64)(idx - max) >> 63); /* all ones while idx < max */
+  __u64 slot = (__u64)fdt->fd + idx * sizeof(struct file *);
+  struct file *f = 0;
+  if (bpf_rdonly_cast) {
+    /* The slot read as the first word of a kernel struct: list_head.next is
+     * one pointer at offset 0, like the slot. */
+    struct list_head *l = bpf_rdonly_cast((void *)slot, bpf_core_type_id_kernel(struct list_head));
+    return (struct file *)l->next;
+  }
+  bpf_probe_read_kernel(&f, sizeof(f), (void *)slot);
+  return f;
+}
+
 static __always_inline struct file *vg_fd_file(int fd)
 {
   if (!bpf_core_enum_value_exists(enum bpf_func_id, BPF_FUNC_get_current_task_btf)) {
@@ -412,20 +449,7 @@ static __always_inline struct file *vg_fd_file(int fd)
     bpf_probe_read_kernel(&cf, sizeof(cf), (void *)((__u64)cfds + (__u64)fd * sizeof(cf)));
     return cf;
   }
-  struct task_struct *t = bpf_get_current_task_btf();
-  struct files_struct *files = t->files;
-  if (!files)
-    return 0;
-  struct fdtable *fdt = files->fdt;
-  if (!fdt)
-    return 0;
-  unsigned int max = fdt->max_fds;
-  if (fd < 0 || (unsigned int)fd >= max)
-    return 0;
-  struct file **fds = fdt->fd;
-  struct file *f = 0;
-  bpf_probe_read_kernel(&f, sizeof(f), (void *)((__u64)fds + (__u64)fd * sizeof(f)));
-  return f;
+  return vg_task_fd_file(bpf_get_current_task_btf(), fd);
 }
 
 #endif /* VIGIL_BPF_PROGS_VIGIL_BPF_H */

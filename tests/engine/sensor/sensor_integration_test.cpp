@@ -340,6 +340,54 @@ TEST_P(SyscallArgs, OpenAndIoctlOnAStandInNvidiaNode) {
   EXPECT_FALSE(devnull) << "an ioctl on /dev/null was reported as NVIDIA";
 }
 
+// The fd number indexes the task's fd table from the BPF program: a device
+// behind a high fd (the table grown past its first 64 slots) is still found,
+// and an fd number past the table is not an NVIDIA fd.
+TEST_P(SyscallArgs, IoctlBehindAHighFdNumber) {
+  REQUIRE_ROOT();
+  TempDir dir("vigil-sensor");
+  struct stat null_st{};
+  ASSERT_EQ(stat("/dev/null", &null_st), 0);
+  std::string node = dir.path() + "/nvidia0";
+  ASSERT_EQ(mknod(node.c_str(), S_IFCHR | 0666, null_st.st_rdev), 0) << std::strerror(errno);
+
+  Config cfg;
+  cfg.event_types = {Type::kIoctl};
+  cfg.enter_exit_pairs = GetParam();
+  auto s = open_sensor(cfg);
+  ASSERT_TRUE(s);
+  Recorder rec(*s);
+
+  constexpr int kHighFd = 1000;
+  pid_t child = in_child([&] {
+    int fd = open(node.c_str(), O_RDWR);
+    if (fd < 0 || dup2(fd, kHighFd) != kHighFd) return 1;
+    close(fd);
+    Nvos64 a{};
+    a.hClass = 0xC6C0;  // AMPERE_COMPUTE_A: sent one by one
+    ioctl(kHighFd, 0xC030462B, &a);
+    Nvos64 b{};
+    b.hClass = 0xC7C0;
+    ioctl(1 << 20, 0xC030462B, &b);  // far past the fd table: EBADF
+    close(kHighFd);
+    return 0;
+  });
+  const auto cpid = static_cast<std::uint32_t>(child);
+
+  auto hit = rec.wait_for([&](const Event& e) {
+    auto* i = e.as<event::IoctlData>();
+    return i && e.hdr.pid == cpid && i->rm_class == 0xC6C0;
+  });
+  ASSERT_TRUE(hit) << "no ioctl event for the stand-in node at fd " << kHighFd;
+  EXPECT_EQ(hit->as<event::IoctlData>()->fd, kHighFd);
+  EXPECT_EQ(hit->as<event::IoctlData>()->dev_major, major(null_st.st_rdev));
+  auto bad = rec.wait_for([&](const Event& e) {
+    auto* i = e.as<event::IoctlData>();
+    return i && e.hdr.pid == cpid && i->rm_class == 0xC7C0;
+  }, 0);
+  EXPECT_FALSE(bad) << "an ioctl on an fd past the table was reported";
+}
+
 TEST_P(SyscallArgs, OpenOfARulePathPrefix) {
   REQUIRE_ROOT();
   TempDir dir("vigil-sensor");
