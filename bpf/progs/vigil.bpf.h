@@ -157,14 +157,17 @@ static __always_inline void vg_fill_hdr_from(struct vg_hdr *h, __u16 type, int t
 #define vg_fill_hdr(h, type) vg_fill_hdr_from((h), (type), 1)
 #define vg_fill_hdr_sock(h, type) vg_fill_hdr_from((h), (type), 0)
 
-/* Appends a NUL-terminated user string at buf[off]; returns the bytes written
- * (NUL included, 0 on failure). Sets *trunc when the string filled `max`. */
-static __always_inline __u32 vg_put_user_str(__u8 *buf, __u32 off, const void *src, __u32 max,
-                                             __u8 *trunc)
+/* Appends a NUL-terminated string (user memory when `user`, else kernel) at
+ * buf[off]; returns the bytes written (NUL included, 0 on failure). Sets
+ * *trunc when the string filled `max`. */
+static __always_inline __u32 vg_put_str(__u8 *buf, __u32 off, const void *src, __u32 max,
+                                        __u8 *trunc, int user)
 {
   if (!src)
     return 0;
-  long n = bpf_probe_read_user_str(buf + (off & VG_OFF_MASK), max, src); /* max: a constant */
+  /* max: a constant */
+  long n = user ? bpf_probe_read_user_str(buf + (off & VG_OFF_MASK), max, src)
+                : bpf_probe_read_kernel_str(buf + (off & VG_OFF_MASK), max, src);
   if (n < 0) {
     vg_drop(VG_DROP_READ_FAIL);
     return 0;
@@ -176,22 +179,8 @@ static __always_inline __u32 vg_put_user_str(__u8 *buf, __u32 off, const void *s
   return (__u32)n & (VG_CHUNK_MAX - 1);
 }
 
-static __always_inline __u32 vg_put_kernel_str(__u8 *buf, __u32 off, const void *src, __u32 max,
-                                               __u8 *trunc)
-{
-  if (!src)
-    return 0;
-  long n = bpf_probe_read_kernel_str(buf + (off & VG_OFF_MASK), max, src); /* max: a constant */
-  if (n < 0) {
-    vg_drop(VG_DROP_READ_FAIL);
-    return 0;
-  }
-  if ((__u32)n >= max) {
-    *trunc = 1;
-    vg_drop(VG_DROP_TRUNCATED);
-  }
-  return (__u32)n & (VG_CHUNK_MAX - 1);
-}
+#define vg_put_user_str(buf, off, src, max, trunc) vg_put_str((buf), (off), (src), (max), (trunc), 1)
+#define vg_put_kernel_str(buf, off, src, max, trunc) vg_put_str((buf), (off), (src), (max), (trunc), 0)
 
 /* Loop state of vg_put_dpath, kept in map memory rather than registers: the
  * verifier does not track values loaded from a map, so every iteration looks
