@@ -60,18 +60,42 @@ static __always_inline int match_prefix(const __u8 *buf, __u32 off)
   return 0;
 }
 
+/* A first look at a path before reading all of it: can it start with one of
+ * the configured prefixes, judging by its first 8 bytes? Most opens are of
+ * paths no rule asks about, and one 8-byte read rejects them where the full
+ * string read costs as much as the rest of the program. Where those 8 bytes
+ * cannot be read (a path shorter than 8 bytes at the very end of a mapping),
+ * the full read decides. */
+static __always_inline int prefix_may_match(const char *filename)
+{
+  __u64 w = 0;
+  if (bpf_probe_read_user(&w, sizeof(w), filename) != 0)
+    return 1;
+  for (int i = 0; i < VG_OPEN_PREFIXES; i++) {
+    if (i >= cfg_n_prefixes)
+      return 0;
+    __u32 len = cfg_prefix_len[i];
+    __u64 mask = len >= 8 ? ~0ULL : (1ULL << (len * 8)) - 1;
+    __u64 head = *(const volatile __u64 *)cfg_prefix[i];
+    if (len > 0 && ((w ^ head) & mask) == 0)
+      return 1;
+  }
+  return 0;
+}
+
 /* Where each open syscall keeps its arguments. */
 enum vg_open_kind { VG_SYS_OPENAT, VG_SYS_OPENAT2, VG_SYS_OPEN };
 
 /* The open's arguments: from the saved user registers, or from what the
  * enter program kept. Returns 0 when there is nothing to report. */
-static __always_inline int open_args(enum vg_open_kind kind, long ret, struct vg_open_args *a)
+static __always_inline int open_args(struct task_struct *t, enum vg_open_kind kind, long ret,
+                                     struct vg_open_args *a)
 {
-  struct pt_regs *regs = vg_syscall_regs();
+  struct pt_regs *regs = t ? vg_task_syscall_regs(t) : 0;
   if (regs) {
     /* Without path prefixes only successful opens of character devices are
      * reported: a failed open is dropped before any work. */
-    if ((ret < 0 && !cfg_n_prefixes) || vg_is_self())
+    if ((ret < 0 && !cfg_n_prefixes) || (__u32)t->tgid == cfg_vigil_tgid)
       return 0;
     if (kind == VG_SYS_OPEN) {
       a->filename = (const char *)PT_REGS_PARM1_SYSCALL(regs);
@@ -109,15 +133,20 @@ static __always_inline int open_args(enum vg_open_kind kind, long ret, struct vg
 
 static __always_inline int open_exit(enum vg_open_kind kind, long ret)
 {
+  /* The current task, fetched once (kernels before 5.11 have no BTF task:
+   * there the enter programs and helper reads are used). */
+  struct task_struct *t = 0;
+  if (bpf_core_enum_value_exists(enum bpf_func_id, BPF_FUNC_get_current_task_btf))
+    t = bpf_get_current_task_btf();
   struct vg_open_args a = {};
-  if (!open_args(kind, ret, &a))
+  if (!open_args(t, kind, ret, &a))
     return 0;
 
   __u8 oflags = 0;
   __u32 major = 0, minor = 0;
   struct file *f = 0;
   if (ret >= 0) {
-    f = vg_fd_file((int)ret);
+    f = t ? vg_task_fd_file(t, (int)ret) : vg_fd_file((int)ret);
     if (f) {
       umode_t m = 0;
       dev_t rdev = 0;
@@ -132,7 +161,7 @@ static __always_inline int open_exit(enum vg_open_kind kind, long ret)
       }
     }
   }
-  if (!(oflags & VG_OPEN_CHR) && cfg_n_prefixes == 0)
+  if (!(oflags & VG_OPEN_CHR) && (cfg_n_prefixes == 0 || !prefix_may_match(a.filename)))
     return 0;
   if (!a.filename && f)
     a.flags = BPF_CORE_READ(f, f_flags);

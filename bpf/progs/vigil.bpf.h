@@ -38,7 +38,7 @@ const volatile __u32 cfg_uvm_major __weak = 0;        /* nvidia-uvm's dynamic ma
 const volatile __u32 cfg_payload_bytes __weak = 256;  /* first bytes of a TCP connection */
 const volatile __u32 cfg_n_prefixes __weak = 0;       /* open path prefixes in use */
 const volatile __u32 cfg_prefix_len[VG_OPEN_PREFIXES] __weak = {};
-const volatile char cfg_prefix[VG_OPEN_PREFIXES][VG_PREFIX_LEN] __weak = {};
+const volatile char cfg_prefix[VG_OPEN_PREFIXES][VG_PREFIX_LEN] __weak __attribute__((aligned(8))) = {};
 /* nvidia:nvidia_dev_xid field offsets, read from its format file (module BTF
  * is usually absent, so CO-RE cannot relocate them). */
 const volatile __u32 cfg_xid_dev_off __weak = 0;

@@ -8,6 +8,7 @@
 #include <sys/un.h>
 #include <sys/syscall.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
@@ -429,6 +430,54 @@ TEST_P(SyscallArgs, OpenOfARulePathPrefix) {
   EXPECT_FALSE(not_watched);
 }
 
+
+// Prefixes shorter than the 8 bytes the open filter looks at first, paths
+// shorter than the prefix, and a path whose 8 bytes cannot be read (its NUL
+// is the last byte before an unmapped page): each decided as the full
+// comparison would.
+TEST_P(SyscallArgs, ShortOpenPrefixesAndAPathAtAPageEnd) {
+  REQUIRE_ROOT();
+  TempDir dir("vigil-sensor");
+  Config cfg;
+  cfg.event_types = {Type::kOpen};
+  cfg.enter_exit_pairs = GetParam();
+  cfg.open_path_prefixes = {"vgq"};
+  auto s = open_sensor(cfg);
+  ASSERT_TRUE(s);
+  Recorder rec(*s);
+  pid_t child = in_child([&] {
+    if (chdir(dir.path().c_str()) != 0) return 1;
+    int a = open("vgq-file", O_CREAT | O_WRONLY, 0600);  // matches
+    int b = open("vgx-file", O_CREAT | O_WRONLY, 0600);  // differs in the 3rd byte
+    int c = open("vg", O_RDONLY);                          // shorter than the prefix
+    const long pg = sysconf(_SC_PAGESIZE);
+    auto* m = static_cast<char*>(
+        mmap(nullptr, 2 * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+    if (m == MAP_FAILED || mprotect(m + pg, pg, PROT_NONE) != 0) return 1;
+    char* tail = m + pg - 4;
+    std::memcpy(tail, "vgq", 4);
+    int d = open(tail, O_RDONLY);  // no such file: a failed open, reported by prefix
+    if (a >= 0) close(a);
+    if (b >= 0) close(b);
+    return (c >= 0 || d >= 0) ? 1 : 0;
+  });
+  const auto cpid = static_cast<std::uint32_t>(child);
+  auto path_seen = [&](const std::string& path, int wait_ms) {
+    return rec.wait_for([&](const Event& e) {
+      auto* o = e.as<event::OpenData>();
+      return o && e.hdr.pid == cpid && o->path == path;
+    }, wait_ms);
+  };
+  // A successful open reports the resolved path; a failed one the path as given.
+  auto hit = path_seen(dir.path() + "/vgq-file", 5000);
+  ASSERT_TRUE(hit);
+  EXPECT_GE(hit->as<event::OpenData>()->result, 0);
+  auto page_end = path_seen("vgq", 2000);
+  ASSERT_TRUE(page_end) << "a path whose first 8 bytes are unreadable is still matched";
+  EXPECT_EQ(page_end->as<event::OpenData>()->result, -ENOENT);
+  EXPECT_FALSE(path_seen(dir.path() + "/vgx-file", 300));
+  EXPECT_FALSE(path_seen("vg", 0));
+}
 
 TEST(SensorIntegration, XidLineWrittenToDevKmsg) {
   REQUIRE_ROOT();
