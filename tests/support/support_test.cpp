@@ -54,6 +54,39 @@ TEST(TempDir, WritesReplacesInstallsAndRemovesEverything) {
   EXPECT_FALSE(fs::exists(path)) << "the directory and its content are removed";
 }
 
+// What the state tests build fake /proc and cgroup trees with.
+TEST(TempDir, MakesLinksDirectoriesAndReportsInodes) {
+  TempDir dir("vigil-support-test");
+  ASSERT_TRUE(dir.ok());
+  const std::string& path = dir.path();
+
+  // A link whose target does not exist, stored as given (/proc/PID/ns/*).
+  const std::string ns = dir.symlink("proc/42/ns/net", "net:[4026531840]");
+  EXPECT_EQ(ns, path + "/proc/42/ns/net");
+  EXPECT_EQ(fs::read_symlink(ns).string(), "net:[4026531840]");
+  // A second link at the same place replaces the first.
+  dir.write("files/tool", "x");
+  EXPECT_EQ(dir.symlink("proc/42/exe", "/usr/bin/python3"), path + "/proc/42/exe");
+  EXPECT_EQ(dir.symlink("proc/42/exe", path + "/files/tool"), path + "/proc/42/exe");
+  EXPECT_EQ(fs::read_symlink(path + "/proc/42/exe").string(), path + "/files/tool");
+  EXPECT_FALSE(fs::exists(fs::symlink_status(path + "/proc/42/exe.tmp")));
+  EXPECT_EQ(dir.symlink("files/tool/under-a-file", "x"), "") << "a file is not a directory";
+
+  EXPECT_EQ(dir.mkdirs("cg/kubepods.slice/a.scope"), path + "/cg/kubepods.slice/a.scope");
+  EXPECT_TRUE(fs::is_directory(path + "/cg/kubepods.slice/a.scope"));
+  EXPECT_EQ(dir.mkdirs("cg/kubepods.slice/a.scope"), path + "/cg/kubepods.slice/a.scope") << "already there";
+  EXPECT_EQ(dir.mkdirs("files/tool/sub"), "");
+
+  struct stat st{};
+  ASSERT_EQ(::stat((path + "/cg/kubepods.slice/a.scope").c_str(), &st), 0);
+  EXPECT_EQ(dir.inode("cg/kubepods.slice/a.scope"), st.st_ino);
+  EXPECT_NE(dir.inode("cg/kubepods.slice"), dir.inode("cg/kubepods.slice/a.scope"));
+  ASSERT_EQ(::stat((path + "/files/tool").c_str(), &st), 0);
+  EXPECT_EQ(dir.inode("proc/42/exe"), st.st_ino) << "the link is followed";
+  EXPECT_EQ(dir.inode("proc/42/ns/net"), 0u) << "a dangling link";
+  EXPECT_EQ(dir.inode("no/such/dir"), 0u);
+}
+
 TEST(ReadFile, MissingFileReadsEmpty) { EXPECT_EQ(read_file("/nonexistent/vigil/file"), ""); }
 
 TEST(Cgroup2Root, IsTheCgroupV2MountWhenThereIsOne) {

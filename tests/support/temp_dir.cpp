@@ -2,7 +2,9 @@
 
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -51,6 +53,33 @@ std::string TempDir::install(const std::string& program, const std::string& name
   if (ec) return "";
   ::chmod(p.c_str(), 0755);
   return p;
+}
+
+std::string TempDir::symlink(const std::string& rel, const std::string& target) const {
+  const std::string p = path_ + "/" + rel;
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(p).parent_path(), ec);
+  const std::string tmp = p + ".tmp";
+  ::unlink(tmp.c_str());
+  if (::symlink(target.c_str(), tmp.c_str()) != 0) return "";
+  if (::rename(tmp.c_str(), p.c_str()) != 0) {
+    ::unlink(tmp.c_str());
+    return "";
+  }
+  return p;
+}
+
+std::string TempDir::mkdirs(const std::string& rel) const {
+  const std::string p = path_ + "/" + rel;
+  std::error_code ec;
+  std::filesystem::create_directories(p, ec);
+  return std::filesystem::is_directory(p, ec) ? p : "";
+}
+
+std::uint64_t TempDir::inode(const std::string& rel) const {
+  struct stat st{};
+  if (::stat((path_ + "/" + rel).c_str(), &st) != 0) return 0;
+  return st.st_ino;
 }
 
 }  // namespace vigil::support

@@ -2,6 +2,7 @@
 // it when the test ends, and whole-file reads.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -32,6 +33,21 @@ class TempDir {
   // An executable copy of `program` named `name` (its comm when run); ""
   // when it cannot be copied.
   std::string install(const std::string& program, const std::string& name) const;
+
+  // Makes `rel` (its parent directories made as needed) a symbolic link to
+  // `target`, which is stored as given (relative targets resolve from the
+  // link's directory; it need not exist, e.g. "net:[4026531840]" as in
+  // /proc/PID/ns). Replaces a file or link at `rel` atomically, like write();
+  // returns the full path, "" when the link cannot be made.
+  std::string symlink(const std::string& rel, const std::string& target) const;
+
+  // Makes the directory `rel` and its missing parents; returns the full path,
+  // "" when it cannot be made.
+  std::string mkdirs(const std::string& rel) const;
+
+  // The inode number of `rel` (links followed; a cgroup v2 directory's inode is
+  // its cgroup id); 0 when it does not exist.
+  std::uint64_t inode(const std::string& rel) const;
 
  private:
   std::string path_;

@@ -9,6 +9,7 @@
 #include "engine/state/procfs.h"
 #include "engine/state/state.h"
 #include "tests/engine/state/test_util.h"
+#include "tests/support/temp_dir.h"
 
 namespace vigil::state {
 namespace {
@@ -58,7 +59,7 @@ TEST(ProcFs, NamespaceLinksAndCmdline) {
 }
 
 TEST(ProcFs, ReadFileIsBounded) {
-  testing::TempDir d;
+  support::TempDir d;
   d.write("big", std::string(10000, 'a'));
   bool truncated = false;
   auto t = read_file_bounded(d.path() + "/big", 100, &truncated);

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "tests/engine/state/test_util.h"
+#include "tests/support/temp_dir.h"
 
 extern char** environ;
 
@@ -124,7 +125,7 @@ std::string python_with_h2() {
 TEST(PodResourcesList, AgainstAStandInKubelet) {
   std::string py = python_with_h2();
   if (py.empty()) GTEST_SKIP() << "python3-h2 is needed for the stand-in kubelet (apt-get install python3-h2)";
-  testing::TempDir d;
+  support::TempDir d;
   std::string sock = d.path() + "/kubelet.sock";
   std::vector<std::string> args = {py, "tests/engine/state/podresources_stub.py", "--socket", sock,
                                    "--log", d.path() + "/log",

@@ -15,6 +15,7 @@
 
 #include "engine/state/state.h"
 #include "tests/engine/state/test_util.h"
+#include "tests/support/temp_dir.h"
 
 extern char** environ;
 
@@ -22,7 +23,7 @@ namespace vigil::state {
 namespace {
 
 using testing::RecordingListener;
-using testing::TempDir;
+using support::TempDir;
 
 // --- pod JSON ------------------------------------------------------------------
 

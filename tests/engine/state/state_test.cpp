@@ -7,6 +7,7 @@
 
 #include "engine/event/nvidia.h"
 #include "tests/engine/state/test_util.h"
+#include "tests/support/temp_dir.h"
 
 namespace vigil::state {
 namespace {
@@ -16,7 +17,7 @@ using testing::exit_event;
 using testing::fork_event;
 using testing::make_event;
 using testing::RecordingListener;
-using testing::TempDir;
+using support::TempDir;
 
 const std::string kId = "3b7a1c0f9e4d2a6b8c5e7f1a0b9c8d7e6f5a4b3c2d1e0f9a8b7c6d5e4f3a2b1c";
 const std::string kId2 = "a9b8c7d6e5f4a3b2c1d0e9f8a7b6c5d4e3f2a1b0c9d8e7f6a5b4c3d2e1f0a9b8";
@@ -400,8 +401,6 @@ TEST(Seed, A32BitProgramIsFlaggedFromItsElfHeader) {
   d.write("files/tiny32", std::string("\x7f" "ELF\x01\x01\x01", 7) + std::string(60, '\0'));
   d.write("files/tiny64", std::string("\x7f" "ELF\x02\x01\x01", 7) + std::string(60, '\0'));
   d.write("files/script", "#!/bin/sh\n");
-  ::unlink((d.path() + "/proc/50/exe").c_str());
-  ::unlink((d.path() + "/proc/51/exe").c_str());
   d.symlink("proc/50/exe", d.path() + "/files/tiny64");
   d.symlink("proc/51/exe", d.path() + "/files/tiny32");
   Config c;

@@ -1,13 +1,9 @@
-// Helpers for the state tests: a temporary directory tree (fake /proc, fake
-// cgroup v2 hierarchy, fake /proc/driver/nvidia) and event builders.
+// Helpers for the state tests: event builders and a listener that records
+// what the state reports. Fake /proc, cgroup v2 and /proc/driver/nvidia trees
+// are built with support::TempDir (tests/support/temp_dir.h).
 #pragma once
 
-#include <stdlib.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <filesystem>
-#include <fstream>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -15,45 +11,6 @@
 #include "engine/state/state.h"
 
 namespace vigil::state::testing {
-
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "vigil-state-XXXXXX").string();
-    char* p = ::mkdtemp(tmpl.data());
-    if (p) path_ = p;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    if (!path_.empty()) std::filesystem::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-
-  const std::string& path() const { return path_; }
-
-  void write(const std::string& rel, const std::string& content) const {
-    std::filesystem::path p = std::filesystem::path(path_) / rel;
-    std::filesystem::create_directories(p.parent_path());
-    std::ofstream(p, std::ios::binary) << content;
-  }
-  void symlink(const std::string& rel, const std::string& target) const {
-    std::filesystem::path p = std::filesystem::path(path_) / rel;
-    std::filesystem::create_directories(p.parent_path());
-    ::symlink(target.c_str(), p.c_str());
-  }
-  void mkdirs(const std::string& rel) const {
-    std::filesystem::create_directories(std::filesystem::path(path_) / rel);
-  }
-  std::uint64_t inode(const std::string& rel) const {
-    struct stat st{};
-    if (::stat((path_ + "/" + rel).c_str(), &st) != 0) return 0;
-    return st.st_ino;
-  }
-
- private:
-  std::string path_;
-};
 
 inline event::Event make_event(event::Type t, std::uint32_t pid, std::uint64_t ts = 1000) {
   event::Event ev;
