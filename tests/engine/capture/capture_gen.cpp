@@ -3,18 +3,24 @@
 //
 //   capture_gen OUT.vcap EVENTS
 //
-// Eight inference/training pods (GPU-allocated) plus host processes. Each
-// process is forked, execs a program (python3, bash, nvidia-smi, curl, ...),
-// opens /dev/nvidiactl and /dev/nvidia0, issues NVIDIA ioctls, reports GPU
-// usage, resolves and connects to in-cluster addresses, and exits. The mix is
-// benign apart from a rare shell, so the alert rate is a realistic few per
-// thousand. Deterministic (fixed seed).
+// The node has eight GPUs, recorded first as the NVIDIA inventory a live
+// capture starts with (PCI addresses, UUIDs, /dev/nvidia0-7), so replay
+// resolves the pods' GPU allocations and the gpu.* fields as it would live.
+// Eight inference/training pods, each given one GPU by UUID, plus host
+// processes. Each process is forked, execs a program (python3, bash,
+// nvidia-smi, curl, ...), opens /dev/nvidiactl and /dev/nvidiaN (its pod's
+// GPU; host processes one by pid), issues NVIDIA ioctls, reports GPU usage,
+// resolves and connects to in-cluster addresses, and exits. The mix is benign
+// apart from a rare shell, so the alert rate is a realistic few per thousand.
+// Deterministic (fixed seed).
 #include <sys/socket.h>
 
+#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
 #include <string>
+#include <utility>
 
 #include "engine/capture/writer.h"
 
@@ -33,7 +39,27 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", w.error().message.c_str());
     return 1;
   }
-  constexpr int kPods = 8;
+  // An 8-GPU H100 node: GPUs in PCI order (NVML's index order), minor N for
+  // /dev/nvidiaN; nvidia-uvm and nvidia-caps with dynamic majors.
+  constexpr int kGpus = 8;
+  constexpr std::array<const char*, kGpus> kPci = {"0000:18:00.0", "0000:2a:00.0", "0000:3a:00.0",
+                                                   "0000:5d:00.0", "0000:9a:00.0", "0000:ab:00.0",
+                                                   "0000:ba:00.0", "0000:db:00.0"};
+  state::NvidiaInfo gpus;
+  gpus.uvm_major = 510;
+  gpus.caps_major = 511;
+  for (int g = 0; g < kGpus; ++g) {
+    char uuid[64];
+    std::snprintf(uuid, sizeof uuid, "GPU-%08x-4c2e-9d1a-7b3f-%012llx", 0x5e1d7a00u + g,
+                  0x1a2b3c4d5e60ull + g);
+    gpus.gpus.push_back({uuid, kPci[g], static_cast<std::uint32_t>(g), "NVIDIA H100 80GB HBM3"});
+  }
+  if (auto s = (*w)->write_nvidia(gpus); !s) {  // before the pods, as live captures do
+    std::fprintf(stderr, "%s\n", s.error().message.c_str());
+    return 1;
+  }
+
+  constexpr int kPods = 8;  // pod p has GPU p
   for (int p = 0; p < kPods; ++p) {
     state::Container c;
     c.id = std::string(63, 'a') + static_cast<char>('0' + p);
@@ -54,8 +80,10 @@ int main(int argc, char** argv) {
     pc.image = c.image;
     pc.id = c.id;
     pc.gpu_limit = 1;
-    pc.nvidia_visible_devices = std::to_string(p);
-    pc.gpu_devices = {"GPU-" + std::to_string(p)};
+    // The device plugin's envvar strategy: the UUID in NVIDIA_VISIBLE_DEVICES
+    // and in the kubelet's pod-resources device ids.
+    pc.nvidia_visible_devices = gpus.gpus[p].uuid;
+    pc.gpu_devices = {gpus.gpus[p].uuid};
     pod.containers.push_back(pc);
     (void)(*w)->write_pod(pod);
     state::Process root;
@@ -116,8 +144,13 @@ int main(int argc, char** argv) {
     exec.hdr.type = event::Type::kExec;
     emit(exec);
 
-    for (const char* dev : {"/dev/nvidiactl", "/dev/nvidia0"}) {
-      event::OpenData od{dev, 2, 0, 3, 195, dev[11] == 'c' ? 255u : 0u, true};
+    // The pod's GPU; a host process one of the eight (by pid, so the random
+    // sequence, and with it the event mix, stays what it was).
+    const std::uint32_t gpu = host ? pid % kGpus : static_cast<std::uint32_t>(pod);
+    const std::pair<std::string, std::uint32_t> devs[] = {{"/dev/nvidiactl", 255},
+                                                          {"/dev/nvidia" + std::to_string(gpu), gpu}};
+    for (const auto& [dev, minor] : devs) {
+      event::OpenData od{dev, 2, 0, 3, 195, minor, true};
       event::Event open{h, od};
       open.hdr.type = event::Type::kOpen;
       emit(open);
@@ -161,7 +194,7 @@ int main(int argc, char** argv) {
     emit(conn);
     event::GpuUsageData gu;
     gu.interval_ns = 10'000'000'000;
-    gu.entries = {{195, 0, 0x2a, 1000 + rng() % 1000}};
+    gu.entries = {{195, gpu, 0x2a, 1000 + rng() % 1000}};
     event::Event use{h, gu};
     use.hdr.type = event::Type::kGpuUsage;
     emit(use);
