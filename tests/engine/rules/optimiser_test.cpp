@@ -12,27 +12,19 @@
 #include <cctype>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <random>
 #include <set>
-#include <sstream>
 
 #include "engine/rules/compiler.h"
 #include "engine/rules/document.h"
 #include "engine/rules/ruleset.h"
 #include "tests/engine/rules/test_util.h"
+#include "tests/support/temp_dir.h"
 
 namespace vigil::rules {
 namespace {
 
 using testing::World;
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 std::string falco_rules_path() {
   const char* env = std::getenv("VIGIL_FALCO_RULES_DIR");
@@ -56,7 +48,7 @@ std::vector<std::string> vocabulary(const std::vector<std::string>& files) {
   Diagnostics d;
   Collector col;
   for (const auto& f : files) {
-    for (const auto& item : read_rules_yaml(read_text(f), f, d)) col.apply(item, d);
+    for (const auto& item : read_rules_yaml(support::read_file(f), f, d)) col.apply(item, d);
   }
   for (const auto& l : col.lists()) {
     for (auto w : l.items) {

@@ -139,11 +139,7 @@ TEST(ResolveAllocation, MigAndUnknownIds) {
 TEST(Memory, TenThousandProcessesFitTheBudget) {
   struct mallinfo2 before = ::mallinfo2();
   {
-    Config c;
-    c.live = false;
-    c.passwd_path = "";
-    c.group_path = "";
-    State s(c);
+    State s(testing::replay_config());
     for (std::uint32_t pid = 1000; pid < 11000; ++pid) {
       Process p;
       p.pid = pid;

@@ -113,17 +113,8 @@ TEST(PodResourcesList, AbsentSocketIsAnError) {
   EXPECT_NE(r.error().message.find("no socket"), std::string::npos);
 }
 
-// The python that has the h2 package ("" when none): the stand-in kubelet needs it.
-std::string python_with_h2() {
-  for (const char* py : {"python3", "/usr/bin/python3"}) {
-    std::string cmd = std::string(py) + " -c 'import h2' >/dev/null 2>&1";
-    if (std::system(cmd.c_str()) == 0) return py;
-  }
-  return "";
-}
-
 TEST(PodResourcesList, AgainstAStandInKubelet) {
-  std::string py = python_with_h2();
+  std::string py = testing::python_with_h2();
   if (py.empty()) GTEST_SKIP() << "python3-h2 is needed for the stand-in kubelet (apt-get install python3-h2)";
   support::TempDir d;
   std::string sock = d.path() + "/kubelet.sock";

@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <fstream>
 #include <functional>
 #include <gtest/gtest.h>
 #include <sstream>
@@ -15,6 +14,7 @@
 
 #include "engine/state/state.h"
 #include "tests/engine/state/test_util.h"
+#include "tests/support/k8s_stub.h"
 #include "tests/support/temp_dir.h"
 
 extern char** environ;
@@ -23,6 +23,7 @@ namespace vigil::state {
 namespace {
 
 using testing::RecordingListener;
+using testing::replay_config;
 using support::TempDir;
 
 // --- pod JSON ------------------------------------------------------------------
@@ -182,63 +183,24 @@ bool run_cmd(const std::string& cmd) {
   return std::system(("(" + cmd + ") >/dev/null 2>&1").c_str()) == 0;
 }
 
-std::string slurp(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
+// The Kubernetes API stand-in (support::K8sStub: k8s_stub.py over TLS, with a
+// CA and a server certificate for 127.0.0.1 made in dir_) and a watcher
+// configuration that points at it.
 class PodWatcherTest : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!run_cmd("command -v python3") || !run_cmd("command -v openssl")) {
       GTEST_SKIP() << "python3 and openssl are needed for the stand-in API server";
     }
-    const std::string& d = dir_.path();
-    // A CA, and a server certificate for 127.0.0.1 signed by it.
-    ASSERT_TRUE(run_cmd("cd " + d +
-                        " && openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout ca.key -out ca.crt"
-                        " -days 2 -subj '/CN=vigil test CA'"
-                        " -addext 'basicConstraints=critical,CA:TRUE'"
-                        " -addext 'keyUsage=critical,keyCertSign,cRLSign'"
-                        " && openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout srv.key -out srv.csr"
-                        " -subj '/CN=127.0.0.1'"
-                        " && printf 'subjectAltName=IP:127.0.0.1\\nbasicConstraints=CA:FALSE\\n'"
-                        " > ext.cnf"
-                        " && openssl x509 -req -in srv.csr -CA ca.crt -CAkey ca.key -CAcreateserial"
-                        " -out srv.crt -days 2 -extfile ext.cnf"
-                        " && openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout other.key"
-                        " -out other.crt -days 2 -subj '/CN=someone else'"));
-    dir_.write("token", "test-token\n");
-    std::string script = "tests/engine/state/k8s_stub.py";
-    std::vector<std::string> args = {"python3",     script,          "--cert", d + "/srv.crt",
-                                     "--key",       d + "/srv.key",  "--port-file", d + "/port",
-                                     "--log",       d + "/requests.log"};
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    ASSERT_EQ(::posix_spawnp(&server_pid_, "python3", nullptr, nullptr, argv.data(), environ), 0);
-    for (int i = 0; i < 200 && port_.empty(); ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      port_ = slurp(d + "/port");
-    }
-    ASSERT_FALSE(port_.empty()) << "the stand-in API server did not start";
-  }
-
-  void TearDown() override {
-    if (server_pid_ > 0) {
-      ::kill(server_pid_, SIGTERM);
-      ::waitpid(server_pid_, nullptr, 0);
-    }
+    ASSERT_EQ(stub_.start(dir_), "");
   }
 
   K8sConfig config() const {
     K8sConfig c;
-    c.api_url = "https://127.0.0.1:" + port_;
-    c.ca_file = dir_.path() + "/ca.crt";
-    c.token_file = dir_.path() + "/token";
-    c.node_name = "gpu-node-1";
+    c.api_url = stub_.url();
+    c.ca_file = stub_.ca();
+    c.token_file = stub_.token_file();
+    c.node_name = support::K8sStub::kNode;
     c.backoff_initial = std::chrono::milliseconds(50);
     c.backoff_max = std::chrono::milliseconds(200);
     return c;
@@ -255,17 +217,8 @@ class PodWatcherTest : public ::testing::Test {
     return false;
   }
 
-  static Config state_config() {
-    Config c;
-    c.live = false;
-    c.passwd_path = "";
-    c.group_path = "";
-    return c;
-  }
-
-  TempDir dir_;
-  pid_t server_pid_ = -1;
-  std::string port_;
+  TempDir dir_;  // outlives the stand-in, which writes there
+  support::K8sStub stub_;
 };
 
 const std::string kUidA = "aaaaaaaa-0000-4000-8000-000000000001";
@@ -273,7 +226,7 @@ const std::string kUidB = "bbbbbbbb-0000-4000-8000-000000000002";
 const std::string kUidC = "cccccccc-0000-4000-8000-000000000003";
 
 TEST_F(PodWatcherTest, ListWatchDropRelistOnGoneAndDelete) {
-  State s(state_config());
+  State s(replay_config());
   RecordingListener l;
   s.set_listener(&l);
   Container ca;
@@ -328,8 +281,10 @@ TEST_F(PodWatcherTest, ListWatchDropRelistOnGoneAndDelete) {
   EXPECT_GE(st.events, 3u);
 
   // What the watcher asked for.
-  std::string log = slurp(dir_.path() + "/requests.log");
-  EXPECT_NE(log.find("\"auth\": \"Bearer test-token\""), std::string::npos) << log;
+  std::string log = stub_.requests();
+  std::string token = support::read_file(stub_.token_file());
+  token = token.substr(0, token.find('\n'));
+  EXPECT_NE(log.find("\"auth\": \"Bearer " + token + "\""), std::string::npos) << log;
   EXPECT_NE(log.find("\"kind\": \"list-page2\""), std::string::npos) << "paginated LIST";
   std::istringstream lines(log);
   std::vector<std::string> watch_rvs;
@@ -347,17 +302,22 @@ TEST_F(PodWatcherTest, ListWatchDropRelistOnGoneAndDelete) {
 }
 
 TEST_F(PodWatcherTest, UntrustedServerCertificateIsRefused) {
+  // A self-signed certificate of someone else, trusted instead of the CA
+  // that signed the stand-in's.
+  ASSERT_TRUE(run_cmd("cd " + dir_.path() +
+                      " && openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes"
+                      " -keyout other.key -out other.crt -days 2 -subj '/CN=someone else'"));
   K8sConfig c = config();
   c.ca_file = dir_.path() + "/other.crt";
   PodWatcher w(c);
   ASSERT_TRUE(w.start().ok());
-  State s(state_config());
+  State s(replay_config());
   bool failed = drain_until(w, s, [&] { return w.stats().errors >= 1; }, 10000);
   w.stop();
   EXPECT_TRUE(failed);
   EXPECT_FALSE(w.stats().synced);
   EXPECT_TRUE(s.pods().empty());
-  EXPECT_EQ(slurp(dir_.path() + "/requests.log"), "");
+  EXPECT_EQ(stub_.requests(), "");
 }
 
 TEST_F(PodWatcherTest, InsecureFlagSkipsVerification) {
@@ -366,7 +326,7 @@ TEST_F(PodWatcherTest, InsecureFlagSkipsVerification) {
   c.insecure = true;
   PodWatcher w(c);
   ASSERT_TRUE(w.start().ok());
-  State s(state_config());
+  State s(replay_config());
   EXPECT_TRUE(drain_until(w, s, [&] { return s.pod(kUidA) != nullptr; }));
 }
 
@@ -375,7 +335,7 @@ TEST_F(PodWatcherTest, OversizedListIsRefused) {
   c.max_list_bytes = 200;
   PodWatcher w(c);
   ASSERT_TRUE(w.start().ok());
-  State s(state_config());
+  State s(replay_config());
   ASSERT_TRUE(drain_until(w, s, [&] { return w.stats().errors >= 1; }, 10000));
   w.stop();
   EXPECT_NE(w.stats().last_error.find("larger than"), std::string::npos) << w.stats().last_error;
@@ -383,13 +343,7 @@ TEST_F(PodWatcherTest, OversizedListIsRefused) {
 }
 
 TEST_F(PodWatcherTest, GpuDeviceIdsComeFromTheKubeletPodResourcesApi) {
-  std::string py;
-  for (const char* cand : {"python3", "/usr/bin/python3"}) {
-    if (run_cmd(std::string(cand) + " -c 'import h2'")) {
-      py = cand;
-      break;
-    }
-  }
+  std::string py = testing::python_with_h2();
   if (py.empty()) GTEST_SKIP() << "python3-h2 is needed for the stand-in kubelet";
   std::string sock = dir_.path() + "/kubelet.sock";
   std::vector<std::string> args = {py, "tests/engine/state/podresources_stub.py", "--socket", sock,
@@ -405,7 +359,7 @@ TEST_F(PodWatcherTest, GpuDeviceIdsComeFromTheKubeletPodResourcesApi) {
   }
   K8sConfig c = config();
   c.pod_resources_socket = sock;
-  State s(state_config());
+  State s(replay_config());
   PodWatcher w(c);
   ASSERT_TRUE(w.start().ok());
   // Pod A asks for a GPU once MODIFIED (watch 1): its device ids are filled in.

@@ -4,18 +4,12 @@
 #include <benchmark/benchmark.h>
 
 #include "engine/state/state.h"
+#include "tests/engine/state/test_util.h"
 
 namespace {
 
 using namespace vigil;
-
-state::Config config() {
-  state::Config c;
-  c.live = false;
-  c.passwd_path = "";
-  c.group_path = "";
-  return c;
-}
+using state::testing::replay_config;
 
 void seed(state::State& s) {
   state::Container ct;
@@ -37,7 +31,7 @@ void seed(state::State& s) {
 }
 
 void BM_ConnectOfKnownProcess(benchmark::State& st) {
-  state::State s(config());
+  state::State s(replay_config());
   seed(s);
   event::Event ev;
   ev.hdr.type = event::Type::kConnect;
@@ -56,7 +50,7 @@ void BM_ConnectOfKnownProcess(benchmark::State& st) {
 BENCHMARK(BM_ConnectOfKnownProcess);
 
 void BM_ForkExecExitCycle(benchmark::State& st) {
-  state::State s(config());
+  state::State s(replay_config());
   seed(s);
   event::Event fork, exec, exit;
   fork.hdr.type = event::Type::kFork;

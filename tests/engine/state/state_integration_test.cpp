@@ -8,12 +8,11 @@
 
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <sstream>
 #include <string>
 
 #include "engine/state/cgroup.h"
 #include "engine/state/state.h"
+#include "tests/support/temp_dir.h"
 
 extern char** environ;
 
@@ -26,13 +25,6 @@ class RealProcTest : public ::testing::Test {
     if (::geteuid() != 0) GTEST_SKIP() << "needs root: reads every process in /proc";
   }
 };
-
-std::string read_all(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
 
 TEST_F(RealProcTest, SeedFindsThisProcessAndAChildStartedBefore) {
   // A child that exists before seeding: sleep with a recognisable argv.
@@ -68,7 +60,7 @@ TEST_F(RealProcTest, SeedFindsThisProcessAndAChildStartedBefore) {
 
   // The cgroup v2 hierarchy was found, and our cgroup id is its directory's inode.
   if (!s.cgroup_root().empty()) {
-    auto path = cgroup_v2_path(read_all("/proc/self/cgroup"));
+    auto path = cgroup_v2_path(support::read_file("/proc/self/cgroup"));
     ASSERT_TRUE(path.has_value());
     EXPECT_EQ(self->cgroup_id, cgroup_id_of(s.cgroup_root() + *path));
     EXPECT_NE(self->cgroup_id, 0u);
@@ -94,7 +86,7 @@ TEST_F(RealProcTest, SeededGpuFdsOfAStandInNvidiaNode) {
   ASSERT_EQ(::posix_spawnp(&child, "sh", nullptr, nullptr, argv, environ), 0);
   // Wait until the shell has become sleep with its fds in place.
   for (int i = 0; i < 200; ++i) {
-    if (read_all("/proc/" + std::to_string(child) + "/comm") == "sleep\n") break;
+    if (support::read_file("/proc/" + std::to_string(child) + "/comm") == "sleep\n") break;
     ::usleep(10000);
   }
   Config cfg;

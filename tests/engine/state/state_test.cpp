@@ -17,20 +17,13 @@ using testing::exit_event;
 using testing::fork_event;
 using testing::make_event;
 using testing::RecordingListener;
+using testing::replay_config;
 using support::TempDir;
 
 const std::string kId = "3b7a1c0f9e4d2a6b8c5e7f1a0b9c8d7e6f5a4b3c2d1e0f9a8b7c6d5e4f3a2b1c";
 const std::string kId2 = "a9b8c7d6e5f4a3b2c1d0e9f8a7b6c5d4e3f2a1b0c9d8e7f6a5b4c3d2e1f0a9b8";
 const std::string kUid = "5d0c2a9e-1f3b-4c6d-8e7f-9a0b1c2d3e4f";
 const std::string kUidUnderscore = "5d0c2a9e_1f3b_4c6d_8e7f_9a0b1c2d3e4f";
-
-Config replay_config() {
-  Config c;
-  c.live = false;
-  c.passwd_path = "";
-  c.group_path = "";
-  return c;
-}
 
 void apply_all(State& s, const event::Event& ev) {
   s.apply(ev);

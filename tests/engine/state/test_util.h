@@ -1,9 +1,11 @@
-// Helpers for the state tests: event builders and a listener that records
-// what the state reports. Fake /proc, cgroup v2 and /proc/driver/nvidia trees
-// are built with support::TempDir (tests/support/temp_dir.h).
+// Helpers for the state tests: the replay-mode configuration, event
+// builders, a listener that records what the state reports, and the python
+// the stand-in kubelet needs. Fake /proc, cgroup v2 and /proc/driver/nvidia
+// trees are built with support::TempDir (tests/support/temp_dir.h).
 #pragma once
 
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -11,6 +13,26 @@
 #include "engine/state/state.h"
 
 namespace vigil::state::testing {
+
+// A state that reads nothing of this machine: no live /proc, no passwd or
+// group file (as in replay).
+inline Config replay_config() {
+  Config c;
+  c.live = false;
+  c.passwd_path = "";
+  c.group_path = "";
+  return c;
+}
+
+// The python that has the h2 package ("" when none): the stand-in kubelet
+// (podresources_stub.py) needs it.
+inline std::string python_with_h2() {
+  for (const char* py : {"python3", "/usr/bin/python3"}) {
+    const std::string cmd = std::string(py) + " -c 'import h2' >/dev/null 2>&1";
+    if (std::system(cmd.c_str()) == 0) return py;
+  }
+  return "";
+}
 
 inline event::Event make_event(event::Type t, std::uint32_t pid, std::uint64_t ts = 1000) {
   event::Event ev;
