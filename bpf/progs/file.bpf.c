@@ -11,6 +11,17 @@ char LICENSE[] SEC("license") = "GPL";
 #define NV_ESC_RM_ALLOC 0x2B
 #define NV_ESC_IOCTL_XFER_CMD 0xD3
 
+/* The NVIDIA escape layer's XFER wrapper: the real command, size and pointer. */
+struct vg_xfer {
+  __u32 cmd;
+  __u32 size;
+  __u64 ptr;
+};
+
+VG_DEFINE_READ_USER(read_user_u32, __u32)
+VG_DEFINE_READ_USER(read_user_u64, __u64)
+VG_DEFINE_READ_USER(read_user_xfer, struct vg_xfer)
+
 /* ---------------- open ---------------- */
 
 struct vg_open_args {
@@ -69,7 +80,7 @@ static __always_inline int match_prefix(const __u8 *buf, __u32 off)
 static __always_inline int prefix_may_match(const char *filename)
 {
   __u64 w = 0;
-  if (bpf_probe_read_user(&w, sizeof(w), filename) != 0)
+  if (read_user_u64(&w, filename) != 0)
     return 1;
   for (int i = 0; i < VG_OPEN_PREFIXES; i++) {
     if (i >= cfg_n_prefixes)
@@ -352,12 +363,8 @@ static __always_inline int ioctl_decode(struct task_struct *t, struct file *f, i
     nr = cmd; /* UVM numbers are not _IOC encoded */
   } else {
     if (nr == NV_ESC_IOCTL_XFER_CMD) {
-      struct {
-        __u32 cmd;
-        __u32 size;
-        __u64 ptr;
-      } x = {};
-      if (bpf_probe_read_user(&x, sizeof(x), (void *)arg) == 0) {
+      struct vg_xfer x = {};
+      if (read_user_xfer(&x, (void *)arg) == 0) {
         nr = x.cmd & 0xff;
         size = x.size;
         arg = x.ptr;
@@ -367,11 +374,11 @@ static __always_inline int ioctl_decode(struct task_struct *t, struct file *f, i
       }
     }
     if (nr == NV_ESC_RM_ALLOC && (size == 32 || size == 48)) {
-      if (bpf_probe_read_user(&rm_class, sizeof(rm_class), (void *)(arg + 12)) != 0)
+      if (read_user_u32(&rm_class, (void *)(arg + 12)) != 0)
         vg_drop(VG_DROP_READ_FAIL);
       soff = size == 48 ? 40 : 28;
     } else if (nr == NV_ESC_RM_CONTROL && size == 32) {
-      if (bpf_probe_read_user(&rm_control, sizeof(rm_control), (void *)(arg + 8)) != 0)
+      if (read_user_u32(&rm_control, (void *)(arg + 8)) != 0)
         vg_drop(VG_DROP_READ_FAIL);
       soff = 28;
     }

@@ -157,6 +157,24 @@ static __always_inline void vg_fill_hdr_from(struct vg_hdr *h, __u16 type, int t
 #define vg_fill_hdr(h, type) vg_fill_hdr_from((h), (type), 1)
 #define vg_fill_hdr_sock(h, type) vg_fill_hdr_from((h), (type), 0)
 
+/* Small fixed-size user reads, each in a BPF subprogram of its own. A program
+ * whose stack frame is 64 bytes or more runs on a private per-CPU stack
+ * (kernels 6.14+), and bpf_probe_read_user's hardened-usercopy check then
+ * takes its slow path for the destination (kernel text overlap, heap object
+ * lookup through virt_addr_valid), a cost comparable to the copy itself. These
+ * subprograms keep their frame under 64 bytes, so they run on the task's
+ * stack, where the check stops at "on the stack". Used on the per-call paths
+ * (every NVIDIA ioctl, every open); elsewhere the inline read is fine. */
+#define VG_DEFINE_READ_USER(name, type)                                \
+  static __noinline long name(type *out, const void *src)              \
+  {                                                                    \
+    type v;                                                            \
+    __builtin_memset(&v, 0, sizeof(v));                                \
+    long err = bpf_probe_read_user(&v, sizeof(v), src);                \
+    *out = v;                                                          \
+    return err;                                                        \
+  }
+
 /* Appends a NUL-terminated string (user memory when `user`, else kernel) at
  * buf[off]; returns the bytes written (NUL included, 0 on failure). Sets
  * *trunc when the string filled `max`. */
