@@ -14,7 +14,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROUNDS=${1:-3}
 ITER=${2:-400000}
-VIGIL=./build/vigil
+VIGIL=${VIGIL:-./build/vigil}   # another build to compare: VIGIL=path/to/vigil
 MIX=./build/bench/syscall_mix
 [ "$(id -u)" -eq 0 ] || { echo "live_overhead: needs root" >&2; exit 1; }
 [ -x "$VIGIL" ] && [ -x "$MIX" ] || { echo "live_overhead: build first (scripts/build.sh)" >&2; exit 1; }
