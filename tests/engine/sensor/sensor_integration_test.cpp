@@ -210,6 +210,20 @@ pid_t in_child(const std::function<int()>& fn) {
   return c.pid();
 }
 
+// A stand-in NVIDIA node in `dir`: a character device named `name` with
+// /dev/null's numbers (its driver refuses every ioctl with ENOTTY). Returns
+// its path, "" (with a test failure) when it cannot be made.
+std::string make_standin_node(const TempDir& dir, const std::string& name = "nvidia0") {
+  struct stat null_st{};
+  std::string path = dir.path() + "/" + name;
+  if (stat("/dev/null", &null_st) != 0 ||
+      mknod(path.c_str(), S_IFCHR | 0666, null_st.st_rdev) != 0) {
+    ADD_FAILURE() << "cannot make the stand-in node " << path << ": " << std::strerror(errno);
+    return "";
+  }
+  return path;
+}
+
 struct Nvos64 {
   std::uint32_t hRoot, hObjectParent, hObjectNew, hClass;
   std::uint64_t pAllocParms, pRightsRequested;
@@ -226,8 +240,8 @@ TEST_P(SyscallArgs, OpenAndIoctlOnAStandInNvidiaNode) {
   TempDir dir("vigil-sensor");
   struct stat null_st{};
   ASSERT_EQ(stat("/dev/null", &null_st), 0);
-  std::string node = dir.path() + "/nvidia0";
-  ASSERT_EQ(mknod(node.c_str(), S_IFCHR | 0666, null_st.st_rdev), 0) << std::strerror(errno);
+  const std::string node = make_standin_node(dir);
+  ASSERT_FALSE(node.empty());
 
   Config cfg;
   cfg.event_types = {Type::kOpen, Type::kIoctl, Type::kGpuUsage};
@@ -349,8 +363,8 @@ TEST_P(SyscallArgs, IoctlBehindAHighFdNumber) {
   TempDir dir("vigil-sensor");
   struct stat null_st{};
   ASSERT_EQ(stat("/dev/null", &null_st), 0);
-  std::string node = dir.path() + "/nvidia0";
-  ASSERT_EQ(mknod(node.c_str(), S_IFCHR | 0666, null_st.st_rdev), 0) << std::strerror(errno);
+  const std::string node = make_standin_node(dir);
+  ASSERT_FALSE(node.empty());
 
   Config cfg;
   cfg.event_types = {Type::kIoctl};
@@ -816,13 +830,10 @@ std::string write_elf32_exit(const std::string& path, std::uint8_t code) {
 TEST(SensorIntegration, StandInNodeNamesShortLongAndUvm) {
   REQUIRE_ROOT();
   TempDir dir("vigil-sensor");
-  struct stat null_st{};
-  ASSERT_EQ(stat("/dev/null", &null_st), 0);
   const std::vector<std::string> names = {"nvidia3", "nvidia-uvm",
                                           "nvidia7-a-stand-in-node-whose-name-is-longer-than-forty-bytes",
                                           "nvidiX9"};
-  for (const auto& n : names)
-    ASSERT_EQ(mknod((dir.path() + "/" + n).c_str(), S_IFCHR | 0666, null_st.st_rdev), 0) << n;
+  for (const auto& n : names) ASSERT_FALSE(make_standin_node(dir, n).empty());
   Config cfg;
   cfg.event_types = {Type::kIoctl};
   auto s = open_sensor(cfg);
