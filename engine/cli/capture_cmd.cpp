@@ -542,7 +542,9 @@ int cmd_replay(int argc, char** argv) {
     progress.update(done, total, n);
   };
 
-  state::State st(state::Config{.live = false});
+  state::Config replay_state;
+  replay_state.live = false;
+  state::State st(replay_state);
   capture::Replayer rp(st, ro);
   outputs::Router* rt = router.get();
   pipeline::Pipeline pipe({st, rp.gate([rt](std::shared_ptr<const event::Alert> a) {
