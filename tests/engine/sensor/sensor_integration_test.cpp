@@ -919,6 +919,80 @@ TEST_P(SyscallArgs, UnixSocketConnect) {
   EXPECT_EQ(ev->as<event::ConnectData>()->result, 0);
 }
 
+// One thread connecting again and again: TCP, then AF_UNIX, then TCP to
+// another port. Each connect is reported once with its own destination (the
+// destination kept between the cgroup hook and the syscall's exit is reused
+// per thread, and must not leak into the next connect).
+TEST_P(SyscallArgs, RepeatedConnectsFromOneThread) {
+  REQUIRE_ROOT();
+  TempDir dir("vigil-sensor");
+  const std::string upath = dir.path() + "/sock";
+  Config cfg;
+  cfg.event_types = {Type::kConnect};
+  cfg.enter_exit_pairs = GetParam();
+  auto s = open_sensor(cfg);
+  ASSERT_TRUE(s);
+  Recorder rec(*s);
+  auto listen_tcp = [](std::uint16_t* port) {
+    int ls = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t l = sizeof(a);
+    if (bind(ls, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 || listen(ls, 4) != 0 ||
+        getsockname(ls, reinterpret_cast<sockaddr*>(&a), &l) != 0)
+      return -1;
+    *port = ntohs(a.sin_port);
+    return ls;
+  };
+  std::uint16_t p1 = 0, p2 = 0;
+  int l1 = listen_tcp(&p1), l2 = listen_tcp(&p2);
+  ASSERT_GE(l1, 0);
+  ASSERT_GE(l2, 0);
+  pid_t child = in_child([&] {
+    auto tcp = [](std::uint16_t port) {
+      int c = socket(AF_INET, SOCK_STREAM, 0);
+      sockaddr_in a{};
+      a.sin_family = AF_INET;
+      a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      a.sin_port = htons(port);
+      int r = connect(c, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+      close(c);
+      return r;
+    };
+    int us = socket(AF_UNIX, SOCK_STREAM, 0);
+    sockaddr_un ua{};
+    ua.sun_family = AF_UNIX;
+    std::strncpy(ua.sun_path, upath.c_str(), sizeof(ua.sun_path) - 1);
+    if (bind(us, reinterpret_cast<sockaddr*>(&ua), sizeof(ua)) != 0 || listen(us, 1) != 0) return 1;
+    if (tcp(p1) != 0) return 2;
+    int uc = socket(AF_UNIX, SOCK_STREAM, 0);
+    if (connect(uc, reinterpret_cast<sockaddr*>(&ua), sizeof(ua)) != 0) return 3;
+    if (tcp(p2) != 0) return 4;
+    return 0;
+  });
+  const auto cpid = static_cast<std::uint32_t>(child);
+  // The last connect seen, then a little longer for anything that would be a
+  // repeat; then one pass over everything recorded, in order.
+  rec.wait_for([&](const Event& e) {
+    auto* c = e.as<event::ConnectData>();
+    return c && e.hdr.pid == cpid && c->family == AF_INET && c->dport == p2;
+  });
+  rec.wait_for([](const Event&) { return false; }, 300);
+  std::vector<std::string> seen;
+  rec.wait_for([&](const Event& e) {
+    auto* c = e.as<event::ConnectData>();
+    if (c && e.hdr.pid == cpid)
+      seen.push_back(c->family == AF_UNIX ? "unix:" + c->unix_path
+                                          : "tcp:" + std::to_string(c->dport));
+    return false;
+  }, 0);
+  close(l1);
+  close(l2);
+  EXPECT_EQ(seen, (std::vector<std::string>{"tcp:" + std::to_string(p1), "unix:" + upath,
+                                            "tcp:" + std::to_string(p2)}));
+}
+
 TEST(SensorIntegration, OnlyTheHooksTheRulesNeedAreAttached) {
   REQUIRE_ROOT();
   Config cfg;
