@@ -176,25 +176,24 @@ TEST_F(Kafka, BrokersDownMidStreamThenBackLosesNothing) {
 }
 
 TEST_F(Kafka, StalledWebhookDoesNotDelayKafka) {
+  // The webhook answers nothing for 30 s. Were Kafka queued behind it, not one of the alerts
+  // below could reach Kafka before that; the bound is a fraction of it, so a slow CI machine
+  // still tells the two apart.
   MockCluster mc(1, "fast", 1);
   testing::HttpServer server;
   server.set_default({testing::HttpAnswer::kStall});
   const std::string cfg = "[{type: webhook, url: '" + server.url() +
-                          "', timeout_ms: 5000}, {type: kafka, brokers: '" + mc.bootstraps() +
+                          "', timeout_ms: 30000}, {type: kafka, brokers: '" + mc.bootstraps() +
                           "', topic: fast}]";
   auto r = Router::from_config(YAML::Load(cfg), testing::router_options("h"));
   ASSERT_TRUE(r) << r.error().message;
-  // Warm up the producer's connection first.
-  (*r)->publish(A(0));
-  ASSERT_TRUE(testing::wait_until([&] { return (*r)->stats()[1].sent == 1; }, 10s));
-  for (int i = 1; i <= 20; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < 20; ++i) {
     (*r)->publish(A(i));
-    const bool acked = testing::wait_until(
-        [&] { return (*r)->stats()[1].sent == static_cast<std::uint64_t>(i + 1); }, 100ms);
-    EXPECT_TRUE(acked) << "alert " << i << " not acknowledged by Kafka within 100 ms";
-    EXPECT_LT(std::chrono::steady_clock::now() - t0, 150ms);
+    std::this_thread::sleep_for(10ms);  // one by one, as a live node sends them
   }
+  EXPECT_TRUE(testing::wait_until([&] { return (*r)->stats()[1].sent == 20; }, 10s))
+      << "Kafka acknowledged " << (*r)->stats()[1].sent << " of 20 alerts";
+  EXPECT_EQ((*r)->stats()[0].sent, 0u) << "the stalled webhook cannot have delivered";
   server.set_default({});
   (*r)->shutdown(2s);
 }

@@ -387,12 +387,11 @@ TEST(Router, AStalledSinkDelaysNoOtherSink) {
   sinks.push_back(std::make_unique<Sink>(opts("fast"), std::make_unique<FakeTransport>(fast),
                                          nullptr));
   Router r(std::move(sinks), testing::router_options("h"));
-  for (int i = 0; i < 50; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
-    r.publish(A(std::to_string(i)));
-    ASSERT_TRUE(fast->wait_for(static_cast<std::size_t>(i + 1), 100ms)) << i;
-    EXPECT_LT(std::chrono::steady_clock::now() - t0, 100ms);
-  }
+  // The slow sink stalls until released, so were the fast one behind it, it would get
+  // nothing at all; no tight time bound is needed to tell.
+  for (int i = 0; i < 50; ++i) r.publish(A(std::to_string(i)));
+  ASSERT_TRUE(fast->wait_for(50, 10s)) << "the fast sink got " << r.stats()[1].sent;
+  EXPECT_EQ(r.stats()[0].sent, 0u);
   slow->set_stall(false);
   r.shutdown(1s);
   const auto st = r.stats();
