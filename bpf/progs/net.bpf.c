@@ -1,49 +1,24 @@
 // SPDX-License-Identifier: GPL-2.0
-/* Outbound connections, DNS and the first bytes of new TCP connections.
+/* Unconnected UDP sends, DNS and the first bytes of new TCP connections (the
+ * connect syscall itself is reported from file.bpf.c, which reads the
+ * destination from the socket behind the fd).
  *
- * cgroup/connect4|6 and cgroup/sendmsg4|6 on the cgroup v2 root see every
- * connect() and unconnected UDP send of every container; the connect's result
- * is taken at syscalls:sys_exit_connect (connect is rare next to read/ioctl),
- * which also sees AF_UNIX connects (their address read from the saved
- * registers, or kept by sys_enter_connect on kernels without bpf_task_pt_regs).
+ * cgroup/sendmsg4|6 on the cgroup v2 root see every unconnected UDP send of
+ * every container; cgroup/connect4|6 (attached only when a rule wants the
+ * first bytes) mark new TCP sockets with their owner (socket local storage).
  * cgroup_skb/egress|ingress on the root see packets: UDP port 53 for DNS, and
- * the first data segment of TCP sockets marked at connect time (socket local
- * storage), so established connections pay one storage lookup per packet. */
+ * the first data segment of the marked sockets. Every other packet is judged
+ * from its socket before a byte of it is read: a TCP packet costs one storage
+ * lookup, a packet of any other protocol none. */
 #include "bpf/progs/vigil.bpf.h"
 #include <bpf/bpf_endian.h>
 
 char LICENSE[] SEC("license") = "GPL";
 
-#define AF_UNIX 1
-#define AF_INET 2
-#define AF_INET6 10
-#define SOCK_STREAM 1
-#define SOCK_DGRAM 2
-#define IPPROTO_TCP 6
-#define IPPROTO_UDP 17
 #define ETH_P_IP 0x0800
 #define ETH_P_IPV6 0x86DD
 
 const volatile __u32 cfg_want_payload __weak = 0;
-
-struct vg_conn_pending {
-  struct vg_connect rec;
-  char path[VG_UNIX_PATH_MAX];
-};
-
-struct {
-  __uint(type, BPF_MAP_TYPE_LRU_HASH);
-  __uint(max_entries, 4096);
-  __type(key, __u32);
-  __type(value, struct vg_conn_pending);
-} pending_conn SEC(".maps");
-
-struct {
-  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-  __uint(max_entries, 1);
-  __type(key, __u32);
-  __type(value, struct vg_conn_pending);
-} conn_scratch SEC(".maps");
 
 /* Per-socket owner, set at connect (TCP: payload wanted) or at a DNS query
  * (UDP): who to attribute later packets of this socket to. */
@@ -76,51 +51,21 @@ struct {
   __type(value, __u8);
 } sent_once SEC(".maps");
 
-static __always_inline void fill_dst(struct vg_connect *c, struct bpf_sock_addr *ctx, int v6)
+/* A TCP connect: the socket is marked so that its first data segment is
+ * captured (on_tcp_egress), with the connecting task as its owner. Attached
+ * only when a rule asks for the first bytes; the connect event itself comes
+ * from sys_exit_connect. */
+static __always_inline int on_connect(struct bpf_sock_addr *ctx)
 {
-  __builtin_memset(c->saddr, 0, sizeof(c->saddr));
-  __builtin_memset(c->daddr, 0, sizeof(c->daddr));
-  c->family = v6 ? AF_INET6 : AF_INET;
-  c->proto = ctx->type == SOCK_STREAM ? VG_L4_TCP : ctx->type == SOCK_DGRAM ? VG_L4_UDP : 0;
-  c->dport = bpf_ntohs((__u16)ctx->user_port);
-  c->sport = 0;
-  if (v6) {
-    __u32 *d = (__u32 *)c->daddr;
-    d[0] = ctx->user_ip6[0];
-    d[1] = ctx->user_ip6[1];
-    d[2] = ctx->user_ip6[2];
-    d[3] = ctx->user_ip6[3];
-  } else {
-    *(__u32 *)c->daddr = ctx->user_ip4;
-  }
-}
-
-static __always_inline int on_connect(struct bpf_sock_addr *ctx, int v6)
-{
-  if (vg_is_self())
+  if (ctx->type != SOCK_STREAM || !ctx->sk || vg_is_self())
     return 1;
-  __u32 zero = 0;
-  struct vg_conn_pending *p = bpf_map_lookup_elem(&conn_scratch, &zero);
-  if (!p)
-    return 1;
-  fill_dst(&p->rec, ctx, v6);
-  p->rec.flags = 0;
-  p->rec.result = 0;
-  p->rec.unix_path_len = 0;
-  p->rec.pad0 = 0;
-  __u32 tid = (__u32)bpf_get_current_pid_tgid();
-  if (bpf_map_update_elem(&pending_conn, &tid, p, BPF_ANY) != 0)
+  struct vg_sk_owner *o = bpf_sk_storage_get(&sk_owner, ctx->sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+  if (!o) {
     vg_drop(VG_DROP_MAP_FULL);
-  if (cfg_want_payload && ctx->type == SOCK_STREAM && ctx->sk) {
-    struct vg_sk_owner *o =
-        bpf_sk_storage_get(&sk_owner, ctx->sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
-    if (o) {
-      vg_fill_hdr_sock(&o->hdr, VG_PAYLOAD);
-      o->want_payload = 1;
-    } else {
-      vg_drop(VG_DROP_MAP_FULL);
-    }
+    return 1;
   }
+  vg_fill_hdr_sock(&o->hdr, VG_PAYLOAD);
+  o->want_payload = 1;
   return 1;
 }
 
@@ -128,119 +73,46 @@ static __always_inline int on_sendmsg(struct bpf_sock_addr *ctx, int v6)
 {
   if (vg_is_self())
     return 1;
-  __u32 zero = 0;
-  struct vg_conn_pending *p = bpf_map_lookup_elem(&conn_scratch, &zero);
-  if (!p)
-    return 1;
-  struct vg_connect *c = &p->rec;
-  fill_dst(c, ctx, v6);
-  struct vg_send_key k = {.cookie = bpf_get_socket_cookie(ctx), .dport = c->dport};
-  __builtin_memcpy(k.daddr, c->daddr, sizeof(k.daddr));
+  struct vg_send_key k = {.cookie = bpf_get_socket_cookie(ctx), .dport = bpf_ntohs((__u16)ctx->user_port)};
+  if (v6) {
+    __u32 *d = (__u32 *)k.daddr;
+    d[0] = ctx->user_ip6[0];
+    d[1] = ctx->user_ip6[1];
+    d[2] = ctx->user_ip6[2];
+    d[3] = ctx->user_ip6[3];
+  } else {
+    *(__u32 *)k.daddr = ctx->user_ip4;
+  }
   if (bpf_map_lookup_elem(&sent_once, &k))
     return 1;
   __u8 one = 1;
   bpf_map_update_elem(&sent_once, &k, &one, BPF_ANY);
+  __u8 *buf = vg_scratch_buf();
+  if (!buf)
+    return 1;
+  struct vg_connect *c = (struct vg_connect *)buf;
+  __builtin_memset(c, 0, sizeof(*c));
   vg_fill_hdr_sock(&c->hdr, VG_CONNECT);
+  c->family = v6 ? AF_INET6 : AF_INET;
+  c->proto = ctx->type == SOCK_STREAM ? VG_L4_TCP : ctx->type == SOCK_DGRAM ? VG_L4_UDP : 0;
+  c->dport = k.dport;
+  __builtin_memcpy(c->daddr, k.daddr, sizeof(c->daddr));
   c->flags = VG_CONN_SENDMSG;
-  c->result = 0;
-  c->unix_path_len = 0;
-  c->pad0 = 0;
   vg_submit((__u8 *)c, sizeof(*c));
   return 1;
 }
 
 SEC("cgroup/connect4")
-int vg_connect4(struct bpf_sock_addr *ctx) { return on_connect(ctx, 0); }
+int vg_connect4(struct bpf_sock_addr *ctx) { return on_connect(ctx); }
 
 SEC("cgroup/connect6")
-int vg_connect6(struct bpf_sock_addr *ctx) { return on_connect(ctx, 1); }
+int vg_connect6(struct bpf_sock_addr *ctx) { return on_connect(ctx); }
 
 SEC("cgroup/sendmsg4")
 int vg_sendmsg4(struct bpf_sock_addr *ctx) { return on_sendmsg(ctx, 0); }
 
 SEC("cgroup/sendmsg6")
 int vg_sendmsg6(struct bpf_sock_addr *ctx) { return on_sendmsg(ctx, 1); }
-
-/* Fills p for a connect() on an AF_UNIX socket; 0 for any other family. */
-static __always_inline int unix_connect(const void *addr, __u32 len, struct vg_conn_pending *p)
-{
-  __u16 family = 0;
-  if (!addr || bpf_probe_read_user(&family, sizeof(family), addr) != 0 || family != AF_UNIX)
-    return 0;
-  if (vg_is_self())
-    return 0;
-  __builtin_memset(&p->rec, 0, sizeof(p->rec));
-  p->rec.family = AF_UNIX;
-  p->rec.proto = VG_L4_UNIX;
-  if (len > 2) {
-    len -= 2;
-    if (len > VG_UNIX_PATH_MAX)
-      len = VG_UNIX_PATH_MAX;
-    /* A fixed-size read (see docs/bpf/verifier.md); a shorter sockaddr at the
-     * end of a mapping falls back to a string read. */
-    if (bpf_probe_read_user(p->path, VG_UNIX_PATH_MAX, (const __u8 *)addr + 2) == 0) {
-      p->rec.unix_path_len = len;
-    } else {
-      long n = bpf_probe_read_user_str(p->path, VG_UNIX_PATH_MAX, (const __u8 *)addr + 2);
-      if (n > 0)
-        p->rec.unix_path_len = n;
-    }
-  }
-  return 1;
-}
-
-static __always_inline void connect_send(struct vg_conn_pending *p, long ret)
-{
-  __u8 *buf = vg_scratch_buf();
-  if (!buf)
-    return;
-  struct vg_connect *e = (struct vg_connect *)buf;
-  __builtin_memcpy(e, &p->rec, sizeof(*e));
-  vg_fill_hdr(&e->hdr, VG_CONNECT);
-  e->result = (__s32)ret;
-  e->flags |= VG_CONN_HAS_RESULT;
-  __u32 n = e->unix_path_len & 127;
-  if (n)
-    bpf_probe_read_kernel(buf + sizeof(*e), n, p->path);
-  e->unix_path_len = n;
-  vg_submit(buf, sizeof(*e) + n);
-}
-
-/* Only attached where the exit program cannot read the arguments itself. */
-SEC("tracepoint/syscalls/sys_enter_connect")
-int vg_enter_connect(struct trace_event_raw_sys_enter *ctx)
-{
-  __u32 zero = 0;
-  struct vg_conn_pending *p = bpf_map_lookup_elem(&conn_scratch, &zero);
-  if (!p || !unix_connect((const void *)ctx->args[1], (__u32)ctx->args[2], p))
-    return 0;
-  __u32 tid = (__u32)bpf_get_current_pid_tgid();
-  if (bpf_map_update_elem(&pending_conn, &tid, p, BPF_ANY) != 0)
-    vg_drop(VG_DROP_MAP_FULL);
-  return 0;
-}
-
-/* The connect's result: for IPv4/IPv6, the destination the cgroup hook kept;
- * for AF_UNIX, the address read here from the saved registers. */
-SEC("tracepoint/syscalls/sys_exit_connect")
-int vg_exit_connect(struct trace_event_raw_sys_exit *ctx)
-{
-  __u32 tid = (__u32)bpf_get_current_pid_tgid();
-  struct vg_conn_pending *p = bpf_map_lookup_elem(&pending_conn, &tid);
-  if (p) {
-    connect_send(p, ctx->ret);
-    bpf_map_delete_elem(&pending_conn, &tid);
-    return 0;
-  }
-  struct pt_regs *regs = vg_syscall_regs();
-  if (!regs)
-    return 0;
-  __u32 zero = 0;
-  p = bpf_map_lookup_elem(&conn_scratch, &zero);
-  if (p && unix_connect((const void *)PT_REGS_PARM2_SYSCALL(regs), (__u32)PT_REGS_PARM3_SYSCALL(regs), p))
-    connect_send(p, ctx->ret);
-  return 0;
-}
 
 /* ---------------- packets ---------------- */
 
@@ -364,17 +236,10 @@ static __always_inline int on_dns(struct __sk_buff *skb, struct vg_l4 *l, __u16 
   return 1;
 }
 
-static __always_inline int on_tcp_egress(struct __sk_buff *skb, struct vg_l4 *l)
+/* The first data segment of a socket marked at connect (`o`, want_payload
+ * set): its first bytes, once. */
+static __always_inline int on_tcp_egress(struct __sk_buff *skb, struct vg_l4 *l, struct vg_sk_owner *o)
 {
-  struct bpf_sock *sk = skb->sk;
-  if (!sk)
-    return 1;
-  sk = bpf_sk_fullsock(sk);
-  if (!sk)
-    return 1;
-  struct vg_sk_owner *o = bpf_sk_storage_get(&sk_owner, sk, 0, 0);
-  if (!o || !o->want_payload)
-    return 1;
   struct tcphdr th;
   if (bpf_skb_load_bytes(skb, l->l4_off, &th, sizeof(th)) != 0)
     return 1;
@@ -417,6 +282,23 @@ static __always_inline int on_tcp_egress(struct __sk_buff *skb, struct vg_l4 *l)
 SEC("cgroup_skb/egress")
 int vg_skb_egress(struct __sk_buff *skb)
 {
+  /* Judged from the socket first: a TCP packet of an unmarked socket (nearly
+   * all of them) is done after one storage lookup, without reading a byte. */
+  struct bpf_sock *sk = skb->sk;
+  if (sk)
+    sk = bpf_sk_fullsock(sk);
+  struct vg_sk_owner *o = 0;
+  if (sk) {
+    if (sk->protocol == IPPROTO_TCP) {
+      if (!cfg_want_payload)
+        return 1;
+      o = bpf_sk_storage_get(&sk_owner, sk, 0, 0);
+      if (!o || !o->want_payload)
+        return 1;
+    } else if (sk->protocol != IPPROTO_UDP) {
+      return 1;
+    }
+  }
   struct vg_l4 l;
   if (parse_ip(skb, &l) != 0)
     return 1;
@@ -428,14 +310,19 @@ int vg_skb_egress(struct __sk_buff *skb)
       return on_dns(skb, &l, bpf_ntohs(uh.source), 53, 0);
     return 1;
   }
-  if (l.proto == IPPROTO_TCP && cfg_want_payload)
-    return on_tcp_egress(skb, &l);
+  if (l.proto == IPPROTO_TCP && o)
+    return on_tcp_egress(skb, &l, o);
   return 1;
 }
 
 SEC("cgroup_skb/ingress")
 int vg_skb_ingress(struct __sk_buff *skb)
 {
+  struct bpf_sock *sk = skb->sk;
+  if (sk)
+    sk = bpf_sk_fullsock(sk);
+  if (sk && sk->protocol != IPPROTO_UDP)
+    return 1; /* only DNS answers are read on the way in */
   struct vg_l4 l;
   if (parse_ip(skb, &l) != 0 || l.proto != IPPROTO_UDP)
     return 1;

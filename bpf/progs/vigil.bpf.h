@@ -25,6 +25,14 @@
 #define S_IFCHR 0020000
 #endif
 
+#define AF_UNIX 1
+#define AF_INET 2
+#define AF_INET6 10
+#define SOCK_STREAM 1
+#define SOCK_DGRAM 2
+#define IPPROTO_TCP 6
+#define IPPROTO_UDP 17
+
 /* Offsets inside the scratch buffer are masked with VG_OFF_MASK, and no single
  * read appends more than VG_CHUNK_MAX bytes, so buf[off .. off+VG_CHUNK_MAX)
  * is always inside the buffer (the verifier can prove it). */
@@ -53,6 +61,10 @@ const volatile __u32 cfg_args_at_exit __weak = 0;
  * (irq_work + wake_up); user space also drains on a short timer, so a quiet
  * node's events wait at most that long. */
 const volatile __u32 cfg_wakeup_bytes __weak = 0;
+/* 1: the cgroup socket programs may call bpf_get_current_task_btf (probed by
+ * user space at load: tracing programs have it from 5.11, the cgroup ones
+ * only on later kernels) and fill the header with direct loads. */
+const volatile __u32 cfg_sock_task_btf __weak = 0;
 
 /* A typed read-only view of kernel memory (kernels 6.2+; the verifier turns
  * the call into a move). Loads through it are plain fault-handled loads, a
@@ -114,10 +126,10 @@ static __always_inline int vg_is_self(void)
   return (__u32)(bpf_get_current_pid_tgid() >> 32) == cfg_vigil_tgid;
 }
 
-/* The common header, from the current task. `tracing`: the caller is a
- * tracing program (tracepoint, tp_btf), which may walk the task through
- * bpf_get_current_task_btf with direct loads, a few ns each; the cgroup
- * socket programs (vg_fill_hdr_sock) use one helper read per field. */
+/* The common header, from the current task. `tracing`: the caller may walk
+ * the task through bpf_get_current_task_btf with direct loads, a few ns each
+ * (tracing programs; the cgroup socket programs where cfg_sock_task_btf says
+ * so); otherwise one helper read per field. */
 static __always_inline void vg_fill_hdr_from(struct vg_hdr *h, __u16 type, int tracing)
 {
   __u64 pt = bpf_get_current_pid_tgid();
@@ -155,7 +167,7 @@ static __always_inline void vg_fill_hdr_from(struct vg_hdr *h, __u16 type, int t
 }
 
 #define vg_fill_hdr(h, type) vg_fill_hdr_from((h), (type), 1)
-#define vg_fill_hdr_sock(h, type) vg_fill_hdr_from((h), (type), 0)
+#define vg_fill_hdr_sock(h, type) vg_fill_hdr_from((h), (type), cfg_sock_task_btf)
 
 /* Small fixed-size user reads, each in a BPF subprogram of its own. A program
  * whose stack frame is 64 bytes or more runs on a private per-CPU stack

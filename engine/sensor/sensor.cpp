@@ -60,8 +60,8 @@ const std::vector<Hook>& hooks() {
       {"vg_exit_open", "syscalls:sys_exit_open", AttachKind::kAuto, {Type::kOpen}, "syscalls/sys_exit_open", true},
       {"vg_enter_ioctl", "syscalls:sys_enter_ioctl", AttachKind::kAuto, {Type::kIoctl, Type::kGpuUsage}, "syscalls/sys_enter_ioctl", false},
       {"vg_exit_ioctl", "syscalls:sys_exit_ioctl", AttachKind::kAuto, {Type::kIoctl, Type::kGpuUsage}, "syscalls/sys_exit_ioctl", false},
-      {"vg_connect4", "cgroup/connect4", AttachKind::kCgroup, {Type::kConnect}, nullptr, false},
-      {"vg_connect6", "cgroup/connect6", AttachKind::kCgroup, {Type::kConnect}, nullptr, false},
+      {"vg_connect4", "cgroup/connect4", AttachKind::kCgroup, {Type::kPayload}, nullptr, false},
+      {"vg_connect6", "cgroup/connect6", AttachKind::kCgroup, {Type::kPayload}, nullptr, false},
       {"vg_sendmsg4", "cgroup/sendmsg4", AttachKind::kCgroup, {Type::kConnect}, nullptr, false},
       {"vg_sendmsg6", "cgroup/sendmsg6", AttachKind::kCgroup, {Type::kConnect}, nullptr, false},
       {"vg_enter_connect", "syscalls:sys_enter_connect", AttachKind::kAuto, {Type::kConnect}, "syscalls/sys_enter_connect", false},
@@ -208,6 +208,8 @@ Status Sensor::Impl::open(const Config& cfg) {
   const bool args_at_exit =
       !cfg_.enter_exit_pairs && libbpf_probe_bpf_helper(BPF_PROG_TYPE_TRACEPOINT, BPF_FUNC_task_pt_regs, nullptr) == 1;
   skel_->rodata->cfg_args_at_exit = args_at_exit ? 1 : 0;
+  skel_->rodata->cfg_sock_task_btf =
+      libbpf_probe_bpf_helper(BPF_PROG_TYPE_CGROUP_SOCK_ADDR, BPF_FUNC_get_current_task_btf, nullptr) == 1 ? 1 : 0;
   skel_->rodata->cfg_wakeup_bytes =
       static_cast<std::uint32_t>(std::min<std::size_t>(cfg_.wakeup_bytes, round_up_pow2(cfg_.ringbuf_bytes) / 2));
   if (int err = bpf_map__set_max_entries(skel_->maps.events, round_up_pow2(cfg_.ringbuf_bytes)); err != 0)

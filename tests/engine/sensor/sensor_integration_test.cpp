@@ -673,6 +673,9 @@ TEST_P(SyscallArgs, ConnectFromAPodCgroupInItsOwnNetns) {
   EXPECT_EQ(c4->proto, event::L4::kTcp);
   EXPECT_EQ(event::to_string(c4->daddr), "127.0.0.1");
   EXPECT_EQ(c4->result, 0);
+  // Read from the connected socket: the source the kernel chose is known too.
+  EXPECT_EQ(event::to_string(c4->saddr), "127.0.0.1");
+  EXPECT_NE(c4->sport, 0);
 
   auto v6 = conn(4444);
   ASSERT_TRUE(v6) << "no TCP v6 connect";
@@ -680,6 +683,8 @@ TEST_P(SyscallArgs, ConnectFromAPodCgroupInItsOwnNetns) {
   EXPECT_EQ(v6->hdr.net_ns, netns);
   EXPECT_EQ(event::to_string(v6->as<event::ConnectData>()->daddr), "::1");
   EXPECT_EQ(v6->as<event::ConnectData>()->family, AF_INET6);
+  EXPECT_EQ(event::to_string(v6->as<event::ConnectData>()->saddr), "::1");
+  EXPECT_NE(v6->as<event::ConnectData>()->sport, 0);
 
   auto udp = conn(9999);
   ASSERT_TRUE(udp) << "no UDP sendmsg";
@@ -991,6 +996,53 @@ TEST_P(SyscallArgs, RepeatedConnectsFromOneThread) {
   close(l2);
   EXPECT_EQ(seen, (std::vector<std::string>{"tcp:" + std::to_string(p1), "unix:" + upath,
                                             "tcp:" + std::to_string(p2)}));
+}
+
+// A datagram socket connected, then disconnected (AF_UNSPEC), then connected
+// to an IPv4 address through an IPv6 socket: two connects, each with its
+// destination; the disconnect is not a connect to anywhere.
+TEST_P(SyscallArgs, UdpConnectDisconnectAndMappedAddress) {
+  REQUIRE_ROOT();
+  Config cfg;
+  cfg.event_types = {Type::kConnect};
+  cfg.enter_exit_pairs = GetParam();
+  auto s = open_sensor(cfg);
+  ASSERT_TRUE(s);
+  Recorder rec(*s);
+  pid_t child = in_child([&] {
+    int u = socket(AF_INET, SOCK_DGRAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(7001);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(u, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) return 1;
+    sockaddr unspec{};
+    unspec.sa_family = AF_UNSPEC;
+    if (connect(u, &unspec, sizeof(unspec)) != 0) return 2;
+    int u6 = socket(AF_INET6, SOCK_DGRAM, 0);
+    sockaddr_in6 m{};
+    m.sin6_family = AF_INET6;
+    m.sin6_port = htons(7002);
+    inet_pton(AF_INET6, "::ffff:127.0.0.1", &m.sin6_addr);
+    if (connect(u6, reinterpret_cast<sockaddr*>(&m), sizeof(m)) != 0) return 3;
+    return 0;
+  });
+  const auto cpid = static_cast<std::uint32_t>(child);
+  ASSERT_TRUE(rec.wait_for([&](const Event& e) {
+    auto* c = e.as<event::ConnectData>();
+    return c && e.hdr.pid == cpid && c->dport == 7002;
+  })) << "no connect of the IPv6 socket";
+  rec.wait_for([](const Event&) { return false; }, 300);
+  std::vector<std::string> seen;
+  rec.wait_for([&](const Event& e) {
+    auto* c = e.as<event::ConnectData>();
+    if (c && e.hdr.pid == cpid) {
+      seen.push_back(std::string(c->proto == event::L4::kUdp ? "udp:" : "?:") + event::to_string(c->daddr) +
+                     ":" + std::to_string(c->dport) + " result=" + std::to_string(c->result));
+    }
+    return false;
+  }, 0);
+  EXPECT_EQ(seen, (std::vector<std::string>{"udp:127.0.0.1:7001 result=0", "udp:::ffff:127.0.0.1:7002 result=0"}));
 }
 
 TEST(SensorIntegration, OnlyTheHooksTheRulesNeedAreAttached) {
