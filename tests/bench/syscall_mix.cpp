@@ -33,11 +33,6 @@ double cpu_ns(int who) {
          (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e3;
 }
 
-struct Phase {
-  const char* name;
-  long ops;
-};
-
 void report(const char* name, long ops, double ns) {
   std::printf("phase=%s ops=%ld cpu_ns_per_op=%.1f\n", name, ops, ns / static_cast<double>(ops));
   std::fflush(stdout);
