@@ -79,6 +79,20 @@ class Recorder {
     }
   }
 
+  // Every connect event of process `pid`, as `describe` writes it, in order:
+  // after `settle_ms` more for anything late (or repeated).
+  std::vector<std::string> connects_of(std::uint32_t pid,
+                                       const std::function<std::string(const event::ConnectData&)>& describe,
+                                       int settle_ms = 300) {
+    wait_for([](const Event&) { return false; }, settle_ms);
+    std::vector<std::string> out;
+    for (const auto& e : seen_) {
+      auto* c = e.as<event::ConnectData>();
+      if (c && e.hdr.pid == pid) out.push_back(describe(*c));
+    }
+    return out;
+  }
+
  private:
   Sensor& s_;
   std::vector<Event> seen_;
@@ -706,13 +720,8 @@ TEST_P(SyscallArgs, ConnectFromAPodCgroupInItsOwnNetns) {
   EXPECT_EQ(pl->hdr.pid, cpid);
   EXPECT_EQ(pl->hdr.cgroup_id, cg.id());
 
-  int udp_events = 0;
-  rec.wait_for([&](const Event& e) {
-    auto* c = e.as<event::ConnectData>();
-    if (c && e.hdr.pid == cpid && c->dport == 9999) ++udp_events;
-    return false;
-  }, 0);
-  EXPECT_EQ(udp_events, 1);
+  const auto ports = rec.connects_of(cpid, [](const event::ConnectData& c) { return std::to_string(c.dport); }, 0);
+  EXPECT_EQ(std::count(ports.begin(), ports.end(), "9999"), 1);
 }
 
 TEST(SensorIntegration, DnsQuestionAndAnswerWithALocalServer) {
@@ -983,15 +992,9 @@ TEST_P(SyscallArgs, RepeatedConnectsFromOneThread) {
     auto* c = e.as<event::ConnectData>();
     return c && e.hdr.pid == cpid && c->family == AF_INET && c->dport == p2;
   });
-  rec.wait_for([](const Event&) { return false; }, 300);
-  std::vector<std::string> seen;
-  rec.wait_for([&](const Event& e) {
-    auto* c = e.as<event::ConnectData>();
-    if (c && e.hdr.pid == cpid)
-      seen.push_back(c->family == AF_UNIX ? "unix:" + c->unix_path
-                                          : "tcp:" + std::to_string(c->dport));
-    return false;
-  }, 0);
+  const auto seen = rec.connects_of(cpid, [](const event::ConnectData& c) {
+    return c.family == AF_UNIX ? "unix:" + c.unix_path : "tcp:" + std::to_string(c.dport);
+  });
   close(l1);
   close(l2);
   EXPECT_EQ(seen, (std::vector<std::string>{"tcp:" + std::to_string(p1), "unix:" + upath,
@@ -1032,16 +1035,10 @@ TEST_P(SyscallArgs, UdpConnectDisconnectAndMappedAddress) {
     auto* c = e.as<event::ConnectData>();
     return c && e.hdr.pid == cpid && c->dport == 7002;
   })) << "no connect of the IPv6 socket";
-  rec.wait_for([](const Event&) { return false; }, 300);
-  std::vector<std::string> seen;
-  rec.wait_for([&](const Event& e) {
-    auto* c = e.as<event::ConnectData>();
-    if (c && e.hdr.pid == cpid) {
-      seen.push_back(std::string(c->proto == event::L4::kUdp ? "udp:" : "?:") + event::to_string(c->daddr) +
-                     ":" + std::to_string(c->dport) + " result=" + std::to_string(c->result));
-    }
-    return false;
-  }, 0);
+  const auto seen = rec.connects_of(cpid, [](const event::ConnectData& c) {
+    return std::string(c.proto == event::L4::kUdp ? "udp:" : "?:") + event::to_string(c.daddr) + ":" +
+           std::to_string(c.dport) + " result=" + std::to_string(c.result);
+  });
   EXPECT_EQ(seen, (std::vector<std::string>{"udp:127.0.0.1:7001 result=0", "udp:::ffff:127.0.0.1:7002 result=0"}));
 }
 
