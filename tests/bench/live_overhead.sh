@@ -9,7 +9,7 @@
 #
 # Needs root and a built tree (scripts/build.sh). Prints a Markdown table:
 # per phase, the median over rounds of (CPU with vigil) / (CPU without vigil,
-# the mean of the runs just before and just after).
+# the mean of the runs of that phase just before and just after).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROUNDS=${1:-3}
@@ -53,24 +53,31 @@ stop_vigil() {
 }
 cpu_ticks() { awk '{print $14+$15}' "/proc/$1/stat"; }
 
-# Rounds alternate without / with vigil; one more run without vigil closes the
-# last round, so each "with" run sits between two "without" runs.
-run_mix() { # round mode
-  "$MIX" --iterations "$ITER" --nvidia-node "$work/nvidia0" | sed "s/^/round=$1 mode=$2 /" >> "$work/results.txt"
+# Each phase is measured on its own, its rounds alternating without / with
+# vigil, and one more run without vigil closes its last round: each "with" run
+# sits between two "without" runs of the same phase taken a second or two
+# before and after it (the time vigil takes to start or stop). Measuring the
+# whole mix in each run put those runs several seconds apart, and the VM's
+# speed moves on that scale.
+PHASES="getppid read openclose connect ioctl forkexec"
+run_mix() { # round mode phase
+  "$MIX" --iterations "$ITER" --nvidia-node "$work/nvidia0" --phase "$3" | sed "s/^/round=$1 mode=$2 /" >> "$work/results.txt"
 }
-for r in $(seq 1 "$ROUNDS"); do
-  run_mix "$r" off
-  start_vigil
-  t0=$(cpu_ticks "$vpid")
-  run_mix "$r" on
-  sleep 0.5
-  t1=$(cpu_ticks "$vpid")
-  stop_vigil
-  events=$(grep -o 'stopped: [0-9]* events' "$work/vigil.err" | grep -o '[0-9]*' || echo 0)
-  drops=$(grep -o 'drops=[0-9]*' "$work/vigil.err" | tail -1 | grep -o '[0-9]*' || echo 0)
-  echo "round=$r vigil_ticks=$((t1 - t0)) events=$events drops=$drops" >> "$work/vigil.txt"
+for p in $PHASES; do
+  for r in $(seq 1 "$ROUNDS"); do
+    run_mix "$r" off "$p"
+    start_vigil
+    t0=$(cpu_ticks "$vpid")
+    run_mix "$r" on "$p"
+    sleep 0.2
+    t1=$(cpu_ticks "$vpid")
+    stop_vigil
+    events=$(grep -o 'stopped: [0-9]* events' "$work/vigil.err" | grep -o '[0-9]*' || echo 0)
+    drops=$(grep -o 'drops=[0-9]*' "$work/vigil.err" | tail -1 | grep -o '[0-9]*' || echo 0)
+    echo "round=$r vigil_ticks=$((t1 - t0)) events=$events drops=$drops" >> "$work/vigil.txt"
+  done
+  run_mix "$((ROUNDS + 1))" off "$p"
 done
-run_mix "$((ROUNDS + 1))" off
 
 # RSS with 10k processes in the table.
 python3 - "$work" <<'PY' &
