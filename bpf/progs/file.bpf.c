@@ -621,22 +621,10 @@ static __always_inline struct sock *vg_file_sock(struct file *f, __u16 *type)
   vg_file_dev(f, &m, &rdev);
   if ((m & S_IFMT) != S_IFSOCK)
     return 0;
-  if (bpf_rdonly_cast) {
-    struct file *tf = bpf_rdonly_cast(f, bpf_core_type_id_kernel(struct file));
-    struct socket *s = bpf_rdonly_cast(tf->private_data, bpf_core_type_id_kernel(struct socket));
-    *type = (__u16)s->type;
-    return s->sk;
-  }
-  struct socket *s = BPF_CORE_READ(f, private_data);
-  *type = (__u16)BPF_CORE_READ(s, type);
-  return BPF_CORE_READ(s, sk);
+  struct socket *s = VG_KREAD(f, struct file, private_data);
+  *type = (__u16)VG_KREAD(s, struct socket, type);
+  return VG_KREAD(s, struct socket, sk);
 }
-
-/* A field of a kernel object: a direct load where the kernel has
- * bpf_rdonly_cast, a helper read otherwise. */
-#define VG_KREAD(ptr, type, field)                                                   \
-  (bpf_rdonly_cast ? ((type *)bpf_rdonly_cast((ptr), bpf_core_type_id_kernel(type)))->field \
-                   : BPF_CORE_READ((type *)(ptr), field))
 
 /* The inet socket's family, and in c its destination, source and ports as
  * the kernel holds them. Returns the family (AF_UNIX too, with nothing

@@ -324,29 +324,25 @@ static __always_inline void vg_submit(__u8 *buf, __u32 len)
 }
 
 
+/* A field of a kernel object: a direct load where the kernel has
+ * bpf_rdonly_cast, a helper read otherwise (resolved at load time). */
+#define VG_KREAD(ptr, type, field)                                                             \
+  (bpf_rdonly_cast ? ((type *)bpf_rdonly_cast((ptr), bpf_core_type_id_kernel(type)))->field \
+                   : BPF_CORE_READ((type *)(ptr), field))
+
 /* Mode and device number of the inode behind an open file. */
 static __always_inline void vg_file_dev(struct file *f, umode_t *mode, dev_t *rdev)
 {
-  if (bpf_rdonly_cast) {
-    struct file *tf = bpf_rdonly_cast(f, bpf_core_type_id_kernel(struct file));
-    struct inode *ino = tf->f_inode;
-    *mode = ino->i_mode;
-    *rdev = ino->i_rdev;
-    return;
-  }
-  struct inode *ino = BPF_CORE_READ(f, f_inode);
-  *mode = BPF_CORE_READ(ino, i_mode);
-  *rdev = BPF_CORE_READ(ino, i_rdev);
+  struct inode *ino = VG_KREAD(f, struct file, f_inode);
+  *mode = VG_KREAD(ino, struct inode, i_mode);
+  *rdev = VG_KREAD(ino, struct inode, i_rdev);
 }
 
 /* The name (last path component) of an open file. */
 static __always_inline const unsigned char *vg_file_name(struct file *f)
 {
-  if (bpf_rdonly_cast) {
-    struct file *tf = bpf_rdonly_cast(f, bpf_core_type_id_kernel(struct file));
-    return tf->f_path.dentry->d_name.name;
-  }
-  return BPF_CORE_READ(f, f_path.dentry, d_name.name);
+  struct dentry *d = VG_KREAD(f, struct file, f_path.dentry);
+  return VG_KREAD(d, struct dentry, d_name.name);
 }
 
 /* struct dentry before 6.14 kept short names in d_iname (now d_shortname). */
