@@ -52,12 +52,12 @@ static __always_inline int open_enter(const char *filename, __u32 flags, __u32 m
   return 0;
 }
 
-/* Does the user-given path at buf[off] start with one of the configured prefixes? */
-static __always_inline int match_prefix(const __u8 *buf, __u32 off)
+/* Does the user-given path at buf[off] start with one of cfg_prefix[0, n)? */
+static __always_inline int match_prefix(const __u8 *buf, __u32 off, __u32 n)
 {
   const __u8 *p = buf + (off & VG_OFF_MASK);
   for (int i = 0; i < VG_OPEN_PREFIXES; i++) {
-    if (i >= cfg_n_prefixes)
+    if (i >= n)
       return 0;
     __u32 len = cfg_prefix_len[i];
     int ok = len > 0;
@@ -76,18 +76,18 @@ static __always_inline int match_prefix(const __u8 *buf, __u32 off)
 }
 
 /* A first look at a path before reading all of it: can it start with one of
- * the configured prefixes, judging by its first 8 bytes? Most opens are of
- * paths no rule asks about, and one 8-byte read rejects them where the full
- * string read costs as much as the rest of the program. Where those 8 bytes
- * cannot be read (a path shorter than 8 bytes at the very end of a mapping),
- * the full read decides. */
-static __always_inline int prefix_may_match(const char *filename)
+ * cfg_prefix[0, n), judging by its first 8 bytes? Most opens are of paths no
+ * rule asks about, and one 8-byte read rejects them where the full string
+ * read costs as much as the rest of the program. Where those 8 bytes cannot
+ * be read (a path shorter than 8 bytes at the very end of a mapping), the
+ * full read decides. */
+static __always_inline int prefix_may_match(const char *filename, __u32 n)
 {
   __u64 w = 0;
   if (read_user_u64(&w, filename) != 0)
     return 1;
   for (int i = 0; i < VG_OPEN_PREFIXES; i++) {
-    if (i >= cfg_n_prefixes)
+    if (i >= n)
       return 0;
     __u32 len = cfg_prefix_len[i];
     __u64 mask = len >= 8 ? ~0ULL : (1ULL << (len * 8)) - 1;
@@ -96,6 +96,52 @@ static __always_inline int prefix_may_match(const char *filename)
       return 1;
   }
   return 0;
+}
+
+/* Is dentry d's name the last component of one of the whole paths? Its
+ * length is compared first, so most names are never read. */
+static __always_inline int leaf_may_match(struct dentry *d)
+{
+  __u32 len = VG_KREAD(d, struct dentry, d_name.len);
+  int same_len = 0;
+  for (int i = 0; i < VG_OPEN_PREFIXES; i++) {
+    if (i >= cfg_n_prefixes)
+      break;
+    if (i >= cfg_n_path_prefixes && cfg_leaf_len[i] == len)
+      same_len = 1;
+  }
+  if (!same_len)
+    return 0;
+  __u64 w[2];
+  vg_dentry_name_head(d, len, w);
+  for (int i = 0; i < VG_OPEN_PREFIXES; i++) {
+    if (i >= cfg_n_prefixes)
+      break;
+    if (i >= cfg_n_path_prefixes && cfg_leaf_len[i] == len && cfg_leaf_head[i][0] == w[0] &&
+        cfg_leaf_head[i][1] == w[1])
+      return 1;
+  }
+  return 0;
+}
+
+/* Can an open that is not of a character device be one the rules ask about?
+ * A successful open is judged as fd.name will hold it, by its resolved path:
+ * its last component against the whole paths' (no string read at all), and
+ * the path as given against the prefixes. A failed open, or one whose
+ * resolved path has no last component of this file, by the path as given
+ * against every path. Returns 0 (no), 1 (the path as given matched a
+ * prefix's first 8 bytes: compare it whole) or 2 (the last component matched
+ * a whole path's: user space compares the resolved path). */
+static __always_inline int path_may_match(struct task_struct *t, struct file *f, const char *filename)
+{
+  if (!cfg_n_prefixes)
+    return 0;
+  struct dentry *leaf = f ? vg_file_leaf(t, f) : 0;
+  if (!leaf)
+    return prefix_may_match(filename, cfg_n_prefixes);
+  if (cfg_n_prefixes > cfg_n_path_prefixes && leaf_may_match(leaf))
+    return 2;
+  return cfg_n_path_prefixes && prefix_may_match(filename, cfg_n_path_prefixes);
 }
 
 /* Where each open syscall keeps its arguments. */
@@ -176,8 +222,12 @@ static __always_inline int open_exit(enum vg_open_kind kind, long ret)
       }
     }
   }
-  if (!(oflags & VG_OPEN_CHR) && (cfg_n_prefixes == 0 || !prefix_may_match(a.filename)))
-    return 0;
+  int by_path = 0;
+  if (!(oflags & VG_OPEN_CHR)) {
+    by_path = path_may_match(t, f, a.filename);
+    if (!by_path)
+      return 0;
+  }
   if (!a.filename && f)
     a.flags = BPF_CORE_READ(f, f_flags);
 
@@ -188,10 +238,8 @@ static __always_inline int open_exit(enum vg_open_kind kind, long ret)
   __u32 off = sizeof(*e);
   __u8 trunc = 0;
   __u32 n = vg_put_user_str(buf, off, a.filename, VG_PATH_MAX, &trunc);
-  if (!(oflags & VG_OPEN_CHR)) {
-    if (n == 0 || !match_prefix(buf, off))
-      return 0;
-  }
+  if (by_path == 1 && (n == 0 || !match_prefix(buf, off, f ? cfg_n_path_prefixes : cfg_n_prefixes)))
+    return 0;
   vg_fill_hdr(&e->hdr, VG_OPEN);
   e->flags = a.flags;
   e->mode = a.mode;

@@ -47,6 +47,11 @@ const volatile __u32 cfg_payload_bytes __weak = 256;  /* first bytes of a TCP co
 const volatile __u32 cfg_n_prefixes __weak = 0;       /* open path prefixes in use */
 const volatile __u32 cfg_prefix_len[VG_OPEN_PREFIXES] __weak = {};
 const volatile char cfg_prefix[VG_OPEN_PREFIXES][VG_PREFIX_LEN] __weak __attribute__((aligned(8))) = {};
+/* cfg_prefix[0, cfg_n_path_prefixes) are prefixes; the rest whole paths, with
+ * their last component's length and first 16 bytes (zero-padded). */
+const volatile __u32 cfg_n_path_prefixes __weak = 0;
+const volatile __u32 cfg_leaf_len[VG_OPEN_PREFIXES] __weak = {};
+const volatile __u64 cfg_leaf_head[VG_OPEN_PREFIXES][2] __weak = {};
 /* nvidia:nvidia_dev_xid field offsets, read from its format file (module BTF
  * is usually absent, so CO-RE cannot relocate them). */
 const volatile __u32 cfg_xid_dev_off __weak = 0;
@@ -327,7 +332,7 @@ static __always_inline void vg_submit(__u8 *buf, __u32 len)
 /* A field of a kernel object: a direct load where the kernel has
  * bpf_rdonly_cast, a helper read otherwise (resolved at load time). */
 #define VG_KREAD(ptr, type, field)                                                             \
-  (bpf_rdonly_cast ? ((type *)bpf_rdonly_cast((ptr), bpf_core_type_id_kernel(type)))->field \
+  (bpf_rdonly_cast ? ((type *)bpf_rdonly_cast((const void *)(ptr), bpf_core_type_id_kernel(type)))->field \
                    : BPF_CORE_READ((type *)(ptr), field))
 
 /* Mode and device number of the inode behind an open file. */
@@ -350,50 +355,97 @@ struct dentry___iname {
   unsigned char d_iname[40];
 } __attribute__((preserve_access_index));
 
-#define VG_NAME_NVIDIA 0x61696469766eULL /* "nvidia", little-endian */
-
-/* Is the open file's name "nvidia..." (1), "nvidia-uvm..." (2), or neither
- * (0)? Short names live inside the dentry: read them with direct loads
- * (bpf_rdonly_cast) instead of a string helper, which costs more than the
- * rest of the ioctl path. Long names, and kernels without bpf_rdonly_cast,
- * take the helper. This is the stand-in fallback: real NVIDIA nodes match
- * on their major number before it. */
-static __always_inline int vg_file_nvidia_name(struct file *f)
+/* The first 16 bytes of a dentry's name of `len` bytes, zero past its end.
+ * Short names live inside the dentry: read them with direct loads
+ * (bpf_rdonly_cast) instead of a helper, which costs more than the rest of
+ * the ioctl path. Long names (40 bytes and more, kept outside the dentry), and
+ * kernels without bpf_rdonly_cast, take the helper. */
+static __always_inline void vg_dentry_name_head(struct dentry *d, __u32 len, __u64 w[2])
 {
-  __u64 w0 = 0;
-  __u8 c8 = 0, c9 = 0;
   int inline_read = 0;
+  w[0] = w[1] = 0;
   if (bpf_rdonly_cast) {
-    struct file *tf = bpf_rdonly_cast(f, bpf_core_type_id_kernel(struct file));
-    struct dentry *d = tf->f_path.dentry;
-    __u64 name = (__u64)d->d_name.name;
-    if (bpf_core_field_exists(d->d_shortname)) {
-      if (name == (__u64)&d->d_shortname) {
-        w0 = d->d_shortname.words[0];
-        c8 = d->d_shortname.string[8];
-        c9 = d->d_shortname.string[9];
+    struct dentry *td = bpf_rdonly_cast(d, bpf_core_type_id_kernel(struct dentry));
+    __u64 name = (__u64)td->d_name.name;
+    if (bpf_core_field_exists(td->d_shortname)) {
+      if (name == (__u64)&td->d_shortname) {
+        w[0] = td->d_shortname.words[0];
+        w[1] = td->d_shortname.words[1];
         inline_read = 1;
       }
     } else {
-      struct dentry___iname *od = (struct dentry___iname *)d;
+      struct dentry___iname *od = (struct dentry___iname *)td;
       if (bpf_core_field_exists(od->d_iname) && name == (__u64)&od->d_iname) {
-        w0 = *(__u64 *)&od->d_iname[0];
-        c8 = od->d_iname[8];
-        c9 = od->d_iname[9];
+        w[0] = *(__u64 *)&od->d_iname[0];
+        w[1] = *(__u64 *)&od->d_iname[8];
         inline_read = 1;
       }
     }
   }
-  if (!inline_read) {
-    char buf[12] = {};
-    bpf_probe_read_kernel_str(buf, sizeof(buf), vg_file_name(f));
-    __builtin_memcpy(&w0, buf, 8);
-    c8 = buf[8];
-    c9 = buf[9];
+  if (!inline_read)
+    bpf_probe_read_kernel(w, 16, VG_KREAD(d, struct dentry, d_name.name));
+  if (len < 16) {
+    if (len <= 8) {
+      w[1] = 0;
+      if (len < 8)
+        w[0] &= (1ULL << (len * 8)) - 1;
+    } else {
+      w[1] &= (1ULL << ((len - 8) * 8)) - 1;
+    }
   }
-  if ((w0 & 0xffffffffffffULL) != VG_NAME_NVIDIA)
+}
+
+#define VG_NAME_NVIDIA 0x61696469766eULL /* "nvidia", little-endian */
+#define VG_NAME_UVM_HI 0x6d76 /* "vm", bytes 8 and 9 of "nvidia-uvm" */
+
+/* Is the open file's name "nvidia..." (1), "nvidia-uvm..." (2), or neither
+ * (0)? This is the stand-in fallback: real NVIDIA nodes match on their major
+ * number before it. */
+static __always_inline int vg_file_nvidia_name(struct file *f)
+{
+  struct dentry *d = VG_KREAD(f, struct file, f_path.dentry);
+  __u32 len = VG_KREAD(d, struct dentry, d_name.len);
+  __u64 w[2];
+  if (len < 6)
     return 0;
-  return ((w0 >> 48) & 0xff) == '-' && (w0 >> 56) == 'u' && c8 == 'v' && c9 == 'm' ? 2 : 1;
+  vg_dentry_name_head(d, len, w);
+  if ((w[0] & 0xffffffffffffULL) != VG_NAME_NVIDIA)
+    return 0;
+  return len >= 10 && ((w[0] >> 48) & 0xff) == '-' && (w[0] >> 56) == 'u' &&
+                 (w[1] & 0xffff) == VG_NAME_UVM_HI
+             ? 2
+             : 1;
+}
+
+/* The dentry whose name ends an open file's path as vg_put_dpath walks it
+ * (so the last component of fd.name): the file's own, or, where the file is
+ * the root of a mount (a file bind-mounted into a container), the dentry it
+ * is mounted on. NULL where that walk would not end in a name of this file:
+ * the task's root, a dentry outside any tree, mounts stacked deeper than
+ * this looks. `t` is the current task (NULL: fetched here). */
+static __always_inline struct dentry *vg_file_leaf(struct task_struct *t, struct file *f)
+{
+  if (!t)
+    t = (struct task_struct *)bpf_get_current_task();
+  struct fs_struct *fs = VG_KREAD(t, struct task_struct, fs);
+  __u64 root_d = (__u64)VG_KREAD(fs, struct fs_struct, root.dentry);
+  __u64 root_m = (__u64)VG_KREAD(fs, struct fs_struct, root.mnt);
+  __u64 d = (__u64)VG_KREAD(f, struct file, f_path.dentry);
+  __u64 vm = (__u64)VG_KREAD(f, struct file, f_path.mnt);
+  const __u64 mnt_off = bpf_core_field_offset(struct mount, mnt);
+  for (int i = 0; i < 4; i++) {
+    if (!d || (d == root_d && vm == root_m))
+      return 0;
+    if (d != (__u64)VG_KREAD(vm, struct vfsmount, mnt_root))
+      return d == (__u64)VG_KREAD(d, struct dentry, d_parent) ? 0 : (struct dentry *)d;
+    __u64 m = vm - mnt_off;
+    __u64 mp = (__u64)VG_KREAD(m, struct mount, mnt_parent);
+    if (!mp || mp == m)
+      return 0; /* the real root */
+    d = (__u64)VG_KREAD(m, struct mount, mnt_mountpoint);
+    vm = mp + mnt_off;
+  }
+  return 0;
 }
 
 /* The user registers saved when task `t` (the current task) entered its

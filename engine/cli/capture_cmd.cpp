@@ -359,6 +359,7 @@ int cmd_capture(int argc, char** argv) {
   if (filter_rules) {
     scfg.event_types = filter_rules->event_types();
     scfg.open_path_prefixes = filter_rules->open_path_prefixes();
+    scfg.open_path_whole = filter_rules->open_path_whole();
   }
   auto sensor = sensor::Sensor::open(scfg);
   if (!sensor) return fail(*log, sensor.error());

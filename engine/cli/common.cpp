@@ -99,6 +99,7 @@ Result<sensor::Config> sensor_config(const YAML::Node& cfg, const rules::Ruleset
   sensor::Config sc;
   sc.event_types = rules.event_types();
   sc.open_path_prefixes = rules.open_path_prefixes();
+  sc.open_path_whole = rules.open_path_whole();
   auto payload = get_or<std::uint32_t>(cfg, "sensor.payload_bytes", sc.payload_bytes);
   if (!payload) return payload.error();
   if (*payload > 4096) return Error::bad_input("config key 'sensor.payload_bytes' must be at most 4096");

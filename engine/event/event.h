@@ -107,7 +107,7 @@ struct ConnectData {
 };
 
 struct OpenData {
-  std::string path;            // as given, made absolute with the cwd where known
+  std::string path;            // the opened file's resolved path; the path as given when the open failed
   std::uint32_t flags = 0;     // O_* flags
   std::uint32_t mode = 0;
   std::int64_t result = 0;     // the fd, or a negative errno

@@ -491,7 +491,7 @@ struct CCheck {
   // A check on fd.name & co whose values are literal paths/prefixes (for the
   // sensor's open filter).
   bool path_check = false;
-  std::vector<std::string> path_literals;
+  std::vector<PathLiteral> path_literals;
 };
 
 struct CNode {
@@ -1029,7 +1029,7 @@ std::uint32_t mask_of(const CNode& n, bool neg) {
 }
 
 // Every way to satisfy the node needs one of the returned path prefixes.
-bool prefixes_of(const CNode& n, std::vector<std::string>& out) {
+bool prefixes_of(const CNode& n, std::vector<PathLiteral>& out) {
   switch (n.kind) {
     case CNode::Kind::kCheck:
       if (!n.check || !n.check->path_check) return false;
@@ -1038,7 +1038,7 @@ bool prefixes_of(const CNode& n, std::vector<std::string>& out) {
     case CNode::Kind::kBool: return !n.value;  // false needs nothing to be true... never true
     case CNode::Kind::kAnd: {
       for (const auto& k : n.kids) {
-        std::vector<std::string> tmp;
+        std::vector<PathLiteral> tmp;
         if (prefixes_of(k, tmp)) {
           out.insert(out.end(), tmp.begin(), tmp.end());
           return true;
@@ -1047,7 +1047,7 @@ bool prefixes_of(const CNode& n, std::vector<std::string>& out) {
       return false;
     }
     case CNode::Kind::kOr: {
-      std::vector<std::string> all;
+      std::vector<PathLiteral> all;
       for (const auto& k : n.kids) {
         if (!prefixes_of(k, all)) return false;
       }
@@ -1117,7 +1117,7 @@ std::string Expr::plan(event::Type t) const {
   render_plan(*by_type_[i], 0, out);
   return out;
 }
-bool Expr::path_prefixes(std::vector<std::string>& out) const {
+bool Expr::path_prefixes(std::vector<PathLiteral>& out) const {
   return root_ && prefixes_of(*root_, out);
 }
 
@@ -1847,15 +1847,20 @@ class Compiler {
              fname == "evt.arg.name" || fname == "fd.nameraw") &&
             chk->ltr.empty() && n.modifier != Modifier::kAnyOf) {
           bool usable = true;
-          std::vector<std::string> pre;
+          // fd.name and the path arguments hold the resolved path of a
+          // successful open: equality with a literal is a whole-path match.
+          // fd.directory and fd.nameraw give prefixes only.
+          const bool whole_field = fname == "fd.name" || fname == "evt.arg.path" || fname == "evt.arg.name";
+          std::vector<PathLiteral> pre;
           for (const auto& v : vals) {
-            std::string p = v;
-            if (n.op == Op::kGlob) p = p.substr(0, p.find_first_of("*?["));
+            PathLiteral p{v, false};
+            if (n.op == Op::kGlob) p.path = p.path.substr(0, p.path.find_first_of("*?["));
             else if (n.op != Op::kEq && n.op != Op::kIn && n.op != Op::kStartsWith &&
                      n.op != Op::kPMatch) usable = false;
-            if (n.op == Op::kPMatch) p = p.substr(0, p.find_first_of("*?["));
-            if (p.empty() || p[0] != '/') usable = false;
-            pre.push_back(p);
+            if (n.op == Op::kPMatch) p.path = p.path.substr(0, p.path.find_first_of("*?["));
+            if (p.path.empty() || p.path[0] != '/') usable = false;
+            p.whole = whole_field && (n.op == Op::kEq || n.op == Op::kIn) && p.path.back() != '/';
+            pre.push_back(std::move(p));
           }
           if (usable && n.modifier == Modifier::kNone) {
             chk->path_check = true;

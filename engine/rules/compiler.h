@@ -9,6 +9,7 @@
 #pragma once
 
 #include <array>
+#include <compare>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -24,6 +25,15 @@ namespace vigil::rules {
 
 struct CNode;   // compiled node (compiler.cpp)
 struct CCheck;  // compiled comparison (compiler.cpp)
+
+// A literal path an open rule compares a path field with, for the sensor's
+// open filter: a prefix of the path, or (whole) the entire resolved path of a
+// successful open (fd.name = / in).
+struct PathLiteral {
+  std::string path;
+  bool whole = false;
+  auto operator<=>(const PathLiteral&) const = default;
+};
 
 // One node of a condition program: a specialised condition laid out flat in
 // evaluation order (pre-order), so evaluating it walks contiguous memory
@@ -56,8 +66,8 @@ class Expr {
   // can be true; computed from evt.type checks with negation pushed down.
   std::uint32_t type_mask() const;
   // Literal paths/prefixes the condition compares fd.name/fd.directory against
-  // when every way to match needs one; empty optional (has=false) otherwise.
-  bool path_prefixes(std::vector<std::string>& out) const;
+  // when every way to match needs one (true), or false.
+  bool path_prefixes(std::vector<PathLiteral>& out) const;
   // The event types for which eval() can be true once checks that are
   // constant for every event (evt.source, evt.num) are folded: a subset of
   // type_mask(); rules are indexed under these.

@@ -165,7 +165,6 @@ std::set<event::Type> Ruleset::event_types() const {
   return s;
 }
 
-std::vector<std::string> Ruleset::open_path_prefixes() const { return open_prefixes_; }
 
 namespace {
 std::vector<std::string> mask_names(std::uint32_t mask) {
@@ -532,7 +531,7 @@ class RulesetBuilder {
     }
 
     // Index by event type; gather the open filter's prefixes.
-    std::set<std::string> prefixes;
+    std::set<std::string> prefixes, whole;
     for (std::uint32_t i = 0; i < rs->rules_.size(); ++i) {
       const auto& r = *rs->rules_[i];
       if (!r.enabled) continue;
@@ -545,12 +544,17 @@ class RulesetBuilder {
         r.expr->append_program(static_cast<event::Type>(t), prog);
       }
       if ((r.mask >> static_cast<unsigned>(event::Type::kOpen)) & 1u) {
-        std::vector<std::string> p;
-        if (r.expr->path_prefixes(p)) prefixes.insert(p.begin(), p.end());
-        else rs->open_any_path_ = true;
+        std::vector<PathLiteral> p;
+        if (r.expr->path_prefixes(p)) {
+          for (auto& l : p) (l.whole ? whole : prefixes).insert(std::move(l.path));
+        } else {
+          rs->open_any_path_ = true;
+        }
       }
     }
+    for (const auto& p : prefixes) whole.erase(p);
     rs->open_prefixes_.assign(prefixes.begin(), prefixes.end());
+    rs->open_whole_.assign(whole.begin(), whole.end());
     if (opts.optimise) {
       for (unsigned t = 1; t < static_cast<unsigned>(event::Type::kCount); ++t) {
         std::vector<const Expr*> exprs;

@@ -77,9 +77,12 @@ class Ruleset {
   // attaches only the hooks these need).
   std::set<event::Type> event_types() const;
   // Literal paths/prefixes the enabled open rules compare fd.name/fd.directory
-  // with, for the in-kernel open filter; open_any_path() is true when some
-  // open rule may match a path outside them (then every open is needed).
-  std::vector<std::string> open_path_prefixes() const;
+  // with, for the in-kernel open filter: prefixes of the path, and whole
+  // resolved paths (a literal some rule uses as a prefix is a prefix only);
+  // open_any_path() is true when some open rule may match a path outside
+  // them (then every open is needed).
+  std::vector<std::string> open_path_prefixes() const { return open_prefixes_; }
+  std::vector<std::string> open_path_whole() const { return open_whole_; }
   bool open_any_path() const { return open_any_path_; }
 
   std::vector<RuleInfo> rules() const;
@@ -106,6 +109,7 @@ class Ruleset {
   std::unique_ptr<GuardIndex> guards_[static_cast<std::size_t>(event::Type::kCount)];
   std::uint32_t type_bits_ = 0;  // event types enabled rules are listed under
   std::vector<std::string> open_prefixes_;
+  std::vector<std::string> open_whole_;
   bool open_any_path_ = false;
   std::string hostname_;
 };

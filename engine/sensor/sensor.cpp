@@ -192,16 +192,32 @@ Status Sensor::Impl::open(const Config& cfg) {
   skel_->rodata->cfg_vigil_tgid = static_cast<std::uint32_t>(getpid());
   skel_->rodata->cfg_uvm_major = read_uvm_major();
   skel_->rodata->cfg_payload_bytes = std::min<std::uint32_t>(cfg_.payload_bytes, VG_PAYLOAD_MAX);
+  // The prefixes first, then the whole paths, each with its last component
+  // (what a successful open is first judged by).
   std::uint32_t np = 0;
-  for (const std::string& p : cfg_.open_path_prefixes) {
-    if (p.empty()) continue;
-    if (np >= VG_OPEN_PREFIXES)
-      return Error::bad_input("sensor: more than " + std::to_string(VG_OPEN_PREFIXES) + " open path prefixes");
-    if (p.size() >= VG_PREFIX_LEN)
-      return Error::bad_input("sensor: open path prefix longer than " + std::to_string(VG_PREFIX_LEN - 1) + " bytes: " + p);
-    std::memcpy(const_cast<char*>(skel_->rodata->cfg_prefix[np]), p.data(), p.size());
-    skel_->rodata->cfg_prefix_len[np] = static_cast<std::uint32_t>(p.size());
-    ++np;
+  for (const auto* list : {&cfg_.open_path_prefixes, &cfg_.open_path_whole}) {
+    const bool whole = list == &cfg_.open_path_whole;
+    for (const std::string& p : *list) {
+      if (p.empty()) continue;
+      if (np >= VG_OPEN_PREFIXES)
+        return Error::bad_input("sensor: more than " + std::to_string(VG_OPEN_PREFIXES) + " open paths");
+      if (p.size() >= VG_PREFIX_LEN)
+        return Error::bad_input("sensor: open path longer than " + std::to_string(VG_PREFIX_LEN - 1) + " bytes: " + p);
+      std::memcpy(const_cast<char*>(skel_->rodata->cfg_prefix[np]), p.data(), p.size());
+      skel_->rodata->cfg_prefix_len[np] = static_cast<std::uint32_t>(p.size());
+      if (whole) {
+        const std::string leaf = p.substr(p.rfind('/') + 1);
+        if (leaf.empty()) return Error::bad_input("sensor: whole open path without a file name: " + p);
+        skel_->rodata->cfg_leaf_len[np] = static_cast<std::uint32_t>(leaf.size());
+        std::uint64_t head[2] = {0, 0};
+        std::memcpy(head, leaf.data(), std::min<std::size_t>(leaf.size(), sizeof(head)));
+        skel_->rodata->cfg_leaf_head[np][0] = head[0];
+        skel_->rodata->cfg_leaf_head[np][1] = head[1];
+      } else {
+        skel_->rodata->cfg_n_path_prefixes = np + 1;
+      }
+      ++np;
+    }
   }
   skel_->rodata->cfg_n_prefixes = np;
   skel_->rodata->cfg_want_payload = cfg_.event_types.count(Type::kPayload) ? 1 : 0;

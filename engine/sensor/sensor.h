@@ -26,7 +26,11 @@ namespace vigil::sensor {
 
 struct Config {
   std::set<event::Type> event_types;            // from the ruleset; exec/fork/exit always on
-  std::vector<std::string> open_path_prefixes;  // non-device paths the rules ask about
+  // Non-device paths the rules ask about: prefixes of the path, and whole
+  // paths matched against the resolved path of a successful open (a failed
+  // open is matched by the path as given, against both lists).
+  std::vector<std::string> open_path_prefixes;
+  std::vector<std::string> open_path_whole;
   std::size_t ringbuf_bytes = 8u << 20;
   std::uint32_t payload_bytes = 256;            // at most 4096
   std::chrono::milliseconds usage_interval{10000};

@@ -29,6 +29,7 @@ fi
 work=$(mktemp -d /tmp/vigil-bench.XXXXXX)
 vpid=""
 cleanup() {
+  [ -n "${KEEP:-}" ] && mkdir -p "$KEEP" && cp "$work"/results.txt "$work"/vigil.txt "$KEEP"/ 2>/dev/null
   [ -n "$vpid" ] && kill -TERM "$vpid" 2>/dev/null && wait "$vpid" 2>/dev/null || true
   pkill -f "vigil-bench-sleeper" 2>/dev/null || true
   rm -rf "$work"
@@ -59,7 +60,7 @@ cpu_ticks() { awk '{print $14+$15}' "/proc/$1/stat"; }
 # before and after it (the time vigil takes to start or stop). Measuring the
 # whole mix in each run put those runs several seconds apart, and the VM's
 # speed moves on that scale.
-PHASES="getppid read openclose connect ioctl forkexec"
+PHASES=${PHASES:-"getppid read openclose connect ioctl forkexec"}  # a subset: PHASES=openclose
 run_mix() { # round mode phase
   "$MIX" --iterations "$ITER" --nvidia-node "$work/nvidia0" --phase "$3" | sed "s/^/round=$1 mode=$2 /" >> "$work/results.txt"
 }

@@ -453,9 +453,20 @@ TEST(RulesetIndex, OpenPathPrefixes) {
       "- rule: B\n  desc: d\n  priority: INFO\n  condition: evt.type = openat and fd.name startswith /dev/nvidia and proc.name = x\n  output: o\n"
       "- rule: C\n  desc: d\n  priority: INFO\n  condition: evt.type = openat and fd.name glob /proc/*/environ\n  output: o\n");
   ASSERT_TRUE(r.ruleset) << testing::diags(r);
-  EXPECT_EQ(r.ruleset->open_path_prefixes(),
-            (std::vector<std::string>{"/dev/nvidia", "/etc/shadow", "/etc/sudoers", "/proc/", "/root/.ssh"}));
+  // fd.name = / in compare the whole resolved path; the other tests, and
+  // fd.directory, a prefix.
+  EXPECT_EQ(r.ruleset->open_path_prefixes(), (std::vector<std::string>{"/dev/nvidia", "/proc/", "/root/.ssh"}));
+  EXPECT_EQ(r.ruleset->open_path_whole(), (std::vector<std::string>{"/etc/shadow", "/etc/sudoers"}));
   EXPECT_FALSE(r.ruleset->open_any_path());
+  // A literal one rule compares whole and another as a prefix is a prefix;
+  // fd.nameraw (the path as given) and a literal ending in '/' never whole.
+  r = testing::load_one(
+      "- rule: A\n  desc: d\n  priority: INFO\n  condition: evt.type = openat and fd.name in (/etc/shadow, /etc/hosts)\n  output: o\n"
+      "- rule: B\n  desc: d\n  priority: INFO\n  condition: evt.type = openat and fd.name startswith /etc/shadow\n  output: o\n"
+      "- rule: C\n  desc: d\n  priority: INFO\n  condition: evt.type = openat and (fd.nameraw = /x/raw or fd.name = /x/dir/)\n  output: o\n");
+  ASSERT_TRUE(r.ruleset) << testing::diags(r);
+  EXPECT_EQ(r.ruleset->open_path_prefixes(), (std::vector<std::string>{"/etc/shadow", "/x/dir/", "/x/raw"}));
+  EXPECT_EQ(r.ruleset->open_path_whole(), (std::vector<std::string>{"/etc/hosts"}));
   r = testing::load_one(testing::rule_yaml("evt.type = openat and proc.name = cat"));
   EXPECT_TRUE(r.ruleset->open_any_path());
 }

@@ -239,6 +239,7 @@ TEST(Optimiser, SameAlertsAsTheConditionsAsWritten) {
   ASSERT_EQ(a.loaded, b.loaded);
   EXPECT_EQ(a.ruleset->event_types(), b.ruleset->event_types());
   EXPECT_EQ(a.ruleset->open_path_prefixes(), b.ruleset->open_path_prefixes());
+  EXPECT_EQ(a.ruleset->open_path_whole(), b.ruleset->open_path_whole());
 
   Corpus corpus;
   corpus.words = vocabulary(files);

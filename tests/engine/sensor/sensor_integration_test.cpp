@@ -8,7 +8,9 @@
 #include <sys/un.h>
 #include <sys/syscall.h>
 #include <sys/ioctl.h>
+#include <sched.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
@@ -458,6 +460,80 @@ TEST_P(SyscallArgs, OpenOfARulePathPrefix) {
   EXPECT_FALSE(not_watched);
 }
 
+
+// A whole path (fd.name = / in) is matched against what fd.name holds for a
+// successful open, the resolved path: reached by a relative path, through a
+// symlink, or as a file bind-mounted onto it (the way a container gets its
+// /etc/hosts), it is reported, with the resolved path. A failed open is
+// judged by the path as given.
+TEST_P(SyscallArgs, OpenOfAWholeRulePathHoweverReached) {
+  REQUIRE_ROOT();
+  TempDir dir("vigil-sensor");
+  Config cfg;
+  cfg.event_types = {Type::kOpen};
+  cfg.enter_exit_pairs = GetParam();
+  const std::string watched = dir.path() + "/watched.conf";
+  cfg.open_path_whole = {watched};
+  auto s = open_sensor(cfg);
+  ASSERT_TRUE(s);
+  Recorder rec(*s);
+  ASSERT_EQ(mkdir((dir.path() + "/sub").c_str(), 0755), 0);
+  for (const char* f : {"/watched.conf", "/other.conf", "/source.file"}) {
+    int fd = open((dir.path() + f).c_str(), O_CREAT | O_WRONLY, 0600);
+    ASSERT_GE(fd, 0) << f;
+    close(fd);
+  }
+  ASSERT_EQ(symlink(watched.c_str(), (dir.path() + "/sub/link").c_str()), 0);
+
+  auto opened = [&](const std::function<int()>& fn) {
+    const auto cpid = static_cast<std::uint32_t>(in_child(fn));
+    return [&rec, cpid](const std::string& path, int wait_ms) {
+      return rec.wait_for([&](const Event& e) {
+        auto* o = e.as<event::OpenData>();
+        return o && e.hdr.pid == cpid && o->path == path;
+      }, wait_ms);
+    };
+  };
+  auto relative = opened([&] {
+    if (chdir(dir.path().c_str()) != 0) return 1;
+    int a = open("watched.conf", O_RDONLY);
+    int b = open("other.conf", O_RDONLY);
+    close(a);
+    close(b);
+    return 0;
+  });
+  EXPECT_TRUE(relative(watched, 5000)) << "a relative open of a whole rule path";
+  EXPECT_FALSE(relative(dir.path() + "/other.conf", 300)) << "a file no rule names";
+
+  auto symlinked = opened([&] {
+    int a = open((dir.path() + "/sub/link").c_str(), O_RDONLY);
+    close(a);
+    return 0;
+  });
+  EXPECT_TRUE(symlinked(watched, 5000)) << "an open through a symlink, reported by the resolved path";
+
+  // In its own mount namespace, the child bind-mounts a file named otherwise
+  // onto the watched path: the open file's own name is "source.file".
+  auto bound = opened([&] {
+    if (unshare(CLONE_NEWNS) != 0 || mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+        mount((dir.path() + "/source.file").c_str(), watched.c_str(), nullptr, MS_BIND, nullptr) != 0)
+      return 1;
+    int a = open(watched.c_str(), O_RDONLY);
+    close(a);
+    return 0;
+  });
+  EXPECT_TRUE(bound(watched, 5000)) << "a file bind-mounted onto a whole rule path";
+
+  auto failed = opened([&] {
+    int a = open(watched.c_str(), O_RDONLY | O_DIRECTORY);  // ENOTDIR
+    int b = open((dir.path() + "/watched.conX").c_str(), O_RDONLY);  // ENOENT, not the path
+    return a >= 0 || b >= 0;
+  });
+  auto f = failed(watched, 5000);
+  ASSERT_TRUE(f) << "a failed open of a whole rule path, by the path as given";
+  EXPECT_EQ(f->as<event::OpenData>()->result, -ENOTDIR);
+  EXPECT_FALSE(failed(dir.path() + "/watched.conX", 300));
+}
 
 // Prefixes shorter than the 8 bytes the open filter looks at first, paths
 // shorter than the prefix, and a path whose 8 bytes cannot be read (its NUL
