@@ -154,6 +154,7 @@ void put_payload(std::string& out, const event::Payload& data) {
           put_u32(out, d.dev_major);
           put_u32(out, d.dev_minor);
           put_bool(out, d.is_device);
+          put_str(out, d.raw);  // appended after is_device: older captures end before it
         } else if constexpr (std::is_same_v<T, IoctlData>) {
           put_i32(out, d.fd);
           put_u32(out, d.cmd);
@@ -373,6 +374,8 @@ bool get_payload(Cursor& c, std::uint8_t kind, event::Payload& data) {
       d.dev_major = c.u32("open.dev_major");
       d.dev_minor = c.u32("open.dev_minor");
       d.is_device = c.boolean("open.is_device");
+      if (c.left() > 0) c.str(d.raw, "open.raw");
+      else d.raw.clear();
       return true;
     }
     case 6: {

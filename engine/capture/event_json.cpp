@@ -116,6 +116,7 @@ void payload_json(std::string& out, Obj& o, const event::Payload& data) {
             p.num("dev_major", d.dev_major);
             p.num("dev_minor", d.dev_minor);
             p.boolean("is_device", d.is_device);
+            if (!d.raw.empty()) p.str("raw", d.raw);
           } else if constexpr (std::is_same_v<T, IoctlData>) {
             p.num("fd", d.fd);
             p.num("cmd", d.cmd);

@@ -114,6 +114,7 @@ struct OpenData {
   std::uint32_t dev_major = 0; // for device nodes (0 otherwise)
   std::uint32_t dev_minor = 0;
   bool is_device = false;      // the opened file is a character/block device
+  std::string raw;             // the path as given (fd.nameraw) where it differs from `path`, else empty
 };
 
 // An NVIDIA driver call. `nr` is the escape number (cmd & 0xff); when the call

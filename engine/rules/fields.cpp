@@ -641,6 +641,9 @@ void x_fd_name(const X& x, const F&, E& o) noexcept {
   a.append_uint(ep.sport);
   str(o, a.finish());
 }
+void x_fd_nameraw(const X& x, const F&, E& o) noexcept {
+  if (auto* p = ev(x).as<event::OpenData>()) str(o, p->raw.empty() ? p->path : p->raw);
+}
 void x_fd_directory(const X& x, const F&, E& o) noexcept {
   if (auto* p = ev(x).as<event::OpenData>()) {
     auto d = dirname_of(p->path);
@@ -1187,7 +1190,7 @@ FieldCatalog::FieldCatalog() {
       {"group.gid", T::kInt, A::kNone, false, "*", "Group id.", x_gid},
       {"group.name", T::kString, A::kNone, false, "*", "Group name (known for gid 0 only).", x_group_name},
       {"fd.name", T::kString, A::kNone, false, "open, openat, openat2, creat, connect, sendto, sendmsg, payload", "File path, or the connection tuple cip:cport->sip:sport.", x_fd_name},
-      {"fd.nameraw", T::kString, A::kNone, false, kOpenEv, "The path as given to the call (not normalised).", x_fd_name},
+      {"fd.nameraw", T::kString, A::kNone, false, kOpenEv, "The path as given to the call (not normalised).", x_fd_nameraw},
       {"fd.directory", T::kString, A::kNone, false, kOpenEv, "Directory of the opened file.", x_fd_directory},
       {"fd.filename", T::kString, A::kNone, false, kOpenEv, "Base name of the opened file.", x_fd_filename},
       {"fd.type", T::kString, A::kNone, false, "open, openat, openat2, creat, connect, sendto, sendmsg, payload", "file, ipv4, ipv6 or unix.", x_fd_type},

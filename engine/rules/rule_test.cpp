@@ -342,6 +342,7 @@ event::Event make_event(const YAML::Node& n, const Built& b, std::uint64_t ts) {
     YAML::Node e = get("open");
     if (!e["path"]) bad(n, "an open event needs 'path'");
     d.path = scalar(e["path"], "path");
+    if (e["raw"]) d.raw = scalar(e["raw"], "raw");
     d.flags = e["flags"] ? open_flags(e["flags"]) : O_RDONLY;
     if (e["mode"]) d.mode = static_cast<std::uint32_t>(number(e["mode"], "mode"));
     if (e["major"] || e["minor"]) {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "bpf/shared/events.h"
 #include "engine/sensor/dns.h"
@@ -222,7 +223,11 @@ Result<event::Event> decode_record(std::span<const std::uint8_t> rec, const Time
       if (!t.take(b.path_len, &path) || !t.take(b.fpath_len, &fpath))
         return bad("open field lengths exceed the record");
       event::OpenData d;
-      d.path = b.fpath_len ? decode_dpath(fpath) : c_string(path);
+      d.path = c_string(path);
+      if (b.fpath_len) {
+        std::string resolved = decode_dpath(fpath);
+        if (resolved != d.path) d.raw = std::exchange(d.path, std::move(resolved));
+      }
       d.flags = b.flags;
       d.mode = b.mode;
       d.result = b.result;

@@ -318,6 +318,33 @@ TEST(CaptureFormat, Elf32FlagRoundTripsAndIsFalseInOlderRecords) {
   }
 }
 
+// An open's raw path (fd.nameraw) was appended to its payload: it round
+// trips, and a body written before it (without its 4-byte length) reads as
+// empty, which fd.nameraw reads as the path.
+TEST(CaptureFormat, OpenRawPathRoundTripsAndIsEmptyInOlderRecords) {
+  event::Event open;
+  for (const RecordData& rd : sample_records()) {
+    const auto* e = std::get_if<event::Event>(&rd);
+    if (e && e->as<event::OpenData>()) open = *e;
+  }
+  ASSERT_NE(open.as<event::OpenData>(), nullptr);
+  open.as<event::OpenData>()->raw = "../dev/nvidia0";
+  const std::string rec = encoded(RecordData(open));
+  const auto type = static_cast<std::uint8_t>(rec[0]);
+  RecordData out;
+  std::string why;
+  ASSERT_EQ(decode_record(type, std::string_view(rec).substr(kRecordHeaderSize), out, why), DecodeOutcome::kOk)
+      << why;
+  EXPECT_EQ(std::get<event::Event>(out).as<event::OpenData>()->raw, "../dev/nvidia0");
+  EXPECT_EQ(encoded(out), rec);
+  const std::size_t tail = 4 + std::string("../dev/nvidia0").size();
+  const std::string_view older =
+      std::string_view(rec).substr(kRecordHeaderSize, rec.size() - kRecordHeaderSize - tail);
+  ASSERT_EQ(decode_record(type, older, out, why), DecodeOutcome::kOk) << why;
+  EXPECT_EQ(std::get<event::Event>(out).as<event::OpenData>()->raw, "");
+  EXPECT_EQ(std::get<event::Event>(out).as<event::OpenData>()->path, "/dev/nvidia0");
+}
+
 // The committed fixture was written by format version 1 (see
 // tests/engine/capture/fixtures/README.md); every later reader must read it.
 TEST(CaptureFormat, CommittedVersion1FixtureStillReads) {

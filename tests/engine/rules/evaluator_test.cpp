@@ -245,6 +245,18 @@ TEST(Evaluator, OpenFlags) {
   EXPECT_TRUE(fires(w, "evt.res = ENOENT and evt.rawres = -2 and evt.failed = true"));
 }
 
+// fd.name is the resolved path; fd.nameraw the path as given, which the
+// sensor keeps only where it differs.
+TEST(Evaluator, FdNameIsResolvedAndNamerawAsGiven) {
+  World w;
+  w.open("/etc/shadow");
+  std::get<event::OpenData>(w.ev.data).raw = "../etc/shadow";
+  EXPECT_TRUE(fires(w, "fd.name = /etc/shadow and fd.nameraw = ../etc/shadow"));
+  EXPECT_TRUE(fires(w, "fd.directory = /etc and fd.filename = shadow"));
+  w.open("/etc/hosts");
+  EXPECT_TRUE(fires(w, "fd.nameraw = /etc/hosts"));
+}
+
 TEST(Evaluator, GpuFields) {
   World w;
   w.open_dev("/dev/nvidia0", 195, 0);

@@ -224,6 +224,7 @@ TEST(Decoder, OpenPrefersTheResolvedPath) {
   ASSERT_TRUE(ev);
   const auto* d = ev->as<event::OpenData>();
   EXPECT_EQ(d->path, "/dev/nvidia0");
+  EXPECT_EQ(d->raw, "nvidia0") << "the path as given, for fd.nameraw";
   EXPECT_TRUE(d->is_device);
   EXPECT_EQ(d->dev_major, 195u);
   EXPECT_EQ(d->result, 3);
@@ -234,7 +235,17 @@ TEST(Decoder, OpenPrefersTheResolvedPath) {
   ev = decode(record(o, given));
   ASSERT_TRUE(ev);
   EXPECT_EQ(ev->as<event::OpenData>()->path, "nvidia0");
+  EXPECT_EQ(ev->as<event::OpenData>()->raw, "") << "the same as path";
   EXPECT_FALSE(ev->as<event::OpenData>()->is_device);
+  // Given as the kernel resolved it: raw stays empty.
+  given = S("/dev/nvidia0\0", 13);
+  o.path_len = given.size();
+  o.fpath_len = fpath.size();
+  o.result = 3;
+  ev = decode(record(o, given + fpath));
+  ASSERT_TRUE(ev);
+  EXPECT_EQ(ev->as<event::OpenData>()->path, "/dev/nvidia0");
+  EXPECT_EQ(ev->as<event::OpenData>()->raw, "");
 }
 
 TEST(Decoder, IoctlXidPayloadBpf) {

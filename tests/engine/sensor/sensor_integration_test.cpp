@@ -502,7 +502,9 @@ TEST_P(SyscallArgs, OpenOfAWholeRulePathHoweverReached) {
     close(b);
     return 0;
   });
-  EXPECT_TRUE(relative(watched, 5000)) << "a relative open of a whole rule path";
+  auto rel = relative(watched, 5000);
+  ASSERT_TRUE(rel) << "a relative open of a whole rule path";
+  EXPECT_EQ(rel->as<event::OpenData>()->raw, "watched.conf") << "the path as given, for fd.nameraw";
   EXPECT_FALSE(relative(dir.path() + "/other.conf", 300)) << "a file no rule names";
 
   auto symlinked = opened([&] {
