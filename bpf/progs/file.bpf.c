@@ -99,18 +99,11 @@ static __always_inline int prefix_may_match(const char *filename, __u32 n)
 }
 
 /* Is dentry d's name the last component of one of the whole paths? Its
- * length is compared first, so most names are never read. */
+ * length is looked up first (one bit test), so most names are never read. */
 static __always_inline int leaf_may_match(struct dentry *d)
 {
   __u32 len = VG_KREAD(d, struct dentry, d_name.len);
-  int same_len = 0;
-  for (int i = 0; i < VG_OPEN_PREFIXES; i++) {
-    if (i >= cfg_n_prefixes)
-      break;
-    if (i >= cfg_n_path_prefixes && cfg_leaf_len[i] == len)
-      same_len = 1;
-  }
-  if (!same_len)
+  if (len >= 64 || !((cfg_leaf_len_mask >> len) & 1))
     return 0;
   __u64 w[2];
   vg_dentry_name_head(d, len, w);
@@ -124,59 +117,39 @@ static __always_inline int leaf_may_match(struct dentry *d)
   return 0;
 }
 
-/* Can an open that is not of a character device be one the rules ask about?
- * A successful open is judged as fd.name will hold it, by its resolved path:
- * its last component against the whole paths' (no string read at all), and
- * the path as given against the prefixes. A failed open, or one whose
- * resolved path has no last component of this file, by the path as given
- * against every path. Returns 0 (no), 1 (the path as given matched a
- * prefix's first 8 bytes: compare it whole) or 2 (the last component matched
- * a whole path's: user space compares the resolved path). */
-static __always_inline int path_may_match(struct task_struct *t, struct file *f, const char *filename)
-{
-  if (!cfg_n_prefixes)
-    return 0;
-  struct dentry *leaf = f ? vg_file_leaf(t, f) : 0;
-  if (!leaf)
-    return prefix_may_match(filename, cfg_n_prefixes);
-  if (cfg_n_prefixes > cfg_n_path_prefixes && leaf_may_match(leaf))
-    return 2;
-  return cfg_n_path_prefixes && prefix_may_match(filename, cfg_n_path_prefixes);
-}
-
 /* Where each open syscall keeps its arguments. */
 enum vg_open_kind { VG_SYS_OPENAT, VG_SYS_OPENAT2, VG_SYS_OPEN };
 
-/* The open's arguments: from the saved user registers, or from what the
- * enter program kept. Returns 0 when there is nothing to report. */
-static __always_inline int open_args(struct task_struct *t, enum vg_open_kind kind, long ret,
-                                     struct vg_open_args *a)
+/* The open's arguments, from task t's saved user registers. */
+static __always_inline void open_regs_args(struct task_struct *t, enum vg_open_kind kind,
+                                           struct vg_open_args *a)
 {
-  struct pt_regs *regs = t ? vg_task_syscall_regs(t) : 0;
-  if (regs) {
-    /* Without path prefixes only successful opens of character devices are
-     * reported: a failed open is dropped before any work. */
-    if ((ret < 0 && !cfg_n_prefixes) || (__u32)t->tgid == cfg_vigil_tgid)
-      return 0;
-    if (kind == VG_SYS_OPEN) {
-      a->filename = (const char *)PT_REGS_PARM1_SYSCALL(regs);
-      a->flags = (__u32)PT_REGS_PARM2_SYSCALL(regs);
-      a->mode = (__u32)PT_REGS_PARM3_SYSCALL(regs);
+  struct pt_regs *regs = vg_task_syscall_regs(t);
+  if (!regs)
+    return;
+  if (kind == VG_SYS_OPEN) {
+    a->filename = (const char *)PT_REGS_PARM1_SYSCALL(regs);
+    a->flags = (__u32)PT_REGS_PARM2_SYSCALL(regs);
+    a->mode = (__u32)PT_REGS_PARM3_SYSCALL(regs);
+  } else {
+    a->filename = (const char *)PT_REGS_PARM2_SYSCALL(regs);
+    if (kind == VG_SYS_OPENAT) {
+      a->flags = (__u32)PT_REGS_PARM3_SYSCALL(regs);
+      a->mode = (__u32)PT_REGS_PARM4_SYSCALL(regs);
     } else {
-      a->filename = (const char *)PT_REGS_PARM2_SYSCALL(regs);
-      if (kind == VG_SYS_OPENAT) {
-        a->flags = (__u32)PT_REGS_PARM3_SYSCALL(regs);
-        a->mode = (__u32)PT_REGS_PARM4_SYSCALL(regs);
-      } else {
-        struct open_how how = {};
-        bpf_probe_read_user(&how, sizeof(how.flags) + sizeof(how.mode),
-                            (void *)PT_REGS_PARM3_SYSCALL(regs));
-        a->flags = (__u32)how.flags;
-        a->mode = (__u32)how.mode;
-      }
+      struct open_how how = {};
+      bpf_probe_read_user(&how, sizeof(how.flags) + sizeof(how.mode), (void *)PT_REGS_PARM3_SYSCALL(regs));
+      a->flags = (__u32)how.flags;
+      a->mode = (__u32)how.mode;
     }
-    return 1;
   }
+}
+
+/* Where the exit program cannot read the registers (enter/exit pairs): the
+ * arguments the enter program kept. Returns 0 when there is nothing to
+ * report. */
+static __always_inline int open_saved_args(long ret, struct vg_open_args *a)
+{
   if (cfg_n_prefixes) {
     __u32 tid = (__u32)bpf_get_current_pid_tgid();
     struct vg_open_args *ap = bpf_map_lookup_elem(&pending_open, &tid);
@@ -186,7 +159,7 @@ static __always_inline int open_args(struct task_struct *t, enum vg_open_kind ki
     bpf_map_delete_elem(&pending_open, &tid);
     return 1;
   }
-  /* No path prefixes: the enter programs are not attached, only successful
+  /* No path literals: the enter programs are not attached, only successful
    * opens of character devices are reported, and the flags come from the
    * open file. */
   return ret >= 0 && !vg_is_self();
@@ -199,9 +172,20 @@ static __always_inline int open_exit(enum vg_open_kind kind, long ret)
   struct task_struct *t = 0;
   if (bpf_core_enum_value_exists(enum bpf_func_id, BPF_FUNC_get_current_task_btf))
     t = bpf_get_current_task_btf();
+  const int args_at_exit = t && vg_args_at_exit();
   struct vg_open_args a = {};
-  if (!open_args(t, kind, ret, &a))
-    return 0;
+  int have_args = 0;
+  if (args_at_exit) {
+    /* Without path literals only successful opens of character devices are
+     * reported: a failed open is dropped before any work. The arguments are
+     * read from the registers only once they are needed. */
+    if ((ret < 0 && !cfg_n_prefixes) || (__u32)t->tgid == cfg_vigil_tgid)
+      return 0;
+  } else {
+    if (!open_saved_args(ret, &a))
+      return 0;
+    have_args = 1;
+  }
 
   __u8 oflags = 0;
   __u32 major = 0, minor = 0;
@@ -222,12 +206,34 @@ static __always_inline int open_exit(enum vg_open_kind kind, long ret)
       }
     }
   }
-  int by_path = 0;
+
+  /* An open that is not of a character device is sent only where a rule's
+   * literal path may match it. A successful one is judged as fd.name will
+   * hold it, by its resolved path: its last component against the whole
+   * paths' (from kernel memory; user space compares the whole path), and the
+   * path as given against the prefixes. A failed open, or one whose resolved
+   * path does not end in a name of this file, by the path as given against
+   * every literal. n_given: how many of cfg_prefix the given path is compared
+   * with (0: sent by device or by name). */
+  __u32 n_given = 0;
   if (!(oflags & VG_OPEN_CHR)) {
-    by_path = path_may_match(t, f, a.filename);
-    if (!by_path)
+    if (!cfg_n_prefixes)
       return 0;
+    struct dentry *leaf = f ? vg_file_leaf(f) : 0;
+    if (!leaf || cfg_n_prefixes == cfg_n_path_prefixes || !leaf_may_match(leaf)) {
+      n_given = leaf ? cfg_n_path_prefixes : cfg_n_prefixes;
+      if (!n_given)
+        return 0;
+      if (!have_args) {
+        open_regs_args(t, kind, &a);
+        have_args = 1;
+      }
+      if (!prefix_may_match(a.filename, n_given))
+        return 0;
+    }
   }
+  if (!have_args)
+    open_regs_args(t, kind, &a);
   if (!a.filename && f)
     a.flags = BPF_CORE_READ(f, f_flags);
 
@@ -238,7 +244,7 @@ static __always_inline int open_exit(enum vg_open_kind kind, long ret)
   __u32 off = sizeof(*e);
   __u8 trunc = 0;
   __u32 n = vg_put_user_str(buf, off, a.filename, VG_PATH_MAX, &trunc);
-  if (by_path == 1 && (n == 0 || !match_prefix(buf, off, f ? cfg_n_path_prefixes : cfg_n_prefixes)))
+  if (n_given && (n == 0 || !match_prefix(buf, off, n_given)))
     return 0;
   vg_fill_hdr(&e->hdr, VG_OPEN);
   e->flags = a.flags;

@@ -52,6 +52,7 @@ const volatile char cfg_prefix[VG_OPEN_PREFIXES][VG_PREFIX_LEN] __weak __attribu
 const volatile __u32 cfg_n_path_prefixes __weak = 0;
 const volatile __u32 cfg_leaf_len[VG_OPEN_PREFIXES] __weak = {};
 const volatile __u64 cfg_leaf_head[VG_OPEN_PREFIXES][2] __weak = {};
+const volatile __u64 cfg_leaf_len_mask __weak = 0; /* bit n: some whole path's last component has n bytes */
 /* nvidia:nvidia_dev_xid field offsets, read from its format file (module BTF
  * is usually absent, so CO-RE cannot relocate them). */
 const volatile __u32 cfg_xid_dev_off __weak = 0;
@@ -228,6 +229,8 @@ struct vg_walk {
   __u64 root_m;
   __u32 pos;
   __u32 done;
+  __u32 rooted; /* the walk ended at a root (the task's or the filesystem's) */
+  __u32 pad;
 };
 
 struct {
@@ -255,6 +258,7 @@ static __always_inline __u32 vg_put_dpath(__u8 *buf, __u32 off, struct dentry *d
   w->mnt = (__u64)container_of(vm0, struct mount, mnt);
   w->pos = 0;
   w->done = 0;
+  w->rooted = 0;
   int i;
   for (i = 0; i < VG_DPATH_DEPTH; i++) {
     struct dentry *d = (struct dentry *)w->d;
@@ -262,6 +266,7 @@ static __always_inline __u32 vg_put_dpath(__u8 *buf, __u32 off, struct dentry *d
     struct mount *mnt = (struct mount *)w->mnt;
     if (!d || (w->d == w->root_d && w->vm == w->root_m)) {
       w->done = 1;
+      w->rooted = d != 0;
       break;
     }
     struct dentry *parent = BPF_CORE_READ(d, d_parent);
@@ -270,6 +275,7 @@ static __always_inline __u32 vg_put_dpath(__u8 *buf, __u32 off, struct dentry *d
       struct mount *mp = BPF_CORE_READ(mnt, mnt_parent);
       if (!mp || mp == mnt || d != mnt_root) {
         w->done = 1; /* the real root, or a detached dentry */
+        w->rooted = d == mnt_root;
         break;
       }
       w->d = (__u64)BPF_CORE_READ(mnt, mnt_mountpoint);
@@ -295,6 +301,11 @@ static __always_inline __u32 vg_put_dpath(__u8 *buf, __u32 off, struct dentry *d
   if (!w->done) {
     *trunc = 1;
     vg_drop(VG_DROP_TRUNCATED);
+  } else if (pos == 0 && w->rooted) {
+    /* The root itself: one empty component, which reads as "/" (no
+     * component at all means no path: a dentry outside any tree). */
+    buf[off & VG_OFF_MASK] = 0;
+    pos = 1;
   }
   return pos & (2 * VG_DPATH_MAX - 1);
 }
@@ -420,21 +431,17 @@ static __always_inline int vg_file_nvidia_name(struct file *f)
 /* The dentry whose name ends an open file's path as vg_put_dpath walks it
  * (so the last component of fd.name): the file's own, or, where the file is
  * the root of a mount (a file bind-mounted into a container), the dentry it
- * is mounted on. NULL where that walk would not end in a name of this file:
- * the task's root, a dentry outside any tree, mounts stacked deeper than
- * this looks. `t` is the current task (NULL: fetched here). */
-static __always_inline struct dentry *vg_file_leaf(struct task_struct *t, struct file *f)
+ * is mounted on. NULL where the walk would not end in a name: a dentry
+ * outside any tree, a filesystem's root, mounts stacked deeper than this
+ * looks. Where the file is the task's root the walk gives "/", which no
+ * whole path (it has a last component) equals, whatever name this returns. */
+static __always_inline struct dentry *vg_file_leaf(struct file *f)
 {
-  if (!t)
-    t = (struct task_struct *)bpf_get_current_task();
-  struct fs_struct *fs = VG_KREAD(t, struct task_struct, fs);
-  __u64 root_d = (__u64)VG_KREAD(fs, struct fs_struct, root.dentry);
-  __u64 root_m = (__u64)VG_KREAD(fs, struct fs_struct, root.mnt);
   __u64 d = (__u64)VG_KREAD(f, struct file, f_path.dentry);
   __u64 vm = (__u64)VG_KREAD(f, struct file, f_path.mnt);
   const __u64 mnt_off = bpf_core_field_offset(struct mount, mnt);
   for (int i = 0; i < 4; i++) {
-    if (!d || (d == root_d && vm == root_m))
+    if (!d)
       return 0;
     if (d != (__u64)VG_KREAD(vm, struct vfsmount, mnt_root))
       return d == (__u64)VG_KREAD(d, struct dentry, d_parent) ? 0 : (struct dentry *)d;
@@ -455,11 +462,14 @@ static __always_inline struct dentry *vg_file_leaf(struct task_struct *t, struct
  * (DESIGN.md "Pick hooks by what they cost"). NULL where user space chose the
  * enter/exit pairs (cfg_args_at_exit 0: kernels before 5.15 have no
  * bpf_task_pt_regs). */
+static __always_inline int vg_args_at_exit(void)
+{
+  return cfg_args_at_exit && bpf_core_enum_value_exists(enum bpf_func_id, BPF_FUNC_task_pt_regs);
+}
+
 static __always_inline struct pt_regs *vg_task_syscall_regs(struct task_struct *t)
 {
-  if (!cfg_args_at_exit || !bpf_core_enum_value_exists(enum bpf_func_id, BPF_FUNC_task_pt_regs))
-    return 0;
-  return (struct pt_regs *)bpf_task_pt_regs(t);
+  return vg_args_at_exit() ? (struct pt_regs *)bpf_task_pt_regs(t) : 0;
 }
 
 static __always_inline struct pt_regs *vg_syscall_regs(void)

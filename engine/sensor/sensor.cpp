@@ -209,6 +209,8 @@ Status Sensor::Impl::open(const Config& cfg) {
         const std::string leaf = p.substr(p.rfind('/') + 1);
         if (leaf.empty()) return Error::bad_input("sensor: whole open path without a file name: " + p);
         skel_->rodata->cfg_leaf_len[np] = static_cast<std::uint32_t>(leaf.size());
+        static_assert(VG_PREFIX_LEN <= 64, "cfg_leaf_len_mask has a bit per length");
+        skel_->rodata->cfg_leaf_len_mask |= std::uint64_t{1} << leaf.size();
         std::uint64_t head[2] = {0, 0};
         std::memcpy(head, leaf.data(), std::min<std::size_t>(leaf.size(), sizeof(head)));
         skel_->rodata->cfg_leaf_head[np][0] = head[0];

@@ -119,7 +119,7 @@ TEST(SensorIntegration, ExecForkExitOfARealChild) {
   // The shell forks once for /bin/true (not its last command), then exits 7.
   // (The test process itself is filtered out as "vigil", so the fork checked
   // is the shell's.)
-  const std::string script = "/bin/true grandchild; exit 7";
+  const std::string script = "cd /; /bin/true grandchild; exit 7";
   pid_t child = run_child({"/bin/sh", "-c", script, "arg-with-space x"}, &status);
   ASSERT_EQ(WEXITSTATUS(status), 7);
 
@@ -139,6 +139,7 @@ TEST(SensorIntegration, ExecForkExitOfARealChild) {
   EXPECT_EQ(gexec->hdr.ppid, static_cast<std::uint32_t>(child));
   std::vector<std::string> gargs = {"/bin/true", "grandchild"};
   EXPECT_EQ(gexec->as<event::ExecData>()->args, gargs);
+  EXPECT_EQ(gexec->as<event::ExecData>()->cwd, "/") << "the root directory is a cwd too";
 
   // Events come in order per CPU only: the child's exec may be polled
   // before or after the grandchild's, so look it up among what was seen.
