@@ -1189,7 +1189,7 @@ FieldCatalog::FieldCatalog() {
       {"user.loginname", T::kString, A::kNone, false, "*", "Login user name (known for loginuid 0 only).", x_loginname},
       {"group.gid", T::kInt, A::kNone, false, "*", "Group id.", x_gid},
       {"group.name", T::kString, A::kNone, false, "*", "Group name (known for gid 0 only).", x_group_name},
-      {"fd.name", T::kString, A::kNone, false, "open, openat, openat2, creat, connect, sendto, sendmsg, payload", "File path, or the connection tuple cip:cport->sip:sport.", x_fd_name},
+      {"fd.name", T::kString, A::kNone, false, "open, openat, openat2, creat, connect, sendto, sendmsg, payload", "File path (of an open: resolved; as given when the open failed), or the connection tuple cip:cport->sip:sport.", x_fd_name},
       {"fd.nameraw", T::kString, A::kNone, false, kOpenEv, "The path as given to the call (not normalised).", x_fd_nameraw},
       {"fd.directory", T::kString, A::kNone, false, kOpenEv, "Directory of the opened file.", x_fd_directory},
       {"fd.filename", T::kString, A::kNone, false, kOpenEv, "Base name of the opened file.", x_fd_filename},
