@@ -11,47 +11,14 @@
 # per phase, the median over rounds of (CPU with vigil) / (CPU without vigil,
 # the mean of the runs of that phase just before and just after).
 set -euo pipefail
-cd "$(dirname "$0")/../.."
 ROUNDS=${1:-3}
 ITER=${2:-400000}
-VIGIL=${VIGIL:-./build/vigil}   # another build to compare: VIGIL=path/to/vigil
-MIX=./build/bench/syscall_mix
-[ "$(id -u)" -eq 0 ] || { echo "live_overhead: needs root" >&2; exit 1; }
-[ -x "$VIGIL" ] && [ -x "$MIX" ] || { echo "live_overhead: build first (scripts/build.sh)" >&2; exit 1; }
-
-# Another vigil (a leftover from an earlier run) keeps its probes attached in
-# the "without" phases too and makes every ratio meaningless.
-if others=$(pgrep -x vigil); then
-  echo "live_overhead: another vigil is running (pid $(echo $others | tr '\n' ' ')): stop it first" >&2
-  exit 1
-fi
-
-work=$(mktemp -d /tmp/vigil-bench.XXXXXX)
-vpid=""
-cleanup() {
+BENCH=live_overhead
+bench_cleanup_extra() {
   [ -n "${KEEP:-}" ] && mkdir -p "$KEEP" && cp "$work"/results.txt "$work"/vigil.txt "$KEEP"/ 2>/dev/null
-  [ -n "$vpid" ] && kill -TERM "$vpid" 2>/dev/null && wait "$vpid" 2>/dev/null || true
   pkill -f "vigil-bench-sleeper" 2>/dev/null || true
-  rm -rf "$work"
 }
-trap cleanup EXIT
-# A stand-in NVIDIA node: named like one, with /dev/null's device numbers.
-mknod "$work/nvidia0" c 1 3
-
-start_vigil() {
-  : > "$work/vigil.err"
-  "$VIGIL" run -r rules/ >"$work/alerts.json" 2>"$work/vigil.err" &
-  vpid=$!
-  for _ in $(seq 1 300); do
-    grep -q "ready" "$work/vigil.err" && return 0
-    kill -0 "$vpid" 2>/dev/null || { cat "$work/vigil.err" >&2; exit 1; }
-    sleep 0.1
-  done
-  echo "live_overhead: vigil did not become ready" >&2; cat "$work/vigil.err" >&2; exit 1
-}
-stop_vigil() {
-  kill -TERM "$vpid"; wait "$vpid" || true; vpid=""
-}
+source "$(dirname "$0")/bench_lib.sh"   # VIGIL=path/to/vigil: another build
 cpu_ticks() { awk '{print $14+$15}' "/proc/$1/stat"; }
 
 # Each phase is measured on its own, its rounds alternating without / with

@@ -17,39 +17,16 @@
 # Prints one line: the share, the programs' and user reads' part of it, the
 # ratio it implies (1 / (1 - share)) and the phase's CPU ns per operation.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
 PHASE=${1:-openclose}
 ITER=${2:-4000000}
-VIGIL=${VIGIL:-./build/vigil}
-MIX=./build/bench/syscall_mix
-[ "$(id -u)" -eq 0 ] || { echo "vigil_share: needs root" >&2; exit 1; }
-command -v perf >/dev/null || { echo "vigil_share: needs perf (apt-get install linux-perf)" >&2; exit 1; }
-[ -x "$VIGIL" ] && [ -x "$MIX" ] || { echo "vigil_share: build first (scripts/build.sh)" >&2; exit 1; }
-if others=$(pgrep -x vigil); then
-  echo "vigil_share: another vigil is running (pid $(echo $others | tr '\n' ' ')): stop it first" >&2
-  exit 1
-fi
+BENCH=vigil_share
+command -v perf >/dev/null || { echo "$BENCH: needs perf (apt-get install linux-perf)" >&2; exit 1; }
+source "$(dirname "$0")/bench_lib.sh"   # VIGIL=path/to/vigil: another build
 
-work=$(mktemp -d /tmp/vigil-share.XXXXXX)
-vpid=""
-cleanup() {
-  [ -n "$vpid" ] && kill -TERM "$vpid" 2>/dev/null && wait "$vpid" 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-mknod "$work/nvidia0" c 1 3
-
-"$VIGIL" run -r rules/ >/dev/null 2>"$work/vigil.err" &
-vpid=$!
-for _ in $(seq 1 300); do
-  grep -q "ready" "$work/vigil.err" && break
-  kill -0 "$vpid" 2>/dev/null || { cat "$work/vigil.err" >&2; exit 1; }
-  sleep 0.1
-done
-grep -q "ready" "$work/vigil.err" || { echo "vigil_share: vigil did not become ready" >&2; exit 1; }
+start_vigil
 perf record -q -o "$work/perf.data" -F 20000 -g -- \
   "$MIX" --iterations "$ITER" --nvidia-node "$work/nvidia0" --phase "$PHASE" >"$work/mix.txt" 2>/dev/null
-kill -TERM "$vpid"; wait "$vpid" || true; vpid=""
+stop_vigil
 
 perf report -i "$work/perf.data" --no-children --sort sym --stdio -g none -n 2>/dev/null |
   awk '!/^#/ && /%/ {print $2, $NF}' >"$work/symbols.txt"
