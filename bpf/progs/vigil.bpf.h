@@ -366,12 +366,12 @@ struct dentry___iname {
   unsigned char d_iname[40];
 } __attribute__((preserve_access_index));
 
-/* The first 16 bytes of a dentry's name of `len` bytes, zero past its end.
- * Short names live inside the dentry: read them with direct loads
- * (bpf_rdonly_cast) instead of a helper, which costs more than the rest of
- * the ioctl path. Long names (40 bytes and more, kept outside the dentry), and
- * kernels without bpf_rdonly_cast, take the helper. */
-static __always_inline void vg_dentry_name_head(struct dentry *d, __u32 len, __u64 w[2])
+/* The first 16 bytes where a dentry's name is kept; bytes past the name's
+ * end are left from earlier names. Short names live inside the dentry: read
+ * them with direct loads (bpf_rdonly_cast) instead of a helper, which costs
+ * more than the rest of the ioctl path. Long names (40 bytes and more, kept
+ * outside the dentry), and kernels without bpf_rdonly_cast, take the helper. */
+static __always_inline void vg_dentry_name_raw(struct dentry *d, __u64 w[2])
 {
   int inline_read = 0;
   w[0] = w[1] = 0;
@@ -395,6 +395,12 @@ static __always_inline void vg_dentry_name_head(struct dentry *d, __u32 len, __u
   }
   if (!inline_read)
     bpf_probe_read_kernel(w, 16, VG_KREAD(d, struct dentry, d_name.name));
+}
+
+/* The first 16 bytes of a dentry's name of `len` bytes, zero past its end. */
+static __always_inline void vg_dentry_name_head(struct dentry *d, __u32 len, __u64 w[2])
+{
+  vg_dentry_name_raw(d, w);
   if (len < 16) {
     if (len <= 8) {
       w[1] = 0;
@@ -419,7 +425,7 @@ static __always_inline int vg_file_nvidia_name(struct file *f)
   __u64 w[2];
   if (len < 6)
     return 0;
-  vg_dentry_name_head(d, len, w);
+  vg_dentry_name_raw(d, w); /* the length is checked before each byte is used */
   if ((w[0] & 0xffffffffffffULL) != VG_NAME_NVIDIA)
     return 0;
   return len >= 10 && ((w[0] >> 48) & 0xff) == '-' && (w[0] >> 56) == 'u' &&
