@@ -27,19 +27,12 @@
 
 #define VG_ABI_VERSION 1
 
-/* Same numbers as vigil::event::Type. */
-enum vg_type {
-  VG_EXEC = 1,
-  VG_FORK = 2,
-  VG_EXIT = 3,
-  VG_CONNECT = 4,
-  VG_OPEN = 5,
-  VG_IOCTL = 6,
-  VG_XID = 8,
-  VG_DNS = 9,
-  VG_PAYLOAD = 10,
-  VG_BPF = 11,
-};
+/* Record ids: derived from the event schema (event_types.h), the same numbers
+ * as vigil::event::Type. */
+#include "bpf/shared/event_types.h"
+#define VG_TYPE_ENUMERATOR(Cxx, C, id, ...) VG_##C = id,
+enum vg_type { VG_EVENT_TYPES(VG_TYPE_ENUMERATOR) };
+#undef VG_TYPE_ENUMERATOR
 
 /* Drop reasons: index into the per-CPU "drops" array map. */
 enum vg_drop {

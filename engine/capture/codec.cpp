@@ -5,6 +5,8 @@
 #include <cstring>
 #include <type_traits>
 
+#include "engine/event/schema.h"
+
 #if defined(__x86_64__)
 #include <nmmintrin.h>
 #endif
@@ -76,7 +78,6 @@ bool have_sse42() {
 // ---- encoding ---------------------------------------------------------------
 
 void put_u8(std::string& out, std::uint8_t v) { out.push_back(static_cast<char>(v)); }
-void put_i32(std::string& out, std::int32_t v) { put_u32(out, static_cast<std::uint32_t>(v)); }
 void put_i64(std::string& out, std::int64_t v) { put_u64(out, static_cast<std::uint64_t>(v)); }
 void put_bool(std::string& out, bool v) { put_u8(out, v ? 1 : 0); }
 void put_str(std::string& out, std::string_view s) {
@@ -113,104 +114,49 @@ void with_record(std::string& out, RecordType type, F&& body) {
   std::memcpy(out.data() + len_at, b, 4);
 }
 
+// Payload fields are written in the order of their fields() list: integers
+// little-endian at their own width, bool and enums as their byte, strings and
+// vectors as a u32 count then the items, addresses as family + 16 bytes,
+// nested structs field by field.
+template <class T>
+void put_value(std::string& out, const T& x);
+
+struct PutField {
+  std::string& out;
+  void appended() {}
+  template <class V>
+  void operator()(std::string_view, const V& v, unsigned = 0) {
+    put_value(out, v);
+  }
+};
+
+template <class T>
+void put_value(std::string& out, const T& x) {
+  if constexpr (std::is_same_v<T, bool>) {
+    put_bool(out, x);
+  } else if constexpr (std::is_enum_v<T>) {
+    put_value(out, static_cast<std::underlying_type_t<T>>(x));
+  } else if constexpr (std::is_integral_v<T>) {
+    if constexpr (sizeof(T) == 1) put_u8(out, static_cast<std::uint8_t>(x));
+    else if constexpr (sizeof(T) == 2) put_u16(out, static_cast<std::uint16_t>(x));
+    else if constexpr (sizeof(T) == 4) put_u32(out, static_cast<std::uint32_t>(x));
+    else put_u64(out, static_cast<std::uint64_t>(x));
+  } else if constexpr (std::is_same_v<T, std::string>) {
+    put_str(out, x);
+  } else if constexpr (std::is_same_v<T, event::IpAddr>) {
+    put_ip(out, x);
+  } else if constexpr (event::kIsVector<T>) {
+    put_u32(out, static_cast<std::uint32_t>(x.size()));
+    for (const auto& item : x) put_value(out, item);
+  } else {
+    PutField put{out};
+    T::fields(put, x);
+  }
+}
+
 void put_payload(std::string& out, const event::Payload& data) {
-  using namespace event;
   put_u8(out, static_cast<std::uint8_t>(data.index()));
-  std::visit(
-      [&](const auto& d) {
-        using T = std::decay_t<decltype(d)>;
-        if constexpr (std::is_same_v<T, ExecData>) {
-          put_str(out, d.filename);
-          put_str(out, d.exe);
-          put_strs(out, d.args);
-          put_bool(out, d.args_truncated);
-          put_str(out, d.cwd);
-          put_u32(out, d.tty);
-          put_u32(out, d.loginuid);
-          put_bool(out, d.stdin_is_socket);
-          put_bool(out, d.stdout_is_socket);
-          put_bool(out, d.elf32);
-        } else if constexpr (std::is_same_v<T, ForkData>) {
-          put_u32(out, d.child_pid);
-          put_u32(out, d.child_tid);
-          put_bool(out, d.is_thread);
-        } else if constexpr (std::is_same_v<T, ExitData>) {
-          put_i32(out, d.exit_code);
-          put_i32(out, d.signal);
-        } else if constexpr (std::is_same_v<T, ConnectData>) {
-          put_u8(out, d.family);
-          put_u8(out, static_cast<std::uint8_t>(d.proto));
-          put_ip(out, d.saddr);
-          put_u16(out, d.sport);
-          put_ip(out, d.daddr);
-          put_u16(out, d.dport);
-          put_str(out, d.unix_path);
-          put_i64(out, d.result);
-        } else if constexpr (std::is_same_v<T, OpenData>) {
-          put_str(out, d.path);
-          put_u32(out, d.flags);
-          put_u32(out, d.mode);
-          put_i64(out, d.result);
-          put_u32(out, d.dev_major);
-          put_u32(out, d.dev_minor);
-          put_bool(out, d.is_device);
-          put_str(out, d.raw);  // appended after is_device: older captures end before it
-        } else if constexpr (std::is_same_v<T, IoctlData>) {
-          put_i32(out, d.fd);
-          put_u32(out, d.cmd);
-          put_u32(out, d.nr);
-          put_bool(out, d.xfer);
-          put_bool(out, d.uvm);
-          put_u32(out, d.dev_major);
-          put_u32(out, d.dev_minor);
-          put_u32(out, d.rm_class);
-          put_u32(out, d.rm_control);
-          put_i64(out, d.result);
-          put_u32(out, d.rm_status);
-        } else if constexpr (std::is_same_v<T, GpuUsageData>) {
-          put_u64(out, d.interval_ns);
-          put_u32(out, static_cast<std::uint32_t>(d.entries.size()));
-          for (const auto& e : d.entries) {
-            put_u32(out, e.dev_major);
-            put_u32(out, e.dev_minor);
-            put_u32(out, e.nr);
-            put_u64(out, e.count);
-          }
-        } else if constexpr (std::is_same_v<T, XidData>) {
-          put_str(out, d.source);
-          put_i32(out, d.facility);
-          put_i32(out, d.level);
-          put_str(out, d.pci);
-          put_u32(out, d.code);
-          put_u32(out, d.xid_pid);
-          put_str(out, d.xid_comm);
-          put_str(out, d.text);
-        } else if constexpr (std::is_same_v<T, DnsData>) {
-          put_bool(out, d.is_response);
-          put_u16(out, d.id);
-          put_str(out, d.name);
-          put_u16(out, d.qtype);
-          put_u16(out, d.rcode);
-          put_u32(out, static_cast<std::uint32_t>(d.answers.size()));
-          for (const auto& a : d.answers) put_ip(out, a);
-          put_ip(out, d.server);
-          put_u16(out, d.server_port);
-        } else if constexpr (std::is_same_v<T, PayloadData>) {
-          put_u8(out, d.family);
-          put_ip(out, d.saddr);
-          put_u16(out, d.sport);
-          put_ip(out, d.daddr);
-          put_u16(out, d.dport);
-          put_str(out, d.bytes);
-          put_bool(out, d.truncated);
-        } else if constexpr (std::is_same_v<T, BpfData>) {
-          put_u32(out, d.cmd);
-          put_u32(out, d.prog_type);
-          put_str(out, d.prog_name);
-          put_i64(out, d.result);
-        }
-      },
-      data);
+  event::visit_payload(data, [&](const auto& d) { put_value(out, d); });
 }
 
 // ---- decoding ---------------------------------------------------------------
@@ -223,13 +169,19 @@ class Cursor {
       : p_(reinterpret_cast<const unsigned char*>(s.data())), end_(p_ + s.size()) {}
 
   bool failed() const { return bad_ != nullptr; }
-  const char* failure() const { return bad_; }
+  // The field that failed: "exec.filename", "event.pid"...
+  std::string failure() const {
+    if (!bad_) return "?";
+    return bad_ctx_.empty() ? std::string(bad_) : std::string(bad_ctx_) + "." + bad_;
+  }
+  // The payload whose fields are read now (names the failing field).
+  void set_context(std::string_view ctx) { ctx_ = ctx; }
   std::size_t left() const { return static_cast<std::size_t>(end_ - p_); }
 
   bool need(std::size_t n, const char* what) {
     if (bad_) return false;
     if (left() < n) {
-      bad_ = what;
+      fail(what);
       return false;
     }
     return true;
@@ -266,7 +218,7 @@ class Cursor {
   void bounded_str(std::string& s, std::size_t max, const char* what) {
     std::uint32_t n = u32(what);
     if (!bad_ && n > max) {
-      bad_ = what;
+      fail(what);
       return;
     }
     if (!need(n, what)) return;
@@ -277,7 +229,7 @@ class Cursor {
   std::uint32_t count(std::size_t min_size, const char* what) {
     std::uint32_t n = u32(what);
     if (!bad_ && static_cast<std::uint64_t>(n) * min_size > left()) {
-      bad_ = what;
+      fail(what);
       return 0;
     }
     return n;
@@ -306,161 +258,117 @@ class Cursor {
   }
 
  private:
+  void fail(const char* what) {
+    bad_ = what;
+    bad_ctx_ = ctx_;
+  }
+
   const unsigned char* p_;
   const unsigned char* end_;
   const char* bad_ = nullptr;
+  std::string_view ctx_;
+  std::string_view bad_ctx_;
 };
 
-// The payload alternative T, reusing the one `data` holds (and its string and
-// vector capacity) when it is already a T. Every field is assigned after this.
-template <typename T>
-T& reuse(event::Payload& data) {
-  if (auto* p = std::get_if<T>(&data)) return *p;
-  return data.emplace<T>();
-}
+// The fewest bytes a T takes when encoded (an empty string or vector: its count).
+template <class T>
+std::size_t min_size();
 
-// Returns false when the payload kind is not one this version knows (skip).
-bool get_payload(Cursor& c, std::uint8_t kind, event::Payload& data) {
-  using namespace event;
-  switch (kind) {
-    case 0:
-      data = std::monostate{};
-      return true;
-    case 1: {
-      ExecData& d = reuse<ExecData>(data);
-      c.str(d.filename, "exec.filename");
-      c.str(d.exe, "exec.exe");
-      c.strs(d.args, "exec.args");
-      d.args_truncated = c.boolean("exec.args_truncated");
-      c.str(d.cwd, "exec.cwd");
-      d.tty = c.u32("exec.tty");
-      d.loginuid = c.u32("exec.loginuid");
-      d.stdin_is_socket = c.boolean("exec.stdin_is_socket");
-      d.stdout_is_socket = c.boolean("exec.stdout_is_socket");
-      d.elf32 = c.left() > 0 && c.boolean("exec.elf32");  // appended later: absent in older files
-      return true;
-    }
-    case 2: {
-      ForkData& d = reuse<ForkData>(data);
-      d.child_pid = c.u32("fork.child_pid");
-      d.child_tid = c.u32("fork.child_tid");
-      d.is_thread = c.boolean("fork.is_thread");
-      return true;
-    }
-    case 3: {
-      ExitData& d = reuse<ExitData>(data);
-      d.exit_code = c.i32("exit.exit_code");
-      d.signal = c.i32("exit.signal");
-      return true;
-    }
-    case 4: {
-      ConnectData& d = reuse<ConnectData>(data);
-      d.family = c.u8("connect.family");
-      d.proto = static_cast<L4>(c.u8("connect.proto"));
-      c.ip(d.saddr, "connect.saddr");
-      d.sport = c.u16("connect.sport");
-      c.ip(d.daddr, "connect.daddr");
-      d.dport = c.u16("connect.dport");
-      c.str(d.unix_path, "connect.unix_path");
-      d.result = c.i64("connect.result");
-      return true;
-    }
-    case 5: {
-      OpenData& d = reuse<OpenData>(data);
-      c.str(d.path, "open.path");
-      d.flags = c.u32("open.flags");
-      d.mode = c.u32("open.mode");
-      d.result = c.i64("open.result");
-      d.dev_major = c.u32("open.dev_major");
-      d.dev_minor = c.u32("open.dev_minor");
-      d.is_device = c.boolean("open.is_device");
-      if (c.left() > 0) c.str(d.raw, "open.raw");
-      else d.raw.clear();
-      return true;
-    }
-    case 6: {
-      IoctlData& d = reuse<IoctlData>(data);
-      d.fd = c.i32("ioctl.fd");
-      d.cmd = c.u32("ioctl.cmd");
-      d.nr = c.u32("ioctl.nr");
-      d.xfer = c.boolean("ioctl.xfer");
-      d.uvm = c.boolean("ioctl.uvm");
-      d.dev_major = c.u32("ioctl.dev_major");
-      d.dev_minor = c.u32("ioctl.dev_minor");
-      d.rm_class = c.u32("ioctl.rm_class");
-      d.rm_control = c.u32("ioctl.rm_control");
-      d.result = c.i64("ioctl.result");
-      d.rm_status = c.u32("ioctl.rm_status");
-      return true;
-    }
-    case 7: {
-      GpuUsageData& d = reuse<GpuUsageData>(data);
-      d.interval_ns = c.u64("gpu_usage.interval_ns");
-      std::uint32_t n = c.count(20, "gpu_usage.entries");
-      d.entries.clear();
-      d.entries.reserve(n);
-      for (std::uint32_t i = 0; i < n && !c.failed(); ++i) {
-        auto& e = d.entries.emplace_back();
-        e.dev_major = c.u32("gpu_usage.dev_major");
-        e.dev_minor = c.u32("gpu_usage.dev_minor");
-        e.nr = c.u32("gpu_usage.nr");
-        e.count = c.u64("gpu_usage.count");
-      }
-      return true;
-    }
-    case 8: {
-      XidData& d = reuse<XidData>(data);
-      c.str(d.source, "xid.source");
-      d.facility = c.i32("xid.facility");
-      d.level = c.i32("xid.level");
-      c.str(d.pci, "xid.pci");
-      d.code = c.u32("xid.code");
-      d.xid_pid = c.u32("xid.xid_pid");
-      c.str(d.xid_comm, "xid.xid_comm");
-      c.str(d.text, "xid.text");
-      return true;
-    }
-    case 9: {
-      DnsData& d = reuse<DnsData>(data);
-      d.is_response = c.boolean("dns.is_response");
-      d.id = c.u16("dns.id");
-      c.str(d.name, "dns.name");
-      d.qtype = c.u16("dns.qtype");
-      d.rcode = c.u16("dns.rcode");
-      std::uint32_t n = c.count(17, "dns.answers");
-      d.answers.resize(n);
-      for (std::uint32_t i = 0; i < n && !c.failed(); ++i) c.ip(d.answers[i], "dns.answers");
-      c.ip(d.server, "dns.server");
-      d.server_port = c.u16("dns.server_port");
-      return true;
-    }
-    case 10: {
-      PayloadData& d = reuse<PayloadData>(data);
-      d.family = c.u8("payload.family");
-      c.ip(d.saddr, "payload.saddr");
-      d.sport = c.u16("payload.sport");
-      c.ip(d.daddr, "payload.daddr");
-      d.dport = c.u16("payload.dport");
-      c.str(d.bytes, "payload.bytes");
-      d.truncated = c.boolean("payload.truncated");
-      return true;
-    }
-    case 11: {
-      BpfData& d = reuse<BpfData>(data);
-      d.cmd = c.u32("bpf.cmd");
-      d.prog_type = c.u32("bpf.prog_type");
-      c.str(d.prog_name, "bpf.prog_name");
-      d.result = c.i64("bpf.result");
-      return true;
-    }
-    default:
-      return false;
+struct SizeField {
+  std::size_t& sum;
+  void appended() {}
+  template <class V>
+  void operator()(std::string_view, const V&, unsigned = 0) {
+    sum += min_size<V>();
+  }
+};
+
+template <class T>
+std::size_t min_size() {
+  if constexpr (std::is_same_v<T, bool> || std::is_enum_v<T> || std::is_integral_v<T>) {
+    return std::is_same_v<T, bool> ? 1 : sizeof(T);
+  } else if constexpr (std::is_same_v<T, std::string> || event::kIsVector<T>) {
+    return 4;
+  } else if constexpr (std::is_same_v<T, event::IpAddr>) {
+    return 17;
+  } else {
+    static const std::size_t n = [] {
+      std::size_t sum = 0;
+      SizeField size{sum};
+      const T empty{};
+      T::fields(size, empty);
+      return sum;
+    }();
+    return n;
   }
 }
 
-static_assert(std::variant_size_v<event::Payload> == 12,
-              "a payload kind was added to event.h: give it an encoding here and in "
-              "docs/capture-format.md");
+template <class T>
+void get_value(Cursor& c, T& x, const char* what);
+
+// Reads fields in order. Fields after appended() may be absent (a record
+// written before they existed): when the body ends there, they take their
+// defaults.
+struct GetField {
+  Cursor& c;
+  bool optional = false;
+  void appended() { optional = true; }
+  template <class V>
+  void operator()(const char* name, V& v, unsigned = 0) {
+    if (optional && !c.failed() && c.left() == 0) {
+      v = V{};
+      return;
+    }
+    get_value(c, v, name);
+  }
+};
+
+template <class T>
+void get_value(Cursor& c, T& x, const char* what) {
+  if constexpr (std::is_same_v<T, bool>) {
+    x = c.boolean(what);
+  } else if constexpr (std::is_enum_v<T>) {
+    std::underlying_type_t<T> v{};
+    get_value(c, v, what);
+    x = static_cast<T>(v);
+  } else if constexpr (std::is_integral_v<T>) {
+    if constexpr (sizeof(T) == 1) x = static_cast<T>(c.u8(what));
+    else if constexpr (sizeof(T) == 2) x = static_cast<T>(c.u16(what));
+    else if constexpr (sizeof(T) == 4) x = static_cast<T>(c.u32(what));
+    else x = static_cast<T>(c.u64(what));
+  } else if constexpr (std::is_same_v<T, std::string>) {
+    c.str(x, what);
+  } else if constexpr (std::is_same_v<T, event::IpAddr>) {
+    c.ip(x, what);
+  } else if constexpr (event::kIsVector<T>) {
+    // Bounded by what remains: each item takes at least min_size bytes.
+    std::uint32_t n = c.count(min_size<typename T::value_type>(), what);
+    x.resize(n);
+    for (std::uint32_t i = 0; i < n && !c.failed(); ++i) get_value(c, x[i], what);
+  } else {
+    GetField get{c};
+    T::fields(get, x);
+  }
+}
+
+// Decodes a payload of `kind`, reusing the struct `data` already holds (and
+// its string and vector capacity) when it is the same kind. Returns false
+// when the kind is not one this version knows (skip the record).
+bool get_payload(Cursor& c, std::uint8_t kind, event::Payload& data) {
+  if (kind != data.index() && !event::make_payload_kind(kind, data)) return false;
+  std::visit(
+      [&](auto& d) {
+        using T = std::decay_t<decltype(d)>;
+        if constexpr (!std::is_same_v<T, std::monostate>) {
+          c.set_context(T::kKey);
+          GetField get{c};
+          T::fields(get, d);
+          c.set_context({});
+        }
+      },
+      data);
+  return true;
+}
 
 }  // namespace
 
@@ -647,6 +555,11 @@ DecodeOutcome decode_record(std::uint8_t type, std::string_view body, RecordData
       // An event type or payload kind from a later version: skip the record.
       if (t >= static_cast<std::uint8_t>(event::Type::kCount)) return DecodeOutcome::kSkipped;
       h.type = static_cast<event::Type>(t);
+      if (kind < event::kPayloadKinds && kind != event::info(h.type).payload_kind) {
+        why = "event.payload_kind: kind " + std::to_string(kind) + " does not belong to event type " +
+              std::string(event::type_name(h.type));
+        return DecodeOutcome::kBad;
+      }
       if (!get_payload(c, kind, ev.data)) return DecodeOutcome::kSkipped;
       if (c.failed()) break;
       return DecodeOutcome::kOk;
@@ -757,7 +670,7 @@ DecodeOutcome decode_record(std::uint8_t type, std::string_view body, RecordData
       return DecodeOutcome::kSkipped;
   }
   why = std::string("record body too short or malformed at field ") +
-        (c.failure() ? c.failure() : "?");
+        c.failure();
   return DecodeOutcome::kBad;
 }
 

@@ -2,9 +2,11 @@
 
 #include <cstdio>
 #include <ctime>
+#include <climits>
 #include <type_traits>
 
 #include "engine/capture/timeline.h"
+#include "engine/event/schema.h"
 
 namespace vigil::capture {
 namespace {
@@ -49,145 +51,107 @@ std::string hex_bytes(std::string_view s) {
   return out;
 }
 
-void payload_json(std::string& out, Obj& o, const event::Payload& data) {
-  using namespace event;
-  std::visit(
-      [&](const auto& d) {
-        using T = std::decay_t<decltype(d)>;
-        if constexpr (std::is_same_v<T, std::monostate>) {
-          return;
-        } else {
-          const char* name = std::is_same_v<T, ExecData>       ? "exec"
-                             : std::is_same_v<T, ForkData>     ? "fork"
-                             : std::is_same_v<T, ExitData>     ? "exit"
-                             : std::is_same_v<T, ConnectData>  ? "connect"
-                             : std::is_same_v<T, OpenData>     ? "open"
-                             : std::is_same_v<T, IoctlData>    ? "ioctl"
-                             : std::is_same_v<T, GpuUsageData> ? "gpu_usage"
-                             : std::is_same_v<T, XidData>      ? "xid"
-                             : std::is_same_v<T, DnsData>      ? "dns"
-                             : std::is_same_v<T, PayloadData>  ? "payload"
-                                                               : "bpf";
-          o.key(name);
-          Obj p(out);
-          if constexpr (std::is_same_v<T, ExecData>) {
-            p.str("filename", d.filename);
-            p.str("exe", d.exe);
-            p.key("args");
-            out.push_back('[');
-            for (std::size_t i = 0; i < d.args.size(); ++i) {
-              if (i) out.push_back(',');
-              out += json_quote(d.args[i]);
-            }
-            out.push_back(']');
-            p.boolean("args_truncated", d.args_truncated);
-            p.str("cwd", d.cwd);
-            p.num("tty", d.tty);
-            p.num("loginuid", d.loginuid);
-            p.boolean("stdin_is_socket", d.stdin_is_socket);
-            p.boolean("stdout_is_socket", d.stdout_is_socket);
-            p.boolean("elf32", d.elf32);
-          } else if constexpr (std::is_same_v<T, ForkData>) {
-            p.num("child_pid", d.child_pid);
-            p.num("child_tid", d.child_tid);
-            p.boolean("is_thread", d.is_thread);
-          } else if constexpr (std::is_same_v<T, ExitData>) {
-            p.num("exit_code", d.exit_code);
-            p.num("signal", d.signal);
-          } else if constexpr (std::is_same_v<T, ConnectData>) {
-            p.num("family", d.family);
-            p.num("proto", static_cast<int>(d.proto));
-            p.str("saddr", to_string(d.saddr));
-            p.num("sport", d.sport);
-            p.str("daddr", to_string(d.daddr));
-            p.num("dport", d.dport);
-            if (!d.unix_path.empty()) p.str("unix_path", d.unix_path);
-            if (d.result == ConnectData::kResultUnknown) {
-              p.key("result");
-              out += "null";
-            } else {
-              p.num("result", d.result);
-            }
-          } else if constexpr (std::is_same_v<T, OpenData>) {
-            p.str("path", d.path);
-            p.num("flags", d.flags);
-            p.num("mode", d.mode);
-            p.num("result", d.result);
-            p.num("dev_major", d.dev_major);
-            p.num("dev_minor", d.dev_minor);
-            p.boolean("is_device", d.is_device);
-            if (!d.raw.empty()) p.str("raw", d.raw);
-          } else if constexpr (std::is_same_v<T, IoctlData>) {
-            p.num("fd", d.fd);
-            p.num("cmd", d.cmd);
-            p.num("nr", d.nr);
-            p.boolean("xfer", d.xfer);
-            p.boolean("uvm", d.uvm);
-            p.num("dev_major", d.dev_major);
-            p.num("dev_minor", d.dev_minor);
-            p.num("rm_class", d.rm_class);
-            p.num("rm_control", d.rm_control);
-            p.num("result", d.result);
-            p.num("rm_status", d.rm_status);
-          } else if constexpr (std::is_same_v<T, GpuUsageData>) {
-            p.num("interval_ns", d.interval_ns);
-            p.key("entries");
-            out.push_back('[');
-            for (std::size_t i = 0; i < d.entries.size(); ++i) {
-              if (i) out.push_back(',');
-              Obj e(out);
-              e.num("dev_major", d.entries[i].dev_major);
-              e.num("dev_minor", d.entries[i].dev_minor);
-              e.num("nr", d.entries[i].nr);
-              e.num("count", d.entries[i].count);
-              e.close();
-            }
-            out.push_back(']');
-          } else if constexpr (std::is_same_v<T, XidData>) {
-            p.str("source", d.source);
-            p.num("facility", d.facility);
-            p.num("level", d.level);
-            p.str("pci", d.pci);
-            p.num("code", d.code);
-            p.num("pid", d.xid_pid);
-            p.str("comm", d.xid_comm);
-            p.str("text", d.text);
-          } else if constexpr (std::is_same_v<T, DnsData>) {
-            p.boolean("is_response", d.is_response);
-            p.num("id", d.id);
-            p.str("name", d.name);
-            p.num("qtype", d.qtype);
-            p.num("rcode", d.rcode);
-            p.key("answers");
-            out.push_back('[');
-            for (std::size_t i = 0; i < d.answers.size(); ++i) {
-              if (i) out.push_back(',');
-              out += json_quote(to_string(d.answers[i]));
-            }
-            out.push_back(']');
-            p.str("server", to_string(d.server));
-            p.num("server_port", d.server_port);
-          } else if constexpr (std::is_same_v<T, PayloadData>) {
-            p.num("family", d.family);
-            p.str("saddr", to_string(d.saddr));
-            p.num("sport", d.sport);
-            p.str("daddr", to_string(d.daddr));
-            p.num("dport", d.dport);
-            p.str("bytes_hex", hex_bytes(d.bytes));
-            p.boolean("truncated", d.truncated);
-          } else if constexpr (std::is_same_v<T, BpfData>) {
-            p.num("cmd", d.cmd);
-            p.num("prog_type", d.prog_type);
-            p.str("prog_name", d.prog_name);
-            p.num("result", d.result);
-          }
-          p.close();
-        }
-      },
-      data);
+template <class T>
+void json_value(std::string& out, const T& x);
+
+struct JsonField {
+  std::string& out;
+  Obj& o;
+  void appended() {}
+  template <class V>
+  void operator()(std::string_view name, const V& v, unsigned opts = 0) {
+    if constexpr (std::is_same_v<V, std::string>) {
+      if ((opts & event::kOmitEmpty) && v.empty()) return;
+      if (opts & event::kHex) {
+        o.str(std::string(name) + "_hex", hex_bytes(v));
+        return;
+      }
+    }
+    o.key(name);
+    if constexpr (std::is_same_v<V, std::int64_t>) {
+      if ((opts & event::kNullIfMin) && v == INT64_MIN) {
+        out += "null";
+        return;
+      }
+    }
+    json_value(out, v);
+  }
+};
+
+template <class T>
+void json_value(std::string& out, const T& x) {
+  if constexpr (std::is_same_v<T, bool>) {
+    out += x ? "true" : "false";
+  } else if constexpr (std::is_enum_v<T>) {
+    out += std::to_string(static_cast<std::underlying_type_t<T>>(x));
+  } else if constexpr (std::is_integral_v<T>) {
+    out += std::to_string(x);
+  } else if constexpr (std::is_same_v<T, std::string>) {
+    out += json_quote(x);
+  } else if constexpr (std::is_same_v<T, event::IpAddr>) {
+    out += json_quote(event::to_string(x));
+  } else if constexpr (event::kIsVector<T>) {
+    out.push_back('[');
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      if (i) out.push_back(',');
+      json_value(out, x[i]);
+    }
+    out.push_back(']');
+  } else {
+    Obj o(out);
+    JsonField field{out, o};
+    T::fields(field, x);
+    o.close();
+  }
+}
+
+// One line of text per payload kind, for `replay --events` text and the
+// timeline. Each payload needs its overload: a new one without it fails the build.
+std::string summary(const event::ExecData& d) {
+  std::string s = "exe=" + d.exe + " args=";
+  for (std::size_t i = 0; i < d.args.size(); ++i) s += (i ? " " : "") + d.args[i];
+  return s;
+}
+std::string summary(const event::ForkData& d) { return "child=" + std::to_string(d.child_pid); }
+std::string summary(const event::ExitData& d) {
+  return "code=" + std::to_string(d.exit_code) + " signal=" + std::to_string(d.signal);
+}
+std::string summary(const event::ConnectData& d) {
+  return "to=" + (d.unix_path.empty() ? ip_port(d.daddr, d.dport) : d.unix_path);
+}
+std::string summary(const event::OpenData& d) { return "path=" + d.path; }
+std::string summary(const event::IoctlData& d) {
+  return "nr=" + std::to_string(d.nr) + " class=" + std::to_string(d.rm_class);
+}
+std::string summary(const event::GpuUsageData& d) {
+  std::uint64_t total = 0;
+  for (const auto& e : d.entries) total += e.count;
+  return "ioctls=" + std::to_string(total);
+}
+std::string summary(const event::XidData& d) {
+  return "xid=" + std::to_string(d.code) + " pci=" + d.pci;
+}
+std::string summary(const event::DnsData& d) { return "name=" + d.name; }
+std::string summary(const event::PayloadData& d) {
+  return "to=" + ip_port(d.daddr, d.dport) + " bytes=" + std::to_string(d.bytes.size());
+}
+std::string summary(const event::BpfData& d) {
+  return "cmd=" + std::to_string(d.cmd) + " prog=" + d.prog_name;
 }
 
 }  // namespace
+
+std::string event_summary(const event::Event& ev) {
+  std::string s;
+  event::visit_payload(ev.data, [&](const auto& d) { s = summary(d); });
+  return s;
+}
+
+std::string ip_port(const event::IpAddr& a, std::uint16_t port) {
+  std::string ip = event::to_string(a);
+  if (a.family == 10 /* AF_INET6 */) return "[" + ip + "]:" + std::to_string(port);
+  return ip + ":" + std::to_string(port);
+}
 
 std::string rfc3339(std::uint64_t ts_ns) {
   std::time_t secs = static_cast<std::time_t>(ts_ns / 1'000'000'000);
@@ -218,7 +182,10 @@ std::string event_json(const event::Event& ev, const state::EvalContext* ctx) {
   o.num("mnt_ns", h.mnt_ns);
   o.num("net_ns", h.net_ns);
   o.str("comm", h.comm);
-  payload_json(out, o, ev.data);
+  event::visit_payload(ev.data, [&](const auto& d) {
+    o.key(std::decay_t<decltype(d)>::kKey);
+    json_value(out, d);
+  });
   if (ctx && ctx->container) o.str("container.id", ctx->container->id);
   if (ctx && ctx->pod) {
     o.str("k8s.ns.name", ctx->pod->ns);
@@ -234,25 +201,7 @@ std::string event_text(const event::Event& ev, const state::EvalContext* ctx) {
                   " pid=" + std::to_string(ev.hdr.pid) + " comm=" + ev.hdr.comm;
   if (ctx && ctx->pod) s += " pod=" + ctx->pod->ns + "/" + ctx->pod->name;
   else if (ctx && ctx->container) s += " container=" + ctx->container->id.substr(0, 12);
-  if (const auto* d = ev.as<ExecData>()) {
-    s += " exe=" + d->exe + " args=";
-    for (std::size_t i = 0; i < d->args.size(); ++i) s += (i ? " " : "") + d->args[i];
-  } else if (const auto* d = ev.as<ConnectData>()) {
-    s += " to=" + (d->unix_path.empty() ? to_string(d->daddr) + ":" + std::to_string(d->dport)
-                                         : d->unix_path);
-  } else if (const auto* d = ev.as<OpenData>()) {
-    s += " path=" + d->path;
-  } else if (const auto* d = ev.as<ExitData>()) {
-    s += " code=" + std::to_string(d->exit_code) + " signal=" + std::to_string(d->signal);
-  } else if (const auto* d = ev.as<XidData>()) {
-    s += " xid=" + std::to_string(d->code) + " pci=" + d->pci;
-  } else if (const auto* d = ev.as<DnsData>()) {
-    s += " name=" + d->name;
-  } else if (const auto* d = ev.as<IoctlData>()) {
-    s += " nr=" + std::to_string(d->nr) + " class=" + std::to_string(d->rm_class);
-  } else if (const auto* d = ev.as<ForkData>()) {
-    s += " child=" + std::to_string(d->child_pid);
-  }
+  if (std::string brief = event_summary(ev); !brief.empty()) s += " " + brief;
   // Control bytes would garble a terminal: show them escaped.
   std::string out;
   for (unsigned char c : s) {

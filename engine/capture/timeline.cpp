@@ -2,17 +2,14 @@
 
 #include <cstdio>
 #include <fstream>
+#include <type_traits>
 
+#include "engine/capture/event_json.h"
 #include "engine/event/nvidia.h"
+#include "engine/event/schema.h"
 
 namespace vigil::capture {
 namespace {
-
-std::string ip_port(const event::IpAddr& a, std::uint16_t port) {
-  std::string ip = event::to_string(a);
-  if (a.family == 10 /* AF_INET6 */) return "[" + ip + "]:" + std::to_string(port);
-  return ip + ":" + std::to_string(port);
-}
 
 std::string hex(std::uint32_t v) {
   char b[16];
@@ -170,69 +167,72 @@ void TimelineBuilder::add_event(const event::Event& ev) {
   }
   int track = track_for(ev);
   name_thread(track, ev.hdr.pid, ev.hdr.comm);
-  if (const auto* d = ev.as<ExecData>()) {
-    close_span(ev.hdr.pid, ts);
-    std::string cmdline;
-    for (const auto& a : d->args) {
-      if (!cmdline.empty()) cmdline += ' ';
-      if (cmdline.size() > 512) break;
-      cmdline += a;
+  const std::string category(event::info(ev.hdr.type).category);
+  event::visit_payload(ev.data, [&](const auto& d) {
+    using T = std::decay_t<decltype(d)>;
+    if constexpr (std::is_same_v<T, ExecData>) {
+      close_span(ev.hdr.pid, ts);
+      std::string cmdline;
+      for (const auto& a : d.args) {
+        if (!cmdline.empty()) cmdline += ' ';
+        if (cmdline.size() > 512) break;
+        cmdline += a;
+      }
+      Span s;
+      s.start = ts;
+      s.name = d.exe.empty() ? d.filename : d.exe;
+      s.track = track;
+      s.args = "{\"cmdline\":" + json_quote(cmdline) + ",\"cwd\":" + json_quote(d.cwd) +
+               ",\"uid\":" + std::to_string(ev.hdr.uid) + "}";
+      open_[ev.hdr.pid] = std::move(s);
+    } else if constexpr (std::is_same_v<T, ExitData>) {
+      close_span(ev.hdr.pid, ts);
+      instant(ev, track, "exit " + std::to_string(d.exit_code) +
+                             (d.signal ? " (signal " + std::to_string(d.signal) + ")" : ""),
+              "exit", "");
+    } else if constexpr (std::is_same_v<T, ForkData>) {
+      if (!d.is_thread) instant(ev, track, "fork " + std::to_string(d.child_pid), "fork", "");
+    } else if constexpr (std::is_same_v<T, ConnectData>) {
+      std::string to = d.unix_path.empty() ? ip_port(d.daddr, d.dport) : d.unix_path;
+      instant(ev, track, "connect " + to, "net",
+              "{\"result\":" +
+                  (d.result == ConnectData::kResultUnknown ? std::string("null")
+                                                           : std::to_string(d.result)) +
+                  "}");
+    } else if constexpr (std::is_same_v<T, OpenData>) {
+      bool gpu = d.dev_major == nvidia::kMajor || d.path.find("nvidia") != std::string::npos;
+      instant(ev, track, "open " + d.path, gpu ? "gpu" : "file",
+              "{\"result\":" + std::to_string(d.result) + "}");
+    } else if constexpr (std::is_same_v<T, IoctlData>) {
+      std::string name(d.uvm ? nvidia::uvm_ioctl_name(d.cmd) : nvidia::escape_name(d.nr));
+      if (name.empty()) name = hex(d.uvm ? d.cmd : d.nr);
+      std::string args =
+          "{\"fd\":" + std::to_string(d.fd) + ",\"result\":" + std::to_string(d.result);
+      if (d.rm_class) {
+        std::string cls(nvidia::class_name(d.rm_class));
+        args += ",\"class\":" + json_quote(cls.empty() ? hex(d.rm_class) : cls);
+      }
+      if (d.rm_control) {
+        std::string ctl(nvidia::control_name(d.rm_control));
+        args += ",\"control\":" + json_quote(ctl.empty() ? hex(d.rm_control) : ctl);
+      }
+      instant(ev, track, "ioctl " + name, "gpu", args + "}");
+    } else if constexpr (std::is_same_v<T, GpuUsageData>) {
+      std::uint64_t total = 0;
+      for (const auto& e : d.entries) total += e.count;
+      instant(ev, track, "gpu ioctls x" + std::to_string(total), "gpu",
+              "{\"interval_ns\":" + std::to_string(d.interval_ns) + "}");
+    } else if constexpr (std::is_same_v<T, DnsData>) {
+      instant(ev, track, std::string(d.is_response ? "dns answer " : "dns query ") + d.name,
+              "dns", "");
+    } else if constexpr (std::is_same_v<T, PayloadData>) {
+      instant(ev, track, "first bytes to " + ip_port(d.daddr, d.dport), "net", "");
+    } else {
+      // Every other event: its evt.type and summary, in the schema's category.
+      instant(ev, track, std::string(event::type_name(ev.hdr.type)) + " " + event_summary(ev),
+              category.c_str(), "");
     }
-    Span s;
-    s.start = ts;
-    s.name = d->exe.empty() ? d->filename : d->exe;
-    s.track = track;
-    s.args = "{\"cmdline\":" + json_quote(cmdline) + ",\"cwd\":" + json_quote(d->cwd) +
-             ",\"uid\":" + std::to_string(ev.hdr.uid) + "}";
-    open_[ev.hdr.pid] = std::move(s);
-  } else if (ev.as<ExitData>()) {
-    const auto* d = ev.as<ExitData>();
-    close_span(ev.hdr.pid, ts);
-    instant(ev, track, "exit " + std::to_string(d->exit_code) +
-                           (d->signal ? " (signal " + std::to_string(d->signal) + ")" : ""),
-            "exit", "");
-  } else if (const auto* d = ev.as<ForkData>()) {
-    if (!d->is_thread) {
-      instant(ev, track, "fork " + std::to_string(d->child_pid), "fork", "");
-    }
-  } else if (const auto* d = ev.as<ConnectData>()) {
-    std::string to = d->unix_path.empty() ? ip_port(d->daddr, d->dport) : d->unix_path;
-    instant(ev, track, "connect " + to, "net",
-            "{\"result\":" +
-                (d->result == ConnectData::kResultUnknown ? std::string("null")
-                                                          : std::to_string(d->result)) +
-                "}");
-  } else if (const auto* d = ev.as<OpenData>()) {
-    bool gpu = d->dev_major == nvidia::kMajor || d->path.find("nvidia") != std::string::npos;
-    instant(ev, track, "open " + d->path, gpu ? "gpu" : "file",
-            "{\"result\":" + std::to_string(d->result) + "}");
-  } else if (const auto* d = ev.as<IoctlData>()) {
-    std::string name(d->uvm ? nvidia::uvm_ioctl_name(d->cmd) : nvidia::escape_name(d->nr));
-    if (name.empty()) name = hex(d->uvm ? d->cmd : d->nr);
-    std::string args = "{\"fd\":" + std::to_string(d->fd) + ",\"result\":" +
-                       std::to_string(d->result);
-    if (d->rm_class) {
-      std::string cls(nvidia::class_name(d->rm_class));
-      args += ",\"class\":" + json_quote(cls.empty() ? hex(d->rm_class) : cls);
-    }
-    if (d->rm_control) {
-      std::string ctl(nvidia::control_name(d->rm_control));
-      args += ",\"control\":" + json_quote(ctl.empty() ? hex(d->rm_control) : ctl);
-    }
-    instant(ev, track, "ioctl " + name, "gpu", args + "}");
-  } else if (const auto* d = ev.as<GpuUsageData>()) {
-    std::uint64_t total = 0;
-    for (const auto& e : d->entries) total += e.count;
-    instant(ev, track, "gpu ioctls x" + std::to_string(total), "gpu",
-            "{\"interval_ns\":" + std::to_string(d->interval_ns) + "}");
-  } else if (const auto* d = ev.as<DnsData>()) {
-    instant(ev, track, std::string(d->is_response ? "dns answer " : "dns query ") + d->name,
-            "dns", "");
-  } else if (const auto* d = ev.as<PayloadData>()) {
-    instant(ev, track, "first bytes to " + ip_port(d->daddr, d->dport), "net", "");
-  } else if (const auto* d = ev.as<BpfData>()) {
-    instant(ev, track, "bpf cmd " + std::to_string(d->cmd) + " " + d->prog_name, "bpf", "");
-  }
+  });
 }
 
 void TimelineBuilder::add_alert(const event::Event& ev, const event::Alert& alert) {

@@ -4,16 +4,13 @@
 #include <sys/socket.h>
 
 #include <array>
+#include <utility>
 
 #include "engine/event/alert.h"
+#include "engine/event/schema.h"
 
 namespace vigil::event {
 namespace {
-
-constexpr std::array<std::string_view, static_cast<std::size_t>(Type::kCount)> kTypeNames = {
-    "unknown", "execve",  "clone", "procexit", "connect", "openat",
-    "ioctl",   "gpu_usage", "xid", "dns",      "payload", "bpf",
-};
 
 constexpr std::array<std::string_view, 8> kPriorityNames = {
     "Emergency", "Alert", "Critical", "Error", "Warning", "Notice", "Informational", "Debug",
@@ -32,17 +29,60 @@ bool iequals(std::string_view a, std::string_view b) {
 
 }  // namespace
 
-std::string_view type_name(Type t) {
-  auto i = static_cast<std::size_t>(t);
-  return i < kTypeNames.size() ? kTypeNames[i] : kTypeNames[0];
+std::string_view type_name(Type t) { return info(t).name; }
+
+Type type_from_name(std::string_view name) { return type_named(name); }
+
+namespace {
+
+template <std::size_t... I>
+constexpr auto payload_factories(std::index_sequence<I...>) {
+  return std::array<Payload (*)(), sizeof...(I)>{
+      +[]() -> Payload { return Payload(std::in_place_index<I>); }...};
+}
+constexpr auto kPayloadFactories = payload_factories(std::make_index_sequence<kPayloadKinds>());
+
+// Syscalls Falco knows that vigil does not report. A name that becomes an event
+// type must leave this list (event_test checks that none is both).
+constexpr std::string_view kUnreported[] = {
+    "accept", "accept4", "bind", "listen", "socket", "socketpair", "recvfrom", "recvmsg",
+    "recvmmsg", "sendmmsg", "shutdown", "getsockopt", "setsockopt", "read", "write", "pread",
+    "pwrite", "readv", "writev", "preadv", "pwritev", "close", "dup", "dup2", "dup3", "pipe",
+    "pipe2", "eventfd", "eventfd2", "signalfd", "timerfd_create", "inotify_init",
+    "inotify_init1", "fcntl", "chmod", "fchmod", "fchmodat", "chown", "fchown", "fchownat",
+    "lchown", "mkdir", "mkdirat", "rmdir", "unlink", "unlinkat", "rename", "renameat",
+    "renameat2", "link", "linkat", "symlink", "symlinkat", "mount", "umount", "umount2",
+    "ptrace", "setuid", "setgid", "setresuid", "setresgid", "setreuid", "setregid", "setns",
+    "unshare", "init_module", "finit_module", "delete_module", "userfaultfd", "memfd_create",
+    "mmap", "mmap2", "munmap", "mprotect", "brk", "kill", "tkill", "tgkill", "chroot",
+    "chdir", "fchdir", "capset", "prctl", "seccomp", "pivot_root", "quotactl", "splice",
+    "sendfile", "truncate", "ftruncate", "io_uring_setup", "io_uring_enter",
+    "io_uring_register", "copy_file_range", "process_vm_readv", "process_vm_writev",
+    "switch", "container", "pluginevent", "asyncevent", "signaldeliver", "nanosleep",
+    "poll", "select", "epoll_wait", "futex", "getdents", "getdents64", "stat", "lstat",
+    "fstat", "access", "faccessat", "faccessat2", "utimensat", "open_by_handle_at",
+    "name_to_handle_at", "fsconfig", "fsopen", "fsmount", "move_mount", "open_tree",
+    "mknod", "mknodat", "setrlimit", "prlimit", "getrlimit", "lseek", "llseek", "flock",
+    "semop", "semget", "semctl", "newfstatat", "setpgid", "setsid", "procinfo"};
+
+}  // namespace
+
+Payload make_payload(Type t) { return kPayloadFactories[info(t).payload_kind](); }
+
+bool make_payload_kind(std::size_t kind, Payload& out) {
+  if (kind >= kPayloadFactories.size()) return false;
+  out = kPayloadFactories[kind]();
+  return true;
 }
 
-Type type_from_name(std::string_view name) {
-  for (std::size_t i = 1; i < kTypeNames.size(); ++i) {
-    if (kTypeNames[i] == name) return static_cast<Type>(i);
+bool is_unreported_syscall(std::string_view name) noexcept {
+  for (auto s : kUnreported) {
+    if (s == name) return true;
   }
-  return Type::kUnknown;
+  return false;
 }
+
+std::span<const std::string_view> unreported_syscalls() noexcept { return kUnreported; }
 
 std::string to_string(const IpAddr& a) {
   char buf[INET6_ADDRSTRLEN] = {};

@@ -18,27 +18,22 @@
 #include <variant>
 #include <vector>
 
+#include "bpf/shared/event_types.h"
+
 namespace vigil::event {
 
-// Stable numbers: they are written into capture files. Append only; never reuse.
+// Every event type, from the one schema table (bpf/shared/event_types.h): the
+// numbers are written into ring-buffer records and capture files.
+#define VIGIL_TYPE_ENUMERATOR(Cxx, C, id, ...) k##Cxx = id,
 enum class Type : std::uint8_t {
   kUnknown = 0,
-  kExec = 1,      // a program was executed (after a successful execve/execveat)
-  kFork = 2,      // a process or thread was created (clone/fork/vfork)
-  kExit = 3,      // a process (thread group leader) exited
-  kConnect = 4,   // an outbound connect() or an unconnected UDP send
-  kOpen = 5,      // an open of a device node or of a path the rules ask about
-  kIoctl = 6,     // an ioctl on an NVIDIA device fd (sent one by one)
-  kGpuUsage = 7,  // periodic per-process, per-command counts of NVIDIA ioctls
-  kXid = 8,       // a GPU Xid error (tracepoint or an NVRM line in /dev/kmsg)
-  kDns = 9,       // a DNS question or answer seen on the packet path
-  kPayload = 10,  // the first bytes a process sent on a new outbound TCP connection
-  kBpf = 11,      // a bpf() syscall that loads, attaches or detaches programs
+  VG_EVENT_TYPES(VIGIL_TYPE_ENUMERATOR)
   kCount
 };
+#undef VIGIL_TYPE_ENUMERATOR
 
 std::string_view type_name(Type t);          // "execve", "connect", ... (Falco's evt.type)
-Type type_from_name(std::string_view name);  // kUnknown when not known
+Type type_from_name(std::string_view name);  // by name or alias; kUnknown when not known
 
 // Who and where: filled for every event. Namespace ids are the inode numbers
 // of /proc/<pid>/ns/{pid,mnt,net}. cgroup_id is the cgroup v2 id (the inode
@@ -58,6 +53,17 @@ struct Header {
   std::string comm;         // at most 15 bytes (TASK_COMM_LEN - 1)
 };
 
+// Payload fields are listed once, by each payload's fields(v, d): the capture
+// codec, the JSON form and the rule-test reader walk that list. `v(name,
+// member[, opts])` visits one field; `v.appended()` marks where fields added
+// after the first capture format begin (older captures end before them).
+// Options change only the JSON form.
+enum FieldOpt : unsigned {
+  kOmitEmpty = 1,  // an empty string is left out
+  kHex = 2,        // binary bytes: written as hex under "<name>_hex"
+  kNullIfMin = 4,  // INT64_MIN (not known) is written as null
+};
+
 struct ExecData {
   std::string filename;           // the path given to execve (the script, for #! scripts)
   std::string exe;                // the executable now running (the interpreter, for scripts)
@@ -69,17 +75,48 @@ struct ExecData {
   bool stdin_is_socket = false;   // fd 0 of the new program is a socket
   bool stdout_is_socket = false;  // fd 1 of the new program is a socket
   bool elf32 = false;             // a 32-bit ELF: its open/ioctl/bpf syscalls are not traced
+
+  static constexpr std::string_view kKey = "exec";
+  template <class V, class Self>
+  static void fields(V& v, Self& d) {
+    v("filename", d.filename);
+    v("exe", d.exe);
+    v("args", d.args);
+    v("args_truncated", d.args_truncated);
+    v("cwd", d.cwd);
+    v("tty", d.tty);
+    v("loginuid", d.loginuid);
+    v("stdin_is_socket", d.stdin_is_socket);
+    v("stdout_is_socket", d.stdout_is_socket);
+    v.appended();
+    v("elf32", d.elf32);
+  }
 };
 
 struct ForkData {
   std::uint32_t child_pid = 0;
   std::uint32_t child_tid = 0;
   bool is_thread = false;  // CLONE_THREAD: a thread, not a new process
+
+  static constexpr std::string_view kKey = "fork";
+  template <class V, class Self>
+  static void fields(V& v, Self& d) {
+    v("child_pid", d.child_pid);
+    v("child_tid", d.child_tid);
+    v("is_thread", d.is_thread);
+  }
 };
 
 struct ExitData {
   std::int32_t exit_code = 0;  // the code passed to exit(), when not killed
   std::int32_t signal = 0;     // the signal that killed it, 0 if none
+
+  static constexpr std::string_view kKey = "exit";
+  template <class V, class Self>
+  static void fields(V& v, Self& d) {
+    v("exit_code", d.exit_code);
+    v("signal", d.signal);
+  }
 };
 
 // An IPv4 or IPv6 address in network byte order; IPv4 uses the first 4 bytes.
@@ -104,6 +141,19 @@ struct ConnectData {
   // failure, kResultUnknown when the hook fires before the outcome exists.
   static constexpr std::int64_t kResultUnknown = INT64_MIN;
   std::int64_t result = kResultUnknown;
+
+  static constexpr std::string_view kKey = "connect";
+  template <class V, class Self>
+  static void fields(V& v, Self& d) {
+    v("family", d.family);
+    v("proto", d.proto);
+    v("saddr", d.saddr);
+    v("sport", d.sport);
+    v("daddr", d.daddr);
+    v("dport", d.dport);
+    v("unix_path", d.unix_path, kOmitEmpty);
+    v("result", d.result, kNullIfMin);
+  }
 };
 
 struct OpenData {
@@ -115,6 +165,20 @@ struct OpenData {
   std::uint32_t dev_minor = 0;
   bool is_device = false;      // the opened file is a character/block device
   std::string raw;             // the path as given (fd.nameraw) where it differs from `path`, else empty
+
+  static constexpr std::string_view kKey = "open";
+  template <class V, class Self>
+  static void fields(V& v, Self& d) {
+    v("path", d.path);
+    v("flags", d.flags);
+    v("mode", d.mode);
+    v("result", d.result);
+    v("dev_major", d.dev_major);
+    v("dev_minor", d.dev_minor);
+    v("is_device", d.is_device);
+    v.appended();
+    v("raw", d.raw, kOmitEmpty);
+  }
 };
 
 // An NVIDIA driver call. `nr` is the escape number (cmd & 0xff); when the call
@@ -132,6 +196,22 @@ struct IoctlData {
   std::uint32_t rm_control = 0; // NV_ESC_RM_CONTROL: the control command (0 otherwise)
   std::int64_t result = 0;      // syscall return value
   std::uint32_t rm_status = 0;  // the driver's status word, where read
+
+  static constexpr std::string_view kKey = "ioctl";
+  template <class V, class Self>
+  static void fields(V& v, Self& d) {
+    v("fd", d.fd);
+    v("cmd", d.cmd);
+    v("nr", d.nr);
+    v("xfer", d.xfer);
+    v("uvm", d.uvm);
+    v("dev_major", d.dev_major);
+    v("dev_minor", d.dev_minor);
+    v("rm_class", d.rm_class);
+    v("rm_control", d.rm_control);
+    v("result", d.result);
+    v("rm_status", d.rm_status);
+  }
 };
 
 // Counts of NVIDIA ioctls by one process over one reporting interval.
@@ -141,9 +221,23 @@ struct GpuUsageData {
     std::uint32_t dev_minor = 0;
     std::uint32_t nr = 0;
     std::uint64_t count = 0;
+    template <class V, class Self>
+    static void fields(V& v, Self& d) {
+      v("dev_major", d.dev_major);
+      v("dev_minor", d.dev_minor);
+      v("nr", d.nr);
+      v("count", d.count);
+    }
   };
   std::uint64_t interval_ns = 0;
   std::vector<Entry> entries;  // bounded by the sensor
+
+  static constexpr std::string_view kKey = "gpu_usage";
+  template <class V, class Self>
+  static void fields(V& v, Self& d) {
+    v("interval_ns", d.interval_ns);
+    v("entries", d.entries);
+  }
 };
 
 struct XidData {
@@ -155,6 +249,19 @@ struct XidData {
   std::uint32_t xid_pid = 0;  // the pid the line names (0 when it names none)
   std::string xid_comm;   // the process name the line names
   std::string text;       // the message after "Xid (PCI:...): "
+
+  static constexpr std::string_view kKey = "xid";
+  template <class V, class Self>
+  static void fields(V& v, Self& d) {
+    v("source", d.source);
+    v("facility", d.facility);
+    v("level", d.level);
+    v("pci", d.pci);
+    v("code", d.code);
+    v("pid", d.xid_pid);
+    v("comm", d.xid_comm);
+    v("text", d.text);
+  }
 };
 
 struct DnsData {
@@ -166,6 +273,19 @@ struct DnsData {
   std::vector<IpAddr> answers;  // A/AAAA answers (responses only); bounded
   IpAddr server;
   std::uint16_t server_port = 0;
+
+  static constexpr std::string_view kKey = "dns";
+  template <class V, class Self>
+  static void fields(V& v, Self& d) {
+    v("is_response", d.is_response);
+    v("id", d.id);
+    v("name", d.name);
+    v("qtype", d.qtype);
+    v("rcode", d.rcode);
+    v("answers", d.answers);
+    v("server", d.server);
+    v("server_port", d.server_port);
+  }
 };
 
 struct PayloadData {
@@ -176,6 +296,18 @@ struct PayloadData {
   std::uint16_t dport = 0;
   std::string bytes;       // the first bytes sent (binary-safe), bounded (default 256)
   bool truncated = false;
+
+  static constexpr std::string_view kKey = "payload";
+  template <class V, class Self>
+  static void fields(V& v, Self& d) {
+    v("family", d.family);
+    v("saddr", d.saddr);
+    v("sport", d.sport);
+    v("daddr", d.daddr);
+    v("dport", d.dport);
+    v("bytes", d.bytes, kHex);
+    v("truncated", d.truncated);
+  }
 };
 
 struct BpfData {
@@ -183,6 +315,15 @@ struct BpfData {
   std::uint32_t prog_type = 0;  // for BPF_PROG_LOAD
   std::string prog_name;
   std::int64_t result = 0;
+
+  static constexpr std::string_view kKey = "bpf";
+  template <class V, class Self>
+  static void fields(V& v, Self& d) {
+    v("cmd", d.cmd);
+    v("prog_type", d.prog_type);
+    v("prog_name", d.prog_name);
+    v("result", d.result);
+  }
 };
 
 using Payload = std::variant<std::monostate, ExecData, ForkData, ExitData, ConnectData, OpenData,

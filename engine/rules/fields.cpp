@@ -10,6 +10,7 @@
 #include <ctime>
 
 #include "engine/event/nvidia.h"
+#include "engine/event/schema.h"
 
 namespace vigil::rules {
 
@@ -116,45 +117,12 @@ void append_ip(Arena& a, const event::IpAddr& ip) noexcept {
 // ---------------------------------------------------------------- evt.type
 
 std::uint32_t evt_type_mask(std::string_view n, bool& known) {
-  using event::Type;
-  auto bit = [](Type t) { return 1u << static_cast<unsigned>(t); };
   known = true;
-  if (n == "execve" || n == "execveat") return bit(Type::kExec);
-  if (n == "open" || n == "openat" || n == "openat2" || n == "creat") return bit(Type::kOpen);
-  if (n == "connect" || n == "sendto" || n == "sendmsg") return bit(Type::kConnect);
-  if (n == "clone" || n == "clone3" || n == "fork" || n == "vfork") return bit(Type::kFork);
-  if (n == "procexit") return bit(Type::kExit);
-  if (n == "ioctl") return bit(Type::kIoctl);
-  if (n == "bpf") return bit(Type::kBpf);
-  if (n == "gpu_usage") return bit(Type::kGpuUsage);
-  if (n == "xid") return bit(Type::kXid);
-  if (n == "dns") return bit(Type::kDns);
-  if (n == "payload") return bit(Type::kPayload);
-  // Syscalls Falco knows that vigil does not report: accepted, never match.
-  static constexpr std::string_view kFalcoOnly[] = {
-      "accept", "accept4", "bind", "listen", "socket", "socketpair", "recvfrom", "recvmsg",
-      "recvmmsg", "sendmmsg", "shutdown", "getsockopt", "setsockopt", "read", "write", "pread",
-      "pwrite", "readv", "writev", "preadv", "pwritev", "close", "dup", "dup2", "dup3", "pipe",
-      "pipe2", "eventfd", "eventfd2", "signalfd", "timerfd_create", "inotify_init",
-      "inotify_init1", "fcntl", "chmod", "fchmod", "fchmodat", "chown", "fchown", "fchownat",
-      "lchown", "mkdir", "mkdirat", "rmdir", "unlink", "unlinkat", "rename", "renameat",
-      "renameat2", "link", "linkat", "symlink", "symlinkat", "mount", "umount", "umount2",
-      "ptrace", "setuid", "setgid", "setresuid", "setresgid", "setreuid", "setregid", "setns",
-      "unshare", "init_module", "finit_module", "delete_module", "userfaultfd", "memfd_create",
-      "mmap", "mmap2", "munmap", "mprotect", "brk", "kill", "tkill", "tgkill", "chroot",
-      "chdir", "fchdir", "capset", "prctl", "seccomp", "pivot_root", "quotactl", "splice",
-      "sendfile", "truncate", "ftruncate", "io_uring_setup", "io_uring_enter",
-      "io_uring_register", "copy_file_range", "process_vm_readv", "process_vm_writev",
-      "switch", "container", "pluginevent", "asyncevent", "signaldeliver", "nanosleep",
-      "poll", "select", "epoll_wait", "futex", "getdents", "getdents64", "stat", "lstat",
-      "fstat", "access", "faccessat", "faccessat2", "utimensat", "open_by_handle_at",
-      "name_to_handle_at", "fsconfig", "fsopen", "fsmount", "move_mount", "open_tree",
-      "mknod", "mknodat", "setrlimit", "prlimit", "getrlimit", "lseek", "llseek", "flock",
-      "semop", "semget", "semctl", "newfstatat", "setpgid", "setsid", "procinfo"};
-  for (auto s : kFalcoOnly) {
-    if (s == n) return 0;
+  if (event::Type t = event::type_from_name(n); t != event::Type::kUnknown) {
+    return 1u << static_cast<unsigned>(t);
   }
-  known = false;
+  // Syscalls Falco knows that vigil does not report: accepted, never match.
+  known = event::is_unreported_syscall(n);
   return 0;
 }
 

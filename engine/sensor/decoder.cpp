@@ -56,6 +56,13 @@ event::IpAddr ip_from(std::uint16_t family, const std::uint8_t (&b)[16]) {
   return a;
 }
 
+// The record ids and the engine's types come from one table; this ties them.
+#define VIGIL_SAME_ID(Cxx, C, id, ...)                                              \
+  static_assert(static_cast<int>(VG_##C) == static_cast<int>(event::Type::k##Cxx), \
+                "record id of " #C);
+VG_EVENT_TYPES(VIGIL_SAME_ID)
+#undef VIGIL_SAME_ID
+
 Error bad(std::string what) { return Error::bad_input("sensor record: " + std::move(what)); }
 
 }  // namespace
@@ -136,7 +143,11 @@ Result<event::Event> decode_record(std::span<const std::uint8_t> rec, const Time
   ev.hdr.net_ns = h.net_ns;
   ev.hdr.comm = c_string(std::string_view(h.comm, std::min<std::size_t>(sizeof(h.comm), 15)));
 
-  switch (h.type) {
+  // Every record id of the schema needs a case here: a new row in
+  // bpf/shared/event_types.h without one fails the build (-Wswitch-enum).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic error "-Wswitch-enum"
+  switch (static_cast<enum vg_type>(h.type)) {
     case VG_EXEC: {
       vg_exec b{};
       if (!read_fixed(rec, &b)) return bad("exec record too short");
@@ -324,9 +335,11 @@ Result<event::Event> decode_record(std::span<const std::uint8_t> rec, const Time
       ev.data = std::move(d);
       break;
     }
+    case VG_GPU_USAGE:  // read from the usage map, never sent as a record
     default:
       return bad("unknown type " + std::to_string(h.type));
   }
+#pragma GCC diagnostic pop
   return ev;
 }
 

@@ -1,5 +1,7 @@
 // Capture file format: round trip, truncation, corruption, versioning, rotation.
 #include <gtest/gtest.h>
+
+#include <set>
 #include <unistd.h>
 
 #include <cstdio>
@@ -12,6 +14,7 @@
 #include "engine/capture/codec.h"
 #include "engine/capture/reader.h"
 #include "engine/capture/writer.h"
+#include "engine/event/schema.h"
 #include "tests/engine/capture/sample_records.h"
 
 namespace vigil::capture {
@@ -111,6 +114,32 @@ TEST(CaptureFormat, RoundTripsEveryEventAndStateRecordField) {
   const auto& ioctl = std::get<event::Event>(got.records[9].data);
   EXPECT_EQ(ioctl.hdr.type, event::Type::kIoctl);
   EXPECT_EQ(ioctl.as<event::IoctlData>()->rm_control, 0x20800a4cu);
+}
+
+// The round trip above proves the codec only for the payloads the samples
+// hold: a payload added to the schema must get a sample too.
+TEST(CaptureFormat, SamplesHoldEveryPayloadKind) {
+  std::set<std::size_t> kinds;
+  for (const RecordData& rd : sample_records()) {
+    if (const auto* ev = std::get_if<event::Event>(&rd)) kinds.insert(ev->data.index());
+  }
+  for (std::size_t k = 1; k < event::kPayloadKinds; ++k) {
+    EXPECT_TRUE(kinds.count(k)) << "no sample event with payload kind " << k;
+  }
+}
+
+TEST(CaptureFormat, AnEventWhosePayloadIsNotItsTypesIsMalformed) {
+  event::Event ev;
+  ev.hdr.type = event::Type::kExec;
+  ev.data = event::OpenData{};  // the wrong payload for an exec
+  std::string rec;
+  append_event(ev, rec);
+  RecordData out;
+  std::string why;
+  auto type = static_cast<std::uint8_t>(rec[0]);
+  EXPECT_EQ(decode_record(type, std::string_view(rec).substr(kRecordHeaderSize), out, why),
+            DecodeOutcome::kBad);
+  EXPECT_NE(why.find("payload_kind"), std::string::npos) << why;
 }
 
 TEST(CaptureFormat, HeaderCarriesHostAndClockInformation) {

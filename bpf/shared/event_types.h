@@ -1,0 +1,50 @@
+/* The event schema: every event type vigil knows, defined once.
+ *
+ * This is an X-macro table shared by the BPF programs (C, through events.h)
+ * and the engine (C++, through engine/event/event.h). Each row is
+ *
+ *   X(Cxx, C, id, "name", "aliases", Payload, "syscalls", "category")
+ *
+ *   Cxx       the engine's enumerator: event::Type::k<Cxx>
+ *   C         the BPF record id: VG_<C> (enum vg_type)
+ *   id        the stable number written into ring-buffer records and capture
+ *             files. Append only; never reuse or renumber.
+ *   name      Falco's evt.type for this event (what evt.type returns)
+ *   aliases   other evt.type names, separated by spaces, that a rule may use
+ *             for it: older types that stand for a family of syscalls the
+ *             sensor does not tell apart ("" when none)
+ *   Payload   the C++ payload struct (event.h) that holds its fields; several
+ *             types may share one
+ *   syscalls  where it comes from (documentation: vigil fields, docs/events.md)
+ *   category  the timeline's category for it
+ *
+ * Everything else derives from this table: the C and C++ enums, evt.type
+ * names and masks, the capture codec, the JSON form, the timeline and the
+ * rule-test reader. Adding an event type is: a row here, the BPF program, the
+ * decoder case (engine/sensor/decoder.cpp) and the rule fields that read it.
+ * Ids are contiguous from 1: the engine asserts it.
+ */
+#ifndef VIGIL_BPF_SHARED_EVENT_TYPES_H
+#define VIGIL_BPF_SHARED_EVENT_TYPES_H
+
+#define VG_EVENT_TYPES(X)                                                                        \
+  X(Exec, EXEC, 1, "execve", "execveat", ExecData, "execve, execveat (sched_process_exec)",        \
+    "exec")                                                                                      \
+  X(Fork, FORK, 2, "clone", "clone3 fork vfork", ForkData,                                       \
+    "clone, clone3, fork, vfork (sched_process_fork)", "fork")                                   \
+  X(Exit, EXIT, 3, "procexit", "", ExitData, "a process exited (sched_process_exit)", "exit")    \
+  X(Connect, CONNECT, 4, "connect", "sendto sendmsg", ConnectData,                               \
+    "connect; sendto/sendmsg of unconnected UDP (cgroup/sendmsg4|6)", "net")                     \
+  X(Open, OPEN, 5, "openat", "open openat2 creat", OpenData, "open, openat, openat2, creat",      \
+    "file")                                                                                      \
+  X(Ioctl, IOCTL, 6, "ioctl", "", IoctlData, "ioctl on an NVIDIA device fd", "gpu")              \
+  X(GpuUsage, GPU_USAGE, 7, "gpu_usage", "", GpuUsageData,                                       \
+    "periodic counts of NVIDIA ioctls (kernel map)", "gpu")                                      \
+  X(Xid, XID, 8, "xid", "", XidData, "nvidia:nvidia_dev_xid, NVRM lines of /dev/kmsg",          \
+    "gpu_xid")                                                                                   \
+  X(Dns, DNS, 9, "dns", "", DnsData, "DNS over UDP port 53 (cgroup_skb)", "dns")                 \
+  X(Payload, PAYLOAD, 10, "payload", "", PayloadData,                                            \
+    "first bytes of a new outbound TCP connection (cgroup_skb/egress)", "net")                   \
+  X(Bpf, BPF, 11, "bpf", "", BpfData, "bpf() that loads, attaches or detaches programs", "bpf")
+
+#endif /* VIGIL_BPF_SHARED_EVENT_TYPES_H */
