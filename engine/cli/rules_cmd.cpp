@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/event/schema.h"
 #include "engine/rules/fields.h"
 #include "engine/rules/rule_test.h"
 #include "engine/rules/ruleset.h"
@@ -160,7 +161,7 @@ int cmd_fields(int argc, char** argv) {
       out.push_back({{"name", std::string(f.name)},
                      {"type", std::string(rules::field_type_name(f.type))},
                      {"arg", arg_text(f.arg)},
-                     {"events", std::string(f.events)},
+                     {"events", event::type_names(f.events.mask)},
                      {"description", std::string(f.description)}});
     }
     std::cout << out.dump(2) << std::endl;
@@ -171,7 +172,7 @@ int cmd_fields(int argc, char** argv) {
     if (f.arg != rules::ArgMode::kNone) name += f.arg == rules::ArgMode::kRequiredKey ? "[KEY]" : "[N]";
     std::printf("%-28s %-7s %s\n", name.c_str(), std::string(rules::field_type_name(f.type)).c_str(),
                 std::string(f.description).c_str());
-    std::printf("%-28s %-7s events: %s\n", "", "", std::string(f.events).c_str());
+    std::printf("%-28s %-7s events: %s\n", "", "", event::type_names(f.events.mask).c_str());
   }
   return 0;
 }

@@ -84,6 +84,16 @@ bool is_unreported_syscall(std::string_view name) noexcept {
 
 std::span<const std::string_view> unreported_syscalls() noexcept { return kUnreported; }
 
+std::string type_names(const TypeMask& m) {
+  if (m == TypeMask::all()) return "*";
+  std::string out;
+  m.for_each([&](Type t) {
+    if (!out.empty()) out += ", ";
+    out += info(t).name;
+  });
+  return out;
+}
+
 std::string to_string(const IpAddr& a) {
   char buf[INET6_ADDRSTRLEN] = {};
   if (a.family == AF_INET) {

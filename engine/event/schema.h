@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string>
 #include <string_view>
 #include <type_traits>
 #include <variant>
@@ -178,6 +179,10 @@ consteval TypeMask types(std::string_view names) {
   }
   return m;
 }
+
+// The canonical names of the types in `m`, in id order, joined by ", "
+// ("*" when it holds every type, "" when none).
+std::string type_names(const TypeMask& m);
 
 // Calls f(d) with the payload struct `data` holds (nothing for monostate).
 // f must accept every payload struct: a new payload without a case in a

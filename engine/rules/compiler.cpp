@@ -498,7 +498,7 @@ struct CNode {
   enum class Kind : std::uint8_t { kAnd, kOr, kNot, kCheck, kBool, kTypeMask };
   Kind kind = Kind::kBool;
   bool value = false;           // kBool
-  std::uint32_t mask = 0;       // kTypeMask
+  event::TypeMask mask;         // kTypeMask
   std::vector<CNode> kids;
   std::shared_ptr<const CCheck> check;  // shared by the per-event-type copies
 };
@@ -570,7 +570,7 @@ double true_share(const CNode& n) {
       const CCheck& k = *n.check;
       // A field only some events of a type fill (gpu.device: opens of NVIDIA
       // device nodes; fd.sip.name: servers a DNS answer named) is rarely there.
-      const bool narrow = k.lhs.def && k.lhs.def->events != "*";
+      const bool narrow = k.lhs.def && !k.lhs.def->events.all();
       switch (k.op) {
         case Op::kNe: return 0.9;
         case Op::kExists: return narrow ? 0.3 : 0.9;
@@ -614,7 +614,7 @@ CNode specialise(const CNode& n, unsigned type, bool fold, bool reorder) {
   switch (n.kind) {
     case CNode::Kind::kTypeMask:
       c.kind = CNode::Kind::kBool;
-      c.value = (n.mask >> type) & 1u;
+      c.value = n.mask.test(static_cast<event::Type>(type));
       return c;
     case CNode::Kind::kCheck:
       if (fold && n.check && n.check->constant >= 0) {
@@ -682,7 +682,7 @@ Expr::Expr(std::unique_ptr<CNode> root, bool optimise) : root_(std::move(root)) 
     // checks (a rule guarded by never_true still "runs" for its types).
     CNode plain = specialise(*root_, t, false, false);
     if (plain.kind == CNode::Kind::kBool && !plain.value) continue;  // can never match this type
-    type_bits_ |= 1u << t;
+    type_bits_.set(static_cast<event::Type>(t));
     CNode s = specialise(*root_, t, optimise, optimise);
     if (s.kind == CNode::Kind::kBool && !s.value) continue;  // never true: not evaluated
     flat_start_[t] = static_cast<std::uint32_t>(flat_.size());
@@ -1008,16 +1008,16 @@ bool eval_flat(const FNode* n, const ExtractCtx& x) noexcept {
   return false;
 }
 
-std::uint32_t mask_of(const CNode& n, bool neg) {
+event::TypeMask mask_of(const CNode& n, bool neg) {
   switch (n.kind) {
-    case CNode::Kind::kTypeMask: return neg ? (kAllTypesMask & ~n.mask) : n.mask;
-    case CNode::Kind::kBool: return (n.value != neg) ? kAllTypesMask : 0;
-    case CNode::Kind::kCheck: return kAllTypesMask;
+    case CNode::Kind::kTypeMask: return neg ? ~n.mask : n.mask;
+    case CNode::Kind::kBool: return (n.value != neg) ? event::TypeMask::all() : event::TypeMask();
+    case CNode::Kind::kCheck: return event::TypeMask::all();
     case CNode::Kind::kNot: return mask_of(n.kids[0], !neg);
     case CNode::Kind::kAnd:
     case CNode::Kind::kOr: {
       bool intersect = (n.kind == CNode::Kind::kAnd) != neg;
-      std::uint32_t m = intersect ? kAllTypesMask : 0;
+      event::TypeMask m = intersect ? event::TypeMask::all() : event::TypeMask();
       for (const auto& k : n.kids) {
         auto km = mask_of(k, neg);
         m = intersect ? (m & km) : (m | km);
@@ -1025,7 +1025,7 @@ std::uint32_t mask_of(const CNode& n, bool neg) {
       return m;
     }
   }
-  return kAllTypesMask;
+  return event::TypeMask::all();
 }
 
 // Every way to satisfy the node needs one of the returned path prefixes.
@@ -1066,9 +1066,9 @@ bool Expr::eval(const ExtractCtx& x) const noexcept {
   std::uint32_t at = flat_start_[t];
   return at != kNoProgram && eval_flat(flat_.data() + at, x);
 }
-std::uint32_t Expr::type_mask() const {
-  if (!root_) return 0;
-  std::uint32_t m = mask_of(*root_, false);
+event::TypeMask Expr::type_mask() const {
+  if (!root_) return {};
+  event::TypeMask m = mask_of(*root_, false);
   // Drop the types for which the specialised condition is constant false.
   return m & type_bits_;
 }
@@ -1081,10 +1081,10 @@ void Expr::append_program(event::Type t, std::vector<FNode>& out) const {
   out.insert(out.end(), b, b + b->size);
 }
 
-std::uint32_t Expr::eval_mask() const {
-  std::uint32_t m = 0;
+event::TypeMask Expr::eval_mask() const {
+  event::TypeMask m;
   for (unsigned t = 1; t < static_cast<unsigned>(event::Type::kCount); ++t) {
-    if (by_type_[t]) m |= 1u << t;
+    if (by_type_[t]) m.set(static_cast<event::Type>(t));
   }
   return m;
 }
@@ -1096,7 +1096,7 @@ void render_plan(const CNode& n, int depth, std::string& out) {
     case CNode::Kind::kOr: out += "or\n"; break;
     case CNode::Kind::kNot: out += "not\n"; break;
     case CNode::Kind::kBool: out += n.value ? "true\n" : "false\n"; return;
-    case CNode::Kind::kTypeMask: out += "evt.type mask " + std::to_string(n.mask) + "\n"; return;
+    case CNode::Kind::kTypeMask: out += "evt.type in (" + event::type_names(n.mask) + ")\n"; return;
     case CNode::Kind::kCheck: {
       const CCheck& c = *n.check;
       out += c.text.empty() ? "anyof(" + std::string(op_name(c.op)) + ") on " +
@@ -1708,7 +1708,7 @@ class Compiler {
         n.value.kind != Value::Kind::kField) {
       std::vector<std::string> names;
       flatten(n.value, names);
-      std::uint32_t mask = 0;
+      event::TypeMask mask;
       for (const auto& s : names) {
         bool known = false;
         mask |= evt_type_mask(s, known);

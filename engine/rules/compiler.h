@@ -62,16 +62,16 @@ class Expr {
   Expr& operator=(Expr&&) noexcept;
 
   bool eval(const ExtractCtx& x) const noexcept;
-  // The vigil event types (bitmask over event::Type) for which the condition
-  // can be true; computed from evt.type checks with negation pushed down.
-  std::uint32_t type_mask() const;
+  // The vigil event types for which the condition can be true; computed
+  // from evt.type checks with negation pushed down.
+  event::TypeMask type_mask() const;
   // Literal paths/prefixes the condition compares fd.name/fd.directory against
   // when every way to match needs one (true), or false.
   bool path_prefixes(std::vector<PathLiteral>& out) const;
   // The event types for which eval() can be true once checks that are
   // constant for every event (evt.source, evt.num) are folded: a subset of
   // type_mask(); rules are indexed under these.
-  std::uint32_t eval_mask() const;
+  event::TypeMask eval_mask() const;
   // Appends the program eval() runs for events of type `t` to `out` (nothing
   // when eval_mask() excludes `t`), so that a rule set can keep the programs
   // of all its rules for one event type in one array.
@@ -86,7 +86,7 @@ class Expr {
   std::unique_ptr<CNode> root_;
   // root_ specialised per event type (null: never true for that type).
   std::array<std::unique_ptr<CNode>, static_cast<std::size_t>(event::Type::kCount)> by_type_;
-  std::uint32_t type_bits_ = 0;  // types whose condition is not constant false before folding
+  event::TypeMask type_bits_;  // types whose condition is not constant false before folding
   // by_type_ flattened for evaluation: the program for type t starts at
   // flat_[flat_start_[t]] (kNoProgram: none).
   static constexpr std::uint32_t kNoProgram = 0xffffffffu;

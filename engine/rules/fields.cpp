@@ -116,14 +116,12 @@ void append_ip(Arena& a, const event::IpAddr& ip) noexcept {
 
 // ---------------------------------------------------------------- evt.type
 
-std::uint32_t evt_type_mask(std::string_view n, bool& known) {
+event::TypeMask evt_type_mask(std::string_view n, bool& known) {
   known = true;
-  if (event::Type t = event::type_from_name(n); t != event::Type::kUnknown) {
-    return 1u << static_cast<unsigned>(t);
-  }
+  if (event::Type t = event::type_from_name(n); t != event::Type::kUnknown) return event::TypeMask(t);
   // Syscalls Falco knows that vigil does not report: accepted, never match.
   known = event::is_unreported_syscall(n);
-  return 0;
+  return {};
 }
 
 // ---------------------------------------------------------------- extractors

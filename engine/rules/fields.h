@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "engine/event/event.h"
+#include "engine/event/schema.h"
 #include "engine/state/model.h"
 
 namespace vigil::rules {
@@ -132,12 +133,23 @@ using ExtractFn = void (*)(const ExtractCtx& x, const FieldInst& f, Extracted& o
 
 enum class ArgMode : std::uint8_t { kNone, kOptionalIndex, kRequiredIndex, kRequiredKey };
 
+// The event types that fill a field. The catalogue writes them as evt.type
+// names ("open, openat, openat2, creat"; "*": every type); they become a type
+// mask when vigil builds, and a name the schema does not know fails the build.
+struct EventSet {
+  consteval EventSet(const char* names) : mask(event::types(names)) {}
+  consteval EventSet(std::string_view names) : mask(event::types(names)) {}
+  event::TypeMask mask;
+  // Every type fills it (the row says "*", or names them all).
+  bool all() const { return mask == event::TypeMask::all(); }
+};
+
 struct FieldDef {
   std::string_view name;
   FieldType type;
   ArgMode arg = ArgMode::kNone;
   bool any_of = false;          // several values, a comparison holds when any holds
-  std::string_view events;      // the evt.type names that fill it, "*" for all
+  EventSet events;              // the event types that fill it
   std::string_view description;
   ExtractFn fn = nullptr;
 };
@@ -176,9 +188,7 @@ bool parse_cidr(std::string_view s, Cidr& out);  // "10.0.0.0/8", or a single ad
 
 // Falco's evt.type names that map to each vigil event type, and names of
 // syscalls Falco knows but vigil never reports (accepted; they match nothing).
-// Returns a bitmask over event::Type; 0 with known=false for names nobody knows.
-std::uint32_t evt_type_mask(std::string_view falco_name, bool& known);
-inline constexpr std::uint32_t kAllTypesMask =
-    ((1u << static_cast<unsigned>(event::Type::kCount)) - 1) & ~1u;
+// Returns the types it names; empty with known=false for names nobody knows.
+event::TypeMask evt_type_mask(std::string_view falco_name, bool& known);
 
 }  // namespace vigil::rules

@@ -23,7 +23,7 @@ struct Ruleset::Rule {
   std::unique_ptr<Expr> expr;
   OutputFormat output;
   std::vector<std::size_t> output_fields;  // token indexes, first occurrence of each name
-  std::uint32_t mask = 0;
+  event::TypeMask mask;
   std::string file;
   int line = 0;
 };
@@ -160,18 +160,16 @@ void Ruleset::evaluate(const state::EvalContext& ctx, std::vector<event::Alert>&
 std::set<event::Type> Ruleset::event_types() const {
   std::set<event::Type> s;
   for (std::size_t t = 0; t < static_cast<std::size_t>(event::Type::kCount); ++t) {
-    if ((type_bits_ >> t) & 1u) s.insert(static_cast<event::Type>(t));
+    if (type_bits_.test(static_cast<event::Type>(t))) s.insert(static_cast<event::Type>(t));
   }
   return s;
 }
 
 
 namespace {
-std::vector<std::string> mask_names(std::uint32_t mask) {
+std::vector<std::string> mask_names(const event::TypeMask& mask) {
   std::vector<std::string> v;
-  for (unsigned t = 1; t < static_cast<unsigned>(event::Type::kCount); ++t) {
-    if ((mask >> t) & 1u) v.emplace_back(event::type_name(static_cast<event::Type>(t)));
-  }
+  mask.for_each([&](event::Type t) { v.emplace_back(event::type_name(t)); });
   return v;
 }
 }  // namespace
@@ -467,12 +465,12 @@ class RulesetBuilder {
       for (const auto& t : cr.unknown_evttypes) {
         d.warning(code::kUnknownEvtType, r.condition_pos, lbl, "unknown event type '" + t + "' never matches");
       }
-      std::uint32_t mask = cr.expr->type_mask();
-      if (mask == 0) {
+      const event::TypeMask mask = cr.expr->type_mask();
+      if (mask.none()) {
         d.warning(code::kNeverMatches, r.condition_pos, lbl,
                   "the condition only matches event types vigil does not collect: the rule loads but never fires");
       }
-      if (mask == kAllTypesMask && r.warn_evttypes) {
+      if (mask == event::TypeMask::all() && r.warn_evttypes) {
         d.warning(code::kNoEvttype, r.condition_pos, lbl,
                   "the condition does not restrict evt.type: it runs for every event");
       }
@@ -536,14 +534,14 @@ class RulesetBuilder {
       const auto& r = *rs->rules_[i];
       if (!r.enabled) continue;
       rs->type_bits_ |= r.mask;
-      const std::uint32_t eval_mask = r.expr->eval_mask();
+      const event::TypeMask eval_mask = r.expr->eval_mask();
       for (unsigned t = 1; t < static_cast<unsigned>(event::Type::kCount); ++t) {
-        if (!((eval_mask >> t) & 1u)) continue;
+        if (!eval_mask.test(static_cast<event::Type>(t))) continue;
         auto& prog = rs->programs_[t];
         rs->index_[t].push_back({i, static_cast<std::uint32_t>(prog.size())});
         r.expr->append_program(static_cast<event::Type>(t), prog);
       }
-      if ((r.mask >> static_cast<unsigned>(event::Type::kOpen)) & 1u) {
+      if (r.mask.test(event::Type::kOpen)) {
         std::vector<PathLiteral> p;
         if (r.expr->path_prefixes(p)) {
           for (auto& l : p) (l.whole ? whole : prefixes).insert(std::move(l.path));

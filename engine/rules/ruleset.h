@@ -24,6 +24,7 @@
 
 #include "engine/event/alert.h"
 #include "engine/event/event.h"
+#include "engine/event/schema.h"
 #include "engine/rules/diagnostic.h"
 #include "engine/state/model.h"
 
@@ -107,7 +108,7 @@ class Ruleset {
   std::vector<FNode> programs_[static_cast<std::size_t>(event::Type::kCount)];
   // Per event type, which of index_[type] may match an event (compiler.h).
   std::unique_ptr<GuardIndex> guards_[static_cast<std::size_t>(event::Type::kCount)];
-  std::uint32_t type_bits_ = 0;  // event types enabled rules are listed under
+  event::TypeMask type_bits_;  // event types enabled rules are listed under
   std::vector<std::string> open_prefixes_;
   std::vector<std::string> open_whole_;
   bool open_any_path_ = false;

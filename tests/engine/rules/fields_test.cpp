@@ -6,6 +6,8 @@
 #include <set>
 #include <sstream>
 
+#include "engine/event/schema.h"
+#include "engine/rules/ast.h"
 #include "engine/rules/compiler.h"
 #include "engine/rules/fields.h"
 
@@ -17,7 +19,7 @@ TEST(FieldCatalog, NamesUniqueAndDescribed) {
   for (const auto& f : FieldCatalog::builtin().fields()) {
     EXPECT_TRUE(names.insert(f.name).second) << f.name;
     EXPECT_FALSE(f.description.empty()) << f.name;
-    EXPECT_FALSE(f.events.empty()) << f.name;
+    EXPECT_TRUE(f.events.mask.any()) << f.name;
     EXPECT_NE(f.fn, nullptr) << f.name;
   }
   EXPECT_GT(names.size(), 100u);
@@ -113,12 +115,88 @@ TEST(FieldHelpers, ArenaTruncatesWhenFull) {
 
 TEST(FieldHelpers, EvtTypeNames) {
   bool known = false;
-  EXPECT_EQ(evt_type_mask("execveat", known), 1u << static_cast<unsigned>(event::Type::kExec));
+  EXPECT_EQ(evt_type_mask("execveat", known), event::TypeMask(event::Type::kExec));
   EXPECT_TRUE(known);
-  EXPECT_EQ(evt_type_mask("ptrace", known), 0u);
+  EXPECT_TRUE(evt_type_mask("mmap", known).none());
   EXPECT_TRUE(known);
-  EXPECT_EQ(evt_type_mask("teleport", known), 0u);
+  EXPECT_TRUE(evt_type_mask("teleport", known).none());
   EXPECT_FALSE(known);
+}
+
+// A row's events string is a type mask: aliases fold into their type, "*" is
+// every type, and `vigil fields` prints the canonical names in id order.
+TEST(FieldCatalog, EventsAreTypeMasks) {
+  using event::Type;
+  const auto& c = FieldCatalog::builtin();
+  const FieldDef* name = c.find("proc.name");
+  ASSERT_NE(name, nullptr);
+  EXPECT_TRUE(name->events.all());
+  EXPECT_EQ(event::type_names(name->events.mask), "*");
+
+  const FieldDef* raw = c.find("fd.nameraw");  // "open, openat, openat2, creat"
+  ASSERT_NE(raw, nullptr);
+  EXPECT_EQ(raw->events.mask, event::TypeMask(Type::kOpen));
+  EXPECT_FALSE(raw->events.all());
+  EXPECT_EQ(event::type_names(raw->events.mask), "openat");
+
+  const FieldDef* dev = c.find("gpu.device");  // "open, openat, openat2, ioctl"
+  ASSERT_NE(dev, nullptr);
+  EXPECT_EQ(dev->events.mask.count(), 2u);
+  EXPECT_TRUE(dev->events.mask.test(Type::kOpen));
+  EXPECT_TRUE(dev->events.mask.test(Type::kIoctl));
+  EXPECT_FALSE(dev->events.mask.test(Type::kExec));
+  EXPECT_EQ(event::type_names(dev->events.mask), "openat, ioctl");
+
+  const FieldDef* xid = c.find("gpu.xid");
+  ASSERT_NE(xid, nullptr);
+  EXPECT_EQ(xid->events.mask, event::types("xid"));
+  EXPECT_EQ(event::type_names(event::TypeMask()), "");
+}
+
+// Masks have room for every one-byte type id: bits past 31 and 63 neither
+// wrap nor spill into other words (1u << 40 was undefined with uint32_t).
+TEST(FieldHelpers, TypeMaskHoldsHighTypeIds) {
+  using event::Type;
+  event::TypeMask m;
+  const auto hi = static_cast<Type>(40);
+  const auto top = static_cast<Type>(255);
+  m.set(hi).set(top);
+  EXPECT_TRUE(m.test(hi));
+  EXPECT_TRUE(m.test(top));
+  EXPECT_EQ(m.count(), 2u);
+  for (unsigned i = 0; i < 256; ++i) {
+    if (i != 40 && i != 255) {
+      EXPECT_FALSE(m.test(static_cast<Type>(i))) << i;
+    }
+  }
+  // 40 = 8 + 32 and 255 = 63 + 192: neither aliases a low type.
+  EXPECT_FALSE(m.test(static_cast<Type>(8)));
+  EXPECT_FALSE(m.test(static_cast<Type>(63)));
+  event::TypeMask both = m | event::TypeMask(Type::kExec);
+  EXPECT_EQ(both.count(), 3u);
+  EXPECT_EQ((both & m), m);
+  EXPECT_EQ((both & event::TypeMask(Type::kExec)), event::TypeMask(Type::kExec));
+  // The complement is taken within the known types.
+  EXPECT_EQ(~event::TypeMask(), event::TypeMask::all());
+  EXPECT_EQ((~event::TypeMask(Type::kExec)).count(), event::kTypeCount - 2);
+}
+
+// The compiler turns evt.type tests into TypeMask nodes and the condition's
+// type mask follows them through and/or/not.
+TEST(FieldHelpers, ConditionTypeMasks) {
+  auto mask = [](const std::string& cond) {
+    auto p = parse_condition(cond);
+    EXPECT_TRUE(p.ok()) << cond;
+    if (!p.ok()) return event::TypeMask();
+    auto r = compile_condition(std::move(p.root), {}, {}, FieldCatalog::builtin());
+    EXPECT_TRUE(r.expr) << cond;
+    return r.expr ? r.expr->type_mask() : event::TypeMask();
+  };
+  EXPECT_EQ(mask("evt.type in (execve, open, creat) and proc.name = bash"), event::types("execve, openat"));
+  EXPECT_EQ(mask("evt.type = xid or evt.type = bpf"), event::types("xid, bpf"));
+  EXPECT_EQ(mask("evt.type != execve"), ~event::types("execve"));
+  EXPECT_EQ(mask("proc.name = bash"), event::TypeMask::all());
+  EXPECT_TRUE(mask("evt.type = mmap").none());
 }
 
 }  // namespace
