@@ -98,6 +98,33 @@ TEST(CaptureCmd, ReplayWritesATimelineAndRunsTheBundledRules) {
   fs::remove_all(dir);
 }
 
+// A capture written before the event schema table, and the alerts that
+// build's replay printed for it (tests/engine/capture/fixtures/README.md):
+// a file already on disk must replay to the same alerts with every later build.
+TEST(CaptureCmd, ACaptureFromBeforeTheSchemaReplaysToTheSameAlerts) {
+  const std::string dir = "tests/engine/capture/fixtures/";
+  ::testing::internal::CaptureStdout();
+  int rc = run({"replay", dir + "pre_schema_node.vcap", "-r", dir + "pre_schema_rules.yaml", "-r",
+                "rules/vigil_rules.yaml"});
+  std::string out = ::testing::internal::GetCapturedStdout();
+  ASSERT_EQ(rc, 0);
+  std::vector<std::string> got;
+  std::istringstream in(out);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    auto j = nlohmann::json::parse(line);
+    got.push_back(j["time"].get<std::string>() + " " + j["priority"].get<std::string>() + " " +
+                  j["output"].get<std::string>());
+  }
+  std::ifstream f(dir + "pre_schema_node.alerts");
+  std::vector<std::string> want;
+  while (std::getline(f, line)) want.push_back(line);
+  ASSERT_EQ(want.size(), 292u);
+  ASSERT_EQ(got.size(), want.size());
+  for (std::size_t i = 0; i < want.size(); ++i) EXPECT_EQ(got[i], want[i]) << "alert " << i;
+}
+
 TEST(CaptureCmd, BadInputExitsTwoAndNamesTheOffset) {
   std::string tmpl = (fs::temp_directory_path() / "vigil-cmd-XXXXXX").string();
   std::string dir = mkdtemp(tmpl.data());
