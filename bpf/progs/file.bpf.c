@@ -804,3 +804,70 @@ int vg_exit_connect(struct trace_event_raw_sys_exit *ctx)
   vg_submit(buf, sizeof(*e) + n);
   return 0;
 }
+
+/* dup, dup2, dup3 (arguments through vg_sys_args, like sys.bpf.c): the old
+ * fd and, when it is a socket, its family and endpoints: a shell whose
+ * stdin/stdout become a network connection ("reverse shell") is a dup of a
+ * connected socket onto fd 0, 1 or 2. */
+static __always_inline void dup_send(__u8 sc, long ret, __s32 oldfd, __u32 flags)
+{
+  struct task_struct *t = 0;
+  if (bpf_core_enum_value_exists(enum bpf_func_id, BPF_FUNC_get_current_task_btf))
+    t = bpf_get_current_task_btf();
+  struct file *f = t ? vg_task_fd_file(t, oldfd) : vg_fd_file(oldfd);
+  __u16 type = 0;
+  struct sock *sk = f ? vg_file_sock(f, &type) : 0;
+  struct vg_connect c = {};
+  __u16 family = 0;
+  if (sk) {
+    int has_dst = 0;
+    family = sock_endpoints(sk, &c, &has_dst);
+  }
+  __u8 *buf = vg_scratch_buf();
+  if (!buf)
+    return;
+  struct vg_dup *e = (struct vg_dup *)buf;
+  __builtin_memset(e, 0, sizeof(*e));
+  vg_fill_hdr(&e->hdr, VG_DUP);
+  e->result = ret;
+  e->oldfd = oldfd;
+  e->flags = flags;
+  e->syscall = sc;
+  e->family = family;
+  if (family == AF_UNIX)
+    e->proto = VG_L4_UNIX;
+  else if (family)
+    e->proto = type == SOCK_STREAM ? VG_L4_TCP : type == SOCK_DGRAM ? VG_L4_UDP : 0;
+  e->sport = c.sport;
+  e->dport = c.dport;
+  __builtin_memcpy(e->saddr, c.saddr, 16);
+  __builtin_memcpy(e->daddr, c.daddr, 16);
+  vg_submit(buf, sizeof(*e));
+}
+
+SEC("tracepoint/syscalls/sys_exit_dup")
+int vg_exit_dup(struct trace_event_raw_sys_exit *ctx)
+{
+  struct vg_sys_args a;
+  if (vg_sys_args(&a))
+    dup_send(VG_SC_DUP, ctx->ret, (__s32)a.a[0], 0);
+  return 0;
+}
+
+SEC("tracepoint/syscalls/sys_exit_dup2")
+int vg_exit_dup2(struct trace_event_raw_sys_exit *ctx)
+{
+  struct vg_sys_args a;
+  if (vg_sys_args(&a))
+    dup_send(VG_SC_DUP2, ctx->ret, (__s32)a.a[0], 0);
+  return 0;
+}
+
+SEC("tracepoint/syscalls/sys_exit_dup3")
+int vg_exit_dup3(struct trace_event_raw_sys_exit *ctx)
+{
+  struct vg_sys_args a;
+  if (vg_sys_args(&a))
+    dup_send(VG_SC_DUP3, ctx->ret, (__s32)a.a[0], (__u32)a.a[2]);
+  return 0;
+}

@@ -15,6 +15,47 @@ static __always_inline int vg_is_socket(struct file **fds, int i)
   return (mode & S_IFMT) == S_IFSOCK;
 }
 
+#define VG_OVERLAYFS_MAGIC 0x794c7630
+#define VG_CAP_DAC_OVERRIDE 1
+
+/* The program file's facts Falco's proc.is_exe_* fields give: a memfd (its
+ * dentry is named "memfd:..."), a file of an overlay's upper layer (the
+ * overlay inode has an upper dentry: the file was written in the container),
+ * writable by the user who runs it. */
+static __always_inline __u8 exe_flags(struct file *exe, const struct cred *cred, __u64 cap_eff)
+{
+  __u8 flags = 0;
+  struct dentry *d = BPF_CORE_READ(exe, f_path.dentry);
+  const unsigned char *name = BPF_CORE_READ(d, d_name.name);
+  char head[6] = {};
+  if (name && bpf_probe_read_kernel(head, sizeof(head), name) == 0 && head[0] == 'm' &&
+      head[1] == 'e' && head[2] == 'm' && head[3] == 'f' && head[4] == 'd' && head[5] == ':')
+    flags |= VG_EXEC_MEMFD;
+
+  struct inode *ino = BPF_CORE_READ(d, d_inode);
+  if (ino && BPF_CORE_READ(ino, i_sb, s_magic) == VG_OVERLAYFS_MAGIC) {
+    /* struct ovl_inode embeds the inode (vfs_inode); __upperdentry follows it. */
+    __u64 off = bpf_core_type_size(struct inode);
+    if (bpf_core_type_exists(struct ovl_inode))
+      off = bpf_core_field_offset(struct ovl_inode, __upperdentry) -
+            bpf_core_field_offset(struct ovl_inode, vfs_inode);
+    struct dentry *upper = 0;
+    bpf_probe_read_kernel(&upper, sizeof(upper), (__u8 *)ino + off);
+    if (upper)
+      flags |= VG_EXEC_UPPER;
+  }
+
+  struct inode *fino = BPF_CORE_READ(exe, f_inode);
+  umode_t mode = BPF_CORE_READ(fino, i_mode);
+  __u32 fsuid = BPF_CORE_READ(cred, fsuid.val);
+  __u32 fsgid = BPF_CORE_READ(cred, fsgid.val);
+  if ((mode & 0002) || (fsuid == BPF_CORE_READ(fino, i_uid.val) && (mode & 0200)) ||
+      (fsgid == BPF_CORE_READ(fino, i_gid.val) && (mode & 0020)) ||
+      (cap_eff & (1ULL << VG_CAP_DAC_OVERRIDE)))
+    flags |= VG_EXEC_WRITABLE;
+  return flags;
+}
+
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(vg_sched_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
@@ -55,6 +96,16 @@ int BPF_PROG(vg_sched_exec, struct task_struct *p, pid_t old_pid, struct linux_b
   if (bprm->buf[0] == 0x7f && bprm->buf[1] == 'E' && bprm->buf[2] == 'L' && bprm->buf[3] == 'F' &&
       bprm->buf[4] == 1 /* ELFCLASS32 */)
     e->flags |= VG_EXEC_ELF32;
+
+  /* The new program's credentials (committed before this tracepoint). */
+  const struct cred *cred = BPF_CORE_READ(p, cred);
+  e->cap_effective = 0;
+  e->cap_permitted = 0;
+  e->cap_inheritable = 0;
+  bpf_core_read(&e->cap_effective, sizeof(e->cap_effective), &cred->cap_effective);
+  bpf_core_read(&e->cap_permitted, sizeof(e->cap_permitted), &cred->cap_permitted);
+  bpf_core_read(&e->cap_inheritable, sizeof(e->cap_inheritable), &cred->cap_inheritable);
+  e->flags |= exe_flags(BPF_CORE_READ(bprm, file), cred, e->cap_effective);
 
   __u8 trunc = 0;
   __u32 off = sizeof(*e);

@@ -535,4 +535,45 @@ static __always_inline struct file *vg_fd_file(int fd)
   return vg_task_fd_file(bpf_get_current_task_btf(), fd);
 }
 
+/* ---- arguments of the rarer syscalls (sys.bpf.c, dup in file.bpf.c) ----
+ * Their exit programs read the arguments from the saved user registers; where
+ * the kernel cannot give those (cfg_args_at_exit 0), one generic enter
+ * program, vg_enter_args, attached to each of their sys_enter tracepoints,
+ * keeps the six raw arguments per thread until the exit. */
+struct vg_sys_args {
+  __u64 a[6];
+};
+
+struct {
+  __uint(type, BPF_MAP_TYPE_LRU_HASH);
+  __uint(max_entries, 4096);
+  __type(key, __u32);
+  __type(value, struct vg_sys_args);
+} pending_args SEC(".maps") __weak;
+
+/* The current syscall's arguments, at its exit. 0: nothing to report
+ * (vigil's own call, or the enter program kept nothing). */
+static __always_inline int vg_sys_args(struct vg_sys_args *out)
+{
+  if (vg_is_self())
+    return 0;
+  struct pt_regs *regs = vg_syscall_regs();
+  if (regs) {
+    out->a[0] = PT_REGS_PARM1_SYSCALL(regs);
+    out->a[1] = PT_REGS_PARM2_SYSCALL(regs);
+    out->a[2] = PT_REGS_PARM3_SYSCALL(regs);
+    out->a[3] = PT_REGS_PARM4_SYSCALL(regs);
+    out->a[4] = PT_REGS_PARM5_SYSCALL(regs);
+    out->a[5] = 0;
+    return 1;
+  }
+  __u32 tid = (__u32)bpf_get_current_pid_tgid();
+  struct vg_sys_args *p = bpf_map_lookup_elem(&pending_args, &tid);
+  if (!p)
+    return 0;
+  *out = *p;
+  bpf_map_delete_elem(&pending_args, &tid);
+  return 1;
+}
+
 #endif /* VIGIL_BPF_PROGS_VIGIL_BPF_H */

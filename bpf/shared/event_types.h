@@ -45,6 +45,20 @@
   X(Dns, DNS, 9, "dns", "", DnsData, "DNS over UDP port 53 (cgroup_skb)", "dns")                 \
   X(Payload, PAYLOAD, 10, "payload", "", PayloadData,                                            \
     "first bytes of a new outbound TCP connection (cgroup_skb/egress)", "net")                   \
-  X(Bpf, BPF, 11, "bpf", "", BpfData, "bpf() that loads, attaches or detaches programs", "bpf")
+  X(Bpf, BPF, 11, "bpf", "", BpfData, "bpf() that loads, attaches or detaches programs", "bpf")  \
+  X(Symlink, SYMLINK, 12, "symlinkat", "symlink", FileOpData, "symlink, symlinkat", "file")      \
+  X(Link, LINK, 13, "linkat", "link", FileOpData, "link, linkat", "file")                        \
+  X(Unlink, UNLINK, 14, "unlinkat", "unlink", FileOpData, "unlink, unlinkat", "file")            \
+  X(Rename, RENAME, 15, "renameat2", "rename renameat", FileOpData,                              \
+    "rename, renameat, renameat2", "file")                                                       \
+  X(Mkdir, MKDIR, 16, "mkdirat", "mkdir", FileOpData, "mkdir, mkdirat", "file")                  \
+  X(Rmdir, RMDIR, 17, "rmdir", "", FileOpData, "rmdir", "file")                                  \
+  X(Chmod, CHMOD, 18, "fchmodat", "chmod fchmod", FileOpData, "chmod, fchmod, fchmodat",         \
+    "file")                                                                                      \
+  X(Ptrace, PTRACE, 19, "ptrace", "", PtraceData, "ptrace", "proc")                              \
+  X(Socket, SOCKET, 20, "socket", "", SocketData, "socket", "net")                               \
+  X(Dup, DUP, 21, "dup", "dup2 dup3", DupData, "dup, dup2, dup3", "file")                        \
+  X(Module, MODULE, 22, "init_module", "finit_module", ModuleData,                               \
+    "init_module, finit_module", "proc")
 
 #endif /* VIGIL_BPF_SHARED_EVENT_TYPES_H */

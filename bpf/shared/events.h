@@ -25,7 +25,7 @@
 #include <linux/types.h>
 #endif
 
-#define VG_ABI_VERSION 1
+#define VG_ABI_VERSION 2
 
 /* Record ids: derived from the event schema (event_types.h), the same numbers
  * as vigil::event::Type. */
@@ -94,12 +94,18 @@ struct vg_exec {
   __u8 flags;      /* VG_EXEC_* */
   __u8 pad0;
   __u32 pad1;
+  __u64 cap_effective; /* the new program's capability sets */
+  __u64 cap_permitted;
+  __u64 cap_inheritable;
 };
 #define VG_EXEC_STDIN_SOCK 0x01
 #define VG_EXEC_STDOUT_SOCK 0x02
 #define VG_EXEC_ARGS_TRUNC 0x04
 #define VG_EXEC_PATH_TRUNC 0x08
 #define VG_EXEC_ELF32 0x10 /* the new program is a 32-bit ELF (ia32/x32 syscalls) */
+#define VG_EXEC_MEMFD 0x20 /* the program file is a memfd (memfd_create) */
+#define VG_EXEC_UPPER 0x40 /* the program file is in an overlay's upper layer */
+#define VG_EXEC_WRITABLE 0x80 /* the program file is writable by the user running it */
 
 struct vg_fork {
   struct vg_hdr hdr;
@@ -218,6 +224,76 @@ struct vg_bpf {
   char prog_name[16];
 };
 
+/* symlink, link, unlink, rename, mkdir, rmdir, chmod: data = the first path
+ * as given (path_len), the second (path2_len; symlink's linkpath, link's and
+ * rename's newpath). fd: the dirfd of the first path (VG_AT_FDCWD where the
+ * call has none), fchmod's fd. */
+struct vg_fileop {
+  struct vg_hdr hdr;
+  __s64 result;
+  __s32 fd;
+  __s32 fd2;       /* the dirfd of the second path */
+  __u32 flags;     /* linkat, unlinkat, renameat2 flags */
+  __u32 mode;      /* mkdir, chmod */
+  __u16 path_len;
+  __u16 path2_len;
+  __u8 syscall;    /* VG_SC_*: which call of the family */
+  __u8 pad0[3];
+};
+#define VG_AT_FDCWD (-100)
+
+/* Which syscall of a family made a record (vg_fileop.syscall, vg_dup.syscall). */
+enum vg_syscall {
+  VG_SC_SYMLINK = 1, VG_SC_SYMLINKAT, VG_SC_LINK, VG_SC_LINKAT, VG_SC_UNLINK, VG_SC_UNLINKAT,
+  VG_SC_RENAME, VG_SC_RENAMEAT, VG_SC_RENAMEAT2, VG_SC_MKDIR, VG_SC_MKDIRAT, VG_SC_RMDIR,
+  VG_SC_CHMOD, VG_SC_FCHMOD, VG_SC_FCHMODAT, VG_SC_DUP, VG_SC_DUP2, VG_SC_DUP3,
+  VG_SC_INIT_MODULE, VG_SC_FINIT_MODULE,
+};
+
+struct vg_ptrace {
+  struct vg_hdr hdr;
+  __s64 result;
+  __u64 addr;
+  __u32 request;
+  __u32 target;    /* the pid argument */
+};
+
+struct vg_socket {
+  struct vg_hdr hdr;
+  __s64 result;    /* the new fd, or -errno */
+  __u32 domain;
+  __u32 type;      /* with SOCK_NONBLOCK/SOCK_CLOEXEC as given */
+  __u32 protocol;
+  __u32 pad0;
+};
+
+/* dup, dup2, dup3: the old fd and, when it is an inet socket, its endpoints
+ * (as in vg_connect; family 0 when not a socket). */
+struct vg_dup {
+  struct vg_hdr hdr;
+  __s64 result;    /* the new fd, or -errno */
+  __s32 oldfd;
+  __u32 flags;     /* dup3 */
+  __u16 family;
+  __u8 proto;      /* VG_L4_* */
+  __u8 syscall;    /* VG_SC_DUP* */
+  __u16 sport;
+  __u16 dport;
+  __u8 saddr[16];
+  __u8 daddr[16];
+};
+
+/* init_module, finit_module: data = the module's parameters (args_len). */
+struct vg_module {
+  struct vg_hdr hdr;
+  __s64 result;
+  __s32 fd;        /* finit_module's fd, -1 for init_module */
+  __u32 flags;
+  __u16 args_len;
+  __u8 syscall;    /* VG_SC_*_MODULE */
+  __u8 pad0[5];
+};
+
 /* Per-process, per-command count of NVIDIA ioctls (hash map "gpu_usage"). */
 struct vg_usage_key {
   __u32 pid;
@@ -256,7 +332,7 @@ VG_STATIC_ASSERT(VG_OFFSETOF(struct vg_hdr, ts_ns) == 8, "vg_hdr.ts_ns");
 VG_STATIC_ASSERT(VG_OFFSETOF(struct vg_hdr, pid) == 16, "vg_hdr.pid");
 VG_STATIC_ASSERT(VG_OFFSETOF(struct vg_hdr, cgroup_id) == 48, "vg_hdr.cgroup_id");
 VG_STATIC_ASSERT(VG_OFFSETOF(struct vg_hdr, comm) == 56, "vg_hdr.comm");
-VG_STATIC_ASSERT(sizeof(struct vg_exec) == 96, "vg_exec size");
+VG_STATIC_ASSERT(sizeof(struct vg_exec) == 120, "vg_exec size");
 VG_STATIC_ASSERT(sizeof(struct vg_fork) == 88, "vg_fork size");
 VG_STATIC_ASSERT(sizeof(struct vg_exit) == 80, "vg_exit size");
 VG_STATIC_ASSERT(sizeof(struct vg_connect) == 120, "vg_connect size");
@@ -267,6 +343,11 @@ VG_STATIC_ASSERT(sizeof(struct vg_xid) == 80, "vg_xid size");
 VG_STATIC_ASSERT(sizeof(struct vg_dns) == 120, "vg_dns size");
 VG_STATIC_ASSERT(sizeof(struct vg_payload) == 120, "vg_payload size");
 VG_STATIC_ASSERT(sizeof(struct vg_bpf) == 104, "vg_bpf size");
+VG_STATIC_ASSERT(sizeof(struct vg_fileop) == 104, "vg_fileop size");
+VG_STATIC_ASSERT(sizeof(struct vg_ptrace) == 96, "vg_ptrace size");
+VG_STATIC_ASSERT(sizeof(struct vg_socket) == 96, "vg_socket size");
+VG_STATIC_ASSERT(sizeof(struct vg_dup) == 128, "vg_dup size");
+VG_STATIC_ASSERT(sizeof(struct vg_module) == 96, "vg_module size");
 VG_STATIC_ASSERT(sizeof(struct vg_usage_key) == 16, "vg_usage_key size");
 VG_STATIC_ASSERT(sizeof(struct vg_seen_key) == 8, "vg_seen_key size");
 VG_STATIC_ASSERT(sizeof(struct vg_usage_val) == 16, "vg_usage_val size");

@@ -454,6 +454,12 @@ void append_process(const state::Process& p, std::string& out) {
     put_bool(out, p.gpu_compute);
     put_u32(out, p.gpu_devices_opened);
     put_bool(out, p.elf32);
+    put_bool(out, p.exe_from_memfd);
+    put_bool(out, p.exe_upper_layer);
+    put_bool(out, p.exe_writable);
+    put_u64(out, p.cap_effective);
+    put_u64(out, p.cap_permitted);
+    put_u64(out, p.cap_inheritable);
   });
 }
 
@@ -591,7 +597,16 @@ DecodeOutcome decode_record(std::uint8_t type, std::string_view body, RecordData
       p.from_proc = c.boolean("process.from_proc");
       p.gpu_compute = c.boolean("process.gpu_compute");
       p.gpu_devices_opened = c.u32("process.gpu_devices_opened");
-      p.elf32 = c.left() > 0 && c.boolean("process.elf32");  // appended later: absent in older files
+      // Appended later: absent in older files.
+      p.elf32 = c.left() > 0 && c.boolean("process.elf32");
+      if (c.left() > 0) {
+        p.exe_from_memfd = c.boolean("process.exe_from_memfd");
+        p.exe_upper_layer = c.boolean("process.exe_upper_layer");
+        p.exe_writable = c.boolean("process.exe_writable");
+        p.cap_effective = c.u64("process.cap_effective");
+        p.cap_permitted = c.u64("process.cap_permitted");
+        p.cap_inheritable = c.u64("process.cap_inheritable");
+      }
       if (c.failed()) break;
       out = std::move(p);
       return DecodeOutcome::kOk;

@@ -82,6 +82,8 @@ template <class T>
 void json_value(std::string& out, const T& x) {
   if constexpr (std::is_same_v<T, bool>) {
     out += x ? "true" : "false";
+  } else if constexpr (std::is_same_v<T, event::Syscall>) {
+    out += json_quote(std::string(event::syscall_name(x)));
   } else if constexpr (std::is_enum_v<T>) {
     out += std::to_string(static_cast<std::underlying_type_t<T>>(x));
   } else if constexpr (std::is_integral_v<T>) {
@@ -137,6 +139,25 @@ std::string summary(const event::PayloadData& d) {
 }
 std::string summary(const event::BpfData& d) {
   return "cmd=" + std::to_string(d.cmd) + " prog=" + d.prog_name;
+}
+std::string summary(const event::FileOpData& d) {
+  std::string s = "path=" + d.path;
+  if (!d.path2.empty()) s += " path2=" + d.path2;
+  return s + " res=" + std::to_string(d.result);
+}
+std::string summary(const event::PtraceData& d) {
+  return "request=" + std::to_string(d.request) + " target=" + std::to_string(d.target);
+}
+std::string summary(const event::SocketData& d) {
+  return "domain=" + std::to_string(d.domain) + " type=" + std::to_string(d.type) + " fd=" + std::to_string(d.result);
+}
+std::string summary(const event::DupData& d) {
+  std::string s = "oldfd=" + std::to_string(d.oldfd) + " newfd=" + std::to_string(d.result);
+  if (d.dport != 0) s += " peer=" + ip_port(d.daddr, d.dport);
+  return s;
+}
+std::string summary(const event::ModuleData& d) {
+  return "fd=" + std::to_string(d.fd) + " res=" + std::to_string(d.result);
 }
 
 }  // namespace

@@ -75,6 +75,13 @@ struct ExecData {
   bool stdin_is_socket = false;   // fd 0 of the new program is a socket
   bool stdout_is_socket = false;  // fd 1 of the new program is a socket
   bool elf32 = false;             // a 32-bit ELF: its open/ioctl/bpf syscalls are not traced
+  bool exe_from_memfd = false;    // the program runs from a memfd (memfd_create), not a file on disk
+  bool exe_upper_layer = false;   // the program file is in an overlay's upper (writable) layer
+  bool exe_writable = false;      // the program file is writable by the user who runs it
+  // The new program's capability sets (bit n: capability n), after exec.
+  std::uint64_t cap_effective = 0;
+  std::uint64_t cap_permitted = 0;
+  std::uint64_t cap_inheritable = 0;
 
   static constexpr std::string_view kKey = "exec";
   template <class V, class Self>
@@ -90,6 +97,12 @@ struct ExecData {
     v("stdout_is_socket", d.stdout_is_socket);
     v.appended();
     v("elf32", d.elf32);
+    v("exe_from_memfd", d.exe_from_memfd);
+    v("exe_upper_layer", d.exe_upper_layer);
+    v("exe_writable", d.exe_writable);
+    v("cap_effective", d.cap_effective);
+    v("cap_permitted", d.cap_permitted);
+    v("cap_inheritable", d.cap_inheritable);
   }
 };
 
@@ -326,8 +339,127 @@ struct BpfData {
   }
 };
 
+// Which syscall of a family made an event whose type stands for several
+// (symlink/symlinkat...): evt.type shows it. kNone: the type's own name.
+enum class Syscall : std::uint8_t {
+  kNone = 0, kSymlink, kSymlinkat, kLink, kLinkat, kUnlink, kUnlinkat, kRename, kRenameat,
+  kRenameat2, kMkdir, kMkdirat, kRmdir, kChmod, kFchmod, kFchmodat, kDup, kDup2, kDup3,
+  kInitModule, kFinitModule, kCount
+};
+std::string_view syscall_name(Syscall s);  // "symlinkat"...; "" for kNone or out of range
+
+inline constexpr std::int64_t kAtFdcwd = -100;  // AT_FDCWD: a path relative to the cwd
+
+// A call on paths: symlink, link, unlink, rename, mkdir, rmdir, chmod. Paths
+// are as given: relative ones are relative to `fd` (kAtFdcwd: the cwd).
+struct FileOpData {
+  Syscall syscall = Syscall::kNone;
+  std::string path;           // symlink's target, link's and rename's oldpath, the path of the others
+  std::string path2;          // symlink's linkpath, link's and rename's newpath; empty for the others
+  std::int64_t fd = kAtFdcwd;   // the first path's dirfd; fchmod's fd
+  std::int64_t fd2 = kAtFdcwd;  // the second path's dirfd
+  std::uint32_t flags = 0;    // linkat, unlinkat, renameat2 flags
+  std::uint32_t mode = 0;     // mkdir, chmod
+  std::int64_t result = 0;
+
+  static constexpr std::string_view kKey = "file_op";
+  template <class V, class Self>
+  static void fields(V& v, Self& d) {
+    v("syscall", d.syscall);
+    v("path", d.path);
+    v("path2", d.path2, kOmitEmpty);
+    v("fd", d.fd);
+    v("fd2", d.fd2);
+    v("flags", d.flags);
+    v("mode", d.mode);
+    v("result", d.result);
+  }
+};
+
+struct PtraceData {
+  std::uint32_t request = 0;  // PTRACE_* number
+  std::uint32_t target = 0;   // the pid argument
+  std::uint64_t addr = 0;
+  std::int64_t result = 0;
+
+  static constexpr std::string_view kKey = "ptrace";
+  template <class V, class Self>
+  static void fields(V& v, Self& d) {
+    v("request", d.request);
+    v("target", d.target);
+    v("addr", d.addr);
+    v("result", d.result);
+  }
+};
+
+struct SocketData {
+  std::uint32_t domain = 0;    // AF_*
+  std::uint32_t type = 0;      // SOCK_* with SOCK_NONBLOCK/SOCK_CLOEXEC as given
+  std::uint32_t protocol = 0;
+  std::int64_t result = 0;     // the new fd, or -errno
+
+  static constexpr std::string_view kKey = "socket";
+  template <class V, class Self>
+  static void fields(V& v, Self& d) {
+    v("domain", d.domain);
+    v("type", d.type);
+    v("protocol", d.protocol);
+    v("result", d.result);
+  }
+};
+
+// dup, dup2, dup3: the old fd and, for an inet socket, its endpoints (family
+// 0 when the old fd is not an inet or unix socket).
+struct DupData {
+  Syscall syscall = Syscall::kDup;
+  std::int64_t oldfd = -1;
+  std::uint32_t flags = 0;     // dup3
+  std::int64_t result = 0;     // the new fd, or -errno
+  std::uint8_t family = 0;
+  L4 proto = L4::kUnknown;
+  IpAddr saddr;
+  std::uint16_t sport = 0;
+  IpAddr daddr;
+  std::uint16_t dport = 0;
+
+  static constexpr std::string_view kKey = "dup";
+  template <class V, class Self>
+  static void fields(V& v, Self& d) {
+    v("syscall", d.syscall);
+    v("oldfd", d.oldfd);
+    v("flags", d.flags);
+    v("result", d.result);
+    v("family", d.family);
+    v("proto", d.proto);
+    v("saddr", d.saddr);
+    v("sport", d.sport);
+    v("daddr", d.daddr);
+    v("dport", d.dport);
+  }
+};
+
+// init_module, finit_module: a kernel module load.
+struct ModuleData {
+  Syscall syscall = Syscall::kInitModule;
+  std::int64_t fd = -1;        // finit_module's fd
+  std::uint32_t flags = 0;
+  std::string args;            // the module's parameters
+  std::int64_t result = 0;
+
+  static constexpr std::string_view kKey = "module";
+  template <class V, class Self>
+  static void fields(V& v, Self& d) {
+    v("syscall", d.syscall);
+    v("fd", d.fd);
+    v("flags", d.flags);
+    v("args", d.args);
+    v("result", d.result);
+  }
+};
+
 using Payload = std::variant<std::monostate, ExecData, ForkData, ExitData, ConnectData, OpenData,
-                             IoctlData, GpuUsageData, XidData, DnsData, PayloadData, BpfData>;
+                             IoctlData, GpuUsageData, XidData, DnsData, PayloadData, BpfData,
+                             FileOpData, PtraceData, SocketData, DupData, ModuleData>;
 
 struct Event {
   Header hdr;

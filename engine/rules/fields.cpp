@@ -162,7 +162,18 @@ std::string_view dirname_of(std::string_view p) noexcept {
 
 // ----- evt.*
 
-void x_evt_type(const X& x, const F&, E& o) noexcept { str(o, event::type_name(ev(x).hdr.type)); }
+// The syscall of a family the event came from (symlink for a symlinkat
+// event made by symlink()), kNone when its payload does not say.
+event::Syscall syscall_of(const event::Event& e) noexcept {
+  if (auto* p = e.as<event::FileOpData>()) return p->syscall;
+  if (auto* p = e.as<event::DupData>()) return p->syscall;
+  if (auto* p = e.as<event::ModuleData>()) return p->syscall;
+  return event::Syscall::kNone;
+}
+void x_evt_type(const X& x, const F&, E& o) noexcept {
+  auto n = event::syscall_name(syscall_of(ev(x)));
+  str(o, n.empty() ? event::type_name(ev(x).hdr.type) : n);
+}
 void x_evt_dir(const X&, const F&, E& o) noexcept { str(o, "<"); }
 void x_evt_source(const X&, const F&, E& o) noexcept { str(o, "syscall"); }
 void x_evt_rawtime(const X& x, const F&, E& o) noexcept {
@@ -218,6 +229,11 @@ bool result_of(const event::Event& e, std::int64_t& r) noexcept {
   if (auto* p = e.as<event::IoctlData>()) { r = p->result; return true; }
   if (auto* p = e.as<event::BpfData>()) { r = p->result; return true; }
   if (e.as<event::ExecData>()) { r = 0; return true; }
+  if (auto* p = e.as<event::FileOpData>()) { r = p->result; return true; }
+  if (auto* p = e.as<event::PtraceData>()) { r = p->result; return true; }
+  if (auto* p = e.as<event::SocketData>()) { r = p->result; return true; }
+  if (auto* p = e.as<event::DupData>()) { r = p->result; return true; }
+  if (auto* p = e.as<event::ModuleData>()) { r = p->result; return true; }
   return false;
 }
 
@@ -305,7 +321,89 @@ void x_arg_flags(const X& x, const F&, E& o) noexcept {
 }
 void x_arg_path(const X& x, const F&, E& o) noexcept {
   if (auto* p = ev(x).as<event::OpenData>()) { str(o, p->path); return; }
-  if (auto* p = ev(x).as<event::ExecData>()) str(o, p->filename);
+  if (auto* p = ev(x).as<event::ExecData>()) { str(o, p->filename); return; }
+  if (auto* p = ev(x).as<event::FileOpData>(); p && !p->path.empty()) str(o, p->path);
+}
+
+void int_arg(const X& x, std::int64_t v, E& o) noexcept {
+  Arena& ar = *x.arena;
+  ar.begin();
+  ar.append_int(v);
+  str(o, ar.finish());
+}
+// A symbolic name where one is known, the number otherwise.
+void symbol_or_number(const X& x, std::string_view name, std::int64_t v, E& o) noexcept {
+  if (!name.empty()) str(o, name);
+  else int_arg(x, v, o);
+}
+void octal_arg(const X& x, std::uint32_t v, E& o) noexcept {
+  Arena& ar = *x.arena;
+  ar.begin();
+  char tmp[16];
+  auto r = std::to_chars(tmp, tmp + sizeof tmp, v, 8);
+  ar.append('0');
+  ar.append(std::string_view(tmp, static_cast<std::size_t>(r.ptr - tmp)));
+  str(o, ar.finish());
+}
+std::string_view ptrace_request_name(std::uint32_t r) noexcept {
+  switch (r) {
+    case 0: return "PTRACE_TRACEME"; case 1: return "PTRACE_PEEKTEXT"; case 2: return "PTRACE_PEEKDATA";
+    case 3: return "PTRACE_PEEKUSR"; case 4: return "PTRACE_POKETEXT"; case 5: return "PTRACE_POKEDATA";
+    case 6: return "PTRACE_POKEUSR"; case 7: return "PTRACE_CONT"; case 8: return "PTRACE_KILL";
+    case 9: return "PTRACE_SINGLESTEP"; case 12: return "PTRACE_GETREGS"; case 13: return "PTRACE_SETREGS";
+    case 14: return "PTRACE_GETFPREGS"; case 15: return "PTRACE_SETFPREGS"; case 16: return "PTRACE_ATTACH";
+    case 17: return "PTRACE_DETACH"; case 24: return "PTRACE_SYSCALL"; case 0x4200: return "PTRACE_SETOPTIONS";
+    case 0x4201: return "PTRACE_GETEVENTMSG"; case 0x4202: return "PTRACE_GETSIGINFO";
+    case 0x4203: return "PTRACE_SETSIGINFO"; case 0x4204: return "PTRACE_GETREGSET";
+    case 0x4205: return "PTRACE_SETREGSET"; case 0x4206: return "PTRACE_SEIZE";
+    case 0x4207: return "PTRACE_INTERRUPT"; case 0x4208: return "PTRACE_LISTEN";
+    default: return {};
+  }
+}
+std::string_view socket_domain_name(std::uint32_t d) noexcept {
+  switch (d) {
+    case AF_UNIX: return "AF_UNIX"; case AF_INET: return "AF_INET"; case AF_INET6: return "AF_INET6";
+    case AF_NETLINK: return "AF_NETLINK"; case AF_PACKET: return "AF_PACKET"; case AF_KEY: return "AF_KEY";
+    case AF_VSOCK: return "AF_VSOCK"; case AF_BLUETOOTH: return "AF_BLUETOOTH"; case AF_ALG: return "AF_ALG";
+    case AF_XDP: return "AF_XDP"; case AF_CAN: return "AF_CAN";
+    default: return {};
+  }
+}
+void socket_type_arg(const X& x, std::uint32_t t, E& o) noexcept {
+  std::string_view base;
+  switch (t & 0xf) {
+    case SOCK_STREAM: base = "SOCK_STREAM"; break; case SOCK_DGRAM: base = "SOCK_DGRAM"; break;
+    case SOCK_RAW: base = "SOCK_RAW"; break; case SOCK_SEQPACKET: base = "SOCK_SEQPACKET"; break;
+    case SOCK_PACKET: base = "SOCK_PACKET"; break;
+    default: int_arg(x, t, o); return;
+  }
+  Arena& ar = *x.arena;
+  ar.begin();
+  ar.append(base);
+  if (t & SOCK_NONBLOCK) ar.append("|SOCK_NONBLOCK");
+  if (t & SOCK_CLOEXEC) ar.append("|SOCK_CLOEXEC");
+  str(o, ar.finish());
+}
+// Falco's argument names for the path calls.
+void file_op_arg(const X& x, const event::FileOpData& p, std::string_view a, E& o) noexcept {
+  using S = event::Syscall;
+  const bool two_paths = !p.path2.empty() || p.syscall == S::kSymlink || p.syscall == S::kSymlinkat ||
+                         p.syscall == S::kLink || p.syscall == S::kLinkat || p.syscall == S::kRename ||
+                         p.syscall == S::kRenameat || p.syscall == S::kRenameat2;
+  const bool symlink = p.syscall == S::kSymlink || p.syscall == S::kSymlinkat;
+  if (two_paths) {
+    if (a == (symlink ? "target" : "oldpath")) { str(o, p.path); return; }
+    if (a == (symlink ? "linkpath" : "newpath")) { str(o, p.path2); return; }
+    if (a == (symlink ? "linkdirfd" : "newdirfd") || a == "newdir") { int_arg(x, p.fd2, o); return; }
+    if (!symlink && (a == "olddirfd" || a == "olddir")) { int_arg(x, p.fd, o); return; }
+  } else if (a == "name" || a == "path" || a == "pathname" || a == "filename") {
+    if (!p.path.empty()) str(o, p.path);
+    return;
+  }
+  if (a == "dirfd" || a == "fd") { int_arg(x, p.fd, o); return; }
+  if (a == "flags") { int_arg(x, p.flags, o); return; }
+  if (a == "mode") { octal_arg(x, p.mode, o); return; }
+  if (a == "res") int_arg(x, p.result, o);
 }
 
 // evt.arg.NAME / evt.arg[NAME]: the named argument of the calls vigil
@@ -316,22 +414,8 @@ void x_arg_generic(const X& x, const F& f, E& o) noexcept {
   if (auto* p = e.as<event::OpenData>()) {
     if (a == "name" || a == "path" || a == "pathname" || a == "filename") { str(o, p->path); return; }
     if (a == "flags") { x_arg_flags(x, f, o); return; }
-    if (a == "mode") {
-      Arena& ar = *x.arena;
-      ar.begin();
-      char tmp[16];
-      auto r = std::to_chars(tmp, tmp + sizeof tmp, p->mode, 8);
-      ar.append('0');
-      ar.append(std::string_view(tmp, static_cast<std::size_t>(r.ptr - tmp)));
-      str(o, ar.finish());
-      return;
-    }
-    if (a == "fd") {
-      Arena& ar = *x.arena;
-      ar.begin();
-      ar.append_int(p->result);
-      str(o, ar.finish());
-    }
+    if (a == "mode") { octal_arg(x, p->mode, o); return; }
+    if (a == "fd") int_arg(x, p->result, o);
     return;
   }
   if (auto* p = e.as<event::ExecData>()) {
@@ -356,6 +440,34 @@ void x_arg_generic(const X& x, const F& f, E& o) noexcept {
     else if (a == "fd") ar.append_int(p->fd);
     else return;
     str(o, ar.finish());
+    return;
+  }
+  if (auto* p = e.as<event::FileOpData>()) { file_op_arg(x, *p, a, o); return; }
+  if (auto* p = e.as<event::PtraceData>()) {
+    if (a == "request") { symbol_or_number(x, ptrace_request_name(p->request), p->request, o); return; }
+    if (a == "pid") int_arg(x, p->target, o);
+    else if (a == "addr") int_arg(x, static_cast<std::int64_t>(p->addr), o);
+    else if (a == "res") int_arg(x, p->result, o);
+    return;
+  }
+  if (auto* p = e.as<event::SocketData>()) {
+    if (a == "domain") symbol_or_number(x, socket_domain_name(p->domain), p->domain, o);
+    else if (a == "type") socket_type_arg(x, p->type, o);
+    else if (a == "proto") int_arg(x, p->protocol, o);
+    else if (a == "fd" || a == "res") int_arg(x, p->result, o);
+    return;
+  }
+  if (auto* p = e.as<event::DupData>()) {
+    if (a == "fd" || a == "oldfd") int_arg(x, p->oldfd, o);
+    else if (a == "res" || a == "newfd") int_arg(x, p->result, o);
+    else if (a == "flags") int_arg(x, p->flags, o);
+    return;
+  }
+  if (auto* p = e.as<event::ModuleData>()) {
+    if (a == "fd") int_arg(x, p->fd, o);
+    else if (a == "uargs") str(o, p->args);
+    else if (a == "flags") int_arg(x, p->flags, o);
+    else if (a == "res") int_arg(x, p->result, o);
   }
 }
 // vigil does not number events: evt.num has no value, so Falco's never_true
@@ -511,6 +623,50 @@ void x_is_32bit(const X& x, const F&, E& o) noexcept {
   if (auto* e = ev(x).as<event::ExecData>()) { boolean(o, e->elf32); return; }
   if (auto* p = proc_of(x)) boolean(o, p->elf32);
 }
+void x_exe_memfd(const X& x, const F&, E& o) noexcept {
+  if (auto* e = ev(x).as<event::ExecData>()) { boolean(o, e->exe_from_memfd); return; }
+  if (auto* p = proc_of(x)) boolean(o, p->exe_from_memfd);
+}
+void x_exe_upper(const X& x, const F&, E& o) noexcept {
+  if (auto* e = ev(x).as<event::ExecData>()) { boolean(o, e->exe_upper_layer); return; }
+  if (auto* p = proc_of(x)) boolean(o, p->exe_upper_layer);
+}
+void x_exe_writable(const X& x, const F&, E& o) noexcept {
+  if (auto* e = ev(x).as<event::ExecData>()) { boolean(o, e->exe_writable); return; }
+  if (auto* p = proc_of(x)) boolean(o, p->exe_writable);
+}
+// Capability sets as Falco prints them: the names, space-separated.
+void caps_string(const X& x, std::uint64_t caps, E& o) noexcept {
+  static constexpr std::string_view kCaps[] = {
+      "CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_DAC_READ_SEARCH", "CAP_FOWNER", "CAP_FSETID", "CAP_KILL",
+      "CAP_SETGID", "CAP_SETUID", "CAP_SETPCAP", "CAP_LINUX_IMMUTABLE", "CAP_NET_BIND_SERVICE",
+      "CAP_NET_BROADCAST", "CAP_NET_ADMIN", "CAP_NET_RAW", "CAP_IPC_LOCK", "CAP_IPC_OWNER",
+      "CAP_SYS_MODULE", "CAP_SYS_RAWIO", "CAP_SYS_CHROOT", "CAP_SYS_PTRACE", "CAP_SYS_PACCT",
+      "CAP_SYS_ADMIN", "CAP_SYS_BOOT", "CAP_SYS_NICE", "CAP_SYS_RESOURCE", "CAP_SYS_TIME",
+      "CAP_SYS_TTY_CONFIG", "CAP_MKNOD", "CAP_LEASE", "CAP_AUDIT_WRITE", "CAP_AUDIT_CONTROL",
+      "CAP_SETFCAP", "CAP_MAC_OVERRIDE", "CAP_MAC_ADMIN", "CAP_SYSLOG", "CAP_WAKE_ALARM",
+      "CAP_BLOCK_SUSPEND", "CAP_AUDIT_READ", "CAP_PERFMON", "CAP_BPF", "CAP_CHECKPOINT_RESTORE"};
+  Arena& a = *x.arena;
+  a.begin();
+  bool first = true;
+  for (std::size_t i = 0; i < 64; ++i) {
+    if (!(caps >> i & 1u)) continue;
+    if (!first) a.append(' ');
+    first = false;
+    if (i < std::size(kCaps)) {
+      a.append(kCaps[i]);
+    } else {
+      a.append("CAP_");
+      a.append_uint(i);
+    }
+  }
+  str(o, a.finish());
+}
+template <std::uint64_t event::ExecData::*E_, std::uint64_t state::Process::*P_>
+void x_caps(const X& x, const F&, E& o) noexcept {
+  if (auto* e = ev(x).as<event::ExecData>()) { caps_string(x, e->*E_, o); return; }
+  if (auto* p = proc_of(x)) caps_string(x, p->*P_, o);
+}
 void x_gpu_compute(const X& x, const F&, E& o) noexcept {
   if (auto* p = proc_of(x)) boolean(o, p->gpu_compute);
 }
@@ -575,6 +731,15 @@ bool endpoints(const event::Event& e, Endpoints& ep) noexcept {
     ep.server = &c->daddr;
     ep.sport = c->dport;
     ep.unix_path = c->unix_path;
+    return true;
+  }
+  if (auto* d = e.as<event::DupData>(); d && d->family != 0) {
+    ep.family = d->family;
+    ep.proto = d->proto;
+    ep.client = &d->saddr;
+    ep.cport = d->sport;
+    ep.server = &d->daddr;
+    ep.sport = d->dport;
     return true;
   }
   if (auto* p = e.as<event::PayloadData>()) {
@@ -643,7 +808,9 @@ void x_fd_l4proto(const X& x, const F&, E& o) noexcept {
 }
 void x_fd_num(const X& x, const F&, E& o) noexcept {
   if (auto* p = ev(x).as<event::OpenData>()) { num(o, p->result >= 0 ? p->result : -1); return; }
-  if (auto* p = ev(x).as<event::IoctlData>()) num(o, p->fd);
+  if (auto* p = ev(x).as<event::IoctlData>()) { num(o, p->fd); return; }
+  if (auto* p = ev(x).as<event::DupData>()) { num(o, p->oldfd); return; }
+  if (auto* p = ev(x).as<event::SocketData>()) num(o, p->result);
 }
 bool inet(const X& x, Endpoints& ep) noexcept {
   return endpoints(ev(x), ep) && (ep.family == AF_INET || ep.family == AF_INET6);
@@ -1094,7 +1261,7 @@ void x_protocol(const X& x, const F&, E& o) noexcept {
 }
 
 constexpr std::string_view kOpenEv = "open, openat, openat2, creat";
-constexpr std::string_view kNetEv = "connect, sendto, sendmsg, payload";
+constexpr std::string_view kNetEv = "connect, sendto, sendmsg, payload, dup";
 constexpr std::string_view kGpuEv = "open, openat, openat2, ioctl";
 
 }  // namespace
@@ -1105,24 +1272,24 @@ FieldCatalog::FieldCatalog() {
   using T = FieldType;
   using A = ArgMode;
   fields_ = {
-      {"evt.type", T::kString, A::kNone, false, "*", "Event type: Falco's syscall name (execve, openat, connect, clone, procexit, ioctl, bpf) or vigil's own (gpu_usage, xid, dns, payload).", x_evt_type},
+      {"evt.type", T::kString, A::kNone, false, "*", "Event type: Falco's syscall name (execve, openat, connect, clone, procexit, ioctl, bpf, symlinkat, linkat, unlinkat, renameat2, mkdirat, rmdir, fchmodat, ptrace, socket, dup, init_module) or vigil's own (gpu_usage, xid, dns, payload). A type stands for its family in conditions (evt.type = symlink matches symlink and symlinkat); the value shown is the call that was made where the event records it (symlink, dup2, finit_module...).", x_evt_type},
       {"evt.dir", T::kString, A::kNone, false, "*", "Event direction; always '<' (exit events only, as Falco since 0.42).", x_evt_dir},
       {"evt.source", T::kString, A::kNone, false, "*", "Event source: always 'syscall'.", x_evt_source},
       {"evt.time", T::kString, A::kNone, false, "*", "Event time of day, UTC, HH:MM:SS.nnnnnnnnn.", x_evt_time},
       {"evt.time.iso8601", T::kString, A::kNone, false, "*", "Event time, RFC 3339 UTC with nanoseconds.", x_evt_iso},
       {"evt.rawtime", T::kUint, A::kNone, false, "*", "Event time in ns since the Unix epoch.", x_evt_rawtime},
-      {"evt.res", T::kString, A::kNone, false, "execve, open, openat, connect, ioctl, bpf", "Result: SUCCESS or the errno name (ENOENT...).", x_evt_res},
-      {"evt.rawres", T::kInt, A::kNone, false, "execve, open, openat, connect, ioctl, bpf", "Result as a number (fd, 0, or a negative errno).", x_evt_rawres},
-      {"evt.failed", T::kBool, A::kNone, false, "execve, open, openat, connect, ioctl, bpf", "True when the call failed.", x_evt_failed},
+      {"evt.res", T::kString, A::kNone, false, "execve, open, openat, connect, ioctl, bpf, symlink, link, unlink, rename, mkdir, rmdir, chmod, ptrace, socket, dup, init_module", "Result: SUCCESS or the errno name (ENOENT...).", x_evt_res},
+      {"evt.rawres", T::kInt, A::kNone, false, "execve, open, openat, connect, ioctl, bpf, symlink, link, unlink, rename, mkdir, rmdir, chmod, ptrace, socket, dup, init_module", "Result as a number (fd, 0, or a negative errno).", x_evt_rawres},
+      {"evt.failed", T::kBool, A::kNone, false, "execve, open, openat, connect, ioctl, bpf, symlink, link, unlink, rename, mkdir, rmdir, chmod, ptrace, socket, dup, init_module", "True when the call failed.", x_evt_failed},
       {"evt.is_open_read", T::kBool, A::kNone, false, kOpenEv, "The open was for reading (O_RDONLY or O_RDWR).", x_open_read},
       {"evt.is_open_write", T::kBool, A::kNone, false, kOpenEv, "The open was for writing (O_WRONLY or O_RDWR).", x_open_write},
       {"evt.is_open_exec", T::kBool, A::kNone, false, kOpenEv, "The open created a file with an execute bit.", x_open_exec},
       {"evt.arg.flags", T::kString, A::kNone, false, kOpenEv, "Open flags as names (O_RDWR|O_CREAT).", x_arg_flags},
-      {"evt.arg.name", T::kString, A::kNone, false, "open, openat, openat2, creat, execve", "Path argument of the call.", x_arg_path},
-      {"evt.arg.path", T::kString, A::kNone, false, "open, openat, openat2, creat, execve", "Path argument of the call.", x_arg_path},
-      {"evt.arg.pathname", T::kString, A::kNone, false, "open, openat, openat2, creat, execve", "Path argument of the call.", x_arg_path},
-      {"evt.arg.filename", T::kString, A::kNone, false, "execve", "Path given to execve (or opened).", x_arg_path},
-      {"evt.arg", T::kString, A::kRequiredKey, false, "open, openat, openat2, creat, execve, ioctl, bpf", "A named argument of the call: evt.arg.NAME or evt.arg[NAME] (open: name, path, flags, mode, fd; execve: filename, exe, cwd; ioctl: request, fd; bpf: cmd). Arguments of syscalls vigil does not collect have no value.", x_arg_generic},
+      {"evt.arg.name", T::kString, A::kNone, false, "open, openat, openat2, creat, execve, symlink, link, unlink, rename, mkdir, rmdir, chmod", "Path argument of the call.", x_arg_path},
+      {"evt.arg.path", T::kString, A::kNone, false, "open, openat, openat2, creat, execve, symlink, link, unlink, rename, mkdir, rmdir, chmod", "Path argument of the call.", x_arg_path},
+      {"evt.arg.pathname", T::kString, A::kNone, false, "open, openat, openat2, creat, execve, symlink, link, unlink, rename, mkdir, rmdir, chmod", "Path argument of the call.", x_arg_path},
+      {"evt.arg.filename", T::kString, A::kNone, false, "execve, chmod", "Path given to execve (or opened).", x_arg_path},
+      {"evt.arg", T::kString, A::kRequiredKey, false, "open, openat, openat2, creat, execve, ioctl, bpf, symlink, link, unlink, rename, mkdir, rmdir, chmod, ptrace, socket, dup, init_module", "A named argument of the call, by Falco's argument names: evt.arg.NAME or evt.arg[NAME] (open: name, path, flags, mode, fd; execve: filename, exe, cwd; ioctl: request, fd; bpf: cmd; symlink(at): target, linkpath, linkdirfd; link(at), rename(at)(2): oldpath, newpath, olddirfd, newdirfd, flags; unlink(at), mkdir(at), rmdir: path/name, dirfd, flags, mode; chmod, fchmodat: filename, mode, dirfd; fchmod: fd, mode; ptrace: request (PTRACE_ATTACH...), pid, addr; socket: domain (AF_PACKET...), type, proto, fd; dup: fd, newfd, flags; init_module, finit_module: fd, uargs, flags; each call: res). Arguments of syscalls vigil does not collect have no value.", x_arg_generic},
       {"evt.num", T::kInt, A::kNone, false, "*", "Event number. vigil does not number events: no value (so Falco's never_true idiom, evt.num=0, stays false).", x_evt_num},
       {"proc.pid", T::kInt, A::kNone, false, "*", "Process id (thread group id).", x_pid},
       {"thread.tid", T::kInt, A::kNone, false, "*", "Thread id.", x_tid},
@@ -1148,6 +1315,12 @@ FieldCatalog::FieldCatalog() {
       {"proc.stdin.socket", T::kBool, A::kNone, false, "execve", "fd 0 of the program was a socket at exec.", x_stdin_socket},
       {"proc.stdout.socket", T::kBool, A::kNone, false, "execve", "fd 1 of the program was a socket at exec.", x_stdout_socket},
       {"proc.is_32bit", T::kBool, A::kNone, false, "*", "The program is a 32-bit ELF (ia32/x32): the kernel's syscall tracepoints skip its compat syscalls, so its opens, ioctls and bpf() calls are not seen (execs and connects are).", x_is_32bit},
+      {"proc.is_exe_from_memfd", T::kBool, A::kNone, false, "*", "The program runs from a memfd (memfd_create): fileless execution.", x_exe_memfd},
+      {"proc.is_exe_upper_layer", T::kBool, A::kNone, false, "*", "The program file is in an overlay's upper (writable) layer: written in the container after it started, not part of its image. Known from the exec on; false for processes found in /proc at start.", x_exe_upper},
+      {"proc.is_exe_writable", T::kBool, A::kNone, false, "*", "The program file is writable by the user running it (owner, group or other write bit for its fsuid/fsgid, or CAP_DAC_OVERRIDE).", x_exe_writable},
+      {"thread.cap_effective", T::kString, A::kNone, false, "*", "Effective capabilities (CAP_SYS_ADMIN CAP_NET_RAW ...), as of the last exec (or /proc at start).", x_caps<&event::ExecData::cap_effective, &state::Process::cap_effective>},
+      {"thread.cap_permitted", T::kString, A::kNone, false, "*", "Permitted capabilities, as of the last exec (or /proc at start).", x_caps<&event::ExecData::cap_permitted, &state::Process::cap_permitted>},
+      {"thread.cap_inheritable", T::kString, A::kNone, false, "*", "Inheritable capabilities, as of the last exec (or /proc at start).", x_caps<&event::ExecData::cap_inheritable, &state::Process::cap_inheritable>},
       {"proc.gpu.compute", T::kBool, A::kNone, false, "*", "The process allocated a GPU compute or channel class earlier.", x_gpu_compute},
       {"user.uid", T::kInt, A::kNone, false, "*", "User id.", x_uid},
       {"user.name", T::kString, A::kNone, false, "*", "User name, from the host passwd table (uid 0 is root).", x_user_name},
@@ -1159,10 +1332,10 @@ FieldCatalog::FieldCatalog() {
       {"fd.nameraw", T::kString, A::kNone, false, kOpenEv, "The path as given to the call (not normalised).", x_fd_nameraw},
       {"fd.directory", T::kString, A::kNone, false, kOpenEv, "Directory of the opened file.", x_fd_directory},
       {"fd.filename", T::kString, A::kNone, false, kOpenEv, "Base name of the opened file.", x_fd_filename},
-      {"fd.type", T::kString, A::kNone, false, "open, openat, openat2, creat, connect, sendto, sendmsg, payload", "file, ipv4, ipv6 or unix.", x_fd_type},
-      {"fd.typechar", T::kString, A::kNone, false, "open, openat, openat2, creat, connect, sendto, sendmsg, payload", "f, 4, 6 or u.", x_fd_typechar},
+      {"fd.type", T::kString, A::kNone, false, "open, openat, openat2, creat, connect, sendto, sendmsg, payload, dup", "file, ipv4, ipv6 or unix.", x_fd_type},
+      {"fd.typechar", T::kString, A::kNone, false, "open, openat, openat2, creat, connect, sendto, sendmsg, payload, dup", "f, 4, 6 or u.", x_fd_typechar},
       {"fd.l4proto", T::kString, A::kNone, false, kNetEv, "tcp or udp.", x_fd_l4proto},
-      {"fd.num", T::kInt, A::kNone, false, "open, openat, openat2, creat, ioctl", "File descriptor number (-1 for a failed open).", x_fd_num},
+      {"fd.num", T::kInt, A::kNone, false, "open, openat, openat2, creat, ioctl, dup, socket", "File descriptor number (-1 for a failed open; dup: the old fd; socket: the new one).", x_fd_num},
       {"fd.sip", T::kIp, A::kNone, false, kNetEv, "Server (destination) IP address.", x_fd_sip},
       {"fd.rip", T::kIp, A::kNone, false, kNetEv, "Remote IP address (the server, for outbound connections).", x_fd_sip},
       {"fd.cip", T::kIp, A::kNone, false, kNetEv, "Client (source) IP address.", x_fd_cip},

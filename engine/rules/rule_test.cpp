@@ -283,6 +283,18 @@ template <class T>
 void read_value(const YAML::Node& v, const char* name, T& x) {
   if constexpr (std::is_same_v<T, bool>) {
     x = boolean(v, name);
+  } else if constexpr (std::is_same_v<T, event::Syscall>) {
+    // By name ("symlink") as evt.type shows it.
+    std::string s = scalar(v, name);
+    x = event::Syscall::kNone;
+    for (auto i = 1; i < static_cast<int>(event::Syscall::kCount); ++i) {
+      if (event::syscall_name(static_cast<event::Syscall>(i)) == s) x = static_cast<event::Syscall>(i);
+    }
+    if (x == event::Syscall::kNone) bad(v, std::string("'") + name + "': not a syscall vigil reports: " + s);
+  } else if constexpr (std::is_same_v<T, event::L4>) {
+    std::string s = scalar(v, name);
+    x = s == "tcp" ? event::L4::kTcp : s == "udp" ? event::L4::kUdp : s == "unix" ? event::L4::kUnix : event::L4::kUnknown;
+    if (x == event::L4::kUnknown) bad(v, std::string("'") + name + "' must be tcp, udp or unix");
   } else if constexpr (std::is_enum_v<T>) {
     x = static_cast<T>(number(v, name));
   } else if constexpr (std::is_integral_v<T> && std::is_signed_v<T>) {

@@ -63,6 +63,25 @@ event::IpAddr ip_from(std::uint16_t family, const std::uint8_t (&b)[16]) {
 VG_EVENT_TYPES(VIGIL_SAME_ID)
 #undef VIGIL_SAME_ID
 
+event::L4 l4_of(std::uint8_t proto) {
+  return proto == VG_L4_TCP ? event::L4::kTcp
+         : proto == VG_L4_UDP ? event::L4::kUdp
+         : proto == VG_L4_UNIX ? event::L4::kUnix
+                               : event::L4::kUnknown;
+}
+
+// The record's VG_SC_* byte; out of range reads as none (evt.type then shows
+// the type's own name).
+static_assert(static_cast<int>(VG_SC_SYMLINK) == static_cast<int>(event::Syscall::kSymlink) &&
+                  static_cast<int>(VG_SC_FCHMODAT) == static_cast<int>(event::Syscall::kFchmodat) &&
+                  static_cast<int>(VG_SC_FINIT_MODULE) == static_cast<int>(event::Syscall::kFinitModule) &&
+                  static_cast<int>(VG_SC_FINIT_MODULE) + 1 == static_cast<int>(event::Syscall::kCount),
+              "VG_SC_* and event::Syscall list the same calls in the same order");
+event::Syscall syscall_of(std::uint8_t sc) {
+  return sc < static_cast<std::uint8_t>(event::Syscall::kCount) ? static_cast<event::Syscall>(sc)
+                                                                 : event::Syscall::kNone;
+}
+
 Error bad(std::string what) { return Error::bad_input("sensor record: " + std::move(what)); }
 
 }  // namespace
@@ -167,6 +186,12 @@ Result<event::Event> decode_record(std::span<const std::uint8_t> rec, const Time
       d.stdin_is_socket = (b.flags & VG_EXEC_STDIN_SOCK) != 0;
       d.stdout_is_socket = (b.flags & VG_EXEC_STDOUT_SOCK) != 0;
       d.elf32 = (b.flags & VG_EXEC_ELF32) != 0;
+      d.exe_from_memfd = (b.flags & VG_EXEC_MEMFD) != 0;
+      d.exe_upper_layer = (b.flags & VG_EXEC_UPPER) != 0;
+      d.exe_writable = (b.flags & VG_EXEC_WRITABLE) != 0;
+      d.cap_effective = b.cap_effective;
+      d.cap_permitted = b.cap_permitted;
+      d.cap_inheritable = b.cap_inheritable;
       ev.hdr.type = event::Type::kExec;
       ev.data = std::move(d);
       break;
@@ -205,10 +230,7 @@ Result<event::Event> decode_record(std::span<const std::uint8_t> rec, const Time
         return bad("connect unix path length exceeds the record");
       event::ConnectData d;
       d.family = static_cast<std::uint8_t>(b.family);
-      d.proto = b.proto == VG_L4_TCP ? event::L4::kTcp
-                : b.proto == VG_L4_UDP ? event::L4::kUdp
-                : b.proto == VG_L4_UNIX ? event::L4::kUnix
-                                        : event::L4::kUnknown;
+      d.proto = l4_of(b.proto);
       d.saddr = ip_from(b.family, b.saddr);
       d.daddr = ip_from(b.family, b.daddr);
       d.sport = b.sport;
@@ -332,6 +354,90 @@ Result<event::Event> decode_record(std::span<const std::uint8_t> rec, const Time
       d.prog_name = c_string(std::string_view(b.prog_name, sizeof(b.prog_name)));
       d.result = b.result;
       ev.hdr.type = event::Type::kBpf;
+      ev.data = std::move(d);
+      break;
+    }
+    case VG_SYMLINK:
+    case VG_LINK:
+    case VG_UNLINK:
+    case VG_RENAME:
+    case VG_MKDIR:
+    case VG_RMDIR:
+    case VG_CHMOD: {
+      vg_fileop b{};
+      if (!read_fixed(rec, &b)) return bad("file call record too short");
+      Tail t(rec, sizeof(b));
+      std::string_view p1, p2;
+      if (!t.take(b.path_len, &p1) || !t.take(b.path2_len, &p2))
+        return bad("file call path lengths exceed the record");
+      event::FileOpData d;
+      d.syscall = syscall_of(b.syscall);
+      d.path = c_string(p1);
+      d.path2 = c_string(p2);
+      d.fd = b.fd;
+      d.fd2 = b.fd2;
+      d.flags = b.flags;
+      d.mode = b.mode;
+      d.result = b.result;
+      ev.hdr.type = static_cast<event::Type>(h.type);
+      ev.data = std::move(d);
+      break;
+    }
+    case VG_PTRACE: {
+      vg_ptrace b{};
+      if (!read_fixed(rec, &b)) return bad("ptrace record too short");
+      event::PtraceData d;
+      d.request = b.request;
+      d.target = b.target;
+      d.addr = b.addr;
+      d.result = b.result;
+      ev.hdr.type = event::Type::kPtrace;
+      ev.data = d;
+      break;
+    }
+    case VG_SOCKET: {
+      vg_socket b{};
+      if (!read_fixed(rec, &b)) return bad("socket record too short");
+      event::SocketData d;
+      d.domain = b.domain;
+      d.type = b.type;
+      d.protocol = b.protocol;
+      d.result = b.result;
+      ev.hdr.type = event::Type::kSocket;
+      ev.data = d;
+      break;
+    }
+    case VG_DUP: {
+      vg_dup b{};
+      if (!read_fixed(rec, &b)) return bad("dup record too short");
+      event::DupData d;
+      d.syscall = syscall_of(b.syscall);
+      d.oldfd = b.oldfd;
+      d.flags = b.flags;
+      d.result = b.result;
+      d.family = static_cast<std::uint8_t>(b.family);
+      d.proto = l4_of(b.proto);
+      d.saddr = ip_from(b.family, b.saddr);
+      d.daddr = ip_from(b.family, b.daddr);
+      d.sport = b.sport;
+      d.dport = b.dport;
+      ev.hdr.type = event::Type::kDup;
+      ev.data = d;
+      break;
+    }
+    case VG_MODULE: {
+      vg_module b{};
+      if (!read_fixed(rec, &b)) return bad("module record too short");
+      Tail t(rec, sizeof(b));
+      std::string_view args;
+      if (!t.take(b.args_len, &args)) return bad("module args length exceeds the record");
+      event::ModuleData d;
+      d.syscall = syscall_of(b.syscall);
+      d.fd = b.fd;
+      d.flags = b.flags;
+      d.args = c_string(args);
+      d.result = b.result;
+      ev.hdr.type = event::Type::kModule;
       ev.data = std::move(d);
       break;
     }

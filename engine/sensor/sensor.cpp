@@ -15,6 +15,7 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -36,7 +37,9 @@ using event::Type;
 constexpr std::size_t kMaxUsageEntries = 256;  // per process per report
 
 // How a program is attached.
-enum class AttachKind { kAuto, kCgroup, kXidTracepoint };
+// kSyscallEnter: a program shared by several sys_enter tracepoints (the
+// Hook's `tracepoint` names which).
+enum class AttachKind { kAuto, kCgroup, kXidTracepoint, kSyscallEnter };
 
 struct Hook {
   const char* prog;            // program name in bpf/progs
@@ -72,7 +75,49 @@ const std::vector<Hook>& hooks() {
       {"vg_exit_bpf", "syscalls:sys_exit_bpf", AttachKind::kAuto, {Type::kBpf}, "syscalls/sys_exit_bpf", false},
       {"vg_nvidia_xid", "nvidia:nvidia_dev_xid", AttachKind::kXidTracepoint, {Type::kXid}, "nvidia/nvidia_dev_xid", true},
   };
-  return kHooks;
+  // The rarer syscalls (bpf/progs/sys.bpf.c, dup in file.bpf.c): an exit
+  // program each, and the one generic enter program on each enter tracepoint
+  // where the exits cannot read the registers. The older call of a pair
+  // (symlink beside symlinkat) is missing on some architectures, and the
+  // module calls on kernels built without modules (nothing can be loaded
+  // there): optional.
+  static const std::vector<Hook> kAll = [] {
+    struct Call {
+      const char* name;
+      Type type;
+      bool optional;
+    };
+    static const Call kCalls[] = {
+        {"symlink", Type::kSymlink, true},   {"symlinkat", Type::kSymlink, false},
+        {"link", Type::kLink, true},         {"linkat", Type::kLink, false},
+        {"unlink", Type::kUnlink, true},     {"unlinkat", Type::kUnlink, false},
+        {"rename", Type::kRename, true},     {"renameat", Type::kRename, true},
+        {"renameat2", Type::kRename, false}, {"mkdir", Type::kMkdir, true},
+        {"mkdirat", Type::kMkdir, false},    {"rmdir", Type::kRmdir, true},
+        {"chmod", Type::kChmod, true},       {"fchmod", Type::kChmod, false},
+        {"fchmodat", Type::kChmod, false},   {"ptrace", Type::kPtrace, false},
+        {"socket", Type::kSocket, false},    {"dup", Type::kDup, false},
+        {"dup2", Type::kDup, true},          {"dup3", Type::kDup, false},
+        {"init_module", Type::kModule, true}, {"finit_module", Type::kModule, true},
+    };
+    static std::deque<std::string> names;  // the Hook strings (a deque never moves them)
+    std::vector<Hook> all = kHooks;
+    for (const Call& c : kCalls) {
+      for (const char* dir : {"enter", "exit"}) {
+        const bool enter = dir[1] == 'n';
+        names.push_back(enter ? "vg_enter_args" : std::string("vg_exit_") + c.name);
+        const char* prog = names.back().c_str();
+        names.push_back(std::string("syscalls:sys_") + dir + "_" + c.name);
+        const char* name = names.back().c_str();
+        names.push_back(std::string("syscalls/sys_") + dir + "_" + c.name);
+        const char* tp = names.back().c_str();
+        all.push_back({prog, name, enter ? AttachKind::kSyscallEnter : AttachKind::kAuto, {c.type}, tp,
+                       c.optional});
+      }
+    }
+    return all;
+  }();
+  return kAll;
 }
 
 int libbpf_print(enum libbpf_print_level level, const char* fmt, va_list args) {
@@ -153,6 +198,9 @@ Status Sensor::Impl::attach_one(const Hook& h, bpf_program* prog) {
     link = bpf_program__attach_cgroup(prog, cgroup_fd_);
   } else if (h.kind == AttachKind::kXidTracepoint) {
     link = bpf_program__attach_tracepoint(prog, "nvidia", "nvidia_dev_xid");
+  } else if (h.kind == AttachKind::kSyscallEnter) {
+    std::string_view tp(h.tracepoint);
+    link = bpf_program__attach_tracepoint(prog, "syscalls", std::string(tp.substr(tp.find('/') + 1)).c_str());
   } else {
     link = bpf_program__attach(prog);
   }
@@ -268,8 +316,14 @@ Status Sensor::Impl::open(const Config& cfg) {
       if (args_at_exit) want = false;
       if (std::string_view(h.prog).starts_with("vg_enter_open") && skel_->rodata->cfg_n_prefixes == 0) want = false;
     }
-    bpf_program__set_autoload(prog, want);
     if (want) to_attach.emplace_back(&h, prog);
+  }
+  // A program shared by several hooks loads when any of them wants it.
+  for (const Hook& h : hooks()) {
+    if (bpf_program* prog = bpf_object__find_program_by_name(skel_->obj, h.prog)) {
+      bool any = std::any_of(to_attach.begin(), to_attach.end(), [&](const auto& p) { return p.second == prog; });
+      bpf_program__set_autoload(prog, any);
+    }
   }
 
   if (int err = vigil_bpf__load(skel_); err != 0)

@@ -53,6 +53,13 @@ struct Process {
   bool stdout_is_socket = false;
   bool from_proc = false;            // seeded from /proc rather than seen forking
   bool elf32 = false;                // runs a 32-bit ELF: its compat syscalls escape syscalls:*
+  bool exe_from_memfd = false;       // its program runs from a memfd (memfd_create)
+  bool exe_upper_layer = false;      // its program file is in an overlay's upper layer (seen at exec only)
+  bool exe_writable = false;         // its program file is writable by the user running it
+  // Capability sets (bit n: capability n) as of its last exec, or /proc at start.
+  std::uint64_t cap_effective = 0;
+  std::uint64_t cap_permitted = 0;
+  std::uint64_t cap_inheritable = 0;
   // Facts the state keeps from the process's own events, for rules that span
   // several events of one process:
   bool gpu_compute = false;          // it allocated a GPU compute/channel class (RM_ALLOC)

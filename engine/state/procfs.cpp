@@ -147,6 +147,13 @@ std::optional<ProcStatus> parse_proc_status(std::string_view text) {
       (void)parse_num(first_field(val), &s.ppid);
     } else if (key == "Tgid") {
       (void)parse_num(first_field(val), &s.tgid);
+    } else if (key == "CapInh" || key == "CapPrm" || key == "CapEff") {
+      std::string_view v = first_field(val);
+      std::uint64_t caps = 0;
+      auto r = std::from_chars(v.data(), v.data() + v.size(), caps, 16);
+      if (r.ec == std::errc() && r.ptr == v.data() + v.size() && !v.empty()) {
+        (key == "CapInh" ? s.cap_inheritable : key == "CapPrm" ? s.cap_permitted : s.cap_effective) = caps;
+      }
     } else if (key == "NSpid") {
       std::size_t last = val.find_last_of("\t ");
       std::string_view v = last == std::string_view::npos ? val : val.substr(last + 1);
@@ -186,6 +193,9 @@ std::optional<ProcRecord> read_process(const std::string& proc_root, std::uint32
   p.uid = status->uid;
   p.gid = status->gid;
   p.vpid = status->vpid != 0 ? status->vpid : pid;
+  p.cap_inheritable = status->cap_inheritable;
+  p.cap_permitted = status->cap_permitted;
+  p.cap_effective = status->cap_effective;
   p.tty = st->tty;
   p.comm = st->comm;
   if (auto c = read_file_bounded(dir + "/comm", 64)) {
@@ -217,6 +227,8 @@ std::optional<ProcRecord> read_process(const std::string& proc_root, std::uint32
                                                 kDeleted.data()) == 0) {
       e.resize(e.size() - kDeleted.size());
     }
+    // A program run from a memfd links to "/memfd:NAME (deleted)".
+    p.exe_from_memfd = e.starts_with("/memfd:");
     p.exepath = std::move(e);
   }
   if (p.exe.empty()) p.exe = p.exepath.empty() ? p.comm : p.exepath;

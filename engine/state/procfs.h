@@ -48,6 +48,9 @@ struct ProcStatus {
   std::uint32_t gid = 0;   // real
   std::uint32_t vpid = 0;  // last NSpid entry
   std::uint32_t tgid = 0;
+  std::uint64_t cap_inheritable = 0;  // CapInh, CapPrm, CapEff (hex)
+  std::uint64_t cap_permitted = 0;
+  std::uint64_t cap_effective = 0;
 };
 std::optional<ProcStatus> parse_proc_status(std::string_view text);
 

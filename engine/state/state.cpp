@@ -353,6 +353,12 @@ void State::apply(const event::Event& ev) {
       p->stdin_is_socket = ed->stdin_is_socket;
       p->stdout_is_socket = ed->stdout_is_socket;
       p->elf32 = ed->elf32;
+      p->exe_from_memfd = ed->exe_from_memfd;
+      p->exe_upper_layer = ed->exe_upper_layer;
+      p->exe_writable = ed->exe_writable;
+      p->cap_effective = ed->cap_effective;
+      p->cap_permitted = ed->cap_permitted;
+      p->cap_inheritable = ed->cap_inheritable;
       p->exec_ts_ns = h.ts_ns;
       p->from_proc = false;
       p->gpu_compute = false;

@@ -234,6 +234,57 @@ std::vector<RecordData> sample_records() {
     out.emplace_back(ev);
   }
   out.emplace_back(PodRemoved{"0b6f1a2c-uid"});
+  // Event types added with the event schema table (after the version 1
+  // fixture was written: kSampleRecordsInV1Fixture stops before these).
+  {
+    FileOpData d;
+    d.syscall = event::Syscall::kSymlinkat;
+    d.path = "/etc/shadow";
+    d.path2 = "innocent";
+    d.fd = event::kAtFdcwd;
+    d.fd2 = 7;
+    d.result = 0;
+    out.emplace_back(Event{header(ts++, Type::kSymlink, 4242), d});
+  }
+  {
+    FileOpData d;
+    d.syscall = event::Syscall::kFchmodat;
+    d.path = "run.sh";
+    d.fd = 5;
+    d.mode = 04755;
+    d.flags = 0x100;
+    d.result = -13;
+    out.emplace_back(Event{header(ts++, Type::kChmod, 4242), d});
+  }
+  {
+    PtraceData d{16, 777, 0x7ffd0000, 0};
+    out.emplace_back(Event{header(ts++, Type::kPtrace, 4242), d});
+  }
+  {
+    SocketData d{17, 3 | 02000000, 768, 4};
+    out.emplace_back(Event{header(ts++, Type::kSocket, 4242), d});
+  }
+  {
+    DupData d;
+    d.syscall = event::Syscall::kDup2;
+    d.oldfd = 3;
+    d.result = 1;
+    d.family = AF_INET;
+    d.proto = event::L4::kTcp;
+    d.saddr = ip4(10, 0, 0, 2);
+    d.sport = 40000;
+    d.daddr = ip4(203, 0, 113, 9);
+    d.dport = 4444;
+    out.emplace_back(Event{header(ts++, Type::kDup, 4242), d});
+  }
+  {
+    ModuleData d;
+    d.syscall = event::Syscall::kFinitModule;
+    d.fd = 3;
+    d.args = "debug=1";
+    d.result = -1;
+    out.emplace_back(Event{header(ts++, Type::kModule, 4242), d});
+  }
   return out;
 }
 

@@ -13,6 +13,9 @@
 namespace vigil::capture::testing {
 
 std::vector<RecordData> sample_records();  // state records first, then one event per type
+// How many of sample_records() the committed version 1 fixture holds: the
+// records of event types added later come after them.
+inline constexpr std::size_t kSampleRecordsInV1Fixture = 17;
 // An NVIDIA inventory (record type 6): both majors and three GPUs whose PCI
 // order differs from their minor order. Not part of sample_records(), which the
 // committed version-1 fixture holds as it was written.

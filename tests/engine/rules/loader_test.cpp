@@ -128,10 +128,10 @@ TEST(LoaderDiagnostics, UnknownFieldSkipsTheRuleWithAWarning) {
             "test.yaml:4:14: warning W003: rule 'R': unknown field ka.verb: vigil does not collect it; rule skipped\n");
   // Falco's skip-if-unknown-filter says the same, explicitly.
   r = testing::load_one(
-      "- rule: R\n  desc: d\n  priority: INFO\n  condition: thread.cap_effective contains X\n  output: o\n"
+      "- rule: R\n  desc: d\n  priority: INFO\n  condition: thread.cap_ambient contains X\n  output: o\n"
       "  skip-if-unknown-filter: true\n");
   EXPECT_EQ(r.skipped, 1u);
-  EXPECT_NE(testing::diags(r).find("unknown field thread.cap_effective (skip-if-unknown-filter)"), std::string::npos);
+  EXPECT_NE(testing::diags(r).find("unknown field thread.cap_ambient (skip-if-unknown-filter)"), std::string::npos);
 }
 
 TEST(LoaderDiagnostics, OtherSourcesAreSkipped) {
@@ -435,7 +435,7 @@ TEST(RulesetIndex, EventTypesAndOnlyMatchingRulesRun) {
   auto r = testing::load_one(
       "- rule: E\n  desc: d\n  priority: INFO\n  condition: evt.type in (execve, connect)\n  output: o\n"
       "- rule: O\n  desc: d\n  priority: INFO\n  condition: evt.type = openat and not proc.name = x\n  output: o\n"
-      "- rule: N\n  desc: d\n  priority: INFO\n  condition: not evt.type in (execve, openat, connect, clone, procexit, ioctl, bpf, gpu_usage, dns, payload)\n  output: o\n");
+      "- rule: N\n  desc: d\n  priority: INFO\n  condition: not evt.type in (execve, openat, connect, clone, procexit, ioctl, bpf, gpu_usage, dns, payload, symlink, link, unlink, rename, mkdir, rmdir, chmod, ptrace, socket, dup, init_module)\n  output: o\n");
   ASSERT_TRUE(r.ruleset) << testing::diags(r);
   auto infos = r.ruleset->rules();
   ASSERT_EQ(infos.size(), 3u);

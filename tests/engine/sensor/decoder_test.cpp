@@ -61,7 +61,10 @@ TEST(Decoder, ExecWithArgsPathsAndFlags) {
   b.cwd_len = cwd.size();
   b.tty = (136u << 20) | 3;
   b.loginuid = 1000;
-  b.flags = VG_EXEC_STDIN_SOCK | VG_EXEC_ARGS_TRUNC;
+  b.flags = VG_EXEC_STDIN_SOCK | VG_EXEC_ARGS_TRUNC | VG_EXEC_MEMFD | VG_EXEC_WRITABLE;
+  b.cap_effective = 1ull << 21;
+  b.cap_permitted = (1ull << 21) | (1ull << 16);
+  b.cap_inheritable = 1;
   auto ev = decode(record(b, filename + exe + args + cwd));
   ASSERT_TRUE(ev) << ev.error().message;
   EXPECT_EQ(ev->hdr.type, event::Type::kExec);
@@ -82,6 +85,12 @@ TEST(Decoder, ExecWithArgsPathsAndFlags) {
   EXPECT_FALSE(x->stdout_is_socket);
   EXPECT_EQ(x->tty, (136u << 20) | 3);
   EXPECT_EQ(x->loginuid, 1000u);
+  EXPECT_TRUE(x->exe_from_memfd);
+  EXPECT_FALSE(x->exe_upper_layer);
+  EXPECT_TRUE(x->exe_writable);
+  EXPECT_EQ(x->cap_effective, 1ull << 21);
+  EXPECT_EQ(x->cap_permitted, (1ull << 21) | (1ull << 16));
+  EXPECT_EQ(x->cap_inheritable, 1u);
 }
 
 TEST(Decoder, ExecFieldLengthsBeyondTheRecordAreRejected) {
@@ -151,6 +160,82 @@ TEST(Decoder, TruncatedTailOfEveryVariableRecordIsRejected) {
   fill_hdr(&d.hdr, VG_DNS);
   d.dns_len = 40;
   EXPECT_FALSE(decode(record(d, "abc")));
+}
+
+TEST(Decoder, PathCallsKeepBothPathsAndTheirCall) {
+  vg_fileop b{};
+  fill_hdr(&b.hdr, VG_SYMLINK);
+  b.result = 0;
+  b.fd = VG_AT_FDCWD;
+  b.fd2 = 5;
+  b.syscall = VG_SC_SYMLINKAT;
+  const std::string tail = S("/etc/shadow\0", 12) + S("s\0", 2);
+  b.path_len = 12;
+  b.path2_len = 2;
+  auto ev = decode(record(b, tail));
+  ASSERT_TRUE(ev) << ev.error().message;
+  EXPECT_EQ(ev->hdr.type, event::Type::kSymlink);
+  auto* d = ev->as<event::FileOpData>();
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->syscall, event::Syscall::kSymlinkat);
+  EXPECT_EQ(d->path, "/etc/shadow");
+  EXPECT_EQ(d->path2, "s");
+  EXPECT_EQ(d->fd, event::kAtFdcwd);
+  EXPECT_EQ(d->fd2, 5);
+  // A second path past the record's end is refused, not read.
+  b.path2_len = 40;
+  EXPECT_FALSE(decode(record(b, tail)));
+  // A call number beyond what this build knows reads as none.
+  b.path2_len = 2;
+  b.syscall = 250;
+  ev = decode(record(b, tail));
+  ASSERT_TRUE(ev);
+  EXPECT_EQ(ev->as<event::FileOpData>()->syscall, event::Syscall::kNone);
+}
+
+TEST(Decoder, PtraceSocketDupModule) {
+  vg_ptrace p{};
+  fill_hdr(&p.hdr, VG_PTRACE);
+  p.request = 16;
+  p.target = 777;
+  auto ev = decode(record(p));
+  ASSERT_TRUE(ev);
+  EXPECT_EQ(ev->as<event::PtraceData>()->target, 777u);
+  vg_socket so{};
+  fill_hdr(&so.hdr, VG_SOCKET);
+  so.domain = 17;
+  so.type = 3;
+  so.result = 4;
+  ev = decode(record(so));
+  ASSERT_TRUE(ev);
+  EXPECT_EQ(ev->as<event::SocketData>()->domain, 17u);
+  vg_dup du{};
+  fill_hdr(&du.hdr, VG_DUP);
+  du.oldfd = 3;
+  du.result = 1;
+  du.family = AF_INET;
+  du.proto = VG_L4_TCP;
+  du.syscall = VG_SC_DUP2;
+  du.dport = 4444;
+  du.daddr[0] = 203;
+  du.daddr[3] = 9;
+  ev = decode(record(du));
+  ASSERT_TRUE(ev);
+  auto* d = ev->as<event::DupData>();
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->syscall, event::Syscall::kDup2);
+  EXPECT_EQ(d->proto, event::L4::kTcp);
+  EXPECT_EQ(event::to_string(d->daddr), "203.0.0.9");
+  vg_module m{};
+  fill_hdr(&m.hdr, VG_MODULE);
+  m.fd = 3;
+  m.syscall = VG_SC_FINIT_MODULE;
+  m.args_len = 8;
+  ev = decode(record(m, S("debug=1\0", 8)));
+  ASSERT_TRUE(ev);
+  EXPECT_EQ(ev->as<event::ModuleData>()->args, "debug=1");
+  m.args_len = 9;  // one byte past the record
+  EXPECT_FALSE(decode(record(m, S("debug=1\0", 8))));
 }
 
 TEST(Decoder, ForkAndExit) {

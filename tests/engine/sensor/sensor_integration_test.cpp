@@ -28,6 +28,7 @@
 #include <gtest/gtest.h>
 
 #include "engine/sensor/sensor.h"
+#include "tests/engine/sensor/sensor_test_util.h"
 #include "tests/support/cgroup.h"
 #include "tests/support/process.h"
 #include "tests/support/skip.h"
@@ -44,61 +45,6 @@ using event::Type;
 using support::Child;
 using support::PodCgroup;
 using support::TempDir;
-
-#define REQUIRE_ROOT() VIGIL_SKIP_UNLESS_ROOT("integration test needs root (loads eBPF programs)")
-
-std::unique_ptr<Sensor> open_sensor(Config cfg) {
-  auto s = Sensor::open(cfg);
-  if (!s) {
-    ADD_FAILURE() << s.error().message;
-    return nullptr;
-  }
-  return std::move(*s);
-}
-
-// The syscall tests run twice: with the arguments read at sys_exit from the
-// saved registers (the default where the kernel has bpf_task_pt_regs), and
-// with the sys_enter/sys_exit pairs older kernels use.
-class SyscallArgs : public ::testing::TestWithParam<bool> {};
-
-// Keeps every event polled, so tests can look for several events in any
-// order (the ring buffer orders events per CPU only).
-class Recorder {
- public:
-  explicit Recorder(Sensor& s) : s_(s) {}
-  // Polls until an event accepted by `pred` has been seen or the deadline passes.
-  std::optional<Event> wait_for(const std::function<bool(const Event&)>& pred, int ms = 5000) {
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
-    while (true) {
-      for (const auto& e : seen_)
-        if (pred(e)) return e;
-      if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
-      int r = s_.poll(100, [&](Event&& ev) { seen_.push_back(std::move(ev)); });
-      if (r < 0) {
-        ADD_FAILURE() << "poll: " << std::strerror(-r);
-        return std::nullopt;
-      }
-    }
-  }
-
-  // Every connect event of process `pid`, as `describe` writes it, in order:
-  // after `settle_ms` more for anything late (or repeated).
-  std::vector<std::string> connects_of(std::uint32_t pid,
-                                       const std::function<std::string(const event::ConnectData&)>& describe,
-                                       int settle_ms = 300) {
-    wait_for([](const Event&) { return false; }, settle_ms);
-    std::vector<std::string> out;
-    for (const auto& e : seen_) {
-      auto* c = e.as<event::ConnectData>();
-      if (c && e.hdr.pid == pid) out.push_back(describe(*c));
-    }
-    return out;
-  }
-
- private:
-  Sensor& s_;
-  std::vector<Event> seen_;
-};
 
 // Runs argv as a child (fork + execv); returns its pid after it exited.
 pid_t run_child(const std::vector<std::string>& argv, int* status) {
@@ -221,11 +167,6 @@ TEST(SensorIntegration, KilledChildReportsSignal) {
 
 // Runs fn in a forked child (the test process itself is vigil's pid, which the
 // sensor filters out); returns the child's pid after it exited.
-pid_t in_child(const std::function<int()>& fn) {
-  Child c = Child::run(fn);
-  c.wait();
-  return c.pid();
-}
 
 // A stand-in NVIDIA node in `dir`: a character device named `name` with
 // /dev/null's numbers (its driver refuses every ioctl with ENOTTY). Returns

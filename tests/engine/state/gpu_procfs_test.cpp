@@ -44,6 +44,19 @@ TEST(ProcStatus, UidsGidsAndNamespacePid) {
   EXPECT_FALSE(parse_proc_status(""));
 }
 
+TEST(ProcStatus, CapabilitySetsInHex) {
+  auto s = parse_proc_status("Uid:\t0\t0\t0\t0\nGid:\t0\t0\t0\t0\nCapInh:\t0000000000000000\n"
+                             "CapPrm:\t000001ffffffffff\nCapEff:\t0000000000210000\nCapBnd:\tffffffffffffffff\n");
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->cap_inheritable, 0u);
+  EXPECT_EQ(s->cap_permitted, 0x1ffffffffffull);
+  EXPECT_EQ(s->cap_effective, (1ull << 21) | (1ull << 16));  // CAP_SYS_ADMIN, CAP_SYS_MODULE
+  // A malformed set is left at zero, never half-read.
+  s = parse_proc_status("Uid:\t0\nGid:\t0\nCapEff:\t00zz\n");
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->cap_effective, 0u);
+}
+
 TEST(ProcFs, NamespaceLinksAndCmdline) {
   EXPECT_EQ(parse_ns_link("net:[4026531840]"), 4026531840u);
   EXPECT_EQ(parse_ns_link("net:[x]"), 0u);

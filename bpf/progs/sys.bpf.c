@@ -1,0 +1,243 @@
+// SPDX-License-Identifier: GPL-2.0
+/* The rarer syscalls Falco's rules ask about: symlink, link, unlink, rename,
+ * mkdir, rmdir, chmod (paths as given), ptrace, socket, init_module and
+ * finit_module. Each has a sys_exit program that reads its arguments from the
+ * saved user registers (vg_sys_args); user space attaches a syscall's
+ * programs only when a loaded rule asks for its event type. None of these
+ * calls is frequent enough for the per-syscall tracepoint to matter
+ * (DESIGN.md "Pick hooks by what they cost"); dup is in file.bpf.c, beside
+ * the socket reads it shares with connect. */
+#include "bpf/progs/vigil.bpf.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+/* Attached to the sys_enter tracepoint of each syscall below, only where
+ * the exit programs cannot read the registers (see vg_sys_args). */
+SEC("tracepoint")
+int vg_enter_args(struct trace_event_raw_sys_enter *ctx)
+{
+  if (vg_is_self())
+    return 0;
+  /* A helper read, not loads from the context: the kernel refuses to attach
+   * a program whose loads reach past the record of a syscall with fewer
+   * arguments (rmdir has one), and a program shared by all of them would. The
+   * record sits in a per-CPU buffer larger than six arguments; the extra words
+   * are never used for a call that lacks them. */
+  struct vg_sys_args a = {};
+  bpf_probe_read_kernel(&a, sizeof(a), (const __u8 *)ctx + __builtin_offsetof(struct trace_event_raw_sys_enter, args));
+  __u32 tid = (__u32)bpf_get_current_pid_tgid();
+  if (bpf_map_update_elem(&pending_args, &tid, &a, BPF_ANY) != 0)
+    vg_drop(VG_DROP_MAP_FULL);
+  return 0;
+}
+
+/* One path-call record. p1/p2: user pointers to the paths (0: none). */
+static __always_inline void fileop_send(__u16 type, __u8 sc, long ret, const char *p1, const char *p2,
+                                        __s32 fd, __s32 fd2, __u32 flags, __u32 mode)
+{
+  __u8 *buf = vg_scratch_buf();
+  if (!buf)
+    return;
+  struct vg_fileop *e = (struct vg_fileop *)buf;
+  vg_fill_hdr(&e->hdr, type);
+  e->result = ret;
+  e->fd = fd;
+  e->fd2 = fd2;
+  e->flags = flags;
+  e->mode = mode;
+  e->syscall = sc;
+  e->pad0[0] = e->pad0[1] = e->pad0[2] = 0;
+  __u8 trunc = 0;
+  __u32 off = sizeof(*e);
+  __u32 n = vg_put_user_str(buf, off, p1, VG_PATH_MAX, &trunc);
+  e->path_len = n;
+  off += n;
+  n = p2 ? vg_put_user_str(buf, off, p2, VG_PATH_MAX, &trunc) : 0;
+  e->path2_len = n;
+  off += n;
+  vg_submit(buf, off);
+}
+
+#define VG_EXIT_PROG(name)                                  \
+  SEC("tracepoint/syscalls/sys_exit_" #name)               \
+  int vg_exit_##name(struct trace_event_raw_sys_exit *ctx)
+
+#define VG_ARGS_OR_RETURN(a)   \
+  struct vg_sys_args a;        \
+  if (!vg_sys_args(&a))        \
+    return 0
+
+#define P(i) ((const char *)a.a[i])
+#define FD(i) ((__s32)a.a[i])
+#define U(i) ((__u32)a.a[i])
+
+VG_EXIT_PROG(symlink)
+{
+  VG_ARGS_OR_RETURN(a);
+  fileop_send(VG_SYMLINK, VG_SC_SYMLINK, ctx->ret, P(0), P(1), VG_AT_FDCWD, VG_AT_FDCWD, 0, 0);
+  return 0;
+}
+
+VG_EXIT_PROG(symlinkat)
+{
+  VG_ARGS_OR_RETURN(a);
+  fileop_send(VG_SYMLINK, VG_SC_SYMLINKAT, ctx->ret, P(0), P(2), VG_AT_FDCWD, FD(1), 0, 0);
+  return 0;
+}
+
+VG_EXIT_PROG(link)
+{
+  VG_ARGS_OR_RETURN(a);
+  fileop_send(VG_LINK, VG_SC_LINK, ctx->ret, P(0), P(1), VG_AT_FDCWD, VG_AT_FDCWD, 0, 0);
+  return 0;
+}
+
+VG_EXIT_PROG(linkat)
+{
+  VG_ARGS_OR_RETURN(a);
+  fileop_send(VG_LINK, VG_SC_LINKAT, ctx->ret, P(1), P(3), FD(0), FD(2), U(4), 0);
+  return 0;
+}
+
+VG_EXIT_PROG(unlink)
+{
+  VG_ARGS_OR_RETURN(a);
+  fileop_send(VG_UNLINK, VG_SC_UNLINK, ctx->ret, P(0), 0, VG_AT_FDCWD, VG_AT_FDCWD, 0, 0);
+  return 0;
+}
+
+VG_EXIT_PROG(unlinkat)
+{
+  VG_ARGS_OR_RETURN(a);
+  fileop_send(VG_UNLINK, VG_SC_UNLINKAT, ctx->ret, P(1), 0, FD(0), VG_AT_FDCWD, U(2), 0);
+  return 0;
+}
+
+VG_EXIT_PROG(rename)
+{
+  VG_ARGS_OR_RETURN(a);
+  fileop_send(VG_RENAME, VG_SC_RENAME, ctx->ret, P(0), P(1), VG_AT_FDCWD, VG_AT_FDCWD, 0, 0);
+  return 0;
+}
+
+VG_EXIT_PROG(renameat)
+{
+  VG_ARGS_OR_RETURN(a);
+  fileop_send(VG_RENAME, VG_SC_RENAMEAT, ctx->ret, P(1), P(3), FD(0), FD(2), 0, 0);
+  return 0;
+}
+
+VG_EXIT_PROG(renameat2)
+{
+  VG_ARGS_OR_RETURN(a);
+  fileop_send(VG_RENAME, VG_SC_RENAMEAT2, ctx->ret, P(1), P(3), FD(0), FD(2), U(4), 0);
+  return 0;
+}
+
+VG_EXIT_PROG(mkdir)
+{
+  VG_ARGS_OR_RETURN(a);
+  fileop_send(VG_MKDIR, VG_SC_MKDIR, ctx->ret, P(0), 0, VG_AT_FDCWD, VG_AT_FDCWD, 0, U(1));
+  return 0;
+}
+
+VG_EXIT_PROG(mkdirat)
+{
+  VG_ARGS_OR_RETURN(a);
+  fileop_send(VG_MKDIR, VG_SC_MKDIRAT, ctx->ret, P(1), 0, FD(0), VG_AT_FDCWD, 0, U(2));
+  return 0;
+}
+
+VG_EXIT_PROG(rmdir)
+{
+  VG_ARGS_OR_RETURN(a);
+  fileop_send(VG_RMDIR, VG_SC_RMDIR, ctx->ret, P(0), 0, VG_AT_FDCWD, VG_AT_FDCWD, 0, 0);
+  return 0;
+}
+
+VG_EXIT_PROG(chmod)
+{
+  VG_ARGS_OR_RETURN(a);
+  fileop_send(VG_CHMOD, VG_SC_CHMOD, ctx->ret, P(0), 0, VG_AT_FDCWD, VG_AT_FDCWD, 0, U(1));
+  return 0;
+}
+
+VG_EXIT_PROG(fchmod)
+{
+  VG_ARGS_OR_RETURN(a);
+  fileop_send(VG_CHMOD, VG_SC_FCHMOD, ctx->ret, 0, 0, FD(0), VG_AT_FDCWD, 0, U(1));
+  return 0;
+}
+
+VG_EXIT_PROG(fchmodat)
+{
+  VG_ARGS_OR_RETURN(a);
+  fileop_send(VG_CHMOD, VG_SC_FCHMODAT, ctx->ret, P(1), 0, FD(0), VG_AT_FDCWD, 0, U(2));
+  return 0;
+}
+
+VG_EXIT_PROG(ptrace)
+{
+  VG_ARGS_OR_RETURN(a);
+  __u8 *buf = vg_scratch_buf();
+  if (!buf)
+    return 0;
+  struct vg_ptrace *e = (struct vg_ptrace *)buf;
+  vg_fill_hdr(&e->hdr, VG_PTRACE);
+  e->result = ctx->ret;
+  e->request = U(0);
+  e->target = U(1);
+  e->addr = a.a[2];
+  vg_submit(buf, sizeof(*e));
+  return 0;
+}
+
+VG_EXIT_PROG(socket)
+{
+  VG_ARGS_OR_RETURN(a);
+  __u8 *buf = vg_scratch_buf();
+  if (!buf)
+    return 0;
+  struct vg_socket *e = (struct vg_socket *)buf;
+  vg_fill_hdr(&e->hdr, VG_SOCKET);
+  e->result = ctx->ret;
+  e->domain = U(0);
+  e->type = U(1);
+  e->protocol = U(2);
+  e->pad0 = 0;
+  vg_submit(buf, sizeof(*e));
+  return 0;
+}
+
+static __always_inline void module_send(__u8 sc, long ret, __s32 fd, const char *uargs, __u32 flags)
+{
+  __u8 *buf = vg_scratch_buf();
+  if (!buf)
+    return;
+  struct vg_module *e = (struct vg_module *)buf;
+  vg_fill_hdr(&e->hdr, VG_MODULE);
+  e->result = ret;
+  e->fd = fd;
+  e->flags = flags;
+  e->syscall = sc;
+  for (int i = 0; i < 5; i++)
+    e->pad0[i] = 0;
+  __u8 trunc = 0;
+  __u32 n = vg_put_user_str(buf, sizeof(*e), uargs, 256, &trunc);
+  e->args_len = n;
+  vg_submit(buf, sizeof(*e) + n);
+}
+
+VG_EXIT_PROG(init_module)
+{
+  VG_ARGS_OR_RETURN(a);
+  module_send(VG_SC_INIT_MODULE, ctx->ret, -1, P(2), 0);
+  return 0;
+}
+
+VG_EXIT_PROG(finit_module)
+{
+  VG_ARGS_OR_RETURN(a);
+  module_send(VG_SC_FINIT_MODULE, ctx->ret, FD(0), P(1), U(2));
+  return 0;
+}

@@ -1,0 +1,313 @@
+// The rarer syscalls Falco's rules ask about (bpf/progs/sys.bpf.c, dup in
+// file.bpf.c) and the exec facts (memfd, overlay upper layer, capabilities),
+// reported by the real BPF programs for a real child. Needs root.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <linux/if_ether.h>
+#include <netinet/in.h>
+#include <sched.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/ptrace.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <string>
+
+#include "tests/engine/sensor/sensor_test_util.h"
+#include "tests/support/temp_dir.h"
+
+namespace vigil::sensor {
+namespace {
+
+using support::TempDir;
+
+Config all_new_types(bool pairs) {
+  Config cfg;
+  cfg.event_types = {Type::kSymlink, Type::kLink,   Type::kUnlink, Type::kRename,
+                     Type::kMkdir,   Type::kRmdir,  Type::kChmod,  Type::kPtrace,
+                     Type::kSocket,  Type::kDup,    Type::kModule};
+  cfg.enter_exit_pairs = pairs;
+  return cfg;
+}
+
+const event::FileOpData* file_op(const std::vector<Event>& evs, Type t, event::Syscall sc) {
+  for (const auto& e : evs) {
+    auto* d = e.as<event::FileOpData>();
+    if (d && e.hdr.type == t && d->syscall == sc) return d;
+  }
+  return nullptr;
+}
+
+TEST_P(SyscallArgs, PathCallsAreReportedWithTheirPathsAsGiven) {
+  REQUIRE_ROOT();
+  TempDir dir("vigil-sys");
+  auto s = open_sensor(all_new_types(GetParam()));
+  ASSERT_TRUE(s);
+  Recorder rec(*s);
+  const std::string d = dir.path();
+  const auto cpid = static_cast<std::uint32_t>(in_child([&] {
+    if (chdir(d.c_str()) != 0) return 1;
+    int dfd = open(d.c_str(), O_DIRECTORY | O_RDONLY);
+    int fd = open("f", O_CREAT | O_WRONLY, 0600);
+    symlink("/etc/shadow", "s1");
+    symlinkat("/etc/hosts", dfd, "s2");
+    link("f", "h1");
+    linkat(dfd, "f", dfd, "h2", 0);
+    unlink("h1");
+    unlinkat(dfd, "h2", 0);
+    rename("f", "g");
+    syscall(SYS_renameat2, dfd, "g", dfd, "f", 0);
+    mkdir("sub", 0750);
+    rmdir("sub");
+    chmod("f", 0700);
+    fchmod(fd, 0640);
+    fchmodat(dfd, "f", 0604, 0);
+    unlink("/nonexistent/x");  // a failed call is reported with its errno
+    close(fd);
+    close(dfd);
+    return 0;
+  }));
+  ASSERT_TRUE(rec.wait_for([&](const Event& e) {
+    auto* o = e.as<event::FileOpData>();
+    return o && e.hdr.pid == cpid && o->path == "/nonexistent/x";
+  })) << "no unlink event for the failed call";
+  auto evs = rec.events_of(cpid);
+  using S = event::Syscall;
+
+  auto* sl = file_op(evs, Type::kSymlink, S::kSymlink);
+  ASSERT_TRUE(sl);
+  EXPECT_EQ(sl->path, "/etc/shadow");
+  EXPECT_EQ(sl->path2, "s1");
+  EXPECT_EQ(sl->result, 0);
+  auto* sla = file_op(evs, Type::kSymlink, S::kSymlinkat);
+  ASSERT_TRUE(sla);
+  EXPECT_EQ(sla->path, "/etc/hosts");
+  EXPECT_EQ(sla->path2, "s2");
+  EXPECT_GE(sla->fd2, 0);  // the dirfd
+  auto* ln = file_op(evs, Type::kLink, S::kLink);
+  ASSERT_TRUE(ln);
+  EXPECT_EQ(ln->path, "f");
+  EXPECT_EQ(ln->path2, "h1");
+  auto* lna = file_op(evs, Type::kLink, S::kLinkat);
+  ASSERT_TRUE(lna);
+  EXPECT_EQ(lna->path2, "h2");
+  auto* ul = file_op(evs, Type::kUnlink, S::kUnlink);
+  ASSERT_TRUE(ul);
+  EXPECT_EQ(ul->path, "h1");
+  EXPECT_EQ(ul->result, 0);
+  auto* ula = file_op(evs, Type::kUnlink, S::kUnlinkat);
+  ASSERT_TRUE(ula);
+  EXPECT_EQ(ula->path, "h2");
+  auto* rn = file_op(evs, Type::kRename, S::kRename);
+  ASSERT_TRUE(rn);
+  EXPECT_EQ(rn->path, "f");
+  EXPECT_EQ(rn->path2, "g");
+  auto* rn2 = file_op(evs, Type::kRename, S::kRenameat2);
+  ASSERT_TRUE(rn2);
+  EXPECT_EQ(rn2->path, "g");
+  EXPECT_EQ(rn2->path2, "f");
+  auto* mk = file_op(evs, Type::kMkdir, S::kMkdir);
+  ASSERT_TRUE(mk);
+  EXPECT_EQ(mk->path, "sub");
+  EXPECT_EQ(mk->mode, 0750u);
+  auto* rd = file_op(evs, Type::kRmdir, S::kRmdir);
+  ASSERT_TRUE(rd);
+  EXPECT_EQ(rd->path, "sub");
+  auto* ch = file_op(evs, Type::kChmod, S::kChmod);
+  ASSERT_TRUE(ch);
+  EXPECT_EQ(ch->mode, 0700u);
+  auto* fch = file_op(evs, Type::kChmod, S::kFchmod);
+  ASSERT_TRUE(fch);
+  EXPECT_EQ(fch->mode, 0640u);
+  EXPECT_GE(fch->fd, 0);
+  EXPECT_TRUE(fch->path.empty());
+  auto* fcha = file_op(evs, Type::kChmod, S::kFchmodat);
+  ASSERT_TRUE(fcha);
+  EXPECT_EQ(fcha->path, "f");
+  EXPECT_EQ(fcha->mode, 0604u);
+  bool failed_seen = false;
+  for (const auto& e : evs) {
+    auto* o = e.as<event::FileOpData>();
+    if (o && o->path == "/nonexistent/x") failed_seen = o->result == -ENOENT;
+  }
+  EXPECT_TRUE(failed_seen);
+}
+
+TEST_P(SyscallArgs, PtraceSocketDupAndModuleCalls) {
+  REQUIRE_ROOT();
+  auto s = open_sensor(all_new_types(GetParam()));
+  ASSERT_TRUE(s);
+  Recorder rec(*s);
+  const auto cpid = static_cast<std::uint32_t>(in_child([&] {
+    ptrace(PTRACE_TRACEME, 0, nullptr, nullptr);
+    int pk = socket(AF_PACKET, SOCK_RAW, htons(ETH_P_ALL));
+    if (pk >= 0) close(pk);
+    // A connected TCP socket onto stdout: a reverse shell's redirect.
+    int l = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(a);
+    if (bind(l, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 || listen(l, 1) != 0 ||
+        getsockname(l, reinterpret_cast<sockaddr*>(&a), &len) != 0)
+      return 1;
+    int c = socket(AF_INET, SOCK_STREAM, 0);
+    if (connect(c, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) return 1;
+    dup2(c, 1);
+    int nullfd = open("/dev/null", O_RDONLY);
+    dup3(nullfd, 9, O_CLOEXEC);
+    syscall(SYS_finit_module, -1, "", 0);  // refused (EBADF), still reported
+    return 0;
+  }));
+  ASSERT_TRUE(rec.wait_for([&](const Event& e) {
+    auto* d = e.as<event::DupData>();
+    return d && e.hdr.pid == cpid && d->result == 9;
+  })) << "no dup3 event";
+  // Kernels built without modules have no module syscall tracepoints.
+  const bool has_modules = access("/sys/kernel/tracing/events/syscalls/sys_exit_finit_module", F_OK) == 0 ||
+                           access("/sys/kernel/debug/tracing/events/syscalls/sys_exit_finit_module", F_OK) == 0;
+  auto evs = rec.events_of(cpid);
+  const event::PtraceData* pt = nullptr;
+  const event::SocketData* packet = nullptr;
+  const event::DupData *to_stdout = nullptr, *to_nine = nullptr;
+  const event::ModuleData* mod = nullptr;
+  for (const auto& e : evs) {
+    if (auto* p = e.as<event::PtraceData>()) pt = p;
+    if (auto* p = e.as<event::SocketData>(); p && p->domain == AF_PACKET) packet = p;
+    if (auto* p = e.as<event::DupData>(); p && p->result == 1) to_stdout = p;
+    if (auto* p = e.as<event::DupData>(); p && p->result == 9) to_nine = p;
+    if (auto* p = e.as<event::ModuleData>()) mod = p;
+  }
+  ASSERT_TRUE(pt);
+  EXPECT_EQ(pt->request, static_cast<std::uint32_t>(PTRACE_TRACEME));
+  EXPECT_EQ(pt->result, 0);
+  ASSERT_TRUE(packet);
+  EXPECT_EQ(packet->type, static_cast<std::uint32_t>(SOCK_RAW));
+  EXPECT_EQ(packet->protocol, htons(ETH_P_ALL));
+  EXPECT_GE(packet->result, 0);
+  ASSERT_TRUE(to_stdout);
+  EXPECT_EQ(to_stdout->syscall, event::Syscall::kDup2);
+  EXPECT_EQ(to_stdout->family, AF_INET);
+  EXPECT_EQ(to_stdout->proto, event::L4::kTcp);
+  EXPECT_EQ(event::to_string(to_stdout->daddr), "127.0.0.1");
+  EXPECT_NE(to_stdout->dport, 0);
+  ASSERT_TRUE(to_nine);
+  EXPECT_EQ(to_nine->syscall, event::Syscall::kDup3);
+  EXPECT_EQ(to_nine->family, 0);  // /dev/null is no socket
+  EXPECT_EQ(to_nine->flags, static_cast<std::uint32_t>(O_CLOEXEC));
+  if (!has_modules) {
+    EXPECT_FALSE(mod);
+    return;
+  }
+  ASSERT_TRUE(mod);
+  EXPECT_EQ(mod->syscall, event::Syscall::kFinitModule);
+  EXPECT_EQ(mod->fd, -1);
+  EXPECT_EQ(mod->result, -EBADF);
+}
+
+INSTANTIATE_TEST_SUITE_P(SensorSyscalls, SyscallArgs, ::testing::Values(false, true),
+                         [](const ::testing::TestParamInfo<bool>& i) {
+                           return i.param ? std::string("EnterExitPairs") : std::string("ArgsAtExit");
+                         });
+
+// Copies `from` to `to` with its mode.
+bool copy_file(const std::string& from, const std::string& to) {
+  std::ifstream in(from, std::ios::binary);
+  std::ofstream out(to, std::ios::binary);
+  out << in.rdbuf();
+  out.close();
+  return in && out && chmod(to.c_str(), 0755) == 0;
+}
+
+const event::ExecData* exec_of(const std::vector<Event>& evs) {
+  for (const auto& e : evs)
+    if (auto* x = e.as<event::ExecData>()) return x;
+  return nullptr;
+}
+
+TEST(SensorExec, AProgramRunFromAMemfdIsFlaggedAndCarriesItsCapabilities) {
+  REQUIRE_ROOT();
+  auto s = open_sensor(Config{});
+  ASSERT_TRUE(s);
+  Recorder rec(*s);
+  const auto cpid = static_cast<std::uint32_t>(in_child([] {
+    int m = static_cast<int>(syscall(SYS_memfd_create, "payload", 0));
+    std::ifstream in("/bin/true", std::ios::binary);
+    std::string bin((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (m < 0 || write(m, bin.data(), bin.size()) != static_cast<ssize_t>(bin.size())) return 1;
+    char* argv[] = {const_cast<char*>("payload"), nullptr};
+    char* envp[] = {nullptr};
+    fexecve(m, argv, envp);
+    return 2;
+  }));
+  ASSERT_TRUE(rec.wait_for([&](const Event& e) { return e.hdr.pid == cpid && e.as<event::ExecData>(); }));
+  auto* x = exec_of(rec.events_of(cpid, 0));
+  ASSERT_TRUE(x);
+  EXPECT_TRUE(x->exe_from_memfd) << x->exe;
+  EXPECT_FALSE(x->exe_upper_layer);
+  // root: CAP_SYS_ADMIN (21) effective and permitted.
+  EXPECT_TRUE(x->cap_effective >> 21 & 1u);
+  EXPECT_TRUE(x->cap_permitted >> 21 & 1u);
+  EXPECT_TRUE(x->exe_writable);  // root may write any file (CAP_DAC_OVERRIDE)
+
+  // A program from a file is not a memfd.
+  const auto tpid = static_cast<std::uint32_t>(in_child([] {
+    execl("/bin/true", "true", nullptr);
+    return 2;
+  }));
+  ASSERT_TRUE(rec.wait_for([&](const Event& e) { return e.hdr.pid == tpid && e.as<event::ExecData>(); }));
+  auto* t = exec_of(rec.events_of(tpid, 0));
+  ASSERT_TRUE(t);
+  EXPECT_FALSE(t->exe_from_memfd);
+}
+
+TEST(SensorExec, AProgramWrittenIntoAnOverlaysUpperLayerIsFlagged) {
+  REQUIRE_ROOT();
+  TempDir dir("vigil-ovl");
+  const std::string lower = dir.path() + "/lower", upper = dir.path() + "/upper",
+                    work = dir.path() + "/work", merged = dir.path() + "/merged";
+  for (const auto& p : {lower, upper, work, merged}) ASSERT_EQ(mkdir(p.c_str(), 0755), 0) << p;
+  ASSERT_TRUE(copy_file("/bin/true", lower + "/from_image"));
+  auto s = open_sensor(Config{});
+  ASSERT_TRUE(s);
+  Recorder rec(*s);
+  // In a mount namespace of its own: the overlay is the container's root
+  // file system in small; a file written through it lands in the upper layer.
+  const auto cpid = static_cast<std::uint32_t>(in_child([&] {
+    if (unshare(CLONE_NEWNS) != 0 || mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return 10;
+    const std::string opts = "lowerdir=" + lower + ",upperdir=" + upper + ",workdir=" + work;
+    if (mount("overlay", merged.c_str(), "overlay", 0, opts.c_str()) != 0) return 11;
+    if (!copy_file("/bin/true", merged + "/dropped")) return 12;
+    for (const char* name : {"from_image", "dropped"}) {
+      pid_t p = fork();
+      if (p == 0) {
+        execl((merged + "/" + name).c_str(), name, nullptr);
+        _exit(2);
+      }
+      int st = 0;
+      waitpid(p, &st, 0);
+    }
+    return 0;
+  }));
+  auto from_image = rec.wait_for([&](const Event& e) {
+    auto* x = e.as<event::ExecData>();
+    return x && e.hdr.ppid == cpid && x->exe.ends_with("/from_image");
+  });
+  auto dropped = rec.wait_for([&](const Event& e) {
+    auto* x = e.as<event::ExecData>();
+    return x && e.hdr.ppid == cpid && x->exe.ends_with("/dropped");
+  });
+  if (!from_image && !dropped) GTEST_SKIP() << "overlay mount not available here (no exec seen)";
+  ASSERT_TRUE(from_image);
+  ASSERT_TRUE(dropped);
+  EXPECT_FALSE(from_image->as<event::ExecData>()->exe_upper_layer);
+  EXPECT_TRUE(dropped->as<event::ExecData>()->exe_upper_layer);
+}
+
+}  // namespace
+}  // namespace vigil::sensor
