@@ -23,8 +23,8 @@
 
 namespace vigil::rules {
 
-struct CNode;   // compiled node (compiler.cpp)
-struct CCheck;  // compiled comparison (compiler.cpp)
+struct CNode;   // compiled node (compiled.h)
+struct CCheck;  // compiled comparison (compiled.h)
 
 // A literal path an open rule compares a path field with, for the sensor's
 // open filter: a prefix of the path, or (whole) the entire resolved path of a
@@ -41,7 +41,7 @@ struct PathLiteral {
 // starting at it. Built only by the compiler; `check` points into the Expr
 // that made it, which must outlive the program.
 struct FNode {
-  std::uint8_t kind = 0;     // the compiled node kind (compiler.cpp)
+  std::uint8_t kind = 0;     // the compiled node kind (CNode::Kind, compiled.h)
   bool value = false;        // constant nodes
   std::int32_t id = -1;      // CheckCache slot of the check, -1: not cached
   std::uint32_t size = 1;    // nodes in this subtree, itself included

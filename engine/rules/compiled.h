@@ -1,0 +1,81 @@
+// The compiled form of a condition, shared by the passes that build it
+// (compiler.cpp), specialise and order it (optimiser.cpp), evaluate it
+// (evaluator.cpp) and index rules by it (guard_index.cpp): CCheck, one
+// comparison with its right-hand side prepared, and CNode, the tree of
+// and/or/not over checks and evt.type masks. Internal to engine/rules.
+//
+// Thread-safety: immutable once an Expr is built from it.
+#pragma once
+
+#include <re2/re2.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/event/schema.h"
+#include "engine/rules/ast.h"
+#include "engine/rules/compiler.h"
+#include "engine/rules/fields.h"
+#include "engine/rules/matchers.h"
+
+namespace vigil::rules {
+
+// Members the event path reads come first, so a check's evaluation touches
+// few cache lines.
+struct CCheck {
+  int id = -1;  // CheckCache slot, -1: not cached
+  // 0 or 1: the check gives this result for every event (its field does not
+  // depend on the event: evt.source, evt.num, evt.dir); -1: it depends.
+  std::int8_t constant = -1;
+  FieldType ltype = FieldType::kString;
+  bool multi_all_in = false;     // list field with `in`: every element must be in the set
+  bool multi = false;            // several values: any must hold
+  Op op = Op::kEq;
+  Modifier mod = Modifier::kNone;
+  bool rhs_field = false;
+  bool boolean = false;
+  FieldInst lhs;
+  std::vector<Transformer> ltr;  // innermost first
+  // Right-hand side, prepared by type.
+  std::string str;               // single string (lower-cased for icontains/iglob)
+  LiteralSet set;
+  std::vector<std::int64_t> nums;
+  std::vector<std::int64_t> numset;  // sorted, unique
+  std::vector<Cidr> nets;
+  std::vector<std::unique_ptr<RE2>> res;
+  // Parallel to res: literals one of which any match must contain (found by
+  // RE2's FilteredRE2 analysis, matched case-insensitively); null: none known.
+  std::vector<std::unique_ptr<LiteralMatcher>> re_pre;
+  std::unique_ptr<PathTrie> trie;
+  // `anyof` over contains/icontains/startswith/endswith, and or-chains of
+  // contains on one field, as one literal matcher (one pass).
+  std::unique_ptr<LiteralMatcher> any_lit;
+  std::vector<std::string> strs; // modifier values
+  FieldInst rf;
+  std::vector<Transformer> rtr;
+  FieldType rtype = FieldType::kString;
+  // Not used on the event path.
+  std::string text;  // canonical text of the check (plans, diagnostics)
+  // A check on fd.name & co whose values are literal paths/prefixes (for the
+  // sensor's open filter).
+  bool path_check = false;
+  std::vector<PathLiteral> path_literals;
+};
+
+struct CNode {
+  enum class Kind : std::uint8_t { kAnd, kOr, kNot, kCheck, kBool, kTypeMask };
+  Kind kind = Kind::kBool;
+  bool value = false;           // kBool
+  event::TypeMask mask;         // kTypeMask
+  std::vector<CNode> kids;
+  std::shared_ptr<const CCheck> check;  // shared by the per-event-type copies
+};
+
+// One check against the current event (evaluator.cpp).
+bool eval_check(const CCheck& c, const ExtractCtx& x) noexcept;
+// Appends the subtree of `n` to `out` in evaluation order (evaluator.cpp).
+void flatten_node(const CNode& n, std::vector<FNode>& out);
+
+}  // namespace vigil::rules

@@ -1,0 +1,334 @@
+// Evaluation: a compiled check against an event, the flat programs built from
+// specialised conditions (with the per-event CheckCache), and what Expr tells
+// about a condition: its type masks, path prefixes and per-type plan.
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "engine/rules/compiled.h"
+
+namespace vigil::rules {
+
+namespace {
+
+bool cmp_str(const CCheck& c, Op op, std::string_view v, std::string_view rhs, std::size_t idx) noexcept {
+  switch (op) {
+    case Op::kEq: return v == rhs;
+    case Op::kNe: return v != rhs;
+    case Op::kContains: return v.find(rhs) != std::string_view::npos;
+    case Op::kIContains: return icontains(v, rhs);
+    case Op::kBContains: return v.find(rhs) != std::string_view::npos;
+    case Op::kStartsWith: return starts_with(v, rhs);
+    case Op::kBStartsWith: return starts_with(v, rhs);
+    case Op::kEndsWith: return ends_with(v, rhs);
+    case Op::kGlob: return glob_match(rhs, v, false);
+    case Op::kIGlob: return glob_match(rhs, v, true);
+    case Op::kRegex: {
+      if (idx >= c.res.size() || !c.res[idx]) return false;
+      if (idx < c.re_pre.size() && c.re_pre[idx] && !c.re_pre[idx]->match(v)) return false;
+      return RE2::FullMatch(re2::StringPiece(v.data(), v.size()), *c.res[idx]);
+    }
+    case Op::kIn:
+    case Op::kIntersects: return c.set.contains(v);
+    case Op::kPMatch: return c.trie && c.trie->match(v);
+    default: return false;
+  }
+}
+
+bool cmp_num(Op op, std::int64_t v, std::int64_t r) noexcept {
+  switch (op) {
+    case Op::kEq: return v == r;
+    case Op::kNe: return v != r;
+    case Op::kLt: return v < r;
+    case Op::kLe: return v <= r;
+    case Op::kGt: return v > r;
+    case Op::kGe: return v >= r;
+    default: return false;
+  }
+}
+
+// One value against the prepared right-hand side (no modifier).
+bool test_one(const CCheck& c, Op op, const Val& v) noexcept {
+  switch (c.ltype) {
+    case FieldType::kString:
+    case FieldType::kList:
+      return cmp_str(c, op, v.s, c.str, 0);
+    case FieldType::kInt:
+    case FieldType::kUint:
+      if (op == Op::kIn || op == Op::kIntersects) {
+        return std::binary_search(c.numset.begin(), c.numset.end(), v.i);
+      }
+      return cmp_num(op, v.i, c.nums.empty() ? 0 : c.nums[0]);
+    case FieldType::kBool:
+      if (op == Op::kIn || op == Op::kIntersects) {
+        for (auto n : c.nums) if ((n != 0) == v.b) return true;
+        return false;
+      }
+      return op == Op::kEq ? v.b == c.boolean : v.b != c.boolean;
+    case FieldType::kIp: {
+      bool any = false;
+      for (const auto& n : c.nets) {
+        if (n.contains(*v.ip)) { any = true; break; }
+      }
+      return op == Op::kNe ? !any : any;
+    }
+  }
+  return false;
+}
+
+bool test_modifier(const CCheck& c, const Val& v) noexcept {
+  if (c.any_lit) return c.any_lit->match(v.s);
+  std::size_t hits = 0;
+  for (std::size_t i = 0; i < c.strs.size(); ++i) {
+    bool h = cmp_str(c, c.op, v.s, c.strs[i], i);
+    if (h) {
+      ++hits;
+      if (c.mod == Modifier::kAnyOf) return true;
+    } else if (c.mod == Modifier::kAllOf) {
+      return false;
+    }
+  }
+  if (c.mod == Modifier::kAllOf) return !c.strs.empty();
+  if (c.mod == Modifier::kOneOf) return hits == 1;
+  return false;
+}
+
+bool compare_vals(Op op, FieldType t, const Val& a, const Val& b) noexcept {
+  switch (t) {
+    case FieldType::kString:
+    case FieldType::kList:
+      switch (op) {
+        case Op::kEq: case Op::kIn: case Op::kIntersects: return a.s == b.s;
+        case Op::kNe: return a.s != b.s;
+        case Op::kContains: return a.s.find(b.s) != std::string_view::npos;
+        case Op::kStartsWith: return starts_with(a.s, b.s);
+        case Op::kEndsWith: return ends_with(a.s, b.s);
+        case Op::kGlob: return glob_match(b.s, a.s, false);
+        case Op::kIGlob: return glob_match(b.s, a.s, true);
+        case Op::kIContains: {
+          for (std::size_t i = 0; i + b.s.size() <= a.s.size(); ++i) {
+            bool ok = true;
+            for (std::size_t j = 0; j < b.s.size() && ok; ++j) ok = lower(a.s[i + j]) == lower(b.s[j]);
+            if (ok) return true;
+          }
+          return false;
+        }
+        default: return false;
+      }
+    case FieldType::kInt:
+    case FieldType::kUint: return cmp_num(op == Op::kIn || op == Op::kIntersects ? Op::kEq : op, a.i, b.i);
+    case FieldType::kBool: return op == Op::kNe ? a.b != b.b : a.b == b.b;
+    case FieldType::kIp: return op == Op::kNe ? !(*a.ip == *b.ip) : *a.ip == *b.ip;
+  }
+  return false;
+}
+}  // namespace
+
+bool eval_check(const CCheck& c, const ExtractCtx& x) noexcept {
+  Extracted l;
+  extract_field(x, c.lhs, c.ltr, l);
+  if (c.op == Op::kExists) return l.n > 0;
+  if (l.n == 0) return false;
+  if (c.rhs_field) {
+    Extracted r;
+    extract_field(x, c.rf, c.rtr, r);
+    if (r.n == 0) return false;
+    for (std::size_t i = 0; i < l.n; ++i) {
+      for (std::size_t j = 0; j < r.n; ++j) {
+        if (compare_vals(c.op, c.ltype, l.v[i], r.v[j])) return true;
+      }
+    }
+    return false;
+  }
+  if (c.mod != Modifier::kNone) {
+    for (std::size_t i = 0; i < l.n; ++i) {
+      if (test_modifier(c, l.v[i])) return true;
+    }
+    return false;
+  }
+  if (c.multi_all_in) {
+    for (std::size_t i = 0; i < l.n; ++i) {
+      if (!test_one(c, c.op, l.v[i])) return false;
+    }
+    return true;
+  }
+  if (c.op == Op::kNe && l.n > 1) {
+    for (std::size_t i = 0; i < l.n; ++i) {
+      if (test_one(c, Op::kEq, l.v[i])) return false;
+    }
+    return true;
+  }
+  for (std::size_t i = 0; i < l.n; ++i) {
+    if (test_one(c, c.op, l.v[i])) return true;
+  }
+  return false;
+}
+
+void flatten_node(const CNode& n, std::vector<FNode>& out) {
+  std::size_t at = out.size();
+  FNode f;
+  f.kind = static_cast<std::uint8_t>(n.kind);
+  f.value = n.kind == CNode::Kind::kBool ? n.value : false;
+  if (n.kind == CNode::Kind::kTypeMask) {  // folded by specialise(); kept for completeness
+    f.kind = static_cast<std::uint8_t>(CNode::Kind::kBool);
+    f.value = true;
+  }
+  if (n.kind == CNode::Kind::kCheck) {
+    f.check = n.check.get();
+    f.id = n.check->id;
+  }
+  out.push_back(f);
+  for (const auto& k : n.kids) flatten_node(k, out);
+  out[at].size = static_cast<std::uint32_t>(out.size() - at);
+}
+namespace {
+
+bool eval_flat(const FNode* n, const ExtractCtx& x) noexcept {
+  switch (static_cast<CNode::Kind>(n->kind)) {
+    case CNode::Kind::kAnd: {
+      const FNode* end = n + n->size;
+      for (const FNode* k = n + 1; k < end; k += k->size) {
+        if (!eval_flat(k, x)) return false;
+      }
+      return true;
+    }
+    case CNode::Kind::kOr: {
+      const FNode* end = n + n->size;
+      for (const FNode* k = n + 1; k < end; k += k->size) {
+        if (eval_flat(k, x)) return true;
+      }
+      return false;
+    }
+    case CNode::Kind::kNot: return !eval_flat(n + 1, x);
+    case CNode::Kind::kBool:
+    case CNode::Kind::kTypeMask: return n->value;
+    case CNode::Kind::kCheck: {
+      CheckCache* cc = x.checks;
+      if (!cc || n->id < 0) return eval_check(*n->check, x);
+      auto id = static_cast<unsigned>(n->id);
+      std::uint64_t bit = std::uint64_t{1} << (id % 64);
+      if (cc->done[id / 64] & bit) return (cc->value[id / 64] & bit) != 0;
+      bool v = eval_check(*n->check, x);
+      cc->done[id / 64] |= bit;
+      if (v) cc->value[id / 64] |= bit;
+      else cc->value[id / 64] &= ~bit;
+      return v;
+    }
+  }
+  return false;
+}
+
+event::TypeMask mask_of(const CNode& n, bool neg) {
+  switch (n.kind) {
+    case CNode::Kind::kTypeMask: return neg ? ~n.mask : n.mask;
+    case CNode::Kind::kBool: return (n.value != neg) ? event::TypeMask::all() : event::TypeMask();
+    case CNode::Kind::kCheck: return event::TypeMask::all();
+    case CNode::Kind::kNot: return mask_of(n.kids[0], !neg);
+    case CNode::Kind::kAnd:
+    case CNode::Kind::kOr: {
+      bool intersect = (n.kind == CNode::Kind::kAnd) != neg;
+      event::TypeMask m = intersect ? event::TypeMask::all() : event::TypeMask();
+      for (const auto& k : n.kids) {
+        auto km = mask_of(k, neg);
+        m = intersect ? (m & km) : (m | km);
+      }
+      return m;
+    }
+  }
+  return event::TypeMask::all();
+}
+
+// Every way to satisfy the node needs one of the returned path prefixes.
+bool prefixes_of(const CNode& n, std::vector<PathLiteral>& out) {
+  switch (n.kind) {
+    case CNode::Kind::kCheck:
+      if (!n.check || !n.check->path_check) return false;
+      out.insert(out.end(), n.check->path_literals.begin(), n.check->path_literals.end());
+      return true;
+    case CNode::Kind::kBool: return !n.value;  // false needs nothing to be true... never true
+    case CNode::Kind::kAnd: {
+      for (const auto& k : n.kids) {
+        std::vector<PathLiteral> tmp;
+        if (prefixes_of(k, tmp)) {
+          out.insert(out.end(), tmp.begin(), tmp.end());
+          return true;
+        }
+      }
+      return false;
+    }
+    case CNode::Kind::kOr: {
+      std::vector<PathLiteral> all;
+      for (const auto& k : n.kids) {
+        if (!prefixes_of(k, all)) return false;
+      }
+      out.insert(out.end(), all.begin(), all.end());
+      return true;
+    }
+    default: return false;
+  }
+}
+
+}  // namespace
+
+bool Expr::eval(const ExtractCtx& x) const noexcept {
+  auto t = static_cast<std::size_t>(x.ctx->ev->hdr.type);
+  if (t >= by_type_.size()) return false;
+  std::uint32_t at = flat_start_[t];
+  return at != kNoProgram && eval_flat(flat_.data() + at, x);
+}
+event::TypeMask Expr::type_mask() const {
+  if (!root_) return {};
+  event::TypeMask m = mask_of(*root_, false);
+  // Drop the types for which the specialised condition is constant false.
+  return m & type_bits_;
+}
+bool eval_program(const FNode* program, const ExtractCtx& x) noexcept { return eval_flat(program, x); }
+
+void Expr::append_program(event::Type t, std::vector<FNode>& out) const {
+  auto i = static_cast<std::size_t>(t);
+  if (i >= by_type_.size() || flat_start_[i] == kNoProgram) return;
+  auto b = flat_.begin() + flat_start_[i];
+  out.insert(out.end(), b, b + b->size);
+}
+
+event::TypeMask Expr::eval_mask() const {
+  event::TypeMask m;
+  for (unsigned t = 1; t < static_cast<unsigned>(event::Type::kCount); ++t) {
+    if (by_type_[t]) m.set(static_cast<event::Type>(t));
+  }
+  return m;
+}
+namespace {
+void render_plan(const CNode& n, int depth, std::string& out) {
+  out.append(static_cast<std::size_t>(depth) * 2, ' ');
+  switch (n.kind) {
+    case CNode::Kind::kAnd: out += "and\n"; break;
+    case CNode::Kind::kOr: out += "or\n"; break;
+    case CNode::Kind::kNot: out += "not\n"; break;
+    case CNode::Kind::kBool: out += n.value ? "true\n" : "false\n"; return;
+    case CNode::Kind::kTypeMask: out += "evt.type in (" + event::type_names(n.mask) + ")\n"; return;
+    case CNode::Kind::kCheck: {
+      const CCheck& c = *n.check;
+      out += c.text.empty() ? "anyof(" + std::string(op_name(c.op)) + ") on " +
+                                  std::string(c.lhs.def ? c.lhs.def->name : "?")
+                            : c.text;
+      out += '\n';
+      return;
+    }
+  }
+  for (const auto& k : n.kids) render_plan(k, depth + 1, out);
+}
+}  // namespace
+
+std::string Expr::plan(event::Type t) const {
+  auto i = static_cast<std::size_t>(t);
+  if (i >= by_type_.size() || !by_type_[i]) return "false\n";
+  std::string out;
+  render_plan(*by_type_[i], 0, out);
+  return out;
+}
+bool Expr::path_prefixes(std::vector<PathLiteral>& out) const {
+  return root_ && prefixes_of(*root_, out);
+}
+
+}  // namespace vigil::rules

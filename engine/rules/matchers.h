@@ -1,0 +1,353 @@
+// String matchers that compiled checks hold (built by the compiler, run on
+// the event path): LiteralSet for `in` lists, LiteralMatcher for any of many
+// literals as a prefix, suffix or substring, PathTrie for pmatch, and the
+// ASCII helpers the comparisons share. Internal to engine/rules.
+//
+// Thread-safety: built once when rules compile; lookups are const, noexcept
+// and never allocate.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "engine/rules/ast.h"
+#include "engine/rules/compiler.h"
+
+namespace vigil::rules {
+
+struct SvHash {
+  using is_transparent = void;
+  std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+};
+
+// The string values of an `in` list, for the event path: one flat
+// open-addressing table over one buffer (no node chasing, no division), with
+// filters on the length and the first and last byte that reject most
+// non-members before any hashing. Lookups never allocate; the table is at most
+// half full, so a probe ends at an empty slot.
+class LiteralSet {
+ public:
+  void build(const std::vector<std::string>& vals) {
+    std::unordered_set<std::string_view> seen;
+    members_.clear();
+    for (const auto& v : vals) {
+      if (seen.insert(v).second) members_.push_back(v);
+    }
+    std::size_t cap = 4;
+    while (cap < members_.size() * 2) cap *= 2;
+    slots_.assign(cap, Slot{});
+    mask_ = cap - 1;
+    std::size_t total = 0;
+    for (const auto& v : members_) total += v.size();
+    data_.clear();
+    data_.reserve(total);
+    for (std::size_t id = 0; id < members_.size(); ++id) {
+      std::string_view v = members_[id];
+      if (v.empty()) {
+        empty_id_ = static_cast<std::int32_t>(id);
+        continue;
+      }
+      len_mask_ |= std::uint64_t{1} << (v.size() < 63 ? v.size() : 63);
+      auto f = static_cast<unsigned char>(v.front());
+      auto l = static_cast<unsigned char>(v.back());
+      first_[f >> 6] |= std::uint64_t{1} << (f & 63);
+      last_[l >> 6] |= std::uint64_t{1} << (l & 63);
+      std::uint64_t h = hash(v);
+      std::size_t i = h & mask_;
+      while (slots_[i].len != kEmpty) i = (i + 1) & mask_;
+      slots_[i] = Slot{h, static_cast<std::uint32_t>(data_.size()), static_cast<std::uint32_t>(v.size()),
+                       static_cast<std::uint32_t>(id)};
+      data_.append(v);
+    }
+  }
+  // The members, in first-seen order; find() returns an index into it.
+  const std::vector<std::string>& members() const noexcept { return members_; }
+  bool contains(std::string_view s) const noexcept { return find(s) >= 0; }
+  std::int32_t find(std::string_view s) const noexcept {
+    const std::size_t n = s.size();
+    if (n == 0) return empty_id_;
+    if (!((len_mask_ >> (n < 63 ? n : 63)) & 1u)) return -1;
+    auto f = static_cast<unsigned char>(s.front());
+    auto l = static_cast<unsigned char>(s.back());
+    if (!((first_[f >> 6] >> (f & 63)) & 1u) || !((last_[l >> 6] >> (l & 63)) & 1u)) return -1;
+    const std::uint64_t h = hash(s);
+    for (std::size_t i = h & mask_;; i = (i + 1) & mask_) {
+      const Slot& sl = slots_[i];
+      if (sl.len == kEmpty) return -1;
+      if (sl.hash == h && sl.len == n && std::memcmp(data_.data() + sl.off, s.data(), n) == 0) {
+        return static_cast<std::int32_t>(sl.id);
+      }
+    }
+  }
+  static std::uint64_t hash(std::string_view s) noexcept {
+    constexpr std::uint64_t kMul = 0x9e3779b97f4a7c15ull;
+    std::uint64_t h = 0x84222325cbf29ce4ull ^ (s.size() * kMul);
+    const char* p = s.data();
+    std::size_t n = s.size();
+    while (n >= 8) {
+      std::uint64_t w;
+      std::memcpy(&w, p, 8);
+      h = (h ^ w) * kMul;
+      h ^= h >> 29;
+      p += 8;
+      n -= 8;
+    }
+    std::uint64_t w = 0;
+    for (std::size_t i = 0; i < n; ++i) w |= static_cast<std::uint64_t>(static_cast<unsigned char>(p[i])) << (8 * i);
+    h = (h ^ w) * kMul;
+    h ^= h >> 32;
+    h *= 0xbf58476d1ce4e5b9ull;
+    return h ^ (h >> 31);
+  }
+
+ private:
+  static constexpr std::uint32_t kEmpty = 0xffffffffu;
+  struct Slot {
+    std::uint64_t hash = 0;
+    std::uint32_t off = 0;
+    std::uint32_t len = kEmpty;
+    std::uint32_t id = 0;
+  };
+  std::vector<Slot> slots_{Slot{}};
+  std::size_t mask_ = 0;
+  std::string data_;
+  std::uint64_t len_mask_ = 0;  // bit n: a member of length n (63: 63 or more)
+  std::uint64_t first_[4] = {0, 0, 0, 0};
+  std::uint64_t last_[4] = {0, 0, 0, 0};
+  std::int32_t empty_id_ = -1;
+  std::vector<std::string> members_;
+};
+
+// Any of a set of literals as a prefix (startswith), a suffix (endswith) or
+// anywhere (contains, icontains: literals lower-case, input ASCII-folded as
+// the single comparisons do). A byte trie with a direct table at the root:
+// a scan for `contains` touches the trie only at bytes that start some
+// literal, and memory and time are bounded by the literals given.
+class LiteralMatcher {
+ public:
+  LiteralMatcher(const std::vector<std::string>& lits, Op op)
+      : mode_(op == Op::kStartsWith ? Mode::kPrefix : op == Op::kEndsWith ? Mode::kSuffix : Mode::kAnywhere),
+        icase_(op == Op::kIContains) {
+    nodes_.emplace_back();
+    for (const auto& l : lits) {
+      if (l.empty()) {
+        always_ = true;
+        continue;
+      }
+      std::uint32_t cur = 0;
+      for (std::size_t i = 0; i < l.size(); ++i) {
+        auto b = static_cast<unsigned char>(mode_ == Mode::kSuffix ? l[l.size() - 1 - i] : l[i]);
+        cur = child_or_add(cur, b);
+      }
+      nodes_[cur].terminal = true;
+    }
+    // Sorted edges, laid out per node.
+    for (auto& n : nodes_) {
+      std::sort(n.build.begin(), n.build.end());
+      n.first = static_cast<std::uint32_t>(edges_.size());
+      n.count = static_cast<std::uint32_t>(n.build.size());
+      for (const auto& e : n.build) edges_.push_back(e);
+      n.build.clear();
+      n.build.shrink_to_fit();
+    }
+    root_.fill(0);
+    starts_.fill(0);
+    for (std::uint32_t i = 0; i < nodes_[0].count; ++i) {
+      const Edge& e = edges_[nodes_[0].first + i];
+      root_[e.byte] = e.child;
+      starts_[e.byte] = 1;
+      if (icase_ && e.byte >= 'a' && e.byte <= 'z') starts_[e.byte - ('a' - 'A')] = 1;
+    }
+    // One possible first byte of the input (a letter has two when folding):
+    // a `contains` scan jumps between its occurrences with memchr.
+    if (nodes_[0].count == 1) {
+      unsigned char b = edges_[nodes_[0].first].byte;
+      if (!(icase_ && b >= 'a' && b <= 'z')) single_first_ = b;
+    }
+  }
+
+  bool match(std::string_view s) const noexcept {
+    if (always_) return true;
+    const std::size_t n = s.size();
+    if (mode_ == Mode::kPrefix) return walk(s, 0, +1);
+    if (mode_ == Mode::kSuffix) return n > 0 && walk(s, n - 1, -1);
+    if (single_first_ >= 0) {
+      const char* base = s.data();
+      const char* p = base;
+      const char* end = base + n;
+      while (p < end) {
+        p = static_cast<const char*>(std::memchr(p, single_first_, static_cast<std::size_t>(end - p)));
+        if (!p) return false;
+        if (walk(s, static_cast<std::size_t>(p - base), +1)) return true;
+        ++p;
+      }
+      return false;
+    }
+    const auto* b = reinterpret_cast<const unsigned char*>(s.data());
+    for (std::size_t i = 0; i < n; ++i) {
+      if (starts_[b[i]] && walk(s, i, +1)) return true;
+    }
+    return false;
+  }
+
+ private:
+  enum class Mode : std::uint8_t { kPrefix, kSuffix, kAnywhere };
+  struct Edge {
+    unsigned char byte;
+    std::uint32_t child;
+    bool operator<(const Edge& o) const { return byte < o.byte; }
+  };
+  struct Node {
+    std::uint32_t first = 0, count = 0;
+    bool terminal = false;
+    std::vector<Edge> build;
+  };
+
+  unsigned char fold(char c) const noexcept {
+    auto b = static_cast<unsigned char>(c);
+    return icase_ && b >= 'A' && b <= 'Z' ? static_cast<unsigned char>(b + ('a' - 'A')) : b;
+  }
+  std::uint32_t child_or_add(std::uint32_t node, unsigned char b) {
+    for (const auto& e : nodes_[node].build) {
+      if (e.byte == b) return e.child;
+    }
+    auto id = static_cast<std::uint32_t>(nodes_.size());
+    nodes_[node].build.push_back(Edge{b, id});
+    nodes_.emplace_back();
+    return id;
+  }
+  std::uint32_t step(std::uint32_t node, unsigned char b) const noexcept {
+    if (node == 0) return root_[b];
+    const Node& n = nodes_[node];
+    const Edge* e = edges_.data() + n.first;
+    for (std::uint32_t i = 0; i < n.count; ++i) {
+      if (e[i].byte == b) return e[i].child;
+      if (e[i].byte > b) break;
+    }
+    return 0;
+  }
+  // Walks from s[at] in direction dir; true when a literal ends on the way.
+  bool walk(std::string_view s, std::size_t at, int dir) const noexcept {
+    std::uint32_t cur = 0;
+    for (std::size_t i = at; i < s.size(); i += static_cast<std::size_t>(dir)) {
+      cur = step(cur, fold(s[i]));
+      if (cur == 0) return false;
+      if (nodes_[cur].terminal) return true;
+      if (dir < 0 && i == 0) break;
+    }
+    return false;
+  }
+
+  Mode mode_;
+  bool icase_;
+  bool always_ = false;  // an empty literal: every value matches
+  int single_first_ = -1;  // the only byte a literal starts with, -1: several
+  std::vector<Node> nodes_;
+  std::vector<Edge> edges_;
+  std::array<std::uint32_t, 256> root_{};
+  std::array<std::uint8_t, 256> starts_{};  // input bytes (unfolded) that begin a literal
+};
+
+inline char lower(char c) noexcept { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c + ('a' - 'A')) : c; }
+
+inline bool iequals_prefix(std::string_view h, std::size_t at, std::string_view n) noexcept {
+  for (std::size_t i = 0; i < n.size(); ++i) {
+    if (lower(h[at + i]) != n[i]) return false;
+  }
+  return true;
+}
+
+inline bool icontains(std::string_view h, std::string_view lower_needle) noexcept {
+  if (lower_needle.size() > h.size()) return false;
+  for (std::size_t i = 0; i + lower_needle.size() <= h.size(); ++i) {
+    if (iequals_prefix(h, i, lower_needle)) return true;
+  }
+  return false;
+}
+
+inline bool starts_with(std::string_view s, std::string_view p) noexcept {
+  return s.size() >= p.size() && s.compare(0, p.size(), p) == 0;
+}
+inline bool ends_with(std::string_view s, std::string_view p) noexcept {
+  return s.size() >= p.size() && s.compare(s.size() - p.size(), p.size(), p) == 0;
+}
+
+// Path prefix trie for pmatch: components, with glob components allowed.
+class PathTrie {
+ public:
+  PathTrie() { nodes_.emplace_back(); }
+  void add(std::string_view path) {
+    std::uint32_t cur = 0;
+    for_each_component(path, [&](std::string_view c) {
+      bool glob = c.find_first_of("*?[") != std::string_view::npos;
+      auto& n = nodes_[cur];
+      if (glob) {
+        for (auto& [p, id] : n.globs) {
+          if (p == c) { cur = id; return; }
+        }
+        auto id = static_cast<std::uint32_t>(nodes_.size());
+        nodes_[cur].globs.emplace_back(std::string(c), id);
+        nodes_.emplace_back();
+        cur = id;
+      } else {
+        auto it = n.kids.find(c);
+        if (it != n.kids.end()) { cur = it->second; return; }
+        auto id = static_cast<std::uint32_t>(nodes_.size());
+        nodes_[cur].kids.emplace(std::string(c), id);
+        nodes_.emplace_back();
+        cur = id;
+      }
+    });
+    nodes_[cur].terminal = true;
+  }
+  bool match(std::string_view path) const noexcept { return walk(0, path, 0); }
+  const std::vector<std::string>& literal_paths() const { return literals_; }
+  std::vector<std::string> literals_;
+
+ private:
+  template <typename Fn>
+  static void for_each_component(std::string_view p, Fn fn) {
+    while (!p.empty()) {
+      while (!p.empty() && p.front() == '/') p.remove_prefix(1);
+      if (p.empty()) break;
+      auto e = p.find('/');
+      fn(p.substr(0, e));
+      if (e == std::string_view::npos) break;
+      p.remove_prefix(e);
+    }
+  }
+  bool walk(std::uint32_t node, std::string_view rest, int depth) const noexcept {
+    const N& n = nodes_[node];
+    if (n.terminal) return true;
+    if (depth > 128) return false;
+    while (!rest.empty() && rest.front() == '/') rest.remove_prefix(1);
+    if (rest.empty()) return false;
+    auto e = rest.find('/');
+    std::string_view comp = rest.substr(0, e);
+    std::string_view after = e == std::string_view::npos ? std::string_view() : rest.substr(e);
+    auto it = n.kids.find(comp);
+    if (it != n.kids.end() && walk(it->second, after, depth + 1)) return true;
+    for (const auto& [pat, id] : n.globs) {
+      if (glob_match(pat, comp, false) && walk(id, after, depth + 1)) return true;
+    }
+    return false;
+  }
+  struct N {
+    std::unordered_map<std::string, std::uint32_t, SvHash, std::equal_to<>> kids;
+    std::vector<std::pair<std::string, std::uint32_t>> globs;
+    bool terminal = false;
+  };
+  std::vector<N> nodes_;
+};
+
+
+}  // namespace vigil::rules

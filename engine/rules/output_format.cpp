@@ -1,0 +1,112 @@
+// Output formats: %field tokens and literal text, parsed once per rule.
+#include <cctype>
+#include <climits>
+#include <string>
+#include <vector>
+
+#include "engine/rules/compiler.h"
+
+namespace vigil::rules {
+
+OutputFormat OutputFormat::parse(std::string_view text, const FieldCatalog& catalog,
+                                 std::vector<std::string>& unknown, std::string& error) {
+  OutputFormat f;
+  std::string lit;
+  auto flush = [&]() {
+    if (!lit.empty()) {
+      Token t;
+      t.literal = std::move(lit);
+      f.tokens_.push_back(std::move(t));
+      lit.clear();
+    }
+  };
+  auto ident = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.'; };
+  std::size_t i = 0;
+  while (i < text.size()) {
+    char c = text[i];
+    if (c != '%') { lit += c; ++i; continue; }
+    if (i + 1 < text.size() && text[i + 1] == '%') { lit += '%'; i += 2; continue; }
+    std::size_t start = i + 1;
+    std::string_view expr;
+    std::size_t end;
+    if (start < text.size() && text[start] == '(') {
+      auto close = text.find(')', start);
+      if (close == std::string_view::npos) {
+        error = "unterminated %( at offset " + std::to_string(i);
+        return f;
+      }
+      expr = text.substr(start + 1, close - start - 1);
+      end = close + 1;
+    } else {
+      std::size_t j = start;
+      while (j < text.size() && std::isdigit(static_cast<unsigned char>(text[j]))) ++j;  // %20proc.name
+      std::size_t name_start = j;
+      while (j < text.size() && ident(text[j])) ++j;
+      std::string_view name = text.substr(name_start, j - name_start);
+      // A transformer: %toupper(proc.name)
+      if (j < text.size() && text[j] == '(' && name.find('.') == std::string_view::npos && !name.empty()) {
+        int depth = 0;
+        std::size_t k = j;
+        for (; k < text.size(); ++k) {
+          if (text[k] == '(') ++depth;
+          if (text[k] == ')' && --depth == 0) break;
+        }
+        if (k >= text.size()) {
+          error = "unterminated transformer at offset " + std::to_string(i);
+          return f;
+        }
+        expr = text.substr(name_start, k + 1 - name_start);
+        end = k + 1;
+      } else {
+        while (!name.empty() && name.back() == '.' ) { name.remove_suffix(1); --j; }
+        if (j < text.size() && text[j] == '[') {
+          auto close = text.find(']', j);
+          if (close == std::string_view::npos) {
+            error = "unterminated field argument at offset " + std::to_string(j);
+            return f;
+          }
+          j = close + 1;
+        }
+        expr = text.substr(name_start, j - name_start);
+        end = j;
+      }
+      if (name.empty()) {
+        lit += '%';
+        ++i;
+        continue;
+      }
+    }
+    FieldExpr fe;
+    std::string perr;
+    if (!parse_field_expr(expr, fe, perr)) {
+      error = "bad field '" + std::string(expr) + "' in output: " + perr;
+      return f;
+    }
+    flush();
+    Token t;
+    t.is_field = true;
+    t.name = std::string(expr);
+    t.transformers = fe.transformers;
+    std::string rerr;
+    bool unk = false;
+    if (!catalog.resolve(fe.name, fe.has_arg, fe.arg, t.field, rerr, unk)) {
+      if (!unk) {
+        error = rerr;
+        return f;
+      }
+      unknown.push_back(fe.name);
+      t.field = FieldInst{};
+    } else {
+      t.type = t.field.def->type;
+      for (auto it = t.transformers.begin(); it != t.transformers.end(); ++it) {
+        if (*it == Transformer::kLen) t.type = FieldType::kInt;
+      }
+    }
+    f.tokens_.push_back(std::move(t));
+    i = end;
+  }
+  flush();
+  return f;
+}
+
+}  // namespace vigil::rules
