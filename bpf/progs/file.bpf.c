@@ -805,39 +805,61 @@ int vg_exit_connect(struct trace_event_raw_sys_exit *ctx)
   return 0;
 }
 
-/* dup, dup2, dup3 (arguments through vg_sys_args, like sys.bpf.c): the old
- * fd and, when it is a socket, its family and endpoints: a shell whose
- * stdin/stdout become a network connection ("reverse shell") is a dup of a
- * connected socket onto fd 0, 1 or 2. */
-static __always_inline void dup_send(__u8 sc, long ret, __s32 oldfd, __u32 flags)
+/* Calls on a socket fd (arguments through vg_sys_args, like sys.bpf.c),
+ * with the socket's endpoints read from the kernel's socket:
+ *  - dup, dup2, dup3: the old fd; a shell whose stdin/stdout become a network
+ *    connection ("reverse shell") is a dup of a connected socket onto fd 0, 1
+ *    or 2;
+ *  - accept, accept4: the new connection (the fd returned);
+ *  - listen, bind: the local end. */
+
+/* The local end of an inet socket (address and port), and its remote end
+ * where it has one. Returns the family (AF_UNIX too, with nothing filled). */
+static __always_inline __u16 sock_both_ends(struct sock *sk, struct vg_connect *c)
+{
+  int has_dst = 0;
+  __u16 family = sock_endpoints(sk, c, &has_dst);
+  if (has_dst || (family != AF_INET && family != AF_INET6))
+    return family;
+  c->sport = VG_KREAD(sk, struct sock, __sk_common.skc_num);
+  if (family == AF_INET) {
+    *(__u32 *)c->saddr = VG_KREAD(sk, struct sock, __sk_common.skc_rcv_saddr);
+  } else {
+    __u32 *s = (__u32 *)c->saddr;
+    s[0] = VG_KREAD(sk, struct sock, __sk_common.skc_v6_rcv_saddr.in6_u.u6_addr32[0]);
+    s[1] = VG_KREAD(sk, struct sock, __sk_common.skc_v6_rcv_saddr.in6_u.u6_addr32[1]);
+    s[2] = VG_KREAD(sk, struct sock, __sk_common.skc_v6_rcv_saddr.in6_u.u6_addr32[2]);
+    s[3] = VG_KREAD(sk, struct sock, __sk_common.skc_v6_rcv_saddr.in6_u.u6_addr32[3]);
+  }
+  return family;
+}
+
+/* sock_fd: the fd whose socket the record describes. */
+static __always_inline void sockfd_send(__u16 type, __u8 sc, long ret, __s32 fd, __s32 sock_fd, __u32 flags)
 {
   struct task_struct *t = 0;
   if (bpf_core_enum_value_exists(enum bpf_func_id, BPF_FUNC_get_current_task_btf))
     t = bpf_get_current_task_btf();
-  struct file *f = t ? vg_task_fd_file(t, oldfd) : vg_fd_file(oldfd);
-  __u16 type = 0;
-  struct sock *sk = f ? vg_file_sock(f, &type) : 0;
+  struct file *f = t ? vg_task_fd_file(t, sock_fd) : vg_fd_file(sock_fd);
+  __u16 stype = 0;
+  struct sock *sk = f ? vg_file_sock(f, &stype) : 0;
   struct vg_connect c = {};
-  __u16 family = 0;
-  if (sk) {
-    int has_dst = 0;
-    family = sock_endpoints(sk, &c, &has_dst);
-  }
+  __u16 family = sk ? sock_both_ends(sk, &c) : 0;
   __u8 *buf = vg_scratch_buf();
   if (!buf)
     return;
-  struct vg_dup *e = (struct vg_dup *)buf;
+  struct vg_sockfd *e = (struct vg_sockfd *)buf;
   __builtin_memset(e, 0, sizeof(*e));
-  vg_fill_hdr(&e->hdr, VG_DUP);
+  vg_fill_hdr(&e->hdr, type);
   e->result = ret;
-  e->oldfd = oldfd;
+  e->fd = fd;
   e->flags = flags;
   e->syscall = sc;
   e->family = family;
   if (family == AF_UNIX)
     e->proto = VG_L4_UNIX;
   else if (family)
-    e->proto = type == SOCK_STREAM ? VG_L4_TCP : type == SOCK_DGRAM ? VG_L4_UDP : 0;
+    e->proto = stype == SOCK_STREAM ? VG_L4_TCP : stype == SOCK_DGRAM ? VG_L4_UDP : 0;
   e->sport = c.sport;
   e->dport = c.dport;
   __builtin_memcpy(e->saddr, c.saddr, 16);
@@ -845,29 +867,20 @@ static __always_inline void dup_send(__u8 sc, long ret, __s32 oldfd, __u32 flags
   vg_submit(buf, sizeof(*e));
 }
 
-SEC("tracepoint/syscalls/sys_exit_dup")
-int vg_exit_dup(struct trace_event_raw_sys_exit *ctx)
-{
-  struct vg_sys_args a;
-  if (vg_sys_args(&a))
-    dup_send(VG_SC_DUP, ctx->ret, (__s32)a.a[0], 0);
-  return 0;
-}
+#define VG_SOCKFD_EXIT(name, type, sc, sock_fd_expr, flags_expr)   \
+  SEC("tracepoint/syscalls/sys_exit_" #name)                      \
+  int vg_exit_##name(struct trace_event_raw_sys_exit *ctx)        \
+  {                                                               \
+    struct vg_sys_args a;                                         \
+    if (vg_sys_args(&a))                                          \
+      sockfd_send(type, sc, ctx->ret, (__s32)a.a[0], (sock_fd_expr), (flags_expr)); \
+    return 0;                                                     \
+  }
 
-SEC("tracepoint/syscalls/sys_exit_dup2")
-int vg_exit_dup2(struct trace_event_raw_sys_exit *ctx)
-{
-  struct vg_sys_args a;
-  if (vg_sys_args(&a))
-    dup_send(VG_SC_DUP2, ctx->ret, (__s32)a.a[0], 0);
-  return 0;
-}
-
-SEC("tracepoint/syscalls/sys_exit_dup3")
-int vg_exit_dup3(struct trace_event_raw_sys_exit *ctx)
-{
-  struct vg_sys_args a;
-  if (vg_sys_args(&a))
-    dup_send(VG_SC_DUP3, ctx->ret, (__s32)a.a[0], (__u32)a.a[2]);
-  return 0;
-}
+VG_SOCKFD_EXIT(dup, VG_DUP, VG_SC_DUP, (__s32)a.a[0], 0)
+VG_SOCKFD_EXIT(dup2, VG_DUP, VG_SC_DUP2, (__s32)a.a[0], 0)
+VG_SOCKFD_EXIT(dup3, VG_DUP, VG_SC_DUP3, (__s32)a.a[0], (__u32)a.a[2])
+VG_SOCKFD_EXIT(accept, VG_ACCEPT, VG_SC_ACCEPT, (__s32)ctx->ret, 0)
+VG_SOCKFD_EXIT(accept4, VG_ACCEPT, VG_SC_ACCEPT4, (__s32)ctx->ret, (__u32)a.a[3])
+VG_SOCKFD_EXIT(listen, VG_LISTEN, 0, (__s32)a.a[0], (__u32)a.a[1])
+VG_SOCKFD_EXIT(bind, VG_BIND, 0, (__s32)a.a[0], 0)

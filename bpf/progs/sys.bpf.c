@@ -241,3 +241,49 @@ VG_EXIT_PROG(finit_module)
   module_send(VG_SC_FINIT_MODULE, ctx->ret, FD(0), P(1), U(2));
   return 0;
 }
+
+/* setuid & co, setns, unshare, userfaultfd, memfd_create, prctl,
+ * io_uring_setup: a few numbers, and memfd_create's name. */
+static __always_inline void sys_send(__u16 type, __u8 sc, long ret, __u64 a0, __u64 a1, __u64 a2,
+                                     __u64 a3, const char *str)
+{
+  __u8 *buf = vg_scratch_buf();
+  if (!buf)
+    return;
+  struct vg_sys *e = (struct vg_sys *)buf;
+  vg_fill_hdr(&e->hdr, type);
+  e->result = ret;
+  e->a[0] = a0;
+  e->a[1] = a1;
+  e->a[2] = a2;
+  e->a[3] = a3;
+  e->syscall = sc;
+  for (int i = 0; i < 5; i++)
+    e->pad0[i] = 0;
+  __u8 trunc = 0;
+  __u32 n = str ? vg_put_user_str(buf, sizeof(*e), str, 256, &trunc) : 0;
+  e->str_len = n;
+  vg_submit(buf, sizeof(*e) + n);
+}
+
+#define VG_SYS_EXIT(name, type, sc, nargs, str)                                                    \
+  VG_EXIT_PROG(name)                                                                             \
+  {                                                                                              \
+    VG_ARGS_OR_RETURN(a);                                                                        \
+    sys_send(type, sc, ctx->ret, a.a[0], (nargs) > 1 ? a.a[1] : 0, (nargs) > 2 ? a.a[2] : 0,     \
+             (nargs) > 3 ? a.a[3] : 0, (str));                                                   \
+    return 0;                                                                                    \
+  }
+
+VG_SYS_EXIT(setuid, VG_SETUID, VG_SC_SETUID, 1, 0)
+VG_SYS_EXIT(setreuid, VG_SETUID, VG_SC_SETREUID, 2, 0)
+VG_SYS_EXIT(setresuid, VG_SETUID, VG_SC_SETRESUID, 3, 0)
+VG_SYS_EXIT(setgid, VG_SETGID, VG_SC_SETGID, 1, 0)
+VG_SYS_EXIT(setregid, VG_SETGID, VG_SC_SETREGID, 2, 0)
+VG_SYS_EXIT(setresgid, VG_SETGID, VG_SC_SETRESGID, 3, 0)
+VG_SYS_EXIT(setns, VG_SETNS, 0, 2, 0)
+VG_SYS_EXIT(unshare, VG_UNSHARE, 0, 1, 0)
+VG_SYS_EXIT(userfaultfd, VG_USERFAULTFD, 0, 1, 0)
+VG_SYS_EXIT(memfd_create, VG_MEMFD_CREATE, 0, 2, P(0))
+VG_SYS_EXIT(prctl, VG_PRCTL, 0, 4, 0)
+VG_SYS_EXIT(io_uring_setup, VG_IO_URING_SETUP, 0, 1, 0)

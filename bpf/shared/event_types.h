@@ -59,6 +59,21 @@
   X(Socket, SOCKET, 20, "socket", "", SocketData, "socket", "net")                               \
   X(Dup, DUP, 21, "dup", "dup2 dup3", DupData, "dup, dup2, dup3", "file")                        \
   X(Module, MODULE, 22, "init_module", "finit_module", ModuleData,                               \
-    "init_module, finit_module", "proc")
+    "init_module, finit_module", "proc")                                                         \
+  X(Setuid, SETUID, 23, "setuid", "setreuid setresuid", CredData,                                \
+    "setuid, setreuid, setresuid", "proc")                                                       \
+  X(Setgid, SETGID, 24, "setgid", "setregid setresgid", CredData,                                \
+    "setgid, setregid, setresgid", "proc")                                                       \
+  X(Setns, SETNS, 25, "setns", "", NsData, "setns", "proc")                                      \
+  X(Unshare, UNSHARE, 26, "unshare", "", NsData, "unshare", "proc")                              \
+  X(Accept, ACCEPT, 27, "accept", "accept4", InboundData, "accept, accept4", "net")              \
+  X(Listen, LISTEN, 28, "listen", "", InboundData, "listen", "net")                              \
+  X(Bind, BIND, 29, "bind", "", InboundData, "bind", "net")                                      \
+  X(Userfaultfd, USERFAULTFD, 30, "userfaultfd", "", SysCallData, "userfaultfd", "proc")         \
+  X(MemfdCreate, MEMFD_CREATE, 31, "memfd_create", "", SysCallData, "memfd_create", "file")      \
+  X(Prctl, PRCTL, 32, "prctl", "", SysCallData, "prctl", "proc")                                 \
+  X(IoUringSetup, IO_URING_SETUP, 33, "io_uring_setup", "", SysCallData,                         \
+    "io_uring_setup: the process uses io_uring, whose opens and connects syscalls do not show",  \
+    "proc")
 
 #endif /* VIGIL_BPF_SHARED_EVENT_TYPES_H */

@@ -247,7 +247,8 @@ enum vg_syscall {
   VG_SC_SYMLINK = 1, VG_SC_SYMLINKAT, VG_SC_LINK, VG_SC_LINKAT, VG_SC_UNLINK, VG_SC_UNLINKAT,
   VG_SC_RENAME, VG_SC_RENAMEAT, VG_SC_RENAMEAT2, VG_SC_MKDIR, VG_SC_MKDIRAT, VG_SC_RMDIR,
   VG_SC_CHMOD, VG_SC_FCHMOD, VG_SC_FCHMODAT, VG_SC_DUP, VG_SC_DUP2, VG_SC_DUP3,
-  VG_SC_INIT_MODULE, VG_SC_FINIT_MODULE,
+  VG_SC_INIT_MODULE, VG_SC_FINIT_MODULE, VG_SC_SETUID, VG_SC_SETREUID, VG_SC_SETRESUID,
+  VG_SC_SETGID, VG_SC_SETREGID, VG_SC_SETRESGID, VG_SC_ACCEPT, VG_SC_ACCEPT4,
 };
 
 struct vg_ptrace {
@@ -267,20 +268,37 @@ struct vg_socket {
   __u32 pad0;
 };
 
-/* dup, dup2, dup3: the old fd and, when it is an inet socket, its endpoints
- * (as in vg_connect; family 0 when not a socket). */
-struct vg_dup {
+/* A call on a socket fd, with the socket's endpoints as the kernel holds
+ * them (family 0 when the fd is no inet or unix socket). saddr/sport are the
+ * local end, daddr/dport the remote one.
+ *  dup, dup2, dup3: fd = the old fd, result = the new fd, flags = dup3's;
+ *  accept, accept4: fd = the listening fd, result = the new fd (whose
+ *    endpoints these are), flags = accept4's;
+ *  listen: fd, flags = the backlog; bind: fd (local end after the bind). */
+struct vg_sockfd {
   struct vg_hdr hdr;
-  __s64 result;    /* the new fd, or -errno */
-  __s32 oldfd;
-  __u32 flags;     /* dup3 */
+  __s64 result;
+  __s32 fd;
+  __u32 flags;
   __u16 family;
   __u8 proto;      /* VG_L4_* */
-  __u8 syscall;    /* VG_SC_DUP* */
+  __u8 syscall;    /* VG_SC_* */
   __u16 sport;
   __u16 dport;
   __u8 saddr[16];
   __u8 daddr[16];
+};
+
+/* Calls whose arguments are a few numbers and at most one string:
+ * setuid/setgid and their re/res forms, setns, unshare, userfaultfd, prctl,
+ * io_uring_setup, memfd_create (its name). data = the string (str_len). */
+struct vg_sys {
+  struct vg_hdr hdr;
+  __s64 result;
+  __u64 a[4];      /* the call's arguments, in its order */
+  __u16 str_len;
+  __u8 syscall;    /* VG_SC_* */
+  __u8 pad0[5];
 };
 
 /* init_module, finit_module: data = the module's parameters (args_len). */
@@ -346,7 +364,8 @@ VG_STATIC_ASSERT(sizeof(struct vg_bpf) == 104, "vg_bpf size");
 VG_STATIC_ASSERT(sizeof(struct vg_fileop) == 104, "vg_fileop size");
 VG_STATIC_ASSERT(sizeof(struct vg_ptrace) == 96, "vg_ptrace size");
 VG_STATIC_ASSERT(sizeof(struct vg_socket) == 96, "vg_socket size");
-VG_STATIC_ASSERT(sizeof(struct vg_dup) == 128, "vg_dup size");
+VG_STATIC_ASSERT(sizeof(struct vg_sockfd) == 128, "vg_sockfd size");
+VG_STATIC_ASSERT(sizeof(struct vg_sys) == 120, "vg_sys size");
 VG_STATIC_ASSERT(sizeof(struct vg_module) == 96, "vg_module size");
 VG_STATIC_ASSERT(sizeof(struct vg_usage_key) == 16, "vg_usage_key size");
 VG_STATIC_ASSERT(sizeof(struct vg_seen_key) == 8, "vg_seen_key size");

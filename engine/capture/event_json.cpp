@@ -156,6 +156,23 @@ std::string summary(const event::DupData& d) {
   if (d.dport != 0) s += " peer=" + ip_port(d.daddr, d.dport);
   return s;
 }
+std::string summary(const event::CredData& d) {
+  return "ids=" + std::to_string(d.real) + "," + std::to_string(d.effective) + "," + std::to_string(d.saved) +
+         " res=" + std::to_string(d.result);
+}
+std::string summary(const event::NsData& d) {
+  return "flags=" + std::to_string(d.flags) + " res=" + std::to_string(d.result);
+}
+std::string summary(const event::InboundData& d) {
+  std::string s = "local=" + ip_port(d.laddr, d.lport);
+  if (d.rport != 0) s += " remote=" + ip_port(d.raddr, d.rport);
+  return s + " res=" + std::to_string(d.result);
+}
+std::string summary(const event::SysCallData& d) {
+  std::string s = "a0=" + std::to_string(d.a0);
+  if (!d.name.empty()) s += " name=" + d.name;
+  return s + " res=" + std::to_string(d.result);
+}
 std::string summary(const event::ModuleData& d) {
   return "fd=" + std::to_string(d.fd) + " res=" + std::to_string(d.result);
 }

@@ -344,7 +344,8 @@ struct BpfData {
 enum class Syscall : std::uint8_t {
   kNone = 0, kSymlink, kSymlinkat, kLink, kLinkat, kUnlink, kUnlinkat, kRename, kRenameat,
   kRenameat2, kMkdir, kMkdirat, kRmdir, kChmod, kFchmod, kFchmodat, kDup, kDup2, kDup3,
-  kInitModule, kFinitModule, kCount
+  kInitModule, kFinitModule, kSetuid, kSetreuid, kSetresuid, kSetgid, kSetregid, kSetresgid,
+  kAccept, kAccept4, kCount
 };
 std::string_view syscall_name(Syscall s);  // "symlinkat"...; "" for kNone or out of range
 
@@ -457,9 +458,97 @@ struct ModuleData {
   }
 };
 
+// setuid/setgid and their re/res forms: the ids asked for (-1: unchanged;
+// setuid(uid) and setgid(gid) set `effective`).
+struct CredData {
+  Syscall syscall = Syscall::kNone;
+  std::int64_t real = -1;
+  std::int64_t effective = -1;
+  std::int64_t saved = -1;
+  std::int64_t result = 0;
+
+  static constexpr std::string_view kKey = "cred";
+  template <class V, class Self>
+  static void fields(V& v, Self& d) {
+    v("syscall", d.syscall);
+    v("real", d.real);
+    v("effective", d.effective);
+    v("saved", d.saved);
+    v("result", d.result);
+  }
+};
+
+// setns (fd, nstype) and unshare (flags): CLONE_NEW* bits.
+struct NsData {
+  std::int64_t fd = -1;      // setns's namespace fd
+  std::uint64_t flags = 0;   // setns's nstype, unshare's flags
+  std::int64_t result = 0;
+
+  static constexpr std::string_view kKey = "ns";
+  template <class V, class Self>
+  static void fields(V& v, Self& d) {
+    v("fd", d.fd);
+    v("flags", d.flags);
+    v("result", d.result);
+  }
+};
+
+// accept, listen, bind: a socket taking connections, with its local end and
+// (accept) the remote one, as the kernel holds them.
+struct InboundData {
+  Syscall syscall = Syscall::kNone;
+  std::int64_t fd = -1;        // the listening (or bound) socket
+  std::uint32_t flags = 0;     // accept4's flags, listen's backlog
+  std::int64_t result = 0;     // accept: the new fd
+  std::uint8_t family = 0;     // 0: not an inet or unix socket
+  L4 proto = L4::kUnknown;
+  IpAddr laddr;
+  std::uint16_t lport = 0;
+  IpAddr raddr;                // accept: the client
+  std::uint16_t rport = 0;
+
+  static constexpr std::string_view kKey = "inbound";
+  template <class V, class Self>
+  static void fields(V& v, Self& d) {
+    v("syscall", d.syscall);
+    v("fd", d.fd);
+    v("flags", d.flags);
+    v("result", d.result);
+    v("family", d.family);
+    v("proto", d.proto);
+    v("laddr", d.laddr);
+    v("lport", d.lport);
+    v("raddr", d.raddr);
+    v("rport", d.rport);
+  }
+};
+
+// Calls known by their numbers: userfaultfd (flags), memfd_create (name,
+// flags), prctl (option, arg2..arg4), io_uring_setup (entries).
+struct SysCallData {
+  std::uint64_t a0 = 0;
+  std::uint64_t a1 = 0;
+  std::uint64_t a2 = 0;
+  std::uint64_t a3 = 0;
+  std::string name;            // memfd_create's name
+  std::int64_t result = 0;
+
+  static constexpr std::string_view kKey = "call";
+  template <class V, class Self>
+  static void fields(V& v, Self& d) {
+    v("a0", d.a0);
+    v("a1", d.a1);
+    v("a2", d.a2);
+    v("a3", d.a3);
+    v("name", d.name, kOmitEmpty);
+    v("result", d.result);
+  }
+};
+
 using Payload = std::variant<std::monostate, ExecData, ForkData, ExitData, ConnectData, OpenData,
                              IoctlData, GpuUsageData, XidData, DnsData, PayloadData, BpfData,
-                             FileOpData, PtraceData, SocketData, DupData, ModuleData>;
+                             FileOpData, PtraceData, SocketData, DupData, ModuleData, CredData,
+                             NsData, InboundData, SysCallData>;
 
 struct Event {
   Header hdr;

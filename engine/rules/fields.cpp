@@ -168,6 +168,8 @@ event::Syscall syscall_of(const event::Event& e) noexcept {
   if (auto* p = e.as<event::FileOpData>()) return p->syscall;
   if (auto* p = e.as<event::DupData>()) return p->syscall;
   if (auto* p = e.as<event::ModuleData>()) return p->syscall;
+  if (auto* p = e.as<event::CredData>()) return p->syscall;
+  if (auto* p = e.as<event::InboundData>()) return p->syscall;
   return event::Syscall::kNone;
 }
 void x_evt_type(const X& x, const F&, E& o) noexcept {
@@ -234,6 +236,10 @@ bool result_of(const event::Event& e, std::int64_t& r) noexcept {
   if (auto* p = e.as<event::SocketData>()) { r = p->result; return true; }
   if (auto* p = e.as<event::DupData>()) { r = p->result; return true; }
   if (auto* p = e.as<event::ModuleData>()) { r = p->result; return true; }
+  if (auto* p = e.as<event::CredData>()) { r = p->result; return true; }
+  if (auto* p = e.as<event::NsData>()) { r = p->result; return true; }
+  if (auto* p = e.as<event::InboundData>()) { r = p->result; return true; }
+  if (auto* p = e.as<event::SysCallData>()) { r = p->result; return true; }
   return false;
 }
 
@@ -384,6 +390,25 @@ void socket_type_arg(const X& x, std::uint32_t t, E& o) noexcept {
   if (t & SOCK_CLOEXEC) ar.append("|SOCK_CLOEXEC");
   str(o, ar.finish());
 }
+// CLONE_NEW* namespace flags as names (setns's nstype, unshare's flags).
+void clone_flags_arg(const X& x, std::uint64_t f, E& o) noexcept {
+  static constexpr std::pair<std::uint64_t, std::string_view> kNs[] = {
+      {0x00020000, "CLONE_NEWNS"},  {0x02000000, "CLONE_NEWCGROUP"}, {0x04000000, "CLONE_NEWUTS"},
+      {0x08000000, "CLONE_NEWIPC"}, {0x10000000, "CLONE_NEWUSER"},   {0x20000000, "CLONE_NEWPID"},
+      {0x40000000, "CLONE_NEWNET"}, {0x00000080, "CLONE_NEWTIME"},   {0x00000200, "CLONE_FS"},
+      {0x00000400, "CLONE_FILES"},  {0x00040000, "CLONE_SYSVSEM"}};
+  Arena& a = *x.arena;
+  a.begin();
+  bool first = true;
+  for (const auto& [bit, name] : kNs) {
+    if (!(f & bit)) continue;
+    if (!first) a.append('|');
+    first = false;
+    a.append(name);
+  }
+  if (first) a.append_uint(f);
+  str(o, a.finish());
+}
 // Falco's argument names for the path calls.
 void file_op_arg(const X& x, const event::FileOpData& p, std::string_view a, E& o) noexcept {
   using S = event::Syscall;
@@ -461,6 +486,40 @@ void x_arg_generic(const X& x, const F& f, E& o) noexcept {
     if (a == "fd" || a == "oldfd") int_arg(x, p->oldfd, o);
     else if (a == "res" || a == "newfd") int_arg(x, p->result, o);
     else if (a == "flags") int_arg(x, p->flags, o);
+    return;
+  }
+  if (auto* p = e.as<event::CredData>()) {
+    using S = event::Syscall;
+    const bool single = p->syscall == S::kSetuid || p->syscall == S::kSetgid;
+    const bool gid = p->syscall == S::kSetgid || p->syscall == S::kSetregid || p->syscall == S::kSetresgid;
+    if (single && a == (gid ? "gid" : "uid")) int_arg(x, p->effective, o);
+    else if (!single && a == (gid ? "rgid" : "ruid")) int_arg(x, p->real, o);
+    else if (!single && a == (gid ? "egid" : "euid")) int_arg(x, p->effective, o);
+    else if (!single && a == (gid ? "sgid" : "suid")) int_arg(x, p->saved, o);
+    else if (a == "res") int_arg(x, p->result, o);
+    return;
+  }
+  if (auto* p = e.as<event::NsData>()) {
+    if (a == "fd") int_arg(x, p->fd, o);
+    else if (a == "nstype" || a == "flags") clone_flags_arg(x, p->flags, o);
+    else if (a == "res") int_arg(x, p->result, o);
+    return;
+  }
+  if (auto* p = e.as<event::InboundData>()) {
+    if (a == "fd") int_arg(x, p->fd, o);
+    else if (a == "backlog" || a == "flags") int_arg(x, p->flags, o);
+    else if (a == "res") int_arg(x, p->result, o);
+    return;
+  }
+  if (auto* p = e.as<event::SysCallData>()) {
+    const event::Type t = e.hdr.type;
+    if (a == "res") int_arg(x, p->result, o);
+    else if (t == event::Type::kMemfdCreate && a == "name") str(o, p->name);
+    else if (t == event::Type::kMemfdCreate && a == "flags") int_arg(x, static_cast<std::int64_t>(p->a1), o);
+    else if (t == event::Type::kUserfaultfd && a == "flags") int_arg(x, static_cast<std::int64_t>(p->a0), o);
+    else if (t == event::Type::kPrctl && a == "option") int_arg(x, static_cast<std::int64_t>(p->a0), o);
+    else if (t == event::Type::kPrctl && a == "arg2_int") int_arg(x, static_cast<std::int64_t>(p->a1), o);
+    else if (t == event::Type::kIoUringSetup && a == "entries") int_arg(x, static_cast<std::int64_t>(p->a0), o);
     return;
   }
   if (auto* p = e.as<event::ModuleData>()) {
@@ -721,6 +780,7 @@ struct Endpoints {
   const event::IpAddr* server = nullptr;
   std::uint16_t sport = 0;
   std::string_view unix_path;
+  bool inbound = false;  // the local end is the server (accept, listen, bind)
 };
 bool endpoints(const event::Event& e, Endpoints& ep) noexcept {
   if (auto* c = e.as<event::ConnectData>()) {
@@ -740,6 +800,16 @@ bool endpoints(const event::Event& e, Endpoints& ep) noexcept {
     ep.cport = d->sport;
     ep.server = &d->daddr;
     ep.sport = d->dport;
+    return true;
+  }
+  if (auto* d = e.as<event::InboundData>(); d && d->family != 0) {
+    ep.family = d->family;
+    ep.proto = d->proto;
+    ep.client = &d->raddr;
+    ep.cport = d->rport;
+    ep.server = &d->laddr;
+    ep.sport = d->lport;
+    ep.inbound = true;
     return true;
   }
   if (auto* p = e.as<event::PayloadData>()) {
@@ -800,6 +870,16 @@ void x_fd_typechar(const X& x, const F&, E& o) noexcept {
   else if (ep.family == AF_INET6) str(o, "6");
   else if (ep.family == AF_UNIX) str(o, "u");
 }
+void x_fd_sockfamily(const X& x, const F&, E& o) noexcept {
+  std::uint32_t family = 0;
+  if (auto* s = ev(x).as<event::SocketData>()) {
+    family = s->domain;
+  } else if (Endpoints ep; endpoints(ev(x), ep)) {
+    family = ep.family;
+  }
+  if (family == AF_INET || family == AF_INET6) str(o, "ip");
+  else if (family == AF_UNIX) str(o, "unix");
+}
 void x_fd_l4proto(const X& x, const F&, E& o) noexcept {
   Endpoints ep;
   if (!endpoints(ev(x), ep)) return;
@@ -810,7 +890,8 @@ void x_fd_num(const X& x, const F&, E& o) noexcept {
   if (auto* p = ev(x).as<event::OpenData>()) { num(o, p->result >= 0 ? p->result : -1); return; }
   if (auto* p = ev(x).as<event::IoctlData>()) { num(o, p->fd); return; }
   if (auto* p = ev(x).as<event::DupData>()) { num(o, p->oldfd); return; }
-  if (auto* p = ev(x).as<event::SocketData>()) num(o, p->result);
+  if (auto* p = ev(x).as<event::SocketData>()) { num(o, p->result); return; }
+  if (auto* p = ev(x).as<event::InboundData>()) num(o, p->syscall == event::Syscall::kNone ? p->fd : p->result);
 }
 bool inet(const X& x, Endpoints& ep) noexcept {
   return endpoints(ev(x), ep) && (ep.family == AF_INET || ep.family == AF_INET6);
@@ -838,6 +919,20 @@ void x_fd_port(const X& x, const F&, E& o) noexcept {
     num(o, ep.cport);
     num(o, ep.sport);
   }
+}
+// fd.lip/rip/lport/rport/lnet/rnet: the local end is the client of an
+// outbound connection and the server of an inbound one.
+void x_fd_lip(const X& x, const F&, E& o) noexcept {
+  if (Endpoints ep; inet(x, ep)) ip(o, ep.inbound ? *ep.server : *ep.client);
+}
+void x_fd_rip(const X& x, const F&, E& o) noexcept {
+  if (Endpoints ep; inet(x, ep) && !(ep.inbound && ep.cport == 0)) ip(o, ep.inbound ? *ep.client : *ep.server);
+}
+void x_fd_lport(const X& x, const F&, E& o) noexcept {
+  if (Endpoints ep; inet(x, ep)) num(o, ep.inbound ? ep.sport : ep.cport);
+}
+void x_fd_rport(const X& x, const F&, E& o) noexcept {
+  if (Endpoints ep; inet(x, ep) && !(ep.inbound && ep.cport == 0)) num(o, ep.inbound ? ep.cport : ep.sport);
 }
 void x_fd_cip_name(const X& x, const F&, E& o) noexcept {
   Endpoints ep;
@@ -1261,7 +1356,7 @@ void x_protocol(const X& x, const F&, E& o) noexcept {
 }
 
 constexpr std::string_view kOpenEv = "open, openat, openat2, creat";
-constexpr std::string_view kNetEv = "connect, sendto, sendmsg, payload, dup";
+constexpr std::string_view kNetEv = "connect, sendto, sendmsg, payload, dup, accept, listen, bind";
 constexpr std::string_view kGpuEv = "open, openat, openat2, ioctl";
 
 }  // namespace
@@ -1278,9 +1373,9 @@ FieldCatalog::FieldCatalog() {
       {"evt.time", T::kString, A::kNone, false, "*", "Event time of day, UTC, HH:MM:SS.nnnnnnnnn.", x_evt_time},
       {"evt.time.iso8601", T::kString, A::kNone, false, "*", "Event time, RFC 3339 UTC with nanoseconds.", x_evt_iso},
       {"evt.rawtime", T::kUint, A::kNone, false, "*", "Event time in ns since the Unix epoch.", x_evt_rawtime},
-      {"evt.res", T::kString, A::kNone, false, "execve, open, openat, connect, ioctl, bpf, symlink, link, unlink, rename, mkdir, rmdir, chmod, ptrace, socket, dup, init_module", "Result: SUCCESS or the errno name (ENOENT...).", x_evt_res},
-      {"evt.rawres", T::kInt, A::kNone, false, "execve, open, openat, connect, ioctl, bpf, symlink, link, unlink, rename, mkdir, rmdir, chmod, ptrace, socket, dup, init_module", "Result as a number (fd, 0, or a negative errno).", x_evt_rawres},
-      {"evt.failed", T::kBool, A::kNone, false, "execve, open, openat, connect, ioctl, bpf, symlink, link, unlink, rename, mkdir, rmdir, chmod, ptrace, socket, dup, init_module", "True when the call failed.", x_evt_failed},
+      {"evt.res", T::kString, A::kNone, false, "execve, open, openat, connect, ioctl, bpf, symlink, link, unlink, rename, mkdir, rmdir, chmod, ptrace, socket, dup, init_module, setuid, setgid, setns, unshare, accept, listen, bind, userfaultfd, memfd_create, prctl, io_uring_setup", "Result: SUCCESS or the errno name (ENOENT...).", x_evt_res},
+      {"evt.rawres", T::kInt, A::kNone, false, "execve, open, openat, connect, ioctl, bpf, symlink, link, unlink, rename, mkdir, rmdir, chmod, ptrace, socket, dup, init_module, setuid, setgid, setns, unshare, accept, listen, bind, userfaultfd, memfd_create, prctl, io_uring_setup", "Result as a number (fd, 0, or a negative errno).", x_evt_rawres},
+      {"evt.failed", T::kBool, A::kNone, false, "execve, open, openat, connect, ioctl, bpf, symlink, link, unlink, rename, mkdir, rmdir, chmod, ptrace, socket, dup, init_module, setuid, setgid, setns, unshare, accept, listen, bind, userfaultfd, memfd_create, prctl, io_uring_setup", "True when the call failed.", x_evt_failed},
       {"evt.is_open_read", T::kBool, A::kNone, false, kOpenEv, "The open was for reading (O_RDONLY or O_RDWR).", x_open_read},
       {"evt.is_open_write", T::kBool, A::kNone, false, kOpenEv, "The open was for writing (O_WRONLY or O_RDWR).", x_open_write},
       {"evt.is_open_exec", T::kBool, A::kNone, false, kOpenEv, "The open created a file with an execute bit.", x_open_exec},
@@ -1289,7 +1384,7 @@ FieldCatalog::FieldCatalog() {
       {"evt.arg.path", T::kString, A::kNone, false, "open, openat, openat2, creat, execve, symlink, link, unlink, rename, mkdir, rmdir, chmod", "Path argument of the call.", x_arg_path},
       {"evt.arg.pathname", T::kString, A::kNone, false, "open, openat, openat2, creat, execve, symlink, link, unlink, rename, mkdir, rmdir, chmod", "Path argument of the call.", x_arg_path},
       {"evt.arg.filename", T::kString, A::kNone, false, "execve, chmod", "Path given to execve (or opened).", x_arg_path},
-      {"evt.arg", T::kString, A::kRequiredKey, false, "open, openat, openat2, creat, execve, ioctl, bpf, symlink, link, unlink, rename, mkdir, rmdir, chmod, ptrace, socket, dup, init_module", "A named argument of the call, by Falco's argument names: evt.arg.NAME or evt.arg[NAME] (open: name, path, flags, mode, fd; execve: filename, exe, cwd; ioctl: request, fd; bpf: cmd; symlink(at): target, linkpath, linkdirfd; link(at), rename(at)(2): oldpath, newpath, olddirfd, newdirfd, flags; unlink(at), mkdir(at), rmdir: path/name, dirfd, flags, mode; chmod, fchmodat: filename, mode, dirfd; fchmod: fd, mode; ptrace: request (PTRACE_ATTACH...), pid, addr; socket: domain (AF_PACKET...), type, proto, fd; dup: fd, newfd, flags; init_module, finit_module: fd, uargs, flags; each call: res). Arguments of syscalls vigil does not collect have no value.", x_arg_generic},
+      {"evt.arg", T::kString, A::kRequiredKey, false, "open, openat, openat2, creat, execve, ioctl, bpf, symlink, link, unlink, rename, mkdir, rmdir, chmod, ptrace, socket, dup, init_module, setuid, setgid, setns, unshare, accept, listen, bind, userfaultfd, memfd_create, prctl, io_uring_setup", "A named argument of the call, by Falco's argument names: evt.arg.NAME or evt.arg[NAME] (open: name, path, flags, mode, fd; execve: filename, exe, cwd; ioctl: request, fd; bpf: cmd; symlink(at): target, linkpath, linkdirfd; link(at), rename(at)(2): oldpath, newpath, olddirfd, newdirfd, flags; unlink(at), mkdir(at), rmdir: path/name, dirfd, flags, mode; chmod, fchmodat: filename, mode, dirfd; fchmod: fd, mode; ptrace: request (PTRACE_ATTACH...), pid, addr; socket: domain (AF_PACKET...), type, proto, fd; dup: fd, newfd, flags; init_module, finit_module: fd, uargs, flags; setuid/setgid: uid/gid, and ruid, euid, suid (rgid...) for the re/res forms; setns: fd, nstype; unshare: flags (CLONE_NEW* names); accept, listen, bind: fd, flags/backlog; memfd_create: name, flags; userfaultfd: flags; prctl: option, arg2_int; io_uring_setup: entries; each call: res). Arguments of syscalls vigil does not collect have no value.", x_arg_generic},
       {"evt.num", T::kInt, A::kNone, false, "*", "Event number. vigil does not number events: no value (so Falco's never_true idiom, evt.num=0, stays false).", x_evt_num},
       {"proc.pid", T::kInt, A::kNone, false, "*", "Process id (thread group id).", x_pid},
       {"thread.tid", T::kInt, A::kNone, false, "*", "Thread id.", x_tid},
@@ -1332,24 +1427,25 @@ FieldCatalog::FieldCatalog() {
       {"fd.nameraw", T::kString, A::kNone, false, kOpenEv, "The path as given to the call (not normalised).", x_fd_nameraw},
       {"fd.directory", T::kString, A::kNone, false, kOpenEv, "Directory of the opened file.", x_fd_directory},
       {"fd.filename", T::kString, A::kNone, false, kOpenEv, "Base name of the opened file.", x_fd_filename},
-      {"fd.type", T::kString, A::kNone, false, "open, openat, openat2, creat, connect, sendto, sendmsg, payload, dup", "file, ipv4, ipv6 or unix.", x_fd_type},
-      {"fd.typechar", T::kString, A::kNone, false, "open, openat, openat2, creat, connect, sendto, sendmsg, payload, dup", "f, 4, 6 or u.", x_fd_typechar},
+      {"fd.type", T::kString, A::kNone, false, "open, openat, openat2, creat, connect, sendto, sendmsg, payload, dup, accept, listen, bind", "file, ipv4, ipv6 or unix.", x_fd_type},
+      {"fd.typechar", T::kString, A::kNone, false, "open, openat, openat2, creat, connect, sendto, sendmsg, payload, dup, accept, listen, bind", "f, 4, 6 or u.", x_fd_typechar},
       {"fd.l4proto", T::kString, A::kNone, false, kNetEv, "tcp or udp.", x_fd_l4proto},
-      {"fd.num", T::kInt, A::kNone, false, "open, openat, openat2, creat, ioctl, dup, socket", "File descriptor number (-1 for a failed open; dup: the old fd; socket: the new one).", x_fd_num},
+      {"fd.sockfamily", T::kString, A::kNone, false, "connect, sendto, sendmsg, payload, dup, accept, listen, bind, socket", "Socket family: ip (IPv4 or IPv6) or unix.", x_fd_sockfamily},
+      {"fd.num", T::kInt, A::kNone, false, "open, openat, openat2, creat, ioctl, dup, socket, accept, listen, bind", "File descriptor number (-1 for a failed open; dup: the old fd; socket, accept: the new one).", x_fd_num},
       {"fd.sip", T::kIp, A::kNone, false, kNetEv, "Server (destination) IP address.", x_fd_sip},
-      {"fd.rip", T::kIp, A::kNone, false, kNetEv, "Remote IP address (the server, for outbound connections).", x_fd_sip},
+      {"fd.rip", T::kIp, A::kNone, false, kNetEv, "Remote IP address (the server of an outbound connection, the client of an accepted one).", x_fd_rip},
       {"fd.cip", T::kIp, A::kNone, false, kNetEv, "Client (source) IP address.", x_fd_cip},
-      {"fd.lip", T::kIp, A::kNone, false, kNetEv, "Local IP address (the client, for outbound connections).", x_fd_cip},
+      {"fd.lip", T::kIp, A::kNone, false, kNetEv, "Local IP address (the client of an outbound connection, the server of an accepted one).", x_fd_lip},
       {"fd.ip", T::kIp, A::kNone, true, kNetEv, "Either IP address of the connection.", x_fd_ip},
       {"fd.net", T::kIp, A::kNone, true, kNetEv, "Either IP address, compared with networks (CIDR).", x_fd_ip},
       {"fd.snet", T::kIp, A::kNone, false, kNetEv, "Server IP address, compared with networks (CIDR).", x_fd_sip},
-      {"fd.rnet", T::kIp, A::kNone, false, kNetEv, "Remote IP address, compared with networks (CIDR).", x_fd_sip},
+      {"fd.rnet", T::kIp, A::kNone, false, kNetEv, "Remote IP address, compared with networks (CIDR).", x_fd_rip},
       {"fd.cnet", T::kIp, A::kNone, false, kNetEv, "Client IP address, compared with networks (CIDR).", x_fd_cip},
-      {"fd.lnet", T::kIp, A::kNone, false, kNetEv, "Local IP address, compared with networks (CIDR).", x_fd_cip},
+      {"fd.lnet", T::kIp, A::kNone, false, kNetEv, "Local IP address, compared with networks (CIDR).", x_fd_lip},
       {"fd.sport", T::kInt, A::kNone, false, kNetEv, "Server (destination) port.", x_fd_sport},
-      {"fd.rport", T::kInt, A::kNone, false, kNetEv, "Remote port (the server, for outbound connections).", x_fd_sport},
+      {"fd.rport", T::kInt, A::kNone, false, kNetEv, "Remote port (the server's for an outbound connection, the client's for an accepted one).", x_fd_rport},
       {"fd.cport", T::kInt, A::kNone, false, kNetEv, "Client (source) port.", x_fd_cport},
-      {"fd.lport", T::kInt, A::kNone, false, kNetEv, "Local port (the client, for outbound connections).", x_fd_cport},
+      {"fd.lport", T::kInt, A::kNone, false, kNetEv, "Local port (the client's for an outbound connection, the server's for an accepted or listening one).", x_fd_lport},
       {"fd.port", T::kInt, A::kNone, true, kNetEv, "Either port of the connection.", x_fd_port},
       {"fd.connected", T::kBool, A::kNone, false, kNetEv, "The socket is connected (TCP connects; unknown for UDP).", x_fd_connected},
       {"fd.name_changed", T::kBool, A::kNone, false, kNetEv, "The event gave the socket its address tuple (every connect event).", x_fd_name_changed},

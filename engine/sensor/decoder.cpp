@@ -75,7 +75,8 @@ event::L4 l4_of(std::uint8_t proto) {
 static_assert(static_cast<int>(VG_SC_SYMLINK) == static_cast<int>(event::Syscall::kSymlink) &&
                   static_cast<int>(VG_SC_FCHMODAT) == static_cast<int>(event::Syscall::kFchmodat) &&
                   static_cast<int>(VG_SC_FINIT_MODULE) == static_cast<int>(event::Syscall::kFinitModule) &&
-                  static_cast<int>(VG_SC_FINIT_MODULE) + 1 == static_cast<int>(event::Syscall::kCount),
+                  static_cast<int>(VG_SC_SETUID) == static_cast<int>(event::Syscall::kSetuid) &&
+                  static_cast<int>(VG_SC_ACCEPT4) + 1 == static_cast<int>(event::Syscall::kCount),
               "VG_SC_* and event::Syscall list the same calls in the same order");
 event::Syscall syscall_of(std::uint8_t sc) {
   return sc < static_cast<std::uint8_t>(event::Syscall::kCount) ? static_cast<event::Syscall>(sc)
@@ -408,11 +409,11 @@ Result<event::Event> decode_record(std::span<const std::uint8_t> rec, const Time
       break;
     }
     case VG_DUP: {
-      vg_dup b{};
+      vg_sockfd b{};
       if (!read_fixed(rec, &b)) return bad("dup record too short");
       event::DupData d;
       d.syscall = syscall_of(b.syscall);
-      d.oldfd = b.oldfd;
+      d.oldfd = b.fd;
       d.flags = b.flags;
       d.result = b.result;
       d.family = static_cast<std::uint8_t>(b.family);
@@ -438,6 +439,83 @@ Result<event::Event> decode_record(std::span<const std::uint8_t> rec, const Time
       d.args = c_string(args);
       d.result = b.result;
       ev.hdr.type = event::Type::kModule;
+      ev.data = std::move(d);
+      break;
+    }
+    case VG_ACCEPT:
+    case VG_LISTEN:
+    case VG_BIND: {
+      vg_sockfd b{};
+      if (!read_fixed(rec, &b)) return bad("socket call record too short");
+      event::InboundData d;
+      d.syscall = syscall_of(b.syscall);
+      d.fd = b.fd;
+      d.flags = b.flags;
+      d.result = b.result;
+      d.family = static_cast<std::uint8_t>(b.family);
+      d.proto = l4_of(b.proto);
+      d.laddr = ip_from(b.family, b.saddr);
+      d.lport = b.sport;
+      d.raddr = ip_from(b.family, b.daddr);
+      d.rport = b.dport;
+      ev.hdr.type = static_cast<event::Type>(h.type);
+      ev.data = d;
+      break;
+    }
+    case VG_SETUID:
+    case VG_SETGID: {
+      vg_sys b{};
+      if (!read_fixed(rec, &b)) return bad("credential record too short");
+      event::CredData d;
+      d.syscall = syscall_of(b.syscall);
+      // The ids as the kernel reads them (uid_t); -1 leaves one unchanged.
+      auto id = [](std::uint64_t v) { return static_cast<std::int64_t>(static_cast<std::int32_t>(v)); };
+      if (d.syscall == event::Syscall::kSetuid || d.syscall == event::Syscall::kSetgid) {
+        d.effective = id(b.a[0]);
+      } else {
+        d.real = id(b.a[0]);
+        d.effective = id(b.a[1]);
+        if (d.syscall == event::Syscall::kSetresuid || d.syscall == event::Syscall::kSetresgid)
+          d.saved = id(b.a[2]);
+      }
+      d.result = b.result;
+      ev.hdr.type = static_cast<event::Type>(h.type);
+      ev.data = d;
+      break;
+    }
+    case VG_SETNS:
+    case VG_UNSHARE: {
+      vg_sys b{};
+      if (!read_fixed(rec, &b)) return bad("namespace record too short");
+      event::NsData d;
+      if (h.type == VG_SETNS) {
+        d.fd = static_cast<std::int32_t>(b.a[0]);
+        d.flags = static_cast<std::uint32_t>(b.a[1]);
+      } else {
+        d.flags = b.a[0];
+      }
+      d.result = b.result;
+      ev.hdr.type = static_cast<event::Type>(h.type);
+      ev.data = d;
+      break;
+    }
+    case VG_USERFAULTFD:
+    case VG_MEMFD_CREATE:
+    case VG_PRCTL:
+    case VG_IO_URING_SETUP: {
+      vg_sys b{};
+      if (!read_fixed(rec, &b)) return bad("call record too short");
+      Tail t(rec, sizeof(b));
+      std::string_view name;
+      if (!t.take(b.str_len, &name)) return bad("call string length exceeds the record");
+      event::SysCallData d;
+      d.a0 = b.a[0];
+      d.a1 = b.a[1];
+      d.a2 = b.a[2];
+      d.a3 = b.a[3];
+      d.name = c_string(name);
+      d.result = b.result;
+      ev.hdr.type = static_cast<event::Type>(h.type);
       ev.data = std::move(d);
       break;
     }

@@ -99,6 +99,14 @@ const std::vector<Hook>& hooks() {
         {"socket", Type::kSocket, false},    {"dup", Type::kDup, false},
         {"dup2", Type::kDup, true},          {"dup3", Type::kDup, false},
         {"init_module", Type::kModule, true}, {"finit_module", Type::kModule, true},
+        {"setuid", Type::kSetuid, false},    {"setreuid", Type::kSetuid, false},
+        {"setresuid", Type::kSetuid, false}, {"setgid", Type::kSetgid, false},
+        {"setregid", Type::kSetgid, false},  {"setresgid", Type::kSetgid, false},
+        {"setns", Type::kSetns, false},      {"unshare", Type::kUnshare, false},
+        {"accept", Type::kAccept, true},     {"accept4", Type::kAccept, false},
+        {"listen", Type::kListen, false},    {"bind", Type::kBind, false},
+        {"userfaultfd", Type::kUserfaultfd, true}, {"memfd_create", Type::kMemfdCreate, false},
+        {"prctl", Type::kPrctl, false},      {"io_uring_setup", Type::kIoUringSetup, true},
     };
     static std::deque<std::string> names;  // the Hook strings (a deque never moves them)
     std::vector<Hook> all = kHooks;

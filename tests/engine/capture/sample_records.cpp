@@ -285,6 +285,32 @@ std::vector<RecordData> sample_records() {
     d.result = -1;
     out.emplace_back(Event{header(ts++, Type::kModule, 4242), d});
   }
+  {
+    CredData d{event::Syscall::kSetresuid, 0, 1000, -1, 0};
+    out.emplace_back(Event{header(ts++, Type::kSetuid, 4242), d});
+  }
+  {
+    NsData d{5, 0x40000000, -1};
+    out.emplace_back(Event{header(ts++, Type::kSetns, 4242), d});
+  }
+  {
+    InboundData d;
+    d.syscall = event::Syscall::kAccept4;
+    d.fd = 3;
+    d.flags = 02000000;
+    d.result = 6;
+    d.family = AF_INET6;
+    d.proto = event::L4::kTcp;
+    d.laddr = ip6_last(1);
+    d.lport = 8080;
+    d.raddr = ip6_last(7);
+    d.rport = 51000;
+    out.emplace_back(Event{header(ts++, Type::kAccept, 4242), d});
+  }
+  {
+    SysCallData d{0, 1, 0, 0, "payload", 5};
+    out.emplace_back(Event{header(ts++, Type::kMemfdCreate, 4242), d});
+  }
   return out;
 }
 

@@ -209,9 +209,9 @@ TEST(Decoder, PtraceSocketDupModule) {
   ev = decode(record(so));
   ASSERT_TRUE(ev);
   EXPECT_EQ(ev->as<event::SocketData>()->domain, 17u);
-  vg_dup du{};
+  vg_sockfd du{};
   fill_hdr(&du.hdr, VG_DUP);
-  du.oldfd = 3;
+  du.fd = 3;
   du.result = 1;
   du.family = AF_INET;
   du.proto = VG_L4_TCP;
@@ -236,6 +236,71 @@ TEST(Decoder, PtraceSocketDupModule) {
   EXPECT_EQ(ev->as<event::ModuleData>()->args, "debug=1");
   m.args_len = 9;  // one byte past the record
   EXPECT_FALSE(decode(record(m, S("debug=1\0", 8))));
+}
+
+TEST(Decoder, CredentialsNamespacesInboundAndNumberedCalls) {
+  vg_sys c{};
+  fill_hdr(&c.hdr, VG_SETUID);
+  c.syscall = VG_SC_SETRESUID;
+  c.a[0] = 0xffffffff;  // -1: unchanged
+  c.a[1] = 1000;
+  c.a[2] = 0;
+  auto ev = decode(record(c));
+  ASSERT_TRUE(ev);
+  auto* cd = ev->as<event::CredData>();
+  ASSERT_TRUE(cd);
+  EXPECT_EQ(cd->real, -1);
+  EXPECT_EQ(cd->effective, 1000);
+  EXPECT_EQ(cd->saved, 0);
+  c.syscall = VG_SC_SETUID;
+  c.a[0] = 0;
+  ev = decode(record(c));
+  ASSERT_TRUE(ev);
+  EXPECT_EQ(ev->as<event::CredData>()->effective, 0);
+  EXPECT_EQ(ev->as<event::CredData>()->real, -1);
+
+  vg_sys n{};
+  fill_hdr(&n.hdr, VG_SETNS);
+  n.a[0] = 4;
+  n.a[1] = 0x40000000;
+  ev = decode(record(n));
+  ASSERT_TRUE(ev);
+  EXPECT_EQ(ev->hdr.type, event::Type::kSetns);
+  EXPECT_EQ(ev->as<event::NsData>()->fd, 4);
+  EXPECT_EQ(ev->as<event::NsData>()->flags, 0x40000000u);
+
+  vg_sockfd a{};
+  fill_hdr(&a.hdr, VG_ACCEPT);
+  a.syscall = VG_SC_ACCEPT4;
+  a.fd = 3;
+  a.result = 6;
+  a.family = AF_INET;
+  a.proto = VG_L4_TCP;
+  a.sport = 8080;
+  a.dport = 51000;
+  a.saddr[0] = 127;
+  a.saddr[3] = 1;
+  a.daddr[0] = 10;
+  a.daddr[3] = 9;
+  ev = decode(record(a));
+  ASSERT_TRUE(ev);
+  auto* in = ev->as<event::InboundData>();
+  ASSERT_TRUE(in);
+  EXPECT_EQ(in->syscall, event::Syscall::kAccept4);
+  EXPECT_EQ(event::to_string(in->laddr), "127.0.0.1");
+  EXPECT_EQ(in->lport, 8080);
+  EXPECT_EQ(event::to_string(in->raddr), "10.0.0.9");
+  EXPECT_EQ(in->rport, 51000);
+
+  vg_sys m{};
+  fill_hdr(&m.hdr, VG_MEMFD_CREATE);
+  m.a[1] = 1;
+  m.str_len = 8;
+  ev = decode(record(m, S("payload\0", 8)));
+  ASSERT_TRUE(ev);
+  EXPECT_EQ(ev->as<event::SysCallData>()->name, "payload");
+  m.str_len = 300;  // past the record
+  EXPECT_FALSE(decode(record(m, S("payload\0", 8))));
 }
 
 TEST(Decoder, ForkAndExit) {

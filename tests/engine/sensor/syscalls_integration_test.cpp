@@ -8,6 +8,7 @@
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -28,9 +29,12 @@ using support::TempDir;
 
 Config all_new_types(bool pairs) {
   Config cfg;
-  cfg.event_types = {Type::kSymlink, Type::kLink,   Type::kUnlink, Type::kRename,
-                     Type::kMkdir,   Type::kRmdir,  Type::kChmod,  Type::kPtrace,
-                     Type::kSocket,  Type::kDup,    Type::kModule};
+  cfg.event_types = {Type::kSymlink, Type::kLink,        Type::kUnlink,      Type::kRename,
+                     Type::kMkdir,   Type::kRmdir,       Type::kChmod,       Type::kPtrace,
+                     Type::kSocket,  Type::kDup,         Type::kModule,      Type::kSetuid,
+                     Type::kSetgid,  Type::kSetns,       Type::kUnshare,     Type::kAccept,
+                     Type::kListen,  Type::kBind,        Type::kUserfaultfd, Type::kMemfdCreate,
+                     Type::kPrctl,   Type::kIoUringSetup};
   cfg.enter_exit_pairs = pairs;
   return cfg;
 }
@@ -208,6 +212,99 @@ TEST_P(SyscallArgs, PtraceSocketDupAndModuleCalls) {
   EXPECT_EQ(mod->syscall, event::Syscall::kFinitModule);
   EXPECT_EQ(mod->fd, -1);
   EXPECT_EQ(mod->result, -EBADF);
+}
+
+TEST_P(SyscallArgs, CredentialNamespaceInboundAndNumberedCalls) {
+  REQUIRE_ROOT();
+  auto s = open_sensor(all_new_types(GetParam()));
+  ASSERT_TRUE(s);
+  Recorder rec(*s);
+  std::uint16_t port = 0;
+  int pipefd[2];
+  ASSERT_EQ(pipe(pipefd), 0);
+  const auto cpid = static_cast<std::uint32_t>(in_child([&] {
+    setresuid(-1, 0, -1);
+    setgid(0);
+    unshare(CLONE_NEWUTS);
+    int ns = open("/proc/self/ns/uts", O_RDONLY);
+    setns(ns, CLONE_NEWUTS);
+    prctl(PR_SET_NAME, "vigil-prctl");
+    int m = static_cast<int>(syscall(SYS_memfd_create, "payload", 1 /* MFD_CLOEXEC */));
+    if (m >= 0) close(m);
+    syscall(SYS_userfaultfd, 0);
+    std::uint8_t params[120] = {};
+    syscall(SYS_io_uring_setup, 4, params);  // may be refused (io_uring disabled): still reported
+    // A listening socket that accepts one connection of its own.
+    int l = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(a);
+    if (bind(l, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 || listen(l, 7) != 0 ||
+        getsockname(l, reinterpret_cast<sockaddr*>(&a), &len) != 0)
+      return 1;
+    int c = socket(AF_INET, SOCK_STREAM, 0);
+    if (connect(c, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) return 1;
+    int got = accept4(l, nullptr, nullptr, SOCK_CLOEXEC);
+    std::uint16_t p = ntohs(a.sin_port);
+    if (write(pipefd[1], &p, sizeof(p)) != sizeof(p)) return 1;
+    return got >= 0 ? 0 : 1;
+  }));
+  ASSERT_EQ(read(pipefd[0], &port, sizeof(port)), static_cast<ssize_t>(sizeof(port)));
+  close(pipefd[0]);
+  close(pipefd[1]);
+  ASSERT_TRUE(rec.wait_for([&](const Event& e) { return e.hdr.pid == cpid && e.hdr.type == Type::kAccept; }))
+      << "no accept event";
+  auto evs = rec.events_of(cpid);
+  auto of = [&](Type t) -> const Event* {
+    for (const auto& e : evs)
+      if (e.hdr.type == t) return &e;
+    return nullptr;
+  };
+  auto* su = of(Type::kSetuid);
+  ASSERT_TRUE(su);
+  EXPECT_EQ(su->as<event::CredData>()->syscall, event::Syscall::kSetresuid);
+  EXPECT_EQ(su->as<event::CredData>()->real, -1);
+  EXPECT_EQ(su->as<event::CredData>()->effective, 0);
+  auto* sg = of(Type::kSetgid);
+  ASSERT_TRUE(sg);
+  EXPECT_EQ(sg->as<event::CredData>()->syscall, event::Syscall::kSetgid);
+  auto* un = of(Type::kUnshare);
+  ASSERT_TRUE(un);
+  EXPECT_EQ(un->as<event::NsData>()->flags, static_cast<std::uint64_t>(CLONE_NEWUTS));
+  EXPECT_EQ(un->as<event::NsData>()->result, 0);
+  auto* sn = of(Type::kSetns);
+  ASSERT_TRUE(sn);
+  EXPECT_GE(sn->as<event::NsData>()->fd, 0);
+  bool set_name = false;  // the child helper makes other prctl calls too
+  for (const auto& e : evs) {
+    if (auto* p = e.as<event::SysCallData>(); p && e.hdr.type == Type::kPrctl && p->a0 == PR_SET_NAME)
+      set_name = p->result == 0;
+  }
+  EXPECT_TRUE(set_name);
+  auto* mf = of(Type::kMemfdCreate);
+  ASSERT_TRUE(mf);
+  EXPECT_EQ(mf->as<event::SysCallData>()->name, "payload");
+  EXPECT_EQ(mf->as<event::SysCallData>()->a1, 1u);
+  EXPECT_TRUE(of(Type::kUserfaultfd));
+  EXPECT_TRUE(of(Type::kIoUringSetup));
+  auto* bd = of(Type::kBind);
+  ASSERT_TRUE(bd);
+  EXPECT_EQ(bd->as<event::InboundData>()->lport, port);
+  auto* ls = of(Type::kListen);
+  ASSERT_TRUE(ls);
+  EXPECT_EQ(ls->as<event::InboundData>()->flags, 7u);
+  EXPECT_EQ(ls->as<event::InboundData>()->lport, port);
+  auto* ac = of(Type::kAccept);
+  ASSERT_TRUE(ac);
+  const auto* in = ac->as<event::InboundData>();
+  EXPECT_EQ(in->syscall, event::Syscall::kAccept4);
+  EXPECT_EQ(in->family, AF_INET);
+  EXPECT_EQ(in->proto, event::L4::kTcp);
+  EXPECT_EQ(in->lport, port);
+  EXPECT_EQ(event::to_string(in->raddr), "127.0.0.1");
+  EXPECT_NE(in->rport, 0);
+  EXPECT_GE(in->result, 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(SensorSyscalls, SyscallArgs, ::testing::Values(false, true),
