@@ -187,7 +187,7 @@ static __always_inline int open_exit(enum vg_open_kind kind, long ret)
     have_args = 1;
   }
 
-  __u8 oflags = 0;
+  __u8 oflags = 0, ftype = 0;
   __u32 major = 0, minor = 0;
   struct file *f = 0;
   if (ret >= 0) {
@@ -200,6 +200,12 @@ static __always_inline int open_exit(enum vg_open_kind kind, long ret)
         oflags |= VG_OPEN_CHR;
       else if ((m & S_IFMT) == S_IFBLK)
         oflags |= VG_OPEN_BLK;
+      else if ((m & S_IFMT) == S_IFDIR)
+        ftype = VG_OPEN_DIR;
+      else if ((m & S_IFMT) == S_IFIFO)
+        ftype = VG_OPEN_FIFO;
+      else if ((m & S_IFMT) == S_IFREG)
+        ftype = VG_OPEN_REG;
       if (oflags) {
         major = rdev >> 20;
         minor = rdev & 0xfffff;
@@ -260,7 +266,7 @@ static __always_inline int open_exit(enum vg_open_kind kind, long ret)
                      &trunc);
   e->fpath_len = n;
   off += n;
-  e->oflags = oflags | (trunc ? VG_OPEN_PATH_TRUNC : 0);
+  e->oflags = oflags | ftype | (trunc ? VG_OPEN_PATH_TRUNC : 0);
   e->pad0[0] = e->pad0[1] = e->pad0[2] = 0;
   vg_submit(buf, off);
   return 0;

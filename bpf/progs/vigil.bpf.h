@@ -23,6 +23,9 @@
 #define S_IFSOCK 0140000
 #define S_IFBLK 0060000
 #define S_IFCHR 0020000
+#define S_IFDIR 0040000
+#define S_IFIFO 0010000
+#define S_IFREG 0100000
 #endif
 
 #define AF_UNIX 1

@@ -53,7 +53,7 @@ enum vg_drop {
 #define VG_XID_MSG_MAX 512
 #define VG_DNS_MAX 512         /* DNS message bytes copied from a packet */
 #define VG_PAYLOAD_MAX 4096    /* upper bound of Config::payload_bytes */
-#define VG_OPEN_PREFIXES 16    /* path prefixes the open filter checks */
+#define VG_OPEN_PREFIXES 32    /* paths (prefixes and whole) the open filter checks */
 #define VG_PREFIX_LEN 64
 
 /* The largest record the BPF side can build (scratch buffer size). */
@@ -158,6 +158,9 @@ struct vg_open {
 #define VG_OPEN_CHR 0x01
 #define VG_OPEN_BLK 0x02
 #define VG_OPEN_PATH_TRUNC 0x04
+#define VG_OPEN_DIR 0x08  /* the opened file is a directory */
+#define VG_OPEN_FIFO 0x10 /* the opened file is a named pipe */
+#define VG_OPEN_REG 0x20  /* the opened file is a regular file */
 
 struct vg_ioctl {
   struct vg_hdr hdr;

@@ -245,8 +245,10 @@ int cmd_run(int argc, char** argv) {
   auto sensor_cfg = sensor_config(*cfg, *ruleset);
   if (!sensor_cfg) return fail(*log, sensor_cfg.error());
   if (ruleset->open_any_path()) {
-    log->warn("some open rules compare file names the sensor cannot pre-filter; they see device "
-              "nodes and the listed paths only");
+    std::string names;
+    for (const auto& n : ruleset->open_unfiltered_rules()) names += (names.empty() ? "'" : ", '") + n + "'";
+    log->warn("open rules the sensor cannot pre-filter by path see device nodes and the other rules' "
+              "paths only (docs/events.md, \"open\"): {}", names);
   }
   auto sensor = sensor::Sensor::open(*sensor_cfg);
   if (!sensor) {

@@ -178,6 +178,11 @@ struct OpenData {
   std::uint32_t dev_minor = 0;
   bool is_device = false;      // the opened file is a character/block device
   std::string raw;             // the path as given (fd.nameraw) where it differs from `path`, else empty
+  // What the opened file is: kFileRegular, kFileDirectory, kFileFifo,
+  // kFileDevice; kFileUnknown for a failed open (and in older captures).
+  std::uint8_t file_type = 0;
+  static constexpr std::uint8_t kFileUnknown = 0, kFileRegular = 1, kFileDirectory = 2, kFileFifo = 3,
+                                kFileDevice = 4;
 
   static constexpr std::string_view kKey = "open";
   template <class V, class Self>
@@ -191,6 +196,7 @@ struct OpenData {
     v("is_device", d.is_device);
     v.appended();
     v("raw", d.raw, kOmitEmpty);
+    v("file_type", d.file_type);
   }
 };
 

@@ -502,6 +502,35 @@ class Compiler {
         } else {
           chk->str = vals[0];
         }
+        // A file name (fd.filename = / in): the sensor judges a successful
+        // open by the opened file's name, as it does the last component of a
+        // whole path, so it is one ("/name"). So is fd.name endswith NAME
+        // (no '/'; Falco's release_agent rule), for the file named exactly
+        // NAME: a longer name that ends so is not sent.
+        const bool name_suffix = fname == "fd.name" && n.op == Op::kEndsWith && vals.size() == 1 &&
+                                 !vals[0].empty() && vals[0].find('/') == std::string::npos;
+        if ((fname == "fd.filename" || name_suffix) && chk->ltr.empty() && n.modifier == Modifier::kNone &&
+            (n.op == Op::kEq || n.op == Op::kIn || name_suffix)) {
+          std::vector<PathLiteral> leaves;
+          for (const auto& v : vals) {
+            if (v.empty() || v.find('/') != std::string::npos) break;
+            leaves.push_back(PathLiteral{"/" + v, true});
+          }
+          if (leaves.size() == vals.size()) {  // every value a plain file name
+            chk->path_check = true;
+            chk->path_literals = std::move(leaves);
+          }
+        }
+        // A path given with "../" (Falco's directory_traversal: fd.nameraw
+        // contains "../"): the sensor sends the opens whose given path starts
+        // with "../", judged by its first bytes like any prefix. A traversal
+        // inside a longer given path ("/srv/www/../../etc/x") is not sent.
+        if (fname == "fd.nameraw" && chk->ltr.empty() && n.modifier == Modifier::kNone &&
+            ((n.op == Op::kContains && vals.size() == 1 && vals[0] == "../") ||
+             (n.op == Op::kGlob && vals.size() == 1 && vals[0].starts_with("*../")))) {
+          chk->path_check = true;
+          chk->path_literals = {PathLiteral{"../", false}};
+        }
         // Literal path prefixes for the sensor's open filter.
         if ((fname == "fd.name" || fname == "fd.directory" || fname == "evt.arg.path" ||
              fname == "evt.arg.name" || fname == "fd.nameraw") &&

@@ -238,10 +238,18 @@ event::TypeMask mask_of(const CNode& n, bool neg) {
   return event::TypeMask::all();
 }
 
+bool is_device_field(std::string_view name) {
+  return name == "gpu.device" || name == "gpu.major" || name == "gpu.minor" || name == "gpu.index" ||
+         name == "gpu.allowed";
+}
+
 // Every way to satisfy the node needs one of the returned path prefixes.
 bool prefixes_of(const CNode& n, std::vector<PathLiteral>& out) {
   switch (n.kind) {
     case CNode::Kind::kCheck:
+      // A field only NVIDIA device opens fill: the sensor sends every device
+      // open, whatever the paths.
+      if (n.check && n.check->lhs.def && is_device_field(n.check->lhs.def->name)) return true;
       if (!n.check || !n.check->path_check) return false;
       out.insert(out.end(), n.check->path_literals.begin(), n.check->path_literals.end());
       return true;

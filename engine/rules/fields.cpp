@@ -855,7 +855,12 @@ void x_fd_filename(const X& x, const F&, E& o) noexcept {
   if (auto* p = ev(x).as<event::OpenData>()) str(o, basename_of(p->path));
 }
 void x_fd_type(const X& x, const F&, E& o) noexcept {
-  if (ev(x).as<event::OpenData>()) { str(o, "file"); return; }
+  if (auto* p = ev(x).as<event::OpenData>()) {
+    str(o, p->file_type == event::OpenData::kFileDirectory ? "directory"
+           : p->file_type == event::OpenData::kFileFifo    ? "pipe"
+                                                           : "file");
+    return;
+  }
   Endpoints ep;
   if (!endpoints(ev(x), ep)) return;
   if (ep.family == AF_INET) str(o, "ipv4");
@@ -863,7 +868,12 @@ void x_fd_type(const X& x, const F&, E& o) noexcept {
   else if (ep.family == AF_UNIX) str(o, "unix");
 }
 void x_fd_typechar(const X& x, const F&, E& o) noexcept {
-  if (ev(x).as<event::OpenData>()) { str(o, "f"); return; }
+  if (auto* p = ev(x).as<event::OpenData>()) {
+    str(o, p->file_type == event::OpenData::kFileDirectory ? "d"
+           : p->file_type == event::OpenData::kFileFifo    ? "p"
+                                                           : "f");
+    return;
+  }
   Endpoints ep;
   if (!endpoints(ev(x), ep)) return;
   if (ep.family == AF_INET) str(o, "4");
@@ -1427,8 +1437,8 @@ FieldCatalog::FieldCatalog() {
       {"fd.nameraw", T::kString, A::kNone, false, kOpenEv, "The path as given to the call (not normalised).", x_fd_nameraw},
       {"fd.directory", T::kString, A::kNone, false, kOpenEv, "Directory of the opened file.", x_fd_directory},
       {"fd.filename", T::kString, A::kNone, false, kOpenEv, "Base name of the opened file.", x_fd_filename},
-      {"fd.type", T::kString, A::kNone, false, "open, openat, openat2, creat, connect, sendto, sendmsg, payload, dup, accept, listen, bind", "file, ipv4, ipv6 or unix.", x_fd_type},
-      {"fd.typechar", T::kString, A::kNone, false, "open, openat, openat2, creat, connect, sendto, sendmsg, payload, dup, accept, listen, bind", "f, 4, 6 or u.", x_fd_typechar},
+      {"fd.type", T::kString, A::kNone, false, "open, openat, openat2, creat, connect, sendto, sendmsg, payload, dup, accept, listen, bind", "file (a regular file or a device), directory, pipe, ipv4, ipv6 or unix.", x_fd_type},
+      {"fd.typechar", T::kString, A::kNone, false, "open, openat, openat2, creat, connect, sendto, sendmsg, payload, dup, accept, listen, bind", "f (a regular file or a device), d (directory), p (pipe), 4, 6 or u.", x_fd_typechar},
       {"fd.l4proto", T::kString, A::kNone, false, kNetEv, "tcp or udp.", x_fd_l4proto},
       {"fd.sockfamily", T::kString, A::kNone, false, "connect, sendto, sendmsg, payload, dup, accept, listen, bind, socket", "Socket family: ip (IPv4 or IPv6) or unix.", x_fd_sockfamily},
       {"fd.num", T::kInt, A::kNone, false, "open, openat, openat2, creat, ioctl, dup, socket, accept, listen, bind", "File descriptor number (-1 for a failed open; dup: the old fd; socket, accept: the new one).", x_fd_num},

@@ -443,6 +443,16 @@ void read_payload(event::OpenData& d, const PayloadInput& in) {
     else d.is_device = false;
   }
   d.result = e["result"] ? signed_number(e["result"], "result") : 3;
+  if (e["file_type"]) {
+    const std::string t = scalar(e["file_type"], "file_type");
+    if (t == "file") d.file_type = event::OpenData::kFileRegular;
+    else if (t == "directory") d.file_type = event::OpenData::kFileDirectory;
+    else if (t == "pipe") d.file_type = event::OpenData::kFileFifo;
+    else if (t == "device") d.file_type = event::OpenData::kFileDevice;
+    else bad(e["file_type"], "file_type must be file, directory, pipe or device");
+  } else if (d.result >= 0) {
+    d.file_type = d.is_device ? event::OpenData::kFileDevice : event::OpenData::kFileRegular;
+  }
 }
 
 void read_payload(event::IoctlData& d, const PayloadInput& in) {

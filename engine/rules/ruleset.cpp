@@ -546,7 +546,7 @@ class RulesetBuilder {
         if (r.expr->path_prefixes(p)) {
           for (auto& l : p) (l.whole ? whole : prefixes).insert(std::move(l.path));
         } else {
-          rs->open_any_path_ = true;
+          rs->open_unfiltered_.push_back(r.name);
         }
       }
     }

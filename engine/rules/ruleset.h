@@ -81,10 +81,11 @@ class Ruleset {
   // with, for the in-kernel open filter: prefixes of the path, and whole
   // resolved paths (a literal some rule uses as a prefix is a prefix only);
   // open_any_path() is true when some open rule may match a path outside
-  // them (then every open is needed).
+  // them (then every open is needed); open_unfiltered_rules() names them.
   std::vector<std::string> open_path_prefixes() const { return open_prefixes_; }
   std::vector<std::string> open_path_whole() const { return open_whole_; }
-  bool open_any_path() const { return open_any_path_; }
+  bool open_any_path() const { return !open_unfiltered_.empty(); }
+  const std::vector<std::string>& open_unfiltered_rules() const { return open_unfiltered_; }
 
   std::vector<RuleInfo> rules() const;
   // How the named rule's condition is evaluated for events of type `t`
@@ -111,7 +112,7 @@ class Ruleset {
   event::TypeMask type_bits_;  // event types enabled rules are listed under
   std::vector<std::string> open_prefixes_;
   std::vector<std::string> open_whole_;
-  bool open_any_path_ = false;
+  std::vector<std::string> open_unfiltered_;
   std::string hostname_;
 };
 

@@ -266,6 +266,11 @@ Result<event::Event> decode_record(std::span<const std::uint8_t> rec, const Time
       d.mode = b.mode;
       d.result = b.result;
       d.is_device = (b.oflags & (VG_OPEN_CHR | VG_OPEN_BLK)) != 0;
+      d.file_type = d.is_device                   ? event::OpenData::kFileDevice
+                    : (b.oflags & VG_OPEN_DIR)    ? event::OpenData::kFileDirectory
+                    : (b.oflags & VG_OPEN_FIFO)   ? event::OpenData::kFileFifo
+                    : (b.oflags & VG_OPEN_REG)    ? event::OpenData::kFileRegular
+                                                  : event::OpenData::kFileUnknown;
       if (d.is_device) {
         d.dev_major = b.dev_major;
         d.dev_minor = b.dev_minor;

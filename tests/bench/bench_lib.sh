@@ -1,6 +1,6 @@
 # Shared by the live benchmarks (sourced, not run): the checks before a run,
 # a work directory with a stand-in NVIDIA node, and starting and stopping
-# `vigil run -r rules/`. The caller sets BENCH (its name, for messages) and
+# `vigil run -r rules/` (or $RULES). The caller sets BENCH (its name, for messages) and
 # may set VIGIL (another build) and bench_cleanup_extra (a function run at exit).
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 VIGIL=${VIGIL:-./build/vigil}
@@ -27,7 +27,10 @@ mknod "$work/nvidia0" c 1 3
 
 start_vigil() {
   : > "$work/vigil.err"
-  "$VIGIL" run -r rules/ >"$work/alerts.json" 2>"$work/vigil.err" &
+  # RULES: other rule files as vigil -r arguments, e.g.
+  # RULES="-r rules/ -r ../shared/falco-rules/falco_rules.yaml"
+  # shellcheck disable=SC2086
+  "$VIGIL" run ${RULES:--r rules/} >"$work/alerts.json" 2>"$work/vigil.err" &
   vpid=$!
   for _ in $(seq 1 300); do
     grep -q "ready" "$work/vigil.err" && return 0

@@ -361,6 +361,7 @@ TEST(CaptureFormat, OpenRawPathRoundTripsAndIsEmptyInOlderRecords) {
   }
   ASSERT_NE(open.as<event::OpenData>(), nullptr);
   open.as<event::OpenData>()->raw = "../dev/nvidia0";
+  open.as<event::OpenData>()->file_type = event::OpenData::kFileDevice;
   const std::string rec = encoded(RecordData(open));
   const auto type = static_cast<std::uint8_t>(rec[0]);
   RecordData out;
@@ -369,9 +370,15 @@ TEST(CaptureFormat, OpenRawPathRoundTripsAndIsEmptyInOlderRecords) {
       << why;
   EXPECT_EQ(std::get<event::Event>(out).as<event::OpenData>()->raw, "../dev/nvidia0");
   EXPECT_EQ(encoded(out), rec);
-  const std::size_t tail = 4 + std::string("../dev/nvidia0").size();
-  const std::string_view older =
-      std::string_view(rec).substr(kRecordHeaderSize, rec.size() - kRecordHeaderSize - tail);
+  EXPECT_EQ(std::get<event::Event>(out).as<event::OpenData>()->file_type, event::OpenData::kFileDevice);
+  // Without the file type (appended after raw): its type is unknown.
+  std::string_view older = std::string_view(rec).substr(kRecordHeaderSize, rec.size() - kRecordHeaderSize - 1);
+  ASSERT_EQ(decode_record(type, older, out, why), DecodeOutcome::kOk) << why;
+  EXPECT_EQ(std::get<event::Event>(out).as<event::OpenData>()->raw, "../dev/nvidia0");
+  EXPECT_EQ(std::get<event::Event>(out).as<event::OpenData>()->file_type, event::OpenData::kFileUnknown);
+  // Without raw either: what a writer before both wrote.
+  const std::size_t tail = 1 + 4 + std::string("../dev/nvidia0").size();
+  older = std::string_view(rec).substr(kRecordHeaderSize, rec.size() - kRecordHeaderSize - tail);
   ASSERT_EQ(decode_record(type, older, out, why), DecodeOutcome::kOk) << why;
   EXPECT_EQ(std::get<event::Event>(out).as<event::OpenData>()->raw, "");
   EXPECT_EQ(std::get<event::Event>(out).as<event::OpenData>()->path, "/dev/nvidia0");

@@ -476,6 +476,28 @@ TEST(RulesetIndex, OpenPathPrefixes) {
   EXPECT_EQ(r.ruleset->open_path_whole(), (std::vector<std::string>{"/etc/hosts"}));
   r = testing::load_one(testing::rule_yaml("evt.type = openat and proc.name = cat"));
   EXPECT_TRUE(r.ruleset->open_any_path());
+  EXPECT_EQ(r.ruleset->open_unfiltered_rules(), std::vector<std::string>{"R"});
+}
+
+// What Falco's rules compare besides whole paths and prefixes: file names
+// (fd.filename, fd.name endswith NAME) are judged like a whole path's last
+// component, a path given with "../" by its first bytes, and a check on a
+// field only NVIDIA device opens fill needs no path at all.
+TEST(RulesetIndex, OpenFileNamesTraversalAndDeviceFields) {
+  auto r = testing::load_one(
+      "- rule: L\n  desc: d\n  priority: INFO\n  condition: evt.type = openat and (fd.directory in (/var/log) or fd.filename in (syslog, auth.log))\n  output: o\n"
+      "- rule: T\n  desc: d\n  priority: INFO\n  condition: evt.type = openat and (fd.name contains id_rsa or fd.name startswith /etc/) and fd.nameraw contains \"../\" and fd.nameraw glob \"*../*../*\"\n  output: o\n"
+      "- rule: A\n  desc: d\n  priority: INFO\n  condition: evt.type = openat and fd.name endswith release_agent\n  output: o\n"
+      "- rule: G\n  desc: d\n  priority: INFO\n  condition: evt.type = openat and gpu.device exists and gpu.allowed = false\n  output: o\n");
+  ASSERT_TRUE(r.ruleset) << testing::diags(r);
+  EXPECT_EQ(r.ruleset->open_path_prefixes(), (std::vector<std::string>{"../", "/var/log"}));
+  EXPECT_EQ(r.ruleset->open_path_whole(), (std::vector<std::string>{"/auth.log", "/release_agent", "/syslog"}));
+  EXPECT_FALSE(r.ruleset->open_any_path()) << ::testing::PrintToString(r.ruleset->open_unfiltered_rules());
+  // A name with a '/' or a suffix that is not a whole name is no file name.
+  r = testing::load_one(testing::rule_yaml("evt.type = openat and fd.name endswith /x/agent"));
+  EXPECT_TRUE(r.ruleset->open_any_path());
+  r = testing::load_one(testing::rule_yaml("evt.type = openat and not gpu.device exists"));
+  EXPECT_TRUE(r.ruleset->open_any_path());
 }
 
 TEST(RulesetOptions, DisabledTagsRulesAndPriority) {

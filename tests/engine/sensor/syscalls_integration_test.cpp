@@ -307,6 +307,46 @@ TEST_P(SyscallArgs, CredentialNamespaceInboundAndNumberedCalls) {
   EXPECT_GE(in->result, 0);
 }
 
+// Falco's log and traversal rules compare file names and a "../" in the
+// given path (RulesetIndex.OpenFileNamesTraversalAndDeviceFields): a file
+// with a listed name is sent wherever it is and however it was named, a
+// given path starting with "../" is sent, other opens are not.
+TEST_P(SyscallArgs, OpensOfListedFileNamesAndTraversalsAreSent) {
+  REQUIRE_ROOT();
+  TempDir dir("vigil-names");
+  const std::string d = dir.path();
+  ASSERT_EQ(mkdir((d + "/sub").c_str(), 0755), 0);
+  Config cfg;
+  cfg.event_types = {Type::kOpen};
+  cfg.enter_exit_pairs = GetParam();
+  cfg.open_path_prefixes = {"../"};
+  cfg.open_path_whole = {"/syslog"};
+  auto s = open_sensor(cfg);
+  ASSERT_TRUE(s);
+  Recorder rec(*s);
+  const auto cpid = static_cast<std::uint32_t>(in_child([&] {
+    if (chdir((d + "/sub").c_str()) != 0) return 1;
+    close(open("syslog", O_CREAT | O_WRONLY | O_TRUNC, 0600));  // listed name, relative
+    close(open("other", O_CREAT | O_WRONLY, 0600));             // not listed
+    close(open("../up", O_CREAT | O_WRONLY, 0600));             // a traversal
+    close(open((d + "/sub/other").c_str(), O_RDONLY));          // not listed
+    close(open((d + "/sub/syslog").c_str(), O_RDONLY));         // listed name, absolute
+    close(open("../", O_RDONLY | O_DIRECTORY));                  // a directory, by traversal
+    return 0;
+  }));
+  std::vector<std::string> paths;
+  for (const auto& e : rec.events_of(cpid, 1000)) {
+    auto* o = e.as<event::OpenData>();
+    if (o && o->path.starts_with(d))  // not the device nodes the child helper opens
+      paths.push_back(o->path + (o->raw.empty() ? "" : " as " + o->raw) + " type " +
+                      std::to_string(o->file_type));
+  }
+  const std::string reg = " type " + std::to_string(event::OpenData::kFileRegular);
+  const std::string directory = " type " + std::to_string(event::OpenData::kFileDirectory);
+  EXPECT_EQ(paths, (std::vector<std::string>{d + "/sub/syslog as syslog" + reg, d + "/up as ../up" + reg,
+                                             d + "/sub/syslog" + reg, d + " as ../" + directory}));
+}
+
 INSTANTIATE_TEST_SUITE_P(SensorSyscalls, SyscallArgs, ::testing::Values(false, true),
                          [](const ::testing::TestParamInfo<bool>& i) {
                            return i.param ? std::string("EnterExitPairs") : std::string("ArgsAtExit");
