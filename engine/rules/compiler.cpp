@@ -536,10 +536,11 @@ class Compiler {
              fname == "evt.arg.name" || fname == "fd.nameraw") &&
             chk->ltr.empty() && n.modifier != Modifier::kAnyOf) {
           bool usable = true;
-          // fd.name and the path arguments hold the resolved path of a
-          // successful open: equality with a literal is a whole-path match.
-          // fd.directory and fd.nameraw give prefixes only.
-          const bool whole_field = fname == "fd.name" || fname == "evt.arg.path" || fname == "evt.arg.name";
+          // fd.name holds the resolved path of a successful open: equality
+          // with a literal is a whole-path match. The path arguments
+          // (evt.arg.path, as Falco gives them), fd.directory and
+          // fd.nameraw compare the path as given: prefixes only.
+          const bool whole_field = fname == "fd.name";
           std::vector<PathLiteral> pre;
           for (const auto& v : vals) {
             PathLiteral p{v, false};

@@ -325,8 +325,11 @@ void x_arg_flags(const X& x, const F&, E& o) noexcept {
   }
   str(o, a.finish());
 }
+// The path argument as the process gave it (Falco's evt.arg.path/name): for
+// an open, fd.nameraw; fd.name is the resolved path.
+std::string_view given_path(const event::OpenData& p) noexcept { return p.raw.empty() ? p.path : p.raw; }
 void x_arg_path(const X& x, const F&, E& o) noexcept {
-  if (auto* p = ev(x).as<event::OpenData>()) { str(o, p->path); return; }
+  if (auto* p = ev(x).as<event::OpenData>()) { str(o, given_path(*p)); return; }
   if (auto* p = ev(x).as<event::ExecData>()) { str(o, p->filename); return; }
   if (auto* p = ev(x).as<event::FileOpData>(); p && !p->path.empty()) str(o, p->path);
 }
@@ -437,7 +440,7 @@ void x_arg_generic(const X& x, const F& f, E& o) noexcept {
   std::string_view a = f.arg;
   const event::Event& e = ev(x);
   if (auto* p = e.as<event::OpenData>()) {
-    if (a == "name" || a == "path" || a == "pathname" || a == "filename") { str(o, p->path); return; }
+    if (a == "name" || a == "path" || a == "pathname" || a == "filename") { str(o, given_path(*p)); return; }
     if (a == "flags") { x_arg_flags(x, f, o); return; }
     if (a == "mode") { octal_arg(x, p->mode, o); return; }
     if (a == "fd") int_arg(x, p->result, o);
@@ -843,7 +846,7 @@ void x_fd_name(const X& x, const F&, E& o) noexcept {
   str(o, a.finish());
 }
 void x_fd_nameraw(const X& x, const F&, E& o) noexcept {
-  if (auto* p = ev(x).as<event::OpenData>()) str(o, p->raw.empty() ? p->path : p->raw);
+  if (auto* p = ev(x).as<event::OpenData>()) str(o, given_path(*p));
 }
 void x_fd_directory(const X& x, const F&, E& o) noexcept {
   if (auto* p = ev(x).as<event::OpenData>()) {
@@ -1390,9 +1393,9 @@ FieldCatalog::FieldCatalog() {
       {"evt.is_open_write", T::kBool, A::kNone, false, kOpenEv, "The open was for writing (O_WRONLY or O_RDWR).", x_open_write},
       {"evt.is_open_exec", T::kBool, A::kNone, false, kOpenEv, "The open created a file with an execute bit.", x_open_exec},
       {"evt.arg.flags", T::kString, A::kNone, false, kOpenEv, "Open flags as names (O_RDWR|O_CREAT).", x_arg_flags},
-      {"evt.arg.name", T::kString, A::kNone, false, "open, openat, openat2, creat, execve, symlink, link, unlink, rename, mkdir, rmdir, chmod", "Path argument of the call.", x_arg_path},
-      {"evt.arg.path", T::kString, A::kNone, false, "open, openat, openat2, creat, execve, symlink, link, unlink, rename, mkdir, rmdir, chmod", "Path argument of the call.", x_arg_path},
-      {"evt.arg.pathname", T::kString, A::kNone, false, "open, openat, openat2, creat, execve, symlink, link, unlink, rename, mkdir, rmdir, chmod", "Path argument of the call.", x_arg_path},
+      {"evt.arg.name", T::kString, A::kNone, false, "open, openat, openat2, creat, execve, symlink, link, unlink, rename, mkdir, rmdir, chmod", "Path argument of the call, as given (relative paths stay relative; fd.name is an open's resolved path).", x_arg_path},
+      {"evt.arg.path", T::kString, A::kNone, false, "open, openat, openat2, creat, execve, symlink, link, unlink, rename, mkdir, rmdir, chmod", "Path argument of the call, as given (relative paths stay relative; fd.name is an open's resolved path).", x_arg_path},
+      {"evt.arg.pathname", T::kString, A::kNone, false, "open, openat, openat2, creat, execve, symlink, link, unlink, rename, mkdir, rmdir, chmod", "Path argument of the call, as given (relative paths stay relative; fd.name is an open's resolved path).", x_arg_path},
       {"evt.arg.filename", T::kString, A::kNone, false, "execve, chmod", "Path given to execve (or opened).", x_arg_path},
       {"evt.arg", T::kString, A::kRequiredKey, false, "open, openat, openat2, creat, execve, ioctl, bpf, symlink, link, unlink, rename, mkdir, rmdir, chmod, ptrace, socket, dup, init_module, setuid, setgid, setns, unshare, accept, listen, bind, userfaultfd, memfd_create, prctl, io_uring_setup", "A named argument of the call, by Falco's argument names: evt.arg.NAME or evt.arg[NAME] (open: name, path, flags, mode, fd; execve: filename, exe, cwd; ioctl: request, fd; bpf: cmd; symlink(at): target, linkpath, linkdirfd; link(at), rename(at)(2): oldpath, newpath, olddirfd, newdirfd, flags; unlink(at), mkdir(at), rmdir: path/name, dirfd, flags, mode; chmod, fchmodat: filename, mode, dirfd; fchmod: fd, mode; ptrace: request (PTRACE_ATTACH...), pid, addr; socket: domain (AF_PACKET...), type, proto, fd; dup: fd, newfd, flags; init_module, finit_module: fd, uargs, flags; setuid/setgid: uid/gid, and ruid, euid, suid (rgid...) for the re/res forms; setns: fd, nstype; unshare: flags (CLONE_NEW* names); accept, listen, bind: fd, flags/backlog; memfd_create: name, flags; userfaultfd: flags; prctl: option, arg2_int; io_uring_setup: entries; each call: res). Arguments of syscalls vigil does not collect have no value.", x_arg_generic},
       {"evt.num", T::kInt, A::kNone, false, "*", "Event number. vigil does not number events: no value (so Falco's never_true idiom, evt.num=0, stays false).", x_evt_num},

@@ -253,6 +253,12 @@ TEST(Evaluator, FdNameIsResolvedAndNamerawAsGiven) {
   std::get<event::OpenData>(w.ev.data).raw = "../etc/shadow";
   EXPECT_TRUE(fires(w, "fd.name = /etc/shadow and fd.nameraw = ../etc/shadow"));
   EXPECT_TRUE(fires(w, "fd.directory = /etc and fd.filename = shadow"));
+  // The path arguments are the path as given, as in Falco.
+  EXPECT_TRUE(fires(w, "evt.arg.path = ../etc/shadow and evt.arg.name = ../etc/shadow"));
+  EXPECT_TRUE(fires(w, "evt.arg[path] = ../etc/shadow"));
+  EXPECT_FALSE(fires(w, "evt.arg.path = /etc/shadow"));
+  std::get<event::OpenData>(w.ev.data).file_type = event::OpenData::kFileDirectory;
+  EXPECT_TRUE(fires(w, "fd.typechar = d and fd.type = directory"));
   w.open("/etc/hosts");
   EXPECT_TRUE(fires(w, "fd.nameraw = /etc/hosts"));
 }

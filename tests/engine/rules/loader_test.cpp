@@ -474,6 +474,10 @@ TEST(RulesetIndex, OpenPathPrefixes) {
   ASSERT_TRUE(r.ruleset) << testing::diags(r);
   EXPECT_EQ(r.ruleset->open_path_prefixes(), (std::vector<std::string>{"/etc/shadow", "/x/dir/", "/x/raw"}));
   EXPECT_EQ(r.ruleset->open_path_whole(), (std::vector<std::string>{"/etc/hosts"}));
+  // The path arguments are the path as given: prefixes, never whole.
+  r = testing::load_one(testing::rule_yaml("evt.type = openat and evt.arg.path in (/etc/a, /etc/b)"));
+  EXPECT_EQ(r.ruleset->open_path_prefixes(), (std::vector<std::string>{"/etc/a", "/etc/b"}));
+  EXPECT_TRUE(r.ruleset->open_path_whole().empty());
   r = testing::load_one(testing::rule_yaml("evt.type = openat and proc.name = cat"));
   EXPECT_TRUE(r.ruleset->open_any_path());
   EXPECT_EQ(r.ruleset->open_unfiltered_rules(), std::vector<std::string>{"R"});
