@@ -131,12 +131,16 @@ std::unique_ptr<LiteralMatcher> literal_set(const std::vector<std::string>& lits
 bool mergeable_contains(const CNode& n) {
   if (n.kind != CNode::Kind::kCheck || !n.check) return false;
   const CCheck& c = *n.check;
-  return (c.op == Op::kContains || c.op == Op::kIContains) && c.mod == Modifier::kNone && !c.rhs_field &&
-         c.ltr.empty() && c.ltype == FieldType::kString && !c.multi && !c.str.empty();
+  return (c.op == Op::kContains || c.op == Op::kIContains || c.op == Op::kStartsWith ||
+          c.op == Op::kEndsWith) &&
+         c.mod == Modifier::kNone && !c.rhs_field && c.ltr.empty() && c.ltype == FieldType::kString &&
+         !c.multi && !c.str.empty();
 }
 
-// Or-chains of `f contains a or f contains b ...` on one field become one
-// check with a literal set: the field is scanned once instead of once per literal.
+// Or-chains of `f contains a or f contains b ...` (or of startswith, or of
+// endswith: Falco's `fd.name startswith /dev/sd or fd.name startswith
+// /dev/nvme ...`) on one field become one check with a literal set: the
+// field is scanned once instead of once per literal.
 void merge_contains(CNode& n) {
   for (auto& k : n.kids) merge_contains(k);
   if (n.kind != CNode::Kind::kOr) return;
@@ -171,6 +175,15 @@ void merge_contains(CNode& n) {
     merged->mod = Modifier::kAnyOf;
     merged->strs = lits;
     merged->any_lit = std::move(re);
+    // The sensor's open filter reads path literals from the checks: the
+    // merged check needs one when every check it replaces had some.
+    merged->path_check = true;
+    for (auto g : group) {
+      const CCheck& k = *n.kids[g].check;
+      merged->path_check = merged->path_check && k.path_check;
+      merged->path_literals.insert(merged->path_literals.end(), k.path_literals.begin(), k.path_literals.end());
+    }
+    if (!merged->path_check) merged->path_literals.clear();
     for (auto g : group) used[g] = true;
     CNode m;
     m.kind = CNode::Kind::kCheck;

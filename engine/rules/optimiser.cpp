@@ -45,7 +45,7 @@ int cost(const CNode& n) {
       if (f == "proc.cmdline" || f == "proc.args" || f == "proc.pcmdline" || f.find(".aname") != f.npos ||
           f.find(".apid") != f.npos || f.find(".aexe") != f.npos || f == "user.name" || f == "group.name" ||
           f == "proc.pname" || f == "proc.pexe" || f == "proc.pexepath" || f == "fd.name" || f.find("sip.name") != f.npos ||
-          f == "evt.arg.flags" || f.rfind("gpu.all", 0) == 0) {
+          f == "evt.arg.flags" || f.rfind("gpu.all", 0) == 0 || f.rfind("container.image", 0) == 0) {
         c += 3;
       }
       return c;
@@ -84,6 +84,16 @@ double true_share(const CNode& n) {
         default: break;
       }
       if (k.ltype == FieldType::kBool) return 0.5;
+      // Fields with a handful of values (fd.typechar = f holds for nearly
+      // every open, fd.l4proto = tcp for most connections): an equality
+      // decides little, so the rule's selective tests should run first.
+      if (k.lhs.def && (k.op == Op::kEq || k.op == Op::kIn)) {
+        std::string_view f = k.lhs.def->name;
+        if (f == "fd.typechar" || f == "fd.type" || f == "fd.l4proto" || f == "fd.sockfamily" ||
+            f == "evt.dir" || f == "evt.category") {
+          return 0.5;
+        }
+      }
       return 0.1;
     }
   }
