@@ -1,5 +1,5 @@
 # Rule engine: the evaluator alone over a synthetic event mix, with the bundled
-# rules and with the bundled rules plus Falco's falco_rules.yaml.
+# rules, bundled + falco_rules.yaml, and bundled + all three Falco stock files.
 add_executable(rules_bench ${CMAKE_CURRENT_SOURCE_DIR}/rules_bench.cpp)
 target_link_libraries(rules_bench PRIVATE vigil::rules benchmark::benchmark vigil::headers)
 set_target_properties(rules_bench PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bench)
