@@ -335,7 +335,7 @@ TEST_F(FalcoStableE2E, ClearLogActivities) {
                  << "device nodes and the paths other rules list only (vigil logs 'some open rules compare file "
                  << "names the sensor cannot pre-filter')";
   }
-  expect_no_other(root, rule);
+  expect_only(root, rule);
 }
 
 // ---------------------------------------------------------------- processes
@@ -459,7 +459,7 @@ TEST_F(FalcoStableE2E, DetectReleaseAgentFileContainerEscapes) {
                  << "gives the kernel open filter no prefix or whole path to send by, so the rule sees "
                  << "device nodes and the paths other rules list only";
   }
-  expect_no_other(root, rule);
+  expect_only(root, rule);
 }
 
 // ---------------------------------------------------------------- network
