@@ -5,6 +5,7 @@
 //
 //   open PATH              open PATH read-only (the fd is kept)
 //   openw PATH             open PATH for writing, O_CREAT|O_TRUNC
+//   chdir DIR              change the working directory to DIR
 //   sleep MS               sleep MS milliseconds
 //   note TEXT              nothing (an argument for the command line to carry)
 //   symlink TARGET LINK    symlink(TARGET, LINK)
@@ -298,6 +299,9 @@ int main(int argc, char** argv) {
       int fd = open(argv[i + 1], O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
       ok = fd >= 0;
       if (ok) keep.push_back(fd);
+      used = 2;
+    } else if (op == "chdir" && left >= 1) {
+      ok = chdir(argv[i + 1]) == 0;
       used = 2;
     } else if (op == "sleep" && left >= 1) {
       usleep(static_cast<useconds_t>(std::atoi(argv[i + 1])) * 1000);
