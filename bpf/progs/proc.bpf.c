@@ -107,6 +107,16 @@ int BPF_PROG(vg_sched_exec, struct task_struct *p, pid_t old_pid, struct linux_b
   bpf_core_read(&e->cap_inheritable, sizeof(e->cap_inheritable), &cred->cap_inheritable);
   e->flags |= exe_flags(BPF_CORE_READ(bprm, file), cred, e->cap_effective);
 
+  /* Session and process group: the session by the host's number, the group
+   * as the process's own pid namespace numbers it. */
+  struct pid *sidp = BPF_CORE_READ(p, signal, pids[PIDTYPE_SID]);
+  struct pid *pgp = BPF_CORE_READ(p, signal, pids[PIDTYPE_PGID]);
+  unsigned int level = BPF_CORE_READ(p, thread_pid, level);
+  e->sid = BPF_CORE_READ(sidp, numbers[0].nr);
+  e->vpgid = 0;
+  if (pgp && BPF_CORE_READ(pgp, level) >= level)
+    e->vpgid = BPF_CORE_READ(pgp, numbers[level & 31].nr);
+
   __u8 trunc = 0;
   __u32 off = sizeof(*e);
   const char *filename = BPF_CORE_READ(bprm, filename);

@@ -97,6 +97,8 @@ struct vg_exec {
   __u64 cap_effective; /* the new program's capability sets */
   __u64 cap_permitted;
   __u64 cap_inheritable;
+  __u32 sid;       /* session id (the host's number) */
+  __u32 vpgid;     /* process group id, as seen in the process's pid namespace */
 };
 #define VG_EXEC_STDIN_SOCK 0x01
 #define VG_EXEC_STDOUT_SOCK 0x02
@@ -353,7 +355,7 @@ VG_STATIC_ASSERT(VG_OFFSETOF(struct vg_hdr, ts_ns) == 8, "vg_hdr.ts_ns");
 VG_STATIC_ASSERT(VG_OFFSETOF(struct vg_hdr, pid) == 16, "vg_hdr.pid");
 VG_STATIC_ASSERT(VG_OFFSETOF(struct vg_hdr, cgroup_id) == 48, "vg_hdr.cgroup_id");
 VG_STATIC_ASSERT(VG_OFFSETOF(struct vg_hdr, comm) == 56, "vg_hdr.comm");
-VG_STATIC_ASSERT(sizeof(struct vg_exec) == 120, "vg_exec size");
+VG_STATIC_ASSERT(sizeof(struct vg_exec) == 128, "vg_exec size");
 VG_STATIC_ASSERT(sizeof(struct vg_fork) == 88, "vg_fork size");
 VG_STATIC_ASSERT(sizeof(struct vg_exit) == 80, "vg_exit size");
 VG_STATIC_ASSERT(sizeof(struct vg_connect) == 120, "vg_connect size");

@@ -460,6 +460,8 @@ void append_process(const state::Process& p, std::string& out) {
     put_u64(out, p.cap_effective);
     put_u64(out, p.cap_permitted);
     put_u64(out, p.cap_inheritable);
+    put_u32(out, p.sid);
+    put_u32(out, p.vpgid);
   });
 }
 
@@ -606,6 +608,10 @@ DecodeOutcome decode_record(std::uint8_t type, std::string_view body, RecordData
         p.cap_effective = c.u64("process.cap_effective");
         p.cap_permitted = c.u64("process.cap_permitted");
         p.cap_inheritable = c.u64("process.cap_inheritable");
+      }
+      if (c.left() > 0) {
+        p.sid = c.u32("process.sid");
+        p.vpgid = c.u32("process.vpgid");
       }
       if (c.failed()) break;
       out = std::move(p);

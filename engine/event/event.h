@@ -82,6 +82,8 @@ struct ExecData {
   std::uint64_t cap_effective = 0;
   std::uint64_t cap_permitted = 0;
   std::uint64_t cap_inheritable = 0;
+  std::uint32_t sid = 0;    // session id (host numbering)
+  std::uint32_t vpgid = 0;  // process group id in its pid namespace
 
   static constexpr std::string_view kKey = "exec";
   template <class V, class Self>
@@ -103,6 +105,8 @@ struct ExecData {
     v("cap_effective", d.cap_effective);
     v("cap_permitted", d.cap_permitted);
     v("cap_inheritable", d.cap_inheritable);
+    v("sid", d.sid);
+    v("vpgid", d.vpgid);
   }
 };
 

@@ -736,6 +736,27 @@ void x_caps(const X& x, const F&, E& o) noexcept {
   if (auto* e = ev(x).as<event::ExecData>()) { caps_string(x, e->*E_, o); return; }
   if (auto* p = proc_of(x)) caps_string(x, p->*P_, o);
 }
+void x_sid(const X& x, const F&, E& o) noexcept {
+  if (auto* e = ev(x).as<event::ExecData>(); e && e->sid) { num(o, e->sid); return; }
+  if (auto* p = proc_of(x); p && p->sid) num(o, p->sid);
+}
+void x_vpgid(const X& x, const F&, E& o) noexcept {
+  if (auto* e = ev(x).as<event::ExecData>(); e && e->vpgid) { num(o, e->vpgid); return; }
+  if (auto* p = proc_of(x); p && p->vpgid) num(o, p->vpgid);
+}
+void x_is_sid_leader(const X& x, const F&, E& o) noexcept {
+  const auto* e = ev(x).as<event::ExecData>();
+  const auto* p = proc_of(x);
+  const std::uint32_t sid = e && e->sid ? e->sid : p ? p->sid : 0;
+  if (sid) boolean(o, sid == ev(x).hdr.pid);
+}
+void x_is_vpgid_leader(const X& x, const F&, E& o) noexcept {
+  const auto* e = ev(x).as<event::ExecData>();
+  const auto* p = proc_of(x);
+  const std::uint32_t vpgid = e && e->vpgid ? e->vpgid : p ? p->vpgid : 0;
+  const std::uint32_t vpid = p && p->vpid ? p->vpid : ev(x).hdr.pid;
+  if (vpgid) boolean(o, vpgid == vpid);
+}
 void x_gpu_compute(const X& x, const F&, E& o) noexcept {
   if (auto* p = proc_of(x)) boolean(o, p->gpu_compute);
 }
@@ -1431,6 +1452,10 @@ FieldCatalog::FieldCatalog() {
       {"proc.is_exe_from_memfd", T::kBool, A::kNone, false, "*", "The program runs from a memfd (memfd_create): fileless execution.", x_exe_memfd},
       {"proc.is_exe_upper_layer", T::kBool, A::kNone, false, "*", "The program file is in an overlay's upper (writable) layer: written in the container after it started, not part of its image. Known from the exec on; false for processes found in /proc at start.", x_exe_upper},
       {"proc.is_exe_writable", T::kBool, A::kNone, false, "*", "The program file is writable by the user running it (owner, group or other write bit for its fsuid/fsgid, or CAP_DAC_OVERRIDE).", x_exe_writable},
+      {"proc.sid", T::kInt, A::kNone, false, "*", "Session id of the process (the host's number), as of its last exec.", x_sid},
+      {"proc.vpgid", T::kInt, A::kNone, false, "*", "Process group id, as seen in the process's pid namespace, as of its last exec.", x_vpgid},
+      {"proc.is_sid_leader", T::kBool, A::kNone, false, "*", "The process leads its session (proc.pid = proc.sid).", x_is_sid_leader},
+      {"proc.is_vpgid_leader", T::kBool, A::kNone, false, "*", "The process leads its process group (proc.vpid = proc.vpgid).", x_is_vpgid_leader},
       {"thread.cap_effective", T::kString, A::kNone, false, "*", "Effective capabilities (CAP_SYS_ADMIN CAP_NET_RAW ...), as of the last exec (or /proc at start).", x_caps<&event::ExecData::cap_effective, &state::Process::cap_effective>},
       {"thread.cap_permitted", T::kString, A::kNone, false, "*", "Permitted capabilities, as of the last exec (or /proc at start).", x_caps<&event::ExecData::cap_permitted, &state::Process::cap_permitted>},
       {"thread.cap_inheritable", T::kString, A::kNone, false, "*", "Inheritable capabilities, as of the last exec (or /proc at start).", x_caps<&event::ExecData::cap_inheritable, &state::Process::cap_inheritable>},

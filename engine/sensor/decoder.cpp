@@ -193,6 +193,8 @@ Result<event::Event> decode_record(std::span<const std::uint8_t> rec, const Time
       d.cap_effective = b.cap_effective;
       d.cap_permitted = b.cap_permitted;
       d.cap_inheritable = b.cap_inheritable;
+      d.sid = b.sid;
+      d.vpgid = b.vpgid;
       ev.hdr.type = event::Type::kExec;
       ev.data = std::move(d);
       break;

@@ -60,6 +60,8 @@ struct Process {
   std::uint64_t cap_effective = 0;
   std::uint64_t cap_permitted = 0;
   std::uint64_t cap_inheritable = 0;
+  std::uint32_t sid = 0;             // session id, as of its last exec (or /proc at start)
+  std::uint32_t vpgid = 0;           // process group id in its pid namespace, likewise
   // Facts the state keeps from the process's own events, for rules that span
   // several events of one process:
   bool gpu_compute = false;          // it allocated a GPU compute/channel class (RM_ALLOC)

@@ -111,10 +111,12 @@ std::optional<ProcStat> parse_proc_stat(std::string_view text) {
     if (end > pos) f.push_back(rest.substr(pos, end - pos));
     pos = end;
   }
-  // f[0] = state (field 3), f[1] = ppid (4), f[4] = tty_nr (7), f[19] = starttime (22).
+  // f[0] = state (field 3), f[1] = ppid (4), f[3] = session (6), f[4] = tty_nr (7),
+  // f[19] = starttime (22).
   if (f.size() < 20) return std::nullopt;
   std::int64_t tty = 0;
-  if (!parse_num(f[1], &st.ppid) || !parse_num(f[4], &tty) || !parse_num(f[19], &st.start_ticks)) {
+  if (!parse_num(f[1], &st.ppid) || !parse_num(f[3], &st.session) || !parse_num(f[4], &tty) ||
+      !parse_num(f[19], &st.start_ticks)) {
     return std::nullopt;
   }
   st.tty = static_cast<std::uint32_t>(tty);
@@ -154,6 +156,9 @@ std::optional<ProcStatus> parse_proc_status(std::string_view text) {
       if (r.ec == std::errc() && r.ptr == v.data() + v.size() && !v.empty()) {
         (key == "CapInh" ? s.cap_inheritable : key == "CapPrm" ? s.cap_permitted : s.cap_effective) = caps;
       }
+    } else if (key == "NSpgid") {
+      std::size_t last = val.find_last_of("\t ");
+      (void)parse_num(last == std::string_view::npos ? val : val.substr(last + 1), &s.vpgid);
     } else if (key == "NSpid") {
       std::size_t last = val.find_last_of("\t ");
       std::string_view v = last == std::string_view::npos ? val : val.substr(last + 1);
@@ -196,6 +201,8 @@ std::optional<ProcRecord> read_process(const std::string& proc_root, std::uint32
   p.cap_inheritable = status->cap_inheritable;
   p.cap_permitted = status->cap_permitted;
   p.cap_effective = status->cap_effective;
+  p.sid = st->session;
+  p.vpgid = status->vpgid;
   p.tty = st->tty;
   p.comm = st->comm;
   if (auto c = read_file_bounded(dir + "/comm", 64)) {

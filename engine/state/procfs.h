@@ -37,6 +37,7 @@ struct ProcStat {
   std::string comm;
   std::uint32_t ppid = 0;
   std::uint32_t tty = 0;
+  std::uint32_t session = 0;      // field 6
   std::uint64_t start_ticks = 0;  // field 22, clock ticks after boot
 };
 std::optional<ProcStat> parse_proc_stat(std::string_view text);
@@ -51,6 +52,7 @@ struct ProcStatus {
   std::uint64_t cap_inheritable = 0;  // CapInh, CapPrm, CapEff (hex)
   std::uint64_t cap_permitted = 0;
   std::uint64_t cap_effective = 0;
+  std::uint32_t vpgid = 0;  // last NSpgid entry
 };
 std::optional<ProcStatus> parse_proc_status(std::string_view text);
 

@@ -359,6 +359,8 @@ void State::apply(const event::Event& ev) {
       p->cap_effective = ed->cap_effective;
       p->cap_permitted = ed->cap_permitted;
       p->cap_inheritable = ed->cap_inheritable;
+      p->sid = ed->sid;
+      p->vpgid = ed->vpgid;
       p->exec_ts_ns = h.ts_ns;
       p->from_proc = false;
       p->gpu_compute = false;

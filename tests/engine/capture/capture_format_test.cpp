@@ -339,9 +339,10 @@ TEST(CaptureFormat, Elf32FlagRoundTripsAndIsFalseInOlderRecords) {
     ASSERT_EQ(decode_record(type, std::string_view(rec).substr(kRecordHeaderSize), out, why),
               DecodeOutcome::kOk) << why;
     EXPECT_EQ(encoded(out), rec);
-    // The same body without elf32 and what follows it (three flags and three
-    // 64-bit capability sets): what a writer before elf32 wrote.
-    const std::size_t after = 1 + 3 + 3 * 8;
+    // The same body without elf32 and what follows it (three flags, three
+    // 64-bit capability sets, the session and process group): what a writer
+    // before elf32 wrote.
+    const std::size_t after = 1 + 3 + 3 * 8 + 2 * 4;
     const std::string_view older =
         std::string_view(rec).substr(kRecordHeaderSize, rec.size() - kRecordHeaderSize - after);
     ASSERT_EQ(decode_record(type, older, out, why), DecodeOutcome::kOk) << why;

@@ -263,6 +263,24 @@ TEST(Evaluator, FdNameIsResolvedAndNamerawAsGiven) {
   EXPECT_TRUE(fires(w, "fd.nameraw = /etc/hosts"));
 }
 
+TEST(Evaluator, SessionAndProcessGroup) {
+  World w;
+  w.exec();
+  auto& d = std::get<event::ExecData>(w.ev.data);
+  d.sid = 100;
+  d.vpgid = 100;
+  w.proc.vpid = 100;
+  EXPECT_TRUE(fires(w, "proc.sid = 100 and proc.vpgid = 100 and proc.is_sid_leader = true and proc.is_vpgid_leader = true"));
+  d.sid = 50;
+  d.vpgid = 50;
+  EXPECT_TRUE(fires(w, "proc.is_sid_leader = false and proc.is_vpgid_leader = false"));
+  // Other events read the process table's copy.
+  w.proc.sid = 50;
+  w.proc.vpgid = 100;
+  w.open("/tmp/x");
+  EXPECT_TRUE(fires(w, "proc.sid = 50 and proc.is_vpgid_leader = true"));
+}
+
 TEST(Evaluator, GpuFields) {
   World w;
   w.open_dev("/dev/nvidia0", 195, 0);

@@ -403,6 +403,36 @@ TEST(SensorExec, AProgramRunFromAMemfdIsFlaggedAndCarriesItsCapabilities) {
   EXPECT_FALSE(t->exe_from_memfd);
 }
 
+TEST(SensorExec, SessionAndProcessGroupOfTheNewProgram) {
+  REQUIRE_ROOT();
+  auto s = open_sensor(Config{});
+  ASSERT_TRUE(s);
+  Recorder rec(*s);
+  // A new session (and group) led by the child, then a group of its own for
+  // a grandchild in the same session.
+  const auto cpid = static_cast<std::uint32_t>(in_child([] {
+    if (setsid() < 0) return 1;
+    pid_t g = fork();
+    if (g == 0) {
+      setpgid(0, 0);
+      execl("/bin/true", "true", nullptr);
+      _exit(2);
+    }
+    int st = 0;
+    waitpid(g, &st, 0);
+    execl("/bin/true", "true", nullptr);
+    return 2;
+  }));
+  auto leader = rec.wait_for([&](const Event& e) { return e.hdr.pid == cpid && e.as<event::ExecData>(); });
+  auto member = rec.wait_for([&](const Event& e) { return e.hdr.ppid == cpid && e.as<event::ExecData>(); });
+  ASSERT_TRUE(leader);
+  ASSERT_TRUE(member);
+  EXPECT_EQ(leader->as<event::ExecData>()->sid, cpid);
+  EXPECT_EQ(leader->as<event::ExecData>()->vpgid, cpid);
+  EXPECT_EQ(member->as<event::ExecData>()->sid, cpid);
+  EXPECT_EQ(member->as<event::ExecData>()->vpgid, member->hdr.pid);
+}
+
 TEST(SensorExec, AProgramWrittenIntoAnOverlaysUpperLayerIsFlagged) {
   REQUIRE_ROOT();
   TempDir dir("vigil-ovl");

@@ -44,6 +44,15 @@ TEST(ProcStatus, UidsGidsAndNamespacePid) {
   EXPECT_FALSE(parse_proc_status(""));
 }
 
+TEST(ProcStatus, SessionAndNamespaceProcessGroup) {
+  auto st = parse_proc_stat("77 (bash) S 1 77 70 34816 77 4194560 0 0 0 0 0 0 0 0 20 0 1 0 4242 0 0");
+  ASSERT_TRUE(st);
+  EXPECT_EQ(st->session, 70u);
+  auto s = parse_proc_status("Uid:\t0\t0\t0\t0\nGid:\t0\t0\t0\t0\nNSpgid:\t77\t5\nNSpid:\t77\t5\n");
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->vpgid, 5u);  // innermost namespace
+}
+
 TEST(ProcStatus, CapabilitySetsInHex) {
   auto s = parse_proc_status("Uid:\t0\t0\t0\t0\nGid:\t0\t0\t0\t0\nCapInh:\t0000000000000000\n"
                              "CapPrm:\t000001ffffffffff\nCapEff:\t0000000000210000\nCapBnd:\tffffffffffffffff\n");
