@@ -127,6 +127,11 @@ int BPF_PROG(vg_sched_exec, struct task_struct *p, pid_t old_pid, struct linux_b
   struct file *exe = BPF_CORE_READ(bprm, file);
   n = vg_put_dpath(buf, off, BPF_CORE_READ(exe, f_path.dentry), BPF_CORE_READ(exe, f_path.mnt),
                    &trunc);
+  if (n == 0 && (e->flags & VG_EXEC_MEMFD)) {
+    /* A memfd lives on an internal mount no walk reaches: its name
+     * ("memfd:NAME", what Falco's proc.exepath gives) as the one component. */
+    n = vg_put_kernel_str(buf, off, BPF_CORE_READ(exe, f_path.dentry, d_name.name), 256, &trunc);
+  }
   e->exe_len = n;
   off += n;
 

@@ -70,7 +70,7 @@ struct ExecData {
   std::vector<std::string> args;  // argv, argv[0] included; bounded by the sensor
   bool args_truncated = false;    // argv was longer than the sensor keeps
   std::string cwd;
-  std::uint32_t tty = 0;          // controlling tty device number (0 = none)
+  std::uint32_t tty = 0;          // controlling tty (0 = none), numbered as /proc/PID/stat's tty_nr and Falco's proc.tty
   std::uint32_t loginuid = 0xffffffff;
   bool stdin_is_socket = false;   // fd 0 of the new program is a socket
   bool stdout_is_socket = false;  // fd 1 of the new program is a socket

@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -68,6 +69,8 @@ class Expr {
   // Literal paths/prefixes the condition compares fd.name/fd.directory against
   // when every way to match needs one (true), or false.
   bool path_prefixes(std::vector<PathLiteral>& out) const;
+  // True when a check of the condition reads one of `fields` (by name).
+  bool reads_any(std::span<const std::string_view> fields) const;
   // The event types for which eval() can be true once checks that are
   // constant for every event (evt.source, evt.num) are folded: a subset of
   // type_mask(); rules are indexed under these.

@@ -339,4 +339,23 @@ bool Expr::path_prefixes(std::vector<PathLiteral>& out) const {
   return root_ && prefixes_of(*root_, out);
 }
 
+namespace {
+bool node_reads(const CNode& n, std::span<const std::string_view> fields) {
+  if (n.kind == CNode::Kind::kCheck && n.check) {
+    for (auto f : fields) {
+      if ((n.check->lhs.def && n.check->lhs.def->name == f) || (n.check->rf.def && n.check->rf.def->name == f))
+        return true;
+    }
+    return false;
+  }
+  for (const auto& k : n.kids)
+    if (node_reads(k, fields)) return true;
+  return false;
+}
+}  // namespace
+
+bool Expr::reads_any(std::span<const std::string_view> fields) const {
+  return root_ && node_reads(*root_, fields);
+}
+
 }  // namespace vigil::rules

@@ -311,7 +311,24 @@ void x_open_exec(const X& x, const F&, E& o) noexcept {
     boolean(o, (p->flags & kCreat) != 0 && (p->mode & 0111) != 0);
   }
 }
+// execve's flags as Falco names them: what the program file is.
+void exec_flags(const X& x, const event::ExecData& e, E& o) noexcept {
+  Arena& a = *x.arena;
+  a.begin();
+  bool any = false;
+  auto add = [&](bool on, std::string_view name) {
+    if (!on) return;
+    if (any) a.append('|');
+    a.append(name);
+    any = true;
+  };
+  add(e.exe_writable, "EXE_WRITABLE");
+  add(e.exe_upper_layer, "EXE_UPPER_LAYER");
+  add(e.exe_from_memfd, "EXE_FROM_MEMFD");
+  str(o, a.finish());
+}
 void x_arg_flags(const X& x, const F&, E& o) noexcept {
+  if (auto* e = ev(x).as<event::ExecData>()) { exec_flags(x, *e, o); return; }
   auto* p = ev(x).as<event::OpenData>();
   if (!p) return;
   static constexpr std::pair<std::uint32_t, std::string_view> kFlags[] = {
@@ -454,6 +471,7 @@ void x_arg_generic(const X& x, const F& f, E& o) noexcept {
     return;
   }
   if (auto* p = e.as<event::ExecData>()) {
+    if (a == "flags") { exec_flags(x, *p, o); return; }
     if (a == "filename" || a == "path" || a == "name") str(o, p->filename);
     else if (a == "exe") str(o, p->exe);
     else if (a == "cwd") str(o, p->cwd);
@@ -1418,7 +1436,7 @@ FieldCatalog::FieldCatalog() {
       {"evt.is_open_read", T::kBool, A::kNone, false, kOpenEv, "The open was for reading (O_RDONLY or O_RDWR).", x_open_read},
       {"evt.is_open_write", T::kBool, A::kNone, false, kOpenEv, "The open was for writing (O_WRONLY or O_RDWR).", x_open_write},
       {"evt.is_open_exec", T::kBool, A::kNone, false, kOpenEv, "The open created a file with an execute bit.", x_open_exec},
-      {"evt.arg.flags", T::kString, A::kNone, false, kOpenEv, "Open flags as names (O_RDWR|O_CREAT).", x_arg_flags},
+      {"evt.arg.flags", T::kString, A::kNone, false, "open, openat, openat2, creat, execve", "Open flags as names (O_RDWR|O_CREAT); execve: what the program file is (EXE_WRITABLE, EXE_UPPER_LAYER, EXE_FROM_MEMFD).", x_arg_flags},
       {"evt.arg.name", T::kString, A::kNone, false, "open, openat, openat2, creat, execve, symlink, link, unlink, rename, mkdir, rmdir, chmod", "Path argument of the call, as given (relative paths stay relative; fd.name is an open's resolved path).", x_arg_path},
       {"evt.arg.path", T::kString, A::kNone, false, "open, openat, openat2, creat, execve, symlink, link, unlink, rename, mkdir, rmdir, chmod", "Path argument of the call, as given (relative paths stay relative; fd.name is an open's resolved path).", x_arg_path},
       {"evt.arg.pathname", T::kString, A::kNone, false, "open, openat, openat2, creat, execve, symlink, link, unlink, rename, mkdir, rmdir, chmod", "Path argument of the call, as given (relative paths stay relative; fd.name is an open's resolved path).", x_arg_path},

@@ -162,6 +162,8 @@ std::set<event::Type> Ruleset::event_types() const {
   for (std::size_t t = 0; t < static_cast<std::size_t>(event::Type::kCount); ++t) {
     if (type_bits_.test(static_cast<event::Type>(t))) s.insert(static_cast<event::Type>(t));
   }
+  // The names DNS answers gave addresses are known only from dns events.
+  if (needs_dns_) s.insert(event::Type::kDns);
   return s;
 }
 
@@ -540,6 +542,19 @@ class RulesetBuilder {
         auto& prog = rs->programs_[t];
         rs->index_[t].push_back({i, static_cast<std::uint32_t>(prog.size())});
         r.expr->append_program(static_cast<event::Type>(t), prog);
+      }
+      // fd.sip.name & co come from the DNS answers the state remembers: a
+      // rule that reads one (in its condition or its output) needs the dns
+      // events even when no rule is on them.
+      static constexpr std::string_view kDnsNamed[] = {"fd.sip.name", "fd.rip.name", "fd.cip.name",
+                                                       "fd.lip.name"};
+      if (!rs->needs_dns_) {
+        rs->needs_dns_ = r.expr->reads_any(kDnsNamed);
+        for (const auto& tok : r.output.tokens()) {
+          if (tok.field.def && std::find(std::begin(kDnsNamed), std::end(kDnsNamed), tok.field.def->name) !=
+                                   std::end(kDnsNamed))
+            rs->needs_dns_ = true;
+        }
       }
       if (r.mask.test(event::Type::kOpen)) {
         std::vector<PathLiteral> p;

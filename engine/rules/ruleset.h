@@ -113,6 +113,7 @@ class Ruleset {
   std::vector<std::string> open_prefixes_;
   std::vector<std::string> open_whole_;
   std::vector<std::string> open_unfiltered_;
+  bool needs_dns_ = false;  // a rule reads a name DNS answers give (fd.sip.name...)
   std::string hostname_;
 };
 

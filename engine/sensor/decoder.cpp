@@ -179,10 +179,18 @@ Result<event::Event> decode_record(std::span<const std::uint8_t> rec, const Time
       event::ExecData d;
       d.filename = c_string(filename);
       d.exe = b.exe_len ? decode_dpath(exe) : c_string(interp.empty() ? filename : interp);
+      // A memfd's exe is its name alone, "memfd:NAME", as Falco gives it.
+      if ((b.flags & VG_EXEC_MEMFD) && d.exe.starts_with("/memfd:")) d.exe.erase(0, 1);
       d.args = split_args(args);
       d.args_truncated = (b.flags & VG_EXEC_ARGS_TRUNC) != 0;
       d.cwd = b.cwd_len ? decode_dpath(cwd) : std::string();
-      d.tty = b.tty;
+      // The record's major << 20 | minor, renumbered as /proc/PID/stat's
+      // tty_nr (the kernel's new_encode_dev), which the /proc seed and Falco
+      // use: pts/0 is 34816.
+      {
+        const std::uint32_t major = b.tty >> 20, minor = b.tty & 0xfffff;
+        d.tty = (minor & 0xff) | (major << 8) | ((minor & ~0xffu) << 12);
+      }
       d.loginuid = b.loginuid;
       d.stdin_is_socket = (b.flags & VG_EXEC_STDIN_SOCK) != 0;
       d.stdout_is_socket = (b.flags & VG_EXEC_STDOUT_SOCK) != 0;

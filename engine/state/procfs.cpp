@@ -234,8 +234,10 @@ std::optional<ProcRecord> read_process(const std::string& proc_root, std::uint32
                                                 kDeleted.data()) == 0) {
       e.resize(e.size() - kDeleted.size());
     }
-    // A program run from a memfd links to "/memfd:NAME (deleted)".
+    // A program run from a memfd links to "/memfd:NAME (deleted)"; its exe
+    // path is "memfd:NAME", as the sensor reports it at exec.
     p.exe_from_memfd = e.starts_with("/memfd:");
+    if (p.exe_from_memfd) e.erase(0, 1);
     p.exepath = std::move(e);
   }
   if (p.exe.empty()) p.exe = p.exepath.empty() ? p.comm : p.exepath;

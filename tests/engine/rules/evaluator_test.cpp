@@ -263,6 +263,15 @@ TEST(Evaluator, FdNameIsResolvedAndNamerawAsGiven) {
   EXPECT_TRUE(fires(w, "fd.nameraw = /etc/hosts"));
 }
 
+TEST(Evaluator, ExecFlagsByFalcosNames) {
+  World w;
+  w.exec();
+  auto& d = std::get<event::ExecData>(w.ev.data);
+  d.exe_writable = true;
+  d.exe_from_memfd = true;
+  EXPECT_TRUE(fires(w, "evt.arg.flags = \"EXE_WRITABLE|EXE_FROM_MEMFD\" and evt.arg[flags] contains EXE_FROM_MEMFD"));
+}
+
 TEST(Evaluator, SessionAndProcessGroup) {
   World w;
   w.exec();

@@ -454,6 +454,20 @@ TEST(RulesetIndex, EventTypesAndOnlyMatchingRulesRun) {
                                           event::Type::kXid}));
 }
 
+// fd.sip.name is filled from DNS answers: a rule reading it, in its
+// condition or its output, needs the dns events (Falco's Contact K8S API
+// Server From Container did not fire: no rule asked for dns).
+TEST(RulesetIndex, ANameFromDnsAnswersNeedsTheDnsEvents) {
+  auto r = testing::load_one(testing::rule_yaml("evt.type = connect and fd.sip.name = kubernetes.default.svc"));
+  ASSERT_TRUE(r.ruleset) << testing::diags(r);
+  EXPECT_TRUE(r.ruleset->event_types().count(event::Type::kDns));
+  r = testing::load_one(
+      "- rule: R\n  desc: d\n  priority: INFO\n  condition: evt.type = connect\n  output: to %fd.rip.name\n");
+  EXPECT_TRUE(r.ruleset->event_types().count(event::Type::kDns));
+  r = testing::load_one(testing::rule_yaml("evt.type = connect and fd.sport = 443"));
+  EXPECT_FALSE(r.ruleset->event_types().count(event::Type::kDns));
+}
+
 TEST(RulesetIndex, OpenPathPrefixes) {
   auto r = testing::load_one(
       "- rule: A\n  desc: d\n  priority: INFO\n  condition: evt.type = openat and (fd.name in (/etc/shadow, /etc/sudoers) or fd.directory = /root/.ssh)\n  output: o\n"

@@ -83,7 +83,8 @@ TEST(Decoder, ExecWithArgsPathsAndFlags) {
   EXPECT_EQ(x->cwd, "/work");
   EXPECT_TRUE(x->stdin_is_socket);
   EXPECT_FALSE(x->stdout_is_socket);
-  EXPECT_EQ(x->tty, (136u << 20) | 3);
+  EXPECT_EQ(x->tty, (136u << 8) | 3);  // as /proc/PID/stat's tty_nr: pts/3
+
   EXPECT_EQ(x->loginuid, 1000u);
   EXPECT_TRUE(x->exe_from_memfd);
   EXPECT_FALSE(x->exe_upper_layer);

@@ -386,6 +386,7 @@ TEST(SensorExec, AProgramRunFromAMemfdIsFlaggedAndCarriesItsCapabilities) {
   auto* x = exec_of(rec.events_of(cpid, 0));
   ASSERT_TRUE(x);
   EXPECT_TRUE(x->exe_from_memfd) << x->exe;
+  EXPECT_EQ(x->exe, "memfd:payload");  // Falco's proc.exepath for it
   EXPECT_FALSE(x->exe_upper_layer);
   // root: CAP_SYS_ADMIN (21) effective and permitted.
   EXPECT_TRUE(x->cap_effective >> 21 & 1u);
