@@ -132,6 +132,31 @@ int main(int argc, char** argv) {
     close(fd);
   }
 
+  // The rarer calls Falco's rules watch (their hooks are attached only with
+  // such rules): a dup and a socket, each closed again, and a symlink
+  // created and removed in a temporary directory.
+  if (want("dupclose")) {
+    int fd = open("/dev/zero", O_RDONLY | O_CLOEXEC);
+    run_phase("dupclose", n / 2, [&](long) { close(dup(fd)); });
+    close(fd);
+  }
+  if (want("socketclose")) {
+    run_phase("socketclose", n / 4, [](long) { close(socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0)); });
+  }
+  if (want("symlink")) {
+    char dir[] = "/tmp/vigil-mix-XXXXXX";
+    if (mkdtemp(dir) == nullptr) {
+      std::fprintf(stderr, "syscall_mix: mkdtemp: %s\n", std::strerror(errno));
+      return 1;
+    }
+    const std::string link = std::string(dir) + "/l";
+    run_phase("symlink", n / 8, [&](long) {
+      (void)symlink("/etc/hostname", link.c_str());
+      (void)unlink(link.c_str());
+    });
+    rmdir(dir);
+  }
+
   if (want("forkexec")) {
     run_phase("forkexec", n / 400 > 0 ? n / 400 : 1, [](long) {
       pid_t p = fork();
