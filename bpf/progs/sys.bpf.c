@@ -176,39 +176,6 @@ VG_EXIT_PROG(fchmodat)
   return 0;
 }
 
-VG_EXIT_PROG(ptrace)
-{
-  VG_ARGS_OR_RETURN(a);
-  __u8 *buf = vg_scratch_buf();
-  if (!buf)
-    return 0;
-  struct vg_ptrace *e = (struct vg_ptrace *)buf;
-  vg_fill_hdr(&e->hdr, VG_PTRACE);
-  e->result = ctx->ret;
-  e->request = U(0);
-  e->target = U(1);
-  e->addr = a.a[2];
-  vg_submit(buf, sizeof(*e));
-  return 0;
-}
-
-VG_EXIT_PROG(socket)
-{
-  VG_ARGS_OR_RETURN(a);
-  __u8 *buf = vg_scratch_buf();
-  if (!buf)
-    return 0;
-  struct vg_socket *e = (struct vg_socket *)buf;
-  vg_fill_hdr(&e->hdr, VG_SOCKET);
-  e->result = ctx->ret;
-  e->domain = U(0);
-  e->type = U(1);
-  e->protocol = U(2);
-  e->pad0 = 0;
-  vg_submit(buf, sizeof(*e));
-  return 0;
-}
-
 static __always_inline void module_send(__u8 sc, long ret, __s32 fd, const char *uargs, __u32 flags)
 {
   __u8 *buf = vg_scratch_buf();
@@ -243,7 +210,7 @@ VG_EXIT_PROG(finit_module)
 }
 
 /* setuid & co, setns, unshare, userfaultfd, memfd_create, prctl,
- * io_uring_setup: a few numbers, and memfd_create's name. */
+ * io_uring_setup, ptrace, socket: a few numbers, and memfd_create's name. */
 static __always_inline void sys_send(__u16 type, __u8 sc, long ret, __u64 a0, __u64 a1, __u64 a2,
                                      __u64 a3, const char *str)
 {
@@ -287,3 +254,5 @@ VG_SYS_EXIT(userfaultfd, VG_USERFAULTFD, 0, 1, 0)
 VG_SYS_EXIT(memfd_create, VG_MEMFD_CREATE, 0, 2, P(0))
 VG_SYS_EXIT(prctl, VG_PRCTL, 0, 4, 0)
 VG_SYS_EXIT(io_uring_setup, VG_IO_URING_SETUP, 0, 1, 0)
+VG_SYS_EXIT(ptrace, VG_PTRACE, 0, 3, 0)
+VG_SYS_EXIT(socket, VG_SOCKET, 0, 3, 0)

@@ -256,23 +256,6 @@ enum vg_syscall {
   VG_SC_SETGID, VG_SC_SETREGID, VG_SC_SETRESGID, VG_SC_ACCEPT, VG_SC_ACCEPT4,
 };
 
-struct vg_ptrace {
-  struct vg_hdr hdr;
-  __s64 result;
-  __u64 addr;
-  __u32 request;
-  __u32 target;    /* the pid argument */
-};
-
-struct vg_socket {
-  struct vg_hdr hdr;
-  __s64 result;    /* the new fd, or -errno */
-  __u32 domain;
-  __u32 type;      /* with SOCK_NONBLOCK/SOCK_CLOEXEC as given */
-  __u32 protocol;
-  __u32 pad0;
-};
-
 /* A call on a socket fd, with the socket's endpoints as the kernel holds
  * them (family 0 when the fd is no inet or unix socket). saddr/sport are the
  * local end, daddr/dport the remote one.
@@ -296,7 +279,8 @@ struct vg_sockfd {
 
 /* Calls whose arguments are a few numbers and at most one string:
  * setuid/setgid and their re/res forms, setns, unshare, userfaultfd, prctl,
- * io_uring_setup, memfd_create (its name). data = the string (str_len). */
+ * io_uring_setup, ptrace (request, pid, addr), socket (domain, type,
+ * protocol), memfd_create (its name). data = the string (str_len). */
 struct vg_sys {
   struct vg_hdr hdr;
   __s64 result;
@@ -367,8 +351,6 @@ VG_STATIC_ASSERT(sizeof(struct vg_dns) == 120, "vg_dns size");
 VG_STATIC_ASSERT(sizeof(struct vg_payload) == 120, "vg_payload size");
 VG_STATIC_ASSERT(sizeof(struct vg_bpf) == 104, "vg_bpf size");
 VG_STATIC_ASSERT(sizeof(struct vg_fileop) == 104, "vg_fileop size");
-VG_STATIC_ASSERT(sizeof(struct vg_ptrace) == 96, "vg_ptrace size");
-VG_STATIC_ASSERT(sizeof(struct vg_socket) == 96, "vg_socket size");
 VG_STATIC_ASSERT(sizeof(struct vg_sockfd) == 128, "vg_sockfd size");
 VG_STATIC_ASSERT(sizeof(struct vg_sys) == 120, "vg_sys size");
 VG_STATIC_ASSERT(sizeof(struct vg_module) == 96, "vg_module size");

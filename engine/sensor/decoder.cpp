@@ -399,28 +399,18 @@ Result<event::Event> decode_record(std::span<const std::uint8_t> rec, const Time
       ev.data = std::move(d);
       break;
     }
-    case VG_PTRACE: {
-      vg_ptrace b{};
-      if (!read_fixed(rec, &b)) return bad("ptrace record too short");
-      event::PtraceData d;
-      d.request = b.request;
-      d.target = b.target;
-      d.addr = b.addr;
-      d.result = b.result;
-      ev.hdr.type = event::Type::kPtrace;
-      ev.data = d;
-      break;
-    }
+    case VG_PTRACE:
     case VG_SOCKET: {
-      vg_socket b{};
-      if (!read_fixed(rec, &b)) return bad("socket record too short");
-      event::SocketData d;
-      d.domain = b.domain;
-      d.type = b.type;
-      d.protocol = b.protocol;
-      d.result = b.result;
-      ev.hdr.type = event::Type::kSocket;
-      ev.data = d;
+      vg_sys b{};
+      if (!read_fixed(rec, &b)) return bad("ptrace or socket record too short");
+      if (h.type == VG_PTRACE) {
+        ev.data = event::PtraceData{static_cast<std::uint32_t>(b.a[0]), static_cast<std::uint32_t>(b.a[1]),
+                                    b.a[2], b.result};
+      } else {
+        ev.data = event::SocketData{static_cast<std::uint32_t>(b.a[0]), static_cast<std::uint32_t>(b.a[1]),
+                                    static_cast<std::uint32_t>(b.a[2]), b.result};
+      }
+      ev.hdr.type = static_cast<event::Type>(h.type);
       break;
     }
     case VG_DUP: {

@@ -195,21 +195,23 @@ TEST(Decoder, PathCallsKeepBothPathsAndTheirCall) {
 }
 
 TEST(Decoder, PtraceSocketDupModule) {
-  vg_ptrace p{};
+  vg_sys p{};
   fill_hdr(&p.hdr, VG_PTRACE);
-  p.request = 16;
-  p.target = 777;
+  p.a[0] = 16;
+  p.a[1] = 777;
   auto ev = decode(record(p));
   ASSERT_TRUE(ev);
+  EXPECT_EQ(ev->as<event::PtraceData>()->request, 16u);
   EXPECT_EQ(ev->as<event::PtraceData>()->target, 777u);
-  vg_socket so{};
+  vg_sys so{};
   fill_hdr(&so.hdr, VG_SOCKET);
-  so.domain = 17;
-  so.type = 3;
+  so.a[0] = 17;
+  so.a[1] = 3;
   so.result = 4;
   ev = decode(record(so));
   ASSERT_TRUE(ev);
   EXPECT_EQ(ev->as<event::SocketData>()->domain, 17u);
+  EXPECT_EQ(ev->as<event::SocketData>()->result, 4);
   vg_sockfd du{};
   fill_hdr(&du.hdr, VG_DUP);
   du.fd = 3;
