@@ -8,6 +8,7 @@
 #include <charconv>
 #include <cstring>
 #include <ctime>
+#include <span>
 
 #include "engine/event/nvidia.h"
 #include "engine/event/schema.h"
@@ -821,6 +822,109 @@ void x_loginname(const X& x, const F&, E& o) noexcept {
 
 // ----- fd.*
 
+// evt.args: the call's arguments as Falco prints them, "name=value" pairs
+// (the result first), from the same names evt.arg.NAME reads.
+std::span<const std::string_view> arg_names(const event::Event& e) noexcept {
+  using T = event::Type;
+  using S = event::Syscall;
+  static constexpr std::string_view kOpen[] = {"fd", "name", "flags", "mode"};
+  static constexpr std::string_view kExec[] = {"filename", "flags"};
+  static constexpr std::string_view kIoctl[] = {"fd", "request"};
+  static constexpr std::string_view kBpf[] = {"cmd"};
+  static constexpr std::string_view kSymlink[] = {"target", "linkpath"};
+  static constexpr std::string_view kTwoPaths[] = {"oldpath", "newpath", "flags"};
+  static constexpr std::string_view kPath[] = {"path", "flags", "mode"};
+  static constexpr std::string_view kChmod[] = {"filename", "mode"};
+  static constexpr std::string_view kFchmod[] = {"fd", "mode"};
+  static constexpr std::string_view kPtrace[] = {"request", "pid"};
+  static constexpr std::string_view kSocket[] = {"domain", "type", "proto"};
+  static constexpr std::string_view kFd[] = {"fd", "flags"};
+  static constexpr std::string_view kModule[] = {"fd", "uargs", "flags"};
+  static constexpr std::string_view kUid[] = {"uid"};
+  static constexpr std::string_view kGid[] = {"gid"};
+  static constexpr std::string_view kResuid[] = {"ruid", "euid", "suid"};
+  static constexpr std::string_view kResgid[] = {"rgid", "egid", "sgid"};
+  static constexpr std::string_view kSetns[] = {"fd", "nstype"};
+  static constexpr std::string_view kFlags[] = {"flags"};
+  static constexpr std::string_view kMemfd[] = {"name", "flags"};
+  static constexpr std::string_view kPrctl[] = {"option"};
+  static constexpr std::string_view kUring[] = {"entries"};
+  switch (e.hdr.type) {
+    case T::kOpen: return kOpen;
+    case T::kExec: return kExec;
+    case T::kIoctl: return kIoctl;
+    case T::kBpf: return kBpf;
+    case T::kSymlink: return kSymlink;
+    case T::kLink:
+    case T::kRename: return kTwoPaths;
+    case T::kUnlink:
+    case T::kMkdir:
+    case T::kRmdir: return kPath;
+    case T::kChmod: {
+      auto* p = e.as<event::FileOpData>();
+      if (p && p->syscall == S::kFchmod) return kFchmod;
+      return kChmod;
+    }
+    case T::kPtrace: return kPtrace;
+    case T::kSocket: return kSocket;
+    case T::kDup:
+    case T::kAccept:
+    case T::kListen:
+    case T::kBind: return kFd;
+    case T::kModule: return kModule;
+    case T::kSetuid:
+    case T::kSetgid: {
+      auto* p = e.as<event::CredData>();
+      const bool single = p && (p->syscall == S::kSetuid || p->syscall == S::kSetgid);
+      if (e.hdr.type == T::kSetuid) return single ? std::span<const std::string_view>(kUid) : kResuid;
+      return single ? std::span<const std::string_view>(kGid) : kResgid;
+    }
+    case T::kSetns: return kSetns;
+    case T::kUnshare:
+    case T::kUserfaultfd: return kFlags;
+    case T::kMemfdCreate: return kMemfd;
+    case T::kPrctl: return kPrctl;
+    case T::kIoUringSetup: return kUring;
+    default: return {};
+  }
+}
+void x_evt_args(const X& x, const F&, E& o) noexcept {
+  const event::Event& e = ev(x);
+  auto names = arg_names(e);
+  std::int64_t res = 0;
+  const bool has_res = result_of(e, res) && !e.as<event::ExecData>();
+  if (names.empty() && !has_res) return;
+  // Each value is extracted into the arena first, then the whole string is
+  // composed after them (a composition cannot nest).
+  std::string_view vals[8];
+  std::size_t n = 0;
+  for (auto name : names) {
+    if (n == std::size(vals)) break;
+    FieldInst fi;
+    fi.arg = std::string(name);  // short: no allocation
+    fi.has_arg = true;
+    Extracted one;
+    x_arg_generic(x, fi, one);
+    vals[n++] = one.n ? one.v[0].s : std::string_view("<NA>");
+  }
+  Arena& a = *x.arena;
+  a.begin();
+  bool first = true;
+  if (has_res) {
+    a.append("res=");
+    a.append_int(res);
+    first = false;
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!first) a.append(' ');
+    first = false;
+    a.append(names[i]);
+    a.append('=');
+    a.append(vals[i]);
+  }
+  str(o, a.finish());
+}
+
 struct Endpoints {
   std::uint8_t family = 0;
   event::L4 proto = event::L4::kUnknown;
@@ -1442,6 +1546,7 @@ FieldCatalog::FieldCatalog() {
       {"evt.arg.pathname", T::kString, A::kNone, false, "open, openat, openat2, creat, execve, symlink, link, unlink, rename, mkdir, rmdir, chmod", "Path argument of the call, as given (relative paths stay relative; fd.name is an open's resolved path).", x_arg_path},
       {"evt.arg.filename", T::kString, A::kNone, false, "execve, chmod", "Path given to execve (or opened).", x_arg_path},
       {"evt.arg", T::kString, A::kRequiredKey, false, "open, openat, openat2, creat, execve, ioctl, bpf, symlink, link, unlink, rename, mkdir, rmdir, chmod, ptrace, socket, dup, init_module, setuid, setgid, setns, unshare, accept, listen, bind, userfaultfd, memfd_create, prctl, io_uring_setup", "A named argument of the call, by Falco's argument names: evt.arg.NAME or evt.arg[NAME] (open: name, path, flags, mode, fd; execve: filename, exe, cwd; ioctl: request, fd; bpf: cmd; symlink(at): target, linkpath, linkdirfd; link(at), rename(at)(2): oldpath, newpath, olddirfd, newdirfd, flags; unlink(at), mkdir(at), rmdir: path/name, dirfd, flags, mode; chmod, fchmodat: filename, mode, dirfd; fchmod: fd, mode; ptrace: request (PTRACE_ATTACH...), pid, addr; socket: domain (AF_PACKET...), type, proto, fd; dup: fd, newfd, flags; init_module, finit_module: fd, uargs, flags; setuid/setgid: uid/gid, and ruid, euid, suid (rgid...) for the re/res forms; setns: fd, nstype; unshare: flags (CLONE_NEW* names); accept, listen, bind: fd, flags/backlog; memfd_create: name, flags; userfaultfd: flags; prctl: option, arg2_int; io_uring_setup: entries; each call: res). Arguments of syscalls vigil does not collect have no value.", x_arg_generic},
+      {"evt.args", T::kString, A::kNone, false, "*", "The call's arguments as one string, Falco's names: res=RESULT name=value ... (for the calls vigil collects).", x_evt_args},
       {"evt.num", T::kInt, A::kNone, false, "*", "Event number. vigil does not number events: no value (so Falco's never_true idiom, evt.num=0, stays false).", x_evt_num},
       {"proc.pid", T::kInt, A::kNone, false, "*", "Process id (thread group id).", x_pid},
       {"thread.tid", T::kInt, A::kNone, false, "*", "Thread id.", x_tid},

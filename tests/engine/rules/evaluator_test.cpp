@@ -263,6 +263,18 @@ TEST(Evaluator, FdNameIsResolvedAndNamerawAsGiven) {
   EXPECT_TRUE(fires(w, "fd.nameraw = /etc/hosts"));
 }
 
+TEST(Evaluator, EvtArgsListsTheCallsArguments) {
+  World w;
+  w.ev.hdr.type = event::Type::kSocket;
+  w.ev.data = event::SocketData{17, 3, 768, 4};
+  EXPECT_TRUE(fires(w, "evt.args = \"res=4 domain=AF_PACKET type=SOCK_RAW proto=768\""));
+  w.open("/etc/x", O_WRONLY | O_TRUNC);
+  EXPECT_TRUE(fires(w, "evt.args = \"res=3 fd=3 name=/etc/x flags=O_WRONLY|O_TRUNC mode=00\""));
+  w.ev.hdr.type = event::Type::kFork;
+  w.ev.data = event::ForkData{};
+  EXPECT_FALSE(fires(w, "evt.args exists"));
+}
+
 TEST(Evaluator, ExecFlagsByFalcosNames) {
   World w;
   w.exec();
