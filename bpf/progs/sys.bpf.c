@@ -202,6 +202,27 @@ VG_EXIT_PROG(init_module)
   return 0;
 }
 
+VG_EXIT_PROG(delete_module)
+{
+  VG_ARGS_OR_RETURN(a);
+  __u8 *buf = vg_scratch_buf();
+  if (!buf)
+    return 0;
+  struct vg_module *e = (struct vg_module *)buf;
+  vg_fill_hdr(&e->hdr, VG_DELETE_MODULE);
+  e->result = ctx->ret;
+  e->fd = -1;
+  e->flags = U(1);
+  e->syscall = VG_SC_DELETE_MODULE;
+  for (int i = 0; i < 5; i++)
+    e->pad0[i] = 0;
+  __u8 trunc = 0;
+  __u32 n = vg_put_user_str(buf, sizeof(*e), P(0), 64, &trunc);
+  e->args_len = n;
+  vg_submit(buf, sizeof(*e) + n);
+  return 0;
+}
+
 VG_EXIT_PROG(finit_module)
 {
   VG_ARGS_OR_RETURN(a);
@@ -256,3 +277,18 @@ VG_SYS_EXIT(prctl, VG_PRCTL, 0, 4, 0)
 VG_SYS_EXIT(io_uring_setup, VG_IO_URING_SETUP, 0, 1, 0)
 VG_SYS_EXIT(ptrace, VG_PTRACE, 0, 3, 0)
 VG_SYS_EXIT(socket, VG_SOCKET, 0, 3, 0)
+
+/* capset: the sets the task holds after the call, from its credentials (the
+ * caller's buffer could be rewritten; the kernel's copy is what counts). */
+VG_EXIT_PROG(capset)
+{
+  VG_ARGS_OR_RETURN(a);
+  struct task_struct *t = (struct task_struct *)bpf_get_current_task();
+  const struct cred *cred = BPF_CORE_READ(t, cred);
+  __u64 eff = 0, prm = 0, inh = 0;
+  bpf_core_read(&eff, sizeof(eff), &cred->cap_effective);
+  bpf_core_read(&prm, sizeof(prm), &cred->cap_permitted);
+  bpf_core_read(&inh, sizeof(inh), &cred->cap_inheritable);
+  sys_send(VG_CAPSET, 0, ctx->ret, eff, prm, inh, 0, 0);
+  return 0;
+}

@@ -74,6 +74,9 @@
   X(Prctl, PRCTL, 32, "prctl", "", SysCallData, "prctl", "proc")                                 \
   X(IoUringSetup, IO_URING_SETUP, 33, "io_uring_setup", "", SysCallData,                         \
     "io_uring_setup: the process uses io_uring, whose opens and connects syscalls do not show",  \
+    "proc")                                                                                      \
+  X(DeleteModule, DELETE_MODULE, 34, "delete_module", "", ModuleData, "delete_module", "proc")   \
+  X(Capset, CAPSET, 35, "capset", "", CapsData, "capset (the capability sets after the call)",   \
     "proc")
 
 #endif /* VIGIL_BPF_SHARED_EVENT_TYPES_H */

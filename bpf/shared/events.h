@@ -253,7 +253,7 @@ enum vg_syscall {
   VG_SC_RENAME, VG_SC_RENAMEAT, VG_SC_RENAMEAT2, VG_SC_MKDIR, VG_SC_MKDIRAT, VG_SC_RMDIR,
   VG_SC_CHMOD, VG_SC_FCHMOD, VG_SC_FCHMODAT, VG_SC_DUP, VG_SC_DUP2, VG_SC_DUP3,
   VG_SC_INIT_MODULE, VG_SC_FINIT_MODULE, VG_SC_SETUID, VG_SC_SETREUID, VG_SC_SETRESUID,
-  VG_SC_SETGID, VG_SC_SETREGID, VG_SC_SETRESGID, VG_SC_ACCEPT, VG_SC_ACCEPT4,
+  VG_SC_SETGID, VG_SC_SETREGID, VG_SC_SETRESGID, VG_SC_ACCEPT, VG_SC_ACCEPT4, VG_SC_DELETE_MODULE,
 };
 
 /* A call on a socket fd, with the socket's endpoints as the kernel holds
@@ -280,7 +280,9 @@ struct vg_sockfd {
 /* Calls whose arguments are a few numbers and at most one string:
  * setuid/setgid and their re/res forms, setns, unshare, userfaultfd, prctl,
  * io_uring_setup, ptrace (request, pid, addr), socket (domain, type,
- * protocol), memfd_create (its name). data = the string (str_len). */
+ * protocol), memfd_create (its name); capset: the effective, permitted and
+ * inheritable sets the task holds after the call. data = the string
+ * (str_len). */
 struct vg_sys {
   struct vg_hdr hdr;
   __s64 result;
@@ -290,7 +292,8 @@ struct vg_sys {
   __u8 pad0[5];
 };
 
-/* init_module, finit_module: data = the module's parameters (args_len). */
+/* init_module, finit_module: data = the module's parameters (args_len);
+ * delete_module: data = the module's name. */
 struct vg_module {
   struct vg_hdr hdr;
   __s64 result;

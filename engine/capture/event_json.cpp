@@ -173,6 +173,9 @@ std::string summary(const event::SysCallData& d) {
   if (!d.name.empty()) s += " name=" + d.name;
   return s + " res=" + std::to_string(d.result);
 }
+std::string summary(const event::CapsData& d) {
+  return "effective=" + std::to_string(d.effective) + " res=" + std::to_string(d.result);
+}
 std::string summary(const event::ModuleData& d) {
   return "fd=" + std::to_string(d.fd) + " res=" + std::to_string(d.result);
 }

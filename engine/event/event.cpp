@@ -50,9 +50,8 @@ constexpr std::string_view kUnreported[] = {
     "readv", "writev", "preadv", "pwritev", "close", "pipe", "pipe2", "eventfd", "eventfd2",
     "signalfd", "timerfd_create", "inotify_init", "inotify_init1", "fcntl", "chown", "fchown",
     "fchownat", "lchown", "mount", "umount", "umount2",
-    "delete_module",
     "mmap", "mmap2", "munmap", "mprotect", "brk", "kill", "tkill", "tgkill",
-    "chroot", "chdir", "fchdir", "capset", "seccomp", "pivot_root", "quotactl",
+    "chroot", "chdir", "fchdir", "seccomp", "pivot_root", "quotactl",
     "splice", "sendfile", "truncate", "ftruncate", "io_uring_enter",
     "io_uring_register", "copy_file_range", "process_vm_readv", "process_vm_writev", "switch",
     "container", "pluginevent", "asyncevent", "signaldeliver", "nanosleep", "poll", "select",
@@ -66,7 +65,8 @@ constexpr std::array<std::string_view, static_cast<std::size_t>(Syscall::kCount)
     "",        "symlink", "symlinkat", "link",   "linkat", "unlink",   "unlinkat",
     "rename",  "renameat", "renameat2", "mkdir", "mkdirat", "rmdir",   "chmod",
     "fchmod",  "fchmodat", "dup",      "dup2",   "dup3",   "init_module", "finit_module",
-    "setuid",  "setreuid", "setresuid", "setgid", "setregid", "setresgid", "accept", "accept4"};
+    "setuid",  "setreuid", "setresuid", "setgid", "setregid", "setresgid", "accept", "accept4",
+    "delete_module"};
 
 }  // namespace
 

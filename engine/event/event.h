@@ -355,7 +355,7 @@ enum class Syscall : std::uint8_t {
   kNone = 0, kSymlink, kSymlinkat, kLink, kLinkat, kUnlink, kUnlinkat, kRename, kRenameat,
   kRenameat2, kMkdir, kMkdirat, kRmdir, kChmod, kFchmod, kFchmodat, kDup, kDup2, kDup3,
   kInitModule, kFinitModule, kSetuid, kSetreuid, kSetresuid, kSetgid, kSetregid, kSetresgid,
-  kAccept, kAccept4, kCount
+  kAccept, kAccept4, kDeleteModule, kCount
 };
 std::string_view syscall_name(Syscall s);  // "symlinkat"...; "" for kNone or out of range
 
@@ -449,7 +449,8 @@ struct DupData {
   }
 };
 
-// init_module, finit_module: a kernel module load.
+// init_module, finit_module: a kernel module load; delete_module: an unload
+// (args: the module's name).
 struct ModuleData {
   Syscall syscall = Syscall::kInitModule;
   std::int64_t fd = -1;        // finit_module's fd
@@ -555,10 +556,28 @@ struct SysCallData {
   }
 };
 
+// capset: the capability sets the task holds after the call (read from its
+// credentials, not from the caller's buffer).
+struct CapsData {
+  std::uint64_t effective = 0;
+  std::uint64_t permitted = 0;
+  std::uint64_t inheritable = 0;
+  std::int64_t result = 0;
+
+  static constexpr std::string_view kKey = "caps";
+  template <class V, class Self>
+  static void fields(V& v, Self& d) {
+    v("effective", d.effective);
+    v("permitted", d.permitted);
+    v("inheritable", d.inheritable);
+    v("result", d.result);
+  }
+};
+
 using Payload = std::variant<std::monostate, ExecData, ForkData, ExitData, ConnectData, OpenData,
                              IoctlData, GpuUsageData, XidData, DnsData, PayloadData, BpfData,
                              FileOpData, PtraceData, SocketData, DupData, ModuleData, CredData,
-                             NsData, InboundData, SysCallData>;
+                             NsData, InboundData, SysCallData, CapsData>;
 
 struct Event {
   Header hdr;

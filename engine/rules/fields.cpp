@@ -248,6 +248,7 @@ bool result_of(const event::Event& e, std::int64_t& r) noexcept {
   if (auto* p = e.as<event::NsData>()) { r = p->result; return true; }
   if (auto* p = e.as<event::InboundData>()) { r = p->result; return true; }
   if (auto* p = e.as<event::SysCallData>()) { r = p->result; return true; }
+  if (auto* p = e.as<event::CapsData>()) { r = p->result; return true; }
   return false;
 }
 
@@ -459,6 +460,8 @@ void file_op_arg(const X& x, const event::FileOpData& p, std::string_view a, E& 
   if (a == "res") int_arg(x, p.result, o);
 }
 
+void caps_string(const X& x, std::uint64_t caps, E& o) noexcept;  // thread.cap_*, below
+
 // evt.arg.NAME / evt.arg[NAME]: the named argument of the calls vigil
 // collects; other names (arguments of syscalls vigil does not collect) have no value.
 void x_arg_generic(const X& x, const F& f, E& o) noexcept {
@@ -549,6 +552,19 @@ void x_arg_generic(const X& x, const F& f, E& o) noexcept {
     else if (t == event::Type::kPrctl && a == "option") int_arg(x, static_cast<std::int64_t>(p->a0), o);
     else if (t == event::Type::kPrctl && a == "arg2_int") int_arg(x, static_cast<std::int64_t>(p->a1), o);
     else if (t == event::Type::kIoUringSetup && a == "entries") int_arg(x, static_cast<std::int64_t>(p->a0), o);
+    return;
+  }
+  if (auto* p = e.as<event::CapsData>()) {
+    if (a == "cap_effective") caps_string(x, p->effective, o);
+    else if (a == "cap_permitted") caps_string(x, p->permitted, o);
+    else if (a == "cap_inheritable") caps_string(x, p->inheritable, o);
+    else if (a == "res") int_arg(x, p->result, o);
+    return;
+  }
+  if (auto* p = e.as<event::ModuleData>(); p && p->syscall == event::Syscall::kDeleteModule) {
+    if (a == "name") str(o, p->args);
+    else if (a == "flags") int_arg(x, p->flags, o);
+    else if (a == "res") int_arg(x, p->result, o);
     return;
   }
   if (auto* p = e.as<event::ModuleData>()) {
@@ -750,9 +766,11 @@ void caps_string(const X& x, std::uint64_t caps, E& o) noexcept {
   }
   str(o, a.finish());
 }
-template <std::uint64_t event::ExecData::*E_, std::uint64_t state::Process::*P_>
+template <std::uint64_t event::ExecData::*E_, std::uint64_t event::CapsData::*C_,
+          std::uint64_t state::Process::*P_>
 void x_caps(const X& x, const F&, E& o) noexcept {
   if (auto* e = ev(x).as<event::ExecData>()) { caps_string(x, e->*E_, o); return; }
+  if (auto* c = ev(x).as<event::CapsData>()) { caps_string(x, c->*C_, o); return; }
   if (auto* p = proc_of(x)) caps_string(x, p->*P_, o);
 }
 void x_sid(const X& x, const F&, E& o) noexcept {
@@ -840,6 +858,8 @@ std::span<const std::string_view> arg_names(const event::Event& e) noexcept {
   static constexpr std::string_view kSocket[] = {"domain", "type", "proto"};
   static constexpr std::string_view kFd[] = {"fd", "flags"};
   static constexpr std::string_view kModule[] = {"fd", "uargs", "flags"};
+  static constexpr std::string_view kDelModule[] = {"name", "flags"};
+  static constexpr std::string_view kCapset[] = {"cap_effective", "cap_permitted", "cap_inheritable"};
   static constexpr std::string_view kUid[] = {"uid"};
   static constexpr std::string_view kGid[] = {"gid"};
   static constexpr std::string_view kResuid[] = {"ruid", "euid", "suid"};
@@ -872,6 +892,8 @@ std::span<const std::string_view> arg_names(const event::Event& e) noexcept {
     case T::kListen:
     case T::kBind: return kFd;
     case T::kModule: return kModule;
+    case T::kDeleteModule: return kDelModule;
+    case T::kCapset: return kCapset;
     case T::kSetuid:
     case T::kSetgid: {
       auto* p = e.as<event::CredData>();
@@ -1534,9 +1556,9 @@ FieldCatalog::FieldCatalog() {
       {"evt.time", T::kString, A::kNone, false, "*", "Event time of day, UTC, HH:MM:SS.nnnnnnnnn.", x_evt_time},
       {"evt.time.iso8601", T::kString, A::kNone, false, "*", "Event time, RFC 3339 UTC with nanoseconds.", x_evt_iso},
       {"evt.rawtime", T::kUint, A::kNone, false, "*", "Event time in ns since the Unix epoch.", x_evt_rawtime},
-      {"evt.res", T::kString, A::kNone, false, "execve, open, openat, connect, ioctl, bpf, symlink, link, unlink, rename, mkdir, rmdir, chmod, ptrace, socket, dup, init_module, setuid, setgid, setns, unshare, accept, listen, bind, userfaultfd, memfd_create, prctl, io_uring_setup", "Result: SUCCESS or the errno name (ENOENT...).", x_evt_res},
-      {"evt.rawres", T::kInt, A::kNone, false, "execve, open, openat, connect, ioctl, bpf, symlink, link, unlink, rename, mkdir, rmdir, chmod, ptrace, socket, dup, init_module, setuid, setgid, setns, unshare, accept, listen, bind, userfaultfd, memfd_create, prctl, io_uring_setup", "Result as a number (fd, 0, or a negative errno).", x_evt_rawres},
-      {"evt.failed", T::kBool, A::kNone, false, "execve, open, openat, connect, ioctl, bpf, symlink, link, unlink, rename, mkdir, rmdir, chmod, ptrace, socket, dup, init_module, setuid, setgid, setns, unshare, accept, listen, bind, userfaultfd, memfd_create, prctl, io_uring_setup", "True when the call failed.", x_evt_failed},
+      {"evt.res", T::kString, A::kNone, false, "execve, open, openat, connect, ioctl, bpf, symlink, link, unlink, rename, mkdir, rmdir, chmod, ptrace, socket, dup, init_module, setuid, setgid, setns, unshare, accept, listen, bind, userfaultfd, memfd_create, prctl, io_uring_setup, delete_module, capset", "Result: SUCCESS or the errno name (ENOENT...).", x_evt_res},
+      {"evt.rawres", T::kInt, A::kNone, false, "execve, open, openat, connect, ioctl, bpf, symlink, link, unlink, rename, mkdir, rmdir, chmod, ptrace, socket, dup, init_module, setuid, setgid, setns, unshare, accept, listen, bind, userfaultfd, memfd_create, prctl, io_uring_setup, delete_module, capset", "Result as a number (fd, 0, or a negative errno).", x_evt_rawres},
+      {"evt.failed", T::kBool, A::kNone, false, "execve, open, openat, connect, ioctl, bpf, symlink, link, unlink, rename, mkdir, rmdir, chmod, ptrace, socket, dup, init_module, setuid, setgid, setns, unshare, accept, listen, bind, userfaultfd, memfd_create, prctl, io_uring_setup, delete_module, capset", "True when the call failed.", x_evt_failed},
       {"evt.is_open_read", T::kBool, A::kNone, false, kOpenEv, "The open was for reading (O_RDONLY or O_RDWR).", x_open_read},
       {"evt.is_open_write", T::kBool, A::kNone, false, kOpenEv, "The open was for writing (O_WRONLY or O_RDWR).", x_open_write},
       {"evt.is_open_exec", T::kBool, A::kNone, false, kOpenEv, "The open created a file with an execute bit.", x_open_exec},
@@ -1545,7 +1567,7 @@ FieldCatalog::FieldCatalog() {
       {"evt.arg.path", T::kString, A::kNone, false, "open, openat, openat2, creat, execve, symlink, link, unlink, rename, mkdir, rmdir, chmod", "Path argument of the call, as given (relative paths stay relative; fd.name is an open's resolved path).", x_arg_path},
       {"evt.arg.pathname", T::kString, A::kNone, false, "open, openat, openat2, creat, execve, symlink, link, unlink, rename, mkdir, rmdir, chmod", "Path argument of the call, as given (relative paths stay relative; fd.name is an open's resolved path).", x_arg_path},
       {"evt.arg.filename", T::kString, A::kNone, false, "execve, chmod", "Path given to execve (or opened).", x_arg_path},
-      {"evt.arg", T::kString, A::kRequiredKey, false, "open, openat, openat2, creat, execve, ioctl, bpf, symlink, link, unlink, rename, mkdir, rmdir, chmod, ptrace, socket, dup, init_module, setuid, setgid, setns, unshare, accept, listen, bind, userfaultfd, memfd_create, prctl, io_uring_setup", "A named argument of the call, by Falco's argument names: evt.arg.NAME or evt.arg[NAME] (open: name, path, flags, mode, fd; execve: filename, exe, cwd; ioctl: request, fd; bpf: cmd; symlink(at): target, linkpath, linkdirfd; link(at), rename(at)(2): oldpath, newpath, olddirfd, newdirfd, flags; unlink(at), mkdir(at), rmdir: path/name, dirfd, flags, mode; chmod, fchmodat: filename, mode, dirfd; fchmod: fd, mode; ptrace: request (PTRACE_ATTACH...), pid, addr; socket: domain (AF_PACKET...), type, proto, fd; dup: fd, newfd, flags; init_module, finit_module: fd, uargs, flags; setuid/setgid: uid/gid, and ruid, euid, suid (rgid...) for the re/res forms; setns: fd, nstype; unshare: flags (CLONE_NEW* names); accept, listen, bind: fd, flags/backlog; memfd_create: name, flags; userfaultfd: flags; prctl: option, arg2_int; io_uring_setup: entries; each call: res). Arguments of syscalls vigil does not collect have no value.", x_arg_generic},
+      {"evt.arg", T::kString, A::kRequiredKey, false, "open, openat, openat2, creat, execve, ioctl, bpf, symlink, link, unlink, rename, mkdir, rmdir, chmod, ptrace, socket, dup, init_module, setuid, setgid, setns, unshare, accept, listen, bind, userfaultfd, memfd_create, prctl, io_uring_setup, delete_module, capset", "A named argument of the call, by Falco's argument names: evt.arg.NAME or evt.arg[NAME] (open: name, path, flags, mode, fd; execve: filename, exe, cwd; ioctl: request, fd; bpf: cmd; symlink(at): target, linkpath, linkdirfd; link(at), rename(at)(2): oldpath, newpath, olddirfd, newdirfd, flags; unlink(at), mkdir(at), rmdir: path/name, dirfd, flags, mode; chmod, fchmodat: filename, mode, dirfd; fchmod: fd, mode; ptrace: request (PTRACE_ATTACH...), pid, addr; socket: domain (AF_PACKET...), type, proto, fd; dup: fd, newfd, flags; init_module, finit_module: fd, uargs, flags; delete_module: name, flags; capset: cap_effective, cap_permitted, cap_inheritable (after the call); setuid/setgid: uid/gid, and ruid, euid, suid (rgid...) for the re/res forms; setns: fd, nstype; unshare: flags (CLONE_NEW* names); accept, listen, bind: fd, flags/backlog; memfd_create: name, flags; userfaultfd: flags; prctl: option, arg2_int; io_uring_setup: entries; each call: res). Arguments of syscalls vigil does not collect have no value.", x_arg_generic},
       {"evt.args", T::kString, A::kNone, false, "*", "The call's arguments as one string, Falco's names: res=RESULT name=value ... (for the calls vigil collects).", x_evt_args},
       {"evt.num", T::kInt, A::kNone, false, "*", "Event number. vigil does not number events: no value (so Falco's never_true idiom, evt.num=0, stays false).", x_evt_num},
       {"proc.pid", T::kInt, A::kNone, false, "*", "Process id (thread group id).", x_pid},
@@ -1579,9 +1601,9 @@ FieldCatalog::FieldCatalog() {
       {"proc.vpgid", T::kInt, A::kNone, false, "*", "Process group id, as seen in the process's pid namespace, as of its last exec.", x_vpgid},
       {"proc.is_sid_leader", T::kBool, A::kNone, false, "*", "The process leads its session (proc.pid = proc.sid).", x_is_sid_leader},
       {"proc.is_vpgid_leader", T::kBool, A::kNone, false, "*", "The process leads its process group (proc.vpid = proc.vpgid).", x_is_vpgid_leader},
-      {"thread.cap_effective", T::kString, A::kNone, false, "*", "Effective capabilities (CAP_SYS_ADMIN CAP_NET_RAW ...), as of the last exec (or /proc at start).", x_caps<&event::ExecData::cap_effective, &state::Process::cap_effective>},
-      {"thread.cap_permitted", T::kString, A::kNone, false, "*", "Permitted capabilities, as of the last exec (or /proc at start).", x_caps<&event::ExecData::cap_permitted, &state::Process::cap_permitted>},
-      {"thread.cap_inheritable", T::kString, A::kNone, false, "*", "Inheritable capabilities, as of the last exec (or /proc at start).", x_caps<&event::ExecData::cap_inheritable, &state::Process::cap_inheritable>},
+      {"thread.cap_effective", T::kString, A::kNone, false, "*", "Effective capabilities (CAP_SYS_ADMIN CAP_NET_RAW ...), as of the last exec or capset (or /proc at start).", x_caps<&event::ExecData::cap_effective, &event::CapsData::effective, &state::Process::cap_effective>},
+      {"thread.cap_permitted", T::kString, A::kNone, false, "*", "Permitted capabilities, as of the last exec or capset (or /proc at start).", x_caps<&event::ExecData::cap_permitted, &event::CapsData::permitted, &state::Process::cap_permitted>},
+      {"thread.cap_inheritable", T::kString, A::kNone, false, "*", "Inheritable capabilities, as of the last exec or capset (or /proc at start).", x_caps<&event::ExecData::cap_inheritable, &event::CapsData::inheritable, &state::Process::cap_inheritable>},
       {"proc.gpu.compute", T::kBool, A::kNone, false, "*", "The process allocated a GPU compute or channel class earlier.", x_gpu_compute},
       {"user.uid", T::kInt, A::kNone, false, "*", "User id.", x_uid},
       {"user.name", T::kString, A::kNone, false, "*", "User name, from the host passwd table (uid 0 is root).", x_user_name},

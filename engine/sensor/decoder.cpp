@@ -76,7 +76,7 @@ static_assert(static_cast<int>(VG_SC_SYMLINK) == static_cast<int>(event::Syscall
                   static_cast<int>(VG_SC_FCHMODAT) == static_cast<int>(event::Syscall::kFchmodat) &&
                   static_cast<int>(VG_SC_FINIT_MODULE) == static_cast<int>(event::Syscall::kFinitModule) &&
                   static_cast<int>(VG_SC_SETUID) == static_cast<int>(event::Syscall::kSetuid) &&
-                  static_cast<int>(VG_SC_ACCEPT4) + 1 == static_cast<int>(event::Syscall::kCount),
+                  static_cast<int>(VG_SC_DELETE_MODULE) + 1 == static_cast<int>(event::Syscall::kCount),
               "VG_SC_* and event::Syscall list the same calls in the same order");
 event::Syscall syscall_of(std::uint8_t sc) {
   return sc < static_cast<std::uint8_t>(event::Syscall::kCount) ? static_cast<event::Syscall>(sc)
@@ -399,6 +399,13 @@ Result<event::Event> decode_record(std::span<const std::uint8_t> rec, const Time
       ev.data = std::move(d);
       break;
     }
+    case VG_CAPSET: {
+      vg_sys b{};
+      if (!read_fixed(rec, &b)) return bad("capset record too short");
+      ev.data = event::CapsData{b.a[0], b.a[1], b.a[2], b.result};
+      ev.hdr.type = event::Type::kCapset;
+      break;
+    }
     case VG_PTRACE:
     case VG_SOCKET: {
       vg_sys b{};
@@ -431,6 +438,7 @@ Result<event::Event> decode_record(std::span<const std::uint8_t> rec, const Time
       ev.data = d;
       break;
     }
+    case VG_DELETE_MODULE:
     case VG_MODULE: {
       vg_module b{};
       if (!read_fixed(rec, &b)) return bad("module record too short");
@@ -443,7 +451,7 @@ Result<event::Event> decode_record(std::span<const std::uint8_t> rec, const Time
       d.flags = b.flags;
       d.args = c_string(args);
       d.result = b.result;
-      ev.hdr.type = event::Type::kModule;
+      ev.hdr.type = static_cast<event::Type>(h.type);
       ev.data = std::move(d);
       break;
     }

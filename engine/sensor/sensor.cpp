@@ -107,6 +107,7 @@ const std::vector<Hook>& hooks() {
         {"listen", Type::kListen, false},    {"bind", Type::kBind, false},
         {"userfaultfd", Type::kUserfaultfd, true}, {"memfd_create", Type::kMemfdCreate, false},
         {"prctl", Type::kPrctl, false},      {"io_uring_setup", Type::kIoUringSetup, true},
+        {"delete_module", Type::kDeleteModule, true}, {"capset", Type::kCapset, false},
     };
     static std::deque<std::string> names;  // the Hook strings (a deque never moves them)
     std::vector<Hook> all = kHooks;

@@ -369,6 +369,18 @@ void State::apply(const event::Event& ev) {
       count_gpu_devices(p);
       break;
     }
+    case event::Type::kCapset: {
+      // The sets after a successful capset (the sensor reads them from the
+      // task's credentials).
+      const auto* cd = ev.as<event::CapsData>();
+      if (cd && cd->result == 0) {
+        Process* p = ensure(h.pid);
+        p->cap_effective = cd->effective;
+        p->cap_permitted = cd->permitted;
+        p->cap_inheritable = cd->inheritable;
+      }
+      break;
+    }
     case event::Type::kExit: {
       if (ProcSlot* slot = s.procs.get(h.pid)) {
         refresh(&slot->p);

@@ -311,6 +311,10 @@ std::vector<RecordData> sample_records() {
     SysCallData d{0, 1, 0, 0, "payload", 5};
     out.emplace_back(Event{header(ts++, Type::kMemfdCreate, 4242), d});
   }
+  {
+    CapsData d{1ull << 21, (1ull << 21) | 1, 0, 0};
+    out.emplace_back(Event{header(ts++, Type::kCapset, 4242), d});
+  }
   return out;
 }
 

@@ -34,7 +34,7 @@ Config all_new_types(bool pairs) {
                      Type::kSocket,  Type::kDup,         Type::kModule,      Type::kSetuid,
                      Type::kSetgid,  Type::kSetns,       Type::kUnshare,     Type::kAccept,
                      Type::kListen,  Type::kBind,        Type::kUserfaultfd, Type::kMemfdCreate,
-                     Type::kPrctl,   Type::kIoUringSetup};
+                     Type::kPrctl,   Type::kIoUringSetup, Type::kDeleteModule, Type::kCapset};
   cfg.enter_exit_pairs = pairs;
   return cfg;
 }
@@ -234,6 +234,18 @@ TEST_P(SyscallArgs, CredentialNamespaceInboundAndNumberedCalls) {
     syscall(SYS_userfaultfd, 0);
     std::uint8_t params[120] = {};
     syscall(SYS_io_uring_setup, 4, params);  // may be refused (io_uring disabled): still reported
+    // Drop CAP_SYS_MODULE (16) from the effective set: capset reports the
+    // sets the task holds after it.
+    struct {
+      std::uint32_t version;
+      int pid;
+    } hdr{0x20080522 /* _LINUX_CAPABILITY_VERSION_3 */, 0};
+    struct {
+      std::uint32_t effective, permitted, inheritable;
+    } data[2] = {};
+    syscall(SYS_capget, &hdr, data);
+    data[0].effective &= ~(1u << 16);
+    syscall(SYS_capset, &hdr, data);
     // A listening socket that accepts one connection of its own.
     int l = socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in a{};
@@ -287,6 +299,11 @@ TEST_P(SyscallArgs, CredentialNamespaceInboundAndNumberedCalls) {
   EXPECT_EQ(mf->as<event::SysCallData>()->name, "payload");
   EXPECT_EQ(mf->as<event::SysCallData>()->a1, 1u);
   EXPECT_TRUE(of(Type::kUserfaultfd));
+  auto* cs = of(Type::kCapset);
+  ASSERT_TRUE(cs);
+  EXPECT_EQ(cs->as<event::CapsData>()->result, 0);
+  EXPECT_FALSE(cs->as<event::CapsData>()->effective >> 16 & 1u);  // dropped
+  EXPECT_TRUE(cs->as<event::CapsData>()->permitted >> 16 & 1u);   // still permitted
   EXPECT_TRUE(of(Type::kIoUringSetup));
   auto* bd = of(Type::kBind);
   ASSERT_TRUE(bd);

@@ -116,6 +116,25 @@ TEST(ProcessTable, UnknownPidIsBuiltFromTheEventHeader) {
   EXPECT_EQ(ctx.proc->exe, "xmrig");
 }
 
+// thread.cap_* follow the process: set at exec, changed by a successful
+// capset, kept by a failed one.
+TEST(ProcessTable, CapabilitiesFollowExecAndCapset) {
+  State s(replay_config());
+  event::Event ex = exec_event(800, {"app"}, "/usr/bin/app");
+  ex.as<event::ExecData>()->cap_effective = (1ull << 21) | (1ull << 12);
+  apply_all(s, ex);
+  event::Event cs = ex;
+  cs.hdr.type = event::Type::kCapset;
+  cs.data = event::CapsData{1ull << 12, 1ull << 12, 0, 0};
+  apply_all(s, cs);
+  EvalContext ctx = s.enrich(cs);
+  ASSERT_NE(ctx.proc, nullptr);
+  EXPECT_EQ(ctx.proc->cap_effective, 1ull << 12);
+  cs.data = event::CapsData{~0ull, ~0ull, 0, -1};  // refused: nothing changes
+  apply_all(s, cs);
+  EXPECT_EQ(s.enrich(cs).proc->cap_effective, 1ull << 12);
+}
+
 TEST(ProcessTable, LruCapEvictsLeastRecentlyUsed) {
   Config c = replay_config();
   c.max_processes = 3;
