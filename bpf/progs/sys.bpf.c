@@ -71,118 +71,42 @@ static __always_inline void fileop_send(__u16 type, __u8 sc, long ret, const cha
 #define FD(i) ((__s32)a.a[i])
 #define U(i) ((__u32)a.a[i])
 
-VG_EXIT_PROG(symlink)
-{
-  VG_ARGS_OR_RETURN(a);
-  fileop_send(VG_SYMLINK, VG_SC_SYMLINK, ctx->ret, P(0), P(1), VG_AT_FDCWD, VG_AT_FDCWD, 0, 0);
-  return 0;
-}
+/* One exit program per path call: fileop_send(type, call, ret, args...)
+ * with the arguments in that call's order. */
+#define VG_FILEOP_EXIT(name, type, sc, ...)       \
+  VG_EXIT_PROG(name)                              \
+  {                                               \
+    VG_ARGS_OR_RETURN(a);                         \
+    fileop_send(type, sc, ctx->ret, __VA_ARGS__); \
+    return 0;                                     \
+  }
 
-VG_EXIT_PROG(symlinkat)
-{
-  VG_ARGS_OR_RETURN(a);
-  fileop_send(VG_SYMLINK, VG_SC_SYMLINKAT, ctx->ret, P(0), P(2), VG_AT_FDCWD, FD(1), 0, 0);
-  return 0;
-}
+VG_FILEOP_EXIT(symlink, VG_SYMLINK, VG_SC_SYMLINK, P(0), P(1), VG_AT_FDCWD, VG_AT_FDCWD, 0, 0)
+VG_FILEOP_EXIT(symlinkat, VG_SYMLINK, VG_SC_SYMLINKAT, P(0), P(2), VG_AT_FDCWD, FD(1), 0, 0)
+VG_FILEOP_EXIT(link, VG_LINK, VG_SC_LINK, P(0), P(1), VG_AT_FDCWD, VG_AT_FDCWD, 0, 0)
+VG_FILEOP_EXIT(linkat, VG_LINK, VG_SC_LINKAT, P(1), P(3), FD(0), FD(2), U(4), 0)
+VG_FILEOP_EXIT(unlink, VG_UNLINK, VG_SC_UNLINK, P(0), 0, VG_AT_FDCWD, VG_AT_FDCWD, 0, 0)
+VG_FILEOP_EXIT(unlinkat, VG_UNLINK, VG_SC_UNLINKAT, P(1), 0, FD(0), VG_AT_FDCWD, U(2), 0)
+VG_FILEOP_EXIT(rename, VG_RENAME, VG_SC_RENAME, P(0), P(1), VG_AT_FDCWD, VG_AT_FDCWD, 0, 0)
+VG_FILEOP_EXIT(renameat, VG_RENAME, VG_SC_RENAMEAT, P(1), P(3), FD(0), FD(2), 0, 0)
+VG_FILEOP_EXIT(renameat2, VG_RENAME, VG_SC_RENAMEAT2, P(1), P(3), FD(0), FD(2), U(4), 0)
+VG_FILEOP_EXIT(mkdir, VG_MKDIR, VG_SC_MKDIR, P(0), 0, VG_AT_FDCWD, VG_AT_FDCWD, 0, U(1))
+VG_FILEOP_EXIT(mkdirat, VG_MKDIR, VG_SC_MKDIRAT, P(1), 0, FD(0), VG_AT_FDCWD, 0, U(2))
+VG_FILEOP_EXIT(rmdir, VG_RMDIR, VG_SC_RMDIR, P(0), 0, VG_AT_FDCWD, VG_AT_FDCWD, 0, 0)
+VG_FILEOP_EXIT(chmod, VG_CHMOD, VG_SC_CHMOD, P(0), 0, VG_AT_FDCWD, VG_AT_FDCWD, 0, U(1))
+VG_FILEOP_EXIT(fchmod, VG_CHMOD, VG_SC_FCHMOD, 0, 0, FD(0), VG_AT_FDCWD, 0, U(1))
+VG_FILEOP_EXIT(fchmodat, VG_CHMOD, VG_SC_FCHMODAT, P(1), 0, FD(0), VG_AT_FDCWD, 0, U(2))
 
-VG_EXIT_PROG(link)
-{
-  VG_ARGS_OR_RETURN(a);
-  fileop_send(VG_LINK, VG_SC_LINK, ctx->ret, P(0), P(1), VG_AT_FDCWD, VG_AT_FDCWD, 0, 0);
-  return 0;
-}
-
-VG_EXIT_PROG(linkat)
-{
-  VG_ARGS_OR_RETURN(a);
-  fileop_send(VG_LINK, VG_SC_LINKAT, ctx->ret, P(1), P(3), FD(0), FD(2), U(4), 0);
-  return 0;
-}
-
-VG_EXIT_PROG(unlink)
-{
-  VG_ARGS_OR_RETURN(a);
-  fileop_send(VG_UNLINK, VG_SC_UNLINK, ctx->ret, P(0), 0, VG_AT_FDCWD, VG_AT_FDCWD, 0, 0);
-  return 0;
-}
-
-VG_EXIT_PROG(unlinkat)
-{
-  VG_ARGS_OR_RETURN(a);
-  fileop_send(VG_UNLINK, VG_SC_UNLINKAT, ctx->ret, P(1), 0, FD(0), VG_AT_FDCWD, U(2), 0);
-  return 0;
-}
-
-VG_EXIT_PROG(rename)
-{
-  VG_ARGS_OR_RETURN(a);
-  fileop_send(VG_RENAME, VG_SC_RENAME, ctx->ret, P(0), P(1), VG_AT_FDCWD, VG_AT_FDCWD, 0, 0);
-  return 0;
-}
-
-VG_EXIT_PROG(renameat)
-{
-  VG_ARGS_OR_RETURN(a);
-  fileop_send(VG_RENAME, VG_SC_RENAMEAT, ctx->ret, P(1), P(3), FD(0), FD(2), 0, 0);
-  return 0;
-}
-
-VG_EXIT_PROG(renameat2)
-{
-  VG_ARGS_OR_RETURN(a);
-  fileop_send(VG_RENAME, VG_SC_RENAMEAT2, ctx->ret, P(1), P(3), FD(0), FD(2), U(4), 0);
-  return 0;
-}
-
-VG_EXIT_PROG(mkdir)
-{
-  VG_ARGS_OR_RETURN(a);
-  fileop_send(VG_MKDIR, VG_SC_MKDIR, ctx->ret, P(0), 0, VG_AT_FDCWD, VG_AT_FDCWD, 0, U(1));
-  return 0;
-}
-
-VG_EXIT_PROG(mkdirat)
-{
-  VG_ARGS_OR_RETURN(a);
-  fileop_send(VG_MKDIR, VG_SC_MKDIRAT, ctx->ret, P(1), 0, FD(0), VG_AT_FDCWD, 0, U(2));
-  return 0;
-}
-
-VG_EXIT_PROG(rmdir)
-{
-  VG_ARGS_OR_RETURN(a);
-  fileop_send(VG_RMDIR, VG_SC_RMDIR, ctx->ret, P(0), 0, VG_AT_FDCWD, VG_AT_FDCWD, 0, 0);
-  return 0;
-}
-
-VG_EXIT_PROG(chmod)
-{
-  VG_ARGS_OR_RETURN(a);
-  fileop_send(VG_CHMOD, VG_SC_CHMOD, ctx->ret, P(0), 0, VG_AT_FDCWD, VG_AT_FDCWD, 0, U(1));
-  return 0;
-}
-
-VG_EXIT_PROG(fchmod)
-{
-  VG_ARGS_OR_RETURN(a);
-  fileop_send(VG_CHMOD, VG_SC_FCHMOD, ctx->ret, 0, 0, FD(0), VG_AT_FDCWD, 0, U(1));
-  return 0;
-}
-
-VG_EXIT_PROG(fchmodat)
-{
-  VG_ARGS_OR_RETURN(a);
-  fileop_send(VG_CHMOD, VG_SC_FCHMODAT, ctx->ret, P(1), 0, FD(0), VG_AT_FDCWD, 0, U(2));
-  return 0;
-}
-
-static __always_inline void module_send(__u8 sc, long ret, __s32 fd, const char *uargs, __u32 flags)
+/* init_module, finit_module (str: the parameters), delete_module (str: the
+ * module's name). */
+static __always_inline void module_send(__u16 type, __u8 sc, long ret, __s32 fd, const char *str,
+                                        __u32 flags)
 {
   __u8 *buf = vg_scratch_buf();
   if (!buf)
     return;
   struct vg_module *e = (struct vg_module *)buf;
-  vg_fill_hdr(&e->hdr, VG_MODULE);
+  vg_fill_hdr(&e->hdr, type);
   e->result = ret;
   e->fd = fd;
   e->flags = flags;
@@ -190,7 +114,7 @@ static __always_inline void module_send(__u8 sc, long ret, __s32 fd, const char 
   for (int i = 0; i < 5; i++)
     e->pad0[i] = 0;
   __u8 trunc = 0;
-  __u32 n = vg_put_user_str(buf, sizeof(*e), uargs, 256, &trunc);
+  __u32 n = vg_put_user_str(buf, sizeof(*e), str, 256, &trunc);
   e->args_len = n;
   vg_submit(buf, sizeof(*e) + n);
 }
@@ -198,35 +122,21 @@ static __always_inline void module_send(__u8 sc, long ret, __s32 fd, const char 
 VG_EXIT_PROG(init_module)
 {
   VG_ARGS_OR_RETURN(a);
-  module_send(VG_SC_INIT_MODULE, ctx->ret, -1, P(2), 0);
+  module_send(VG_MODULE, VG_SC_INIT_MODULE, ctx->ret, -1, P(2), 0);
   return 0;
 }
 
 VG_EXIT_PROG(delete_module)
 {
   VG_ARGS_OR_RETURN(a);
-  __u8 *buf = vg_scratch_buf();
-  if (!buf)
-    return 0;
-  struct vg_module *e = (struct vg_module *)buf;
-  vg_fill_hdr(&e->hdr, VG_DELETE_MODULE);
-  e->result = ctx->ret;
-  e->fd = -1;
-  e->flags = U(1);
-  e->syscall = VG_SC_DELETE_MODULE;
-  for (int i = 0; i < 5; i++)
-    e->pad0[i] = 0;
-  __u8 trunc = 0;
-  __u32 n = vg_put_user_str(buf, sizeof(*e), P(0), 64, &trunc);
-  e->args_len = n;
-  vg_submit(buf, sizeof(*e) + n);
+  module_send(VG_DELETE_MODULE, VG_SC_DELETE_MODULE, ctx->ret, -1, P(0), U(1));
   return 0;
 }
 
 VG_EXIT_PROG(finit_module)
 {
   VG_ARGS_OR_RETURN(a);
-  module_send(VG_SC_FINIT_MODULE, ctx->ret, FD(0), P(1), U(2));
+  module_send(VG_MODULE, VG_SC_FINIT_MODULE, ctx->ret, FD(0), P(1), U(2));
   return 0;
 }
 

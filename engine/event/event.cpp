@@ -45,21 +45,19 @@ constexpr auto kPayloadFactories = payload_factories(std::make_index_sequence<kP
 // Syscalls Falco knows that vigil does not report. A name that becomes an event
 // type must leave this list (event_test checks that none is both).
 constexpr std::string_view kUnreported[] = {
-    "socketpair", "recvfrom", "recvmsg", "recvmmsg",
-    "sendmmsg", "shutdown", "getsockopt", "setsockopt", "read", "write", "pread", "pwrite",
-    "readv", "writev", "preadv", "pwritev", "close", "pipe", "pipe2", "eventfd", "eventfd2",
-    "signalfd", "timerfd_create", "inotify_init", "inotify_init1", "fcntl", "chown", "fchown",
-    "fchownat", "lchown", "mount", "umount", "umount2",
-    "mmap", "mmap2", "munmap", "mprotect", "brk", "kill", "tkill", "tgkill",
-    "chroot", "chdir", "fchdir", "seccomp", "pivot_root", "quotactl",
-    "splice", "sendfile", "truncate", "ftruncate", "io_uring_enter",
-    "io_uring_register", "copy_file_range", "process_vm_readv", "process_vm_writev", "switch",
-    "container", "pluginevent", "asyncevent", "signaldeliver", "nanosleep", "poll", "select",
-    "epoll_wait", "futex", "getdents", "getdents64", "stat", "lstat", "fstat", "access",
-    "faccessat", "faccessat2", "utimensat", "open_by_handle_at", "name_to_handle_at",
-    "fsconfig", "fsopen", "fsmount", "move_mount", "open_tree", "mknod", "mknodat", "setrlimit",
-    "prlimit", "getrlimit", "lseek", "llseek", "flock", "semop", "semget", "semctl",
-    "newfstatat", "setpgid", "setsid", "procinfo"};
+    "socketpair", "recvfrom", "recvmsg", "recvmmsg", "sendmmsg", "shutdown", "getsockopt",
+    "setsockopt", "read", "write", "pread", "pwrite", "readv", "writev", "preadv", "pwritev",
+    "close", "pipe", "pipe2", "eventfd", "eventfd2", "signalfd", "timerfd_create", "inotify_init",
+    "inotify_init1", "fcntl", "chown", "fchown", "fchownat", "lchown", "mount", "umount", "umount2",
+    "mmap", "mmap2", "munmap", "mprotect", "brk", "kill", "tkill", "tgkill", "chroot", "chdir",
+    "fchdir", "seccomp", "pivot_root", "quotactl", "splice", "sendfile", "truncate", "ftruncate",
+    "io_uring_enter", "io_uring_register", "copy_file_range", "process_vm_readv",
+    "process_vm_writev", "switch", "container", "pluginevent", "asyncevent", "signaldeliver",
+    "nanosleep", "poll", "select", "epoll_wait", "futex", "getdents", "getdents64", "stat", "lstat",
+    "fstat", "access", "faccessat", "faccessat2", "utimensat", "open_by_handle_at",
+    "name_to_handle_at", "fsconfig", "fsopen", "fsmount", "move_mount", "open_tree", "mknod",
+    "mknodat", "setrlimit", "prlimit", "getrlimit", "lseek", "llseek", "flock", "semop", "semget",
+    "semctl", "newfstatat", "setpgid", "setsid", "procinfo"};
 
 constexpr std::array<std::string_view, static_cast<std::size_t>(Syscall::kCount)> kSyscallNames = {
     "",        "symlink", "symlinkat", "link",   "linkat", "unlink",   "unlinkat",

@@ -70,6 +70,17 @@ event::L4 l4_of(std::uint8_t proto) {
                                : event::L4::kUnknown;
 }
 
+// The socket of a vg_sockfd record: family, protocol, local and remote ends.
+void sock_ends(const vg_sockfd& b, std::uint8_t& family, event::L4& proto, event::IpAddr& local,
+               std::uint16_t& lport, event::IpAddr& remote, std::uint16_t& rport) {
+  family = static_cast<std::uint8_t>(b.family);
+  proto = l4_of(b.proto);
+  local = ip_from(b.family, b.saddr);
+  lport = b.sport;
+  remote = ip_from(b.family, b.daddr);
+  rport = b.dport;
+}
+
 // The record's VG_SC_* byte; out of range reads as none (evt.type then shows
 // the type's own name).
 static_assert(static_cast<int>(VG_SC_SYMLINK) == static_cast<int>(event::Syscall::kSymlink) &&
@@ -428,12 +439,7 @@ Result<event::Event> decode_record(std::span<const std::uint8_t> rec, const Time
       d.oldfd = b.fd;
       d.flags = b.flags;
       d.result = b.result;
-      d.family = static_cast<std::uint8_t>(b.family);
-      d.proto = l4_of(b.proto);
-      d.saddr = ip_from(b.family, b.saddr);
-      d.daddr = ip_from(b.family, b.daddr);
-      d.sport = b.sport;
-      d.dport = b.dport;
+      sock_ends(b, d.family, d.proto, d.saddr, d.sport, d.daddr, d.dport);
       ev.hdr.type = event::Type::kDup;
       ev.data = d;
       break;
@@ -465,12 +471,7 @@ Result<event::Event> decode_record(std::span<const std::uint8_t> rec, const Time
       d.fd = b.fd;
       d.flags = b.flags;
       d.result = b.result;
-      d.family = static_cast<std::uint8_t>(b.family);
-      d.proto = l4_of(b.proto);
-      d.laddr = ip_from(b.family, b.saddr);
-      d.lport = b.sport;
-      d.raddr = ip_from(b.family, b.daddr);
-      d.rport = b.dport;
+      sock_ends(b, d.family, d.proto, d.laddr, d.lport, d.raddr, d.rport);
       ev.hdr.type = static_cast<event::Type>(h.type);
       ev.data = d;
       break;
