@@ -77,6 +77,8 @@
     "proc")                                                                                      \
   X(DeleteModule, DELETE_MODULE, 34, "delete_module", "", ModuleData, "delete_module", "proc")   \
   X(Capset, CAPSET, 35, "capset", "", CapsData, "capset (the capability sets after the call)",   \
-    "proc")
+    "proc")                                                                                      \
+  X(Plugin, PLUGIN, 36, "pluginevent", "", PluginData,                                           \
+    "an event from a plugin's source (plugins/, docs/plugins.md)", "plugin")
 
 #endif /* VIGIL_BPF_SHARED_EVENT_TYPES_H */

@@ -176,6 +176,11 @@ std::string summary(const event::SysCallData& d) {
 std::string summary(const event::CapsData& d) {
   return "effective=" + std::to_string(d.effective) + " res=" + std::to_string(d.result);
 }
+std::string summary(const event::PluginData& d) {
+  std::string s = d.source + "/" + d.name;
+  if (d.gpu_minor >= 0) s += " gpu=" + std::to_string(d.gpu_minor);
+  return s + " bytes=" + std::to_string(d.data.size());
+}
 std::string summary(const event::ModuleData& d) {
   return "fd=" + std::to_string(d.fd) + " res=" + std::to_string(d.result);
 }

@@ -574,10 +574,31 @@ struct CapsData {
   }
 };
 
+// An event from a plugin's source (plugins/include/vigil/plugin_api.h). vigil
+// knows only its envelope; the data is the plugin's own encoding, which the
+// plugin's extractor reads back (live and in a replay alike).
+struct PluginData {
+  std::string plugin;          // the plugin that made it ("nvml")
+  std::string source;          // evt.source, and the `source:` of the rules that see it
+  std::string name;            // the kind of event within the source ("process_sample")
+  std::int32_t gpu_minor = -1; // the NVIDIA device minor it is about; -1: none
+  std::string data;            // bounded by VIGIL_PLUGIN_MAX_EVENT_DATA
+
+  static constexpr std::string_view kKey = "plugin";
+  template <class V, class Self>
+  static void fields(V& v, Self& d) {
+    v("plugin", d.plugin);
+    v("source", d.source);
+    v("name", d.name);
+    v("gpu_minor", d.gpu_minor);
+    v("data", d.data, kHex);
+  }
+};
+
 using Payload = std::variant<std::monostate, ExecData, ForkData, ExitData, ConnectData, OpenData,
                              IoctlData, GpuUsageData, XidData, DnsData, PayloadData, BpfData,
                              FileOpData, PtraceData, SocketData, DupData, ModuleData, CredData,
-                             NsData, InboundData, SysCallData, CapsData>;
+                             NsData, InboundData, SysCallData, CapsData, PluginData>;
 
 struct Event {
   Header hdr;

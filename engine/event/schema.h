@@ -105,6 +105,11 @@ class TypeMask {
     w_[i / 64] |= std::uint64_t{1} << (i % 64);
     return *this;
   }
+  constexpr TypeMask& reset(Type t) {
+    auto i = static_cast<std::size_t>(t);
+    w_[i / 64] &= ~(std::uint64_t{1} << (i % 64));
+    return *this;
+  }
   constexpr bool test(Type t) const {
     auto i = static_cast<std::size_t>(t);
     return (w_[i / 64] >> (i % 64)) & 1u;

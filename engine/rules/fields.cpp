@@ -185,7 +185,10 @@ void x_evt_type(const X& x, const F&, E& o) noexcept {
   str(o, n.empty() ? event::type_name(ev(x).hdr.type) : n);
 }
 void x_evt_dir(const X&, const F&, E& o) noexcept { str(o, "<"); }
-void x_evt_source(const X&, const F&, E& o) noexcept { str(o, "syscall"); }
+void x_evt_source(const X& x, const F&, E& o) noexcept {
+  if (auto* p = ev(x).as<event::PluginData>()) { str(o, p->source); return; }
+  str(o, "syscall");
+}
 void x_evt_rawtime(const X& x, const F&, E& o) noexcept {
   num(o, static_cast<std::int64_t>(ev(x).hdr.ts_ns));
 }
@@ -1268,6 +1271,14 @@ bool gpu_dev(const X& x, GpuDev& d) noexcept {
     else if (p->dev_major == event::nvidia::kMajor && p->dev_minor == event::nvidia::kModesetMinor) d.path = "/dev/nvidia-modeset";
     return true;
   }
+  // A plugin event about a GPU (NVML's per-process samples): /dev/nvidiaN.
+  if (auto* p = ev(x).as<event::PluginData>();
+      p && p->gpu_minor >= 0 && static_cast<std::uint32_t>(p->gpu_minor) <= event::nvidia::kMaxGpuMinor) {
+    d.major = event::nvidia::kMajor;
+    d.minor = static_cast<std::uint32_t>(p->gpu_minor);
+    d.has_numbers = true;
+    return true;
+  }
   return false;
 }
 void x_gpu_device(const X& x, const F&, E& o) noexcept {
@@ -1540,7 +1551,7 @@ void x_protocol(const X& x, const F&, E& o) noexcept {
 
 constexpr std::string_view kOpenEv = "open, openat, openat2, creat";
 constexpr std::string_view kNetEv = "connect, sendto, sendmsg, payload, dup, accept, listen, bind";
-constexpr std::string_view kGpuEv = "open, openat, openat2, ioctl";
+constexpr std::string_view kGpuEv = "open, openat, openat2, ioctl, pluginevent";
 
 }  // namespace
 
@@ -1552,7 +1563,7 @@ FieldCatalog::FieldCatalog() {
   fields_ = {
       {"evt.type", T::kString, A::kNone, false, "*", "Event type: Falco's syscall name (execve, openat, connect, clone, procexit, ioctl, bpf, symlinkat, linkat, unlinkat, renameat2, mkdirat, rmdir, fchmodat, ptrace, socket, dup, init_module) or vigil's own (gpu_usage, xid, dns, payload). A type stands for its family in conditions (evt.type = symlink matches symlink and symlinkat); the value shown is the call that was made where the event records it (symlink, dup2, finit_module...).", x_evt_type},
       {"evt.dir", T::kString, A::kNone, false, "*", "Event direction; always '<' (exit events only, as Falco since 0.42).", x_evt_dir},
-      {"evt.source", T::kString, A::kNone, false, "*", "Event source: always 'syscall'.", x_evt_source},
+      {"evt.source", T::kString, A::kNone, false, "*", "Event source: 'syscall' for the kernel's events, the plugin's source name for a plugin's.", x_evt_source},
       {"evt.time", T::kString, A::kNone, false, "*", "Event time of day, UTC, HH:MM:SS.nnnnnnnnn.", x_evt_time},
       {"evt.time.iso8601", T::kString, A::kNone, false, "*", "Event time, RFC 3339 UTC with nanoseconds.", x_evt_iso},
       {"evt.rawtime", T::kUint, A::kNone, false, "*", "Event time in ns since the Unix epoch.", x_evt_rawtime},

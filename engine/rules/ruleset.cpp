@@ -467,12 +467,16 @@ class RulesetBuilder {
       for (const auto& t : cr.unknown_evttypes) {
         d.warning(code::kUnknownEvtType, r.condition_pos, lbl, "unknown event type '" + t + "' never matches");
       }
-      const event::TypeMask mask = cr.expr->type_mask();
+      event::TypeMask mask = cr.expr->type_mask();
+      const bool every_type = mask == event::TypeMask::all();
+      // The kernel's rules never see a plugin's events, and a plugin source's
+      // rules see only its events.
+      if (r.source == "syscall") mask.reset(event::Type::kPlugin);
       if (mask.none()) {
         d.warning(code::kNeverMatches, r.condition_pos, lbl,
                   "the condition only matches event types vigil does not collect: the rule loads but never fires");
       }
-      if (mask == event::TypeMask::all() && r.warn_evttypes) {
+      if (every_type && r.warn_evttypes) {
         d.warning(code::kNoEvttype, r.condition_pos, lbl,
                   "the condition does not restrict evt.type: it runs for every event");
       }

@@ -534,6 +534,7 @@ Result<event::Event> decode_record(std::span<const std::uint8_t> rec, const Time
       break;
     }
     case VG_GPU_USAGE:  // read from the usage map, never sent as a record
+    case VG_PLUGIN:     // made by plugins in user space, never by the kernel
     default:
       return bad("unknown type " + std::to_string(h.type));
   }
