@@ -21,6 +21,8 @@
 // Thread-safety: one thread (the runner's) unless a source documents more.
 #pragma once
 
+#include <time.h>
+
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -65,7 +67,11 @@ class EventSource {
   // The source's clock, ns since the Unix epoch: the wall clock for live
   // sources, the time of the last event read for a capture. Ticks (capture
   // flushes, drop reports) follow it.
-  virtual std::uint64_t now_ns() const;
+  virtual std::uint64_t now_ns() const {
+    timespec ts{};
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<std::uint64_t>(ts.tv_nsec);
+  }
 
   virtual Health health() const { return Health::kRunning; }
   virtual std::string failure() const { return {}; }  // why kFailed
