@@ -45,6 +45,10 @@
 extern "C" {
 #endif
 
+/* Plugins build with hidden visibility (vigil_add_plugin) and mark the ABI's
+ * functions with VIGIL_PLUGIN_EXPORT. */
+#define VIGIL_PLUGIN_EXPORT __attribute__((visibility("default")))
+
 #define VIGIL_PLUGIN_API_VERSION_MAJOR 1
 #define VIGIL_PLUGIN_API_VERSION_MINOR 0
 #define VIGIL_PLUGIN_API_VERSION_STRING "1.0"
@@ -159,7 +163,7 @@ vigil_rc vigil_plugin_next_batch(vigil_plugin_state* s, uint32_t max, uint32_t t
 const vigil_field_info* vigil_plugin_get_fields(uint32_t* n);
 /* The sources whose events the fields apply to, as a NULL-terminated array;
  * NULL: only the plugin's own source. */
-const char* const* vigil_plugin_get_extract_event_sources(void);
+const char* const* vigil_plugin_get_extract_event_sources(void); /* optional */
 /* Fills reqs[0..n) for one event. `ev` is an event this plugin's source made
  * (live, or read back from a capture). */
 vigil_rc vigil_plugin_extract(vigil_plugin_state* s, const vigil_event* ev,
