@@ -482,7 +482,7 @@ class RulesetBuilder {
         d.warning(code::kNeverMatches, r.condition_pos, lbl,
                   "the condition only matches event types vigil does not collect: the rule loads but never fires");
       }
-      if (every_type && r.warn_evttypes) {
+      if (every_type && r.warn_evttypes && r.source == "syscall") {  // a plugin source has one event type
         d.warning(code::kNoEvttype, r.condition_pos, lbl,
                   "the condition does not restrict evt.type: it runs for every event");
       }
