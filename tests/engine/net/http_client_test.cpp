@@ -2,7 +2,7 @@
 // socket) that answers each connection with bytes the test wrote: bounded
 // bodies and lines, timeouts, cancel, headers, errors naming the URL. TLS is
 // exercised through its users (tests/outputs/webhook_test.cpp and
-// tests/engine/state/pods_test.cpp run HTTPS servers with private CAs).
+// tests/engine/state/pod_watcher_test.cpp run HTTPS servers with private CAs).
 #include "engine/net/http_client.h"
 
 #include <arpa/inet.h>
