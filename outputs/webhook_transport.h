@@ -1,5 +1,7 @@
-// Webhook transport: HTTP(S) POST with libcurl, one alert per request or a
-// batch per request (JSON array or NDJSON).
+// Webhook transport: HTTP(S) POST through net::HttpClient (one kept-alive
+// connection), one alert per request or a batch per request (JSON array or
+// NDJSON). Errors name the endpoint by scheme, host and port only: webhook
+// paths often carry the secret (Slack-style URLs).
 //
 // Answers: 2xx -> kOk; 408, 425, 429, 5xx and transport errors (refused,
 // reset, timeout, TLS) -> kRetry (429/503 carry Retry-After, seconds or an
@@ -14,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/net/http_client.h"
 #include "engine/util/result.h"
 #include "outputs/transport.h"
 
@@ -44,9 +47,11 @@ class WebhookTransport final : public Transport {
   // `json_body`: whether the sink's format is a JSON object (json, ocsf);
   // array batching requires it.
   static Result<std::unique_ptr<WebhookTransport>> create(WebhookOptions o, bool json_body);
-  ~WebhookTransport() override;
   SendResult send(std::span<const Message> batch) noexcept override;
-  void interrupt() noexcept override { interrupted_ = true; }
+  void interrupt() noexcept override {
+    interrupted_ = true;
+    http_.cancel();
+  }
 
  private:
   WebhookTransport(WebhookOptions o, bool json_body);
@@ -54,8 +59,8 @@ class WebhookTransport final : public Transport {
 
   WebhookOptions o_;
   bool json_body_;
-  void* curl_ = nullptr;          // CURL*
-  void* header_list_ = nullptr;   // curl_slist*
+  net::HttpRequest request_;  // everything but the body
+  net::HttpClient http_;
   std::atomic<bool> interrupted_{false};
 };
 

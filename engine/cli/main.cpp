@@ -1,56 +1,88 @@
-// The vigil command line: one binary, one subcommand per job.
+// The vigil command line: one binary, one subcommand per job, parsed with
+// CLI11 so that every command has generated --help and the same error and
+// exit-code conventions (engine/cli/cli_app.h).
+#include <CLI/CLI.hpp>
+
 #include <cstdio>
 #include <cstring>
-#include <string_view>
+#include <iostream>
+#include <string>
 
 #include "engine/cli/capture_cmd.h"
+#include "engine/cli/cli_app.h"
 #include "engine/cli/rules_cmd.h"
 #include "engine/cli/run_cmd.h"
 #include "engine/util/version.h"
 
 namespace {
 
-void usage(std::FILE* out) {
-  std::fputs(
-      "usage: vigil <command> [options]\n"
-      "\n"
-      "commands:\n"
-      "  run              live monitoring (alerts on stdout by default)\n"
-      "  replay FILE      run the rules over a capture file, exactly as live\n"
-      "  capture -w FILE  record events to a capture file\n"
-      "  rules validate|list|test   rule authoring\n"
-      "  fields           the field catalogue\n"
-      "  version          print the version\n"
-      "\n"
-      "`vigil <command> --help` describes each command. Documentation: docs/ in the source tree.\n",
-      out);
+using CommandMain = int (*)(int argc, char** argv);
+
+// run, capture and replay read their own options (run_cmd.cpp,
+// capture_cmd.cpp): here they are only named, and everything after the name
+// reaches them unparsed, --help included.
+CLI::App* add_own_parser_command(CLI::App& app, const char* name, const char* description) {
+  CLI::App* sub = app.add_subcommand(name, description);
+  sub->prefix_command();
+  sub->set_help_flag();
+  return sub;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2) {
-    usage(stderr);
-    return 2;
+  CLI::App app{"vigil: runtime security for GPU nodes", "vigil"};
+  vigil::cli::set_error_style(app);
+  app.set_version_flag("--version", std::string("vigil ") + vigil::kVersion, "print the version");
+
+  struct Delegated {
+    CLI::App* sub;
+    CommandMain main;
+  };
+  const Delegated delegated[] = {
+      {add_own_parser_command(app, "run", "live monitoring (alerts on stdout by default)"),
+       vigil::cli::cmd_run},
+      {add_own_parser_command(app, "replay", "run the rules over a capture file, exactly as live"),
+       vigil::cli::cmd_replay},
+      {add_own_parser_command(app, "capture", "record events to a capture file"),
+       vigil::cli::cmd_capture},
+  };
+  int exit_code = 0;
+  vigil::cli::add_rules_commands(app, &exit_code);
+  CLI::App* version = app.add_subcommand("version", "print the version");
+  CLI::App* help = app.add_subcommand("help", "print this help");
+  // After the subcommands, which would inherit it.
+  app.footer(
+      "`vigil <command> --help` describes each command. Documentation: docs/ in the source "
+      "tree.");
+  // The top level's own help, even when a subcommand (help) was selected.
+  auto top_help = [&app] {
+    return app.get_formatter()->make_help(&app, app.get_name(), CLI::AppFormatMode::Normal);
+  };
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return vigil::cli::exit_code(app, e);
   }
-  std::string_view cmd = argv[1];
-  // Each command sees argv starting at its own name.
-  int sub_argc = argc - 1;
-  char** sub_argv = argv + 1;
-  if (cmd == "run") return vigil::cli::cmd_run(sub_argc, sub_argv);
-  if (cmd == "rules") return vigil::cli::cmd_rules(sub_argc, sub_argv);
-  if (cmd == "fields") return vigil::cli::cmd_fields(sub_argc, sub_argv);
-  if (cmd == "capture") return vigil::cli::cmd_capture(sub_argc, sub_argv);
-  if (cmd == "replay") return vigil::cli::cmd_replay(sub_argc, sub_argv);
-  if (cmd == "version" || cmd == "--version") {
+  for (const auto& d : delegated) {
+    if (!d.sub->parsed()) continue;
+    // The command sees argv from its own name on, exactly as given.
+    int at = 1;
+    while (at < argc && d.sub->get_name() != argv[at]) ++at;
+    return d.main(argc - at, argv + at);
+  }
+  if (version->parsed()) {
     std::printf("vigil %s\n", vigil::kVersion);
     return 0;
   }
-  if (cmd == "help" || cmd == "--help" || cmd == "-h") {
-    usage(stdout);
+  if (help->parsed()) {
+    std::cout << top_help();
     return 0;
   }
-  std::fprintf(stderr, "vigil: unknown command '%s'\n\n", argv[1]);
-  usage(stderr);
-  return 2;
+  if (app.get_subcommands().empty()) {
+    std::cerr << top_help();
+    return 2;
+  }
+  return exit_code;
 }

@@ -1,9 +1,11 @@
 #include "engine/cli/rules_cmd.h"
 
+#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
 #include <iostream>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -17,26 +19,11 @@ namespace vigil::cli {
 
 namespace {
 
-constexpr const char* kRulesUsage =
-    "usage: vigil rules validate FILE|DIR...\n"
-    "       vigil rules list [-r FILE|DIR]... [--json]\n"
-    "       vigil rules test TEST_FILE...\n"
-    "\n"
-    "validate  compile the rules, print every diagnostic and a summary line;\n"
-    "          exit 0 when they compile, 2 otherwise\n"
-    "list      the rules: name, priority, tags, source, enabled, event types\n"
-    "          (default: the bundled rules in ./rules)\n"
-    "test      run rule tests (docs/rules-testing.md); exit 0 pass, 1 fail, 2 invalid\n";
-
 void print_diagnostics(const rules::LoadResult& r) {
   for (const auto& d : r.diagnostics) std::cerr << d.to_string() << "\n";
 }
 
 int validate(const std::vector<std::string>& files) {
-  if (files.empty()) {
-    std::cerr << kRulesUsage;
-    return 2;
-  }
   auto r = rules::load_rules(files, rules::LoadOptions{});
   print_diagnostics(r);
   std::cout << rules::summary_line(r) << std::endl;
@@ -52,17 +39,7 @@ std::string join(const std::vector<std::string>& v, std::string_view sep) {
   return s;
 }
 
-int list(const std::vector<std::string>& args) {
-  std::vector<std::string> files;
-  bool json = false;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--json") json = true;
-    else if ((args[i] == "-r" || args[i] == "--rules") && i + 1 < args.size()) files.push_back(args[++i]);
-    else {
-      std::cerr << "vigil rules list: unexpected argument '" << args[i] << "'\n" << kRulesUsage;
-      return 2;
-    }
-  }
+int list(std::vector<std::string> files, bool json) {
   if (files.empty()) files.push_back("rules");
   auto r = rules::load_rules(files, rules::LoadOptions{});
   if (!r.ruleset) {
@@ -98,12 +75,8 @@ int list(const std::vector<std::string>& args) {
   return 0;
 }
 
-int test(const std::vector<std::string>& files) {
-  if (files.empty()) {
-    std::cerr << kRulesUsage;
-    return 2;
-  }
-  auto rep = rules::run_rule_tests(files);
+int test(const std::vector<std::string>& paths) {
+  auto rep = rules::run_rule_tests(paths);
   for (const auto& d : rep.problems) std::cerr << d.to_string() << "\n";
   for (const auto& f : rep.failures) std::cout << "FAIL " << f.to_string() << "\n";
   std::cout << "rule tests: " << rep.passed << " passed, " << rep.failed << " failed";
@@ -112,39 +85,7 @@ int test(const std::vector<std::string>& files) {
   return rep.exit_code();
 }
 
-}  // namespace
-
-int cmd_rules(int argc, char** argv) {
-  if (argc < 2) {
-    std::cerr << kRulesUsage;
-    return 2;
-  }
-  std::string_view sub = argv[1];
-  std::vector<std::string> args(argv + 2, argv + argc);
-  if (sub == "validate") return validate(args);
-  if (sub == "list") return list(args);
-  if (sub == "test") return test(args);
-  if (sub == "--help" || sub == "-h" || sub == "help") {
-    std::cout << kRulesUsage;
-    return 0;
-  }
-  std::cerr << "vigil rules: unknown subcommand '" << sub << "'\n" << kRulesUsage;
-  return 2;
-}
-
-int cmd_fields(int argc, char** argv) {
-  bool json = false;
-  for (int i = 1; i < argc; ++i) {
-    std::string_view a = argv[i];
-    if (a == "--json") json = true;
-    else if (a == "--help" || a == "-h") {
-      std::cout << "usage: vigil fields [--json]\n";
-      return 0;
-    } else {
-      std::cerr << "vigil fields: unexpected argument '" << a << "'\nusage: vigil fields [--json]\n";
-      return 2;
-    }
-  }
+int fields(bool json) {
   const auto& cat = rules::FieldCatalog::builtin();
   auto arg_text = [](rules::ArgMode m) -> std::string {
     switch (m) {
@@ -175,6 +116,58 @@ int cmd_fields(int argc, char** argv) {
     std::printf("%-28s %-7s events: %s\n", "", "", event::type_names(f.events.mask).c_str());
   }
   return 0;
+}
+
+}  // namespace
+
+void add_rules_commands(CLI::App& app, int* exit_code) {
+  CLI::App* rules = app.add_subcommand("rules", "rule authoring: validate, list and test rules");
+  // Not require_subcommand(): CLI11 checks requirements before unexpected
+  // arguments, and `vigil rules teleport` should say that teleport is unexpected.
+  rules->callback([rules] {
+    if (rules->get_subcommands().empty()) {
+      throw CLI::RequiredError("a command (validate, list or test)");
+    }
+  });
+
+  struct Args {
+    std::vector<std::string> paths;
+    std::vector<std::string> rules;
+    bool json = false;
+  };
+  auto args = std::make_shared<Args>();
+
+  CLI::App* v = rules->add_subcommand(
+      "validate",
+      "compile the rules, print every diagnostic and a summary line;\n"
+      "exit 0 when they compile, 2 otherwise");
+  v->add_option("paths", args->paths, "rule files, or directories of *.yaml/*.yml rule files")
+      ->required()
+      ->type_name("FILE|DIR");
+  v->callback([args, exit_code] { *exit_code = validate(args->paths); });
+
+  CLI::App* l = rules->add_subcommand(
+      "list", "the rules: name, priority, tags, source, enabled, event types");
+  l->add_option("-r,--rules", args->rules,
+                "a rule file or directory (repeatable; default: the bundled rules in ./rules)")
+      ->allow_extra_args(false)
+      ->type_name("FILE|DIR");
+  l->add_flag("--json", args->json, "one JSON array of the rules");
+  l->callback([args, exit_code] { *exit_code = list(args->rules, args->json); });
+
+  CLI::App* t = rules->add_subcommand(
+      "test",
+      "run rule tests (docs/rules-testing.md); a directory runs its *.yaml/*.yml\n"
+      "test files in name order; exit 0 pass, 1 fail, 2 invalid");
+  t->add_option("paths", args->paths, "rule test files, or directories of them")
+      ->required()
+      ->type_name("FILE|DIR");
+  t->callback([args, exit_code] { *exit_code = test(args->paths); });
+
+  CLI::App* f =
+      app.add_subcommand("fields", "the field catalogue: name, type, events, description");
+  f->add_flag("--json", args->json, "one JSON array of the fields");
+  f->callback([args, exit_code] { *exit_code = fields(args->json); });
 }
 
 }  // namespace vigil::cli

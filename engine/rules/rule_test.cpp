@@ -23,6 +23,7 @@
 #include "engine/event/nvidia.h"
 #include "engine/event/schema.h"
 #include "engine/rules/fields.h"
+#include "engine/rules/rule_files.h"
 #include "engine/rules/ruleset.h"
 #include "engine/state/state.h"
 
@@ -784,9 +785,16 @@ void run_file(const std::string& path, RuleTestReport& rep) {
 
 }  // namespace
 
-RuleTestReport run_rule_tests(const std::vector<std::string>& files) {
+RuleTestReport run_rule_tests(const std::vector<std::string>& paths) {
   RuleTestReport rep;
-  for (const auto& f : files) run_file(f, rep);
+  Diagnostics d;
+  YamlFiles found = expand_yaml_paths(paths, d);
+  for (const auto& dir : found.empty_dirs) {
+    d.error(code::kFileRead, Pos{dir, 0, 0}, "",
+            "no rule test files (*.yaml, *.yml) in this directory");
+  }
+  for (auto& p : d.take()) rep.problems.push_back(std::move(p));
+  for (const auto& f : found.files) run_file(f, rep);
   return rep;
 }
 

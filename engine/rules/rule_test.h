@@ -31,6 +31,10 @@ struct RuleTestReport {
   int exit_code() const;
 };
 
-RuleTestReport run_rule_tests(const std::vector<std::string>& files);
+// Runs the tests of each path: a test file, or a directory, whose *.yaml and
+// *.yml files run in name order (rule_files.h; the rule as for `-r`). A
+// missing path or a directory without test files is a problem (exit code 2);
+// the other files still run.
+RuleTestReport run_rule_tests(const std::vector<std::string>& paths);
 
 }  // namespace vigil::rules

@@ -10,6 +10,7 @@
 #include "engine/rules/compiler.h"
 #include "engine/rules/document.h"
 #include "engine/rules/fields.h"
+#include "engine/rules/rule_files.h"
 
 namespace vigil::rules {
 
@@ -594,15 +595,6 @@ class RulesetBuilder {
   }
 };
 
-namespace {
-
-bool has_yaml_ext(const std::filesystem::path& p) {
-  auto e = p.extension().string();
-  return e == ".yaml" || e == ".yml";
-}
-
-}  // namespace
-
 LoadResult load_rules_text(const std::vector<std::pair<std::string, std::string>>& files,
                            const LoadOptions& opts) {
   Diagnostics d;
@@ -640,23 +632,7 @@ LoadResult load_rules(const std::vector<std::string>& paths, const LoadOptions& 
     ss << in.rdbuf();
     files.emplace_back(p.string(), ss.str());
   };
-  for (const auto& path : paths) {
-    std::error_code ec;
-    fs::path p(path);
-    if (fs::is_directory(p, ec)) {
-      std::vector<fs::path> entries;
-      for (fs::directory_iterator it(p, ec), end; !ec && it != end; it.increment(ec)) {
-        if (has_yaml_ext(it->path()) && it->is_regular_file(ec)) entries.push_back(it->path());
-      }
-      if (ec) d.error(code::kFileRead, Pos{path, 0, 0}, "", "cannot list directory: " + ec.message());
-      std::sort(entries.begin(), entries.end());
-      for (const auto& e : entries) read_file(e);
-    } else if (fs::exists(p, ec)) {
-      read_file(p);
-    } else {
-      d.error(code::kFileRead, Pos{path, 0, 0}, "", "no such file or directory");
-    }
-  }
+  for (const auto& f : expand_yaml_paths(paths, d).files) read_file(f);
   Collector col;
   for (const auto& [name, text] : files) {
     for (const auto& item : read_rules_yaml(text, name, d)) col.apply(item, d);

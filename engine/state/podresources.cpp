@@ -1,11 +1,8 @@
 #include "engine/state/podresources.h"
 
-#include <curl/curl.h>
 #include <sys/stat.h>
 
 #include <cstdint>
-#include <memory>
-#include <mutex>
 
 namespace vigil::state {
 namespace {
@@ -139,30 +136,6 @@ bool decode_pod(std::string_view msg, std::vector<ContainerDeviceIds>* out, std:
   return true;
 }
 
-struct CurlDeleter {
-  void operator()(CURL* c) const { curl_easy_cleanup(c); }
-};
-struct SlistDeleter {
-  void operator()(curl_slist* l) const { curl_slist_free_all(l); }
-};
-
-struct Body {
-  std::string data;
-  std::size_t max = 0;
-  bool too_large = false;
-};
-
-size_t on_body(char* p, size_t size, size_t n, void* user) {
-  auto* b = static_cast<Body*>(user);
-  std::size_t len = size * n;
-  if (b->data.size() + len > b->max) {
-    b->too_large = true;
-    return 0;
-  }
-  b->data.append(p, len);
-  return len;
-}
-
 }  // namespace
 
 Result<std::vector<ContainerDeviceIds>> decode_list_pod_resources(std::string_view msg,
@@ -210,41 +183,35 @@ Result<std::string> grpc_first_message(std::string_view body) {
 Result<std::vector<ContainerDeviceIds>> list_pod_resources(const std::string& socket_path,
                                                            std::chrono::milliseconds timeout,
                                                            std::size_t max_bytes) {
+  net::HttpClient client;
+  return list_pod_resources(client, socket_path, timeout, max_bytes);
+}
+
+Result<std::vector<ContainerDeviceIds>> list_pod_resources(net::HttpClient& client,
+                                                           const std::string& socket_path,
+                                                           std::chrono::milliseconds timeout,
+                                                           std::size_t max_bytes) {
   struct stat st{};
   if (::stat(socket_path.c_str(), &st) != 0 || !S_ISSOCK(st.st_mode)) {
     return Error::runtime("pod-resources: no socket at " + socket_path);
   }
-  static std::once_flag once;
-  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
-  std::unique_ptr<CURL, CurlDeleter> c(curl_easy_init());
-  if (!c) return Error::runtime("pod-resources: curl_easy_init failed");
-  CURL* h = c.get();
-  Body body;
-  body.max = max_bytes;
+  net::HttpRequest req;
+  req.method = net::HttpMethod::kPost;
+  req.url = "http://localhost/v1.PodResourcesLister/List";
+  req.unix_socket = socket_path;
+  req.http2_prior_knowledge = true;
+  req.headers = {{"Content-Type", "application/grpc"}, {"TE", "trailers"}};
   const std::string request = grpc_frame("");  // ListPodResourcesRequest{}
-  curl_slist* l = curl_slist_append(nullptr, "Content-Type: application/grpc");
-  l = curl_slist_append(l, "TE: trailers");
-  std::unique_ptr<curl_slist, SlistDeleter> headers(l);
-  curl_easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, socket_path.c_str());
-  curl_easy_setopt(h, CURLOPT_URL, "http://localhost/v1.PodResourcesLister/List");
-  curl_easy_setopt(h, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE));
-  curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(h, CURLOPT_POST, 1L);
-  curl_easy_setopt(h, CURLOPT_POSTFIELDS, request.data());
-  curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, static_cast<long>(request.size()));
-  curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers.get());
-  curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, static_cast<long>(timeout.count()));
-  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-  curl_easy_setopt(h, CURLOPT_WRITEDATA, &body);
-  CURLcode rc = curl_easy_perform(h);
-  if (body.too_large) return Error::runtime("pod-resources: response larger than the limit");
-  if (rc != CURLE_OK) return Error::runtime(std::string("pod-resources: ") + curl_easy_strerror(rc));
-  long code = 0;
-  curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
-  if (code != 200) return Error::runtime("pod-resources: HTTP " + std::to_string(code));
+  req.body = request;
+  req.timeout = timeout;
+  req.connect_timeout = timeout;
+  req.max_body = max_bytes;
+  req.url_for_errors = "unix:" + socket_path + " " + req.url;
+  net::HttpResult res = client.perform(req);
+  if (!res.success()) return Error::runtime("pod-resources: " + res.describe());
   // A failed call has no message (its status is in the trailers).
-  auto msg = grpc_first_message(body.data);
-  if (!msg) return msg.error();
+  auto msg = grpc_first_message(res.body);
+  if (!msg) return Error::runtime("pod-resources: " + msg.error().message);
   return decode_list_pod_resources(*msg);
 }
 

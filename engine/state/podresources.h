@@ -3,8 +3,8 @@
 // (GPU or MIG UUIDs, "<uuid>::<replica>" under time-slicing) each container
 // of each pod on the node was given.
 //
-// gRPC is spoken directly with libcurl (HTTP/2 with prior knowledge over the
-// unix socket) and a small bounded protobuf decoder for the four messages
+// gRPC is spoken directly through net::HttpClient (HTTP/2 with prior
+// knowledge over the unix socket) and a small bounded protobuf decoder for the four messages
 // involved, so no gRPC/protobuf runtime is needed.
 //
 // Pure functions except list_pod_resources(), which performs one request.
@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/net/http_client.h"
 #include "engine/state/model.h"
 #include "engine/util/result.h"
 
@@ -49,6 +50,10 @@ Result<std::string> grpc_first_message(std::string_view body);
 Result<std::vector<ContainerDeviceIds>> list_pod_resources(
     const std::string& socket_path, std::chrono::milliseconds timeout = std::chrono::seconds(5),
     std::size_t max_bytes = 16u << 20);
+// The same through a caller's client (whose cancel() interrupts the call).
+Result<std::vector<ContainerDeviceIds>> list_pod_resources(
+    net::HttpClient& client, const std::string& socket_path,
+    std::chrono::milliseconds timeout = std::chrono::seconds(5), std::size_t max_bytes = 16u << 20);
 
 // Sets PodContainer::gpu_devices of pod from the NVIDIA resources
 // ("nvidia.com/...") assigned to its containers (matched by namespace, pod

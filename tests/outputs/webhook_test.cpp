@@ -156,6 +156,26 @@ TEST(Webhook, ClientErrorsAreNotRetried) {
   EXPECT_EQ(uuids(server), seq(2, 3));
 }
 
+TEST(Webhook, ErrorsNameTheEndpointButNotItsSecretPath) {
+  HttpServer server;
+  server.script({{HttpAnswer::kStatus, 403}});
+  WebhookOptions w;
+  w.url = server.url("/services/T000/B000/s3cr3t?token=abc");
+  auto t = transport(w);
+  std::vector<Message> batch(1);
+  batch[0].body = "{}";
+  SendResult r = t->send(batch);
+  EXPECT_EQ(r.code, SendCode::kFatal);
+  const std::string origin = server.url("");
+  EXPECT_NE(r.error.find("POST " + origin + ": HTTP 403"), std::string::npos) << r.error;
+  EXPECT_EQ(r.error.find("s3cr3t"), std::string::npos) << r.error;
+  EXPECT_EQ(r.error.find("abc"), std::string::npos) << r.error;
+  // The request itself goes to the whole URL (the next one is answered 200 and recorded).
+  EXPECT_EQ(t->send(batch).code, SendCode::kOk);
+  ASSERT_TRUE(server.wait_requests(1, 5s));
+  EXPECT_EQ(server.requests()[0].path, "/services/T000/B000/s3cr3t?token=abc");
+}
+
 TEST(Webhook, StalledServerTimesOutAndSpoolLosesNothing) {
   HttpServer server;
   const std::string dir = testing::temp_dir("webhook-spool");

@@ -1,4 +1,6 @@
-#include "engine/state/pods.h"
+// LIST + WATCH against a stand-in API server over TLS, and the kubelet
+// pod-resources join (engine/state/pod_watcher.h).
+#include "engine/state/pod_watcher.h"
 
 #include <signal.h>
 #include <spawn.h>
@@ -25,157 +27,6 @@ namespace {
 using testing::RecordingListener;
 using testing::replay_config;
 using support::TempDir;
-
-// --- pod JSON ------------------------------------------------------------------
-
-TEST(ParsePodJson, ReadsWhatRulesNeed) {
-  const char* kPod = R"({
-    "metadata": {"name": "vllm-0", "namespace": "ml", "uid": "u-1", "resourceVersion": "77",
-                 "labels": {"app.kubernetes.io/component": "inference"},
-                 "annotations": {"a": "b", "kubectl.kubernetes.io/last-applied-configuration": "%BIG%"}},
-    "spec": {"nodeName": "n1",
-             "initContainers": [{"name": "init", "image": "busybox"}],
-             "containers": [
-               {"name": "server", "image": "vllm/vllm-openai:v0.6",
-                "resources": {"limits": {"nvidia.com/gpu": "2", "memory": "1Gi"}},
-                "env": [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "GPU-1,GPU-2"},
-                        {"name": "X", "valueFrom": {"fieldRef": {}}}],
-                "securityContext": {"privileged": true}},
-               {"name": "side", "image": "envoy:1", "resources": {"limits": {"nvidia.com/gpu": 1}}}]},
-    "status": {"containerStatuses": [
-                 {"name": "side", "containerID": "cri-o://abc"},
-                 {"name": "server", "containerID": "containerd://def"}],
-               "initContainerStatuses": [{"name": "init", "containerID": "docker://ghi"}]}
-  })";
-  std::string text = kPod;
-  text.replace(text.find("%BIG%"), 5, std::string(10000, 'x'));
-  auto r = parse_pod_json(text);
-  ASSERT_TRUE(r.ok()) << r.error().message;
-  const Pod& p = *r;
-  EXPECT_EQ(p.uid, "u-1");
-  EXPECT_EQ(p.name, "vllm-0");
-  EXPECT_EQ(p.ns, "ml");
-  EXPECT_EQ(p.node, "n1");
-  EXPECT_EQ(p.resource_version, "77");
-  EXPECT_EQ(p.labels.at("app.kubernetes.io/component"), "inference");
-  EXPECT_EQ(p.annotations.size(), 1u) << "huge annotation values are not kept";
-  ASSERT_EQ(p.containers.size(), 3u);
-  EXPECT_EQ(p.containers[0].name, "server");
-  EXPECT_EQ(p.containers[0].id, "def");
-  EXPECT_EQ(p.containers[0].gpu_limit, 2);
-  EXPECT_EQ(p.containers[0].nvidia_visible_devices, "GPU-1,GPU-2");
-  EXPECT_TRUE(p.containers[0].privileged);
-  EXPECT_EQ(p.containers[1].id, "abc");
-  EXPECT_EQ(p.containers[1].gpu_limit, 1);
-  EXPECT_FALSE(p.containers[1].privileged);
-  EXPECT_EQ(p.containers[2].name, "init");
-  EXPECT_EQ(p.containers[2].id, "ghi");
-}
-
-TEST(ParsePodJson, HostileInputIsRejectedOrIgnoredNeverThrown) {
-  EXPECT_FALSE(parse_pod_json("").ok());
-  EXPECT_FALSE(parse_pod_json("{").ok());
-  EXPECT_FALSE(parse_pod_json("[]").ok());
-  EXPECT_FALSE(parse_pod_json(R"({"metadata": 5})").ok());
-  EXPECT_FALSE(parse_pod_json(R"({"metadata": {"name": "no-uid"}})").ok());
-  EXPECT_FALSE(parse_pod_json(R"({"metadata": {"uid": 12}})").ok());
-  // Wrong types everywhere else are ignored.
-  auto r = parse_pod_json(R"({"metadata": {"uid": "u", "labels": {"a": 1, "b": "ok"}},
-     "spec": {"containers": [5, {"name": 3, "env": "x", "resources": {"limits": {"nvidia.com/gpu": "-1"}},
-              "securityContext": {"privileged": "yes"}}]},
-     "status": {"containerStatuses": "nope"}})");
-  ASSERT_TRUE(r.ok());
-  EXPECT_EQ(r->labels.size(), 1u);
-  ASSERT_EQ(r->containers.size(), 1u);
-  EXPECT_EQ(r->containers[0].gpu_limit, 0);
-  EXPECT_FALSE(r->containers[0].privileged);
-  // Deep nesting does not crash.
-  std::string deep(100000, '[');
-  EXPECT_FALSE(parse_pod_json(deep).ok());
-}
-
-// --- configuration ---------------------------------------------------------------
-
-TEST(K8sConfig, InClusterFromEnvironmentAndServiceAccount) {
-  K8sOptions o;
-  o.use_env_for_test = true;
-  o.env_for_test = {{"KUBERNETES_SERVICE_HOST", "10.96.0.1"},
-                    {"KUBERNETES_SERVICE_PORT", "443"},
-                    {"NODE_NAME", "gpu-7"}};
-  o.sa_dir = "/sa";
-  auto c = k8s_config_discover(o);
-  ASSERT_TRUE(c.ok()) << c.error().message;
-  EXPECT_EQ(c->api_url, "https://10.96.0.1:443");
-  EXPECT_EQ(c->token_file, "/sa/token");
-  EXPECT_EQ(c->ca_file, "/sa/ca.crt");
-  EXPECT_EQ(c->node_name, "gpu-7");
-
-  o.env_for_test["KUBERNETES_SERVICE_HOST"] = "fd00::1";
-  EXPECT_EQ(k8s_config_discover(o)->api_url, "https://[fd00::1]:443");
-  // No NODE_NAME: the hostname.
-  o.env_for_test.erase("NODE_NAME");
-  char host[256] = {};
-  ::gethostname(host, sizeof(host) - 1);
-  EXPECT_EQ(k8s_config_discover(o)->node_name, host);
-}
-
-TEST(K8sConfig, NoApiAtAllIsAClearRuntimeError) {
-  K8sOptions o;
-  o.use_env_for_test = true;
-  auto c = k8s_config_discover(o);
-  ASSERT_FALSE(c.ok());
-  EXPECT_EQ(c.error().kind, Error::Kind::kRuntime);
-  EXPECT_NE(c.error().message.find("KUBERNETES_SERVICE_HOST"), std::string::npos);
-}
-
-TEST(K8sConfig, ExplicitUrlWins) {
-  K8sOptions o;
-  o.use_env_for_test = true;
-  o.env_for_test = {{"KUBERNETES_SERVICE_HOST", "10.96.0.1"}, {"KUBERNETES_SERVICE_PORT", "443"}};
-  o.api_url = "https://127.0.0.1:6443/";
-  o.token_file = "/tmp/t";
-  o.insecure = true;
-  o.node_name = "n";
-  auto c = k8s_config_discover(o);
-  ASSERT_TRUE(c.ok());
-  EXPECT_EQ(c->api_url, "https://127.0.0.1:6443");
-  EXPECT_EQ(c->token_file, "/tmp/t");
-  EXPECT_TRUE(c->insecure);
-}
-
-TEST(K8sConfig, Kubeconfig) {
-  const char* kYaml = R"(apiVersion: v1
-kind: Config
-current-context: prod
-clusters:
-- name: dev
-  cluster: {server: "https://dev:6443"}
-- name: prod-cluster
-  cluster:
-    server: https://prod.example:6443/
-    certificate-authority: certs/ca.pem
-users:
-- name: admin
-  user:
-    token: abc123
-    client-certificate-data: aGVsbG8=
-contexts:
-- name: prod
-  context: {cluster: prod-cluster, user: admin}
-)";
-  auto c = k8s_config_from_kubeconfig(kYaml, "/home/u/.kube");
-  ASSERT_TRUE(c.ok()) << c.error().message;
-  EXPECT_EQ(c->api_url, "https://prod.example:6443");
-  EXPECT_EQ(c->ca_file, "/home/u/.kube/certs/ca.pem");
-  EXPECT_EQ(c->token, "abc123");
-  EXPECT_EQ(c->client_cert_pem, "hello");
-
-  auto bad = k8s_config_from_kubeconfig("current-context: nope\ncontexts: []\n", "");
-  ASSERT_FALSE(bad.ok());
-  EXPECT_EQ(bad.error().kind, Error::Kind::kBadInput);
-  EXPECT_FALSE(k8s_config_from_kubeconfig(": : [", "").ok());
-  EXPECT_FALSE(k8s_config_from_kubeconfig("- a\n- b\n", "").ok());
-}
 
 // --- the watcher against a local HTTPS API server --------------------------------
 
@@ -375,15 +226,6 @@ TEST_F(PodWatcherTest, GpuDeviceIdsComeFromTheKubeletPodResourcesApi) {
   EXPECT_GE(w.stats().pod_resources_calls, 1u);
   EXPECT_EQ(w.stats().pod_resources_errors, 0u);
 }
-
-TEST(ParsePodJson, GpuLimitCountsSharedAndMigResources) {
-  auto r = parse_pod_json(R"({"metadata": {"uid": "u"}, "spec": {"containers": [
-      {"name": "a", "resources": {"limits": {"nvidia.com/mig-1g.10gb": "2", "nvidia.com/gpu.shared": 1,
-                                             "nvidia.com/gpux": "5", "cpu": "4"}}}]}})");
-  ASSERT_TRUE(r.ok());
-  EXPECT_EQ(r->containers[0].gpu_limit, 3);
-}
-
 TEST(PodWatcher, RejectsNonHttpUrl) {
   K8sConfig c;
   c.api_url = "file:///etc/passwd";

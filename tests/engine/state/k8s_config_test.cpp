@@ -1,0 +1,94 @@
+// Where the Kubernetes API is: flags, kubeconfig, in-cluster (engine/state/k8s_config.h).
+#include "engine/state/k8s_config.h"
+
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+#include <string>
+
+namespace vigil::state {
+namespace {
+
+TEST(K8sConfig, InClusterFromEnvironmentAndServiceAccount) {
+  K8sOptions o;
+  o.use_env_for_test = true;
+  o.env_for_test = {{"KUBERNETES_SERVICE_HOST", "10.96.0.1"},
+                    {"KUBERNETES_SERVICE_PORT", "443"},
+                    {"NODE_NAME", "gpu-7"}};
+  o.sa_dir = "/sa";
+  auto c = k8s_config_discover(o);
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->api_url, "https://10.96.0.1:443");
+  EXPECT_EQ(c->token_file, "/sa/token");
+  EXPECT_EQ(c->ca_file, "/sa/ca.crt");
+  EXPECT_EQ(c->node_name, "gpu-7");
+
+  o.env_for_test["KUBERNETES_SERVICE_HOST"] = "fd00::1";
+  EXPECT_EQ(k8s_config_discover(o)->api_url, "https://[fd00::1]:443");
+  // No NODE_NAME: the hostname.
+  o.env_for_test.erase("NODE_NAME");
+  char host[256] = {};
+  ::gethostname(host, sizeof(host) - 1);
+  EXPECT_EQ(k8s_config_discover(o)->node_name, host);
+}
+
+TEST(K8sConfig, NoApiAtAllIsAClearRuntimeError) {
+  K8sOptions o;
+  o.use_env_for_test = true;
+  auto c = k8s_config_discover(o);
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.error().kind, Error::Kind::kRuntime);
+  EXPECT_NE(c.error().message.find("KUBERNETES_SERVICE_HOST"), std::string::npos);
+}
+
+TEST(K8sConfig, ExplicitUrlWins) {
+  K8sOptions o;
+  o.use_env_for_test = true;
+  o.env_for_test = {{"KUBERNETES_SERVICE_HOST", "10.96.0.1"}, {"KUBERNETES_SERVICE_PORT", "443"}};
+  o.api_url = "https://127.0.0.1:6443/";
+  o.token_file = "/tmp/t";
+  o.insecure = true;
+  o.node_name = "n";
+  auto c = k8s_config_discover(o);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->api_url, "https://127.0.0.1:6443");
+  EXPECT_EQ(c->token_file, "/tmp/t");
+  EXPECT_TRUE(c->insecure);
+}
+
+TEST(K8sConfig, Kubeconfig) {
+  const char* kYaml = R"(apiVersion: v1
+kind: Config
+current-context: prod
+clusters:
+- name: dev
+  cluster: {server: "https://dev:6443"}
+- name: prod-cluster
+  cluster:
+    server: https://prod.example:6443/
+    certificate-authority: certs/ca.pem
+users:
+- name: admin
+  user:
+    token: abc123
+    client-certificate-data: aGVsbG8=
+contexts:
+- name: prod
+  context: {cluster: prod-cluster, user: admin}
+)";
+  auto c = k8s_config_from_kubeconfig(kYaml, "/home/u/.kube");
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->api_url, "https://prod.example:6443");
+  EXPECT_EQ(c->ca_file, "/home/u/.kube/certs/ca.pem");
+  EXPECT_EQ(c->token, "abc123");
+  EXPECT_EQ(c->client_cert_pem, "hello");
+
+  auto bad = k8s_config_from_kubeconfig("current-context: nope\ncontexts: []\n", "");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().kind, Error::Kind::kBadInput);
+  EXPECT_FALSE(k8s_config_from_kubeconfig(": : [", "").ok());
+  EXPECT_FALSE(k8s_config_from_kubeconfig("- a\n- b\n", "").ok());
+}
+
+}  // namespace
+}  // namespace vigil::state

@@ -1,0 +1,85 @@
+// A v1.Pod's JSON -> the Pod model (engine/state/pod_json.h).
+#include "engine/state/pod_json.h"
+
+#include <gtest/gtest.h>
+#include <string>
+
+namespace vigil::state {
+namespace {
+
+TEST(ParsePodJson, ReadsWhatRulesNeed) {
+  const char* kPod = R"({
+    "metadata": {"name": "vllm-0", "namespace": "ml", "uid": "u-1", "resourceVersion": "77",
+                 "labels": {"app.kubernetes.io/component": "inference"},
+                 "annotations": {"a": "b", "kubectl.kubernetes.io/last-applied-configuration": "%BIG%"}},
+    "spec": {"nodeName": "n1",
+             "initContainers": [{"name": "init", "image": "busybox"}],
+             "containers": [
+               {"name": "server", "image": "vllm/vllm-openai:v0.6",
+                "resources": {"limits": {"nvidia.com/gpu": "2", "memory": "1Gi"}},
+                "env": [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "GPU-1,GPU-2"},
+                        {"name": "X", "valueFrom": {"fieldRef": {}}}],
+                "securityContext": {"privileged": true}},
+               {"name": "side", "image": "envoy:1", "resources": {"limits": {"nvidia.com/gpu": 1}}}]},
+    "status": {"containerStatuses": [
+                 {"name": "side", "containerID": "cri-o://abc"},
+                 {"name": "server", "containerID": "containerd://def"}],
+               "initContainerStatuses": [{"name": "init", "containerID": "docker://ghi"}]}
+  })";
+  std::string text = kPod;
+  text.replace(text.find("%BIG%"), 5, std::string(10000, 'x'));
+  auto r = parse_pod_json(text);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  const Pod& p = *r;
+  EXPECT_EQ(p.uid, "u-1");
+  EXPECT_EQ(p.name, "vllm-0");
+  EXPECT_EQ(p.ns, "ml");
+  EXPECT_EQ(p.node, "n1");
+  EXPECT_EQ(p.resource_version, "77");
+  EXPECT_EQ(p.labels.at("app.kubernetes.io/component"), "inference");
+  EXPECT_EQ(p.annotations.size(), 1u) << "huge annotation values are not kept";
+  ASSERT_EQ(p.containers.size(), 3u);
+  EXPECT_EQ(p.containers[0].name, "server");
+  EXPECT_EQ(p.containers[0].id, "def");
+  EXPECT_EQ(p.containers[0].gpu_limit, 2);
+  EXPECT_EQ(p.containers[0].nvidia_visible_devices, "GPU-1,GPU-2");
+  EXPECT_TRUE(p.containers[0].privileged);
+  EXPECT_EQ(p.containers[1].id, "abc");
+  EXPECT_EQ(p.containers[1].gpu_limit, 1);
+  EXPECT_FALSE(p.containers[1].privileged);
+  EXPECT_EQ(p.containers[2].name, "init");
+  EXPECT_EQ(p.containers[2].id, "ghi");
+}
+
+TEST(ParsePodJson, HostileInputIsRejectedOrIgnoredNeverThrown) {
+  EXPECT_FALSE(parse_pod_json("").ok());
+  EXPECT_FALSE(parse_pod_json("{").ok());
+  EXPECT_FALSE(parse_pod_json("[]").ok());
+  EXPECT_FALSE(parse_pod_json(R"({"metadata": 5})").ok());
+  EXPECT_FALSE(parse_pod_json(R"({"metadata": {"name": "no-uid"}})").ok());
+  EXPECT_FALSE(parse_pod_json(R"({"metadata": {"uid": 12}})").ok());
+  // Wrong types everywhere else are ignored.
+  auto r = parse_pod_json(R"({"metadata": {"uid": "u", "labels": {"a": 1, "b": "ok"}},
+     "spec": {"containers": [5, {"name": 3, "env": "x", "resources": {"limits": {"nvidia.com/gpu": "-1"}},
+              "securityContext": {"privileged": "yes"}}]},
+     "status": {"containerStatuses": "nope"}})");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->labels.size(), 1u);
+  ASSERT_EQ(r->containers.size(), 1u);
+  EXPECT_EQ(r->containers[0].gpu_limit, 0);
+  EXPECT_FALSE(r->containers[0].privileged);
+  // Deep nesting does not crash.
+  std::string deep(100000, '[');
+  EXPECT_FALSE(parse_pod_json(deep).ok());
+}
+
+TEST(ParsePodJson, GpuLimitCountsSharedAndMigResources) {
+  auto r = parse_pod_json(R"({"metadata": {"uid": "u"}, "spec": {"containers": [
+      {"name": "a", "resources": {"limits": {"nvidia.com/mig-1g.10gb": "2", "nvidia.com/gpu.shared": 1,
+                                             "nvidia.com/gpux": "5", "cpu": "4"}}}]}})");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->containers[0].gpu_limit, 3);
+}
+
+}  // namespace
+}  // namespace vigil::state
