@@ -10,6 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/cli/config.h"
+#include "engine/cli/plugins.h"
 #include "engine/event/schema.h"
 #include "engine/rules/fields.h"
 #include "engine/rules/rule_test.h"
@@ -19,12 +21,36 @@ namespace vigil::cli {
 
 namespace {
 
+// The rule-loading options of `-c CONFIG`: its plugins' fields and sources.
+// The host must outlive the rules loaded with the options.
+struct WithPlugins {
+  std::unique_ptr<plugin::Host> host;
+  rules::LoadOptions opts;
+};
+Result<WithPlugins> with_plugins(const std::string& config, bool init) {
+  WithPlugins w;
+  if (config.empty()) return w;
+  auto cfg = load_config(config);
+  if (!cfg) return cfg.error();
+  auto h = load_plugins(*cfg, config, nullptr, init);
+  if (!h) return h.error();
+  w.host = std::move(*h);
+  w.host->configure(w.opts);
+  return w;
+}
+int config_error(const Error& e) {
+  std::cerr << "vigil: " << e.message << "\n";
+  return e.kind == Error::Kind::kBadInput ? 2 : 1;
+}
+
 void print_diagnostics(const rules::LoadResult& r) {
   for (const auto& d : r.diagnostics) std::cerr << d.to_string() << "\n";
 }
 
-int validate(const std::vector<std::string>& files) {
-  auto r = rules::load_rules(files, rules::LoadOptions{});
+int validate(const std::vector<std::string>& files, const std::string& config) {
+  auto w = with_plugins(config, false);
+  if (!w) return config_error(w.error());
+  auto r = rules::load_rules(files, w->opts);
   print_diagnostics(r);
   std::cout << rules::summary_line(r) << std::endl;
   return r.errors == 0 ? 0 : 2;
@@ -39,9 +65,11 @@ std::string join(const std::vector<std::string>& v, std::string_view sep) {
   return s;
 }
 
-int list(std::vector<std::string> files, bool json) {
+int list(std::vector<std::string> files, bool json, const std::string& config) {
   if (files.empty()) files.push_back("rules");
-  auto r = rules::load_rules(files, rules::LoadOptions{});
+  auto w = with_plugins(config, false);
+  if (!w) return config_error(w.error());
+  auto r = rules::load_rules(files, w->opts);
   if (!r.ruleset) {
     print_diagnostics(r);
     std::cerr << rules::summary_line(r) << "\n";
@@ -85,14 +113,17 @@ int test(const std::vector<std::string>& paths) {
   return rep.exit_code();
 }
 
-int fields(bool json) {
-  const auto& cat = rules::FieldCatalog::builtin();
+int fields(bool json, const std::string& config) {
+  auto w = with_plugins(config, false);
+  if (!w) return config_error(w.error());
+  const auto& cat = w->host ? w->host->fields() : rules::FieldCatalog::builtin();
   auto arg_text = [](rules::ArgMode m) -> std::string {
     switch (m) {
       case rules::ArgMode::kNone: return "";
       case rules::ArgMode::kOptionalIndex: return "[N] optional";
       case rules::ArgMode::kRequiredIndex: return "[N]";
       case rules::ArgMode::kRequiredKey: return "[KEY]";
+      case rules::ArgMode::kOptionalKey: return "[KEY] optional";
     }
     return "";
   };
@@ -110,7 +141,8 @@ int fields(bool json) {
   }
   for (const auto& f : cat.fields()) {
     std::string name(f.name);
-    if (f.arg != rules::ArgMode::kNone) name += f.arg == rules::ArgMode::kRequiredKey ? "[KEY]" : "[N]";
+    if (f.arg == rules::ArgMode::kRequiredKey || f.arg == rules::ArgMode::kOptionalKey) name += "[KEY]";
+    else if (f.arg != rules::ArgMode::kNone) name += "[N]";
     std::printf("%-28s %-7s %s\n", name.c_str(), std::string(rules::field_type_name(f.type)).c_str(),
                 std::string(f.description).c_str());
     std::printf("%-28s %-7s events: %s\n", "", "", event::type_names(f.events.mask).c_str());
@@ -134,6 +166,7 @@ void add_rules_commands(CLI::App& app, int* exit_code) {
     std::vector<std::string> paths;
     std::vector<std::string> rules;
     bool json = false;
+    std::string config;
   };
   auto args = std::make_shared<Args>();
 
@@ -144,7 +177,9 @@ void add_rules_commands(CLI::App& app, int* exit_code) {
   v->add_option("paths", args->paths, "rule files, or directories of *.yaml/*.yml rule files")
       ->required()
       ->type_name("FILE|DIR");
-  v->callback([args, exit_code] { *exit_code = validate(args->paths); });
+  v->add_option("-c,--config", args->config, "a configuration whose load_plugins add fields and sources")
+      ->type_name("FILE");
+  v->callback([args, exit_code] { *exit_code = validate(args->paths, args->config); });
 
   CLI::App* l = rules->add_subcommand(
       "list", "the rules: name, priority, tags, source, enabled, event types");
@@ -153,7 +188,9 @@ void add_rules_commands(CLI::App& app, int* exit_code) {
       ->allow_extra_args(false)
       ->type_name("FILE|DIR");
   l->add_flag("--json", args->json, "one JSON array of the rules");
-  l->callback([args, exit_code] { *exit_code = list(args->rules, args->json); });
+  l->add_option("-c,--config", args->config, "a configuration whose load_plugins add fields and sources")
+      ->type_name("FILE");
+  l->callback([args, exit_code] { *exit_code = list(args->rules, args->json, args->config); });
 
   CLI::App* t = rules->add_subcommand(
       "test",
@@ -167,7 +204,9 @@ void add_rules_commands(CLI::App& app, int* exit_code) {
   CLI::App* f =
       app.add_subcommand("fields", "the field catalogue: name, type, events, description");
   f->add_flag("--json", args->json, "one JSON array of the fields");
-  f->callback([args, exit_code] { *exit_code = fields(args->json); });
+  f->add_option("-c,--config", args->config, "also list the fields of the plugins this configuration loads")
+      ->type_name("FILE");
+  f->callback([args, exit_code] { *exit_code = fields(args->json, args->config); });
 }
 
 }  // namespace vigil::cli
