@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: GPL-2.0
+/* CUDA driver API probes (plugins/cuda): uprobes on libcuda's entry points.
+ *
+ * Two programs (each also in a copy for multi-uprobe links, below), attached
+ * by the plugin once per distinct libcuda file and entry point, each with a
+ * cookie that names the entry point and the library
+ * (cuda_probe.h):
+ *   cuda_launch  every kernel-launch entry point. The hot path: it only
+ *                counts, per (process, library), in a per-CPU hash; user
+ *                space reads the counts once per interval.
+ *   cuda_call    every other entry point (context creation, module load,
+ *                memory allocation and free): one ring-buffer record per
+ *                call with the first six arguments, and for module loads the
+ *                path or the image's first bytes.
+ * Lost records (ring full) and uncounted launches (map full) are counted per
+ * CPU in `drops`. */
+#include "vmlinux.h"
+
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+#define __VIGIL_CUDA_BPF__ 1
+#include "plugins/cuda/cuda_probe.h"
+
+/* libbpf before 1.2 has no PT_REGS_PARM6. */
+#if defined(PT_REGS_PARM6)
+#define CUDA_PARM6(x) PT_REGS_PARM6(x)
+#elif defined(__TARGET_ARCH_x86)
+#define CUDA_PARM6(x) ((x)->r9)
+#elif defined(__TARGET_ARCH_arm64)
+#define CUDA_PARM6(x) (((const struct user_pt_regs *)(x))->regs[5])
+#else
+#error "CUDA probes: unsupported architecture"
+#endif
+
+char LICENSE[] SEC("license") = "GPL";
+
+struct {
+  __uint(type, BPF_MAP_TYPE_RINGBUF);
+  __uint(max_entries, 256 * 1024); /* user space sets the configured size before load */
+} cuda_events SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+  __uint(max_entries, 8192); /* user space sets the configured size before load */
+  __type(key, struct cuda_launch_key);
+  __type(value, struct cuda_launch_val);
+} cuda_launches SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, CUDA_DROP_COUNT);
+  __type(key, __u32);
+  __type(value, __u64);
+} cuda_drops SEC(".maps");
+
+static __always_inline void count_drop(__u32 reason)
+{
+  __u64 *n = bpf_map_lookup_elem(&cuda_drops, &reason);
+  if (n)
+    *n += 1;
+}
+
+static __always_inline int count_launch(struct pt_regs *ctx)
+{
+  __u64 cookie = bpf_get_attach_cookie(ctx);
+  struct cuda_launch_key key = {
+      .pid = (__u32)(bpf_get_current_pid_tgid() >> 32),
+      .lib = CUDA_COOKIE_LIB(cookie),
+  };
+  struct cuda_launch_val *v = bpf_map_lookup_elem(&cuda_launches, &key);
+  if (v) {
+    v->count += 1; /* this CPU's own slot: no other CPU writes it */
+    return 0;
+  }
+  struct cuda_launch_val one = {.count = 1};
+  if (bpf_map_update_elem(&cuda_launches, &key, &one, BPF_NOEXIST) == 0)
+    return 0;
+  /* Another CPU may have created the entry in between: count into it. */
+  v = bpf_map_lookup_elem(&cuda_launches, &key);
+  if (v)
+    v->count += 1;
+  else
+    count_drop(CUDA_DROP_LAUNCH_MAP);
+  return 0;
+}
+
+static __always_inline int send_call(struct pt_regs *ctx)
+{
+  __u64 cookie = bpf_get_attach_cookie(ctx);
+  __u32 call = CUDA_COOKIE_CALL(cookie);
+  struct cuda_call_rec *r = bpf_ringbuf_reserve(&cuda_events, sizeof(*r), 0);
+  if (!r) {
+    count_drop(CUDA_DROP_RING);
+    return 0;
+  }
+  __u64 id = bpf_get_current_pid_tgid();
+  r->ts_ns = bpf_ktime_get_ns();
+  r->pid = (__u32)(id >> 32);
+  r->tid = (__u32)id;
+  r->call = call;
+  r->lib = CUDA_COOKIE_LIB(cookie);
+  r->args[0] = PT_REGS_PARM1(ctx);
+  r->args[1] = PT_REGS_PARM2(ctx);
+  r->args[2] = PT_REGS_PARM3(ctx);
+  r->args[3] = PT_REGS_PARM4(ctx);
+  r->args[4] = PT_REGS_PARM5(ctx);
+  r->args[5] = CUDA_PARM6(ctx);
+  r->str_len = 0;
+  r->str_kind = CUDA_STR_NONE;
+  const void *p = (const void *)r->args[1];
+  if (p && CUDA_CALL_IS_PATH(call)) {
+    long n = bpf_probe_read_user_str(r->str, sizeof(r->str), p);
+    if (n > 0) {
+      r->str_len = (__u32)(n - 1);
+      r->str_kind = CUDA_STR_PATH;
+    }
+  } else if (p && CUDA_CALL_IS_IMAGE(call)) {
+    /* A short image may end before CUDA_IMAGE_HEAD bytes on an unmapped
+     * page: then keep its first 16 (enough for the magic). */
+    if (bpf_probe_read_user(r->str, CUDA_IMAGE_HEAD, p) == 0) {
+      r->str_len = CUDA_IMAGE_HEAD;
+      r->str_kind = CUDA_STR_IMAGE;
+    } else if (bpf_probe_read_user(r->str, 16, p) == 0) {
+      r->str_len = 16;
+      r->str_kind = CUDA_STR_IMAGE;
+    }
+  }
+  bpf_ringbuf_submit(r, 0);
+  return 0;
+}
+
+/* Attached one link per entry point (any kernel with uprobe cookies, 5.15+). */
+SEC("uprobe")
+int cuda_launch(struct pt_regs *ctx)
+{
+  return count_launch(ctx);
+}
+
+SEC("uprobe")
+int cuda_call(struct pt_regs *ctx)
+{
+  return send_call(ctx);
+}
+
+/* The same, loaded for multi-uprobe links (6.6+: one link per library and
+ * program, so attaching and detaching cost one kernel round trip, not one per
+ * entry point). User space sets their expected attach type before load and
+ * leaves them out where the kernel refuses them. */
+SEC("uprobe")
+int cuda_launch_multi(struct pt_regs *ctx)
+{
+  return count_launch(ctx);
+}
+
+SEC("uprobe")
+int cuda_call_multi(struct pt_regs *ctx)
+{
+  return send_call(ctx);
+}
