@@ -98,6 +98,7 @@ bool parse_config(std::string_view text, Config& out, std::string& err) {
     const json& v = it.value();
     bool ok = true;
     if (k == "interval") ok = get_duration(v, k, 100, 3'600'000, c.interval_ms, err);
+    else if (k == "flush_interval") ok = get_duration(v, k, 0, 10'000, c.flush_interval_ms, err);
     else if (k == "scan_interval") ok = get_duration(v, k, 50, 3'600'000, c.scan_interval_ms, err);
     else if (k == "scan_max_pids") ok = get_count(v, k, 1, 1u << 22, c.scan_max_pids, err);
     else if (k == "max_libraries") ok = get_count(v, k, 1, 1024, c.max_libraries, err);

@@ -1,6 +1,9 @@
 // The plugin's init_config (a JSON object; every key optional):
 //
 //   interval        "1s"     how often a process's kernel launches are summed into one event
+//   flush_interval  "100ms"  call records wait at most this long in the ring buffer before the
+//                            plugin reads them (sooner when a quarter of it is full); "0ms":
+//                            every record wakes the plugin at once (costs each call more)
 //   scan_interval   "2s"     how often /proc/*/maps is scanned for libcuda files not yet probed
 //   scan_max_pids   1024     processes whose maps one scan reads (the next scan goes on from there)
 //   max_libraries   32       distinct libcuda files (device + inode) probed at most
@@ -30,6 +33,7 @@ namespace vigil::cuda {
 
 struct Config {
   std::uint32_t interval_ms = 1000;
+  std::uint32_t flush_interval_ms = 100;
   std::uint32_t scan_interval_ms = 2000;
   std::uint32_t scan_max_pids = 1024;
   std::uint32_t max_libraries = 32;

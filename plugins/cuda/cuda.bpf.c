@@ -36,6 +36,12 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
+/* Set by user space before load. 0: wake the reader on every call record.
+ * Else records are submitted without a wakeup (which costs the calling
+ * thread an interrupt) until this many bytes wait; the plugin also reads the
+ * ring every flush_interval, which bounds the delay. */
+const volatile __u32 cfg_wakeup_bytes = 0;
+
 struct {
   __uint(type, BPF_MAP_TYPE_RINGBUF);
   __uint(max_entries, 256 * 1024); /* user space sets the configured size before load */
@@ -127,7 +133,12 @@ static __always_inline int send_call(struct pt_regs *ctx)
       r->str_kind = CUDA_STR_IMAGE;
     }
   }
-  bpf_ringbuf_submit(r, 0);
+  __u64 flags = 0;
+  if (cfg_wakeup_bytes)
+    flags = bpf_ringbuf_query(&cuda_events, BPF_RB_AVAIL_DATA) + sizeof(*r) >= cfg_wakeup_bytes
+                ? BPF_RB_FORCE_WAKEUP
+                : BPF_RB_NO_WAKEUP;
+  bpf_ringbuf_submit(r, flags);
   return 0;
 }
 

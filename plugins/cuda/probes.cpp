@@ -112,6 +112,8 @@ std::unique_ptr<Probes> Probes::load(const ProbeOptions& opt, std::string& err) 
       err = std::string("launch map size: ") + std::strerror(-e);
       return nullptr;
     }
+    std::uint32_t ring = round_up_pow2(opt.ringbuf_bytes);
+    impl->skel->rodata->cfg_wakeup_bytes = opt.batch_wakeups ? ring / 4 : 0;
     for (bpf_program* p : {impl->skel->progs.cuda_launch_multi, impl->skel->progs.cuda_call_multi}) {
       if (multi) bpf_program__set_expected_attach_type(p, static_cast<bpf_attach_type>(kAttachTraceUprobeMulti));
       else bpf_program__set_autoload(p, false);
@@ -214,6 +216,13 @@ int Probes::poll(int timeout_ms, const std::function<void(const cuda_call_rec&)>
   int n = ring_buffer__poll(impl_->rb, timeout_ms);
   impl_->on_record = nullptr;
   return n == -EINTR ? 0 : n;
+}
+
+int Probes::consume(const std::function<void(const cuda_call_rec&)>& on_record) {
+  impl_->on_record = &on_record;
+  int n = ring_buffer__consume(impl_->rb);
+  impl_->on_record = nullptr;
+  return n;
 }
 
 std::vector<LaunchCount> Probes::launch_counts(std::size_t max) {

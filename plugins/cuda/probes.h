@@ -19,6 +19,7 @@ struct ProbeOptions {
   std::uint32_t ringbuf_bytes = 256 * 1024;
   std::uint32_t max_processes = 8192;
   bool multi_uprobe = true;  // try multi-uprobe links first
+  bool batch_wakeups = true; // wake the reader only when a quarter of the ring waits (read it with consume())
 };
 
 // What attaching to one file did, entry point by entry point.
@@ -51,6 +52,10 @@ class Probes {
   // Waits up to timeout_ms for call records and hands each to `on_record`.
   // Returns the number handled, or a negative errno.
   int poll(int timeout_ms, const std::function<void(const cuda_call_rec&)>& on_record);
+
+  // Hands every record waiting in the ring to `on_record` without waiting
+  // (the records submitted without a wakeup). Returns the number, or a negative errno.
+  int consume(const std::function<void(const cuda_call_rec&)>& on_record);
 
   // Every (process, library) launch counter, summed over CPUs, at most `max`.
   std::vector<LaunchCount> launch_counts(std::size_t max);

@@ -81,7 +81,7 @@ std::unique_ptr<CudaSource> CudaSource::create(const Config& cfg, LogFn log, std
     err = "probes: no entry-point group selected";
     return nullptr;
   }
-  s->probes_ = Probes::load(ProbeOptions{cfg.ringbuf_bytes, cfg.max_processes, cfg.multi_uprobe}, err);
+  s->probes_ = Probes::load(ProbeOptions{cfg.ringbuf_bytes, cfg.max_processes, cfg.multi_uprobe, cfg.flush_interval_ms > 0}, err);
   if (!s->probes_) return nullptr;
   s->log_(LogLevel::kInfo, std::string("CUDA probes loaded: ") +
                                (s->probes_->multi() ? "one multi-uprobe link per library and program"
@@ -107,6 +107,7 @@ std::unique_ptr<CudaSource> CudaSource::create(const Config& cfg, LogFn log, std
   std::uint64_t now = mono_ms();
   s->scan();
   s->next_scan_ms_ = now + cfg.scan_interval_ms;
+  s->next_flush_ms_ = now + cfg.flush_interval_ms;
   s->last_summary_ms_ = now;
   s->next_summary_ms_ = now + cfg.interval_ms;
   return s;
@@ -335,18 +336,23 @@ void CudaSource::next(std::uint32_t max, std::uint32_t timeout_ms, std::vector<O
       scan();
       next_scan_ms_ = mono_ms() + cfg_.scan_interval_ms;
     }
+    if (cfg_.flush_interval_ms > 0 && now >= next_flush_ms_) {
+      probes_->consume(cb);
+      next_flush_ms_ = now + cfg_.flush_interval_ms;
+    }
     if (now >= next_summary_ms_) {
-      probes_->poll(0, cb);  // records before the summary, in order
+      probes_->consume(cb);  // records before the summary, in order
       summarize();
       next_summary_ms_ = now + cfg_.interval_ms;
     }
     if (!pending_.empty()) break;
     now = mono_ms();
     if (now >= deadline) {
-      probes_->poll(0, cb);
+      probes_->consume(cb);
       break;
     }
     std::uint64_t until = std::min({deadline, next_scan_ms_, next_summary_ms_});
+    if (cfg_.flush_interval_ms > 0) until = std::min(until, next_flush_ms_);
     int wait = until > now ? static_cast<int>(std::min<std::uint64_t>(until - now, 1000)) : 0;
     int n = probes_->poll(wait, cb);
     if (n < 0) {

@@ -82,6 +82,7 @@ class CudaSource {
   std::uint64_t queue_drops_ = 0;
   std::uint64_t reported_drops_[3] = {0, 0, 0};
   std::int64_t mono_to_wall_ns_ = 0;
+  std::uint64_t next_flush_ms_ = 0;
   std::uint64_t next_scan_ms_ = 0;
   std::uint64_t next_summary_ms_ = 0;
   std::uint64_t last_summary_ms_ = 0;

@@ -259,7 +259,8 @@ TEST_F(CudaProbeTest, LibraryPathsAreProbedBeforeAnyProcessMapsThem) {
   ASSERT_TRUE(p.ok()) << p.error();
   // A scan interval far longer than the test: only library_paths can probe it.
   ASSERT_TRUE(p.init(R"({"scan_interval": "10m", "interval": "100ms", "library_paths": [")" + lib_b_ +
-                     R"("], "probes": ["launch", "memory"], "multi_uprobe": false})"))
+                     R"("], "probes": ["launch", "memory"], "multi_uprobe": false,
+                     "flush_interval": "0ms"})"))
       << p.error();
   Collected c;
   ASSERT_TRUE(collect(p, c, 2000, [&] { return library_event(c, lib_b_) != nullptr; }));
