@@ -140,12 +140,12 @@ bool parse_config(std::string_view text, Config& out, std::string& err) {
         c.proc_root = v.get<std::string>();
         while (c.proc_root.size() > 1 && c.proc_root.back() == '/') c.proc_root.pop_back();
       }
-    } else if (k == "multi_uprobe") {
+    } else if (k == "multi_uprobe" || k == "watch_mmap") {
       if (!v.is_boolean()) {
-        err = "multi_uprobe: expected true or false";
+        err = k + ": expected true or false";
         ok = false;
       } else {
-        c.multi_uprobe = v.get<bool>();
+        (k == "multi_uprobe" ? c.multi_uprobe : c.watch_mmap) = v.get<bool>();
       }
     } else {
       err = "unknown key '" + k.substr(0, 64) + "'";

@@ -15,6 +15,8 @@
 //   max_processes   8192     processes whose launches the kernel counts at once
 //   max_pending     16384    events waiting for vigil to take them (more are dropped and counted)
 //   proc_root       "/proc"  where the host's /proc is mounted
+//   watch_mmap      true     read a process's maps as soon as it maps a file named like a library
+//                            name with PROT_EXEC (syscalls:sys_exit_mmap), not at the next scan
 //   multi_uprobe    true     one multi-uprobe link per library and program where the kernel
 //                            has them (6.6+); false: one link per entry point
 //
@@ -45,6 +47,7 @@ struct Config {
   std::uint32_t max_pending = 16384;
   std::string proc_root = "/proc";
   bool multi_uprobe = true;
+  bool watch_mmap = true;
 
   bool wants(Category c) const { return (categories >> static_cast<unsigned>(c)) & 1u; }
 };

@@ -36,6 +36,11 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
+/* The names the mmap watch looks for, set by user space before load. */
+const volatile __u32 cfg_n_names = 0;
+const volatile __u32 cfg_name_len[CUDA_WATCH_NAMES] = {};
+const volatile char cfg_names[CUDA_WATCH_NAMES][CUDA_WATCH_NAME_LEN] = {};
+
 /* Set by user space before load. 0: wake the reader on every call record.
  * Else records are submitted without a wakeup (which costs the calling
  * thread an interrupt) until this many bytes wait; the plugin also reads the
@@ -53,6 +58,11 @@ struct {
   __type(key, struct cuda_launch_key);
   __type(value, struct cuda_launch_val);
 } cuda_launches SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_RINGBUF);
+  __uint(max_entries, 16 * 1024);
+} cuda_mmaps SEC(".maps");
 
 struct {
   __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -169,4 +179,77 @@ SEC("uprobe")
 int cuda_call_multi(struct pt_regs *ctx)
 {
   return send_call(ctx);
+}
+
+/* ---- mmap watch ---------------------------------------------------------
+ * The dynamic loader maps a library's code with an mmap(PROT_EXEC). When the
+ * file's name is one of cfg_names (or one of them followed by '.'), the
+ * process's pid goes to user space, which reads its maps at once: a libcuda
+ * file new to the plugin is then probed before the process's first CUDA
+ * calls, not at the next scan. */
+
+#define CUDA_VM_EXEC 0x00000004UL
+
+struct vma_match {
+  __u32 hit;
+};
+
+static __always_inline int name_matches(const char *name)
+{
+  for (__u32 i = 0; i < CUDA_WATCH_NAMES; i++) {
+    if (i >= cfg_n_names)
+      break;
+    __u32 len = cfg_name_len[i];
+    if (len == 0 || len >= CUDA_WATCH_NAME_LEN)
+      continue;
+    int same = 1;
+    for (__u32 k = 0; k < CUDA_WATCH_NAME_LEN; k++) {
+      if (k >= len)
+        break;
+      if (name[k] != cfg_names[i][k]) {
+        same = 0;
+        break;
+      }
+    }
+    if (same && (name[len & (CUDA_WATCH_NAME_LEN - 1)] == 0 || name[len & (CUDA_WATCH_NAME_LEN - 1)] == '.'))
+      return 1;
+  }
+  return 0;
+}
+
+static long check_vma(struct task_struct *task, struct vm_area_struct *vma, void *data)
+{
+  struct vma_match *m = data;
+  if (!(BPF_CORE_READ(vma, vm_flags) & CUDA_VM_EXEC))
+    return 0;
+  struct file *f = BPF_CORE_READ(vma, vm_file);
+  if (!f)
+    return 0;
+  const unsigned char *name = BPF_CORE_READ(f, f_path.dentry, d_name.name);
+  char buf[CUDA_WATCH_NAME_LEN + 1] = {};
+  if (bpf_probe_read_kernel_str(buf, CUDA_WATCH_NAME_LEN, name) <= 0)
+    return 0;
+  m->hit = name_matches(buf);
+  return 0;
+}
+
+SEC("tracepoint/syscalls/sys_exit_mmap")
+int cuda_mmap_exit(struct trace_event_raw_sys_exit *ctx)
+{
+  long ret = ctx->ret;
+  if (ret < 0 && ret > -4096)
+    return 0;
+  struct vma_match m = {};
+  bpf_find_vma(bpf_get_current_task_btf(), (__u64)ret, check_vma, &m, 0);
+  if (!m.hit)
+    return 0;
+  struct cuda_mmap_rec *r = bpf_ringbuf_reserve(&cuda_mmaps, sizeof(*r), 0);
+  if (!r) {
+    count_drop(CUDA_DROP_MMAP);
+    return 0;
+  }
+  r->pid = (__u32)(bpf_get_current_pid_tgid() >> 32);
+  r->pad = 0;
+  bpf_ringbuf_submit(r, 0);
+  return 0;
 }

@@ -93,9 +93,23 @@ struct cuda_launch_val {
   cp_u64 count;
 };
 
+/* A process mapped an executable file whose name is a library name the plugin
+ * looks for (syscalls:sys_exit_mmap): its maps are read at once, not at the
+ * next scan. */
+struct cuda_mmap_rec {
+  cp_u32 pid;
+  cp_u32 pad;
+};
+
+/* Library names the mmap watch compares (the configuration's library_names
+ * that fit). */
+#define CUDA_WATCH_NAMES 4
+#define CUDA_WATCH_NAME_LEN 32
+
 /* Drop counters (a per-CPU array indexed by these). */
 #define CUDA_DROP_RING 0     /* ring buffer full: a call record lost */
 #define CUDA_DROP_LAUNCH_MAP 1 /* launch map full: a process's launches not counted */
-#define CUDA_DROP_COUNT 2
+#define CUDA_DROP_MMAP 2       /* mmap watch ring full: the process waits for the next scan */
+#define CUDA_DROP_COUNT 3
 
 #endif /* VIGIL_PLUGINS_CUDA_CUDA_PROBE_H */

@@ -6,6 +6,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <map>
@@ -64,15 +65,28 @@ struct Probes::Impl {
   ring_buffer* rb = nullptr;
   std::vector<bpf_link*> links;
   std::vector<int> multi_links;  // multi-uprobe link fds
+  bpf_link* mmap_link = nullptr;
+  std::string watch_error;
+  std::function<void(std::uint32_t)> on_mmap;
   bool multi = false;            // the kernel took the multi-uprobe programs
   int ncpu = 1;
   const std::function<void(const cuda_call_rec&)>* on_record = nullptr;
 
   ~Impl() {
+    if (mmap_link) bpf_link__destroy(mmap_link);
     for (bpf_link* l : links) bpf_link__destroy(l);
     for (int fd : multi_links) close(fd);
     if (rb) ring_buffer__free(rb);
     if (skel) vigil_cuda__destroy(skel);
+  }
+
+  static int on_mmap_sample(void* ctx, void* data, size_t size) {
+    auto* self = static_cast<Impl*>(ctx);
+    if (size < sizeof(cuda_mmap_rec) || !self->on_mmap) return 0;
+    cuda_mmap_rec r;
+    std::memcpy(&r, data, sizeof(r));
+    self->on_mmap(r.pid);
+    return 0;
   }
 
   static int on_sample(void* ctx, void* data, size_t size) {
@@ -95,10 +109,15 @@ std::unique_ptr<Probes> Probes::load(const ProbeOptions& opt, std::string& err) 
     err = "cannot count the possible CPUs";
     return nullptr;
   }
-  // First with the multi-uprobe programs; a kernel that refuses them loads
-  // the object again without.
-  for (bool multi : {true, false}) {
-    if (multi && !opt.multi_uprobe) continue;
+  // The optional programs first; a kernel that refuses one loads the object
+  // again without it: multi-uprobe links (6.6), the mmap watch (bpf_find_vma, 5.17).
+  bool want_watch = !opt.watch_names.empty();
+  std::vector<std::pair<bool, bool>> tries;
+  for (bool multi : {opt.multi_uprobe, false})
+    for (bool watch : {want_watch, false})
+      if (std::find(tries.begin(), tries.end(), std::pair{multi, watch}) == tries.end()) tries.push_back({multi, watch});
+  int last_err = 0;
+  for (auto [multi, watch] : tries) {
     impl->skel = vigil_cuda__open();
     if (!impl->skel) {
       err = std::string("cannot open the CUDA probe BPF object: ") + std::strerror(errno);
@@ -114,27 +133,49 @@ std::unique_ptr<Probes> Probes::load(const ProbeOptions& opt, std::string& err) 
     }
     std::uint32_t ring = round_up_pow2(opt.ringbuf_bytes);
     impl->skel->rodata->cfg_wakeup_bytes = opt.batch_wakeups ? ring / 4 : 0;
+    std::uint32_t n = 0;
+    for (const std::string& name : opt.watch_names) {
+      if (n >= CUDA_WATCH_NAMES || name.empty() || name.size() >= CUDA_WATCH_NAME_LEN) continue;
+      std::memcpy(const_cast<char*>(impl->skel->rodata->cfg_names[n]), name.data(), name.size());
+      impl->skel->rodata->cfg_name_len[n] = static_cast<std::uint32_t>(name.size());
+      ++n;
+    }
+    impl->skel->rodata->cfg_n_names = n;
     for (bpf_program* p : {impl->skel->progs.cuda_launch_multi, impl->skel->progs.cuda_call_multi}) {
       if (multi) bpf_program__set_expected_attach_type(p, static_cast<bpf_attach_type>(kAttachTraceUprobeMulti));
       else bpf_program__set_autoload(p, false);
     }
-    int e = vigil_cuda__load(impl->skel);
-    if (e == 0) {
+    if (!watch || n == 0) bpf_program__set_autoload(impl->skel->progs.cuda_mmap_exit, false);
+    last_err = vigil_cuda__load(impl->skel);
+    if (last_err == 0) {
       impl->multi = multi;
+      if (watch && n > 0) {
+        impl->mmap_link = bpf_program__attach(impl->skel->progs.cuda_mmap_exit);
+        if (!impl->mmap_link) impl->watch_error = std::string("cannot attach syscalls:sys_exit_mmap: ") + std::strerror(errno);
+      } else if (want_watch) {
+        impl->watch_error = n == 0 ? "no library name short enough to compare in the kernel"
+                                   : "this kernel refused the mmap watch program (bpf_find_vma needs Linux 5.17)";
+      }
       break;
     }
     vigil_cuda__destroy(impl->skel);
     impl->skel = nullptr;
-    if (!multi) {
-      err = std::string("cannot load the CUDA probe BPF programs: ") + std::strerror(-e) +
-            " (root or CAP_BPF+CAP_PERFMON needed)";
-      return nullptr;
-    }
+  }
+  if (!impl->skel) {
+    err = std::string("cannot load the CUDA probe BPF programs: ") + std::strerror(-last_err) +
+          " (root or CAP_BPF+CAP_PERFMON needed)";
+    return nullptr;
   }
   impl->rb = ring_buffer__new(bpf_map__fd(impl->skel->maps.cuda_events), &Impl::on_sample, impl.get(), nullptr);
   if (!impl->rb) {
     err = std::string("cannot set up the ring buffer: ") + std::strerror(errno);
     return nullptr;
+  }
+  if (impl->mmap_link &&
+      ring_buffer__add(impl->rb, bpf_map__fd(impl->skel->maps.cuda_mmaps), &Impl::on_mmap_sample, impl.get()) != 0) {
+    impl->watch_error = std::string("cannot read the mmap watch ring: ") + std::strerror(errno);
+    bpf_link__destroy(impl->mmap_link);
+    impl->mmap_link = nullptr;
   }
   return std::unique_ptr<Probes>(new Probes(std::move(impl)));
 }
@@ -210,6 +251,10 @@ AttachResult Probes::attach(int fd, std::uint32_t slot, const std::vector<std::u
   }
   return res;
 }
+
+void Probes::on_mmap(std::function<void(std::uint32_t)> fn) { impl_->on_mmap = std::move(fn); }
+bool Probes::watching_mmaps() const { return impl_->mmap_link != nullptr; }
+const std::string& Probes::watch_error() const { return impl_->watch_error; }
 
 int Probes::poll(int timeout_ms, const std::function<void(const cuda_call_rec&)>& on_record) {
   impl_->on_record = &on_record;

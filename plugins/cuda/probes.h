@@ -20,6 +20,9 @@ struct ProbeOptions {
   std::uint32_t max_processes = 8192;
   bool multi_uprobe = true;  // try multi-uprobe links first
   bool batch_wakeups = true; // wake the reader only when a quarter of the ring waits (read it with consume())
+  // Watch mmap(PROT_EXEC) of files with these names (syscalls:sys_exit_mmap);
+  // empty: no watch. At most CUDA_WATCH_NAMES names shorter than CUDA_WATCH_NAME_LEN.
+  std::vector<std::string> watch_names;
 };
 
 // What attaching to one file did, entry point by entry point.
@@ -48,6 +51,12 @@ class Probes {
   // every process that maps it is covered. Entry points absent from the file
   // are reported, not fatal.
   AttachResult attach(int fd, std::uint32_t slot, const std::vector<std::uint32_t>& calls);
+
+  // Where the mmap watch sends the pids it sees (called from poll/consume).
+  void on_mmap(std::function<void(std::uint32_t pid)> fn);
+  // Whether the mmap watch is attached; why not, when it is not.
+  bool watching_mmaps() const;
+  const std::string& watch_error() const;
 
   // Waits up to timeout_ms for call records and hands each to `on_record`.
   // Returns the number handled, or a negative errno.

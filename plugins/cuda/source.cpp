@@ -25,6 +25,7 @@ constexpr std::size_t kMaxLibsPerProcess = 8;        // candidate files in one m
 constexpr std::size_t kMaxRejected = 1024;           // unusable files remembered
 constexpr std::uint32_t kMaxNewFilesPerScan = 8;     // files opened and parsed per scan
 constexpr std::size_t kMaxPidsListed = 1u << 22;     // /proc entries one scan lists (pid_max)
+constexpr std::size_t kMaxUrgent = 1024;             // pids from the mmap watch waiting to be read
 
 std::uint64_t clock_ns(clockid_t id) {
   timespec ts{};
@@ -81,8 +82,21 @@ std::unique_ptr<CudaSource> CudaSource::create(const Config& cfg, LogFn log, std
     err = "probes: no entry-point group selected";
     return nullptr;
   }
-  s->probes_ = Probes::load(ProbeOptions{cfg.ringbuf_bytes, cfg.max_processes, cfg.multi_uprobe, cfg.flush_interval_ms > 0}, err);
+  ProbeOptions po;
+  po.ringbuf_bytes = cfg.ringbuf_bytes;
+  po.max_processes = cfg.max_processes;
+  po.multi_uprobe = cfg.multi_uprobe;
+  po.batch_wakeups = cfg.flush_interval_ms > 0;
+  if (cfg.watch_mmap) po.watch_names = cfg.library_names;
+  s->probes_ = Probes::load(po, err);
   if (!s->probes_) return nullptr;
+  CudaSource* self = s.get();
+  s->probes_->on_mmap([self](std::uint32_t pid) {
+    if (self->urgent_.size() < kMaxUrgent) self->urgent_.insert(pid);
+  });
+  if (cfg.watch_mmap && !s->probes_->watching_mmaps())
+    s->log_(LogLevel::kWarn, "no mmap watch (" + s->probes_->watch_error() +
+                                 "): a new libcuda file is probed at the next scan");
   s->log_(LogLevel::kInfo, std::string("CUDA probes loaded: ") +
                                (s->probes_->multi() ? "one multi-uprobe link per library and program"
                                                     : "one uprobe link per entry point"));
@@ -156,31 +170,36 @@ CudaSource::ScanStats CudaSource::scan() {
   const auto self = static_cast<std::uint32_t>(getpid());
   std::size_t start = static_cast<std::size_t>(std::upper_bound(pids.begin(), pids.end(), cursor_) - pids.begin());
   std::uint32_t new_files = 0;
-  std::string maps;
   for (std::size_t k = 0; k < pids.size() && stats.maps_read < cfg_.scan_max_pids; ++k) {
     std::uint32_t pid = pids[(start + k) % pids.size()];
     cursor_ = pid;
     if (pid == self || covered_.count(pid)) continue;
     ++stats.maps_read;
-    if (!read_proc_file(cfg_.proc_root + "/" + std::to_string(pid) + "/maps", kMaxMapsBytes, maps)) continue;
-    for (const MapsEntry& m : find_libraries(maps, cfg_.library_names, kMaxLibsPerProcess)) {
-      FileKey key{m.dev_major, m.dev_minor, m.inode};
-      auto it = files_.find(key);
-      if (it != files_.end()) {
-        if (it->second >= 0) covered_.insert(pid);
-        continue;
-      }
-      if (new_files >= kMaxNewFilesPerScan) continue;  // the next scan gets it
-      ++new_files;
-      std::size_t before = libs_.size();
-      try_library(pid, m);
-      if (libs_.size() > before) {
-        ++stats.libraries_attached;
-        covered_.insert(pid);
-      }
-    }
+    scan_pid(pid, new_files, stats);
   }
   return stats;
+}
+
+bool CudaSource::scan_pid(std::uint32_t pid, std::uint32_t& new_files, ScanStats& stats) {
+  std::string maps;
+  if (!read_proc_file(cfg_.proc_root + "/" + std::to_string(pid) + "/maps", kMaxMapsBytes, maps)) return false;
+  for (const MapsEntry& m : find_libraries(maps, cfg_.library_names, kMaxLibsPerProcess)) {
+    FileKey key{m.dev_major, m.dev_minor, m.inode};
+    auto it = files_.find(key);
+    if (it != files_.end()) {
+      if (it->second >= 0) covered_.insert(pid);
+      continue;
+    }
+    if (new_files >= kMaxNewFilesPerScan) continue;  // the next scan gets it
+    ++new_files;
+    std::size_t before = libs_.size();
+    try_library(pid, m);
+    if (libs_.size() > before) {
+      ++stats.libraries_attached;
+      covered_.insert(pid);
+    }
+  }
+  return true;
 }
 
 void CudaSource::try_library(std::uint32_t pid, const MapsEntry& m) {
@@ -314,12 +333,14 @@ void CudaSource::summarize() {
 }
 
 void CudaSource::report_drops() {
-  std::uint64_t now[3] = {probes_->drops(CUDA_DROP_RING), probes_->drops(CUDA_DROP_LAUNCH_MAP), queue_drops_};
-  static constexpr const char* kWhat[3] = {
+  std::uint64_t now[4] = {probes_->drops(CUDA_DROP_RING), probes_->drops(CUDA_DROP_LAUNCH_MAP), queue_drops_,
+                          probes_->drops(CUDA_DROP_MMAP)};
+  static constexpr const char* kWhat[4] = {
       "call records lost: the ring buffer was full (raise ringbuf_bytes)",
       "kernel launches not counted: the launch map was full (raise max_processes)",
-      "events dropped: vigil did not take them fast enough (max_pending)"};
-  for (int i = 0; i < 3; ++i) {
+      "events dropped: vigil did not take them fast enough (max_pending)",
+      "mmap watch reports lost: their processes wait for the next scan"};
+  for (int i = 0; i < 4; ++i) {
     if (now[i] > reported_drops_[i])
       log_(LogLevel::kWarn, std::to_string(now[i] - reported_drops_[i]) + " " + kWhat[i] + "; " +
                                 std::to_string(now[i]) + " since start");
@@ -339,6 +360,16 @@ void CudaSource::next(std::uint32_t max, std::uint32_t timeout_ms, std::vector<O
     if (cfg_.flush_interval_ms > 0 && now >= next_flush_ms_) {
       probes_->consume(cb);
       next_flush_ms_ = now + cfg_.flush_interval_ms;
+    }
+    if (!urgent_.empty()) {
+      // Processes that just mapped a library-named file: before their first calls if possible.
+      std::set<std::uint32_t> pids;
+      pids.swap(urgent_);
+      std::uint32_t new_files = 0;
+      ScanStats stats;
+      const auto self = static_cast<std::uint32_t>(getpid());
+      for (std::uint32_t pid : pids)
+        if (pid != self && !covered_.count(pid)) scan_pid(pid, new_files, stats);
     }
     if (now >= next_summary_ms_) {
       probes_->consume(cb);  // records before the summary, in order

@@ -61,6 +61,9 @@ class CudaSource {
   using FileKey = std::tuple<std::uint32_t, std::uint32_t, std::uint64_t>;  // dev major, minor, inode
 
   CudaSource(const Config& cfg, LogFn log);
+  // Reads one process's maps and probes the new libcuda files in it; false
+  // when the maps could not be read.
+  bool scan_pid(std::uint32_t pid, std::uint32_t& new_files, ScanStats& stats);
   void try_library(std::uint32_t pid, const MapsEntry& m);
   void add_library(int fd, const FileKey& key, const std::string& shown_path, std::uint32_t pid);
   void on_record(const cuda_call_rec& r);
@@ -77,10 +80,11 @@ class CudaSource {
   std::map<FileKey, int> files_;      // slot, or -1: not usable (bounded by kMaxRejected)
   std::set<std::uint32_t> covered_;   // pids that map a probed file: not rescanned
   std::uint32_t cursor_ = 0;          // the last pid a scan read
+  std::set<std::uint32_t> urgent_;    // pids the mmap watch reported (bounded by kMaxUrgent)
   std::map<std::pair<std::uint32_t, std::uint32_t>, std::uint64_t> launch_seen_;
   std::deque<OutEvent> pending_;
   std::uint64_t queue_drops_ = 0;
-  std::uint64_t reported_drops_[3] = {0, 0, 0};
+  std::uint64_t reported_drops_[4] = {0, 0, 0, 0};
   std::int64_t mono_to_wall_ns_ = 0;
   std::uint64_t next_flush_ms_ = 0;
   std::uint64_t next_scan_ms_ = 0;

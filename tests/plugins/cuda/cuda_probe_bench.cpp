@@ -3,13 +3,17 @@
 // record each, drained by a consumer thread as vigil's source thread would) into
 // the stand-in libcuda, without the plugin, then with it attached by
 // multi-uprobe links, by one link per entry point, and by multi-uprobe links
-// with a reader wakeup for every record (flush_interval "0ms").
+// with a reader wakeup for every record (flush_interval "0ms"). mmap_exec_munmap
+// and getppid price the mmap watch (a syscalls:sys_exit_mmap program).
 //
 //   sudo build/bench/cuda_probe_bench [--benchmark_repetitions=5 ...]
 //
 // The counters say how many events the consumer took and how many records
 // the plugin reported lost (cuda.drops.calls).
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -109,6 +113,26 @@ void BM_cuMemAlloc_v2(benchmark::State& state, Phase p) {
   counters(state);
 }
 
+// The mmap watch (syscalls:sys_exit_mmap) runs on every mmap; and a syscall
+// tracepoint puts every syscall of every task on the kernel's slow path.
+void BM_mmap_exec(benchmark::State& state, Phase p) {
+  enter(p, state);
+  int fd = open(VIGIL_FAKE_CUDA, O_RDONLY | O_CLOEXEC);
+  for (auto _ : state) {
+    void* m = mmap(nullptr, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
+    benchmark::DoNotOptimize(m);
+    munmap(m, 4096);
+  }
+  close(fd);
+  counters(state);
+}
+
+void BM_getppid(benchmark::State& state, Phase p) {
+  enter(p, state);
+  for (auto _ : state) benchmark::DoNotOptimize(syscall(SYS_getppid));
+  counters(state);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -129,6 +153,10 @@ int main(int argc, char** argv) {
                              std::pair{"multi_uprobe_wake_each_record", Phase::kWakeEach}}) {
     benchmark::RegisterBenchmark((std::string("cuLaunchKernel/") + name).c_str(), BM_cuLaunchKernel, phase);
     benchmark::RegisterBenchmark((std::string("cuMemAlloc_v2/") + name).c_str(), BM_cuMemAlloc_v2, phase);
+    if (phase == Phase::kDetached || phase == Phase::kMulti) {
+      benchmark::RegisterBenchmark((std::string("mmap_exec_munmap/") + name).c_str(), BM_mmap_exec, phase);
+      benchmark::RegisterBenchmark((std::string("getppid/") + name).c_str(), BM_getppid, phase);
+    }
   }
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();

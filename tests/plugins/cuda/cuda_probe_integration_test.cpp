@@ -283,6 +283,72 @@ TEST_F(CudaProbeTest, LibraryPathsAreProbedBeforeAnyProcessMapsThem) {
   for (const Extracted* e : c.of(pb, "cuda_call")) EXPECT_EQ(e->str("cuda.category"), "memory");
 }
 
+TEST_F(CudaProbeTest, ProbesALibraryDeletedAfterItWasMapped) {
+  // maps then shows "<path> (deleted)" and the path leads nowhere: the plugin
+  // opens the mapping itself (map_files).
+  Caller a(lib_a_, 5);
+  ASSERT_EQ(a.line(), "ready " + std::to_string(a.pid()));
+  ASSERT_TRUE(fs::remove(lib_a_));
+  AbiClient p(VIGIL_CUDA_PLUGIN);
+  ASSERT_TRUE(p.ok()) << p.error();
+  ASSERT_TRUE(p.init(R"({"scan_interval": "100ms", "interval": "100ms"})")) << p.error();
+  Collected c;
+  ASSERT_TRUE(collect(p, c, 2000, [&] { return library_event(c, lib_a_) != nullptr; }));
+  a.go();
+  EXPECT_EQ(a.line(), "done 85");
+  EXPECT_EQ(a.wait_exit(), 0);
+  auto pa = static_cast<std::uint32_t>(a.pid());
+  EXPECT_TRUE(collect(p, c, 3000, [&] { return c.launches(pa) >= 85 && c.of(pa, "cuda_call").size() >= 18; }));
+  EXPECT_EQ(c.launches(pa), 85u);
+  EXPECT_EQ(c.of(pa, "cuda_call").size(), 18u);  // 3 contexts, 5 allocs, 5 frees, 1 managed, 4 modules
+}
+
+TEST_F(CudaProbeTest, MmapWatchProbesANewLibraryWithoutWaitingForAScan) {
+  for (bool watch : {true, false}) {
+    SCOPED_TRACE(watch ? "watch_mmap" : "no watch");
+    AbiClient p(VIGIL_CUDA_PLUGIN);
+    ASSERT_TRUE(p.ok()) << p.error();
+    // No scan after the one in init: only the mmap watch can find the caller.
+    ASSERT_TRUE(p.init(std::string(R"({"scan_interval": "10m", "interval": "100ms", "watch_mmap": )") +
+                       (watch ? "true" : "false") + "}"))
+        << p.error();
+    for (const std::string& l : p.logs) EXPECT_EQ(l.find("no mmap watch"), std::string::npos) << l;
+    Collected c;
+    Caller b(lib_b_, 2);
+    ASSERT_EQ(b.line(), "ready " + std::to_string(b.pid()));
+    bool found = collect(p, c, watch ? 2000 : 800, [&] { return library_event(c, lib_b_) != nullptr; });
+    EXPECT_EQ(found, watch);
+    if (found) {
+      EXPECT_EQ(library_event(c, lib_b_)->pid, static_cast<std::uint32_t>(b.pid()));
+    }
+    b.go();
+    EXPECT_EQ(b.line(), "done 34");
+    EXPECT_EQ(b.wait_exit(), 0);
+    auto pb = static_cast<std::uint32_t>(b.pid());
+    collect(p, c, watch ? 3000 : 300, [&] { return c.launches(pb) >= 34; });
+    EXPECT_EQ(c.launches(pb), watch ? 34u : 0u);
+  }
+}
+
+TEST_F(CudaProbeTest, ProbesAtMostMaxLibraries) {
+  Caller a(lib_a_, 1);
+  ASSERT_EQ(a.line(), "ready " + std::to_string(a.pid()));
+  Caller b(lib_b_, 1);
+  ASSERT_EQ(b.line(), "ready " + std::to_string(b.pid()));
+  AbiClient p(VIGIL_CUDA_PLUGIN);
+  ASSERT_TRUE(p.ok()) << p.error();
+  ASSERT_TRUE(p.init(R"({"scan_interval": "100ms", "max_libraries": 1})")) << p.error();
+  Collected c;
+  collect(p, c, 800, [] { return false; });
+  int probed = 0;
+  for (const Extracted& e : c.all) probed += e.name == "cuda_library";
+  EXPECT_EQ(probed, 1);
+  EXPECT_TRUE(library_event(c, lib_a_) || library_event(c, lib_b_));
+  int warned = 0;
+  for (const std::string& l : p.logs) warned += l.find("max_libraries (1) reached") != std::string::npos;
+  EXPECT_EQ(warned, 1) << "the limit is logged once";
+}
+
 TEST_F(CudaProbeTest, InitRefusesBadConfiguration) {
   AbiClient p(VIGIL_CUDA_PLUGIN);
   ASSERT_TRUE(p.ok()) << p.error();
