@@ -26,6 +26,7 @@ constexpr std::size_t kMaxRejected = 1024;           // unusable files remembere
 constexpr std::uint32_t kMaxNewFilesPerScan = 8;     // files opened and parsed per scan
 constexpr std::size_t kMaxPidsListed = 1u << 22;     // /proc entries one scan lists (pid_max)
 constexpr std::size_t kMaxUrgent = 1024;             // pids from the mmap watch waiting to be read
+constexpr std::size_t kUrgentPerRound = 64;          // of those, read per round of next()
 
 std::uint64_t clock_ns(clockid_t id) {
   timespec ts{};
@@ -363,13 +364,14 @@ void CudaSource::next(std::uint32_t max, std::uint32_t timeout_ms, std::vector<O
     }
     if (!urgent_.empty()) {
       // Processes that just mapped a library-named file: before their first calls if possible.
-      std::set<std::uint32_t> pids;
-      pids.swap(urgent_);
       std::uint32_t new_files = 0;
       ScanStats stats;
       const auto self = static_cast<std::uint32_t>(getpid());
-      for (std::uint32_t pid : pids)
+      for (std::size_t k = 0; k < kUrgentPerRound && !urgent_.empty(); ++k) {
+        std::uint32_t pid = *urgent_.begin();
+        urgent_.erase(urgent_.begin());
         if (pid != self && !covered_.count(pid)) scan_pid(pid, new_files, stats);
+      }
     }
     if (now >= next_summary_ms_) {
       probes_->consume(cb);  // records before the summary, in order
@@ -385,6 +387,7 @@ void CudaSource::next(std::uint32_t max, std::uint32_t timeout_ms, std::vector<O
     std::uint64_t until = std::min({deadline, next_scan_ms_, next_summary_ms_});
     if (cfg_.flush_interval_ms > 0) until = std::min(until, next_flush_ms_);
     int wait = until > now ? static_cast<int>(std::min<std::uint64_t>(until - now, 1000)) : 0;
+    if (!urgent_.empty()) wait = 0;  // more mmap-watch pids to read
     int n = probes_->poll(wait, cb);
     if (n < 0) {
       log_(LogLevel::kError, std::string("ring buffer poll failed: ") + std::strerror(-n));

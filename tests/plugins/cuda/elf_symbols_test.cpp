@@ -42,7 +42,7 @@ std::vector<std::string_view> call_names() {
   return v;
 }
 
-TEST(ElfSymbols, FindsEveryEntryPointAtItsCode) {
+TEST(CudaElfSymbols, FindsEveryEntryPointAtItsCode) {
   auto names = call_names();
   int fd = open(VIGIL_FAKE_CUDA, O_RDONLY | O_CLOEXEC);
   ASSERT_GE(fd, 0);
@@ -68,7 +68,7 @@ TEST(ElfSymbols, FindsEveryEntryPointAtItsCode) {
   dlclose(h);
 }
 
-TEST(ElfSymbols, ReportsAbsentAndNonFunctionSymbols) {
+TEST(CudaElfSymbols, ReportsAbsentAndNonFunctionSymbols) {
   std::vector<std::string_view> names{"cuLaunchKernel", "cuCtxCreate_v4", "cuLaunchCooperativeKernel",
                                       "dlopen", "fake_cuda_calls"};
   std::vector<std::uint8_t> file = slurp(VIGIL_FAKE_CUDA_MINIMAL);
@@ -81,7 +81,7 @@ TEST(ElfSymbols, ReportsAbsentAndNonFunctionSymbols) {
   EXPECT_EQ(r.status[4], SymbolStatus::kNotFunction);
 }
 
-TEST(ElfSymbols, RefusesWhatIsNotAnElfSharedObject) {
+TEST(CudaElfSymbols, RefusesWhatIsNotAnElfSharedObject) {
   auto names = call_names();
   EXPECT_NE(lookup_bytes({}, names).error, "");
   EXPECT_NE(lookup_bytes(std::vector<std::uint8_t>(4096, 0), names).error, "");
@@ -109,7 +109,7 @@ TEST(ElfSymbols, RefusesWhatIsNotAnElfSharedObject) {
   EXPECT_NE(lookup_bytes(bad, names).error, "");
 }
 
-TEST(ElfSymbols, SurvivesRandomDamage) {
+TEST(CudaElfSymbols, SurvivesRandomDamage) {
   auto names = call_names();
   const std::vector<std::uint8_t> file = slurp(VIGIL_FAKE_CUDA);
   ASSERT_GT(file.size(), 1024u);

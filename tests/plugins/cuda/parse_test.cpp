@@ -15,7 +15,7 @@
 namespace vigil::cuda {
 namespace {
 
-TEST(ProcMaps, ParsesLines) {
+TEST(CudaProcMaps, ParsesLines) {
   auto m = parse_maps_line(
       "7f2a1c000000-7f2a1c200000 r-xp 00001000 fd:01 1234567                    /usr/lib/x86_64-linux-gnu/libcuda.so.550.54.15");
   ASSERT_TRUE(m);
@@ -50,7 +50,7 @@ TEST(ProcMaps, ParsesLines) {
   EXPECT_FALSE(parse_maps_line("1000-2000 r-xp 0 fd:01 1 /" + std::string(5000, 'a')));
 }
 
-TEST(ProcMaps, MatchesLibraryNames) {
+TEST(CudaProcMaps, MatchesLibraryNames) {
   std::vector<std::string> names{"libcuda.so"};
   EXPECT_TRUE(library_name_matches("/usr/lib/libcuda.so", names));
   EXPECT_TRUE(library_name_matches("/usr/lib/libcuda.so.1", names));
@@ -62,7 +62,7 @@ TEST(ProcMaps, MatchesLibraryNames) {
   EXPECT_FALSE(library_name_matches("[vdso]", names));
 }
 
-TEST(ProcMaps, FindsEachExecutableFileOnce) {
+TEST(CudaProcMaps, FindsEachExecutableFileOnce) {
   std::string text =
       "1000-2000 r--p 00000000 fd:01 10 /lib/libcuda.so.1\n"
       "2000-3000 r-xp 00001000 fd:01 10 /lib/libcuda.so.1\n"
@@ -80,7 +80,7 @@ TEST(ProcMaps, FindsEachExecutableFileOnce) {
   EXPECT_EQ(find_libraries(text, std::vector<std::string>{"libcuda.so"}, 1).size(), 1u);
 }
 
-TEST(ProcMaps, FindsTheStandInInOwnMaps) {
+TEST(CudaProcMaps, FindsTheStandInInOwnMaps) {
   void* h = dlopen(VIGIL_FAKE_CUDA, RTLD_NOW | RTLD_LOCAL);
   ASSERT_NE(h, nullptr);
   std::string maps;
@@ -99,7 +99,7 @@ TEST(ProcMaps, FindsTheStandInInOwnMaps) {
   }
 }
 
-TEST(Config, DefaultsAndKeys) {
+TEST(CudaConfig, DefaultsAndKeys) {
   Config c;
   std::string err;
   ASSERT_TRUE(parse_config("{}", c, err)) << err;
@@ -122,7 +122,7 @@ TEST(Config, DefaultsAndKeys) {
   EXPECT_FALSE(c.multi_uprobe);
 }
 
-TEST(Config, Refusals) {
+TEST(CudaConfig, Refusals) {
   for (const char* bad : {"[1]", "{", R"({"intervall":"1s"})", R"({"interval":1})", R"({"interval":"1h"})",
                           R"({"interval":"10ms"})", R"({"interval":"1x"})", R"({"scan_max_pids":0})",
                           R"({"scan_max_pids":-3})", R"({"library_names":["a/b"]})",
@@ -135,7 +135,7 @@ TEST(Config, Refusals) {
   }
 }
 
-TEST(Config, Durations) {
+TEST(CudaConfig, Durations) {
   std::uint64_t ms = 0;
   EXPECT_TRUE(parse_duration_ms("1s", ms));
   EXPECT_EQ(ms, 1000u);
@@ -145,7 +145,7 @@ TEST(Config, Durations) {
     EXPECT_FALSE(parse_duration_ms(bad, ms)) << bad;
 }
 
-TEST(Wire, RoundTrips) {
+TEST(CudaWire, RoundTrips) {
   Record r;
   r.kind = Kind::kCall;
   r.call = CUDA_CALL_MEM_ALLOC_V2;
@@ -182,7 +182,7 @@ TEST(Wire, RoundTrips) {
   EXPECT_EQ(back->library.size(), kWireStringMax);
 }
 
-TEST(Wire, PrintableKeepsUtf8AndEscapesTheRest) {
+TEST(CudaWire, PrintableKeepsUtf8AndEscapesTheRest) {
   EXPECT_EQ(printable("/usr/lib/libcuda.so.1"), "/usr/lib/libcuda.so.1");
   EXPECT_EQ(printable("/tmp/caf\xc3\xa9"), "/tmp/caf\xc3\xa9");
   EXPECT_EQ(printable("a\nb"), "a\\x0ab");
@@ -192,7 +192,7 @@ TEST(Wire, PrintableKeepsUtf8AndEscapesTheRest) {
   EXPECT_EQ(printable("abcdef", 3), "abc");
 }
 
-TEST(Calls, TableAndIds) {
+TEST(CudaCalls, TableAndIds) {
   EXPECT_EQ(all_calls().size(), static_cast<std::size_t>(CUDA_CALL_MAX - 1));
   EXPECT_FALSE(call_by_id(CUDA_CALL_NONE));
   EXPECT_FALSE(call_by_id(CUDA_CALL_MAX));
