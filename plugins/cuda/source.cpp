@@ -117,7 +117,13 @@ std::unique_ptr<CudaSource> CudaSource::create(const Config& cfg, LogFn log, std
       close(fd);
       continue;
     }
-    s->add_library(fd, key, p, 0);
+    if (s->libs_.size() >= cfg.max_libraries) {
+      s->log_(LogLevel::kWarn, "library_paths: max_libraries (" + std::to_string(cfg.max_libraries) +
+                                   ") reached: not probing " + printable(p));
+      close(fd);
+      continue;
+    }
+    s->add_library(fd, key, printable(p), 0);
   }
   std::uint64_t now = mono_ms();
   s->scan();
