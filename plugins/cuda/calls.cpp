@@ -43,6 +43,9 @@ constexpr std::array<CallInfo, CUDA_CALL_MAX - 1> kCalls{{
     {CUDA_CALL_LAUNCH_KERNEL_EX_PTSZ, "cuLaunchKernelEx_ptsz", Category::kLaunch, 0, 0, 0},
     {CUDA_CALL_LAUNCH_COOPERATIVE, "cuLaunchCooperativeKernel", Category::kLaunch, 0, 0, 0},
     {CUDA_CALL_LAUNCH_COOPERATIVE_PTSZ, "cuLaunchCooperativeKernel_ptsz", Category::kLaunch, 0, 0, 0},
+    // cuGraphLaunch(CUgraphExec, CUstream): counted apart from kernel launches.
+    {CUDA_CALL_GRAPH_LAUNCH, "cuGraphLaunch", Category::kLaunch, 0, 0, 0},
+    {CUDA_CALL_GRAPH_LAUNCH_PTSZ, "cuGraphLaunch_ptsz", Category::kLaunch, 0, 0, 0},
 }};
 
 constexpr bool ids_in_order() {

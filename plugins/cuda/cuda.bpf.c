@@ -5,9 +5,9 @@
  * by the plugin once per distinct libcuda file and entry point, each with a
  * cookie that names the entry point and the library
  * (cuda_probe.h):
- *   cuda_launch  every kernel-launch entry point. The hot path: it only
- *                counts, per (process, library), in a per-CPU hash; user
- *                space reads the counts once per interval.
+ *   cuda_launch  every kernel-launch and graph-launch entry point. The hot
+ *                path: it only counts, per (process, library), in a per-CPU
+ *                hash; user space reads the counts once per interval.
  *   cuda_call    every other entry point (context creation, module load,
  *                memory allocation and free): one ring-buffer record per
  *                call with the first six arguments, and for module loads the
@@ -85,20 +85,23 @@ static __always_inline int count_launch(struct pt_regs *ctx)
       .pid = (__u32)(bpf_get_current_pid_tgid() >> 32),
       .lib = CUDA_COOKIE_LIB(cookie),
   };
+  int graph = CUDA_CALL_IS_GRAPH(CUDA_COOKIE_CALL(cookie));
   struct cuda_launch_val *v = bpf_map_lookup_elem(&cuda_launches, &key);
-  if (v) {
-    v->count += 1; /* this CPU's own slot: no other CPU writes it */
-    return 0;
+  if (!v) {
+    struct cuda_launch_val zero = {};
+    /* EEXIST: another CPU created it in between; count into it all the same. */
+    bpf_map_update_elem(&cuda_launches, &key, &zero, BPF_NOEXIST);
+    v = bpf_map_lookup_elem(&cuda_launches, &key);
+    if (!v) {
+      count_drop(CUDA_DROP_LAUNCH_MAP);
+      return 0;
+    }
   }
-  struct cuda_launch_val one = {.count = 1};
-  if (bpf_map_update_elem(&cuda_launches, &key, &one, BPF_NOEXIST) == 0)
-    return 0;
-  /* Another CPU may have created the entry in between: count into it. */
-  v = bpf_map_lookup_elem(&cuda_launches, &key);
-  if (v)
-    v->count += 1;
+  /* This CPU's own slot: no other CPU writes it. */
+  if (graph)
+    v->graphs += 1;
   else
-    count_drop(CUDA_DROP_LAUNCH_MAP);
+    v->count += 1;
   return 0;
 }
 

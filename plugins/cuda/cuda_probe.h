@@ -54,10 +54,14 @@ enum cuda_call_id {
   CUDA_CALL_LAUNCH_KERNEL_EX_PTSZ = 19,
   CUDA_CALL_LAUNCH_COOPERATIVE = 20,
   CUDA_CALL_LAUNCH_COOPERATIVE_PTSZ = 21,
-  CUDA_CALL_MAX = 22
+  /* graph launch: one call starts a whole graph of kernels; counted apart */
+  CUDA_CALL_GRAPH_LAUNCH = 22,
+  CUDA_CALL_GRAPH_LAUNCH_PTSZ = 23,
+  CUDA_CALL_MAX = 24
 };
 
 #define CUDA_CALL_IS_PATH(c) ((c) == CUDA_CALL_MODULE_LOAD || (c) == CUDA_CALL_LIBRARY_LOAD_FROM_FILE)
+#define CUDA_CALL_IS_GRAPH(c) ((c) == CUDA_CALL_GRAPH_LAUNCH || (c) == CUDA_CALL_GRAPH_LAUNCH_PTSZ)
 #define CUDA_CALL_IS_IMAGE(c) ((c) >= CUDA_CALL_MODULE_LOAD_DATA && (c) <= CUDA_CALL_LIBRARY_LOAD_DATA)
 
 /* Bytes of a string argument (cuModuleLoad's file name) or of an image's
@@ -90,7 +94,8 @@ struct cuda_launch_key {
 };
 
 struct cuda_launch_val {
-  cp_u64 count;
+  cp_u64 count;  /* kernel launches */
+  cp_u64 graphs; /* graph launches */
 };
 
 /* A process mapped an executable file whose name is a library name the plugin

@@ -29,7 +29,7 @@ namespace {
 
 enum Field : std::uint32_t {
   kCall, kCategory, kDevice, kAllocSize, kPtr, kModulePath, kModuleKind,
-  kLaunches, kIntervalMs, kLibrary, kProbes, kMissing, kDropsCalls, kDropsLaunches, kFieldCount
+  kLaunches, kGraphLaunches, kIntervalMs, kLibrary, kProbes, kMissing, kDropsCalls, kDropsLaunches, kFieldCount
 };
 
 constexpr std::array<vigil_field_info, kFieldCount> kFields{{
@@ -48,6 +48,8 @@ constexpr std::array<vigil_field_info, kFieldCount> kFields{{
      "The format of an in-memory module image by its first bytes: ptx, cubin, fatbin or unknown."},
     {"cuda.launches", VIGIL_FIELD_UINT64, VIGIL_ARG_NONE,
      "Kernel launches by the process in the interval (cuda_launches events, counted in the kernel)."},
+    {"cuda.graph_launches", VIGIL_FIELD_UINT64, VIGIL_ARG_NONE,
+     "CUDA graph launches (cuGraphLaunch) by the process in the interval; each starts many kernels."},
     {"cuda.interval_ms", VIGIL_FIELD_UINT64, VIGIL_ARG_NONE,
      "The length of the interval a cuda_launches event covers, in milliseconds."},
     {"cuda.library", VIGIL_FIELD_STRING, VIGIL_ARG_NONE,
@@ -206,6 +208,9 @@ VIGIL_PLUGIN_EXPORT vigil_rc vigil_plugin_extract(vigil_plugin_state* s, const v
           break;
         case kLaunches:
           if (r->present & Record::kHasLaunches) u64(r->launches);
+          break;
+        case kGraphLaunches:
+          if (r->present & Record::kHasLaunches) u64(r->graph_launches);
           break;
         case kIntervalMs:
           if (r->present & Record::kHasLaunches) u64(r->interval_ms);

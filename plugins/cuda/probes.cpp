@@ -280,20 +280,26 @@ std::vector<LaunchCount> Probes::launch_counts(std::size_t max) {
     key = next;
     prev = &key;
     if (bpf_map_lookup_elem(fd, &key, vals.data()) != 0) continue;  // deleted meanwhile
-    std::uint64_t total = 0;
-    for (const cuda_launch_val& v : vals) total += v.count;
-    out.push_back({key.pid, key.lib, total});
+    LaunchCount c{key.pid, key.lib, 0, 0};
+    for (const cuda_launch_val& v : vals) {
+      c.total += v.count;
+      c.graphs += v.graphs;
+    }
+    out.push_back(c);
   }
   return out;
 }
 
-std::uint64_t Probes::launch_total(std::uint32_t pid, std::uint32_t lib) {
+LaunchCount Probes::launch_total(std::uint32_t pid, std::uint32_t lib) {
   std::vector<cuda_launch_val> vals(static_cast<std::size_t>(impl_->ncpu));
   cuda_launch_key key{pid, lib};
-  if (bpf_map_lookup_elem(bpf_map__fd(impl_->skel->maps.cuda_launches), &key, vals.data()) != 0) return 0;
-  std::uint64_t total = 0;
-  for (const cuda_launch_val& v : vals) total += v.count;
-  return total;
+  LaunchCount c{pid, lib, 0, 0};
+  if (bpf_map_lookup_elem(bpf_map__fd(impl_->skel->maps.cuda_launches), &key, vals.data()) != 0) return c;
+  for (const cuda_launch_val& v : vals) {
+    c.total += v.count;
+    c.graphs += v.graphs;
+  }
+  return c;
 }
 
 void Probes::forget(std::uint32_t pid, std::uint32_t lib) {

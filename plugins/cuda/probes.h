@@ -35,7 +35,8 @@ struct AttachResult {
 struct LaunchCount {
   std::uint32_t pid;
   std::uint32_t lib;
-  std::uint64_t total;  // since the entry was created
+  std::uint64_t total;   // kernel launches since the entry was created
+  std::uint64_t graphs;  // graph launches since then
 };
 
 class Probes {
@@ -68,8 +69,8 @@ class Probes {
 
   // Every (process, library) launch counter, summed over CPUs, at most `max`.
   std::vector<LaunchCount> launch_counts(std::size_t max);
-  // One counter, summed over CPUs; 0 when it is not there.
-  std::uint64_t launch_total(std::uint32_t pid, std::uint32_t lib);
+  // One counter, summed over CPUs; zeros when it is not there.
+  LaunchCount launch_total(std::uint32_t pid, std::uint32_t lib);
   // Forgets a process's counter (it exited).
   void forget(std::uint32_t pid, std::uint32_t lib);
 

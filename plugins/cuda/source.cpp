@@ -311,28 +311,37 @@ void CudaSource::summarize() {
   last_summary_ms_ = now;
   std::uint64_t drops_calls = probes_->drops(CUDA_DROP_RING) + queue_drops_;
   std::uint64_t drops_launches = probes_->drops(CUDA_DROP_LAUNCH_MAP);
-  std::map<std::pair<std::uint32_t, std::uint32_t>, std::uint64_t> seen;
+  std::map<std::pair<std::uint32_t, std::uint32_t>, std::pair<std::uint64_t, std::uint64_t>> seen;
   std::vector<LaunchCount> counts = probes_->launch_counts(cfg_.max_processes);
   for (const LaunchCount& c : counts) {
     auto key = std::make_pair(c.pid, c.lib);
     // Liveness first, then the count: a process dead before the read cannot
     // add launches after it, so its last launches are in this summary.
     bool live = alive(c.pid);
-    std::uint64_t total = live ? c.total : std::max(c.total, probes_->launch_total(c.pid, c.lib));
-    std::uint64_t before = 0;
-    if (auto it = launch_seen_.find(key); it != launch_seen_.end() && it->second <= total) before = it->second;
-    if (total > before) {
+    LaunchCount now = c;
+    if (!live) {
+      LaunchCount again = probes_->launch_total(c.pid, c.lib);
+      now.total = std::max(c.total, again.total);
+      now.graphs = std::max(c.graphs, again.graphs);
+    }
+    std::pair<std::uint64_t, std::uint64_t> before{0, 0};
+    if (auto it = launch_seen_.find(key); it != launch_seen_.end()) before = it->second;
+    // A counter below its last value was recreated: count it from zero.
+    if (now.total < before.first) before.first = 0;
+    if (now.graphs < before.second) before.second = 0;
+    if (now.total > before.first || now.graphs > before.second) {
       Record w;
       w.kind = Kind::kLaunches;
       w.present = Record::kHasLaunches | Record::kHasDrops;
-      w.launches = total - before;
+      w.launches = now.total - before.first;
+      w.graph_launches = now.graphs - before.second;
       w.interval_ms = interval;
       w.drops_calls = drops_calls;
       w.drops_launches = drops_launches;
       if (c.lib < libs_.size()) w.library = libs_[c.lib].path;
       push(OutEvent{wall_now(), c.pid, 0, "cuda_launches", encode(w)});
     }
-    if (live) seen[key] = total;
+    if (live) seen[key] = {now.total, now.graphs};
     else probes_->forget(c.pid, c.lib);
   }
   launch_seen_ = std::move(seen);

@@ -81,7 +81,8 @@ class CudaSource {
   std::set<std::uint32_t> covered_;   // pids that map a probed file: not rescanned
   std::uint32_t cursor_ = 0;          // the last pid a scan read
   std::set<std::uint32_t> urgent_;    // pids the mmap watch reported (bounded by kMaxUrgent)
-  std::map<std::pair<std::uint32_t, std::uint32_t>, std::uint64_t> launch_seen_;
+  // (pid, library) -> the kernel and graph launch totals at the last summary.
+  std::map<std::pair<std::uint32_t, std::uint32_t>, std::pair<std::uint64_t, std::uint64_t>> launch_seen_;
   std::deque<OutEvent> pending_;
   std::uint64_t queue_drops_ = 0;
   std::uint64_t reported_drops_[4] = {0, 0, 0, 0};

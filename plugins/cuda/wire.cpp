@@ -65,6 +65,7 @@ std::string encode(const Record& r) {
   put<std::uint64_t>(out, r.size);
   put<std::uint64_t>(out, r.ptr);
   put<std::uint64_t>(out, r.launches);
+  put<std::uint64_t>(out, r.graph_launches);
   put<std::uint64_t>(out, r.interval_ms);
   put<std::uint64_t>(out, r.drops_calls);
   put<std::uint64_t>(out, r.drops_launches);
@@ -89,6 +90,7 @@ std::optional<Record> decode(std::span<const std::uint8_t> data) {
   r.size = in.get<std::uint64_t>();
   r.ptr = in.get<std::uint64_t>();
   r.launches = in.get<std::uint64_t>();
+  r.graph_launches = in.get<std::uint64_t>();
   r.interval_ms = in.get<std::uint64_t>();
   r.drops_calls = in.get<std::uint64_t>();
   r.drops_launches = in.get<std::uint64_t>();

@@ -5,7 +5,7 @@
 //
 // Layout, version 1:
 //   u8 version (1), u8 kind, u16 call, u32 present (bits: kHas*),
-//   i64 device, u64 size, u64 ptr, u64 launches, u64 interval_ms,
+//   i64 device, u64 size, u64 ptr, u64 launches, u64 graph_launches, u64 interval_ms,
 //   u64 drops_calls, u64 drops_launches, u64 probes,
 //   then three strings, each u16 length + bytes: library, detail, module_kind.
 #pragma once
@@ -36,6 +36,7 @@ struct Record {
   std::uint64_t size = 0;     // bytes requested (allocations)
   std::uint64_t ptr = 0;      // device pointer (free)
   std::uint64_t launches = 0; // kernel launches in the interval (kLaunches)
+  std::uint64_t graph_launches = 0; // graph launches in the interval (kLaunches)
   std::uint64_t interval_ms = 0;
   std::uint64_t drops_calls = 0;     // call records lost (ring buffer or queue full), since start
   std::uint64_t drops_launches = 0;  // launches not counted (launch map full), since start

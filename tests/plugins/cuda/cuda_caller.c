@@ -12,8 +12,8 @@
  *   cuMemAllocManaged(1 MiB)
  *   cuModuleLoad("/opt/kernels/miner.cubin"), cuModuleLoadData(an ELF image),
  *   cuModuleLoadDataEx(PTX text), cuLibraryLoadData(a fatbin image)
- *   10n cuLaunchKernel, 5n cuLaunchKernel_ptsz, 2n cuLaunchKernelEx
- * and prints "done <launches>" before it exits. */
+ *   10n cuLaunchKernel, 5n cuLaunchKernel_ptsz, 2n cuLaunchKernelEx, 3n cuGraphLaunch
+ * and prints "done <kernel launches> <graph launches>" before it exits. */
 #include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -34,6 +34,7 @@ typedef int (*library_load_data_fn)(void**, const void*, void*, void**, unsigned
 typedef int (*launch_fn)(void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void*,
                          void**, void**);
 typedef int (*launch_ex_fn)(const void*, void*, void**, void**);
+typedef int (*graph_launch_fn)(void*, void*);
 
 static void* sym(void* h, const char* name) { return dlsym(h, name); }
 
@@ -103,7 +104,11 @@ int main(int argc, char** argv) {
     launch_ptsz(NULL, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL);
   for (long i = 0; launch_ex && i < 2 * n; ++i, ++launches) launch_ex(NULL, NULL, NULL, NULL);
 
-  printf("done %ld\n", launches);
+  long graphs = 0;
+  graph_launch_fn graph = (graph_launch_fn)sym(h, "cuGraphLaunch");
+  for (long i = 0; graph && i < 3 * n; ++i, ++graphs) graph(NULL, NULL);
+
+  printf("done %ld %ld\n", launches, graphs);
   fflush(stdout);
   return 0;
 }

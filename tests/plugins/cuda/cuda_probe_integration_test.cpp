@@ -92,6 +92,11 @@ struct Collected {
     for (const Extracted* e : of(pid, "cuda_launches")) n += e->u64("cuda.launches");
     return n;
   }
+  std::uint64_t graphs(std::uint32_t pid) const {
+    std::uint64_t n = 0;
+    for (const Extracted* e : of(pid, "cuda_launches")) n += e->u64("cuda.graph_launches");
+    return n;
+  }
 };
 
 class CudaProbeTest : public ::testing::Test {
@@ -155,7 +160,7 @@ TEST_F(CudaProbeTest, FindsLibrariesInMapsAndReportsExactActivity) {
   ASSERT_TRUE(collect(p, c, 3000, [&] { return library_event(c, lib_a_) != nullptr; }));
   const Extracted* la = library_event(c, lib_a_);
   EXPECT_EQ(la->pid, static_cast<std::uint32_t>(a.pid()));
-  EXPECT_EQ(la->u64("cuda.probes"), 21u);  // every entry point the plugin knows
+  EXPECT_EQ(la->u64("cuda.probes"), 23u);  // every entry point the plugin knows
   EXPECT_EQ(la->str("cuda.missing"), "");
 
   // Processes started later, mapping other files, are found by the rescans.
@@ -171,15 +176,16 @@ TEST_F(CudaProbeTest, FindsLibrariesInMapsAndReportsExactActivity) {
   EXPECT_EQ(lo->u64("cuda.probes"), 11u);
   std::string missing = lo->str("cuda.missing");
   for (const char* m : {"cuCtxCreate_v3 (absent)", "cuCtxCreate_v4 (absent)", "cuLaunchKernelEx (absent)",
-                        "cuLibraryLoadData (absent)", "cuLaunchCooperativeKernel (not a function)"})
+                        "cuLibraryLoadData (absent)", "cuLaunchCooperativeKernel (not a function)",
+                        "cuGraphLaunch (absent)"})
     EXPECT_NE(missing.find(m), std::string::npos) << m << " not in: " << missing;
 
   a.go();
   b.go();
   old.go();
-  EXPECT_EQ(a.line(), "done " + std::to_string(17 * kN));
-  EXPECT_EQ(b.line(), "done " + std::to_string(17 * kN));
-  EXPECT_EQ(old.line(), "done " + std::to_string(15 * kN));
+  EXPECT_EQ(a.line(), "done " + std::to_string(17 * kN) + " " + std::to_string(3 * kN));
+  EXPECT_EQ(b.line(), "done " + std::to_string(17 * kN) + " " + std::to_string(3 * kN));
+  EXPECT_EQ(old.line(), "done " + std::to_string(15 * kN) + " 0");
   EXPECT_EQ(a.wait_exit(), 0);
   EXPECT_EQ(b.wait_exit(), 0);
   EXPECT_EQ(old.wait_exit(), 0);
@@ -190,6 +196,7 @@ TEST_F(CudaProbeTest, FindsLibrariesInMapsAndReportsExactActivity) {
        po = static_cast<std::uint32_t>(old.pid());
   EXPECT_TRUE(collect(p, c, 5000, [&] {
     return c.launches(pa) >= 17 * kN && c.launches(pb) >= 17 * kN && c.launches(po) >= 15 * kN &&
+           c.graphs(pa) >= 3 * kN && c.graphs(pb) >= 3 * kN &&
            c.of(pa, "cuda_call").size() >= 2 * kN + 8;
   }));
   // Then one more interval: nothing may be counted twice.
@@ -197,6 +204,9 @@ TEST_F(CudaProbeTest, FindsLibrariesInMapsAndReportsExactActivity) {
   EXPECT_EQ(c.launches(pa), 17u * kN);
   EXPECT_EQ(c.launches(pb), 17u * kN);
   EXPECT_EQ(c.launches(po), 15u * kN);
+  EXPECT_EQ(c.graphs(pa), 3u * kN);  // counted apart from kernel launches
+  EXPECT_EQ(c.graphs(pb), 3u * kN);
+  EXPECT_EQ(c.graphs(po), 0u);
 
   for (auto [pid, lib] : {std::pair{pa, lib_a_}, std::pair{pb, lib_b_}}) {
     SCOPED_TRACE(lib);
@@ -265,7 +275,7 @@ TEST_F(CudaProbeTest, LibraryPathsAreProbedBeforeAnyProcessMapsThem) {
   Collected c;
   ASSERT_TRUE(collect(p, c, 2000, [&] { return library_event(c, lib_b_) != nullptr; }));
   EXPECT_EQ(library_event(c, lib_b_)->pid, 0u);
-  EXPECT_EQ(library_event(c, lib_b_)->u64("cuda.probes"), 11u);  // 6 launch + 5 memory
+  EXPECT_EQ(library_event(c, lib_b_)->u64("cuda.probes"), 13u);  // 8 launch + 5 memory
   bool single = false;
   for (const std::string& l : p.logs) single = single || l.find("one uprobe link per entry point") != std::string::npos;
   EXPECT_TRUE(single) << "multi_uprobe: false was not honoured";
@@ -273,7 +283,7 @@ TEST_F(CudaProbeTest, LibraryPathsAreProbedBeforeAnyProcessMapsThem) {
   Caller b(lib_b_, 10);
   ASSERT_EQ(b.line(), "ready " + std::to_string(b.pid()));
   b.go();
-  EXPECT_EQ(b.line(), "done 170");
+  EXPECT_EQ(b.line(), "done 170 30");
   EXPECT_EQ(b.wait_exit(), 0);
   auto pb = static_cast<std::uint32_t>(b.pid());
   EXPECT_TRUE(collect(p, c, 3000, [&] { return c.launches(pb) >= 170 && c.of(pb, "cuda_call").size() >= 21; }));
@@ -295,7 +305,7 @@ TEST_F(CudaProbeTest, ProbesALibraryDeletedAfterItWasMapped) {
   Collected c;
   ASSERT_TRUE(collect(p, c, 2000, [&] { return library_event(c, lib_a_) != nullptr; }));
   a.go();
-  EXPECT_EQ(a.line(), "done 85");
+  EXPECT_EQ(a.line(), "done 85 15");
   EXPECT_EQ(a.wait_exit(), 0);
   auto pa = static_cast<std::uint32_t>(a.pid());
   EXPECT_TRUE(collect(p, c, 3000, [&] { return c.launches(pa) >= 85 && c.of(pa, "cuda_call").size() >= 18; }));
@@ -322,7 +332,7 @@ TEST_F(CudaProbeTest, MmapWatchProbesANewLibraryWithoutWaitingForAScan) {
       EXPECT_EQ(library_event(c, lib_b_)->pid, static_cast<std::uint32_t>(b.pid()));
     }
     b.go();
-    EXPECT_EQ(b.line(), "done 34");
+    EXPECT_EQ(b.line(), "done 34 6");
     EXPECT_EQ(b.wait_exit(), 0);
     auto pb = static_cast<std::uint32_t>(b.pid());
     collect(p, c, watch ? 3000 : 300, [&] { return c.launches(pb) >= 34; });

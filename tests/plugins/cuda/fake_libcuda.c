@@ -3,7 +3,7 @@
  * only count and return CUDA_SUCCESS. It is a probe target, not a GPU.
  *
  * Built twice: in full, and with FAKE_CUDA_MINIMAL (an older driver: no
- * cuCtxCreate_v3/v4, cuLaunchKernelEx*, cuLibrary*, and
+ * cuCtxCreate_v3/v4, cuLaunchKernelEx*, cuLibrary*, cuGraphLaunch*, and
  * cuLaunchCooperativeKernel exported as data, not as a function) so that the
  * tests see absent and unusable symbols. */
 #include <stddef.h>
@@ -123,6 +123,8 @@ EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned gx, unsign
   COUNT(21);
   return 0;
 }
+EXPORT CUresult cuGraphLaunch(void* exec, CUstream s) { COUNT(22); return 0; }
+EXPORT CUresult cuGraphLaunch_ptsz(void* exec, CUstream s) { COUNT(23); return 0; }
 #else
 __attribute__((visibility("default"))) volatile unsigned long long cuLaunchCooperativeKernel = 0;
 #endif

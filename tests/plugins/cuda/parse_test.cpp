@@ -155,6 +155,7 @@ TEST(CudaWire, RoundTrips) {
   r.library = "/usr/lib/libcuda.so.1";
   r.detail = "x";
   r.module_kind = "ptx";
+  r.graph_launches = 7;
   std::string data = encode(r);
   auto back = decode({reinterpret_cast<const std::uint8_t*>(data.data()), data.size()});
   ASSERT_TRUE(back);
@@ -165,6 +166,7 @@ TEST(CudaWire, RoundTrips) {
   EXPECT_EQ(back->library, r.library);
   EXPECT_EQ(back->detail, "x");
   EXPECT_EQ(back->module_kind, "ptx");
+  EXPECT_EQ(back->graph_launches, 7u);
   // Every cut is refused; so are other versions and kinds.
   for (std::size_t n = 0; n < data.size(); ++n)
     EXPECT_FALSE(decode({reinterpret_cast<const std::uint8_t*>(data.data()), n})) << n;
