@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -357,6 +358,58 @@ TEST_F(CudaProbeTest, ProbesAtMostMaxLibraries) {
   int warned = 0;
   for (const std::string& l : p.logs) warned += l.find("max_libraries (1) reached") != std::string::npos;
   EXPECT_EQ(warned, 1) << "the limit is logged once";
+}
+
+// A /proc of our making (proc_root): processes whose maps name a file and
+// whose root holds, at that path, the same file, another file, or nothing.
+// Only the first is probed: a container cannot point the plugin at a file
+// other than the one its process mapped.
+TEST_F(CudaProbeTest, OpensLibrariesThroughTheProcessRootOnlyWhenTheInodeMatches) {
+  fs::path proc = dir_ / "proc";
+  struct stat a {}, b {};
+  ASSERT_EQ(stat(lib_a_.c_str(), &a), 0);
+  ASSERT_EQ(stat(lib_b_.c_str(), &b), 0);
+  auto maps_line = [](const struct stat& st, const std::string& path) {
+    char buf[512];
+    std::snprintf(buf, sizeof(buf), "7f0000000000-7f0000100000 r-xp 00001000 %02x:%02x %llu    %s\n",
+                  major(st.st_dev), minor(st.st_dev), static_cast<unsigned long long>(st.st_ino), path.c_str());
+    return std::string(buf);
+  };
+  auto process = [&](int pid, const std::string& maps, const fs::path& root) {
+    fs::path p = proc / std::to_string(pid);
+    fs::create_directories(p);
+    std::ofstream(p / "maps") << maps;
+    if (!root.empty()) fs::create_directory_symlink(root, p / "root");
+  };
+  // The container's view: /usr/lib/libcuda.so.1 inside each root.
+  for (auto [name, file] : {std::pair{"same", lib_a_}, std::pair{"other", lib_b_}}) {
+    fs::create_directories(dir_ / name / "usr/lib");
+    ASSERT_EQ(link(file.c_str(), (dir_ / name / "usr/lib/libcuda.so.1").c_str()), 0);  // the same inode
+  }
+  // 4001 maps a (its root has a there); 3999 (read first) claims to map a, but its root
+  // has b at that path; 4003 has no root at all; 4004 has only hostile lines.
+  process(4001, maps_line(a, "/usr/lib/libcuda.so.1"), dir_ / "same");
+  process(3999, maps_line(a, "/usr/lib/libcuda.so.1"), dir_ / "other");
+  process(4003, maps_line(b, "/usr/lib/libcuda.so.1"), {});
+  process(4004,
+          "garbage\n" + std::string(100000, 'x') + "\n" +
+              "7f0000000000-7f0000100000 r-xp 00001000 fd:01 1 /../../../etc/libcuda.so.1\n"
+              "7f0000000000-7f0000100000 r-xp 00001000 zz:01 1 /usr/lib/libcuda.so.1\n",
+          dir_ / "same");
+
+  AbiClient p(VIGIL_CUDA_PLUGIN);
+  ASSERT_TRUE(p.ok()) << p.error();
+  ASSERT_TRUE(p.init(R"({"scan_interval": "100ms", "watch_mmap": false, "proc_root": ")" + proc.string() + R"("})"))
+      << p.error();
+  Collected c;
+  collect(p, c, 700, [] { return false; });
+  std::vector<const Extracted*> libs;
+  for (const Extracted& e : c.all)
+    if (e.name == "cuda_library") libs.push_back(&e);
+  ASSERT_EQ(libs.size(), 1u);
+  EXPECT_EQ(libs[0]->pid, 4001u);
+  EXPECT_EQ(libs[0]->str("cuda.library"), "/usr/lib/libcuda.so.1");
+  EXPECT_EQ(libs[0]->u64("cuda.probes"), 23u);
 }
 
 TEST_F(CudaProbeTest, InitRefusesBadConfiguration) {
