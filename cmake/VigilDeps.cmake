@@ -10,7 +10,7 @@ find_package(spdlog REQUIRED)
 find_package(fmt REQUIRED)
 find_package(nlohmann_json 3.10 REQUIRED)
 find_package(OpenSSL REQUIRED)
-find_package(CLI11 CONFIG QUIET)
+find_package(CLI11 CONFIG REQUIRED)  # the subcommands parse their arguments with CLI11
 
 if(VIGIL_WITH_KAFKA)
   pkg_check_modules(RDKAFKA REQUIRED IMPORTED_TARGET rdkafka)

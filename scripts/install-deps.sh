@@ -10,7 +10,7 @@ pkgs=(
   build-essential cmake ninja-build pkg-config git
   clang llvm libclang-rt-14-dev            # BPF objects, libFuzzer targets
   libbpf-dev bpftool libelf-dev zlib1g-dev # the sensor
-  libre2-dev libyaml-cpp-dev libyaml-dev libspdlog-dev libfmt-dev
+  libre2-dev libyaml-cpp-dev libyaml-dev libspdlog-dev libfmt-dev libcli11-dev
   librdkafka-dev libcurl4-openssl-dev libssl-dev libzstd-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   iproute2 procps util-linux openssl python3 # integration tests: netns, stand-in servers
