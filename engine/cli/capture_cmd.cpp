@@ -219,7 +219,7 @@ int cmd_capture(int argc, char** argv) {
   app.add_option("--rotate-size", rotate_size_text, "start a new file every S bytes")->type_name("S");
   app.add_option("--rotate-every", rotate_every_text, "start a new file every D")->type_name("D");
   app.add_option("--keep", keep, "rotated files to keep (default 5)")->check(CLI::Range(0, 10000));
-  app.add_option("--log-level", level, "trace, debug, info, warn, error (default info)");
+  app.add_option("--log-level", level, "trace, debug, info, warn, error (default info)")->type_name("LEVEL");
   app.add_option("-c,--config", config_path, "configuration (its k8s:, sensor: and hostname: keys)")
       ->type_name("FILE");
   app.add_option("-o", overrides, "override a configuration key (e.g. -o k8s.node_name=node-1)")
@@ -332,7 +332,7 @@ int cmd_replay(int argc, char** argv) {
   app.add_flag("--events", events, "print the events (JSON lines, or --format text) instead of alerts");
   app.add_option("--format", format, "format of --events (default json)")->check(CLI::IsMember({"json", "text"}));
   app.add_option("--timeline", timeline, "also write a Chrome trace / Perfetto timeline")->type_name("FILE");
-  app.add_option("--log-level", level, "trace, debug, info, warn, error (default warn)");
+  app.add_option("--log-level", level, "trace, debug, info, warn, error (default warn)")->type_name("LEVEL");
   if (int rc = parse_cli(app, argc, argv); rc >= 0) return rc;
   for (auto [option, text, dst] : {std::tuple{"--since", &since_text, &so.since_ns},
                                    std::tuple{"--until", &until_text, &co.until_ns}}) {

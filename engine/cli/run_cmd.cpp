@@ -42,15 +42,18 @@ int cmd_run(int argc, char** argv) {
                "(stdout by default) until SIGINT/SIGTERM. SIGHUP reloads the rules.",
                "vigil run");
   one_value_each(app, "-r,--rules", args.rules, "rule file or directory (repeatable; default: the bundled rules)");
-  app.add_option("-c,--config", args.config, "configuration file (outputs, k8s, sensor, flight recorder)");
+  app.add_option("-c,--config", args.config, "configuration file (outputs, k8s, sensor, flight recorder)")
+      ->type_name("FILE");
   app.add_option("-o", args.overrides, "override a configuration key (e.g. -o outputs.0.format=text)")
       ->allow_extra_args(false)
       ->type_name("KEY=VALUE");
   app.add_option("--format", args.format, "format of the default stdout output (default json)")
       ->check(CLI::IsMember({"json", "text"}));
-  app.add_option("--capture", args.capture, "also record every event to a capture file (see vigil replay)");
+  app.add_option("--capture", args.capture, "also record every event to a capture file (see vigil replay)")
+      ->type_name("FILE");
   add_k8s_flags(app, args.k8s);
-  app.add_option("--log-level", args.log_level, "trace, debug, info, warn, error (default info)");
+  app.add_option("--log-level", args.log_level, "trace, debug, info, warn, error (default info)")
+      ->type_name("LEVEL");
   if (int rc = parse_cli(app, argc, argv); rc >= 0) return rc;
 
   auto log = make_logger("vigil", args.log_level);

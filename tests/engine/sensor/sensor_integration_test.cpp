@@ -27,6 +27,7 @@
 
 #include <gtest/gtest.h>
 
+#include "engine/sensor/kmsg.h"
 #include "engine/sensor/sensor.h"
 #include "tests/engine/sensor/sensor_test_util.h"
 #include "tests/support/cgroup.h"
