@@ -87,7 +87,7 @@ Result<std::unique_ptr<Runner>> Runner::create(RunnerOptions opts) {
   return r;
 }
 
-void Runner::add_source(std::unique_ptr<EventSource> source) {
+void Runner::add_source(std::unique_ptr<EventSource> source, bool essential) {
   if (!source) return;
   const int fd = source->wait_fd();
   if (fd >= 0) {
@@ -99,7 +99,7 @@ void Runner::add_source(std::unique_ptr<EventSource> source) {
       log_->warn("runner: cannot wait on {}'s fd: {}", source->name(), std::strerror(errno));
     }
   }
-  slots_.push_back({std::move(source)});
+  slots_.push_back({std::move(source), essential});
 }
 
 void Runner::add_tick(std::string name, std::chrono::nanoseconds every,
@@ -184,8 +184,7 @@ int Runner::wait_ms() const {
   return static_cast<int>(std::max<std::int64_t>(ms, 0));
 }
 
-void Runner::poll_source(Slot& s, const EventSource::Emit& emit, RunReport& rep) {
-  (void)rep;
+void Runner::poll_source(Slot& s, const EventSource::Emit& emit) {
   EventSource& src = *s.source;
   auto got = src.poll(opts_.budget, emit);
   s.ready = false;
@@ -216,7 +215,7 @@ void Runner::poll_source(Slot& s, const EventSource::Emit& emit, RunReport& rep)
   if (src.wait_fd() >= 0) epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, src.wait_fd(), nullptr);
   Error e = *err;
   e.message = std::string(src.name()) + ": " + (e.message.empty() ? "failed" : e.message);
-  if (opts_.stop_on_failure) {
+  if (s.essential) {
     if (!stopping_) error_ = e;
     stop(e.kind == Error::Kind::kBadInput ? 2 : 1, e.message);
   } else if (log_) {
@@ -282,7 +281,7 @@ RunReport Runner::run(pipeline::Pipeline& pipe) {
     more_ = false;
     for (Slot& s : slots_) {
       if (!s.active || !s.source) continue;
-      if (s.ready || s.source->wait_fd() < 0) poll_source(s, emit, rep);
+      if (s.ready || s.source->wait_fd() < 0) poll_source(s, emit);
     }
     if (signalled) {
       signalfd_siginfo si{};

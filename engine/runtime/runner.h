@@ -19,11 +19,11 @@
 // source's emit returns, so a source may hand state to the state (a capture's
 // state records) between events and have it land in order.
 //
-// Stops when: SIGINT/SIGTERM (exit 0); every source is done (0); a source
-// failed (exit 1, or 2 when its error is bad input such as a corrupt capture;
-// unless opts.stop_on_failure is false, then the source is dropped and the
-// rest go on); opts.duration_ns of the runner's clock passed (0); opts.stop_when
-// returned true (0); stop() was called.
+// Stops when: SIGINT/SIGTERM (exit 0); every source is done (0); an
+// essential source failed (exit 1, or 2 when its error is bad input such as a
+// corrupt capture; a source added as not essential, such as a plugin, is
+// logged and dropped and the rest go on); opts.duration_ns of the runner's
+// clock passed (0); opts.stop_when returned true (0); stop() was called.
 //
 // The runner's clock counts ns from the start of run(), following the
 // sources' clocks (now_ns(): the wall clock for live sources, event time for
@@ -71,7 +71,6 @@ struct RunnerOptions {
   bool signals = true;
   std::uint64_t duration_ns = 0;             // stop after this much runner time (0: never)
   std::function<bool()> stop_when;           // checked every turn (capture --size)
-  bool stop_on_failure = true;               // a failed source stops the run
   std::chrono::seconds drop_report{10};      // 0: no periodic drop report
   // SIGHUP: a new ruleset for the pipeline; an error keeps the rules in force.
   // Unset: SIGHUP is logged and ignored.
@@ -103,8 +102,9 @@ class Runner {
   Runner(const Runner&) = delete;
   Runner& operator=(const Runner&) = delete;
 
-  // REQUIRES: before run(). Sources are polled in the order added.
-  void add_source(std::unique_ptr<EventSource> source);
+  // REQUIRES: before run(). Sources are polled in the order added. The
+  // failure of an `essential` source stops the run; any other is dropped.
+  void add_source(std::unique_ptr<EventSource> source, bool essential = true);
   // `fn(now_ns)` runs every `every` of the runner's clock (0: every turn),
   // on the loop thread, first at `every` after run() starts (every turn: at
   // the first turn).
@@ -139,12 +139,13 @@ class Runner {
   };
   struct Slot {
     std::unique_ptr<EventSource> source;
+    bool essential = true;
     bool ready = false;      // its fd was readable, or it has more to give
     bool active = true;      // not done, not failed
     std::uint64_t reported = 0;  // lost events already in a drop report
   };
   void advance_clock();
-  void poll_source(Slot& s, const EventSource::Emit& emit, RunReport& rep);
+  void poll_source(Slot& s, const EventSource::Emit& emit);
   void report_drops(bool final_report, RunReport& rep);
   int wait_ms() const;
 

@@ -134,6 +134,26 @@ std::vector<event::Event> scenario() {
   return evs;
 }
 
+// A live source stand-in: hands over `evs` (wall-clock style), then is done.
+class VectorSource final : public EventSource {
+ public:
+  explicit VectorSource(std::vector<event::Event> evs) : evs_(std::move(evs)) {}
+  std::string_view name() const override { return "bpf"; }
+  Result<std::size_t> poll(std::size_t budget, const Emit& emit) override {
+    std::size_t n = 0;
+    while (n < budget && next_ < evs_.size()) {
+      emit(std::move(evs_[next_++]));
+      ++n;
+    }
+    return n;
+  }
+  Health health() const override { return next_ < evs_.size() ? Health::kRunning : Health::kDone; }
+
+ private:
+  std::vector<event::Event> evs_;
+  std::size_t next_ = 0;
+};
+
 class ReplayTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -143,8 +163,9 @@ class ReplayTest : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
 
-  // The live run: state + pipeline + capture tap, as `vigil run --capture` wires them.
-  AlertList live_run(std::shared_ptr<const rules::Ruleset> rules) {
+  // The live run: a source in a runner, state + pipeline + capture tap, as
+  // `vigil run --capture` wires them (with `filter`: as `vigil capture --filter`).
+  AlertList live_run(std::shared_ptr<const rules::Ruleset> rules, const rules::Filter* filter = nullptr) {
     state::State st(state::Config{.live = false});
     seed(st);
     WriterOptions wo;
@@ -157,9 +178,14 @@ class ReplayTest : public ::testing::Test {
     pipeline::Pipeline pl({st, [&](std::shared_ptr<const event::Alert> a) { alerts.push_back(*a); },
                            "gpu-node-1"},
                           std::move(rules));
-    CaptureTap tap(**w);
+    CaptureTap tap(**w, filter);
     pl.add_tap(&tap);
-    for (auto& ev : scenario()) pl.process(ev);
+    auto runner = Runner::create(RunnerOptions{.budget = 3, .signals = false});
+    EXPECT_TRUE(runner);
+    (*runner)->add_source(std::make_unique<VectorSource>(scenario()));
+    RunReport rep = (*runner)->run(pl);
+    EXPECT_EQ(rep.reason, "done");
+    EXPECT_EQ(rep.events, scenario().size());
     EXPECT_TRUE(tap.status());
     EXPECT_TRUE((*w)->close());
     return alerts;
@@ -324,6 +350,29 @@ TEST_F(ReplayTest, FiltersChooseWhatIsReported) {
   auto bad = rules::Filter::compile("proc.name = = xmrig");
   ASSERT_FALSE(bad);
   EXPECT_NE(bad.error().message.find("column"), std::string::npos) << bad.error().message;
+}
+
+// vigil capture --filter: only the events the filter accepts are written,
+// with all the state they need, so their replay has their context.
+TEST_F(ReplayTest, ACaptureWithAFilterKeepsTheStateAndOnlyTheAcceptedEvents) {
+  auto f = rules::Filter::compile("proc.name = xmrig");
+  ASSERT_TRUE(f) << f.error().message;
+  live_run(nullptr, f->get());
+  AlertList got;
+  std::vector<std::string> printed;
+  SelectOptions o;
+  o.on_selected = [&](const event::Event& ev, const state::EvalContext& ctx) {
+    printed.push_back(capture::event_json(ev, &ctx));
+  };
+  auto s = replay(bundled_rules(), got, o);
+  ASSERT_TRUE(s) << s.error().message;
+  EXPECT_EQ(s->source.events, 5u);  // the miner's exec, open, connect, Xid (its pid) and exit
+  EXPECT_GE(s->source.state_records, 3u);
+  ASSERT_FALSE(printed.empty());
+  for (const auto& p : printed) {
+    EXPECT_NE(p.find("\"k8s.pod.name\":\"llm-0\""), std::string::npos) << p;
+  }
+  EXPECT_TRUE(rules_of(got).count("Crypto miner binary executed"));
 }
 
 TEST_F(ReplayTest, TruncatedCaptureReplaysUpToItsLastWholeBlock) {

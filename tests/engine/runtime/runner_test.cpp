@@ -158,11 +158,11 @@ TEST_F(RunnerTest, AFailedSourceStopsTheRunWithItsReason) {
   EXPECT_EQ(r2->run(pipe).exit_code, 2);
 }
 
-TEST_F(RunnerTest, WithoutStopOnFailureTheOtherSourcesGoOn) {
-  auto r = make({.budget = 1, .stop_on_failure = false});
-  auto a = std::make_unique<ScriptedSource>("a", events(100, 10));
+TEST_F(RunnerTest, WhenASourceThatIsNotEssentialFailsTheOthersGoOn) {
+  auto r = make({.budget = 1});
+  auto a = std::make_unique<ScriptedSource>("plugin:x", events(100, 10));
   a->fail_at_poll = 2;
-  r->add_source(std::move(a));
+  r->add_source(std::move(a), /*essential=*/false);
   r->add_source(std::make_unique<ScriptedSource>("b", events(200, 4)));
   auto pipe = pipeline();
   RunReport rep = r->run(pipe);
