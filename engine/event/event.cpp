@@ -52,7 +52,7 @@ constexpr std::string_view kUnreported[] = {
     "mmap", "mmap2", "munmap", "mprotect", "brk", "kill", "tkill", "tgkill", "chroot", "chdir",
     "fchdir", "seccomp", "pivot_root", "quotactl", "splice", "sendfile", "truncate", "ftruncate",
     "io_uring_enter", "io_uring_register", "copy_file_range", "process_vm_readv",
-    "process_vm_writev", "switch", "container", "pluginevent", "asyncevent", "signaldeliver",
+    "process_vm_writev", "switch", "container", "asyncevent", "signaldeliver",
     "nanosleep", "poll", "select", "epoll_wait", "futex", "getdents", "getdents64", "stat", "lstat",
     "fstat", "access", "faccessat", "faccessat2", "utimensat", "open_by_handle_at",
     "name_to_handle_at", "fsconfig", "fsopen", "fsmount", "move_mount", "open_tree", "mknod",

@@ -1707,6 +1707,19 @@ const FieldCatalog& FieldCatalog::builtin() {
   return kCatalog;
 }
 
+Result<std::unique_ptr<FieldCatalog>> FieldCatalog::extend(const FieldCatalog& base,
+                                                          std::vector<FieldDef> extra) {
+  std::unique_ptr<FieldCatalog> c(new FieldCatalog(base));
+  c->fields_.reserve(base.fields_.size() + extra.size());
+  for (FieldDef& f : extra) {
+    if (c->find(f.name)) {
+      return Error::bad_input("field '" + std::string(f.name) + "' is already defined");
+    }
+    c->fields_.push_back(f);
+  }
+  return c;
+}
+
 const FieldDef* FieldCatalog::find(std::string_view name) const {
   for (const auto& f : fields_) {
     if (f.name == name) return &f;
@@ -1741,6 +1754,12 @@ bool FieldCatalog::resolve(std::string_view name, bool has_arg, std::string_view
       if (has_arg) {
         error = "field '" + std::string(def->name) + "' takes no argument";
         return false;
+      }
+      break;
+    case ArgMode::kOptionalKey:
+      if (has_arg) {
+        out.arg = std::string(arg);
+        out.has_arg = true;
       }
       break;
     case ArgMode::kRequiredKey:

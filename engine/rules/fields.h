@@ -12,6 +12,7 @@
 
 #include <array>
 #include <cstddef>
+#include <memory>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -20,6 +21,7 @@
 #include "engine/event/event.h"
 #include "engine/event/schema.h"
 #include "engine/state/model.h"
+#include "engine/util/result.h"
 
 namespace vigil::rules {
 
@@ -131,7 +133,7 @@ struct ExtractCtx {
 
 using ExtractFn = void (*)(const ExtractCtx& x, const FieldInst& f, Extracted& out) noexcept;
 
-enum class ArgMode : std::uint8_t { kNone, kOptionalIndex, kRequiredIndex, kRequiredKey };
+enum class ArgMode : std::uint8_t { kNone, kOptionalIndex, kRequiredIndex, kRequiredKey, kOptionalKey };
 
 // The event types that fill a field. The catalogue writes them as evt.type
 // names ("open, openat, openat2, creat"; "*": every type); they become a type
@@ -152,12 +154,18 @@ struct FieldDef {
   EventSet events;              // the event types that fill it
   std::string_view description;
   ExtractFn fn = nullptr;
+  const void* user = nullptr;  // the extractor's own data (a plugin's field binding)
 };
 
 class FieldCatalog {
  public:
   // The catalogue of every field vigil implements.
   static const FieldCatalog& builtin();
+  // `base` plus `extra` (a plugin's fields). The names and descriptions of
+  // `extra` must outlive the catalogue. Fails naming the first field whose
+  // name `base` (or an earlier extra field) already has.
+  static Result<std::unique_ptr<FieldCatalog>> extend(const FieldCatalog& base,
+                                                      std::vector<FieldDef> extra);
 
   // Resolves "name" with an optional "[arg]" (and the dotted key forms such as
   // k8s.pod.label.app) to an instance. Returns false with a reason when the

@@ -110,6 +110,8 @@ void Ruleset::evaluate(const state::EvalContext& ctx, std::vector<event::Alert>&
   checks.clear();
   ExtractCtx x{&ctx, &arena, &cache, &checks};
   const FNode* programs = programs_[t].data();
+  const event::PluginData* pd = ctx.ev->as<event::PluginData>();
+  const std::string* plugin_source = pd ? &pd->source : nullptr;
   // Rules whose guard fails for this event are skipped (GuardIndex).
   std::uint64_t may_match[GuardIndex::kMaxRules / 64];
   const GuardIndex* guards = guards_[t].get();
@@ -122,8 +124,10 @@ void Ruleset::evaluate(const state::EvalContext& ctx, std::vector<event::Alert>&
       arena.reset();
       cache.clear();
     }
-    if (!eval_program(programs + entry.at, x)) continue;
     const Rule& r = *rules_[entry.rule];
+    // A plugin event reaches only the rules of its own source.
+    if (plugin_source && r.source != *plugin_source) continue;
+    if (!eval_program(programs + entry.at, x)) continue;
     try {
       event::Alert a;
       a.time_ns = ctx.ev->hdr.ts_ns;
@@ -399,7 +403,7 @@ class RulesetBuilder {
     LoadResult res;
     auto rs = std::make_unique<Ruleset>();
     rs->hostname_ = opts.hostname;
-    const FieldCatalog& cat = FieldCatalog::builtin();
+    const FieldCatalog& cat = opts.fields ? *opts.fields : FieldCatalog::builtin();
 
     ListMap lists;
     for (const auto& l : col.lists()) {
@@ -434,8 +438,9 @@ class RulesetBuilder {
       }
       collect_macro_refs(*pr.root, used_macros);
       collect_list_refs(*pr.root, lists, used_lists);
-      if (r.source != "syscall") {
-        d.warning(code::kUnknownSource, r.pos, lbl, "source '" + r.source + "' is not one vigil has; rule skipped");
+      if (r.source != "syscall" && !opts.plugin_sources.count(r.source)) {
+        d.warning(code::kUnknownSource, r.pos, lbl,
+                  "source '" + r.source + "' is not one vigil has (no loaded plugin gives it); rule skipped");
         ++res.skipped;
         continue;
       }
@@ -472,11 +477,12 @@ class RulesetBuilder {
       // The kernel's rules never see a plugin's events, and a plugin source's
       // rules see only its events.
       if (r.source == "syscall") mask.reset(event::Type::kPlugin);
+      else mask &= event::TypeMask(event::Type::kPlugin);
       if (mask.none()) {
         d.warning(code::kNeverMatches, r.condition_pos, lbl,
                   "the condition only matches event types vigil does not collect: the rule loads but never fires");
       }
-      if (every_type && r.warn_evttypes) {
+      if (every_type && r.warn_evttypes && r.source == "syscall") {  // a plugin source has one event type
         d.warning(code::kNoEvttype, r.condition_pos, lbl,
                   "the condition does not restrict evt.type: it runs for every event");
       }

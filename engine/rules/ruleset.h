@@ -31,6 +31,7 @@
 namespace vigil::rules {
 
 class Expr;
+class FieldCatalog;
 class OutputFormat;
 struct FNode;
 class GuardIndex;
@@ -46,6 +47,13 @@ struct LoadOptions {
   // reordering, constant folding, literal-set merging and prefilters. Same
   // alerts, slower; a reference for tests of those optimisations.
   bool optimise = true;
+  // The fields rules may use: null for vigil's own (FieldCatalog::builtin()),
+  // else that plus the loaded plugins' fields (engine/plugin). Must outlive
+  // the Ruleset.
+  const FieldCatalog* fields = nullptr;
+  // Event sources besides "syscall" (the loaded source plugins'): a rule with
+  // `source: X` loads when X is here, and sees only X's events.
+  std::set<std::string> plugin_sources;
 };
 
 // What `rules list` shows about one rule.

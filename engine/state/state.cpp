@@ -492,7 +492,11 @@ EvalContext State::enrich(const event::Event& ev) const {
     if (const ProcSlot* slot = s.procs.peek(pid)) ctx.proc = &slot->p;
   }
   event::Header h = ev.hdr;
-  if (ev.hdr.type == event::Type::kXid) h.cgroup_id = ctx.proc ? ctx.proc->cgroup_id : 0;
+  // Xid lines and plugin events come from outside the process: its cgroup is
+  // the one the process table knows.
+  if (ev.hdr.type == event::Type::kXid || (ev.hdr.type == event::Type::kPlugin && h.cgroup_id == 0)) {
+    h.cgroup_id = ctx.proc ? ctx.proc->cgroup_id : 0;
+  }
   ctx.container = s.container_for(h, ctx.proc);
   if (ctx.container && !ctx.container->pod_uid.empty()) {
     ctx.pod = s.pods.peek(ctx.container->pod_uid);

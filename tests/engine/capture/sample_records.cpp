@@ -315,6 +315,11 @@ std::vector<RecordData> sample_records() {
     CapsData d{1ull << 21, (1ull << 21) | 1, 0, 0};
     out.emplace_back(Event{header(ts++, Type::kCapset, 4242), d});
   }
+  {
+    // Binary data, NUL included: captured byte for byte.
+    PluginData d{"nvml", "nvml", "process_sample", 3, std::string("\x01\x00\xffsm=97", 8)};
+    out.emplace_back(Event{header(ts++, Type::kPlugin, 4242), d});
+  }
   return out;
 }
 

@@ -139,13 +139,14 @@ TEST(FieldCatalog, EventsAreTypeMasks) {
   EXPECT_FALSE(raw->events.all());
   EXPECT_EQ(event::type_names(raw->events.mask), "openat");
 
-  const FieldDef* dev = c.find("gpu.device");  // "open, openat, openat2, ioctl"
+  const FieldDef* dev = c.find("gpu.device");  // "open, openat, openat2, ioctl, pluginevent"
   ASSERT_NE(dev, nullptr);
-  EXPECT_EQ(dev->events.mask.count(), 2u);
+  EXPECT_EQ(dev->events.mask.count(), 3u);
   EXPECT_TRUE(dev->events.mask.test(Type::kOpen));
   EXPECT_TRUE(dev->events.mask.test(Type::kIoctl));
   EXPECT_FALSE(dev->events.mask.test(Type::kExec));
-  EXPECT_EQ(event::type_names(dev->events.mask), "openat, ioctl");
+  EXPECT_TRUE(dev->events.mask.test(Type::kPlugin));  // NVML samples name a GPU
+  EXPECT_EQ(event::type_names(dev->events.mask), "openat, ioctl, pluginevent");
 
   const FieldDef* xid = c.find("gpu.xid");
   ASSERT_NE(xid, nullptr);

@@ -140,7 +140,7 @@ TEST(LoaderDiagnostics, OtherSourcesAreSkipped) {
       "- rule: K\n  desc: d\n  priority: INFO\n  source: k8s_audit\n  condition: ka.verb = create\n  output: o\n");
   EXPECT_EQ(r.skipped, 1u);
   EXPECT_EQ(only(r, Severity::kWarning),
-            "test.yaml:1:3: warning W004: rule 'K': source 'k8s_audit' is not one vigil has; rule skipped\n");
+            "test.yaml:1:3: warning W004: rule 'K': source 'k8s_audit' is not one vigil has (no loaded plugin gives it); rule skipped\n");
 }
 
 TEST(LoaderDiagnostics, UnknownKeysAndOutputFieldsWarn) {
