@@ -1,7 +1,5 @@
 #include "engine/cli/capture_cmd.h"
 
-#include <signal.h>
-#include <sys/signalfd.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -11,67 +9,32 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
-#include <set>
 #include <string>
+#include <set>
+#include <tuple>
 #include <unordered_set>
 #include <vector>
 
+#include <CLI/CLI.hpp>
+
 #include "engine/capture/event_json.h"
 #include "engine/capture/reader.h"
-#include "engine/capture/replay.h"
 #include "engine/capture/timeline.h"
 #include "engine/capture/writer.h"
 #include "engine/cli/common.h"
 #include "engine/cli/config.h"
 #include "engine/pipeline/pipeline.h"
+#include "engine/rules/filter.h"
 #include "engine/rules/ruleset.h"
-#include "engine/sensor/sensor.h"
+#include "engine/runtime/replay.h"
+#include "engine/runtime/runner.h"
+#include "engine/runtime/taps.h"
 #include "engine/state/pods.h"
 #include "engine/state/state.h"
 #include "outputs/router.h"
 
 namespace vigil::cli {
 namespace {
-
-constexpr const char* kCaptureUsage =
-    "usage: vigil capture -w FILE [--duration D] [--size S] [--filter CONDITION]\n"
-    "                     [--rotate-size S] [--rotate-every D] [--keep N] [--log-level LEVEL]\n"
-    "                     [-c CONFIG] [-o key=value]... [--k8s-api URL] [--k8s-token-file F]\n"
-    "                     [--k8s-ca FILE] [--kubeconfig FILE]\n"
-    "\n"
-    "Records live events (and the process, container and pod state they need) to a\n"
-    "capture file, until SIGINT/SIGTERM, --duration or --size. Pods come from the\n"
-    "Kubernetes API exactly as for `vigil run` (flags, the k8s: section, or in-cluster).\n"
-    "  -w FILE            the capture file (rotated files become FILE.1, FILE.2, ...)\n"
-    "  --duration D       stop after D (90, 30s, 5m, 2h)\n"
-    "  --size S           stop once S bytes are written (512K, 64M, 2G)\n"
-    "  --filter COND      keep only events matching a rule condition (state is always kept)\n"
-    "  --rotate-size S    start a new file every S bytes\n"
-    "  --rotate-every D   start a new file every D\n"
-    "  --keep N           rotated files to keep (default 5)\n"
-    "  -c, --config FILE  configuration (its k8s: and hostname: keys)\n"
-    "  -o key=value       override a configuration key (e.g. -o k8s.node_name=node-1)\n"
-    "  --k8s-api URL      Kubernetes API server to watch pods from (outside a cluster)\n"
-    "  --k8s-token-file F bearer token for --k8s-api\n"
-    "  --k8s-ca FILE      CA bundle for --k8s-api\n"
-    "  --kubeconfig FILE  take the API server and credentials from a kubeconfig\n";
-
-constexpr const char* kReplayUsage =
-    "usage: vigil replay FILE [-r RULES]... [-c CONFIG] [--since T] [--until T]\n"
-    "                    [--container ID] [--pod NAME|NS/NAME] [--filter CONDITION]\n"
-    "                    [--events [--format json|text]] [--timeline OUT.json]\n"
-    "\n"
-    "Feeds a capture through the same pipeline and outputs as `vigil run`.\n"
-    "  -r, --rules PATH   rule file or directory (repeatable; default: the bundled rules)\n"
-    "  -c, --config FILE  configuration (its outputs: section; default: JSON on stdout)\n"
-    "  --since T, --until T  a time window (RFC 3339 or Unix seconds)\n"
-    "  --container ID     only this container (an id prefix)\n"
-    "  --pod NAME         only this pod (NAME or NAMESPACE/NAME)\n"
-    "  --filter COND      only events matching a rule condition\n"
-    "  --events           print the events (JSON lines, or --format text) instead of alerts\n"
-    "  --timeline FILE    also write a Chrome trace / Perfetto timeline\n";
-
-bool is_help(std::string_view a) { return a == "-h" || a == "--help"; }
 
 // Splits "12.5ms" into number and unit.
 std::optional<std::pair<double, std::string_view>> number_unit(std::string_view s) {
@@ -217,274 +180,183 @@ std::optional<std::uint64_t> parse_time_ns(std::string_view s) {
   return static_cast<std::uint64_t>(secs) * 1'000'000'000ull + frac_ns;
 }
 
+namespace {
+
+// "--duration 30s" style values, checked after parsing so that the message
+// names the option and shows the form expected.
+bool parse_option(const char* cmd, const char* option, const std::string& text, bool is_size,
+                  std::uint64_t& out) {
+  if (text.empty()) return true;
+  auto v = is_size ? parse_size(text) : parse_duration_ns(text);
+  if (!v || *v == 0) {
+    std::fprintf(stderr, "vigil %s: %s: bad %s '%s' (e.g. %s)\n", cmd, option, is_size ? "size" : "duration",
+                 text.c_str(), is_size ? "512K, 64M, 2G" : "30s, 5m, 2h");
+    return false;
+  }
+  out = *v;
+  return true;
+}
+
+}  // namespace
+
 int cmd_capture(int argc, char** argv) {
-  std::string out, filter, level = "info";
-  std::string config_path, k8s_api, k8s_token_file, k8s_ca, kubeconfig;
+  std::string out, filter, level = "info", config_path;
+  std::string duration_text, size_text, rotate_size_text, rotate_every_text;
   std::vector<std::string> overrides;
+  K8sFlags k8s_flags;
+  std::size_t keep = 5;
+  CLI::App app("Records live events (and the process, container and pod state they need) to a capture "
+               "file, until SIGINT/SIGTERM, --duration or --size. Pods come from the Kubernetes API "
+               "exactly as for `vigil run` (flags, the k8s: section, or in-cluster).",
+               "vigil capture");
+  app.add_option("-w,--write", out, "the capture file (rotated files become FILE.1, FILE.2, ...)")
+      ->required()
+      ->type_name("FILE");
+  app.add_option("--duration", duration_text, "stop after D (90, 30s, 5m, 2h)")->type_name("D");
+  app.add_option("--size", size_text, "stop once S bytes are written (512K, 64M, 2G)")->type_name("S");
+  app.add_option("--filter", filter, "keep only events matching a rule condition (state is always kept)")
+      ->type_name("COND");
+  app.add_option("--rotate-size", rotate_size_text, "start a new file every S bytes")->type_name("S");
+  app.add_option("--rotate-every", rotate_every_text, "start a new file every D")->type_name("D");
+  app.add_option("--keep", keep, "rotated files to keep (default 5)")->check(CLI::Range(0, 10000));
+  app.add_option("--log-level", level, "trace, debug, info, warn, error (default info)")->type_name("LEVEL");
+  app.add_option("-c,--config", config_path, "configuration (its k8s:, sensor: and hostname: keys)")
+      ->type_name("FILE");
+  app.add_option("-o", overrides, "override a configuration key (e.g. -o k8s.node_name=node-1)")
+      ->allow_extra_args(false)
+      ->type_name("KEY=VALUE");
+  add_k8s_flags(app, k8s_flags);
+  if (int rc = parse_cli(app, argc, argv); rc >= 0) return rc;
   std::uint64_t duration = 0, size = 0;
   capture::WriterOptions wopts;
-  for (int i = 1; i < argc; ++i) {
-    std::string_view a = argv[i];
-    auto value = [&](const char* name) -> const char* {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "vigil capture: %s needs a value\n%s", name, kCaptureUsage);
-        return nullptr;
-      }
-      return argv[++i];
-    };
-    const char* v = nullptr;
-    if (is_help(a)) {
-      std::fputs(kCaptureUsage, stdout);
-      return 0;
-    } else if (a == "-w" || a == "--write") {
-      if (!(v = value("-w"))) return 2;
-      out = v;
-    } else if (a == "--duration" || a == "--rotate-every") {
-      if (!(v = value(argv[i]))) return 2;
-      auto d = parse_duration_ns(v);
-      if (!d || *d == 0) {
-        std::fprintf(stderr, "vigil capture: %s: bad duration '%s' (e.g. 30s, 5m, 2h)\n",
-                     std::string(a).c_str(), v);
-        return 2;
-      }
-      (a == "--duration" ? duration : wopts.rotate_interval_ns) = *d;
-    } else if (a == "--size" || a == "--rotate-size") {
-      if (!(v = value(argv[i]))) return 2;
-      auto s = parse_size(v);
-      if (!s || *s == 0) {
-        std::fprintf(stderr, "vigil capture: %s: bad size '%s' (e.g. 512K, 64M, 2G)\n",
-                     std::string(a).c_str(), v);
-        return 2;
-      }
-      (a == "--size" ? size : wopts.rotate_bytes) = *s;
-    } else if (a == "--keep") {
-      if (!(v = value("--keep"))) return 2;
-      std::size_t k = 0;
-      auto [p, ec] = std::from_chars(v, v + std::strlen(v), k);
-      if (ec != std::errc() || *p != '\0' || k > 10000) {
-        std::fprintf(stderr, "vigil capture: --keep: bad count '%s'\n", v);
-        return 2;
-      }
-      wopts.keep = k;
-    } else if (a == "--filter") {
-      if (!(v = value("--filter"))) return 2;
-      filter = v;
-    } else if (a == "--log-level") {
-      if (!(v = value("--log-level"))) return 2;
-      level = v;
-    } else if (a == "-c" || a == "--config") {
-      if (!(v = value("-c"))) return 2;
-      config_path = v;
-    } else if (a == "-o") {
-      if (!(v = value("-o"))) return 2;
-      overrides.emplace_back(v);
-    } else if (a == "--k8s-api") {
-      if (!(v = value("--k8s-api"))) return 2;
-      k8s_api = v;
-    } else if (a == "--k8s-token-file") {
-      if (!(v = value("--k8s-token-file"))) return 2;
-      k8s_token_file = v;
-    } else if (a == "--k8s-ca") {
-      if (!(v = value("--k8s-ca"))) return 2;
-      k8s_ca = v;
-    } else if (a == "--kubeconfig") {
-      if (!(v = value("--kubeconfig"))) return 2;
-      kubeconfig = v;
-    } else {
-      std::fprintf(stderr, "vigil capture: unknown argument '%s'\n%s", argv[i], kCaptureUsage);
-      return 2;
-    }
-  }
-  if (out.empty()) {
-    std::fprintf(stderr, "vigil capture: -w FILE is required\n%s", kCaptureUsage);
+  wopts.keep = keep;
+  if (!parse_option("capture", "--duration", duration_text, false, duration) ||
+      !parse_option("capture", "--size", size_text, true, size) ||
+      !parse_option("capture", "--rotate-size", rotate_size_text, true, wopts.rotate_bytes) ||
+      !parse_option("capture", "--rotate-every", rotate_every_text, false, wopts.rotate_interval_ns)) {
     return 2;
   }
   auto log = make_logger("capture", level);
 
-  auto cfg = load_config(config_path);
+  capture::CaptureWriter* writer_seen = nullptr;  // for --size, once the writer exists
+  runtime::RunnerOptions ropts;
+  ropts.log = log;
+  ropts.duration_ns = duration;
+  ropts.stop_when = [&writer_seen, size] { return size && writer_seen && writer_seen->stats().bytes >= size; };
+  auto runner_r = runtime::Runner::create(ropts);  // before the pod watcher's thread: it inherits the mask
+  if (!runner_r) return fail(*log, runner_r.error());
+  runtime::Runner& runner = **runner_r;
+
+  auto cfg = load_config_with_overrides(config_path, overrides);
   if (!cfg) return fail(*log, cfg.error());
-  for (const std::string& o : overrides) {
-    if (Status s = apply_override(*cfg, o); !s) return fail(*log, s.error());
-  }
-  auto k8s_opts = k8s_options(*cfg, k8s_api, k8s_token_file, k8s_ca, kubeconfig);
-  if (!k8s_opts) return fail(*log, k8s_opts.error());
   // Bad k8s settings are bad input and stop here, before anything is recorded;
   // no API at all (not in a cluster, nothing configured) records without pods.
-  auto k8s = state::k8s_config_discover(*k8s_opts);
-  if (!k8s && k8s.error().kind == Error::Kind::kBadInput) return fail(*log, k8s.error());
-
-  std::shared_ptr<const rules::Ruleset> filter_rules;
+  auto k8s = discover_k8s(*cfg, k8s_flags, *log, "the capture has no pod metadata");
+  if (!k8s) return fail(*log, k8s.error());
+  std::unique_ptr<const rules::Filter> filter_expr;
   if (!filter.empty()) {
-    auto f = capture::compile_filter(filter);
-    if (!f) return fail(*log, f.error());
-    filter_rules = *f;
+    auto f = rules::Filter::compile(filter);
+    if (!f) return fail(*log, Error::bad_input("--filter: " + f.error().message));
+    filter_expr = std::move(*f);
   }
-
-  sigset_t sigs;
-  sigemptyset(&sigs);
-  sigaddset(&sigs, SIGINT);
-  sigaddset(&sigs, SIGTERM);
-  // Blocked before the pod watcher's thread starts, so it inherits the mask.
-  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
-  int sfd = signalfd(-1, &sigs, SFD_NONBLOCK | SFD_CLOEXEC);
 
   state::State st(state::Config{});
-  if (Status s = st.seed_from_proc(); !s) {
-    log->warn("seeding the process table from /proc: {}", s.error().message);
-  }
+  seed_state(st, *log);
   // Pods go into the state (and so into the capture as state records) as the
   // watcher reports them; the first LIST usually lands before any event.
   std::unique_ptr<state::PodWatcher> pods;
-  if (k8s) {
-    pods = std::make_unique<state::PodWatcher>(*k8s);
-    if (Status s = pods->start(); !s) {
-      if (sfd >= 0) close(sfd);
-      return fail(*log, s.error());
-    }
-    log->info("watching pods of node {} at {}", k8s->node_name, k8s->api_url);
-  } else {
-    log->info("no Kubernetes API ({}); the capture has no pod metadata", k8s.error().message);
+  if (*k8s) {
+    auto w = watch_pods(**k8s, st, runner, *log);
+    if (!w) return fail(*log, w.error());
+    pods = std::move(*w);
   }
-  wopts.info = capture::describe_host();
-  wopts.info.hostname = host_name(*cfg);
-  wopts.snapshot = [&st] { return capture::snapshot_of(st); };
-  auto w = capture::CaptureWriter::open(out, wopts);
+  auto w = capture::CaptureWriter::open(out, capture_writer_options(host_name(*cfg), st, wopts));
   if (!w) return fail(*log, w.error());
-  st.set_listener(w->get());
+  capture::CaptureWriter& writer = **w;
+  writer_seen = &writer;
+  st.set_listener(&writer);
+  runtime::CaptureTap tap(writer, filter_expr.get());
+  std::optional<Error> write_error;
+  add_capture_tick(runner, writer, tap, [&](const Error& e) {
+    write_error = e;
+    runner.stop(1, e.message);
+  });
 
-  sensor::Config scfg;
-  for (int t = 1; t < static_cast<int>(event::Type::kCount); ++t) {
-    scfg.event_types.insert(static_cast<event::Type>(t));
+  std::set<event::Type> types;
+  for (int t = 1; t < static_cast<int>(event::Type::kCount); ++t) types.insert(static_cast<event::Type>(t));
+  std::vector<std::string> prefixes, whole;
+  if (filter_expr) {
+    types = filter_expr->event_types();
+    prefixes = filter_expr->open_path_prefixes();
+    whole = filter_expr->open_path_whole();
   }
-  if (filter_rules) {
-    scfg.event_types = filter_rules->event_types();
-    scfg.open_path_prefixes = filter_rules->open_path_prefixes();
-    scfg.open_path_whole = filter_rules->open_path_whole();
-  }
-  auto sensor = sensor::Sensor::open(scfg);
-  if (!sensor) return fail(*log, sensor.error());
+  auto sources = live_sources_config(*cfg, std::move(types), std::move(prefixes), std::move(whole));
+  if (!sources) return fail(*log, sources.error());
+  if (Status s = add_live_sources(runner, *sources); !s) return fail(*log, s.error());
+
+  pipeline::Pipeline pipe({st, nullptr, host_name(*cfg)}, nullptr);  // no rules: the tap records
+  pipe.add_tap(&tap);
   log->info("ready: recording to {}", out);
+  runtime::RunReport rep = runner.run(pipe);
 
-  const auto start = std::chrono::steady_clock::now();
-  Status status;
-  bool stop = false;
-  while (!stop && status) {
-    if (pods) pods->drain(st);
-    int n = (*sensor)->poll(100, [&](event::Event&& ev) {
-      st.apply(ev);
-      if (status && (!filter_rules || capture::filter_accepts(*filter_rules, st.enrich(ev)))) {
-        status = (*w)->write_event(ev);
-      }
-      st.after(ev);
-    });
-    if (n < 0 && n != -EINTR) {
-      log->error("polling the sensor failed: {}", std::strerror(-n));
-      break;
-    }
-    if (status) status = (*w)->tick();  // quiet periods still reach the disk each second
-    signalfd_siginfo si{};
-    while (sfd >= 0 && read(sfd, &si, sizeof(si)) == static_cast<ssize_t>(sizeof(si))) stop = true;
-    if (duration && std::chrono::steady_clock::now() - start >= std::chrono::nanoseconds(duration)) {
-      stop = true;
-    }
-    if (size && (*w)->stats().bytes >= size) stop = true;
-  }
+  runner.close_sources();
   if (pods) pods->stop();
-  Status closed = (*w)->close();
-  if (sfd >= 0) close(sfd);
-  const auto& ws = (*w)->stats();
-  log->info("{} events, {} records, {} bytes in {} file(s); sensor drops: {}", ws.events,
-            ws.records, ws.bytes, ws.files, describe_drops((*sensor)->drops()));
-  if (!status) return fail(*log, status.error());
+  st.set_listener(nullptr);
+  Status closed = writer.close();
+  const auto& ws = writer.stats();
+  log->info("{} events, {} records, {} bytes in {} file(s); drops={} ({})", ws.events, ws.records, ws.bytes,
+            ws.files, rep.drops_total(), rep.describe_drops());
+  if (write_error) return fail(*log, *write_error);
+  if (rep.error) return fail(*log, *rep.error);
   if (!closed) return fail(*log, closed.error());
-  return 0;
+  return rep.exit_code;
 }
 
 int cmd_replay(int argc, char** argv) {
-  std::string file, config_path, timeline, filter, level = "warn";
+  std::string file, config_path, timeline, filter, level = "warn", since_text, until_text;
   std::vector<std::string> rule_paths;
-  capture::ReplayOptions ro;
+  runtime::SelectOptions so;
+  runtime::CaptureSourceOptions co;
   bool events = false;
   std::string format = "json";
-  for (int i = 1; i < argc; ++i) {
-    std::string_view a = argv[i];
-    auto value = [&](const char* name) -> const char* {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "vigil replay: %s needs a value\n%s", name, kReplayUsage);
-        return nullptr;
-      }
-      return argv[++i];
-    };
-    const char* v = nullptr;
-    if (is_help(a)) {
-      std::fputs(kReplayUsage, stdout);
-      return 0;
-    } else if (a == "-r" || a == "--rules") {
-      if (!(v = value("-r"))) return 2;
-      rule_paths.emplace_back(v);
-    } else if (a == "-c" || a == "--config") {
-      if (!(v = value("-c"))) return 2;
-      config_path = v;
-    } else if (a == "--since" || a == "--until") {
-      if (!(v = value(argv[i]))) return 2;
-      auto t = parse_time_ns(v);
-      if (!t) {
-        std::fprintf(stderr,
-                     "vigil replay: %s: bad time '%s' (RFC 3339 like 2026-11-22T03:00:00Z, or "
-                     "Unix seconds)\n",
-                     std::string(a).c_str(), v);
-        return 2;
-      }
-      (a == "--since" ? ro.since_ns : ro.until_ns) = *t;
-    } else if (a == "--container") {
-      if (!(v = value("--container"))) return 2;
-      ro.container = v;
-    } else if (a == "--pod") {
-      if (!(v = value("--pod"))) return 2;
-      ro.pod = v;
-    } else if (a == "--filter") {
-      if (!(v = value("--filter"))) return 2;
-      filter = v;
-    } else if (a == "--events") {
-      events = true;
-    } else if (a == "--format") {
-      if (!(v = value("--format"))) return 2;
-      format = v;
-      if (format != "json" && format != "text") {
-        std::fprintf(stderr, "vigil replay: --format must be json or text\n");
-        return 2;
-      }
-    } else if (a == "--timeline") {
-      if (!(v = value("--timeline"))) return 2;
-      timeline = v;
-    } else if (a == "--log-level") {
-      if (!(v = value("--log-level"))) return 2;
-      level = v;
-    } else if (!a.empty() && a[0] == '-') {
-      std::fprintf(stderr, "vigil replay: unknown argument '%s'\n%s", argv[i], kReplayUsage);
-      return 2;
-    } else if (file.empty()) {
-      file = argv[i];
-    } else {
-      std::fprintf(stderr, "vigil replay: one capture file at a time ('%s')\n", argv[i]);
+  CLI::App app("Feeds a capture through the same pipeline and outputs as `vigil run`.", "vigil replay");
+  app.add_option("file", file, "the capture file")->required()->type_name("FILE");
+  one_value_each(app, "-r,--rules", rule_paths, "rule file or directory (repeatable; default: the bundled rules)");
+  app.add_option("-c,--config", config_path, "configuration (its outputs: section; default: JSON on stdout)")
+      ->type_name("FILE");
+  app.add_option("--since", since_text, "the start of a time window (RFC 3339 or Unix seconds)")->type_name("T");
+  app.add_option("--until", until_text, "the end of a time window (RFC 3339 or Unix seconds)")->type_name("T");
+  app.add_option("--container", so.container, "only this container (an id prefix)")->type_name("ID");
+  app.add_option("--pod", so.pod, "only this pod (NAME or NAMESPACE/NAME)")->type_name("NAME");
+  app.add_option("--filter", filter, "only events matching a rule condition")->type_name("COND");
+  app.add_flag("--events", events, "print the events (JSON lines, or --format text) instead of alerts");
+  app.add_option("--format", format, "format of --events (default json)")->check(CLI::IsMember({"json", "text"}));
+  app.add_option("--timeline", timeline, "also write a Chrome trace / Perfetto timeline")->type_name("FILE");
+  app.add_option("--log-level", level, "trace, debug, info, warn, error (default warn)")->type_name("LEVEL");
+  if (int rc = parse_cli(app, argc, argv); rc >= 0) return rc;
+  for (auto [option, text, dst] : {std::tuple{"--since", &since_text, &so.since_ns},
+                                   std::tuple{"--until", &until_text, &co.until_ns}}) {
+    if (text->empty()) continue;
+    auto t = parse_time_ns(*text);
+    if (!t) {
+      std::fprintf(stderr,
+                   "vigil replay: %s: bad time '%s' (RFC 3339 like 2026-11-22T03:00:00Z, or Unix seconds)\n",
+                   option, text->c_str());
       return 2;
     }
-  }
-  if (file.empty()) {
-    std::fprintf(stderr, "vigil replay: no capture file given\n%s", kReplayUsage);
-    return 2;
+    *dst = *t;
   }
   auto log = make_logger("replay", level);
-  YAML::Node cfg;
-  if (!config_path.empty()) {
-    auto c = load_config(config_path);
-    if (!c) return fail(*log, c.error());
-    cfg = *c;
-  }
+  auto runner_r = runtime::Runner::create(runtime::RunnerOptions{.log = log});
+  if (!runner_r) return fail(*log, runner_r.error());
+  runtime::Runner& runner = **runner_r;
+
+  auto cfg = load_config_with_overrides(config_path, {});
+  if (!cfg) return fail(*log, cfg.error());
   if (!filter.empty()) {
-    auto f = capture::compile_filter(filter);
-    if (!f) return fail(*log, f.error());
-    ro.filter = *f;
+    auto f = rules::Filter::compile(filter);
+    if (!f) return fail(*log, Error::bad_input("--filter: " + f.error().message));
+    so.filter = std::move(*f);
   }
 
   auto reader = capture::CaptureReader::open(file);
@@ -507,13 +379,12 @@ int cmd_replay(int argc, char** argv) {
 
   // Outputs: as configured (default JSON on stdout); none when printing events.
   std::unique_ptr<outputs::Router> router;
-  const std::string hostname =
-      cfg["hostname"] ? host_name(cfg) : (*reader)->info().hostname;
+  const std::string hostname = (*cfg)["hostname"] ? host_name(*cfg) : (*reader)->info().hostname;
   if (!events) {
-    outputs::RouterOptions ropts;
-    ropts.hostname = hostname;
-    ropts.log = log;
-    auto r = outputs::Router::from_config(cfg["outputs"], ropts);
+    outputs::RouterOptions routeropts;
+    routeropts.hostname = hostname;
+    routeropts.log = log;
+    auto r = outputs::Router::from_config((*cfg)["outputs"], routeropts);
     if (!r) return fail(*log, r.error());
     router = std::move(*r);
   }
@@ -523,7 +394,7 @@ int cmd_replay(int argc, char** argv) {
   std::unordered_set<std::string> tl_known;
   std::string line;
   if (events || tl) {
-    ro.on_selected = [&](const event::Event& ev, const state::EvalContext& ctx) {
+    so.on_selected = [&](const event::Event& ev, const state::EvalContext& ctx) {
       if (events) {
         line = format == "json" ? capture::event_json(ev, &ctx) : capture::event_text(ev, &ctx);
         line.push_back('\n');
@@ -539,60 +410,61 @@ int cmd_replay(int argc, char** argv) {
     };
   }
   Progress progress;
-  ro.progress = [&](std::uint64_t done, std::uint64_t total, std::uint64_t n) {
-    progress.update(done, total, n);
-  };
+  co.progress = [&](std::uint64_t done, std::uint64_t total, std::uint64_t n) { progress.update(done, total, n); };
 
   state::Config replay_state;
   replay_state.live = false;
   state::State st(replay_state);
-  capture::Replayer rp(st, ro);
+  runtime::StateApplier sink(st);
+  auto source = std::make_unique<runtime::CaptureSource>(std::move(*reader), sink, co);
+  const runtime::CaptureSource& src = *source;
+  runner.add_source(std::move(source));
+  runtime::ReplaySelector selector(std::move(so));
   outputs::Router* rt = router.get();
-  pipeline::Pipeline pipe({st, rp.gate([rt](std::shared_ptr<const event::Alert> a) {
+  pipeline::Pipeline pipe({st,
+                           [rt](std::shared_ptr<const event::Alert> a) {
                              if (rt) rt->publish(std::move(a));
-                           }),
+                           },
                            hostname},
                           ruleset);
-  pipe.add_tap(&rp);
-  // Alerts on the timeline: a tap after the replayer sees whether the event was selected.
+  pipe.set_selector(&selector);
+  // Alerts on the timeline (the rules run only on selected events).
   struct TimelineAlerts final : pipeline::EventTap {
     capture::TimelineBuilder* tl;
-    const capture::Replayer* rp;
-    void on_event(const event::Event&) override {}
-    void on_alert(const event::Event& ev, event::Alert& a) override {
-      if (rp->selected()) tl->add_alert(ev, a);
+    void on_event(const event::Event&, const state::EvalContext&) override {}
+    void on_alert(const event::Event& ev, const state::EvalContext&, event::Alert& a) override {
+      tl->add_alert(ev, a);
     }
   } tl_alerts;
   tl_alerts.tl = tl.get();
-  tl_alerts.rp = &rp;
   if (tl) pipe.add_tap(&tl_alerts);
 
   const auto start = std::chrono::steady_clock::now();
-  auto stats = rp.run(**reader, pipe);
+  runtime::RunReport rep = runner.run(pipe);
   progress.done();
   std::fflush(stdout);
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (router) router->shutdown(std::chrono::milliseconds(5000));
-  if (!stats) return fail(*log, stats.error());
-  if (stats->truncated) {
+  if (rep.error) return fail(*log, *rep.error);
+  const auto& stats = src.stats();
+  if (src.truncated()) {
     log->warn("{} ends inside a block at byte {} (cut off mid-write): replayed up to the last "
               "whole block",
-              file, (*reader)->truncated_at());
+              file, src.reader().truncated_at());
   }
-  if (stats->skipped_records) {
-    log->info("{} records of types this version does not know were skipped",
-              stats->skipped_records);
+  if (stats.skipped_records) {
+    log->info("{} records of types this version does not know were skipped", stats.skipped_records);
   }
-  log->info("replayed {} events ({} reported), {} alerts in {:.3f} s ({:.0f} events/s)",
-            stats->events, stats->reported, pipe.stats().alerts, secs,
-            secs > 0 ? static_cast<double>(stats->events) / secs : 0.0);
+  log->info("replayed {} events ({} reported), {} alerts in {:.3f} s ({:.0f} events/s)", stats.events,
+            selector.reported(), pipe.stats().alerts, secs,
+            secs > 0 ? static_cast<double>(stats.events) / secs : 0.0);
   if (tl) {
     if (Status s = tl->write_file(timeline); !s) return fail(*log, s.error());
     if (tl->dropped()) {
       log->warn("timeline: {} trace events beyond the limit were left out", tl->dropped());
     }
   }
-  return 0;
+  return rep.exit_code;
 }
 
 }  // namespace vigil::cli

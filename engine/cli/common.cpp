@@ -6,13 +6,18 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include <CLI/CLI.hpp>
 #include <spdlog/sinks/stdout_color_sinks.h>
 
 #include "engine/capture/flight_recorder.h"
 #include "engine/cli/config.h"
-#include "engine/state/pods.h"
 #include "engine/rules/ruleset.h"
+#include "engine/runtime/runner.h"
+#include "engine/runtime/taps.h"
+#include "engine/sensor/kmsg.h"
 #include "engine/sensor/sensor.h"
+#include "engine/state/pods.h"
+#include "engine/state/state.h"
 
 namespace vigil::cli {
 namespace fs = std::filesystem;
@@ -23,6 +28,29 @@ std::shared_ptr<spdlog::logger> make_logger(const std::string& name, const std::
   log->set_level(spdlog::level::from_str(level));
   log->set_pattern("%Y-%m-%dT%H:%M:%S.%e%z %^%l%$ %v");
   return log;
+}
+
+int parse_cli(CLI::App& app, int argc, char** argv) {
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  return -1;
+}
+
+void one_value_each(CLI::App& app, const std::string& name, std::vector<std::string>& out,
+                    const std::string& help) {
+  app.add_option(name, out, help)->allow_extra_args(false)->type_name("PATH");
+}
+
+void add_k8s_flags(CLI::App& app, K8sFlags& k8s) {
+  app.add_option("--k8s-api", k8s.api, "Kubernetes API server to watch pods from (outside a cluster)")
+      ->type_name("URL");
+  app.add_option("--k8s-token-file", k8s.token_file, "bearer token for --k8s-api")->type_name("FILE");
+  app.add_option("--k8s-ca", k8s.ca, "CA bundle for --k8s-api")->type_name("FILE");
+  app.add_option("--kubeconfig", k8s.kubeconfig, "take the API server and credentials from a kubeconfig")
+      ->type_name("FILE");
 }
 
 int fail(spdlog::logger& log, const Error& err) {
@@ -95,11 +123,24 @@ std::string host_name(const YAML::Node& cfg) {
   return "localhost";
 }
 
-Result<sensor::Config> sensor_config(const YAML::Node& cfg, const rules::Ruleset& rules) {
-  sensor::Config sc;
-  sc.event_types = rules.event_types();
-  sc.open_path_prefixes = rules.open_path_prefixes();
-  sc.open_path_whole = rules.open_path_whole();
+Result<YAML::Node> load_config_with_overrides(const std::string& path,
+                                              const std::vector<std::string>& overrides) {
+  auto cfg = load_config(path);
+  if (!cfg) return cfg.error();
+  for (const std::string& o : overrides) {
+    if (Status st = apply_override(*cfg, o); !st) return st.error();
+  }
+  return cfg;
+}
+
+Result<LiveSourcesConfig> live_sources_config(const YAML::Node& cfg, std::set<event::Type> types,
+                                              std::vector<std::string> open_prefixes,
+                                              std::vector<std::string> open_whole) {
+  LiveSourcesConfig out;
+  sensor::Config& sc = out.sensor;
+  sc.event_types = std::move(types);
+  sc.open_path_prefixes = std::move(open_prefixes);
+  sc.open_path_whole = std::move(open_whole);
   auto payload = get_or<std::uint32_t>(cfg, "sensor.payload_bytes", sc.payload_bytes);
   if (!payload) return payload.error();
   if (*payload > 4096) return Error::bad_input("config key 'sensor.payload_bytes' must be at most 4096");
@@ -117,19 +158,31 @@ Result<sensor::Config> sensor_config(const YAML::Node& cfg, const rules::Ruleset
   sc.usage_interval = std::chrono::milliseconds(*usage);
   auto wake = get_or<std::uint32_t>(cfg, "sensor.wakeup_kib", static_cast<std::uint32_t>(sc.wakeup_bytes >> 10));
   if (!wake) return wake.error();
-  if (*wake > (*rb << 10) / 2) return Error::bad_input("config key 'sensor.wakeup_kib' must be at most half of sensor.ringbuf_mib");
+  if (*wake > (*rb << 10) / 2) {
+    return Error::bad_input("config key 'sensor.wakeup_kib' must be at most half of sensor.ringbuf_mib");
+  }
   sc.wakeup_bytes = static_cast<std::size_t>(*wake) << 10;
-  auto kmsg = get_or<std::string>(cfg, "sensor.kmsg_path", sc.kmsg_path);
+  auto kmsg = get_or<std::string>(cfg, "sensor.kmsg_path", out.kmsg_path);
   if (!kmsg) return kmsg.error();
-  sc.kmsg_path = *kmsg;
-  return sc;
+  out.kmsg_path = *kmsg;
+  return out;
 }
 
-std::string describe_drops(const sensor::DropCounters& d) { return d.to_string(); }
+Status add_live_sources(runtime::Runner& runner, const LiveSourcesConfig& cfg) {
+  auto sensor = sensor::Sensor::open(cfg.sensor);
+  if (!sensor) return sensor.error();
+  std::unique_ptr<sensor::KmsgSource> kmsg;
+  if (cfg.sensor.event_types.count(event::Type::kXid)) {
+    auto k = sensor::KmsgSource::open(cfg.kmsg_path);
+    if (!k) return k.error();
+    kmsg = std::move(*k);
+  }
+  runner.add_source(std::move(*sensor));
+  if (kmsg) runner.add_source(std::move(kmsg));
+  return {};
+}
 
-Result<state::K8sOptions> k8s_options(const YAML::Node& cfg, const std::string& api,
-                                      const std::string& token_file, const std::string& ca,
-                                      const std::string& kubeconfig) {
+Result<state::K8sOptions> k8s_options(const YAML::Node& cfg, const K8sFlags& flags) {
   state::K8sOptions o;
   struct Key {
     const char* key;
@@ -145,11 +198,63 @@ Result<state::K8sOptions> k8s_options(const YAML::Node& cfg, const std::string& 
   auto insecure = get_or<bool>(cfg, "k8s.insecure", false);
   if (!insecure) return insecure.error();
   o.insecure = *insecure;
-  if (!api.empty()) o.api_url = api;
-  if (!token_file.empty()) o.token_file = token_file;
-  if (!ca.empty()) o.ca_file = ca;
-  if (!kubeconfig.empty()) o.kubeconfig = kubeconfig;
+  if (!flags.api.empty()) o.api_url = flags.api;
+  if (!flags.token_file.empty()) o.token_file = flags.token_file;
+  if (!flags.ca.empty()) o.ca_file = flags.ca;
+  if (!flags.kubeconfig.empty()) o.kubeconfig = flags.kubeconfig;
   return o;
+}
+
+Result<std::optional<state::K8sConfig>> discover_k8s(const YAML::Node& cfg, const K8sFlags& flags,
+                                                     spdlog::logger& log, const char* without) {
+  auto opts = k8s_options(cfg, flags);
+  if (!opts) return opts.error();
+  auto k8s = state::k8s_config_discover(*opts);
+  if (k8s) return std::optional<state::K8sConfig>(std::move(*k8s));
+  if (k8s.error().kind == Error::Kind::kBadInput) return k8s.error();
+  log.info("no Kubernetes API ({}); {}", k8s.error().message, without);
+  return std::optional<state::K8sConfig>();
+}
+
+Result<std::unique_ptr<state::PodWatcher>> watch_pods(const state::K8sConfig& k8s, state::State& st,
+                                                      runtime::Runner& runner, spdlog::logger& log) {
+  auto pods = std::make_unique<state::PodWatcher>(k8s);
+  if (Status s = pods->start(); !s) return s.error();
+  log.info("watching pods of node {} at {}", k8s.node_name, k8s.api_url);
+  state::PodWatcher* w = pods.get();
+  // Every turn: pods reach the state (and a capture) before most events that need them.
+  runner.add_tick("pods", std::chrono::nanoseconds(0), [w, &st](std::uint64_t) { w->drain(st); });
+  return pods;
+}
+
+void seed_state(state::State& st, spdlog::logger& log) {
+  if (Status s = st.seed_from_proc(); !s) {
+    log.warn("seeding the process table from /proc: {}", s.error().message);
+  }
+  log.info("process table seeded: {} processes", st.process_count());
+}
+
+capture::WriterOptions capture_writer_options(const std::string& hostname, const state::State& st,
+                                              capture::WriterOptions base) {
+  base.info = capture::describe_host();
+  base.info.hostname = hostname;
+  base.snapshot = [&st] { return runtime::snapshot_of(st); };
+  return base;
+}
+
+void add_capture_tick(runtime::Runner& runner, capture::CaptureWriter& writer, const runtime::CaptureTap& tap,
+                      std::function<void(const Error&)> on_error) {
+  auto failed = std::make_shared<bool>(false);
+  runner.add_tick("capture flush", std::chrono::nanoseconds(0),
+                  [&writer, &tap, failed, on_error = std::move(on_error)](std::uint64_t) {
+                    if (*failed) return;
+                    Status s = writer.tick();
+                    if (s) s = tap.status();
+                    if (!s) {
+                      *failed = true;
+                      on_error(s.error());
+                    }
+                  });
 }
 
 Result<capture::FlightRecorderOptions> flight_recorder_options(const YAML::Node& cfg,

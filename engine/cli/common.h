@@ -1,34 +1,58 @@
 // Helpers shared by the subcommands: logging, exit codes, finding and loading
-// rules, and turning configuration sections into component configs.
+// rules, turning configuration sections into component configs, and the one
+// copy of the wiring `vigil run` and `vigil capture` share (configuration
+// with -o overrides, Kubernetes discovery and the pod watcher, the state
+// seeded from /proc, the live sources, the capture writer's options).
 #pragma once
 
+#include <functional>
 #include <memory>
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include <spdlog/spdlog.h>
 #include <yaml-cpp/yaml.h>
 
+#include "engine/capture/writer.h"
+#include "engine/event/event.h"
+#include "engine/sensor/sensor.h"
 #include "engine/util/result.h"
 
+namespace CLI {
+class App;
+}
 namespace vigil::rules {
 class Ruleset;
 }
-namespace vigil::sensor {
-struct Config;
-struct DropCounters;
-}
 namespace vigil::state {
 struct K8sOptions;
+struct K8sConfig;
+class PodWatcher;
+class State;
 }
 namespace vigil::capture {
 struct FlightRecorderOptions;
+}
+namespace vigil::runtime {
+class Runner;
+class CaptureTap;
 }
 
 namespace vigil::cli {
 
 // A logger on stderr (stdout belongs to alerts). level: trace..error.
 std::shared_ptr<spdlog::logger> make_logger(const std::string& name, const std::string& level);
+
+// Parses the arguments with CLI11 (argv[0] is the subcommand): -1 to go on,
+// else the exit code: 0 after --help (the generated help on stdout), 2 for a
+// usage error (the message on stderr).
+int parse_cli(CLI::App& app, int argc, char** argv);
+// A repeatable option that takes one value each time (-r A -r B), so that a
+// positional argument after it is not taken as a second value.
+void one_value_each(CLI::App& app, const std::string& name, std::vector<std::string>& out,
+                    const std::string& help);
 
 // Logs the error as one line and returns its exit code (2 bad input, 1 runtime).
 int fail(spdlog::logger& log, const Error& err);
@@ -48,16 +72,64 @@ Result<std::shared_ptr<const rules::Ruleset>> load_rules_logged(const std::vecto
 // `hostname:` in the configuration, else the node name, else gethostname().
 std::string host_name(const YAML::Node& cfg);
 
-// The sensor's configuration: what the rules need plus the `sensor:` section.
-Result<sensor::Config> sensor_config(const YAML::Node& cfg, const rules::Ruleset& rules);
-// "ringbuf_full=3 truncated=1 ..." for log lines.
-std::string describe_drops(const sensor::DropCounters& d);
+// The configuration file ("" = none: an empty map) with the -o key=value
+// overrides applied in order. Bad input names the file or the override.
+Result<YAML::Node> load_config_with_overrides(const std::string& path,
+                                              const std::vector<std::string>& overrides);
+
+// The live sources: the BPF sensor and, when Xid events are wanted, the
+// /dev/kmsg reader (`sensor.kmsg_path`).
+struct LiveSourcesConfig {
+  sensor::Config sensor;
+  std::string kmsg_path = "/dev/kmsg";
+};
+// What the sensor must watch (the event types and open paths of the rules or
+// of a filter) plus the `sensor:` section of the configuration.
+Result<LiveSourcesConfig> live_sources_config(const YAML::Node& cfg, std::set<event::Type> types,
+                                              std::vector<std::string> open_prefixes,
+                                              std::vector<std::string> open_whole);
+// Opens the sources and adds them to the runner (Error::runtime: no
+// privileges, no BTF, a hook missing, /dev/kmsg unreadable).
+Status add_live_sources(runtime::Runner& runner, const LiveSourcesConfig& cfg);
+
+// The Kubernetes flags of run and capture (they win over the `k8s:` section).
+struct K8sFlags {
+  std::string api;
+  std::string token_file;
+  std::string ca;
+  std::string kubeconfig;
+};
+
+// Adds --k8s-api, --k8s-token-file, --k8s-ca and --kubeconfig.
+void add_k8s_flags(CLI::App& app, K8sFlags& k8s);
 
 // Where pods come from: command-line flags win over the `k8s:` section; with
 // neither, in-cluster discovery (KUBERNETES_SERVICE_HOST, service account).
-Result<state::K8sOptions> k8s_options(const YAML::Node& cfg, const std::string& api,
-                                      const std::string& token_file, const std::string& ca,
-                                      const std::string& kubeconfig);
+Result<state::K8sOptions> k8s_options(const YAML::Node& cfg, const K8sFlags& flags);
+
+// The API server to watch: nullopt (logged, with `without` saying what the
+// run lacks then) when there is none; Error::bad_input for bad settings (a
+// kubeconfig without a server, a missing token file), before anything starts.
+Result<std::optional<state::K8sConfig>> discover_k8s(const YAML::Node& cfg, const K8sFlags& flags,
+                                                     spdlog::logger& log, const char* without);
+
+// Starts the pod watcher and drains it into `st` on every runner turn.
+Result<std::unique_ptr<state::PodWatcher>> watch_pods(const state::K8sConfig& k8s, state::State& st,
+                                                      runtime::Runner& runner, spdlog::logger& log);
+
+// Seeds the state from /proc (a failure is a warning: events fill it in).
+void seed_state(state::State& st, spdlog::logger& log);
+
+// The capture writer's header (this host, named `hostname`) and the state
+// snapshot that starts each file, on top of `base` (rotation, block size).
+capture::WriterOptions capture_writer_options(const std::string& hostname, const state::State& st,
+                                              capture::WriterOptions base = {});
+
+// Flushes the writer on every runner turn (records written before a quiet
+// period still reach the disk within its flush interval) and calls
+// `on_error` once with the first error of the writer or the tap.
+void add_capture_tick(runtime::Runner& runner, capture::CaptureWriter& writer, const runtime::CaptureTap& tap,
+                      std::function<void(const Error&)> on_error);
 
 // The `flight_recorder:` section (enabled by default with modest limits;
 // captures go to <state_dir>/flight unless `flight_recorder.dir` says otherwise).

@@ -14,8 +14,8 @@
 #include "engine/cli/plugins.h"
 #include "engine/event/schema.h"
 #include "engine/rules/fields.h"
-#include "engine/rules/rule_test.h"
 #include "engine/rules/ruleset.h"
+#include "engine/runtime/rule_test.h"
 
 namespace vigil::cli {
 
@@ -104,7 +104,7 @@ int list(std::vector<std::string> files, bool json, const std::string& config) {
 }
 
 int test(const std::vector<std::string>& paths) {
-  auto rep = rules::run_rule_tests(paths);
+  auto rep = runtime::run_rule_tests(paths);
   for (const auto& d : rep.problems) std::cerr << d.to_string() << "\n";
   for (const auto& f : rep.failures) std::cout << "FAIL " << f.to_string() << "\n";
   std::cout << "rule tests: " << rep.passed << " passed, " << rep.failed << " failed";

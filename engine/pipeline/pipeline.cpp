@@ -18,6 +18,8 @@ void Pipeline::add_tap(EventTap* tap) {
   if (tap != nullptr) taps_.push_back(tap);
 }
 
+void Pipeline::set_selector(Selector* selector) { selector_ = selector; }
+
 void Pipeline::set_ruleset(std::shared_ptr<const rules::Ruleset> r) {
   std::lock_guard<std::mutex> lock(pending_mu_);
   pending_ = std::move(r);
@@ -39,21 +41,23 @@ void Pipeline::process(event::Event& ev) {
   events_.fetch_add(1, std::memory_order_relaxed);
 
   deps_.state.apply(ev);
-  for (EventTap* t : taps_) t->on_event(ev);
-
-  if (rules_) {
-    scratch_.clear();
+  {
+    // ctx points into the state: valid until after() below.
     const state::EvalContext ctx = deps_.state.enrich(ev);
-    rules_->evaluate(ctx, scratch_);
-    for (event::Alert& a : scratch_) {
-      a.hostname = deps_.hostname;
-      for (EventTap* t : taps_) t->on_alert(ev, a);
-      alerts_.fetch_add(1, std::memory_order_relaxed);
-      if (deps_.publish) deps_.publish(std::make_shared<const event::Alert>(std::move(a)));
+    for (EventTap* t : taps_) t->on_event(ev, ctx);
+    const bool selected = selector_ == nullptr || selector_->select(ev, ctx);
+    if (rules_ && selected) {
+      scratch_.clear();
+      rules_->evaluate(ctx, scratch_);
+      for (event::Alert& a : scratch_) {
+        a.hostname = deps_.hostname;
+        for (EventTap* t : taps_) t->on_alert(ev, ctx, a);
+        alerts_.fetch_add(1, std::memory_order_relaxed);
+        if (deps_.publish) deps_.publish(std::make_shared<const event::Alert>(std::move(a)));
+      }
+      scratch_.clear();
     }
-    scratch_.clear();
   }
-
   deps_.state.after(ev);
 }
 

@@ -1,13 +1,19 @@
 // The pipeline: one event in, zero or more alerts out. It is the same for live
-// monitoring, capture replay and rule tests, which is what makes them agree.
+// monitoring, capture, replay and rule tests, which is what makes them agree.
+// This file and pipeline.cpp are the only place that says the step order:
 //
-//   state.apply(ev) → taps.on_event(ev) → ctx = state.enrich(ev) →
-//   ruleset.evaluate(ctx) → taps.on_alert(ev, alert) → publish(alert) → state.after(ev)
+//   state.apply(ev) → ctx = state.enrich(ev) → taps.on_event(ev, ctx) →
+//   [selector.select(ev, ctx)] → ruleset.evaluate(ctx) →
+//   taps.on_alert(ev, ctx, alert) → publish(alert) → state.after(ev)
 //
-// Ownership: the Pipeline borrows the State (which must outlive it) and shares
-// the immutable Ruleset. Thread-safety: process() runs on one thread (the
-// pipeline thread). set_ruleset() may be called from any thread; the new
-// ruleset takes effect at the next event.
+// Taps see every event (a capture records them all, context stays exact);
+// the selector (replay's time window and filters) only decides whether the
+// rules run on an event and its alerts are published.
+//
+// Ownership: the Pipeline borrows the State (which must outlive it), the taps
+// and the selector, and shares the immutable Ruleset. Thread-safety: process()
+// runs on one thread (the pipeline thread). set_ruleset() may be called from
+// any thread; the new ruleset takes effect at the next event.
 #pragma once
 
 #include <atomic>
@@ -20,6 +26,7 @@
 
 #include "engine/event/alert.h"
 #include "engine/event/event.h"
+#include "engine/state/model.h"
 
 namespace vigil::state {
 class State;
@@ -31,15 +38,26 @@ class Ruleset;
 namespace vigil::pipeline {
 
 // A hook for things that watch the event stream: the capture writer, the
-// flight recorder. Called on the pipeline thread; must not block.
+// flight recorder, replay's event printer. Called on the pipeline thread;
+// must not block. `ctx` is valid for the duration of the call only.
 class EventTap {
  public:
   virtual ~EventTap() = default;
   // After state.apply(): state records the event caused were already reported
   // to the state's listener, so a capture keeps them in front of the event.
-  virtual void on_event(const event::Event& ev) = 0;
+  virtual void on_event(const event::Event& ev, const state::EvalContext& ctx) = 0;
   // Before the alert is published; a tap may add alert.extra entries.
-  virtual void on_alert(const event::Event& ev, event::Alert& alert) = 0;
+  virtual void on_alert(const event::Event& ev, const state::EvalContext& ctx, event::Alert& alert) {
+    (void)ev, (void)ctx, (void)alert;
+  }
+};
+
+// Chooses the events the rules run on (replay's --since, --container, --pod,
+// --filter). Called after the taps; false: no rules, no alerts for the event.
+class Selector {
+ public:
+  virtual ~Selector() = default;
+  virtual bool select(const event::Event& ev, const state::EvalContext& ctx) = 0;
 };
 
 // Where alerts go (the output router in vigil run; a vector in tests). Must not block.
@@ -58,10 +76,12 @@ class Pipeline {
   Pipeline(const Pipeline&) = delete;
   Pipeline& operator=(const Pipeline&) = delete;
 
-  void add_tap(EventTap* tap);  // REQUIRES: tap outlives the pipeline
+  void add_tap(EventTap* tap);            // REQUIRES: tap outlives the pipeline
+  void set_selector(Selector* selector);  // REQUIRES: selector outlives the pipeline; null: all
   void process(event::Event& ev);
   void set_ruleset(std::shared_ptr<const rules::Ruleset> r);
   std::shared_ptr<const rules::Ruleset> ruleset() const;
+  state::State& state() { return deps_.state; }
 
   struct Stats {
     std::uint64_t events = 0;
@@ -72,6 +92,7 @@ class Pipeline {
  private:
   Deps deps_;
   std::vector<EventTap*> taps_;
+  Selector* selector_ = nullptr;
   std::shared_ptr<const rules::Ruleset> rules_;  // pipeline thread only
   mutable std::mutex pending_mu_;
   std::shared_ptr<const rules::Ruleset> pending_;  // guarded by pending_mu_

@@ -220,4 +220,30 @@ int KmsgReader::read_available(const TimeBase& tb, const std::function<void(even
   return n;
 }
 
+KmsgSource::KmsgSource(KmsgReader reader, std::string path)
+    : reader_(std::move(reader)), path_(std::move(path)), tb_(TimeBase::now()) {}
+
+Result<std::unique_ptr<KmsgSource>> KmsgSource::open(const std::string& path) {
+  auto r = KmsgReader::open(path);
+  if (!r) return r.error();
+  return std::unique_ptr<KmsgSource>(new KmsgSource(std::move(*r), path));
+}
+
+Result<std::size_t> KmsgSource::poll(std::size_t budget, const Emit& emit) {
+  (void)budget;
+  if (!failure_.empty()) return Error::runtime(failure_);
+  const int n = reader_.read_available(tb_, emit);
+  if (n < 0) {
+    failure_ = "reading " + path_ + ": " + std::strerror(-n);
+    return Error::runtime(failure_);
+  }
+  return static_cast<std::size_t>(n);
+}
+
+runtime::Drops KmsgSource::drops() const {
+  runtime::Drops d;
+  d.add("overwritten", reader_.lost());
+  return d;
+}
+
 }  // namespace vigil::sensor

@@ -1,15 +1,19 @@
 // /dev/kmsg: the record parser, the NVRM Xid line parser (pure functions,
-// every format of ../shared/reference/nvidia.md §5.1), and a non-blocking
-// reader that turns new Xid lines into event::Event (XidData, source "kmsg").
+// every format of ../shared/reference/nvidia.md §5.1), a non-blocking reader
+// that turns new Xid lines into event::Event (XidData, source "kmsg"), and
+// KmsgSource, that reader as a runtime::EventSource ("kmsg").
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "engine/event/event.h"
+#include "engine/runtime/source.h"
 #include "engine/sensor/decoder.h"
 #include "engine/util/result.h"
 
@@ -55,6 +59,31 @@ class KmsgReader {
   int fd_ = -1;
   std::string pending_;
   std::uint64_t lost_ = 0;
+};
+
+// The Xid lines of a kmsg-like file as an event source. Only lines written
+// after open() are seen. wait_fd() is the file; a read error other than
+// "records overwritten" (counted as the drop reason "overwritten") fails it.
+class KmsgSource final : public runtime::EventSource {
+ public:
+  static Result<std::unique_ptr<KmsgSource>> open(const std::string& path);
+
+  std::string_view name() const override { return "kmsg"; }
+  int wait_fd() const override { return reader_.fd(); }
+  // Reads what is there now (at most 1024 reads of 8 KiB: a source of Xid
+  // lines is slow, so `budget` is not needed to keep it fair).
+  Result<std::size_t> poll(std::size_t budget, const Emit& emit) override;
+  Health health() const override { return failure_.empty() ? Health::kRunning : Health::kFailed; }
+  std::string failure() const override { return failure_; }
+  runtime::Drops drops() const override;
+  std::vector<std::string> attached() const override { return {"kmsg:" + path_}; }
+
+ private:
+  KmsgSource(KmsgReader reader, std::string path);
+  KmsgReader reader_;
+  std::string path_;
+  TimeBase tb_;
+  std::string failure_;
 };
 
 }  // namespace vigil::sensor

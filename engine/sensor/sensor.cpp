@@ -26,7 +26,6 @@
 #include "bpf/vigil_bpf.skel.h"
 #include "engine/sensor/decoder.h"
 #include "engine/sensor/device.h"
-#include "engine/sensor/kmsg.h"
 #include "engine/sensor/sysfs.h"
 
 namespace vigil::sensor {
@@ -173,17 +172,20 @@ class Sensor::Impl {
     if (skel_) vigil_bpf__destroy(skel_);
     if (cgroup_fd_ >= 0) close(cgroup_fd_);
     if (timer_fd_ >= 0) close(timer_fd_);
+    if (batch_fd_ >= 0) close(batch_fd_);
     if (epoll_fd_ >= 0) close(epoll_fd_);
   }
 
   Status open(const Config& cfg);
-  int poll(int timeout_ms, const std::function<void(event::Event&&)>& cb);
+  Result<std::size_t> poll(std::size_t budget, const runtime::EventSource::Emit& emit);
   DropCounters drops() const;
   std::vector<std::string> attached() const { return attached_; }
+  int epoll_fd() const { return epoll_fd_; }
+  const std::string& failure() const { return failure_; }
 
  private:
   static int on_record(void* ctx, void* data, size_t size);
-  int report_usage(const std::function<void(event::Event&&)>& cb);
+  std::size_t report_usage(const runtime::EventSource::Emit& emit);
   Status attach_one(const Hook& h, bpf_program* prog);
 
   Config cfg_;
@@ -191,15 +193,21 @@ class Sensor::Impl {
   ring_buffer* rb_ = nullptr;
   std::vector<bpf_link*> links_;
   std::vector<std::string> attached_;
-  std::optional<KmsgReader> kmsg_;
   int cgroup_fd_ = -1;
-  int timer_fd_ = -1;
+  int timer_fd_ = -1;   // the GPU usage report
+  int batch_fd_ = -1;   // kMaxBatchDelay: records below the wake-up threshold
   int epoll_fd_ = -1;
   TimeBase tb_;
   std::uint64_t decode_failed_ = 0;
-  const std::function<void(event::Event&&)>* cb_ = nullptr;  // valid during poll()
-  int polled_ = 0;
+  const runtime::EventSource::Emit* emit_ = nullptr;  // valid during poll()
+  std::size_t polled_ = 0;
+  std::size_t budget_ = 0;
+  std::string failure_;  // the ring buffer could not be read
 };
+
+// What on_record returns once the budget is reached: libbpf stops consuming
+// with the record already handed over (its consumer position advanced).
+constexpr int kBudgetReached = -ECANCELED;
 
 Status Sensor::Impl::attach_one(const Hook& h, bpf_program* prog) {
   bpf_link* link = nullptr;
@@ -367,23 +375,21 @@ Status Sensor::Impl::open(const Config& cfg) {
   };
   if (Status st = add(ring_buffer__epoll_fd(rb_), 0); !st) return st;
 
-  if (cfg_.event_types.count(Type::kXid)) {
-    auto k = KmsgReader::open(cfg_.kmsg_path);
-    if (!k) return k.error();
-    kmsg_.emplace(std::move(*k));
-    if (Status st = add(kmsg_->fd(), 1); !st) return st;
-    attached_.push_back("kmsg:" + cfg_.kmsg_path);
-  }
-  if (cfg_.event_types.count(Type::kIoctl) || cfg_.event_types.count(Type::kGpuUsage)) {
-    timer_fd_ = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-    if (timer_fd_ < 0) return Error::runtime(std::string("sensor: timerfd: ") + std::strerror(errno));
-    auto ms = std::max<std::int64_t>(cfg_.usage_interval.count(), 10);
+  auto periodic = [&](int& fd, std::int64_t ms, std::uint32_t tag) -> Status {
+    fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    if (fd < 0) return Error::runtime(std::string("sensor: timerfd: ") + std::strerror(errno));
     itimerspec its{};
     its.it_interval.tv_sec = ms / 1000;
     its.it_interval.tv_nsec = (ms % 1000) * 1000000;
     its.it_value = its.it_interval;
-    timerfd_settime(timer_fd_, 0, &its, nullptr);
-    if (Status st = add(timer_fd_, 2); !st) return st;
+    timerfd_settime(fd, 0, &its, nullptr);
+    return add(fd, tag);
+  };
+  if (cfg_.wakeup_bytes > 0) {
+    if (Status st = periodic(batch_fd_, kMaxBatchDelay.count(), 1); !st) return st;
+  }
+  if (cfg_.event_types.count(Type::kIoctl) || cfg_.event_types.count(Type::kGpuUsage)) {
+    if (Status st = periodic(timer_fd_, std::max<std::int64_t>(cfg_.usage_interval.count(), 10), 2); !st) return st;
   }
   tb_ = TimeBase::now();
   return {};
@@ -396,12 +402,11 @@ int Sensor::Impl::on_record(void* ctx, void* data, size_t size) {
     ++self->decode_failed_;
     return 0;
   }
-  ++self->polled_;
-  (*self->cb_)(std::move(*ev));
-  return 0;
+  (*self->emit_)(std::move(*ev));
+  return ++self->polled_ >= self->budget_ ? kBudgetReached : 0;
 }
 
-int Sensor::Impl::report_usage(const std::function<void(event::Event&&)>& cb) {
+std::size_t Sensor::Impl::report_usage(const runtime::EventSource::Emit& emit) {
   int fd = bpf_map__fd(skel_->maps.gpu_usage);
   std::vector<vg_usage_key> keys;
   vg_usage_key key{}, next{};
@@ -423,7 +428,7 @@ int Sensor::Impl::report_usage(const std::function<void(event::Event&&)>& cb) {
     v.push_back({k.dev >> 20, k.dev & 0xfffff, k.nr, val.count});
   }
   std::uint64_t now = static_cast<std::uint64_t>(now_wall_ns());
-  int n = 0;
+  std::size_t n = 0;
   for (auto& [pid, entries] : by_pid) {
     event::Event ev;
     ev.hdr.type = Type::kGpuUsage;
@@ -434,36 +439,32 @@ int Sensor::Impl::report_usage(const std::function<void(event::Event&&)>& cb) {
     d.interval_ns = static_cast<std::uint64_t>(cfg_.usage_interval.count()) * 1000000ULL;
     d.entries = std::move(entries);
     ev.data = std::move(d);
-    cb(std::move(ev));
+    emit(std::move(ev));
     ++n;
   }
   return n;
 }
 
-int Sensor::Impl::poll(int timeout_ms, const std::function<void(event::Event&&)>& cb) {
-  epoll_event evs[4];
-  // Records below the wake-up threshold wake nobody: drain them on a timer.
-  if (cfg_.wakeup_bytes > 0) {
-    const int cap = static_cast<int>(kMaxBatchDelay.count());
-    if (timeout_ms < 0 || timeout_ms > cap) timeout_ms = cap;
+Result<std::size_t> Sensor::Impl::poll(std::size_t budget, const runtime::EventSource::Emit& emit) {
+  if (!failure_.empty()) return Error::runtime(failure_);
+  std::size_t total = 0;
+  // The timers: never blocks (their fds are non-blocking).
+  std::uint64_t ticks = 0;
+  if (batch_fd_ >= 0) (void)!read(batch_fd_, &ticks, sizeof(ticks));
+  ticks = 0;
+  if (timer_fd_ >= 0 && read(timer_fd_, &ticks, sizeof(ticks)) == sizeof(ticks) && ticks > 0) {
+    total += report_usage(emit);
   }
-  int n = epoll_wait(epoll_fd_, evs, 4, timeout_ms);
-  if (n < 0) return errno == EINTR ? 0 : -errno;
-  cb_ = &cb;
+  // The ring buffer: the busiest source, read on every poll.
+  emit_ = &emit;
   polled_ = 0;
-  // The ring buffer is drained on every wake-up: it is the busiest source.
+  budget_ = budget > total ? budget - total : 1;
   int r = ring_buffer__consume(rb_);
-  cb_ = nullptr;
-  if (r < 0) return r;
-  int total = polled_;
-  for (int i = 0; i < n; ++i) {
-    if (evs[i].data.u32 == 1 && kmsg_) {
-      int k = kmsg_->read_available(tb_, cb);
-      if (k > 0) total += k;
-    } else if (evs[i].data.u32 == 2) {
-      std::uint64_t ticks = 0;
-      if (read(timer_fd_, &ticks, sizeof(ticks)) == sizeof(ticks) && ticks > 0) total += report_usage(cb);
-    }
+  emit_ = nullptr;
+  total += polled_;
+  if (r < 0 && r != kBudgetReached && r != -EINTR) {
+    failure_ = std::string("reading the ring buffer: ") + std::strerror(-r);
+    return Error::runtime(failure_);
   }
   return total;
 }
@@ -471,7 +472,6 @@ int Sensor::Impl::poll(int timeout_ms, const std::function<void(event::Event&&)>
 DropCounters Sensor::Impl::drops() const {
   DropCounters d;
   d.decode_failed = decode_failed_;
-  if (kmsg_) d.kmsg_lost = kmsg_->lost();
   int fd = bpf_map__fd(skel_->maps.drops);
   int ncpu = libbpf_num_possible_cpus();
   if (ncpu <= 0) return d;
@@ -502,7 +502,6 @@ std::string DropCounters::to_string() const {
   add("map_full", map_full);
   add("read_failed", read_failed);
   add("decode_failed", decode_failed);
-  add("kmsg_lost", kmsg_lost);
   return out.empty() ? "none" : out;
 }
 
@@ -516,8 +515,22 @@ Result<std::unique_ptr<Sensor>> Sensor::open(const Config& cfg) {
   return std::unique_ptr<Sensor>(new Sensor(std::move(impl)));
 }
 
-int Sensor::poll(int timeout_ms, const std::function<void(event::Event&&)>& cb) { return impl_->poll(timeout_ms, cb); }
-DropCounters Sensor::drops() const { return impl_->drops(); }
+int Sensor::wait_fd() const { return impl_->epoll_fd(); }
+Result<std::size_t> Sensor::poll(std::size_t budget, const Emit& emit) { return impl_->poll(budget, emit); }
+runtime::EventSource::Health Sensor::health() const {
+  return impl_->failure().empty() ? Health::kRunning : Health::kFailed;
+}
+std::string Sensor::failure() const { return impl_->failure(); }
+DropCounters Sensor::counters() const { return impl_->drops(); }
+runtime::Drops Sensor::drops() const {
+  const DropCounters c = impl_->drops();
+  runtime::Drops d;
+  d.add("ringbuf_full", c.ringbuf_full);
+  d.add("map_full", c.map_full);
+  d.add("read_failed", c.read_failed);
+  d.add("decode_failed", c.decode_failed);
+  return d;
+}
 std::vector<std::string> Sensor::attached() const { return impl_->attached(); }
 
 }  // namespace vigil::sensor

@@ -1,10 +1,16 @@
 // The live eBPF sensor: loads the programs of bpf/progs (one libbpf skeleton),
-// attaches the hooks the ruleset needs, and turns ring-buffer records, Xid
-// lines from /dev/kmsg and the periodic GPU ioctl counts into event::Event.
+// attaches the hooks the ruleset needs, and turns ring-buffer records and the
+// periodic GPU ioctl counts (a timer reading the usage map) into event::Event.
+// It is a runtime::EventSource ("bpf"); the Xid lines of /dev/kmsg are another
+// one (kmsg.h).
 //
 //   auto s = vigil::sensor::Sensor::open(cfg);
 //   if (!s) { log(s.error().message); return 1; }
-//   while (running) (*s)->poll(100, [&](vigil::event::Event&& ev) { ... });
+//   runner.add_source(std::move(*s));
+//
+// wait_fd() is an epoll fd over the ring buffer, the usage timer and a
+// batch timer (kMaxBatchDelay): records below the wake-up threshold wake
+// nobody, so the batch timer makes sure they are read within that delay.
 //
 // Thread-safety: a Sensor is used by one thread (the pipeline's); drops() may
 // be called from the same thread between polls.
@@ -20,6 +26,7 @@
 #include <vector>
 
 #include "engine/event/event.h"
+#include "engine/runtime/source.h"
 #include "engine/util/result.h"
 
 namespace vigil::sensor {
@@ -34,7 +41,6 @@ struct Config {
   std::size_t ringbuf_bytes = 8u << 20;
   std::uint32_t payload_bytes = 256;            // at most 4096
   std::chrono::milliseconds usage_interval{10000};
-  std::string kmsg_path = "/dev/kmsg";          // tests may point elsewhere
   // Syscall arguments: where the kernel has bpf_task_pt_regs (5.15+) the
   // sys_exit programs read them from the saved user registers and no
   // sys_enter program is attached (one tracepoint per traced syscall instead
@@ -42,7 +48,7 @@ struct Config {
   bool enter_exit_pairs = false;
   // The kernel wakes the reader once this many bytes wait in the ring buffer
   // (0: for every event, about 1 us more on each traced syscall). Between
-  // wake-ups poll() drains at least every kMaxBatchDelay, which bounds how
+  // wake-ups wait_fd() turns readable every kMaxBatchDelay, which bounds how
   // late an event on a quiet node reaches the rules.
   std::size_t wakeup_bytes = 64u << 10;
 };
@@ -56,30 +62,35 @@ struct DropCounters {
   std::uint64_t map_full = 0;       // a kernel map had no room (pending syscall, usage counter)
   std::uint64_t read_failed = 0;    // a kernel or user memory read failed
   std::uint64_t decode_failed = 0;  // a record user space could not decode
-  std::uint64_t kmsg_lost = 0;      // /dev/kmsg records overwritten before they were read
-  std::uint64_t total() const {
-    return ringbuf_full + truncated + map_full + read_failed + decode_failed + kmsg_lost;
-  }
+  std::uint64_t total() const { return ringbuf_full + truncated + map_full + read_failed + decode_failed; }
+  // The events lost (truncated events were still delivered).
+  std::uint64_t lost() const { return total() - truncated; }
   // "ringbuf_full=3 truncated=10" (the nonzero reasons; "none" when all are 0).
   std::string to_string() const;
 };
 
-class Sensor {
+class Sensor final : public runtime::EventSource {
  public:
   // Loads and attaches everything. On failure an Error::runtime with one
   // clear line saying why (not root / no CAP_BPF, no BTF, a hook missing...).
   static Result<std::unique_ptr<Sensor>> open(const Config& cfg);
 
-  // Waits up to timeout_ms (at most kMaxBatchDelay when wakeup_bytes > 0)
-  // for events (ring buffer, kmsg, usage timer) and
-  // calls cb for each decoded event, in order per CPU. Returns the number of
-  // events or a negative errno.
-  int poll(int timeout_ms, const std::function<void(event::Event&&)>& cb);
+  // runtime::EventSource. poll() does not block: it reads the timers, sends
+  // the GPU usage report when due, and hands over up to `budget` ring-buffer
+  // records, in order per CPU. A ring buffer that cannot be read fails the
+  // source.
+  std::string_view name() const override { return "bpf"; }
+  int wait_fd() const override;
+  Result<std::size_t> poll(std::size_t budget, const Emit& emit) override;
+  Health health() const override;
+  std::string failure() const override;
+  // Lost events by reason (truncated strings are not losses: counters() has them).
+  runtime::Drops drops() const override;
+  std::vector<std::string> attached() const override;  // hook names, for the "ready" log line
 
-  DropCounters drops() const;
-  std::vector<std::string> attached() const;  // hook names, for the "ready" log line
+  DropCounters counters() const;
 
-  ~Sensor();  // detaches everything
+  ~Sensor() override;  // detaches everything
   Sensor(const Sensor&) = delete;
   Sensor& operator=(const Sensor&) = delete;
 

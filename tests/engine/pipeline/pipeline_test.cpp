@@ -75,8 +75,10 @@ event::Event exit_event(std::uint64_t ts, std::uint32_t pid) {
 
 struct Recorder : EventTap {
   std::vector<std::string> log;
-  void on_event(const event::Event& ev) override { log.push_back("event:" + std::string(event::type_name(ev.hdr.type))); }
-  void on_alert(const event::Event&, event::Alert& a) override {
+  void on_event(const event::Event& ev, const state::EvalContext&) override {
+    log.push_back("event:" + std::string(event::type_name(ev.hdr.type)));
+  }
+  void on_alert(const event::Event&, const state::EvalContext&, event::Alert& a) override {
     log.push_back("alert:" + a.rule);
     a.extra.emplace_back("capture", "/tmp/x.vcap");
   }
@@ -158,6 +160,39 @@ TEST_F(PipelineTest, NewRulesetTakesEffectAtTheNextEvent) {
   auto e3 = exec_event(3000, 302, 100, "bash", {"bash"});
   p.process(e3);
   EXPECT_EQ(alerts_.size(), 1u);  // the old rule is gone
+}
+
+// Replay's window and filters: the state follows every event, the rules run
+// only on the selected ones.
+TEST_F(PipelineTest, TheSelectorChoosesWhereTheRulesRunNotWhatTheStateSees) {
+  Pipeline p({st_, collect(), "n"}, compile(kShellRule));
+  struct OnlyPid201 final : Selector {
+    int asked = 0;
+    bool select(const event::Event& ev, const state::EvalContext& ctx) override {
+      ++asked;
+      EXPECT_EQ(ctx.ev, &ev);
+      return ev.hdr.pid == 201;
+    }
+  } sel;
+  p.set_selector(&sel);
+  Recorder rec;
+  p.add_tap(&rec);
+  auto f1 = fork_event(1000, 100, 200);
+  p.process(f1);
+  auto e1 = exec_event(2000, 200, 100, "bash", {"bash"});
+  p.process(e1);  // not selected: no alert, but the state knows bash
+  ASSERT_NE(st_.process(200), nullptr);
+  EXPECT_EQ(st_.process(200)->comm, "bash");
+  auto f2 = fork_event(3000, 100, 201);
+  p.process(f2);
+  auto e2 = exec_event(4000, 201, 100, "bash", {"bash", "-l"});
+  p.process(e2);
+  ASSERT_EQ(alerts_.size(), 1u);
+  EXPECT_EQ(alerts_[0]->output, "shell bash -l parent=sshd");
+  EXPECT_EQ(sel.asked, 4);
+  // Taps see every event, selected or not.
+  EXPECT_EQ(rec.log, (std::vector<std::string>{"event:clone", "event:execve", "event:clone", "event:execve",
+                                               "alert:Shell spawned"}));
 }
 
 }  // namespace

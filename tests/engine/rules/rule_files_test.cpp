@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "engine/rules/rule_test.h"
+#include "engine/runtime/rule_test.h"
 #include "tests/support/temp_dir.h"
 
 namespace vigil::rules {
@@ -57,13 +57,13 @@ TEST(RuleFiles, UnlistableDirectoryIsAnError) {
 }
 
 TEST(RuleTestRunner, BundledTestsAsADirectoryRunEveryFile) {
-  auto by_dir = run_rule_tests({"rules/tests"});
+  auto by_dir = runtime::run_rule_tests({"rules/tests"});
   for (const auto& p : by_dir.problems) ADD_FAILURE() << p.to_string();
   for (const auto& f : by_dir.failures) ADD_FAILURE() << f.to_string();
   Diagnostics d;
   auto files = expand_yaml_paths({"rules/tests"}, d).files;
   ASSERT_GE(files.size(), 6u);
-  auto by_file = run_rule_tests(files);
+  auto by_file = runtime::run_rule_tests(files);
   EXPECT_EQ(by_dir.tests, by_file.tests);
   EXPECT_GT(by_dir.tests, 0u);
   EXPECT_EQ(by_dir.exit_code(), 0);
@@ -72,7 +72,7 @@ TEST(RuleTestRunner, BundledTestsAsADirectoryRunEveryFile) {
 TEST(RuleTestRunner, EmptyDirectoryIsInvalidButOtherPathsStillRun) {
   TempDir dir;
   dir.write("empty/readme", "");
-  auto rep = run_rule_tests({dir.path() + "/empty", "tests/engine/rules/fixtures/mini_test.yaml"});
+  auto rep = runtime::run_rule_tests({dir.path() + "/empty", "tests/engine/rules/fixtures/mini_test.yaml"});
   ASSERT_EQ(rep.problems.size(), 1u);
   EXPECT_EQ(rep.problems[0].to_string(),
             dir.path() + "/empty: error E001: no rule test files (*.yaml, *.yml) in this directory");

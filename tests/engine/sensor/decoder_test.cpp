@@ -502,9 +502,11 @@ TEST(DropCounters, SumAndDescribe) {
   EXPECT_EQ(d.total(), 0u);
   EXPECT_EQ(d.to_string(), "none");
   d.ringbuf_full = 3;
-  d.kmsg_lost = 1;
-  EXPECT_EQ(d.total(), 4u);
-  EXPECT_EQ(d.to_string(), "ringbuf_full=3 kmsg_lost=1");
+  d.truncated = 2;
+  d.decode_failed = 1;
+  EXPECT_EQ(d.total(), 6u);
+  EXPECT_EQ(d.lost(), 4u);  // truncated events were still delivered
+  EXPECT_EQ(d.to_string(), "ringbuf_full=3 truncated=2 decode_failed=1");
 }
 
 TEST(Decoder, CommIsBoundedTo15Bytes) {

@@ -27,6 +27,7 @@
 
 #include <gtest/gtest.h>
 
+#include "engine/sensor/kmsg.h"
 #include "engine/sensor/sensor.h"
 #include "tests/engine/sensor/sensor_test_util.h"
 #include "tests/support/cgroup.h"
@@ -127,7 +128,7 @@ TEST(SensorIntegration, ExecForkExitOfARealChild) {
   ASSERT_TRUE(exit_ev);
   EXPECT_EQ(exit_ev->as<event::ExitData>()->exit_code, 7);
   EXPECT_EQ(exit_ev->as<event::ExitData>()->signal, 0);
-  EXPECT_EQ(s->drops().ringbuf_full, 0u);
+  EXPECT_EQ(s->counters().ringbuf_full, 0u);
 }
 
 TEST(SensorIntegration, LongArgvIsTruncatedAndFlagged) {
@@ -147,7 +148,7 @@ TEST(SensorIntegration, LongArgvIsTruncatedAndFlagged) {
   ASSERT_EQ(x->args.size(), 2u);
   EXPECT_EQ(x->args[0], "/bin/true");
   EXPECT_LT(x->args[1].size(), big.size());
-  EXPECT_GT(s->drops().truncated, 0u);
+  EXPECT_GT(s->counters().truncated, 0u);
 }
 
 TEST(SensorIntegration, KilledChildReportsSignal) {
@@ -529,11 +530,10 @@ TEST_P(SyscallArgs, ShortOpenPrefixesAndAPathAtAPageEnd) {
 
 TEST(SensorIntegration, XidLineWrittenToDevKmsg) {
   REQUIRE_ROOT();
-  Config cfg;
-  cfg.event_types = {Type::kXid};
-  auto s = open_sensor(cfg);
-  ASSERT_TRUE(s);
-  Recorder rec(*s);
+  auto s = KmsgSource::open("/dev/kmsg");
+  ASSERT_TRUE(s) << s.error().message;
+  EXPECT_EQ((*s)->attached(), std::vector<std::string>{"kmsg:/dev/kmsg"});
+  Recorder rec(**s);
   int fd = open("/dev/kmsg", O_WRONLY);
   ASSERT_GE(fd, 0) << std::strerror(errno);
   std::string line = "<4>NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, name=python3, GPU has fallen off the bus.\n";

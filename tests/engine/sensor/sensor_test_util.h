@@ -2,6 +2,8 @@
 // reports, run code in a child process.
 #pragma once
 
+#include <poll.h>
+
 #include <chrono>
 #include <cstring>
 #include <functional>
@@ -38,11 +40,28 @@ inline std::unique_ptr<Sensor> open_sensor(Config cfg) {
 // with the sys_enter/sys_exit pairs older kernels use.
 class SyscallArgs : public ::testing::TestWithParam<bool> {};
 
+// What the runner does for one source, for tests that drive it alone: waits
+// up to timeout_ms for its wait_fd(), then polls it. Returns the number of
+// events, or -1 after an error (reported to gtest).
+inline int wait_and_poll(runtime::EventSource& s, int timeout_ms, const runtime::EventSource::Emit& emit) {
+  pollfd p{s.wait_fd(), POLLIN, 0};
+  if (p.fd >= 0 && ::poll(&p, 1, timeout_ms) < 0 && errno != EINTR) {
+    ADD_FAILURE() << "poll: " << std::strerror(errno);
+    return -1;
+  }
+  auto n = s.poll(4096, emit);
+  if (!n) {
+    ADD_FAILURE() << s.name() << ": " << n.error().message;
+    return -1;
+  }
+  return static_cast<int>(*n);
+}
+
 // Keeps every event polled, so tests can look for several events in any
 // order (the ring buffer orders events per CPU only).
 class Recorder {
  public:
-  explicit Recorder(Sensor& s) : s_(s) {}
+  explicit Recorder(runtime::EventSource& s) : s_(s) {}
   // Polls until an event accepted by `pred` has been seen or the deadline passes.
   std::optional<Event> wait_for(const std::function<bool(const Event&)>& pred, int ms = 5000) {
     auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
@@ -50,11 +69,7 @@ class Recorder {
       for (const auto& e : seen_)
         if (pred(e)) return e;
       if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
-      int r = s_.poll(100, [&](Event&& ev) { seen_.push_back(std::move(ev)); });
-      if (r < 0) {
-        ADD_FAILURE() << "poll: " << std::strerror(-r);
-        return std::nullopt;
-      }
+      if (wait_and_poll(s_, 100, [&](Event&& ev) { seen_.push_back(std::move(ev)); }) < 0) return std::nullopt;
     }
   }
 
@@ -82,7 +97,7 @@ class Recorder {
   }
 
  private:
-  Sensor& s_;
+  runtime::EventSource& s_;
   std::vector<Event> seen_;
 };
 

@@ -2,9 +2,9 @@
 // failing and invalid test files.
 #include <gtest/gtest.h>
 
-#include "engine/rules/rule_test.h"
+#include "engine/runtime/rule_test.h"
 
-namespace vigil::rules {
+namespace vigil::runtime {
 namespace {
 
 const std::string kDir = "tests/engine/rules/fixtures/";
@@ -58,4 +58,4 @@ TEST(RuleTestRunner, BundledRuleTestsPass) {
 }
 
 }  // namespace
-}  // namespace vigil::rules
+}  // namespace vigil::runtime

@@ -1,4 +1,4 @@
-#include "engine/rules/rule_test.h"
+#include "engine/runtime/rule_test.h"
 
 #include <fstream>
 #include <sstream>
@@ -22,12 +22,15 @@
 
 #include "engine/event/nvidia.h"
 #include "engine/event/schema.h"
+#include "engine/pipeline/pipeline.h"
 #include "engine/rules/fields.h"
 #include "engine/rules/rule_files.h"
 #include "engine/rules/ruleset.h"
 #include "engine/state/state.h"
 
-namespace vigil::rules {
+namespace vigil::runtime {
+
+using namespace vigil::rules;
 
 std::string RuleTestFailure::to_string() const {
   return file + ":" + std::to_string(line) + ": test '" + test + "': " + message;
@@ -734,6 +737,9 @@ void run_file(const std::string& path, RuleTestReport& rep) {
       state::Config cfg;
       cfg.live = false;
       state::State st(cfg);
+      std::vector<event::Alert> alerts;  // of the event being processed
+      pipeline::Pipeline pipe({st, [&alerts](std::shared_ptr<const event::Alert> a) { alerts.push_back(*a); }, ""},
+                              lr.ruleset);
       Context base_ctx{t["process"], t["parents"], t["container"], t["pod"]};
       std::uint64_t ts = kFirstEventNs;
       bool first = true;
@@ -762,11 +768,8 @@ void run_file(const std::string& path, RuleTestReport& rep) {
         for (auto it = b.parents.rbegin(); it != b.parents.rend(); ++it) inject(*it);
         inject(b.proc);
         event::Event ev = make_event(e, b, ts);
-        st.apply(ev);
-        state::EvalContext ctx = st.enrich(ev);
-        std::vector<event::Alert> alerts;
-        lr.ruleset->evaluate(ctx, alerts);
-        st.after(ev);
+        alerts.clear();
+        pipe.process(ev);
         Expectation per = expectation(e["expect"]);
         check(per, alerts, path, e.Mark().line + 1, name, "event: ", rep, ok);
         all.insert(all.end(), alerts.begin(), alerts.end());
@@ -798,4 +801,4 @@ RuleTestReport run_rule_tests(const std::vector<std::string>& paths) {
   return rep;
 }
 
-}  // namespace vigil::rules
+}  // namespace vigil::runtime

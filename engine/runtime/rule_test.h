@@ -1,7 +1,10 @@
 // The rule-test runner behind `vigil rules test` (format: docs/rules-testing.md).
 // Each test feeds synthetic events with their process, parents, container and
-// pod through a real state::State (Config{.live = false}) and the compiled
-// rules, then checks which rules fired and what they printed.
+// pod through a real state::State (Config{.live = false}) and the same
+// pipeline::Pipeline as `vigil run` (so the step order is the pipeline's),
+// then checks which rules fired and what they printed. It lives in
+// engine/runtime, not engine/rules, because it drives the pipeline, which sits
+// above the rules library.
 //
 // Thread-safety: run_rule_tests() is reentrant; it shares nothing.
 #pragma once
@@ -12,7 +15,10 @@
 
 #include "engine/rules/diagnostic.h"
 
-namespace vigil::rules {
+namespace vigil::runtime {
+
+using rules::Diagnostic;
+using rules::Severity;
 
 struct RuleTestFailure {
   std::string file;
@@ -31,10 +37,6 @@ struct RuleTestReport {
   int exit_code() const;
 };
 
-// Runs the tests of each path: a test file, or a directory, whose *.yaml and
-// *.yml files run in name order (rule_files.h; the rule as for `-r`). A
-// missing path or a directory without test files is a problem (exit code 2);
-// the other files still run.
-RuleTestReport run_rule_tests(const std::vector<std::string>& paths);
+RuleTestReport run_rule_tests(const std::vector<std::string>& files);
 
-}  // namespace vigil::rules
+}  // namespace vigil::runtime

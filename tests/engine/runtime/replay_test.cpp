@@ -2,7 +2,7 @@
 // a connect to a pool port, an Xid, a shell) replayed through a fresh state and
 // pipeline gives the live run's alerts field for field; a rule written after
 // the capture finds the event; filters choose what is reported.
-#include "engine/capture/replay.h"
+#include "engine/runtime/replay.h"
 
 #include <gtest/gtest.h>
 #include <sys/socket.h>
@@ -14,11 +14,19 @@
 #include <sstream>
 
 #include "engine/capture/event_json.h"
+#include "engine/capture/flight_recorder.h"
+#include "engine/capture/reader.h"
+#include "engine/capture/writer.h"
+#include "engine/rules/filter.h"
 #include "engine/rules/ruleset.h"
+#include "engine/runtime/runner.h"
+#include "engine/runtime/taps.h"
 #include "engine/state/state.h"
 
-namespace vigil::capture {
+namespace vigil::runtime {
 namespace {
+
+using namespace vigil::capture;
 
 namespace fs = std::filesystem;
 using AlertList = std::vector<event::Alert>;
@@ -126,6 +134,26 @@ std::vector<event::Event> scenario() {
   return evs;
 }
 
+// A live source stand-in: hands over `evs` (wall-clock style), then is done.
+class VectorSource final : public EventSource {
+ public:
+  explicit VectorSource(std::vector<event::Event> evs) : evs_(std::move(evs)) {}
+  std::string_view name() const override { return "bpf"; }
+  Result<std::size_t> poll(std::size_t budget, const Emit& emit) override {
+    std::size_t n = 0;
+    while (n < budget && next_ < evs_.size()) {
+      emit(std::move(evs_[next_++]));
+      ++n;
+    }
+    return n;
+  }
+  Health health() const override { return next_ < evs_.size() ? Health::kRunning : Health::kDone; }
+
+ private:
+  std::vector<event::Event> evs_;
+  std::size_t next_ = 0;
+};
+
 class ReplayTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -135,8 +163,9 @@ class ReplayTest : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
 
-  // The live run: state + pipeline + capture tap, as `vigil run --capture` wires them.
-  AlertList live_run(std::shared_ptr<const rules::Ruleset> rules) {
+  // The live run: a source in a runner, state + pipeline + capture tap, as
+  // `vigil run --capture` wires them (with `filter`: as `vigil capture --filter`).
+  AlertList live_run(std::shared_ptr<const rules::Ruleset> rules, const rules::Filter* filter = nullptr) {
     state::State st(state::Config{.live = false});
     seed(st);
     WriterOptions wo;
@@ -149,26 +178,48 @@ class ReplayTest : public ::testing::Test {
     pipeline::Pipeline pl({st, [&](std::shared_ptr<const event::Alert> a) { alerts.push_back(*a); },
                            "gpu-node-1"},
                           std::move(rules));
-    CaptureTap tap(**w);
+    CaptureTap tap(**w, filter);
     pl.add_tap(&tap);
-    for (auto& ev : scenario()) pl.process(ev);
+    auto runner = Runner::create(RunnerOptions{.budget = 3, .signals = false});
+    EXPECT_TRUE(runner);
+    (*runner)->add_source(std::make_unique<VectorSource>(scenario()));
+    RunReport rep = (*runner)->run(pl);
+    EXPECT_EQ(rep.reason, "done");
+    EXPECT_EQ(rep.events, scenario().size());
     EXPECT_TRUE(tap.status());
     EXPECT_TRUE((*w)->close());
     return alerts;
   }
 
+  struct ReplayStats {
+    CaptureSource::Stats source;
+    std::uint64_t reported = 0;
+    bool truncated = false;
+  };
+
+  // `vigil replay` as the CLI wires it: a capture source in a runner, the
+  // selector on the pipeline.
   Result<ReplayStats> replay(std::shared_ptr<const rules::Ruleset> rules, AlertList& alerts,
-                             ReplayOptions opts = {}) {
-    auto r = CaptureReader::open(path_);
+                             SelectOptions select = {}, CaptureSourceOptions copts = {}) {
+    auto r = capture::CaptureReader::open(path_);
     if (!r) return r.error();
     state::State st(state::Config{.live = false});
-    Replayer rp(st, std::move(opts));
-    pipeline::Pipeline pl(
-        {st, rp.gate([&](std::shared_ptr<const event::Alert> a) { alerts.push_back(*a); }),
-         "gpu-node-1"},
-        std::move(rules));
-    pl.add_tap(&rp);
-    return rp.run(**r, pl);
+    StateApplier sink(st);
+    auto runner = Runner::create(RunnerOptions{.signals = false});
+    EXPECT_TRUE(runner);
+    auto src = std::make_unique<CaptureSource>(std::move(*r), sink, std::move(copts));
+    const CaptureSource& source = *src;
+    (*runner)->add_source(std::move(src));
+    ReplaySelector sel(std::move(select));
+    pipeline::Pipeline pl({st, [&](std::shared_ptr<const event::Alert> a) { alerts.push_back(*a); },
+                           "gpu-node-1"},
+                          std::move(rules));
+    pl.set_selector(&sel);
+    RunReport rep = (*runner)->run(pl);
+    if (rep.error) return *rep.error;
+    EXPECT_EQ(rep.exit_code, 0);
+    EXPECT_EQ(rep.reason, "done");
+    return ReplayStats{source.stats(), sel.reported(), source.truncated()};
   }
 
   static std::set<std::string> rules_of(const AlertList& a) {
@@ -208,8 +259,9 @@ TEST_F(ReplayTest, ReplayGivesTheLiveRunsAlertsFieldForField) {
   AlertList first, second;
   auto s1 = replay(rules, first);
   ASSERT_TRUE(s1) << s1.error().message;
-  EXPECT_EQ(s1->events, scenario().size());
-  EXPECT_GE(s1->state_records, 3u);
+  EXPECT_EQ(s1->source.events, scenario().size());
+  EXPECT_GE(s1->source.state_records, 3u);
+  EXPECT_EQ(s1->reported, scenario().size());
   expect_same_alerts(live, first);
   auto s2 = replay(rules, second);
   ASSERT_TRUE(s2);
@@ -244,13 +296,13 @@ TEST_F(ReplayTest, FiltersChooseWhatIsReported) {
   AlertList live = live_run(rules);
 
   // Only events of the miner process.
-  ReplayOptions o;
-  auto f = compile_filter("proc.name = xmrig");
+  SelectOptions o;
+  auto f = rules::Filter::compile("proc.name = xmrig");
   ASSERT_TRUE(f) << f.error().message;
-  o.filter = *f;
+  o.filter = std::move(*f);
   std::vector<std::string> printed;
   o.on_selected = [&](const event::Event& ev, const state::EvalContext& ctx) {
-    printed.push_back(event_json(ev, &ctx));
+    printed.push_back(capture::event_json(ev, &ctx));
   };
   AlertList got;
   ASSERT_TRUE(replay(rules, got, o));
@@ -264,11 +316,11 @@ TEST_F(ReplayTest, FiltersChooseWhatIsReported) {
   EXPECT_NE(printed[0].find("\"k8s.pod.name\":\"llm-0\""), std::string::npos) << printed[0];
 
   // By pod: this pod, or another one.
-  ReplayOptions by_pod;
+  SelectOptions by_pod;
   by_pod.pod = "inference/llm-0";
   AlertList pod_alerts;
   ASSERT_TRUE(replay(rules, pod_alerts, by_pod));
-  ReplayOptions other;
+  SelectOptions other;
   other.pod = "other-pod";
   AlertList none;
   ASSERT_TRUE(replay(rules, none, other));
@@ -276,28 +328,51 @@ TEST_F(ReplayTest, FiltersChooseWhatIsReported) {
   EXPECT_FALSE(pod_alerts.empty());
 
   // By container id prefix.
-  ReplayOptions by_container;
+  SelectOptions by_container;
   by_container.container = kContainerId.substr(0, 12);
   AlertList c_alerts;
   ASSERT_TRUE(replay(rules, c_alerts, by_container));
   EXPECT_FALSE(c_alerts.empty());
 
   // A time window that ends before the miner ran: no alerts, but state still built.
-  ReplayOptions early;
+  CaptureSourceOptions early;
   early.until_ns = kT0 + 1500;
   AlertList e_alerts;
-  ASSERT_TRUE(replay(rules, e_alerts, early));
+  ASSERT_TRUE(replay(rules, e_alerts, {}, early));
   EXPECT_TRUE(e_alerts.empty());
-  ReplayOptions late;
+  SelectOptions late;
   late.since_ns = kT0 + 6500;  // only the shell and the exit
   AlertList l_alerts;
   ASSERT_TRUE(replay(rules, l_alerts, late));
   for (const auto& a : l_alerts) EXPECT_GE(a.time_ns, kT0 + 6500);
   EXPECT_FALSE(rules_of(l_alerts).count("Crypto miner binary executed"));
 
-  auto bad = compile_filter("proc.name = = xmrig");
+  auto bad = rules::Filter::compile("proc.name = = xmrig");
   ASSERT_FALSE(bad);
-  EXPECT_NE(bad.error().message.find("--filter"), std::string::npos);
+  EXPECT_NE(bad.error().message.find("column"), std::string::npos) << bad.error().message;
+}
+
+// vigil capture --filter: only the events the filter accepts are written,
+// with all the state they need, so their replay has their context.
+TEST_F(ReplayTest, ACaptureWithAFilterKeepsTheStateAndOnlyTheAcceptedEvents) {
+  auto f = rules::Filter::compile("proc.name = xmrig");
+  ASSERT_TRUE(f) << f.error().message;
+  live_run(nullptr, f->get());
+  AlertList got;
+  std::vector<std::string> printed;
+  SelectOptions o;
+  o.on_selected = [&](const event::Event& ev, const state::EvalContext& ctx) {
+    printed.push_back(capture::event_json(ev, &ctx));
+  };
+  auto s = replay(bundled_rules(), got, o);
+  ASSERT_TRUE(s) << s.error().message;
+  EXPECT_EQ(s->source.events, 5u);  // the miner's exec, open, connect, Xid (its pid) and exit
+  EXPECT_GE(s->source.state_records, 3u);
+  ASSERT_FALSE(printed.empty());
+  for (const auto& p : printed) {
+    EXPECT_NE(p.find("\"k8s.pod.name\":\"llm-0\""), std::string::npos) << p;
+  }
+  EXPECT_TRUE(rules_of(got).count("Crypto miner binary executed"));
 }
 
 TEST_F(ReplayTest, TruncatedCaptureReplaysUpToItsLastWholeBlock) {
@@ -309,7 +384,7 @@ TEST_F(ReplayTest, TruncatedCaptureReplaysUpToItsLastWholeBlock) {
   auto s = replay(rules, got);
   ASSERT_TRUE(s) << s.error().message;
   EXPECT_TRUE(s->truncated);
-  EXPECT_LT(s->events, scenario().size());
+  EXPECT_LT(s->source.events, scenario().size());
 }
 
 TEST_F(ReplayTest, FlightRecorderThroughThePipelineNamesItsCaptureInTheAlert) {
@@ -490,7 +565,7 @@ TEST_F(NvidiaReplayTest, ReplayWithoutTheDriverResolvesGpusAsLive) {
   AlertList replayed;
   auto s = replay(rules, replayed);
   ASSERT_TRUE(s) << s.error().message;
-  EXPECT_EQ(s->skipped_records, 0u);
+  EXPECT_EQ(s->source.skipped_records, 0u);
   expect_same_alerts(live, replayed);
 
   // Without the inventory the UUID resolves to nothing and the alert is lost:
@@ -568,4 +643,4 @@ TEST_F(NvidiaReplayTest, AnInventoryReadLaterReachesEveryListener) {
 }
 
 }  // namespace
-}  // namespace vigil::capture
+}  // namespace vigil::runtime

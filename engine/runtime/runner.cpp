@@ -1,0 +1,316 @@
+#include "engine/runtime/runner.h"
+
+#include <signal.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <limits>
+
+#include "engine/pipeline/pipeline.h"
+#include "engine/rules/ruleset.h"
+
+namespace vigil::runtime {
+namespace {
+
+constexpr std::uint64_t kSignalTag = std::numeric_limits<std::uint64_t>::max();
+// A source without an fd that gave nothing is polled again after this long.
+constexpr int kIdlePollMs = 10;
+
+std::uint64_t wall_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
+const char* signal_name(int signo) {
+  switch (signo) {
+    case SIGINT: return "SIGINT";
+    case SIGTERM: return "SIGTERM";
+    case SIGHUP: return "SIGHUP";
+    default: return "signal";
+  }
+}
+
+}  // namespace
+
+std::uint64_t RunReport::drops_total() const {
+  std::uint64_t t = 0;
+  for (const SourceDrops& s : drops) t += s.drops.total();
+  return t;
+}
+
+std::string RunReport::describe_drops() const {
+  std::string out;
+  for (const SourceDrops& s : drops) {
+    for (const auto& [reason, n] : s.drops.by_reason) {
+      if (n == 0) continue;
+      out += (out.empty() ? "" : " ") + s.source + "/" + reason + "=" + std::to_string(n);
+    }
+  }
+  return out.empty() ? "none" : out;
+}
+
+Runner::Runner(RunnerOptions opts) : opts_(std::move(opts)), log_(opts_.log) {
+  if (opts_.budget == 0) opts_.budget = 1;
+}
+
+Runner::~Runner() {
+  close_sources();
+  if (signal_fd_ >= 0) close(signal_fd_);
+  if (epoll_fd_ >= 0) close(epoll_fd_);
+}
+
+Result<std::unique_ptr<Runner>> Runner::create(RunnerOptions opts) {
+  std::unique_ptr<Runner> r(new Runner(std::move(opts)));
+  r->epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
+  if (r->epoll_fd_ < 0) return Error::runtime(std::string("runner: epoll: ") + std::strerror(errno));
+  if (r->opts_.signals) {
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+    r->signal_fd_ = signalfd(-1, &sigs, SFD_NONBLOCK | SFD_CLOEXEC);
+    if (r->signal_fd_ < 0) return Error::runtime(std::string("runner: signalfd: ") + std::strerror(errno));
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u64 = kSignalTag;
+    if (epoll_ctl(r->epoll_fd_, EPOLL_CTL_ADD, r->signal_fd_, &ev) != 0) {
+      return Error::runtime(std::string("runner: epoll_ctl: ") + std::strerror(errno));
+    }
+  }
+  return r;
+}
+
+void Runner::add_source(std::unique_ptr<EventSource> source, bool essential) {
+  if (!source) return;
+  const int fd = source->wait_fd();
+  if (fd >= 0) {
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u64 = slots_.size();
+    if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0 && log_) {
+      // Still polled every turn (as a source without an fd would be).
+      log_->warn("runner: cannot wait on {}'s fd: {}", source->name(), std::strerror(errno));
+    }
+  }
+  slots_.push_back({std::move(source), essential});
+}
+
+void Runner::add_tick(std::string name, std::chrono::nanoseconds every,
+                      std::function<void(std::uint64_t)> fn) {
+  ticks_.push_back({std::move(name), static_cast<std::uint64_t>(std::max<std::int64_t>(every.count(), 0)),
+                    std::move(fn)});
+}
+
+void Runner::stop(int exit_code, std::string reason) {
+  if (stopping_) return;
+  stopping_ = true;
+  exit_code_ = exit_code;
+  reason_ = std::move(reason);
+}
+
+void Runner::on_signal(int signo) {
+  if (signo == SIGHUP) {
+    if (!opts_.reload || pipe_ == nullptr) {
+      if (log_) log_->info("SIGHUP: nothing to reload");
+      return;
+    }
+    if (log_) log_->info("SIGHUP: reloading rules");
+    auto re = opts_.reload();
+    if (re && *re) {
+      pipe_->set_ruleset(*re);
+      if (log_) log_->info("rules reloaded: {} rules", (*re)->size());
+    } else if (log_) {
+      log_->error("rule reload failed, the previous rules stay in force: {}",
+                  re ? std::string("no ruleset") : re.error().message);
+    }
+    return;
+  }
+  if (log_) log_->info("{}: stopping", signal_name(signo));
+  stop(0, signal_name(signo));
+}
+
+void Runner::close_sources() {
+  for (Slot& s : slots_) {
+    if (s.source && s.source->wait_fd() >= 0 && epoll_fd_ >= 0) {
+      epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, s.source->wait_fd(), nullptr);
+    }
+    s.source.reset();
+    s.active = false;
+  }
+}
+
+std::vector<std::string> Runner::attached() const {
+  std::vector<std::string> out;
+  for (const Slot& s : slots_) {
+    if (!s.source) continue;
+    for (std::string& a : s.source->attached()) out.push_back(std::move(a));
+  }
+  return out;
+}
+
+void Runner::advance_clock() {
+  // 0 is a clock not known yet (a capture before its first event).
+  std::uint64_t raw = 0;
+  bool any = false;
+  for (const Slot& s : slots_) {
+    if (!s.source) continue;
+    raw = std::max(raw, s.source->now_ns());
+    any = true;
+  }
+  if (!any) raw = wall_ns();
+  if (raw == 0) return;
+  if (last_raw_ns_ != 0 && raw > last_raw_ns_) clock_ns_ += raw - last_raw_ns_;
+  last_raw_ns_ = raw;
+}
+
+int Runner::wait_ms() const {
+  if (more_ || stopping_) return 0;
+  std::int64_t ms = opts_.max_wait.count();
+  for (const Slot& s : slots_) {
+    if (s.active && s.source->wait_fd() < 0) ms = std::min<std::int64_t>(ms, kIdlePollMs);
+  }
+  for (const Tick& t : ticks_) {
+    if (t.every_ns == 0) continue;
+    const std::int64_t left = t.due_ns > clock_ns_ ? static_cast<std::int64_t>((t.due_ns - clock_ns_ + 999999) / 1000000) : 0;
+    ms = std::min(ms, left);
+  }
+  return static_cast<int>(std::max<std::int64_t>(ms, 0));
+}
+
+void Runner::poll_source(Slot& s, const EventSource::Emit& emit) {
+  EventSource& src = *s.source;
+  auto got = src.poll(opts_.budget, emit);
+  s.ready = false;
+  std::optional<Error> err;
+  if (!got) {
+    err = got.error();
+  } else if (*got >= opts_.budget || (src.wait_fd() < 0 && *got > 0)) {
+    s.ready = true;  // more may be waiting: no wait before the next turn
+    more_ = true;
+  }
+  if (!err) {
+    switch (src.health()) {
+      case EventSource::Health::kRunning:
+        return;
+      case EventSource::Health::kDone:
+        if (log_) log_->info("source {}: done", src.name());
+        s.active = false;
+        s.ready = false;
+        if (src.wait_fd() >= 0) epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, src.wait_fd(), nullptr);
+        return;
+      case EventSource::Health::kFailed:
+        err = Error::runtime(src.failure());
+        break;
+    }
+  }
+  s.active = false;
+  s.ready = false;
+  if (src.wait_fd() >= 0) epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, src.wait_fd(), nullptr);
+  Error e = *err;
+  e.message = std::string(src.name()) + ": " + (e.message.empty() ? "failed" : e.message);
+  if (s.essential) {
+    if (!stopping_) error_ = e;
+    stop(e.kind == Error::Kind::kBadInput ? 2 : 1, e.message);
+  } else if (log_) {
+    log_->error("source {} failed; the other sources go on: {}", src.name(), e.message);
+  }
+}
+
+void Runner::report_drops(bool final_report, RunReport& rep) {
+  std::uint64_t new_total = 0, all = 0;
+  std::string detail;
+  if (final_report) rep.drops.clear();
+  for (Slot& s : slots_) {
+    if (!s.source) continue;
+    Drops d = s.source->drops();
+    const std::uint64_t total = d.total();
+    all += total;
+    if (total > s.reported) {
+      new_total += total - s.reported;
+      for (const auto& [reason, n] : d.by_reason) {
+        if (n) detail += (detail.empty() ? "" : " ") + std::string(s.source->name()) + "/" + reason + "=" + std::to_string(n);
+      }
+      s.reported = total;
+    }
+    if (final_report) rep.drops.push_back({std::string(s.source->name()), std::move(d)});
+  }
+  if (!final_report && new_total > 0 && log_) {
+    log_->warn("lost {} events in the last {} s ({} in all): {}", new_total, opts_.drop_report.count(), all,
+               detail);
+  }
+}
+
+RunReport Runner::run(pipeline::Pipeline& pipe) {
+  RunReport rep;
+  pipe_ = &pipe;
+  const EventSource::Emit emit = [&](event::Event&& ev) {
+    ++rep.events;
+    pipe.process(ev);
+  };
+  clock_ns_ = 0;
+  last_raw_ns_ = 0;
+  advance_clock();
+  const std::uint64_t start = clock_ns_;
+  for (Tick& t : ticks_) t.due_ns = start + t.every_ns;
+  last_drop_report_ns_ = start;
+  const std::uint64_t drop_every = static_cast<std::uint64_t>(opts_.drop_report.count()) * 1000000000ull;
+
+  while (!stopping_) {
+    epoll_event evs[16];
+    const int n = epoll_wait(epoll_fd_, evs, 16, wait_ms());
+    if (n < 0 && errno != EINTR) {
+      error_ = Error::runtime(std::string("runner: epoll_wait: ") + std::strerror(errno));
+      stop(1, error_->message);
+      break;
+    }
+    bool signalled = false;
+    for (int i = 0; i < n; ++i) {
+      if (evs[i].data.u64 == kSignalTag) {
+        signalled = true;
+      } else if (evs[i].data.u64 < slots_.size()) {
+        slots_[evs[i].data.u64].ready = true;
+      }
+    }
+    more_ = false;
+    for (Slot& s : slots_) {
+      if (!s.active || !s.source) continue;
+      if (s.ready || s.source->wait_fd() < 0) poll_source(s, emit);
+    }
+    if (signalled) {
+      signalfd_siginfo si{};
+      while (read(signal_fd_, &si, sizeof(si)) == static_cast<ssize_t>(sizeof(si))) {
+        on_signal(static_cast<int>(si.ssi_signo));
+      }
+    }
+    advance_clock();
+    for (Tick& t : ticks_) {
+      if (t.every_ns != 0 && clock_ns_ < t.due_ns) continue;
+      t.fn(clock_ns_);
+      if (t.every_ns != 0) t.due_ns = clock_ns_ + t.every_ns;
+    }
+    if (drop_every && clock_ns_ - last_drop_report_ns_ >= drop_every) {
+      last_drop_report_ns_ = clock_ns_;
+      report_drops(false, rep);
+    }
+    if (std::none_of(slots_.begin(), slots_.end(), [](const Slot& s) { return s.active && s.source; })) {
+      stop(0, "done");
+    }
+    if (opts_.duration_ns && clock_ns_ - start >= opts_.duration_ns) stop(0, "duration");
+    if (opts_.stop_when && opts_.stop_when()) stop(0, "stop_when");
+  }
+  report_drops(true, rep);
+  rep.exit_code = exit_code_;
+  rep.reason = reason_;
+  rep.error = error_;
+  pipe_ = nullptr;
+  return rep;
+}
+
+}  // namespace vigil::runtime

@@ -1,0 +1,169 @@
+// Runner: the one event loop of `vigil run`, `vigil capture` and `vigil
+// replay`. It owns the sources and drives each event through the pipeline;
+// the CLI only turns flags and configuration into RunnerOptions, sources,
+// ticks and taps.
+//
+//   auto runner = runtime::Runner::create(opts);   // first: blocks the signals
+//   ... start threads, build the state, outputs, pipeline ...
+//   (*runner)->add_source(std::move(sensor));
+//   (*runner)->add_tick("capture flush", 0ns, [&](std::uint64_t) { writer.tick(); });
+//   runtime::RunReport rep = (*runner)->run(pipeline);
+//   (*runner)->close_sources();                    // detach probes, then flush outputs
+//
+// One turn of the loop: wait (epoll over the sources' wait_fd()s and the
+// signalfd, at most opts.max_wait; no wait while a source has more to give),
+// poll every ready source for up to opts.budget events each, in the order
+// they were added (each source's events stay in its order; a flooding source
+// cannot starve the others), read signals, run the ticks that are due, then
+// check the stop conditions. Each event goes to pipeline.process() before the
+// source's emit returns, so a source may hand state to the state (a capture's
+// state records) between events and have it land in order.
+//
+// Stops when: SIGINT/SIGTERM (exit 0); every source is done (0); an
+// essential source failed (exit 1, or 2 when its error is bad input such as a
+// corrupt capture; a source added as not essential, such as a plugin, is
+// logged and dropped and the rest go on); opts.duration_ns of the runner's
+// clock passed (0); opts.stop_when returned true (0); stop() was called.
+//
+// The runner's clock counts ns from the start of run(), following the
+// sources' clocks (now_ns(): the wall clock for live sources, event time for
+// a capture; 0 while a source does not know its time yet): it advances by
+// the forward steps of the largest source clock, so a wall clock set back
+// does not stall the ticks. Ticks and the duration are measured on it.
+//
+// Drops: every opts.drop_report the runner logs the events the sources lost
+// since the last report (by source and reason); the report of run() has the
+// totals for the shutdown line.
+//
+// Thread-safety: one thread (the one that calls run()); every callback runs
+// on it. Ownership: the runner owns its sources; the pipeline passed to run()
+// must outlive the call.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <spdlog/spdlog.h>
+
+#include "engine/runtime/source.h"
+#include "engine/util/result.h"
+
+namespace vigil::pipeline {
+class Pipeline;
+}
+namespace vigil::rules {
+class Ruleset;
+}
+
+namespace vigil::runtime {
+
+struct RunnerOptions {
+  std::size_t budget = 4096;                 // events per source per turn
+  std::chrono::milliseconds max_wait{100};   // longest wait for a source
+  // SIGINT/SIGTERM stop and SIGHUP reloads, through a signalfd. The signals
+  // are blocked in the thread that calls create(): create the runner before
+  // any other thread starts, so every thread inherits the mask.
+  bool signals = true;
+  std::uint64_t duration_ns = 0;             // stop after this much runner time (0: never)
+  std::function<bool()> stop_when;           // checked every turn (capture --size)
+  std::chrono::seconds drop_report{10};      // 0: no periodic drop report
+  // SIGHUP: a new ruleset for the pipeline; an error keeps the rules in force.
+  // Unset: SIGHUP is logged and ignored.
+  std::function<Result<std::shared_ptr<const rules::Ruleset>>()> reload;
+  std::shared_ptr<spdlog::logger> log;       // null: nothing is logged
+};
+
+struct SourceDrops {
+  std::string source;
+  Drops drops;
+};
+
+struct RunReport {
+  int exit_code = 0;             // 0 clean stop; 1 runtime failure; 2 bad input (a source's error)
+  std::string reason;            // "SIGTERM", "done", "duration", "stop_when", a failure
+  std::optional<Error> error;    // set when a source failed
+  std::uint64_t events = 0;      // events the sources handed over
+  std::vector<SourceDrops> drops;  // per source, cumulative
+  std::uint64_t drops_total() const;
+  // "bpf/ringbuf_full=3 kmsg/lost=1" (nonzero reasons), "none" when nothing was lost.
+  std::string describe_drops() const;
+};
+
+class Runner {
+ public:
+  // An error when the signalfd cannot be made.
+  static Result<std::unique_ptr<Runner>> create(RunnerOptions opts);
+  ~Runner();  // closes the sources; restores nothing (the signals stay blocked)
+  Runner(const Runner&) = delete;
+  Runner& operator=(const Runner&) = delete;
+
+  // REQUIRES: before run(). Sources are polled in the order added. The
+  // failure of an `essential` source stops the run; any other is dropped.
+  void add_source(std::unique_ptr<EventSource> source, bool essential = true);
+  // `fn(now_ns)` runs every `every` of the runner's clock (0: every turn),
+  // on the loop thread, first at `every` after run() starts (every turn: at
+  // the first turn).
+  void add_tick(std::string name, std::chrono::nanoseconds every,
+                std::function<void(std::uint64_t now_ns)> fn);
+
+  // Runs until a stop condition (see the file comment).
+  RunReport run(pipeline::Pipeline& pipe);
+
+  // Ends run() after the current turn with `exit_code` (the first call wins).
+  // From the loop thread (a tick, a tap, a source).
+  void stop(int exit_code, std::string reason);
+  // What a signal read from the signalfd does (SIGINT/SIGTERM: stop;
+  // SIGHUP: reload). Public so that tests need no real signals.
+  void on_signal(int signo);
+
+  // Destroys the sources (detaching probes, closing files). run() may not be
+  // called again.
+  void close_sources();
+
+  // What every source attached or opened, for the "ready" line.
+  std::vector<std::string> attached() const;
+  std::uint64_t now_ns() const { return clock_ns_; }
+
+ private:
+  explicit Runner(RunnerOptions opts);
+  struct Tick {
+    std::string name;
+    std::uint64_t every_ns;
+    std::function<void(std::uint64_t)> fn;
+    std::uint64_t due_ns = 0;
+  };
+  struct Slot {
+    std::unique_ptr<EventSource> source;
+    bool essential = true;
+    bool ready = false;      // its fd was readable, or it has more to give
+    bool active = true;      // not done, not failed
+    std::uint64_t reported = 0;  // lost events already in a drop report
+  };
+  void advance_clock();
+  void poll_source(Slot& s, const EventSource::Emit& emit);
+  void report_drops(bool final_report, RunReport& rep);
+  int wait_ms() const;
+
+  RunnerOptions opts_;
+  std::shared_ptr<spdlog::logger> log_;
+  int epoll_fd_ = -1;
+  int signal_fd_ = -1;
+  std::vector<Slot> slots_;
+  std::vector<Tick> ticks_;
+  pipeline::Pipeline* pipe_ = nullptr;  // during run()
+  bool stopping_ = false;
+  int exit_code_ = 0;
+  std::string reason_;
+  std::optional<Error> error_;
+  std::uint64_t clock_ns_ = 0;       // the runner's clock
+  std::uint64_t last_raw_ns_ = 0;    // the sources' clock at the last advance
+  std::uint64_t last_drop_report_ns_ = 0;
+  bool more_ = false;                // some source has more to give now
+};
+
+}  // namespace vigil::runtime
