@@ -23,6 +23,7 @@
 #include "engine/capture/writer.h"
 #include "engine/cli/common.h"
 #include "engine/cli/config.h"
+#include "engine/cli/plugins.h"
 #include "engine/pipeline/pipeline.h"
 #include "engine/rules/filter.h"
 #include "engine/rules/ruleset.h"
@@ -209,8 +210,9 @@ int cmd_capture(int argc, char** argv) {
                "file, until SIGINT/SIGTERM, --duration or --size. Pods come from the Kubernetes API "
                "exactly as for `vigil run` (flags, the k8s: section, or in-cluster).",
                "vigil capture");
-  app.add_option("-w,--write", out, "the capture file (rotated files become FILE.1, FILE.2, ...)")
-      ->required()
+  // Required, but checked after the parse: CLI11 reports a missing required
+  // option before an unexpected one, and a mistyped flag should be named.
+  app.add_option("-w,--write", out, "the capture file (rotated files become FILE.1, FILE.2, ...) (required)")
       ->type_name("FILE");
   app.add_option("--duration", duration_text, "stop after D (90, 30s, 5m, 2h)")->type_name("D");
   app.add_option("--size", size_text, "stop once S bytes are written (512K, 64M, 2G)")->type_name("S");
@@ -220,13 +222,17 @@ int cmd_capture(int argc, char** argv) {
   app.add_option("--rotate-every", rotate_every_text, "start a new file every D")->type_name("D");
   app.add_option("--keep", keep, "rotated files to keep (default 5)")->check(CLI::Range(0, 10000));
   app.add_option("--log-level", level, "trace, debug, info, warn, error (default info)")->type_name("LEVEL");
-  app.add_option("-c,--config", config_path, "configuration (its k8s:, sensor: and hostname: keys)")
+  app.add_option("-c,--config", config_path, "configuration (its k8s:, sensor:, plugins: and hostname: keys)")
       ->type_name("FILE");
   app.add_option("-o", overrides, "override a configuration key (e.g. -o k8s.node_name=node-1)")
       ->allow_extra_args(false)
       ->type_name("KEY=VALUE");
   add_k8s_flags(app, k8s_flags);
   if (int rc = parse_cli(app, argc, argv); rc >= 0) return rc;
+  if (out.empty()) {
+    std::fprintf(stderr, "vigil capture: -w FILE is required\nRun with --help for more information.\n");
+    return 2;
+  }
   std::uint64_t duration = 0, size = 0;
   capture::WriterOptions wopts;
   wopts.keep = keep;
@@ -239,6 +245,7 @@ int cmd_capture(int argc, char** argv) {
   auto log = make_logger("capture", level);
 
   capture::CaptureWriter* writer_seen = nullptr;  // for --size, once the writer exists
+  std::unique_ptr<plugin::Host> plugins;  // outlives the runner's plugin sources
   runtime::RunnerOptions ropts;
   ropts.log = log;
   ropts.duration_ns = duration;
@@ -253,9 +260,12 @@ int cmd_capture(int argc, char** argv) {
   // no API at all (not in a cluster, nothing configured) records without pods.
   auto k8s = discover_k8s(*cfg, k8s_flags, *log, "the capture has no pod metadata");
   if (!k8s) return fail(*log, k8s.error());
+  auto host = load_plugins(*cfg, config_path, log, /*init=*/true);
+  if (!host) return fail(*log, host.error());
+  plugins = std::move(*host);
   std::unique_ptr<const rules::Filter> filter_expr;
   if (!filter.empty()) {
-    auto f = rules::Filter::compile(filter);
+    auto f = rules::Filter::compile(filter, &plugins->fields());
     if (!f) return fail(*log, Error::bad_input("--filter: " + f.error().message));
     filter_expr = std::move(*f);
   }
@@ -293,6 +303,9 @@ int cmd_capture(int argc, char** argv) {
   auto sources = live_sources_config(*cfg, std::move(types), std::move(prefixes), std::move(whole));
   if (!sources) return fail(*log, sources.error());
   if (Status s = add_live_sources(runner, *sources); !s) return fail(*log, s.error());
+  auto plugin_sources = plugins->start_sources(plugin::SourceOptions{});
+  if (!plugin_sources) return fail(*log, plugin_sources.error());
+  for (auto& ps : *plugin_sources) runner.add_source(std::move(ps), /*essential=*/false);
 
   pipeline::Pipeline pipe({st, nullptr, host_name(*cfg)}, nullptr);  // no rules: the tap records
   pipe.add_tap(&tap);
@@ -320,9 +333,9 @@ int cmd_replay(int argc, char** argv) {
   bool events = false;
   std::string format = "json";
   CLI::App app("Feeds a capture through the same pipeline and outputs as `vigil run`.", "vigil replay");
-  app.add_option("file", file, "the capture file")->required()->type_name("FILE");
+  app.add_option("file", file, "the capture file (required)")->type_name("FILE");
   one_value_each(app, "-r,--rules", rule_paths, "rule file or directory (repeatable; default: the bundled rules)");
-  app.add_option("-c,--config", config_path, "configuration (its outputs: section; default: JSON on stdout)")
+  app.add_option("-c,--config", config_path, "configuration (its outputs: and plugins: sections; default: JSON on stdout)")
       ->type_name("FILE");
   app.add_option("--since", since_text, "the start of a time window (RFC 3339 or Unix seconds)")->type_name("T");
   app.add_option("--until", until_text, "the end of a time window (RFC 3339 or Unix seconds)")->type_name("T");
@@ -334,6 +347,10 @@ int cmd_replay(int argc, char** argv) {
   app.add_option("--timeline", timeline, "also write a Chrome trace / Perfetto timeline")->type_name("FILE");
   app.add_option("--log-level", level, "trace, debug, info, warn, error (default warn)")->type_name("LEVEL");
   if (int rc = parse_cli(app, argc, argv); rc >= 0) return rc;
+  if (file.empty()) {
+    std::fprintf(stderr, "vigil replay: no capture file given\nRun with --help for more information.\n");
+    return 2;
+  }
   for (auto [option, text, dst] : {std::tuple{"--since", &since_text, &so.since_ns},
                                    std::tuple{"--until", &until_text, &co.until_ns}}) {
     if (text->empty()) continue;
@@ -347,14 +364,22 @@ int cmd_replay(int argc, char** argv) {
     *dst = *t;
   }
   auto log = make_logger("replay", level);
+  // The plugins of the configuration read their fields back from the
+  // captured plugin events; their sources are not started.
+  std::unique_ptr<plugin::Host> plugins;
+  rules::LoadOptions load_opts;
   auto runner_r = runtime::Runner::create(runtime::RunnerOptions{.log = log});
   if (!runner_r) return fail(*log, runner_r.error());
   runtime::Runner& runner = **runner_r;
 
   auto cfg = load_config_with_overrides(config_path, {});
   if (!cfg) return fail(*log, cfg.error());
+  auto host = load_plugins(*cfg, config_path, log, /*init=*/true);
+  if (!host) return fail(*log, host.error());
+  plugins = std::move(*host);
+  plugins->configure(load_opts);
   if (!filter.empty()) {
-    auto f = rules::Filter::compile(filter);
+    auto f = rules::Filter::compile(filter, &plugins->fields());
     if (!f) return fail(*log, Error::bad_input("--filter: " + f.error().message));
     so.filter = std::move(*f);
   }
@@ -372,7 +397,7 @@ int cmd_replay(int argc, char** argv) {
       }
       rule_paths.push_back(bundled);
     }
-    auto loaded = load_rules_logged(rule_paths, *log);
+    auto loaded = load_rules_logged(rule_paths, *log, load_opts);
     if (!loaded) return fail(*log, loaded.error());
     ruleset = *loaded;
   }

@@ -96,8 +96,8 @@ Result<std::vector<std::string>> config_rule_paths(const YAML::Node& cfg) {
 }
 
 Result<std::shared_ptr<const rules::Ruleset>> load_rules_logged(const std::vector<std::string>& paths,
-                                                                spdlog::logger& log) {
-  rules::LoadOptions opts;
+                                                                spdlog::logger& log,
+                                                                const rules::LoadOptions& opts) {
   rules::LoadResult res = rules::load_rules(paths, opts);
   for (const rules::Diagnostic& d : res.diagnostics) {
     if (d.severity == rules::Severity::kError) {

@@ -18,6 +18,7 @@
 #include "engine/capture/writer.h"
 #include "engine/event/event.h"
 #include "engine/sensor/sensor.h"
+#include "engine/rules/ruleset.h"
 #include "engine/util/result.h"
 
 namespace CLI {
@@ -67,7 +68,8 @@ Result<std::vector<std::string>> config_rule_paths(const YAML::Node& cfg);
 
 // Loads rules, logging every diagnostic; an error when any rule file has errors.
 Result<std::shared_ptr<const rules::Ruleset>> load_rules_logged(const std::vector<std::string>& paths,
-                                                                spdlog::logger& log);
+                                                                spdlog::logger& log,
+                                                                const rules::LoadOptions& opts = {});
 
 // `hostname:` in the configuration, else the node name, else gethostname().
 std::string host_name(const YAML::Node& cfg);

@@ -13,6 +13,7 @@
 #include "engine/capture/writer.h"
 #include "engine/cli/common.h"
 #include "engine/cli/config.h"
+#include "engine/cli/plugins.h"
 #include "engine/pipeline/pipeline.h"
 #include "engine/rules/ruleset.h"
 #include "engine/runtime/runner.h"
@@ -42,7 +43,7 @@ int cmd_run(int argc, char** argv) {
                "(stdout by default) until SIGINT/SIGTERM. SIGHUP reloads the rules.",
                "vigil run");
   one_value_each(app, "-r,--rules", args.rules, "rule file or directory (repeatable; default: the bundled rules)");
-  app.add_option("-c,--config", args.config, "configuration file (outputs, k8s, sensor, flight recorder)")
+  app.add_option("-c,--config", args.config, "configuration file (outputs, k8s, sensor, flight recorder, plugins)")
       ->type_name("FILE");
   app.add_option("-o", args.overrides, "override a configuration key (e.g. -o outputs.0.format=text)")
       ->allow_extra_args(false)
@@ -61,9 +62,13 @@ int cmd_run(int argc, char** argv) {
   // The loop first: it blocks the signals before any thread starts (output
   // workers, the pod watcher), so every thread inherits the mask.
   std::vector<std::string> rule_paths = args.rules;
+  // Declared before the runner: its plugin sources and the rules' plugin
+  // fields point into the host, which must outlive both.
+  std::unique_ptr<plugin::Host> plugins;
+  rules::LoadOptions load_opts;
   runtime::RunnerOptions ropts;
   ropts.log = log;
-  ropts.reload = [&rule_paths, log] { return load_rules_logged(rule_paths, *log); };
+  ropts.reload = [&rule_paths, &load_opts, log] { return load_rules_logged(rule_paths, *log, load_opts); };
   auto runner_r = runtime::Runner::create(ropts);
   if (!runner_r) return fail(*log, runner_r.error());
   runtime::Runner& runner = **runner_r;
@@ -78,7 +83,14 @@ int cmd_run(int argc, char** argv) {
     (*cfg)["outputs"].push_back(out);
   }
 
-  // 2. Rules (bad input → 2).
+  // 2. Plugins (bad input → 2, a failed init → 1): their fields and sources
+  //    are known before the rules compile.
+  auto host = load_plugins(*cfg, args.config, log, /*init=*/true);
+  if (!host) return fail(*log, host.error());
+  plugins = std::move(*host);
+  plugins->configure(load_opts);
+
+  // 3. Rules (bad input → 2).
   if (rule_paths.empty()) {
     auto from_cfg = config_rule_paths(*cfg);
     if (!from_cfg) return fail(*log, from_cfg.error());
@@ -91,11 +103,11 @@ int cmd_run(int argc, char** argv) {
     }
     rule_paths.push_back(bundled);
   }
-  auto loaded = load_rules_logged(rule_paths, *log);
+  auto loaded = load_rules_logged(rule_paths, *log, load_opts);
   if (!loaded) return fail(*log, loaded.error());
   std::shared_ptr<const rules::Ruleset> ruleset = *loaded;
 
-  // 3. Outputs.
+  // 4. Outputs.
   const std::string hostname = host_name(*cfg);
   auto state_dir = get_or<std::string>(*cfg, "state_dir", "/var/lib/vigil");
   if (!state_dir) return fail(*log, state_dir.error());
@@ -110,7 +122,7 @@ int cmd_run(int argc, char** argv) {
     return rc;
   };
 
-  // 4. State, seeded from /proc; pods from the Kubernetes API, when there is one.
+  // 5. State, seeded from /proc; pods from the Kubernetes API, when there is one.
   state::State st(state::Config{});
   seed_state(st, *log);
   auto k8s = discover_k8s(*cfg, args.k8s, *log, "k8s.* fields stay empty");
@@ -122,7 +134,7 @@ int cmd_run(int argc, char** argv) {
     pods = std::move(*w);
   }
 
-  // 5. Recording: a capture of the whole run (--capture) and the flight
+  // 6. Recording: a capture of the whole run (--capture) and the flight
   //    recorder around alerts. Both are state listeners, through one fanout.
   runtime::ListenerFanout listeners;
   std::unique_ptr<capture::CaptureWriter> writer;
@@ -157,7 +169,7 @@ int cmd_run(int argc, char** argv) {
   }
   st.set_listener(&listeners);
 
-  // 6. Probes (runtime failure → 1).
+  // 7. Probes and plugin sources (runtime failure → 1).
   auto sources = live_sources_config(*cfg, ruleset->event_types(), ruleset->open_path_prefixes(),
                                      ruleset->open_path_whole());
   if (!sources) return stop_outputs(fail(*log, sources.error()));
@@ -168,6 +180,10 @@ int cmd_run(int argc, char** argv) {
               "paths only (docs/events.md, \"open\"): {}", names);
   }
   if (Status s = add_live_sources(runner, *sources); !s) return stop_outputs(fail(*log, s.error()));
+  // A plugin's source is not essential: if it fails, detection goes on without it.
+  auto plugin_sources = plugins->start_sources(plugin::SourceOptions{});
+  if (!plugin_sources) return stop_outputs(fail(*log, plugin_sources.error()));
+  for (auto& ps : *plugin_sources) runner.add_source(std::move(ps), /*essential=*/false);
 
   outputs::Router* rt = router->get();
   pipeline::Pipeline pipe(
@@ -181,11 +197,11 @@ int cmd_run(int argc, char** argv) {
   log->info("ready: {} rules loaded from {} path(s), probes attached: {}", ruleset->size(),
             rule_paths.size(), hooks);
 
-  // 7. The loop, until a signal or a failed source.
+  // 8. The loop, until a signal or a failed source.
   runtime::RunReport rep = runner.run(pipe);
   if (rep.error) log->error("event loop: {}", rep.error->message);
 
-  // 8. Clean stop: detach probes first (no new events), then finish captures
+  // 9. Clean stop: detach probes first (no new events), then finish captures
   //    and flush the outputs.
   runner.close_sources();
   if (pods) pods->stop();

@@ -11,10 +11,15 @@
 #include <string>
 #include <vector>
 
+#include "engine/capture/reader.h"
+#include "engine/capture/writer.h"
 #include "engine/pipeline/pipeline.h"
 #include "engine/plugin/plugin.h"
 #include "engine/plugin/source.h"
 #include "engine/rules/ruleset.h"
+#include "engine/runtime/replay.h"
+#include "engine/runtime/runner.h"
+#include "engine/runtime/taps.h"
 #include "engine/state/state.h"
 
 namespace vigil::plugin {
@@ -314,6 +319,82 @@ TEST(PluginConfig, MistakesNameTheFileLineAndKey) {
 TEST(PluginConfig, JsonOfYamlEscapesStrings) {
   EXPECT_EQ(yaml_to_json(YAML::Load(R"({a: "q\"uo\\te", b: [1, -2.5, x, null, "true"], c: 0755})")),
             R"({"a":"q\"uo\\te","b":[1,-2.5,"x",null,"true"],"c":"0755"})");
+}
+
+}  // namespace
+}  // namespace vigil::plugin
+
+// Captured plugin events replay, with the plugin loaded, to the live run's
+// alerts field for field (uuid included).
+namespace vigil::plugin {
+namespace {
+
+constexpr const char* kTickRule = R"(
+- rule: Even ticks
+  desc: every second tick
+  condition: example.seq > 0 and example.even = true
+  output: "tick %example.seq (%example.label) gpu=%gpu.minor source=%evt.source"
+  priority: NOTICE
+  source: example
+)";
+
+std::vector<std::string> alert_lines(const std::vector<std::shared_ptr<const event::Alert>>& as) {
+  std::vector<std::string> out;
+  for (const auto& a : as) out.push_back(a->uuid + " " + a->rule + " " + a->output + " " + a->source);
+  return out;
+}
+
+TEST(PluginCapture, APluginsEventsReplayToTheLiveRunsAlerts) {
+  Logged l;
+  const std::string path = ::testing::TempDir() + "/plugin_events.vcap";
+  std::vector<std::shared_ptr<const event::Alert>> live, replayed;
+  {
+    auto h = example_host(R"({"interval_ms": 1, "count": 40, "burst": 4, "label": "cap"})", l);
+    ASSERT_TRUE(h);
+    rules::LoadOptions opts;
+    h->configure(opts);
+    auto r = rules::load_rules_text({{"p.yaml", kTickRule}}, opts);
+    ASSERT_TRUE(r.ruleset);
+    state::State st(state::Config{.live = false});
+    auto w = capture::CaptureWriter::open(path, capture::WriterOptions{});
+    ASSERT_TRUE(w) << w.error().message;
+    st.set_listener(w->get());
+    runtime::CaptureTap tap(**w);
+    auto runner = runtime::Runner::create(runtime::RunnerOptions{.signals = false});
+    ASSERT_TRUE(runner);
+    auto sources = h->start_sources({});
+    ASSERT_TRUE(sources);
+    for (auto& s : *sources) (*runner)->add_source(std::move(s), false);
+    pipeline::Pipeline pipe({st, [&](std::shared_ptr<const event::Alert> a) { live.push_back(a); }, "h"},
+                            r.ruleset);
+    pipe.add_tap(&tap);
+    auto rep = (*runner)->run(pipe);
+    EXPECT_EQ(rep.exit_code, 0);
+    (*runner)->close_sources();
+    st.set_listener(nullptr);
+    ASSERT_TRUE((*w)->close());
+  }
+  ASSERT_EQ(live.size(), 20u);
+  {
+    auto h = example_host(R"({"label": "cap"})", l);  // loaded for its fields; its source is not started
+    rules::LoadOptions opts;
+    h->configure(opts);
+    auto r = rules::load_rules_text({{"p.yaml", kTickRule}}, opts);
+    ASSERT_TRUE(r.ruleset);
+    state::State st(state::Config{.live = false});
+    runtime::StateApplier sink(st);
+    auto reader = capture::CaptureReader::open(path);
+    ASSERT_TRUE(reader) << reader.error().message;
+    auto runner = runtime::Runner::create(runtime::RunnerOptions{.signals = false});
+    ASSERT_TRUE(runner);
+    (*runner)->add_source(std::make_unique<runtime::CaptureSource>(std::move(*reader), sink));
+    pipeline::Pipeline pipe({st, [&](std::shared_ptr<const event::Alert> a) { replayed.push_back(a); }, "h"},
+                            r.ruleset);
+    auto rep = (*runner)->run(pipe);
+    EXPECT_EQ(rep.exit_code, 0);
+  }
+  EXPECT_EQ(alert_lines(replayed), alert_lines(live));
+  EXPECT_EQ(live[0]->output, "tick 2 (cap) gpu=<NA> source=example");
 }
 
 }  // namespace
