@@ -22,6 +22,7 @@
 
 #include "engine/event/nvidia.h"
 #include "engine/event/schema.h"
+#include "engine/plugin/host.h"
 #include "engine/pipeline/pipeline.h"
 #include "engine/rules/fields.h"
 #include "engine/rules/rule_files.h"
@@ -565,6 +566,35 @@ void read_payload(event::PayloadData& d, const PayloadInput& in) {
   if (e["bytes"]) d.bytes = scalar(e["bytes"], "bytes");
 }
 
+// A plugin event: its envelope, and its data as text (`data`) or as the hex
+// that capture JSON writes (`data_hex`), for binary encodings.
+void read_payload(event::PluginData& d, const PayloadInput& in) {
+  const YAML::Node& e = in.e;
+  if (e["plugin"]) d.plugin = scalar(e["plugin"], "plugin");
+  if (e["source"]) d.source = scalar(e["source"], "source");
+  if (d.source.empty()) d.source = d.plugin;
+  if (d.source.empty()) bad(in.n, "a pluginevent needs its 'source' (or 'plugin')");
+  if (d.plugin.empty()) d.plugin = d.source;
+  d.name = e["name"] ? scalar(e["name"], "name") : "event";
+  if (e["gpu_minor"]) d.gpu_minor = static_cast<std::int32_t>(signed_number(e["gpu_minor"], "gpu_minor"));
+  if (e["data"] && e["data_hex"]) bad(e, "a pluginevent has 'data' or 'data_hex', not both");
+  if (e["data"]) d.data = scalar(e["data"], "data");
+  if (e["data_hex"]) {
+    const std::string hex = scalar(e["data_hex"], "data_hex");
+    if (hex.size() % 2 != 0) bad(e["data_hex"], "'data_hex' must have an even number of hex digits");
+    auto digit = [&](char c) -> int {
+      if (c >= '0' && c <= '9') return c - '0';
+      if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+      if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+      bad(e["data_hex"], std::string("'data_hex' holds a non-hex character '") + c + "'");
+    };
+    d.data.reserve(hex.size() / 2);
+    for (std::size_t i = 0; i < hex.size(); i += 2) {
+      d.data.push_back(static_cast<char>(digit(hex[i]) * 16 + digit(hex[i + 1])));
+    }
+  }
+}
+
 void read_payload(event::BpfData& d, const PayloadInput& in) {
   [[maybe_unused]] const YAML::Node& n = in.n;
   [[maybe_unused]] const YAML::Node& e = in.e;
@@ -709,7 +739,27 @@ void run_file(const std::string& path, RuleTestReport& rep) {
       rule_files.push_back((p.is_absolute() ? p : base / p).lexically_normal().string());
     }
     if (rule_files.empty()) bad(root, "'rules' must name at least one rules file");
-    LoadResult lr = load_rules(rule_files, LoadOptions{});
+    // `plugins:` as in the configuration: each listed plugin is loaded (and
+    // initialised) for its fields and sources; it lives for this file's tests.
+    LoadOptions load_opts;
+    std::unique_ptr<plugin::Host> plugins;
+    if (const YAML::Node pl = root["plugins"]; pl) {
+      YAML::Node cfg;
+      cfg["plugins"] = pl;
+      if (pl.IsSequence()) {
+        for (const auto& p : pl) {
+          if (p.IsMap() && p["name"]) cfg["load_plugins"].push_back(p["name"]);
+        }
+      }
+      auto specs = plugin::parse_config(cfg, path);
+      if (!specs) bad(pl, specs.error().message);
+      auto host = plugin::Host::load(*specs, nullptr);
+      if (!host) bad(pl, host.error().message);
+      if (Status st = (*host)->init_all(); !st) bad(pl, st.error().message);
+      plugins = std::move(*host);
+      plugins->configure(load_opts);
+    }
+    LoadResult lr = load_rules(rule_files, load_opts);
     for (auto& d : lr.diagnostics) {
       if (d.severity == Severity::kError) rep.problems.push_back(d);
     }
