@@ -350,7 +350,16 @@ TEST_F(CudaProbeTest, ProbesAtMostMaxLibraries) {
   ASSERT_TRUE(p.ok()) << p.error();
   ASSERT_TRUE(p.init(R"({"scan_interval": "100ms", "max_libraries": 1})")) << p.error();
   Collected c;
-  collect(p, c, 800, [] { return false; });
+  // Until the limit is logged (both processes were scanned), then 500 ms more
+  // for a second library event that must not come. Bounded for a loaded CI.
+  auto limit_logged = [&] {
+    for (const std::string& l : p.logs) {
+      if (l.find("max_libraries (1) reached") != std::string::npos) return true;
+    }
+    return false;
+  };
+  collect(p, c, 10000, limit_logged);
+  collect(p, c, 500, [] { return false; });
   int probed = 0;
   for (const Extracted& e : c.all) probed += e.name == "cuda_library";
   EXPECT_EQ(probed, 1);
