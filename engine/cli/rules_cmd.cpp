@@ -169,6 +169,10 @@ void add_rules_commands(CLI::App& app, int* exit_code) {
     std::string config;
   };
   auto args = std::make_shared<Args>();
+  auto config_option = [&args](CLI::App* cmd, const char* what) {
+    cmd->add_option("-c,--config", args->config, what)->type_name("FILE");
+  };
+  const char* kPluginsConfig = "a configuration whose load_plugins add fields and sources";
 
   CLI::App* v = rules->add_subcommand(
       "validate",
@@ -177,8 +181,7 @@ void add_rules_commands(CLI::App& app, int* exit_code) {
   v->add_option("paths", args->paths, "rule files, or directories of *.yaml/*.yml rule files")
       ->required()
       ->type_name("FILE|DIR");
-  v->add_option("-c,--config", args->config, "a configuration whose load_plugins add fields and sources")
-      ->type_name("FILE");
+  config_option(v, kPluginsConfig);
   v->callback([args, exit_code] { *exit_code = validate(args->paths, args->config); });
 
   CLI::App* l = rules->add_subcommand(
@@ -188,8 +191,7 @@ void add_rules_commands(CLI::App& app, int* exit_code) {
       ->allow_extra_args(false)
       ->type_name("FILE|DIR");
   l->add_flag("--json", args->json, "one JSON array of the rules");
-  l->add_option("-c,--config", args->config, "a configuration whose load_plugins add fields and sources")
-      ->type_name("FILE");
+  config_option(l, kPluginsConfig);
   l->callback([args, exit_code] { *exit_code = list(args->rules, args->json, args->config); });
 
   CLI::App* t = rules->add_subcommand(
@@ -204,8 +206,7 @@ void add_rules_commands(CLI::App& app, int* exit_code) {
   CLI::App* f =
       app.add_subcommand("fields", "the field catalogue: name, type, events, description");
   f->add_flag("--json", args->json, "one JSON array of the fields");
-  f->add_option("-c,--config", args->config, "also list the fields of the plugins this configuration loads")
-      ->type_name("FILE");
+  config_option(f, "also list the fields of the plugins this configuration loads");
   f->callback([args, exit_code] { *exit_code = fields(args->json, args->config); });
 }
 
