@@ -21,7 +21,7 @@ K8sStub::~K8sStub() {
   }
 }
 
-std::string K8sStub::start(const TempDir& dir) {
+std::string K8sStub::start(const TempDir& dir, const std::string& stable_pod_gpus) {
   if (pid_ > 0) return "the Kubernetes API stand-in is already running";
   dir_ = dir.path();
   if (std::system("command -v python3 >/dev/null 2>&1 && command -v openssl >/dev/null 2>&1") != 0)
@@ -41,6 +41,10 @@ std::string K8sStub::start(const TempDir& dir) {
   std::vector<std::string> args = {"python3", "tests/engine/state/k8s_stub.py", "--cert", dir_ + "/srv.crt",
                                    "--key", dir_ + "/srv.key", "--port-file", dir_ + "/port",
                                    "--log", dir_ + "/requests.log"};
+  if (!stable_pod_gpus.empty()) {
+    args.push_back("--stable-pod-gpus");
+    args.push_back(stable_pod_gpus);
+  }
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);

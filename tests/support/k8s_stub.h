@@ -35,8 +35,11 @@ class K8sStub {
 
   // Makes the certificates and the token file in `dir` (which must outlive
   // this object) and starts the stand-in. Returns "" on success, else why it
-  // could not start (a reason to skip the test).
-  std::string start(const TempDir& dir);
+  // could not start (a reason to skip the test). `stable_pod_gpus` (e.g. "1"
+  // or "0,1"), when not empty, gives pod "c"'s container those GPUs
+  // (NVIDIA_VISIBLE_DEVICES and an nvidia.com/gpu limit of as many); by
+  // default it has none.
+  std::string start(const TempDir& dir, const std::string& stable_pod_gpus = "");
 
   std::string url() const { return "https://127.0.0.1:" + port_; }
   std::string ca() const { return dir_ + "/ca.crt"; }

@@ -15,6 +15,10 @@ chunked stream of newline-separated watch events), following a fixed script:
 Every request is logged as one JSON line to --log (path, query, auth header),
 so the test can check what the watcher asked for. The chosen port is written
 to --port-file once the server listens.
+
+--stable-pod-gpus LIST (e.g. "1" or "0,1") gives pod C's container those GPUs:
+NVIDIA_VISIBLE_DEVICES=LIST and an nvidia.com/gpu limit of as many; without it
+pod C has no GPU.
 """
 import argparse
 import json
@@ -59,6 +63,15 @@ class State:
     lists = 0
     watches = 0
     log = None
+    stable_pod_gpus = None
+
+
+def stable_pod_c():
+    gpus = State.stable_pod_gpus
+    if not gpus:
+        return pod(UID_C, "c", 150, CID_C, privileged=True)
+    count = len([g for g in gpus.split(",") if g.strip()])
+    return pod(UID_C, "c", 150, CID_C, privileged=True, gpu=str(count), env=gpus)
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -153,7 +166,7 @@ class Handler(BaseHTTPRequestHandler):
             self.record("list-page2", 0, query)
             self.send_json({"kind": "PodList", "apiVersion": "v1",
                             "metadata": {"resourceVersion": "200"},
-                            "items": [pod(UID_C, "c", 150, CID_C, privileged=True)]})
+                            "items": [stable_pod_c()]})
             return
         with State.lock:
             State.lists += 1
@@ -175,8 +188,10 @@ def main():
     ap.add_argument("--key", required=True)
     ap.add_argument("--port-file", required=True)
     ap.add_argument("--log", required=True)
+    ap.add_argument("--stable-pod-gpus", default=None)
     args = ap.parse_args()
     State.log = open(args.log, "a")
+    State.stable_pod_gpus = args.stable_pod_gpus
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
