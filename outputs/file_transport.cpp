@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "engine/util/safe_file.h"
+
 namespace vigil::outputs {
 namespace {
 
@@ -58,8 +60,10 @@ FileTransport::~FileTransport() { close(); }
 
 Status FileTransport::reopen() {
   if (fd_ >= 0) ::close(fd_);
-  fd_ = ::open(o_.path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-  if (fd_ < 0) return Error::runtime("file output " + o_.path + ": " + std::strerror(errno));
+  fd_ = -1;
+  auto fd = util::open_for_write(o_.path, util::OpenMode::kAppend, util::kFileMode);
+  if (!fd) return Error{fd.error().kind, "file output: " + fd.error().message};
+  fd_ = *fd;
   struct stat st {};
   size_ = fstat(fd_, &st) == 0 ? static_cast<std::uint64_t>(st.st_size) : 0;
   opened_ = std::chrono::steady_clock::now();
@@ -72,17 +76,8 @@ Status FileTransport::rotate() {
     ::close(fd_);
     fd_ = -1;
   }
-  const int keep = std::max(0, o_.keep);
-  if (keep == 0) {
-    ::unlink(o_.path.c_str());
-  } else {
-    ::unlink((o_.path + "." + std::to_string(keep)).c_str());
-    for (int i = keep - 1; i >= 1; --i) {
-      std::rename((o_.path + "." + std::to_string(i)).c_str(),
-                  (o_.path + "." + std::to_string(i + 1)).c_str());
-    }
-    std::rename(o_.path.c_str(), (o_.path + ".1").c_str());
-  }
+  // A failed rotation leaves the file in place; it is appended to again.
+  (void)util::rotate(o_.path, static_cast<std::size_t>(std::max(0, o_.keep)));
   return reopen();
 }
 

@@ -34,7 +34,9 @@ struct FileOptions {
   FsyncPolicy fsync = FsyncPolicy::kNever;
 };
 
-// Appends to `path` (created 0600). Rotation renames path -> path.1 ->
+// Appends to `path`, created 0600 whatever the umask; a symbolic link at the
+// path, or a directory writable by others, is refused (engine/util/safe_file.h;
+// Error::bad_input from open()). Rotation renames path -> path.1 ->
 // path.2 ... keeping `keep` old files; it happens before a write that would
 // pass rotate_bytes, or once the file is older than rotate_age (age counts
 // from when this process opened or created it).

@@ -15,7 +15,7 @@ Result<std::unique_ptr<Router>> Router::from_config(const YAML::Node& outputs,
     std::unique_ptr<Spool> spool;
     if (!c.sink.spool.dir.empty()) {
       auto s = Spool::open(c.sink.spool.dir, c.sink.spool.max_bytes);
-      if (!s) return Error::runtime("output " + c.sink.name + ": " + s.error().message);
+      if (!s) return Error{s.error().kind, "output " + c.sink.name + ": " + s.error().message};
       spool = std::move(*s);
       if (opts.log && !spool->empty()) {
         opts.log->info("output {}: {} spooled alerts from an earlier run will be delivered first",

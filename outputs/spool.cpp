@@ -12,6 +12,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "engine/util/safe_file.h"
+
 namespace vigil::outputs {
 namespace {
 
@@ -111,6 +113,9 @@ int read_record(int fd, std::uint64_t off, std::string& payload) {
 }
 
 Status errno_error(const std::string& what) {
+  if (errno == ELOOP) {
+    return Error::bad_input(what + ": refused: a symbolic link (a spool is never read or cut through links)");
+  }
   return Error::runtime(what + ": " + std::strerror(errno));
 }
 
@@ -123,9 +128,10 @@ std::string Spool::seg_path(std::uint64_t seg) const {
 }
 
 Result<std::unique_ptr<Spool>> Spool::open(const std::string& dir, std::uint64_t max_bytes) {
+  if (Status st = util::make_dirs(dir, util::kDirMode); !st) {
+    return Error{st.error().kind, "spool " + dir + ": " + st.error().message};
+  }
   std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) return Error::runtime("spool " + dir + ": " + ec.message());
   // Alerts are sensitive: the spool is the owner's alone.
   std::filesystem::permissions(dir, std::filesystem::perms::owner_all,
                                std::filesystem::perm_options::replace, ec);
@@ -165,7 +171,7 @@ Status Spool::load() {
   // Count what is left and cut off a torn tail.
   std::string payload;
   for (std::size_t i = 0; i < segs_.size(); ++i) {
-    const int fd = ::open(seg_path(segs_[i]).c_str(), O_RDWR | O_CLOEXEC);
+    const int fd = ::open(seg_path(segs_[i]).c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) return errno_error("spool " + seg_path(segs_[i]));
     std::uint64_t off = segs_[i] == head_.seg ? head_.off : 0;
     int r;
@@ -189,8 +195,10 @@ Status Spool::load() {
 
 Status Spool::open_tail(std::uint64_t seg) {
   if (tail_fd_ >= 0) ::close(tail_fd_);
-  tail_fd_ = ::open(seg_path(seg).c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-  if (tail_fd_ < 0) return errno_error("spool " + seg_path(seg));
+  tail_fd_ = -1;
+  auto fd = util::open_for_write(seg_path(seg), util::OpenMode::kAppend, util::kFileMode);
+  if (!fd) return Error{fd.error().kind, "spool: " + fd.error().message};
+  tail_fd_ = *fd;
   if (segs_.empty() || segs_.back() != seg) {
     segs_.push_back(seg);
     tail_off_ = 0;
@@ -244,7 +252,7 @@ std::vector<Message> Spool::peek(std::size_t max_events, std::size_t max_bytes) 
   std::size_t seg_index = 0;
   while (seg_index < segs_.size() && segs_[seg_index] < pos.seg) ++seg_index;
   while (seg_index < segs_.size() && out.size() < want) {
-    const int fd = ::open(seg_path(segs_[seg_index]).c_str(), O_RDONLY | O_CLOEXEC);
+    const int fd = ::open(seg_path(segs_[seg_index]).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) break;
     pos.seg = segs_[seg_index];
     bool seg_done = false;
@@ -318,8 +326,9 @@ Status Spool::pop(std::size_t n) {
 
 Status Spool::write_cursor() {
   const std::string tmp = dir_ + "/cursor.tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return errno_error("spool cursor");
+  auto opened = util::open_for_write(tmp, util::OpenMode::kTruncate, util::kFileMode);
+  if (!opened) return Error{opened.error().kind, "spool cursor: " + opened.error().message};
+  const int fd = *opened;
   const std::string line =
       std::to_string(head_.seg) + " " + std::to_string(head_.off) + "\n";
   const bool ok = ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size());

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -32,6 +33,27 @@ std::vector<std::string> lines_of(const std::string& path) {
   for (std::string l; std::getline(in, l);) out.push_back(l);
   return out;
 }
+
+mode_t mode_of(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return 0;
+  return st.st_mode & 07777;
+}
+
+std::string read_all(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// Sets the umask for the life of the object.
+class Umask {
+ public:
+  explicit Umask(mode_t m) : old_(::umask(m)) {}
+  ~Umask() { ::umask(old_); }
+
+ private:
+  mode_t old_;
+};
 
 Message msg(std::string body) {
   Message m;
@@ -111,6 +133,56 @@ TEST(FileTransport, UnwritablePathIsAnError) {
   auto t = FileTransport::open(o);
   ASSERT_FALSE(t);
   EXPECT_NE(t.error().message.find("/nonexistent-dir-vigil/x.log"), std::string::npos);
+}
+
+// Issue 16, item 8: a symbolic link at the configured path is refused (exit 2
+// at start-up), and the file it points to is left as it was.
+TEST(FileTransport, SymlinkAtThePathIsRefusedAndItsTargetUntouched) {
+  const std::string dir = tmpdir("symlink");
+  const std::string victim = dir + "/victim.txt", link = dir + "/alerts.json";
+  std::ofstream(victim) << "precious\n";
+  ASSERT_EQ(::symlink("victim.txt", link.c_str()), 0);
+  auto r = Router::from_config(YAML::Load("[{type: file, path: '" + link + "'}]"),
+                               testing::router_options("h"));
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().kind, Error::Kind::kBadInput);
+  EXPECT_NE(r.error().message.find(link), std::string::npos) << r.error().message;
+  EXPECT_NE(r.error().message.find("symbolic link"), std::string::npos) << r.error().message;
+  EXPECT_EQ(read_all(victim), "precious\n");
+  std::filesystem::remove_all(dir);
+}
+
+TEST(FileTransport, DirectoryWritableByOthersIsRefused) {
+  const std::string dir = tmpdir("ww");
+  ASSERT_EQ(::chmod(dir.c_str(), 0777), 0);
+  FileOptions o;
+  o.path = dir + "/alerts.json";
+  auto t = FileTransport::open(o);
+  ASSERT_FALSE(t);
+  EXPECT_EQ(t.error().kind, Error::Kind::kBadInput);
+  EXPECT_NE(t.error().message.find("writable by group or others"), std::string::npos) << t.error().message;
+  EXPECT_FALSE(std::filesystem::exists(o.path));
+  std::filesystem::remove_all(dir);
+}
+
+// Issue 16, item 9: the alert file is 0600 whatever the umask (one that
+// allows more, one that allows less).
+TEST(FileTransport, CreatedOwnerOnlyWhateverTheUmask) {
+  for (mode_t mask : {mode_t{0}, mode_t{0277}}) {
+    const std::string dir = tmpdir("umask" + std::to_string(mask));
+    Umask u(mask);
+    FileOptions o;
+    o.path = dir + "/alerts.json";
+    o.rotate_bytes = 5;
+    auto t = FileTransport::open(o);
+    ASSERT_TRUE(t) << t.error().message;
+    std::vector<Message> b = {msg("one"), msg("two")};
+    ASSERT_EQ((*t)->send(b).code, SendCode::kOk);
+    (*t)->close();
+    EXPECT_EQ(mode_of(o.path), 0600u) << "umask " << mask;
+    EXPECT_EQ(mode_of(o.path + ".1"), 0600u) << "umask " << mask;  // the file before the rotation
+    std::filesystem::remove_all(dir);
+  }
 }
 
 TEST(Spool, KeepsOrderAcrossSegmentsAndReopen) {
@@ -194,6 +266,99 @@ TEST(Spool, RefusesBeyondItsBound) {
   EXPECT_LT(ok, 100);
   EXPECT_LE((*s)->bytes(), 4096u);
   std::filesystem::remove_all(dir);
+}
+
+// Issue 16, item 8: a link at a spool segment is refused, never read, cut or
+// appended to through.
+TEST(Spool, SymlinkAtASegmentIsRefusedAndItsTargetUntouched) {
+  const std::string dir = tmpdir("spool-link");
+  const std::string victim = tmpdir("spool-victim") + "/victim";
+  std::ofstream(victim) << "not a spool record, would be cut off as a torn tail";
+  // In a spool that has segments...
+  {
+    auto s = Spool::open(dir, 1 << 20);
+    ASSERT_TRUE(s);
+    ASSERT_TRUE((*s)->append(msg("alert")));
+  }
+  std::string seg;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.path().extension() == ".seg") seg = e.path();
+  }
+  ASSERT_FALSE(seg.empty());
+  std::filesystem::remove(seg);
+  ASSERT_EQ(::symlink(victim.c_str(), seg.c_str()), 0);
+  auto s = Spool::open(dir, 1 << 20);
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.error().kind, Error::Kind::kBadInput);
+  EXPECT_NE(s.error().message.find(seg), std::string::npos) << s.error().message;
+  // ...and in an empty one, at the name the first segment will have.
+  const std::string empty = tmpdir("spool-empty");
+  ASSERT_EQ(::symlink(victim.c_str(), (empty + "/00000000000000000001.seg").c_str()), 0);
+  EXPECT_FALSE(Spool::open(empty, 1 << 20));
+  EXPECT_EQ(read_all(victim), "not a spool record, would be cut off as a torn tail");
+  std::filesystem::remove_all(dir);
+  std::filesystem::remove_all(empty);
+  std::filesystem::remove_all(std::filesystem::path(victim).parent_path());
+}
+
+TEST(Spool, SymlinkAtTheCursorTempFileIsNotWrittenThrough) {
+  const std::string dir = tmpdir("cursor-link");
+  const std::string victim = tmpdir("cursor-victim") + "/victim";
+  std::ofstream(victim) << "precious\n";
+  auto s = Spool::open(dir, 1 << 20);
+  ASSERT_TRUE(s);
+  ASSERT_TRUE((*s)->append(msg("a")));
+  ASSERT_TRUE((*s)->append(msg("b")));
+  ASSERT_EQ(::symlink(victim.c_str(), (dir + "/cursor.tmp").c_str()), 0);
+  ASSERT_EQ((*s)->peek(1, 1 << 20).size(), 1u);
+  Status popped = (*s)->pop(1);
+  ASSERT_FALSE(popped);
+  EXPECT_NE(popped.error().message.find("symbolic link"), std::string::npos) << popped.error().message;
+  EXPECT_EQ(read_all(victim), "precious\n");
+  std::filesystem::remove_all(dir);
+  std::filesystem::remove_all(std::filesystem::path(victim).parent_path());
+}
+
+// Issue 16, item 9: under umask 000 the state directory, state/spool and the
+// sink's spool were created 0777. Every level vigil makes is 0700, its files 0600.
+TEST(Spool, DirectoriesAndFilesAreOwnerOnlyUnderUmaskZero) {
+  const std::string base = tmpdir("spool-umask");
+  const std::string state = base + "/state";
+  {
+    Umask u(0);
+    auto r = Router::from_config(
+        YAML::Load("[{type: webhook, name: hook, url: 'http://127.0.0.1:9/', spool: true}]"),
+        testing::router_options("h", state));
+    ASSERT_TRUE(r) << r.error().message;
+    (*r)->shutdown(100ms);
+    auto s = Spool::open(state + "/spool/hook", 1 << 20);
+    ASSERT_TRUE(s);
+    ASSERT_TRUE((*s)->append(msg("a")));
+    ASSERT_EQ((*s)->peek(1, 1 << 20).size(), 1u);
+    ASSERT_TRUE((*s)->pop(1));
+  }
+  for (const std::string& d : {state, state + "/spool", state + "/spool/hook"}) {
+    EXPECT_EQ(mode_of(d), 0700u) << d;
+  }
+  for (const auto& e : std::filesystem::directory_iterator(state + "/spool/hook")) {
+    EXPECT_EQ(mode_of(e.path()), 0600u) << e.path();
+  }
+  EXPECT_TRUE(std::filesystem::exists(state + "/spool/hook/cursor"));
+  std::filesystem::remove_all(base);
+}
+
+// A spool under a state directory others can write to is refused at start-up.
+TEST(Spool, StateDirectoryWritableByOthersIsRefused) {
+  const std::string base = tmpdir("spool-ww");
+  ASSERT_EQ(::chmod(base.c_str(), 0777), 0);
+  auto r = Router::from_config(
+      YAML::Load("[{type: webhook, name: hook, url: 'http://127.0.0.1:9/', spool: true}]"),
+      testing::router_options("h", base + "/state"));
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().kind, Error::Kind::kBadInput);
+  EXPECT_NE(r.error().message.find(base), std::string::npos) << r.error().message;
+  EXPECT_FALSE(std::filesystem::exists(base + "/state"));
+  std::filesystem::remove_all(base);
 }
 
 }  // namespace
