@@ -7,6 +7,7 @@
 
 #include "engine/capture/codec.h"
 #include "engine/capture/writer.h"
+#include "engine/util/safe_file.h"
 
 namespace vigil::capture {
 
@@ -423,8 +424,9 @@ void FlightRecorder::writer_loop() {
 }
 
 void FlightRecorder::write_job(Job& job) {
-  std::error_code ec;
-  fs::create_directories(opts_.dir, ec);
+  // Made 0700 if it went missing; a link at tmp is refused by the writer
+  // (counted in failed_), and the rename replaces a link at job.path.
+  (void)util::make_dirs(opts_.dir, util::kDirMode);
   const std::string tmp = job.path + ".tmp";
   WriterOptions wo;
   wo.info = opts_.info;

@@ -1,15 +1,67 @@
 #include "engine/capture/timeline.h"
 
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
 #include <cstdio>
-#include <fstream>
+#include <streambuf>
 #include <type_traits>
 
 #include "engine/capture/event_json.h"
 #include "engine/event/nvidia.h"
 #include "engine/event/schema.h"
+#include "engine/util/safe_file.h"
 
 namespace vigil::capture {
 namespace {
+
+// An output stream buffer over a descriptor it owns (the timeline file, opened
+// by util::open_for_write).
+class FdBuf final : public std::streambuf {
+ public:
+  explicit FdBuf(int fd) : fd_(fd) { setp(buf_.data(), buf_.data() + buf_.size()); }
+  ~FdBuf() override { (void)close(); }
+  // Writes what is buffered and closes; false if anything failed.
+  bool close() {
+    if (fd_ < 0) return ok_;
+    ok_ = drain() && ok_;
+    if (::close(fd_) != 0) ok_ = false;
+    fd_ = -1;
+    return ok_;
+  }
+
+ protected:
+  int_type overflow(int_type ch) override {
+    if (!drain()) return traits_type::eof();
+    if (!traits_type::eq_int_type(ch, traits_type::eof())) {
+      *pptr() = traits_type::to_char_type(ch);
+      pbump(1);
+    }
+    return traits_type::not_eof(ch);
+  }
+  int sync() override { return drain() ? 0 : -1; }
+
+ private:
+  bool drain() {
+    const char* p = pbase();
+    while (p < pptr()) {
+      const ssize_t n = ::write(fd_, p, static_cast<std::size_t>(pptr() - p));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        ok_ = false;
+        return false;
+      }
+      p += n;
+    }
+    setp(buf_.data(), buf_.data() + buf_.size());
+    return true;
+  }
+
+  int fd_;
+  bool ok_ = true;
+  std::array<char, 1 << 16> buf_{};
+};
 
 std::string hex(std::uint32_t v) {
   char b[16];
@@ -270,11 +322,14 @@ Status TimelineBuilder::write(std::ostream& out) {
 }
 
 Status TimelineBuilder::write_file(const std::string& path) {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  if (!f) return Error::runtime("timeline: cannot create " + path);
-  if (Status s = write(f); !s) return Error::runtime("timeline: writing " + path + " failed");
-  f.close();
-  if (!f) return Error::runtime("timeline: writing " + path + " failed");
+  auto fd = util::open_for_write(path, util::OpenMode::kTruncate, util::kCaptureMode);
+  if (!fd) return Error{fd.error().kind, "timeline: cannot create " + fd.error().message};
+  FdBuf buf(*fd);
+  std::ostream out(&buf);
+  Status s = write(out);
+  out.flush();
+  const bool closed = buf.close();
+  if (!s || !out || !closed) return Error::runtime("timeline: writing " + path + " failed");
   return {};
 }
 

@@ -11,6 +11,7 @@
 #include <ctime>
 
 #include "engine/capture/codec.h"
+#include "engine/util/safe_file.h"
 #include "engine/util/version.h"
 
 
@@ -108,10 +109,9 @@ CaptureWriter::~CaptureWriter() {
 std::uint64_t CaptureWriter::now() const { return opts_.clock(); }
 
 Status CaptureWriter::open_file() {
-  fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
-  if (fd_ < 0) {
-    return Error::runtime("capture: cannot create " + path_ + ": " + errno_text(errno));
-  }
+  auto fd = util::open_for_write(path_, util::OpenMode::kTruncate, util::kCaptureMode);
+  if (!fd) return Error{fd.error().kind, "capture: cannot create " + fd.error().message};
+  fd_ = *fd;
   file_bytes_ = 0;
   file_opened_at_ = now();
   last_flush_at_ = file_opened_at_;
@@ -312,17 +312,8 @@ Status CaptureWriter::rotate() {
   if (Status s = flush(); !s) return s;
   ::close(fd_);
   fd_ = -1;
-  if (opts_.keep == 0) {
-    ::unlink(path_.c_str());
-  } else {
-    ::unlink((path_ + "." + std::to_string(opts_.keep)).c_str());
-    for (std::size_t i = opts_.keep; i > 1; --i) {
-      ::rename((path_ + "." + std::to_string(i - 1)).c_str(),
-               (path_ + "." + std::to_string(i)).c_str());
-    }
-    if (::rename(path_.c_str(), (path_ + ".1").c_str()) != 0) {
-      return Error::runtime("capture: cannot rotate " + path_ + ": " + errno_text(errno));
-    }
+  if (Status s = util::rotate(path_, opts_.keep); !s) {
+    return Error{s.error().kind, "capture: " + s.error().message};
   }
   return open_file();
 }

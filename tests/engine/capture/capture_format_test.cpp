@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <set>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -517,6 +518,64 @@ TEST(CaptureWriter, RecordsStateListenerChangesInOrderWithEvents) {
   EXPECT_EQ(encoded(got.records[2].data), encoded(recs[1]));
   EXPECT_EQ(encoded(got.records[3].data), encoded(recs[2]));
   EXPECT_EQ(std::get<PodRemoved>(got.records[4].data).uid, "0b6f1a2c-uid");
+}
+
+// Issue 16, item 8: `ln -s victim.txt link.vcap; vigil run --capture
+// link.vcap` overwrote victim.txt. A link at the path is refused (bad input:
+// exit 2), and its target is left as it was.
+TEST(CaptureWriter, SymlinkAtThePathIsRefusedAndItsTargetUntouched) {
+  TempDir dir;
+  const std::string victim = dir.file("victim.txt"), link = dir.file("link.vcap");
+  std::ofstream(victim) << "precious\n";
+  ASSERT_EQ(::symlink("victim.txt", link.c_str()), 0);
+  auto w = CaptureWriter::open(link, fixed_options());
+  ASSERT_FALSE(w);
+  EXPECT_EQ(w.error().kind, Error::Kind::kBadInput);
+  EXPECT_NE(w.error().message.find(link), std::string::npos) << w.error().message;
+  EXPECT_NE(w.error().message.find("symbolic link"), std::string::npos) << w.error().message;
+  std::ifstream in(victim);
+  std::string got((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(got, "precious\n");
+}
+
+TEST(CaptureWriter, DirectoryWritableByOthersIsRefused) {
+  TempDir dir;
+  const std::string ww = dir.file("ww");
+  ASSERT_EQ(::mkdir(ww.c_str(), 0700), 0);
+  ASSERT_EQ(::chmod(ww.c_str(), 0777), 0);
+  auto w = CaptureWriter::open(ww + "/run.vcap", fixed_options());
+  ASSERT_FALSE(w);
+  EXPECT_EQ(w.error().kind, Error::Kind::kBadInput);
+  EXPECT_NE(w.error().message.find("writable by group or others"), std::string::npos) << w.error().message;
+  EXPECT_FALSE(fs::exists(ww + "/run.vcap"));
+}
+
+// Issue 16, item 9: captures are 0640 whatever the umask, rotated ones too.
+TEST(CaptureWriter, CapturesAre0640WhateverTheUmask) {
+  for (mode_t mask : {mode_t{0}, mode_t{0277}}) {
+    TempDir dir;
+    const mode_t old = ::umask(mask);
+    auto opts = fixed_options();
+    opts.block_size = 512;
+    opts.rotate_bytes = 2048;
+    opts.keep = 1;
+    const std::string path = dir.file("m.vcap");
+    auto w = CaptureWriter::open(path, opts);
+    ::umask(old);
+    ASSERT_TRUE(w) << w.error().message;
+    ::umask(mask);
+    for (int i = 0; i < 100; ++i) {
+      ASSERT_TRUE((*w)->write_event(testing::sample_exec(10 + i, 100 + i, 1, 0, "/bin/true")));
+    }
+    ASSERT_TRUE((*w)->close());
+    ::umask(old);
+    EXPECT_GT((*w)->stats().files, 1u);
+    for (const std::string& f : {path, path + ".1"}) {
+      struct stat st {};
+      ASSERT_EQ(::stat(f.c_str(), &st), 0) << f;
+      EXPECT_EQ(st.st_mode & 07777, 0640u) << f << " under umask " << mask;
+    }
+  }
 }
 
 TEST(CaptureWriter, UnwritablePathIsARuntimeError) {

@@ -3,10 +3,12 @@
 #include "engine/capture/flight_recorder.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <set>
 
 #include "engine/capture/reader.h"
@@ -383,6 +385,55 @@ TEST_F(FlightRecorderTest, EachCaptureBeginsWithTheNvidiaInventory) {
   EXPECT_EQ(inv2[0], testing::sample_nvidia());
   EXPECT_EQ(inv2[1], changed);
   EXPECT_EQ(k2.back(), "event");
+}
+
+// Issue 16, item 8: the recorder writes each capture to NAME.tmp, then renames
+// it to NAME. A link planted at NAME.tmp is refused (the capture counts as
+// failed); a link at NAME is replaced by the capture. Neither target changes.
+TEST_F(FlightRecorderTest, LinksAtTheCaptureNamesAreNotWrittenThrough) {
+  proc(100, 1, -1);
+  const std::string victim = dir_ + "/victim.txt";
+  std::ofstream(victim) << "precious\n";
+  ASSERT_TRUE(fs::create_directories(dir_ + "/flight"));
+  FlightRecorder fr(options());
+  feed(fr, ev(kT0, 100));
+  const std::string tmp_linked = capture_of(alert_on(fr, ev(kT0, 100)));
+  const std::string final_linked = capture_of(alert_on(fr, ev(kT0, 100)));
+  ASSERT_FALSE(tmp_linked.empty());
+  ASSERT_FALSE(final_linked.empty());
+  fs::create_symlink(victim, tmp_linked + ".tmp");
+  fs::create_symlink(victim, final_linked);
+  for (int s = 1; s <= 5; ++s) feed(fr, ev(kT0 + s * kSec, 100));
+  fr.finish();
+  EXPECT_EQ(fr.stats().failed, 1u);
+  EXPECT_EQ(fr.stats().captures, 1u);
+  EXPECT_FALSE(fs::exists(tmp_linked));
+  EXPECT_TRUE(fs::is_regular_file(fs::symlink_status(final_linked)));
+  EXPECT_FALSE(read(final_linked).events.empty());
+  std::ifstream in(victim);
+  std::string got((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(got, "precious\n");
+}
+
+// Issue 16, item 9: under umask 000 the flight directory was created 0777.
+TEST_F(FlightRecorderTest, DirectoryIs0700AndCaptures0640UnderUmaskZero) {
+  proc(100, 1, -1);
+  const mode_t old = ::umask(0);
+  std::string path;
+  {
+    FlightRecorder fr(options());
+    feed(fr, ev(kT0, 100));
+    path = capture_of(alert_on(fr, ev(kT0, 100)));
+    for (int s = 1; s <= 5; ++s) feed(fr, ev(kT0 + s * kSec, 100));
+    fr.finish();
+  }
+  ::umask(old);
+  ASSERT_FALSE(path.empty());
+  struct stat st {};
+  ASSERT_EQ(::stat((dir_ + "/flight").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0700u);
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0640u);
 }
 
 }  // namespace

@@ -3,8 +3,11 @@
 #include "engine/capture/timeline.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <nlohmann/json.hpp>
+#include <fstream>
 #include <sstream>
 
 #include "tests/engine/capture/sample_records.h"
@@ -118,6 +121,35 @@ TEST(Timeline, HostileStringsStayValidJsonAndTheEventCountIsBounded) {
   EXPECT_LE(doc["traceEvents"].size(), 50u);
   EXPECT_GT(tl.dropped(), 0u);
   EXPECT_EQ(json_quote("a\xe2\x82\xac\xff"), "\"a\xe2\x82\xac\\ufffd\"");
+}
+
+// --timeline writes its file like a capture: 0640 whatever the umask, never
+// through a link (issue 16, items 8 and 9).
+TEST(Timeline, WriteFileIs0640AndRefusesALink) {
+  testing::ScratchDir dir;
+  TimelineBuilder tl;
+  for (int i = 0; i < 3000; ++i) tl.add(testing::sample_exec(1000 + i, 10 + i, 1, 0, "/bin/true"));
+  const std::string path = dir.file("t.json");
+  const mode_t old = ::umask(0);
+  Status written = tl.write_file(path);
+  ::umask(old);
+  ASSERT_TRUE(written) << written.error().message;
+  struct stat st {};
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0640u);
+  std::ifstream in(path);
+  json doc = json::parse(in);  // the whole file, past the stream buffer's 64 KiB
+  EXPECT_GE(doc["traceEvents"].size(), 3000u);
+
+  const std::string victim = dir.file("victim.txt"), link = dir.file("link.json");
+  std::ofstream(victim) << "precious\n";
+  ASSERT_EQ(::symlink("victim.txt", link.c_str()), 0);
+  Status refused = tl.write_file(link);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().kind, Error::Kind::kBadInput);
+  EXPECT_NE(refused.error().message.find("symbolic link"), std::string::npos) << refused.error().message;
+  std::ifstream v(victim);
+  EXPECT_EQ(std::string((std::istreambuf_iterator<char>(v)), std::istreambuf_iterator<char>()), "precious\n");
 }
 
 }  // namespace
