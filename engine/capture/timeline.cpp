@@ -323,7 +323,7 @@ Status TimelineBuilder::write(std::ostream& out) {
 
 Status TimelineBuilder::write_file(const std::string& path) {
   auto fd = util::open_for_write(path, util::OpenMode::kTruncate, util::kCaptureMode);
-  if (!fd) return Error{fd.error().kind, "timeline: cannot create " + fd.error().message};
+  if (!fd) return Error{fd.error().kind, "timeline: " + fd.error().message};
   FdBuf buf(*fd);
   std::ostream out(&buf);
   Status s = write(out);

@@ -110,7 +110,7 @@ std::uint64_t CaptureWriter::now() const { return opts_.clock(); }
 
 Status CaptureWriter::open_file() {
   auto fd = util::open_for_write(path_, util::OpenMode::kTruncate, util::kCaptureMode);
-  if (!fd) return Error{fd.error().kind, "capture: cannot create " + fd.error().message};
+  if (!fd) return Error{fd.error().kind, "capture: " + fd.error().message};
   fd_ = *fd;
   file_bytes_ = 0;
   file_opened_at_ = now();

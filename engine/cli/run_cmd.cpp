@@ -20,6 +20,7 @@
 #include "engine/runtime/taps.h"
 #include "engine/state/pods.h"
 #include "engine/state/state.h"
+#include "engine/util/safe_file.h"
 #include "outputs/router.h"
 
 namespace vigil::cli {
@@ -155,10 +156,14 @@ int cmd_run(int argc, char** argv) {
   std::unique_ptr<capture::FlightRecorder> recorder;
   std::unique_ptr<runtime::FlightRecorderTap> recorder_tap;
   if (fr_opts->enabled) {
-    std::error_code ec;
-    std::filesystem::create_directories(fr_opts->dir, ec);
-    if (ec) {
-      log->warn("flight recorder off: cannot create {}: {}", fr_opts->dir, ec.message());
+    // 0700 whatever the umask; a directory others could write to is refused
+    // (exit 2), one that cannot be made only turns the recorder off.
+    Status made = util::make_dirs(fr_opts->dir, util::kDirMode);
+    if (!made && made.error().kind == Error::Kind::kBadInput) {
+      return stop_outputs(fail(*log, Error::bad_input("flight recorder: " + made.error().message)));
+    }
+    if (!made) {
+      log->warn("flight recorder off: cannot create {}: {}", fr_opts->dir, made.error().message);
     } else {
       fr_opts->info = capture::describe_host();
       fr_opts->info.hostname = hostname;

@@ -210,7 +210,7 @@ Result<int> open_for_write(const std::string& path, OpenMode how, mode_t mode) {
                               "(remove it, or name the file it points to)");
     }
     if (err == ENXIO) return Error::bad_input("refused: " + path + " is not a regular file");
-    return sys_error(path, err);
+    return sys_error("cannot open " + path + " for writing", err);
   }
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) return sys_error(path, errno);
