@@ -1,12 +1,14 @@
 // End-to-end tests of the `vigil run` lifecycle: `ready`, clean stops on
 // SIGTERM/SIGINT with every alert flushed, exit 2 for bad rules, SIGHUP
-// reloads (a broken file keeps the old rules, a fixed one takes effect), and
-// the text format.
+// reloads (a broken file keeps the old rules, a fixed one takes effect), the
+// text format, and the modes of what vigil creates under umask 000.
 //
 // Needs root and a kernel with BTF (label integration); skipped with a message otherwise.
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <regex>
 #include <set>
 #include <string>
@@ -293,6 +295,54 @@ TEST(e2eLifecycle, TextFormatPrintsTextAlerts) {
   EXPECT_TRUE(std::regex_match(hit, std::regex("[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+Z: Error ran .*"))) << hit;
   EXPECT_TRUE(json::parse(hit, nullptr, false).is_discarded()) << hit;
   EXPECT_EQ(v.stop(), 0) << v.diag();
+}
+
+// Issue 16, item 9: under umask 000, state_dir, state/spool and state/flight
+// were created 0777. Whatever the umask, vigil makes its directories 0700,
+// alert and spool files 0600, and captures 0640.
+TEST(e2eLifecycle, UnderUmaskZeroWhatVigilCreatesIsOwnerOnly) {
+  VIGIL_E2E_REQUIRE_ROOT();
+  TempDir dir;
+  ASSERT_TRUE(dir.ok());
+  const std::string name = unique_name("umask");
+  const std::string prog = dir.install(VIGIL_E2E_ACTOR, name);
+  const std::string rules = dir.write("rules.yaml", exec_rule("e2e umask", name, "CRITICAL"));
+  const std::string state = dir.path() + "/state";
+  const std::string cfg = dir.write("vigil.yaml", "state_dir: " + state + "\n" +
+                                                      "outputs:\n"
+                                                      "  - {type: stdout}\n"
+                                                      "  - {type: file, path: " + dir.path() + "/alerts.json}\n"
+                                                      "  - {type: webhook, name: hook, url: 'http://127.0.0.1:9/', spool: true}\n");
+  Vigil v;
+  const mode_t old = ::umask(0);
+  const bool started = v.start({"-c", cfg, "-r", rules, "--capture", dir.path() + "/run.vcap"});
+  ::umask(old);
+  ASSERT_TRUE(started);
+  ASSERT_TRUE(v.wait_ready()) << v.diag();
+  run_once(prog);
+  ASSERT_FALSE(v.alerts([](const json& a) { return a.value("rule", "") == "e2e umask"; }, 20s).empty())
+      << v.diag();
+  EXPECT_EQ(v.stop(), 0) << v.diag();  // the flight recorder writes its capture at the latest now
+  auto mode = [](const std::string& p) -> unsigned {
+    struct stat st {};
+    return ::lstat(p.c_str(), &st) == 0 ? st.st_mode & 07777 : 0;
+  };
+  for (const std::string& d : {state, state + "/spool", state + "/spool/hook", state + "/flight"}) {
+    EXPECT_EQ(mode(d), 0700u) << d << v.diag();
+  }
+  EXPECT_EQ(mode(dir.path() + "/alerts.json"), 0600u);
+  EXPECT_EQ(mode(dir.path() + "/run.vcap"), 0640u);
+  int segments = 0, captures = 0;
+  for (const auto& e : std::filesystem::directory_iterator(state + "/spool/hook")) {
+    EXPECT_EQ(mode(e.path()), 0600u) << e.path();
+    segments += e.path().extension() == ".seg";
+  }
+  for (const auto& e : std::filesystem::directory_iterator(state + "/flight")) {
+    EXPECT_EQ(mode(e.path()), 0640u) << e.path();
+    captures += e.path().extension() == ".vcap";
+  }
+  EXPECT_GE(segments, 1);
+  EXPECT_EQ(captures, 1) << "the Critical alert's flight-recorder capture" << v.diag();
 }
 
 }  // namespace
