@@ -21,6 +21,10 @@
 // Never blocks detection: files are compressed and written on the recorder's
 // own thread; the pipeline thread only copies encoded bytes.
 //
+// Files: opts.dir is made 0700 if missing (util::make_dirs); each capture is
+// written 0640 to NAME.tmp (never through a link: a link there fails that
+// capture, counted in stats().failed), then renamed to NAME.
+//
 // Times are event times (Header::ts_ns), so the recorder behaves the same in
 // replay and in tests. A capture whose "after" window has not ended is
 // completed by the first event past it, or by finish().

@@ -11,6 +11,9 @@
 // replays on its own.
 // Rotation (by size and/or age) closes the file, shifts PATH -> PATH.1 -> PATH.2
 // ... keeping opts.keep old files, and opens a fresh PATH with a new snapshot.
+// Files are created 0640 whatever the umask (util::open_for_write): a symbolic
+// link at PATH, or a directory on the way that others can write to, is refused
+// with Error::bad_input and nothing is written.
 //
 // The writer is a state::StateListener, so changes learnt outside the event
 // stream (a /proc read, a pod from the API server) are recorded in order with
