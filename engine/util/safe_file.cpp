@@ -245,7 +245,9 @@ Status rotate(const std::string& path, std::size_t keep) {
   const int d = dir->get();
   const std::string& name = parts->name;
   if (keep == 0) {
-    if (::unlinkat(d, name.c_str(), 0) != 0 && errno != ENOENT) return sys_error("cannot remove " + path, errno);
+    if (::unlinkat(d, name.c_str(), 0) != 0 && errno != ENOENT) {
+      return sys_error("cannot remove " + path, errno);
+    }
     return {};
   }
   (void)::unlinkat(d, (name + "." + std::to_string(keep)).c_str(), 0);
