@@ -1,5 +1,6 @@
 #include "engine/cli/run_cmd.h"
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <memory>
@@ -24,6 +25,10 @@
 
 namespace vigil::cli {
 namespace {
+
+// The longest a load of the rules may take, at start and on SIGHUP
+// (docs/rules.md, "Limits").
+constexpr std::chrono::seconds kRulesCompileBudget{60};
 
 struct RunArgs {
   std::vector<std::string> rules;
@@ -66,9 +71,16 @@ int cmd_run(int argc, char** argv) {
   // fields point into the host, which must outlive both.
   std::unique_ptr<plugin::Host> plugins;
   rules::LoadOptions load_opts;
+  load_opts.compile_budget = kRulesCompileBudget;
   runtime::RunnerOptions ropts;
   ropts.log = log;
-  ropts.reload = [&rule_paths, &load_opts, log] { return load_rules_logged(rule_paths, *log, load_opts); };
+  // On the runner's reload thread: rule_paths and load_opts are not changed
+  // once the loop runs.
+  ropts.reload = [&rule_paths, &load_opts, log](const std::atomic<bool>& cancel) {
+    rules::LoadOptions opts = load_opts;
+    opts.cancel = &cancel;
+    return load_rules_logged(rule_paths, *log, opts);
+  };
   auto runner_r = runtime::Runner::create(ropts);
   if (!runner_r) return fail(*log, runner_r.error());
   runtime::Runner& runner = **runner_r;

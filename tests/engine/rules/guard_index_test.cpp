@@ -75,10 +75,12 @@ double cpu_seconds() {
 // not count) of three loads of an n-term chain.
 double load_cpu(std::size_t n) {
   std::string yaml = chain_rule(n, "=") + kOther;
+  LoadOptions opts;
+  opts.max_condition_nodes = 0;  // 20k terms are over the default limit (10k nodes)
   double best = 1e9;
   for (int i = 0; i < 3; ++i) {
     double t0 = cpu_seconds();
-    auto r = load_rules_text({{"t.yaml", yaml}}, LoadOptions{});
+    auto r = load_rules_text({{"t.yaml", yaml}}, opts);
     double t = cpu_seconds() - t0;
     EXPECT_TRUE(r.ruleset) << testing::diags(r);
     best = std::min(best, t);
