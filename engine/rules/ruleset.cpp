@@ -189,6 +189,12 @@ std::string Ruleset::plan(std::string_view rule, event::Type t) const {
   return {};
 }
 
+std::size_t Ruleset::enabled_count() const {
+  std::size_t n = 0;
+  for (const auto& r : rules_) n += r->enabled ? 1 : 0;
+  return n;
+}
+
 std::vector<std::string> Ruleset::guard_fields(event::Type t) const {
   auto i = static_cast<std::size_t>(t);
   if (i >= static_cast<std::size_t>(event::Type::kCount) || !guards_[i]) return {};

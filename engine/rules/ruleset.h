@@ -117,6 +117,8 @@ class Ruleset {
   // (GuardIndex); empty when every rule indexed under `t` runs.
   std::vector<std::string> guard_fields(event::Type t) const;
   std::size_t size() const { return rules_.size(); }
+  // The enabled rules (those evaluate() runs).
+  std::size_t enabled_count() const;
 
  private:
   friend class RulesetBuilder;
