@@ -95,9 +95,28 @@ Result<std::vector<std::string>> config_rule_paths(const YAML::Node& cfg) {
   return out;
 }
 
+Status check_rule_counts(const RuleCounts& c, const RuleCountPolicy& policy) {
+  if (c.enabled == 0 && !policy.allow_empty) {
+    return Error::bad_input("no enabled rule" +
+                            (c.skipped ? " (" + std::to_string(c.skipped) + " skipped)" : std::string()) +
+                            ": vigil would detect nothing (--allow-no-rules runs anyway)");
+  }
+  if (c.enabled_in_force > 0 && c.skipped > 0 && c.enabled < c.enabled_in_force) {
+    const std::size_t lost = c.enabled_in_force - c.enabled;
+    if (static_cast<double>(lost) > policy.max_skipped_share * static_cast<double>(c.enabled_in_force)) {
+      return Error::bad_input(std::to_string(c.skipped) + " rules skipped: " + std::to_string(c.enabled) +
+                              " enabled rules instead of " + std::to_string(c.enabled_in_force) +
+                              ", more than " + std::to_string(static_cast<int>(policy.max_skipped_share * 100 + 0.5)) +
+                              "% fewer (--max-skipped-rules)");
+    }
+  }
+  return {};
+}
+
 Result<std::shared_ptr<const rules::Ruleset>> load_rules_logged(const std::vector<std::string>& paths,
                                                                 spdlog::logger& log,
-                                                                const rules::LoadOptions& opts) {
+                                                                const rules::LoadOptions& opts,
+                                                                RuleCounts* counts) {
   rules::LoadResult res = rules::load_rules(paths, opts);
   for (const rules::Diagnostic& d : res.diagnostics) {
     if (d.severity == rules::Severity::kError) {
@@ -112,6 +131,10 @@ Result<std::shared_ptr<const rules::Ruleset>> load_rules_logged(const std::vecto
                             " errors");
   }
   log.info("rules: {} loaded, {} skipped, {} errors", res.loaded, res.skipped, res.errors);
+  if (counts) {
+    counts->enabled = res.ruleset->enabled_count();
+    counts->skipped = res.skipped;
+  }
   return std::shared_ptr<const rules::Ruleset>(res.ruleset);
 }
 

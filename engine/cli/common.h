@@ -66,10 +66,34 @@ std::string find_bundled_rules();
 // `rules:` in the configuration: a string or a list of strings.
 Result<std::vector<std::string>> config_rule_paths(const YAML::Node& cfg);
 
-// Loads rules, logging every diagnostic; an error when any rule file has errors.
+// How many rules a load must leave for vigil run to use it. A run with no
+// enabled rule detects nothing, so it is refused unless asked for.
+struct RuleCountPolicy {
+  bool allow_empty = false;        // --allow-no-rules
+  double max_skipped_share = 0.5;  // --max-skipped-rules PERCENT / 100
+};
+
+// The counts of one load of the rules, and of the set in force (a reload).
+struct RuleCounts {
+  std::size_t enabled = 0;  // enabled rules in the new set
+  std::size_t skipped = 0;  // rules the load skipped (unknown field or source: warnings)
+  std::size_t enabled_in_force = 0;  // enabled rules of the set in force; 0 at start
+};
+
+// Why a loaded set must not be used (bad input, naming the counts), or OK:
+// - no enabled rule, unless policy.allow_empty;
+// - a reload (enabled_in_force > 0) that skipped rules and would leave more
+//   than policy.max_skipped_share of the enabled rules in force out
+//   (enabled_in_force - enabled > share * enabled_in_force).
+Status check_rule_counts(const RuleCounts& c, const RuleCountPolicy& policy);
+
+// Loads rules, logging every diagnostic (skipped rules are warnings that name
+// them); an error when any rule file has errors. `counts`, when given, gets
+// the load's enabled and skipped counts.
 Result<std::shared_ptr<const rules::Ruleset>> load_rules_logged(const std::vector<std::string>& paths,
                                                                 spdlog::logger& log,
-                                                                const rules::LoadOptions& opts = {});
+                                                                const rules::LoadOptions& opts = {},
+                                                                RuleCounts* counts = nullptr);
 
 // `hostname:` in the configuration, else the node name, else gethostname().
 std::string host_name(const YAML::Node& cfg);

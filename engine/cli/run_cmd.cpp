@@ -1,5 +1,6 @@
 #include "engine/cli/run_cmd.h"
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <memory>
@@ -26,6 +27,10 @@
 namespace vigil::cli {
 namespace {
 
+// The longest a load of the rules may take, at start and on SIGHUP
+// (docs/rules.md, "Limits").
+constexpr std::chrono::seconds kRulesCompileBudget{60};
+
 struct RunArgs {
   std::vector<std::string> rules;
   std::string config;
@@ -34,6 +39,8 @@ struct RunArgs {
   std::string capture;
   K8sFlags k8s;
   std::string log_level = "info";
+  bool allow_no_rules = false;
+  double max_skipped_percent = 50;
 };
 
 }  // namespace
@@ -56,6 +63,14 @@ int cmd_run(int argc, char** argv) {
   add_k8s_flags(app, args.k8s);
   app.add_option("--log-level", args.log_level, "trace, debug, info, warn, error (default info)")
       ->type_name("LEVEL");
+  app.add_flag("--allow-no-rules", args.allow_no_rules,
+               "run even when no rule is enabled (otherwise that is an error, exit 2, and a reload "
+               "that would leave none keeps the rules in force)");
+  app.add_option("--max-skipped-rules", args.max_skipped_percent,
+                 "a reload whose skipped rules (unknown fields or sources) would leave more than this "
+                 "percentage of the enabled rules out keeps the rules in force (default 50)")
+      ->check(CLI::Range(0.0, 100.0))
+      ->type_name("PERCENT");
   if (int rc = parse_cli(app, argc, argv); rc >= 0) return rc;
 
   auto log = make_logger("vigil", args.log_level);
@@ -67,9 +82,28 @@ int cmd_run(int argc, char** argv) {
   // fields point into the host, which must outlive both.
   std::unique_ptr<plugin::Host> plugins;
   rules::LoadOptions load_opts;
+  load_opts.compile_budget = kRulesCompileBudget;
+  const RuleCountPolicy count_policy{args.allow_no_rules, args.max_skipped_percent / 100.0};
+  // Enabled rules of the set in force; written by the start and by each reload
+  // that succeeds (the runner swaps in every set the callback returns).
+  std::size_t enabled_in_force = 0;
   runtime::RunnerOptions ropts;
   ropts.log = log;
-  ropts.reload = [&rule_paths, &load_opts, log] { return load_rules_logged(rule_paths, *log, load_opts); };
+  // On the runner's reload thread, one at a time: rule_paths and load_opts
+  // are not changed once the loop runs, and enabled_in_force is only touched
+  // here then.
+  ropts.reload = [&rule_paths, &load_opts, &enabled_in_force, count_policy,
+                  log](const std::atomic<bool>& cancel) -> Result<std::shared_ptr<const rules::Ruleset>> {
+    rules::LoadOptions opts = load_opts;
+    opts.cancel = &cancel;
+    RuleCounts counts;
+    auto loaded = load_rules_logged(rule_paths, *log, opts, &counts);
+    if (!loaded) return loaded;
+    counts.enabled_in_force = enabled_in_force;
+    if (Status ok = check_rule_counts(counts, count_policy); !ok) return ok.error();
+    enabled_in_force = counts.enabled;
+    return loaded;
+  };
   auto runner_r = runtime::Runner::create(ropts);
   if (!runner_r) return fail(*log, runner_r.error());
   runtime::Runner& runner = **runner_r;
@@ -104,8 +138,16 @@ int cmd_run(int argc, char** argv) {
     }
     rule_paths.push_back(bundled);
   }
-  auto loaded = load_rules_logged(rule_paths, *log, load_opts);
+  RuleCounts counts;
+  auto loaded = load_rules_logged(rule_paths, *log, load_opts, &counts);
   if (!loaded) return fail(*log, loaded.error());
+  if (Status ok = check_rule_counts(counts, count_policy); !ok) {
+    std::string from;
+    for (const auto& p : rule_paths) from += (from.empty() ? "" : ", ") + p;
+    return fail(*log, Error::bad_input("rules from " + from + ": " + ok.error().message));
+  }
+  if (counts.enabled == 0) log->warn("no enabled rule: vigil detects nothing until a reload adds some (--allow-no-rules)");
+  enabled_in_force = counts.enabled;
   std::shared_ptr<const rules::Ruleset> ruleset = *loaded;
 
   // 4. Outputs.

@@ -225,8 +225,18 @@ void FieldSlots::remember(const std::string& key, std::shared_ptr<CCheck> c) {
 class Compiler {
  public:
   Compiler(const MacroMap& macros, const ListMap& lists, const FieldCatalog& cat, CompileResult& r,
-           FieldSlots* slots, bool optimise)
-      : macros_(macros), lists_(lists), cat_(cat), r_(r), slots_(slots), optimise_(optimise) {}
+           FieldSlots* slots, bool optimise, std::size_t max_nodes)
+      : macros_(macros), lists_(lists), cat_(cat), r_(r), slots_(slots), optimise_(optimise),
+        max_nodes_(max_nodes == 0 ? SIZE_MAX : max_nodes) {}
+
+  // Counts the condition as written towards the size limit; false (with an
+  // error) when it alone is over.
+  bool count_root(const Node& root) {
+    expanded_ = count_nodes(root);
+    if (expanded_ <= max_nodes_) return true;
+    too_large(SIZE_MAX, "");
+    return false;
+  }
 
   // Expands macros in place. Returns false on an undefined macro or a cycle.
   bool expand_macros(NodePtr& n, std::vector<std::string>& stack) {
@@ -243,9 +253,8 @@ class Compiler {
       r_.used_macros.insert(n->macro);
       if (!it->second.ast) return false;  // its own parse error is reported with the macro
       expanded_ += count_nodes(*it->second.ast);
-      if (expanded_ > kMaxExpandedNodes) {
-        error(code::kConditionSyntax, n->offset, "the condition is too large after macro expansion (over " +
-                                                     std::to_string(kMaxExpandedNodes) + " nodes)");
+      if (expanded_ > max_nodes_) {
+        too_large(n->offset, " after macro expansion");
         return false;
       }
       NodePtr body = it->second.ast->clone();
@@ -260,7 +269,7 @@ class Compiler {
     bool ok = true;
     for (auto& c : n->children) {
       ok = expand_macros(c, stack) && ok;
-      if (expanded_ > kMaxExpandedNodes) return false;
+      if (expanded_ > max_nodes_) return false;
     }
     return ok;
   }
@@ -290,8 +299,12 @@ class Compiler {
   }
 
  private:
-  static constexpr std::size_t kMaxExpandedNodes = 200000;
   static constexpr std::size_t kMaxListValues = 1000000;
+  void too_large(std::size_t offset, const char* when) {
+    error(code::kConditionTooLarge, offset,
+          std::string("the condition is too large") + when + " (over " + std::to_string(max_nodes_) +
+              " nodes, the limit; split it into several rules)");
+  }
   static std::size_t count_nodes(const Node& n) {
     std::size_t c = 1;
     for (const auto& k : n.children) c += count_nodes(*k);
@@ -646,7 +659,8 @@ class Compiler {
   CompileResult& r_;
   FieldSlots* slots_;
   bool optimise_ = true;
-  std::size_t expanded_ = 0;
+  std::size_t max_nodes_;
+  std::size_t expanded_ = 0;  // nodes of the condition and of the macros expanded so far
   bool too_many_ = false;
 };
 
@@ -683,9 +697,11 @@ void collect_list_refs(const Node& n, const ListMap& lists, std::set<std::string
 }
 
 CompileResult compile_condition(NodePtr root, const MacroMap& macros, const ListMap& lists,
-                                const FieldCatalog& catalog, FieldSlots* slots, bool optimise) {
+                                const FieldCatalog& catalog, FieldSlots* slots, bool optimise,
+                                std::size_t max_nodes) {
   CompileResult r;
-  Compiler comp(macros, lists, catalog, r, slots, optimise);
+  Compiler comp(macros, lists, catalog, r, slots, optimise, max_nodes);
+  if (!comp.count_root(*root)) return r;
   std::vector<std::string> stack;
   if (!comp.expand_macros(root, stack)) {
     if (r.errors.empty()) {

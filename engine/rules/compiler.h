@@ -167,9 +167,12 @@ class FieldSlots {
   std::map<std::string, std::shared_ptr<CCheck>> checks_;
 };
 
+// `max_nodes`: the most syntax-tree nodes the condition may have, its macros
+// expanded (0: no limit); a larger one is an error (code::kConditionTooLarge),
+// found before the expansion that passes it is made.
 CompileResult compile_condition(NodePtr root, const MacroMap& macros, const ListMap& lists,
                                 const FieldCatalog& catalog, FieldSlots* slots = nullptr,
-                                bool optimise = true);
+                                bool optimise = true, std::size_t max_nodes = 200000);
 
 // Expands list references inside list values of an AST (used when listing the
 // lists a macro uses, and by compile_condition).

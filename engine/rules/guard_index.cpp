@@ -138,18 +138,39 @@ void GuardIndex::build(const std::vector<const Expr*>& exprs, event::Type t) {
     const CNode* root = e && ti < e->by_type_.size() ? e->by_type_[ti].get() : nullptr;
     if (root) cands[r] = guard_candidates(*root);
   }
-  // How many distinct values the rules compare each field with: a field
-  // with few (fd.typechar = f in every open rule) lets nearly every event
-  // through, one with many (fd.name) sorts events well.
-  std::map<std::tuple<const FieldDef*, std::string, std::int64_t>, std::set<std::string>> distinct;
+  // Per guard field: how many distinct values the rules compare it with (a
+  // field with few, fd.typechar = f in every open rule, lets nearly every
+  // event through; one with many, fd.name, sorts events well), whether one
+  // of them is a string longer than 3 bytes, and how many rules could be
+  // guarded by it. Summarised once per field, so weighing a candidate costs
+  // a lookup and not a walk over the field's values (a rule of n terms on
+  // one field would otherwise cost n^2).
+  using FieldKey = std::tuple<const FieldDef*, std::string, std::int64_t>;
+  struct FieldStats {
+    std::set<std::string> values;  // while counting
+    std::size_t distinct = 0;
+    bool long_string = false;
+    std::size_t popular = 0;
+  };
+  std::map<FieldKey, FieldStats> stats;
   for (const auto& rc : cands) {
+    std::set<FieldKey> mine;
     for (const auto& g : rc) {
       for (const CCheck* c : g) {
-        auto& d = distinct[{c->lhs.def, c->lhs.arg, c->lhs.index}];
+        FieldKey key{c->lhs.def, c->lhs.arg, c->lhs.index};
+        auto& st = stats[key];
+        if (mine.insert(key).second) ++st.popular;
         if (c->op == Op::kExists) continue;
-        for (auto& k : guard_keys(*c)) d.insert(std::move(k));
+        for (auto& k : guard_keys(*c)) {
+          if (k.size() > 3) st.long_string = true;
+          st.values.insert(std::move(k));
+        }
       }
     }
+  }
+  for (auto& [key, st] : stats) {
+    st.distinct = st.values.size();
+    std::set<std::string>().swap(st.values);
   }
   // A guard's worth, compared as (strong, cardinality): a term is strong
   // when its field is compared with several numbers or with some string
@@ -158,26 +179,16 @@ void GuardIndex::build(const std::vector<const Expr*>& exprs, event::Type t) {
   // terms of an `or`, the weakest.
   // Ties go to fields more rules can be guarded by (one extraction serves
   // them all).
-  std::map<std::tuple<const FieldDef*, std::string, std::int64_t>, std::size_t> popular;
-  for (const auto& rc : cands) {
-    std::set<std::tuple<const FieldDef*, std::string, std::int64_t>> mine;
-    for (const auto& g : rc) {
-      for (const CCheck* c : g) mine.insert({c->lhs.def, c->lhs.arg, c->lhs.index});
-    }
-    for (const auto& f : mine) ++popular[f];
-  }
   auto worth = [&](const std::vector<const CCheck*>& g) {
     std::tuple<int, std::size_t, std::size_t> w{2, SIZE_MAX, SIZE_MAX};
     for (const CCheck* c : g) {
-      std::tuple<const FieldDef*, std::string, std::int64_t> key{c->lhs.def, c->lhs.arg, c->lhs.index};
+      const FieldStats& st = stats.at(FieldKey{c->lhs.def, c->lhs.arg, c->lhs.index});
       // A boolean is weakest of all (evt.failed = false holds for most events).
       std::tuple<int, std::size_t, std::size_t> k{c->ltype == FieldType::kBool && c->op != Op::kExists ? 0 : 1, 1,
-                                                  popular[key]};
+                                                  st.popular};
       if (c->op != Op::kExists && c->ltype != FieldType::kBool) {
-        const auto& d = distinct[key];
-        bool strong = c->ltype != FieldType::kString && d.size() >= 2;
-        for (const auto& v : d) strong = strong || (c->ltype == FieldType::kString && v.size() > 3);
-        k = {strong ? 2 : 1, d.size(), popular[key]};
+        bool strong = c->ltype == FieldType::kString ? st.long_string : st.distinct >= 2;
+        k = {strong ? 2 : 1, st.distinct, st.popular};
       }
       w = std::min(w, k);
     }

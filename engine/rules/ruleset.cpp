@@ -1,6 +1,7 @@
 #include "engine/rules/ruleset.h"
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -186,6 +187,12 @@ std::string Ruleset::plan(std::string_view rule, event::Type t) const {
     if (r->name == rule) return r->expr ? r->expr->plan(t) : std::string("false\n");
   }
   return {};
+}
+
+std::size_t Ruleset::enabled_count() const {
+  std::size_t n = 0;
+  for (const auto& r : rules_) n += r->enabled ? 1 : 0;
+  return n;
 }
 
 std::vector<std::string> Ruleset::guard_fields(event::Type t) const {
@@ -430,8 +437,26 @@ class RulesetBuilder {
     std::set<std::string> used_macros, used_lists;
     std::vector<NodePtr> rule_asts;
 
+    // The time budget and the cancel flag, checked between rules and between
+    // event types (a rule's own compile is bounded by max_condition_nodes).
+    const auto deadline = std::chrono::steady_clock::now() + opts.compile_budget;
+    auto stop_reason = [&]() -> std::string {
+      if (opts.cancel && opts.cancel->load(std::memory_order_relaxed)) return "the compile was cancelled";
+      if (opts.compile_budget.count() > 0 && std::chrono::steady_clock::now() > deadline) {
+        return "the compile took longer than its budget of " + std::to_string(opts.compile_budget.count()) +
+               " ms";
+      }
+      return "";
+    };
+    bool stopped = false;
+
     for (const auto& r : col.rules()) {
       const std::string lbl = "rule '" + r.name + "'";
+      if (std::string why = stop_reason(); !why.empty()) {
+        d.error(code::kCompileBudget, r.pos, lbl, why + "; stopped here, this rule and those after it are not compiled");
+        stopped = true;
+        break;
+      }
       auto pr = parse_condition(r.condition);
       if (!pr.ok()) {
         d.error(code::kConditionSyntax, r.condition_pos, lbl, pr.error.message + snippet(r.condition, pr.error.offset));
@@ -456,7 +481,8 @@ class RulesetBuilder {
         both->children.push_back(std::move(exc));
         root = std::move(both);
       }
-      CompileResult cr = compile_condition(std::move(root), macros, lists, cat, &slots, opts.optimise);
+      CompileResult cr = compile_condition(std::move(root), macros, lists, cat, &slots, opts.optimise,
+                                           opts.max_condition_nodes);
       for (std::size_t i = 0; i < cr.errors.size(); ++i) {
         d.error(cr.error_codes[i], r.condition_pos, lbl, cr.errors[i].message);
       }
@@ -579,8 +605,14 @@ class RulesetBuilder {
     for (const auto& p : prefixes) whole.erase(p);
     rs->open_prefixes_.assign(prefixes.begin(), prefixes.end());
     rs->open_whole_.assign(whole.begin(), whole.end());
-    if (opts.optimise) {
+    if (opts.optimise && !stopped) {
       for (unsigned t = 1; t < static_cast<unsigned>(event::Type::kCount); ++t) {
+        if (std::string why = stop_reason(); !why.empty()) {
+          d.error(code::kCompileBudget, Pos{}, "",
+                  why + "; stopped while indexing the rules for event type " +
+                      std::string(event::info(static_cast<event::Type>(t)).name));
+          break;
+        }
         std::vector<const Expr*> exprs;
         for (const auto& e : rs->index_[t]) exprs.push_back(rs->rules_[e.rule]->expr.get());
         auto g = std::make_unique<GuardIndex>();

@@ -15,6 +15,8 @@
 // several threads at once. load_rules() is reentrant.
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <set>
@@ -54,6 +56,18 @@ struct LoadOptions {
   // Event sources besides "syscall" (the loaded source plugins'): a rule with
   // `source: X` loads when X is here, and sees only X's events.
   std::set<std::string> plugin_sources;
+  // Bounds on the work of one load, for rule files nobody vetted (a reload
+  // compiles on a thread of its own while events flow, but it must end):
+  // the most syntax-tree nodes one condition may have once its macros,
+  // exceptions and lists are in (0: no limit; a larger condition is error
+  // E014 naming the rule, file and line, and is not compiled), and the time
+  // the compile may take (0: no limit) or a flag that cancels it: checked
+  // before each rule and each event type's index, it ends the load with
+  // error E015 naming the rule it reached.
+  std::size_t max_condition_nodes = kDefaultMaxConditionNodes;
+  std::chrono::milliseconds compile_budget{0};
+  const std::atomic<bool>* cancel = nullptr;  // must outlive the load
+  static constexpr std::size_t kDefaultMaxConditionNodes = 10000;
 };
 
 // What `rules list` shows about one rule.
@@ -103,6 +117,8 @@ class Ruleset {
   // (GuardIndex); empty when every rule indexed under `t` runs.
   std::vector<std::string> guard_fields(event::Type t) const;
   std::size_t size() const { return rules_.size(); }
+  // The enabled rules (those evaluate() runs).
+  std::size_t enabled_count() const;
 
  private:
   friend class RulesetBuilder;

@@ -2,12 +2,14 @@
 
 #include <signal.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <exception>
 #include <limits>
 
 #include "engine/pipeline/pipeline.h"
@@ -17,6 +19,7 @@ namespace vigil::runtime {
 namespace {
 
 constexpr std::uint64_t kSignalTag = std::numeric_limits<std::uint64_t>::max();
+constexpr std::uint64_t kReloadTag = kSignalTag - 1;
 // A source without an fd that gave nothing is polled again after this long.
 constexpr int kIdlePollMs = 10;
 
@@ -59,7 +62,9 @@ Runner::Runner(RunnerOptions opts) : opts_(std::move(opts)), log_(opts_.log) {
 }
 
 Runner::~Runner() {
+  abandon_reload();
   close_sources();
+  if (reload_fd_ >= 0) close(reload_fd_);
   if (signal_fd_ >= 0) close(signal_fd_);
   if (epoll_fd_ >= 0) close(epoll_fd_);
 }
@@ -68,6 +73,14 @@ Result<std::unique_ptr<Runner>> Runner::create(RunnerOptions opts) {
   std::unique_ptr<Runner> r(new Runner(std::move(opts)));
   r->epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
   if (r->epoll_fd_ < 0) return Error::runtime(std::string("runner: epoll: ") + std::strerror(errno));
+  r->reload_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (r->reload_fd_ < 0) return Error::runtime(std::string("runner: eventfd: ") + std::strerror(errno));
+  epoll_event rev{};
+  rev.events = EPOLLIN;
+  rev.data.u64 = kReloadTag;
+  if (epoll_ctl(r->epoll_fd_, EPOLL_CTL_ADD, r->reload_fd_, &rev) != 0) {
+    return Error::runtime(std::string("runner: epoll_ctl: ") + std::strerror(errno));
+  }
   if (r->opts_.signals) {
     sigset_t sigs;
     sigemptyset(&sigs);
@@ -121,19 +134,79 @@ void Runner::on_signal(int signo) {
       if (log_) log_->info("SIGHUP: nothing to reload");
       return;
     }
-    if (log_) log_->info("SIGHUP: reloading rules");
-    auto re = opts_.reload();
-    if (re && *re) {
-      pipe_->set_ruleset(*re);
-      if (log_) log_->info("rules reloaded: {} rules", (*re)->size());
-    } else if (log_) {
-      log_->error("rule reload failed, the previous rules stay in force: {}",
-                  re ? std::string("no ruleset") : re.error().message);
+    if (reloading()) {
+      reload_again_ = true;
+      if (log_) log_->info("SIGHUP during a reload: the rules are compiled again when this one ends");
+      return;
     }
+    start_reload();
     return;
   }
   if (log_) log_->info("{}: stopping", signal_name(signo));
   stop(0, signal_name(signo));
+}
+
+void Runner::start_reload() {
+  if (log_) log_->info("SIGHUP: reloading rules (detection goes on with the rules in force meanwhile)");
+  reload_cancel_ = false;
+  reload_started_ = std::chrono::steady_clock::now();
+  reload_thread_ = std::thread([this] {
+    std::optional<Result<std::shared_ptr<const rules::Ruleset>>> got;
+    try {
+      got.emplace(opts_.reload(reload_cancel_));
+    } catch (const std::exception& e) {
+      got.emplace(Error::runtime(std::string("the reload failed: ") + e.what()));
+    }
+    {
+      std::lock_guard<std::mutex> l(reload_mu_);
+      reload_result_ = std::move(got);
+    }
+    std::uint64_t one = 1;
+    (void)!write(reload_fd_, &one, sizeof(one));
+  });
+}
+
+void Runner::finish_reload() {
+  std::optional<Result<std::shared_ptr<const rules::Ruleset>>> got;
+  {
+    std::lock_guard<std::mutex> l(reload_mu_);
+    got.swap(reload_result_);
+  }
+  if (!got) return;
+  // The thread writes reload_fd_ after storing its result: once it is joined
+  // the write has happened and reading clears it.
+  if (reload_thread_.joinable()) reload_thread_.join();
+  std::uint64_t n = 0;
+  (void)!read(reload_fd_, &n, sizeof(n));
+  const double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - reload_started_).count();
+  if (*got && **got && pipe_) {
+    pipe_->set_ruleset(**got);
+    if (log_) log_->info("rules reloaded: {} rules, compiled in {:.2f} s", (**got)->size(), secs);
+  } else if (log_) {
+    log_->error("rule reload failed, the previous rules stay in force: {}",
+                *got ? std::string("no ruleset") : got->error().message);
+  }
+  if (reload_again_ && !stopping_) {
+    reload_again_ = false;
+    start_reload();
+  }
+}
+
+void Runner::abandon_reload() {
+  reload_again_ = false;
+  if (!reload_thread_.joinable()) return;
+  reload_cancel_ = true;
+  if (log_) log_->info("stopping: cancelling the rule reload in progress");
+  reload_thread_.join();
+  std::uint64_t n = 0;
+  (void)!read(reload_fd_, &n, sizeof(n));
+  std::lock_guard<std::mutex> l(reload_mu_);
+  reload_result_.reset();
+}
+
+void Runner::wait_reload_ForTest() {
+  if (reload_thread_.joinable()) reload_thread_.join();
 }
 
 void Runner::close_sources() {
@@ -271,9 +344,13 @@ RunReport Runner::run(pipeline::Pipeline& pipe) {
       break;
     }
     bool signalled = false;
+    // A finished compile is swapped in before this turn's events.
+    finish_reload();
     for (int i = 0; i < n; ++i) {
       if (evs[i].data.u64 == kSignalTag) {
         signalled = true;
+      } else if (evs[i].data.u64 == kReloadTag) {
+        // handled above
       } else if (evs[i].data.u64 < slots_.size()) {
         slots_[evs[i].data.u64].ready = true;
       }
@@ -305,6 +382,7 @@ RunReport Runner::run(pipeline::Pipeline& pipe) {
     if (opts_.duration_ns && clock_ns_ - start >= opts_.duration_ns) stop(0, "duration");
     if (opts_.stop_when && opts_.stop_when()) stop(0, "stop_when");
   }
+  abandon_reload();
   report_drops(true, rep);
   rep.exit_code = exit_code_;
   rep.reason = reason_;

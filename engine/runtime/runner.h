@@ -35,17 +35,29 @@
 // since the last report (by source and reason); the report of run() has the
 // totals for the shutdown line.
 //
-// Thread-safety: one thread (the one that calls run()); every callback runs
-// on it. Ownership: the runner owns its sources; the pipeline passed to run()
+// Reload: SIGHUP starts opts.reload on a thread of the runner's own, so the
+// loop goes on handing events to the rules in force while the new ones
+// compile. When it is done the loop swaps the result in between two events
+// (an error keeps the old rules, and is logged). A SIGHUP during a compile
+// is coalesced: one more reload starts when the current one ends, so the
+// files as they are after the last signal are the ones compiled. When run()
+// ends during a compile, the compile's cancel flag is set and run() waits for
+// it to return.
+//
+// Thread-safety: one thread (the one that calls run()); every callback but
+// opts.reload runs on it. Ownership: the runner owns its sources; the pipeline passed to run()
 // must outlive the call.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <spdlog/spdlog.h>
@@ -73,8 +85,10 @@ struct RunnerOptions {
   std::function<bool()> stop_when;           // checked every turn (capture --size)
   std::chrono::seconds drop_report{10};      // 0: no periodic drop report
   // SIGHUP: a new ruleset for the pipeline; an error keeps the rules in force.
-  // Unset: SIGHUP is logged and ignored.
-  std::function<Result<std::shared_ptr<const rules::Ruleset>>()> reload;
+  // Runs on the runner's reload thread, one call at a time; it should give up
+  // soon once `cancel` is true (rules::LoadOptions::cancel). Unset: SIGHUP is
+  // logged and ignored.
+  std::function<Result<std::shared_ptr<const rules::Ruleset>>(const std::atomic<bool>& cancel)> reload;
   std::shared_ptr<spdlog::logger> log;       // null: nothing is logged
 };
 
@@ -125,6 +139,13 @@ class Runner {
   // called again.
   void close_sources();
 
+  // Whether a reload is in progress: compiling, or done and not yet swapped
+  // in (loop thread).
+  bool reloading() const { return reload_thread_.joinable(); }
+  // Waits until the compile in progress (if any) has returned; its result is
+  // applied at the start of the next turn. From the loop thread (tests).
+  void wait_reload_ForTest();
+
   // What every source attached or opened, for the "ready" line.
   std::vector<std::string> attached() const;
   std::uint64_t now_ns() const { return clock_ns_; }
@@ -148,6 +169,9 @@ class Runner {
   void poll_source(Slot& s, const EventSource::Emit& emit);
   void report_drops(bool final_report, RunReport& rep);
   int wait_ms() const;
+  void start_reload();
+  void finish_reload();   // applies a finished compile's result, if there is one
+  void abandon_reload();  // cancels and waits for the compile in progress
 
   RunnerOptions opts_;
   std::shared_ptr<spdlog::logger> log_;
@@ -164,6 +188,15 @@ class Runner {
   std::uint64_t last_raw_ns_ = 0;    // the sources' clock at the last advance
   std::uint64_t last_drop_report_ns_ = 0;
   bool more_ = false;                // some source has more to give now
+  // Reload: the compile runs on reload_thread_, which stores its result and
+  // writes reload_fd_ (an eventfd the loop waits on) when done.
+  int reload_fd_ = -1;
+  std::thread reload_thread_;
+  std::atomic<bool> reload_cancel_{false};
+  std::mutex reload_mu_;
+  std::optional<Result<std::shared_ptr<const rules::Ruleset>>> reload_result_;  // guarded by reload_mu_
+  std::chrono::steady_clock::time_point reload_started_;
+  bool reload_again_ = false;        // a SIGHUP came during the compile
 };
 
 }  // namespace vigil::runtime

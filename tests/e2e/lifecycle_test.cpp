@@ -270,6 +270,97 @@ TEST(e2eLifecycle, SighupReloadKeepsOldRulesOnErrorAndAppliesFixedOnes) {
   EXPECT_TRUE(v.alerts_where("e2e before reload", "proc.pid", p3).empty()) << v.diag();
 }
 
+// Issue 16: zero enabled rules was accepted silently (`ready: 0 rules
+// loaded`, nothing detected). It is an error (exit 2, before any probe)
+// unless --allow-no-rules asks for it.
+TEST(e2eLifecycle, NoEnabledRuleIsAnErrorUnlessAllowed) {
+  VIGIL_E2E_REQUIRE_ROOT();
+  TempDir dir;
+  ASSERT_TRUE(dir.ok());
+  const std::string empty = dir.path() + "/empty";
+  ASSERT_EQ(mkdir(empty.c_str(), 0700), 0);
+  {
+    Vigil v;
+    ASSERT_TRUE(v.start({"-r", empty, "-o", "flight_recorder.enabled=false"}));
+    const int st = v.wait_exit();
+    ASSERT_TRUE(WIFEXITED(st)) << v.diag();
+    EXPECT_EQ(WEXITSTATUS(st), 2) << v.diag();
+    EXPECT_EQ(v.stderr_count("ready"), 0) << v.diag();
+    EXPECT_TRUE(std::regex_search(v.stderr_text(), std::regex("error rules from " + regex_escape(empty) +
+                                                              ": no enabled rule")))
+        << v.diag();
+  }
+  {
+    // Its only rule is skipped (a field vigil does not have): no enabled rule either.
+    std::string typo = exec_rule("e2e typo", "x", "WARNING");
+    typo.replace(typo.find("proc.name ="), 9, "proc.nmae");
+    const std::string rules = dir.write("typo.yaml", typo);
+    Vigil v;
+    ASSERT_TRUE(v.start({"-r", rules, "-o", "flight_recorder.enabled=false"}));
+    const int st = v.wait_exit();
+    ASSERT_TRUE(WIFEXITED(st)) << v.diag();
+    EXPECT_EQ(WEXITSTATUS(st), 2) << v.diag();
+    EXPECT_EQ(v.stderr_count("warning W003: rule 'e2e typo': unknown field proc.nmae"), 1) << v.diag();
+    EXPECT_EQ(v.stderr_count("no enabled rule (1 skipped)"), 1) << v.diag();
+  }
+  {
+    Vigil v;
+    ASSERT_TRUE(v.start({"-r", empty, "--allow-no-rules", "-o", "flight_recorder.enabled=false"}));
+    ASSERT_TRUE(v.wait_ready()) << v.diag();
+    EXPECT_EQ(v.stderr_count("warning no enabled rule"), 1) << v.diag();
+    EXPECT_EQ(v.stop(), 0) << v.diag();
+  }
+}
+
+// Issue 16: a reload in which the only rule was skipped for a typo'd field
+// logged `rules reloaded: 0 rules` at info level and detection stopped. Such
+// a reload, or one whose skips lose more than --max-skipped-rules percent of
+// the enabled rules, keeps the rules in force and says why at error level.
+TEST(e2eLifecycle, AReloadThatSkipsTooManyRulesKeepsTheOldOnes) {
+  VIGIL_E2E_REQUIRE_ROOT();
+  TempDir dir;
+  ASSERT_TRUE(dir.ok());
+  const std::string name = unique_name("skip");
+  const std::string prog = dir.install(VIGIL_E2E_ACTOR, name);
+  auto typo = [](std::string r) { return r.replace(r.find("proc.name ="), 9, "proc.nmae"); };
+  const std::string rules = dir.write("rules.yaml", exec_rule("e2e kept", name, "WARNING"));
+  Vigil v;
+  ASSERT_TRUE(v.start({"-r", rules, "-o", "flight_recorder.enabled=false"}));
+  ASSERT_TRUE(v.wait_ready()) << v.diag();
+
+  // The only rule now has a typo: skipped, which would leave none.
+  dir.write("rules.yaml", typo(exec_rule("e2e kept", name, "WARNING")));
+  v.signal(SIGHUP);
+  ASSERT_TRUE(v.wait_stderr("rule reload failed")) << v.diag();
+  EXPECT_TRUE(std::regex_search(v.stderr_text(), std::regex("warning W003: rule 'e2e kept': unknown field proc.nmae")))
+      << v.diag();
+  EXPECT_TRUE(std::regex_search(v.stderr_text(),
+                                std::regex("error rule reload failed, the previous rules stay in force: no enabled "
+                                           "rule \\(1 skipped\\)")))
+      << v.diag();
+  EXPECT_EQ(v.stderr_count("rules reloaded"), 0) << v.diag();
+  pid_t p1 = run_once(prog);
+  EXPECT_FALSE(v.alerts_where("e2e kept", "proc.pid", p1, 20s).empty())
+      << "detection stopped after a reload that skipped every rule" << v.diag();
+
+  // Four rules in force, then a file where three of them are skipped: 75%
+  // of the enabled rules lost to skips, over the default 50%.
+  std::string four;
+  for (int i = 0; i < 4; ++i) four += exec_rule("e2e four " + std::to_string(i), name, "WARNING");
+  dir.write("rules.yaml", four);
+  v.signal(SIGHUP);
+  ASSERT_TRUE(v.wait_stderr("rules reloaded: 4 rules")) << v.diag();
+  std::string one = exec_rule("e2e four 0", name, "WARNING");
+  for (int i = 1; i < 4; ++i) one += typo(exec_rule("e2e four " + std::to_string(i), name, "WARNING"));
+  dir.write("rules.yaml", one);
+  v.signal(SIGHUP);
+  ASSERT_TRUE(v.wait_stderr("% fewer")) << v.diag();
+  EXPECT_EQ(v.stderr_count("3 rules skipped: 1 enabled rules instead of 4, more than 50% fewer"), 1) << v.diag();
+  pid_t p2 = run_once(prog);
+  EXPECT_FALSE(v.alerts_where("e2e four 3", "proc.pid", p2, 20s).empty()) << v.diag();
+  EXPECT_EQ(v.stop(), 0) << v.diag();
+}
+
 TEST(e2eLifecycle, TextFormatPrintsTextAlerts) {
   VIGIL_E2E_REQUIRE_ROOT();
   TempDir dir;

@@ -208,8 +208,68 @@ TEST(LoaderDiagnostics, HostileExpansionsAreBounded) {
   }
   r = testing::load_one(testing::rule_yaml("evt.type = execve and m40", "o", macros));
   EXPECT_FALSE(r.ruleset);
-  EXPECT_NE(only(r, Severity::kError).find("E004: rule 'R': the condition is too large after macro expansion"),
+  EXPECT_NE(only(r, Severity::kError).find("E014: rule 'R': the condition is too large after macro expansion"),
             std::string::npos) << testing::diags(r);
+}
+
+// An exec rule named `name` whose condition is an `and` chain of `terms`
+// tests of proc.name.
+std::string chain_rule(const std::string& name, std::size_t terms) {
+  std::string cond = "evt.type = execve";
+  for (std::size_t i = 0; i < terms; ++i) cond += " and proc.name != p" + std::to_string(i);
+  return "- rule: " + name + "\n  desc: d\n  priority: WARNING\n  condition: " + cond + "\n  output: o\n";
+}
+
+// A condition over the node limit is an error that names its rule, file and
+// line; nothing is built (a reload keeps the old rules). Without the limit
+// the same file loads.
+TEST(LoaderDiagnostics, ConditionSizeIsLimited) {
+  const std::string yaml = chain_rule("small", 10) + chain_rule("huge", 15000);
+  auto r = load_rules_text({{"big.yaml", yaml}}, LoadOptions{});
+  EXPECT_FALSE(r.ruleset);
+  EXPECT_EQ(r.errors, 1u);
+  EXPECT_EQ(only(r, Severity::kError),
+            "big.yaml:9:14: error E014: rule 'huge': the condition is too large (over 10000 nodes, the limit; "
+            "split it into several rules)\n") << testing::diags(r);
+  LoadOptions small;
+  small.max_condition_nodes = 15;  // the 10-term rule has 12 nodes (11 tests, one and)
+  r = load_rules_text({{"big.yaml", chain_rule("small", 10)}}, small);
+  EXPECT_TRUE(r.ruleset) << testing::diags(r);
+  r = load_rules_text({{"big.yaml", chain_rule("small", 20)}}, small);
+  EXPECT_FALSE(r.ruleset);
+  LoadOptions none;
+  none.max_condition_nodes = 0;
+  r = load_rules_text({{"big.yaml", yaml}}, none);
+  EXPECT_TRUE(r.ruleset) << testing::diags(r);
+  EXPECT_EQ(r.loaded, 2u);
+}
+
+// The compile time budget and the cancel flag stop a load at the next rule,
+// with an error that names it; nothing is built.
+TEST(LoaderDiagnostics, CompileBudgetAndCancelStopTheLoad) {
+  // The first rule takes tens of milliseconds, past a 1 ms budget.
+  const std::string yaml = chain_rule("slow", 9000) + chain_rule("after", 2) + chain_rule("last", 2);
+  LoadOptions budget;
+  budget.compile_budget = std::chrono::milliseconds(1);
+  auto r = load_rules_text({{"b.yaml", yaml}}, budget);
+  EXPECT_FALSE(r.ruleset);
+  EXPECT_EQ(only(r, Severity::kError),
+            "b.yaml:6:3: error E015: rule 'after': the compile took longer than its budget of 1 ms; stopped "
+            "here, this rule and those after it are not compiled\n") << testing::diags(r);
+  std::atomic<bool> cancel{true};
+  LoadOptions cancelled;
+  cancelled.cancel = &cancel;
+  r = load_rules_text({{"b.yaml", yaml}}, cancelled);
+  EXPECT_FALSE(r.ruleset);
+  EXPECT_EQ(only(r, Severity::kError),
+            "b.yaml:1:3: error E015: rule 'slow': the compile was cancelled; stopped here, this rule and those "
+            "after it are not compiled\n") << testing::diags(r);
+  cancel = false;
+  budget.compile_budget = std::chrono::seconds(600);
+  r = load_rules_text({{"b.yaml", yaml}}, cancelled);
+  EXPECT_TRUE(r.ruleset) << testing::diags(r);
+  r = load_rules_text({{"b.yaml", yaml}}, budget);
+  EXPECT_TRUE(r.ruleset) << testing::diags(r);
 }
 
 // ---------------------------------------------------------------- overrides

@@ -9,7 +9,9 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <algorithm>
 #include <deque>
+#include <future>
 #include <mutex>
 #include <thread>
 
@@ -260,7 +262,7 @@ TEST_F(RunnerTest, SighupReloadsAndAFailedReloadKeepsTheOldRules) {
   int reloads = 0;
   RunnerOptions o;
   o.budget = 1;
-  o.reload = [&]() -> Result<std::shared_ptr<const rules::Ruleset>> {
+  o.reload = [&](const std::atomic<bool>&) -> Result<std::shared_ptr<const rules::Ruleset>> {
     if (++reloads == 1) return Error::bad_input("rules.yaml:3:5: bad condition");
     return new_rules;
   };
@@ -274,15 +276,174 @@ TEST_F(RunnerTest, SighupReloadsAndAFailedReloadKeepsTheOldRules) {
   std::vector<const rules::Ruleset*> in_force;
   r->add_tick("hup", 0ns, [&](std::uint64_t) {
     ++turn;
-    if (turn <= 2) raw->on_signal(SIGHUP);  // after event 1: fails; after event 2: works
+    if (turn <= 2) {
+      raw->on_signal(SIGHUP);  // after event 1: fails; after event 2: works
+      raw->wait_reload_ForTest();
+    }
     in_force.push_back(pipe.ruleset().get());
   });
   r->run(pipe);
   EXPECT_EQ(reloads, 2);
+  // A compile's result is swapped in at the start of the next turn.
   EXPECT_EQ(alerts_, (std::vector<std::string>{"Old", "Old", "New"}));
   ASSERT_EQ(in_force.size(), 3u);
   EXPECT_EQ(in_force[0], old_rules.get());
-  EXPECT_EQ(in_force[1], new_rules.get());
+  EXPECT_EQ(in_force[1], old_rules.get());
+  EXPECT_EQ(in_force[2], new_rules.get());
+}
+
+// Issue 16: a reload compiled on the loop thread stopped detection for the
+// whole compile. The compile now runs beside the loop: events go on through
+// the old rules until the new ones are ready, and SIGHUPs during a compile
+// are coalesced into one more reload.
+TEST_F(RunnerTest, EventsFlowThroughTheOldRulesWhileAReloadCompiles) {
+  auto old_rules = compile(exec_rule("Old", "bash"));
+  auto new_rules = compile(exec_rule("New", "bash"));
+  auto newer_rules = compile(exec_rule("Newer", "bash"));
+  std::promise<void> release;
+  std::shared_future<void> gate = release.get_future().share();
+  std::atomic<int> reloads{0};
+  RunnerOptions o;
+  o.budget = 1;
+  o.reload = [&](const std::atomic<bool>&) -> Result<std::shared_ptr<const rules::Ruleset>> {
+    if (++reloads == 1) {
+      gate.wait();  // a compile that lasts until the test lets it end
+      return new_rules;
+    }
+    return newer_rules;
+  };
+  auto r = make(std::move(o));
+  std::vector<event::Event> evs;
+  for (std::uint32_t i = 0; i < 400; ++i) evs.push_back(exec_event(1000 + i, 100 + i, "bash"));
+  r->add_source(std::make_unique<ScriptedSource>("a", std::move(evs)));
+  auto pipe = pipeline(old_rules);
+  Runner* raw = r.get();
+  int turn = 0;
+  bool reloading_meanwhile = true;
+  r->add_tick("hup", 0ns, [&](std::uint64_t) {
+    ++turn;
+    if (turn == 1) raw->on_signal(SIGHUP);
+    if (turn > 1 && turn < 200) reloading_meanwhile = reloading_meanwhile && raw->reloading();
+    if (turn == 100) {
+      for (int i = 0; i < 3; ++i) raw->on_signal(SIGHUP);  // coalesced: one more reload
+    }
+    if (turn == 200) {
+      release.set_value();
+      raw->wait_reload_ForTest();
+    }
+    if (turn == 300) raw->wait_reload_ForTest();  // the coalesced one
+  });
+  RunReport rep = r->run(pipe);
+  EXPECT_EQ(rep.events, 400u);
+  EXPECT_TRUE(reloading_meanwhile);
+  EXPECT_EQ(reloads.load(), 2);
+  ASSERT_EQ(alerts_.size(), 400u);
+  // Events 1-200 came while the first compile ran: all alerted, by the old rules.
+  EXPECT_EQ(std::count(alerts_.begin(), alerts_.begin() + 200, "Old"), 200);
+  // The swap happened after it, between two events; then the coalesced reload's rules.
+  EXPECT_EQ(alerts_[200], "New");
+  EXPECT_EQ(alerts_.back(), "Newer");
+  auto first_newer = std::find(alerts_.begin(), alerts_.end(), "Newer");
+  EXPECT_LE(first_newer - alerts_.begin(), 301);
+  EXPECT_EQ(std::count(alerts_.begin() + 200, first_newer, "New"), first_newer - alerts_.begin() - 200);
+  EXPECT_EQ(std::count(first_newer, alerts_.end(), "Newer"), alerts_.end() - first_newer);
+  EXPECT_EQ(pipe.ruleset().get(), newer_rules.get());
+}
+
+// Hands over `budget` bash execs per poll, without end.
+class ExecStormSource final : public EventSource {
+ public:
+  std::string_view name() const override { return "storm"; }
+  Result<std::size_t> poll(std::size_t budget, const Emit& emit) override {
+    for (std::size_t i = 0; i < budget; ++i) {
+      ++n_;
+      emit(exec_event(1000 + n_, static_cast<std::uint32_t>(100 + n_ % 30000), "bash"));
+    }
+    return budget;
+  }
+  std::uint64_t now_ns() const override { return 1000 + n_; }
+  Health health() const override { return Health::kRunning; }
+  std::string failure() const override { return ""; }
+  Drops drops() const override { return {}; }
+
+ private:
+  std::uint64_t n_ = 0;
+};
+
+// The same with a real compile of a huge rule file (a 60,000-term condition,
+// hundreds of milliseconds): alerts from the old rules keep coming while it
+// compiles, and the new rules are in force after it.
+TEST_F(RunnerTest, AHugeRuleFileCompilesWhileTheOldRulesAlert) {
+  auto old_rules = compile(exec_rule("Old", "bash"));
+  std::string cond = "evt.type = execve and proc.name = bash";
+  for (int i = 0; i < 60000; ++i) cond += " and proc.pid != " + std::to_string(1000000 + i);
+  const std::string huge =
+      "- rule: Huge\n  desc: d\n  priority: WARNING\n  condition: " + cond + "\n  output: o\n";
+  std::shared_ptr<const rules::Ruleset> compiled;
+  RunnerOptions o;
+  o.budget = 1;
+  o.reload = [&](const std::atomic<bool>& cancel) -> Result<std::shared_ptr<const rules::Ruleset>> {
+    rules::LoadOptions lo;
+    lo.max_condition_nodes = 0;
+    lo.cancel = &cancel;
+    auto lr = rules::load_rules_text({{"huge.yaml", huge}}, lo);
+    if (!lr.ruleset) return Error::bad_input("huge.yaml did not compile");
+    compiled = lr.ruleset;
+    return lr.ruleset;
+  };
+  auto r = make(std::move(o));
+  r->add_source(std::make_unique<ExecStormSource>());
+  auto pipe = pipeline(old_rules);
+  Runner* raw = r.get();
+  int turn = 0;
+  std::size_t during = 0;  // alerts raised while the compile ran
+  std::size_t before = 0;
+  r->add_tick("hup", 0ns, [&](std::uint64_t) {
+    ++turn;
+    if (turn == 1) {
+      raw->on_signal(SIGHUP);
+      before = alerts_.size();
+    } else if (raw->reloading()) {
+      during = alerts_.size() - before;
+    } else if (compiled && pipe.ruleset() == compiled && !alerts_.empty() && alerts_.back() == "Huge") {
+      raw->stop(0, "swapped");
+    }
+  });
+  RunReport rep = r->run(pipe);
+  EXPECT_EQ(rep.reason, "swapped");
+  EXPECT_GT(during, 0u) << "no alert while the rules compiled";
+  EXPECT_EQ(std::count(alerts_.begin(), alerts_.begin() + static_cast<std::ptrdiff_t>(before + during), "Old"),
+            static_cast<std::ptrdiff_t>(before + during));
+  EXPECT_EQ(alerts_.back(), "Huge");
+}
+
+// A run that ends during a compile cancels it and waits for it.
+TEST_F(RunnerTest, StoppingDuringAReloadCancelsTheCompile) {
+  auto old_rules = compile(exec_rule("Old", "bash"));
+  std::atomic<bool> saw_cancel{false};
+  RunnerOptions o;
+  o.budget = 1;
+  o.reload = [&](const std::atomic<bool>& cancel) -> Result<std::shared_ptr<const rules::Ruleset>> {
+    while (!cancel.load()) std::this_thread::sleep_for(1ms);
+    saw_cancel = true;
+    return Error::runtime("cancelled");
+  };
+  auto r = make(std::move(o));
+  r->add_source(std::make_unique<ExecStormSource>());
+  auto pipe = pipeline(old_rules);
+  Runner* raw = r.get();
+  int turn = 0;
+  r->add_tick("hup", 0ns, [&](std::uint64_t) {
+    ++turn;
+    if (turn == 1) raw->on_signal(SIGHUP);
+    if (turn == 50) raw->stop(0, "test");
+  });
+  RunReport rep = r->run(pipe);
+  EXPECT_EQ(rep.reason, "test");
+  EXPECT_TRUE(saw_cancel.load());
+  EXPECT_FALSE(raw->reloading());
+  EXPECT_EQ(pipe.ruleset().get(), old_rules.get());
+  EXPECT_EQ(alerts_.size(), 50u);
 }
 
 TEST_F(RunnerTest, SigtermFromTheSignalfdStopsCleanly) {
