@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 
@@ -44,6 +45,24 @@ TEST(Config, TopLevelMustBeAMapping) {
   auto c = load_config(p);
   ASSERT_FALSE(c);
   std::remove(p.c_str());
+}
+
+// Issue 16, item 6: 100k nested `[` took 15 s before the error, which said
+// only "bad file". The YAML gate refuses the 65th level at once, naming it.
+TEST(Config, DeepNestingIsRefusedAtOnceWithItsPosition) {
+  for (const std::string& text : {std::string(100000, '['), std::string(100000, '{'),
+                                  "sensor:\n  x: " + std::string(100000, '[')}) {
+    std::string p = write_temp(text);
+    const auto t0 = std::chrono::steady_clock::now();
+    auto c = load_config(p);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    ASSERT_FALSE(c);
+    EXPECT_EQ(c.error().kind, Error::Kind::kBadInput);
+    const std::string at = text[0] == 's' ? ":2:68: " : ":1:65: ";
+    EXPECT_EQ(c.error().message, p + at + "nested deeper than 64 levels (the limit)");
+    EXPECT_LT(s, 2.0) << "a generous bound: it takes about a millisecond";
+    std::remove(p.c_str());
+  }
 }
 
 TEST(Override, SetsNestedKeysWithTypes) {

@@ -56,6 +56,26 @@ TEST(K8sConfig, ExplicitUrlWins) {
   EXPECT_TRUE(c->insecure);
 }
 
+// Issue 16, item 6: a kubeconfig is YAML from outside too; deep nesting is
+// refused at once with the file and position.
+TEST(K8sConfig, DeeplyNestedKubeconfigIsRefusedAtOnce) {
+  char path[] = "/tmp/vigil_kubeconfig_XXXXXX";
+  int fd = ::mkstemp(path);
+  ASSERT_GE(fd, 0);
+  const std::string text = "clusters: " + std::string(100000, '[') + "\n";
+  ASSERT_EQ(::write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
+  ::close(fd);
+  K8sOptions o;
+  o.use_env_for_test = true;
+  o.kubeconfig = path;
+  auto c = k8s_config_discover(o);
+  ::unlink(path);
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.error().kind, Error::Kind::kBadInput);
+  EXPECT_EQ(c.error().message,
+            std::string(path) + ": kubeconfig:1:74: nested deeper than 64 levels (the limit)");
+}
+
 TEST(K8sConfig, Kubeconfig) {
   const char* kYaml = R"(apiVersion: v1
 kind: Config
