@@ -70,5 +70,42 @@ TEST(ConfigCli, DeepNestingIsRefusedAtOnceByEveryCommand) {
   }
 }
 
+// Issue 16, item 7: typos under sensor: and flight_recorder:, wrong types and
+// unknown -o keys were accepted; `-o sensor.ringbuf_mib=abc` was reported at
+// "line 1, column 1". Every command that reads a configuration refuses them
+// before it starts anything, naming the file's line or the -o, and the key.
+TEST(ConfigCli, ConfigurationErrorsNameTheFileLineOrOverrideAndTheKey) {
+  support::TempDir dir("vigil-config-cli");
+  const std::string typo = dir.write("typo.yaml", "sensor:\n  ringbuff_mib: 8\n");
+  const std::string window = dir.write("window.yaml", "flight_recorder:\n  windw_s: 3\n");
+  const std::string host = dir.write("host.yaml", "hostname: [a, b]\n");
+  const std::string k8s = dir.write("k8s.yaml", "k8s: 5\n");
+  const std::string out = dir.write("out.yaml", "outputs:\n  - type: stdout\n  - type: stdout\n    formt: json\n");
+  const std::string capture = dir.path() + "/out.vcap";
+  struct Case {
+    std::string command;
+    std::vector<std::string> args;
+    std::string expected;
+  };
+  const std::vector<Case> cases = {
+      {"run", {"-c", typo}, typo + ":2:3: sensor.ringbuff_mib: unknown key"},
+      {"capture", {"-w", capture, "-c", window}, window + ":2:3: flight_recorder.windw_s: unknown key"},
+      {"run", {"-c", host}, host + ":1:11: hostname: expected a string, got a list"},
+      {"run", {"-c", k8s}, k8s + ":1:6: k8s: expected a mapping"},
+      {"replay", {"-c", out, capture}, out + ":4:5: outputs[1].formt: unknown key"},
+      {"run", {"-o", "nonexistent.key=1"}, "-o nonexistent.key=1: nonexistent: unknown key"},
+      {"run", {"-c", out, "-o", "sensor.ringbuf_mib=abc"},
+       "-o sensor.ringbuf_mib=abc: sensor.ringbuf_mib: expected a whole number from 1 to 1024, got 'abc'"},
+      {"capture", {"-w", capture, "-o", "outputs.0.type=webhook"},
+       "-o outputs.0.type=webhook: outputs[0].url: required"},
+  };
+  for (const Case& c : cases) {
+    Outcome r = vigil(c.command, c.args);
+    EXPECT_EQ(r.code, 2) << c.command << " " << c.args.back() << ": " << r.err;
+    EXPECT_TRUE(has(r.err, c.expected)) << c.command << " " << c.args.back() << ": " << r.err;
+    EXPECT_FALSE(has(r.err, "ready")) << r.err;
+  }
+}
+
 }  // namespace
 }  // namespace vigil::cli
