@@ -187,9 +187,6 @@ Result<state::K8sOptions> k8s_options(const YAML::Node& cfg, const K8sFlags& fla
     if (!v) return v.error();
     *k.dst = *v;
   }
-  auto insecure = get_or<bool>(cfg, "k8s.insecure", false);
-  if (!insecure) return insecure.error();
-  o.insecure = *insecure;
   if (!flags.api.empty()) o.api_url = flags.api;
   if (!flags.token_file.empty()) o.token_file = flags.token_file;
   if (!flags.ca.empty()) o.ca_file = flags.ca;
@@ -202,7 +199,10 @@ Result<std::optional<state::K8sConfig>> discover_k8s(const YAML::Node& cfg, cons
   auto opts = k8s_options(cfg, flags);
   if (!opts) return opts.error();
   auto k8s = state::k8s_config_discover(*opts);
-  if (k8s) return std::optional<state::K8sConfig>(std::move(*k8s));
+  if (k8s) {
+    if (std::string w = state::tls_warning(*k8s); !w.empty()) log.warn("{}", w);
+    return std::optional<state::K8sConfig>(std::move(*k8s));
+  }
   if (k8s.error().kind == Error::Kind::kBadInput) return k8s.error();
   log.info("no Kubernetes API ({}); {}", k8s.error().message, without);
   return std::optional<state::K8sConfig>();

@@ -31,7 +31,6 @@ constexpr KeySpec kSchema[] = {
     {"k8s.ca_file", K::kString},
     {"k8s.kubeconfig", K::kString},
     {"k8s.node_name", K::kString},
-    {"k8s.insecure", K::kBool},
     {"plugins", K::kPlugins},
     {"load_plugins", K::kNames},
     {"flight_recorder", K::kSection},

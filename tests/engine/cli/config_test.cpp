@@ -164,7 +164,7 @@ TEST(ConfigSchema, TyposInEverySectionAreErrorsWithFileLineAndKey) {
        "3:3: flight_recorder.windw_s: unknown key (known: enabled, dir, window_s, after_s, max_mib, "
        "min_priority, keep, max_disk_mib)"},
       {"k8s:\n  node: n\n", "2:3: k8s.node: unknown key (known: api, token_file, ca_file, kubeconfig, "
-                             "node_name, insecure)"},
+                             "node_name)"},
       {"state_dir: /var/lib/vigil\nstatedir: /x\n",
        "2:1: statedir: unknown key (known: rules, hostname, state_dir, outputs, sensor, k8s, plugins, "
        "load_plugins, flight_recorder)"},
@@ -186,8 +186,8 @@ TEST(ConfigSchema, WrongTypesAndRangesAreErrorsWithFileLineAndKey) {
     std::string text, expected;
   } cases[] = {
       {"hostname: [a, b]\n", "1:11: hostname: expected a string, got a list"},
-      {"k8s: 5\n", "1:6: k8s: expected a mapping of api, token_file, ca_file, kubeconfig, node_name, "
-                   "insecure; got '5'"},
+      {"k8s: 5\n", "1:6: k8s: expected a mapping of api, token_file, ca_file, kubeconfig, node_name; "
+                   "got '5'"},
       {"sensor: [1]\n", "1:9: sensor: expected a mapping of payload_bytes, ringbuf_mib, usage_interval_ms, "
                         "wakeup_kib, kmsg_path; got a list"},
       {"sensor:\n  ringbuf_mib: abc\n", "2:16: sensor.ringbuf_mib: expected a whole number from 1 to 1024, got 'abc'"},
@@ -243,6 +243,18 @@ TEST(ConfigSchema, OverridesAreCheckedAndNamedInErrors) {
   std::string p;
   Checked r = load("sensor:\n  ringbuf_mib: 12\n", {"sensor.payload_bytes=128"}, &p);
   EXPECT_EQ(r.message, p + ":2:16: sensor.ringbuf_mib: must be a power of two from 1 to 1024, got 12");
+}
+
+// Issue 16, item 10: k8s.insecure, an undocumented "tests only" key, turned
+// TLS verification of the API server off. No configuration turns it off now.
+TEST(ConfigSchema, K8sInsecureIsNotAConfigurationKey) {
+  std::string p;
+  Checked r = load("k8s:\n  api: https://10.0.0.1:6443\n  insecure: true\n", {}, &p);
+  EXPECT_EQ(r.message, p + ":3:3: k8s.insecure: unknown key (known: api, token_file, ca_file, kubeconfig, "
+                           "node_name)");
+  r = load("", {"k8s.insecure=true"}, &p);
+  EXPECT_EQ(r.message, "-o k8s.insecure=true: k8s.insecure: unknown key (known: api, token_file, ca_file, "
+                       "kubeconfig, node_name)");
 }
 
 TEST(ConfigSchema, AValidConfigurationLoads) {
