@@ -14,10 +14,37 @@ namespace {
 // be reported as unknown. yaml-cpp's conversion exceptions stay in here.
 class Entry {
  public:
-  Entry(const YAML::Node& n, std::string where) : n_(n), where_(std::move(where)) {}
+  Entry(const YAML::Node& n, std::size_t index, const ConfigOrigin* origin)
+      : n_(n), where_("outputs[" + std::to_string(index) + "]"), index_(index), origin_(origin) {}
 
+  // The error about `key` ("queue.max_events"; "" for the entry itself),
+  // located at the deepest part of it the entry has.
   Error err(const std::string& key, const std::string& why) const {
-    return Error::bad_input(where_ + (key.empty() ? "" : "." + key) + ": " + why);
+    if (!origin_) return Error::bad_input(where_ + (key.empty() ? "" : "." + key) + ": " + why);
+    std::vector<std::string> path = {"outputs", std::to_string(index_)};
+    std::vector<std::string> at = path;
+    YAML::Node node;
+    node.reset(n_);
+    if (!key.empty()) {
+      for (const std::string& part : ConfigOrigin::split(key)) {
+        path.push_back(part);
+        if (!node.IsMap()) continue;
+        const YAML::Node& cur = node;
+        const YAML::Node child = cur[part];
+        if (!child.IsDefined()) continue;
+        node.reset(child);
+        at = path;
+      }
+    }
+    const std::string k = ConfigOrigin::display(path);
+    return Error::bad_input(origin_->where(at, node) + ": " + k + ": " + why);
+  }
+  // The error about the key node `k` itself (an unknown key).
+  Error err_key(const YAML::Node& k, const std::string& why) const {
+    const std::string name = k.IsScalar() ? k.Scalar() : "?";
+    if (!origin_) return err(name, why);
+    const std::vector<std::string> path = {"outputs", std::to_string(index_), name};
+    return origin_->error(path, k, why);
   }
   bool has(const std::string& key) {
     used_.insert(key);
@@ -93,7 +120,8 @@ class Entry {
     for (const auto& kv : v) {
       const std::string k = kv.first.as<std::string>();
       if (std::find(keys.begin(), keys.end(), k) == keys.end()) {
-        return err(key + "." + k, "unknown key");
+        if (!origin_) return err(key + "." + k, "unknown key");
+        return origin_->error({"outputs", std::to_string(index_), key, k}, kv.first, "unknown key");
       }
     }
     return v;
@@ -101,7 +129,7 @@ class Entry {
   Status unknown_keys() const {
     for (const auto& kv : n_) {
       const std::string k = kv.first.IsScalar() ? kv.first.Scalar() : "?";
-      if (!used_.count(k)) return err(k, "unknown key");
+      if (!used_.count(k)) return err_key(kv.first, "unknown key");
     }
     return {};
   }
@@ -110,6 +138,8 @@ class Entry {
  private:
   const YAML::Node& n_;
   std::string where_;
+  std::size_t index_;
+  const ConfigOrigin* origin_;
   std::set<std::string> used_;
 };
 
@@ -473,7 +503,8 @@ Status parse_kafka(Entry& e, KafkaOptions& o) {
 }  // namespace
 
 Result<std::vector<OutputConfig>> parse_outputs(const YAML::Node& outputs,
-                                                const std::string& state_dir) {
+                                                const std::string& state_dir,
+                                                const ConfigOrigin* origin) {
   std::vector<OutputConfig> out;
   if (!outputs.IsDefined() || outputs.IsNull()) {
     OutputConfig c;
@@ -484,14 +515,16 @@ Result<std::vector<OutputConfig>> parse_outputs(const YAML::Node& outputs,
     out.push_back(std::move(c));
     return out;
   }
-  if (!outputs.IsSequence()) return Error::bad_input("outputs: expected a list of outputs");
+  if (!outputs.IsSequence()) {
+    if (origin) return origin->error({"outputs"}, outputs, "expected a list of outputs");
+    return Error::bad_input("outputs: expected a list of outputs");
+  }
   std::set<std::string> names;
   std::size_t i = 0;
   try {
     for (const auto& n : outputs) {
-      const std::string where = "outputs[" + std::to_string(i) + "]";
-      if (!n.IsMap()) return Error::bad_input(where + ": expected a mapping with a type");
-      Entry e(n, where);
+      Entry e(n, i, origin);
+      if (!n.IsMap()) return e.err("", "expected a mapping with a type");
       OutputConfig c;
       if (Status st = e.str("type", c.sink.type); !st) return st.error();
       const std::string& type = c.sink.type;
@@ -537,6 +570,7 @@ Result<std::vector<OutputConfig>> parse_outputs(const YAML::Node& outputs,
       ++i;
     }
   } catch (const YAML::Exception& ex) {
+    if (origin) return origin->error({"outputs", std::to_string(i)}, outputs[i], ex.what());
     return Error::bad_input("outputs[" + std::to_string(i) + "]: " + ex.what());
   }
   return out;

@@ -14,8 +14,10 @@
 //       ...type-specific settings (docs/outputs.md)
 //
 // Every error is Error::bad_input and names the entry and key, e.g.
-// "outputs[2].address: unknown scheme 'tcpx'". Unknown keys are errors (a
-// typo must not silently disable a setting). Secret values (tokens,
+// "outputs[2].address: unknown scheme 'tcpx'", after where the value came
+// from when an origin is given ("vigil.yaml:14:14: outputs[2].address: ...",
+// "-o outputs.2.address=tcpx://x: outputs[2].address: ..."). Unknown keys are
+// errors (a typo must not silently disable a setting). Secret values (tokens,
 // passwords, keys) never appear in error messages.
 #pragma once
 
@@ -25,6 +27,7 @@
 #include <variant>
 #include <vector>
 
+#include "engine/util/config_origin.h"
 #include "engine/util/result.h"
 #include "outputs/file_transport.h"
 #include "outputs/sink.h"
@@ -51,9 +54,12 @@ struct OutputConfig {
 
 // `outputs`: the sequence under `outputs:`; null or absent gives one stdout
 // json sink. `state_dir`: where spools go by default
-// (<state_dir>/spool/<sink name>).
+// (<state_dir>/spool/<sink name>). `origin`, when given, names where the
+// configuration's values came from (the file's lines, -o overrides) in errors;
+// `outputs` is then the root's `outputs` value.
 Result<std::vector<OutputConfig>> parse_outputs(const YAML::Node& outputs,
-                                                const std::string& state_dir);
+                                                const std::string& state_dir,
+                                                const ConfigOrigin* origin = nullptr);
 
 // Builds the transport an OutputConfig describes (opens files, loads TLS
 // material, creates the Kafka producer). Errors name the sink.

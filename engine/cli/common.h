@@ -99,7 +99,8 @@ Result<std::shared_ptr<const rules::Ruleset>> load_rules_logged(const std::vecto
 std::string host_name(const YAML::Node& cfg);
 
 // The configuration file ("" = none: an empty map) with the -o key=value
-// overrides applied in order. Bad input names the file or the override.
+// overrides applied in order, checked against the schema (config.h,
+// load_config). Bad input names the file's line or the override, and the key.
 Result<YAML::Node> load_config_with_overrides(const std::string& path,
                                               const std::vector<std::string>& overrides);
 

@@ -1,5 +1,7 @@
 #include "engine/cli/config.h"
 
+#include "engine/cli/config_schema.h"
+#include "engine/util/config_origin.h"
 #include "engine/util/yaml_gate.h"
 
 #include <cctype>
@@ -56,14 +58,32 @@ YAML::Node lookup(const YAML::Node& root, std::string_view dotted) {
   }
   return cur;
 }
+
+std::string schema_problem(std::string_view dotted, const YAML::Node& value) {
+  const KeySpec* spec = find_key(dotted);
+  if (!spec) return {};
+  Status st = check_value(*spec, value);
+  return st ? std::string() : st.error().message;
+}
 }  // namespace detail
 
-Result<YAML::Node> load_config(const std::string& path) {
+namespace {
+
+Result<YAML::Node> read_config_file(const std::string& path) {
   if (path.empty()) return YAML::Node(YAML::NodeType::Map);
-  std::ifstream in(path);
+  std::ifstream in(path, std::ios::binary);
   if (!in) return Error::bad_input(path + ": cannot read the configuration file");
-  std::stringstream ss;
-  ss << in.rdbuf();
+  // Bounded: a configuration is kilobytes; /dev/zero or a huge file is refused.
+  constexpr std::size_t kMaxConfigBytes = 16u << 20;
+  std::string text;
+  char buf[65536];
+  while (in.read(buf, sizeof(buf)) || in.gcount() > 0) {
+    text.append(buf, static_cast<std::size_t>(in.gcount()));
+    if (text.size() > kMaxConfigBytes) {
+      return Error::bad_input(path + ": the configuration file is larger than 16 MiB");
+    }
+  }
+  std::stringstream ss(std::move(text));
   // libyaml first: yaml-cpp 0.7 can loop without bound on some malformed input.
   if (YamlSyntaxError se; !yaml_syntax_ok(ss.str(), &se)) {
     return Error::bad_input(path + ":" + std::to_string(se.line) + ":" + std::to_string(se.column) +
@@ -78,6 +98,20 @@ Result<YAML::Node> load_config(const std::string& path) {
     return Error::bad_input(path + ":" + std::to_string(e.mark.line + 1) + ":" +
                             std::to_string(e.mark.column + 1) + ": " + e.msg);
   }
+}
+
+}  // namespace
+
+Result<YAML::Node> load_config(const std::string& path, const std::vector<std::string>& overrides) {
+  auto cfg = read_config_file(path);
+  if (!cfg) return cfg.error();
+  ConfigOrigin origin(path);
+  for (const std::string& o : overrides) {
+    if (Status st = apply_override(*cfg, o); !st) return st.error();
+    origin.add_override(std::string_view(o).substr(0, o.find('=')), o);
+  }
+  if (Status st = check_config(*cfg, origin); !st) return st.error();
+  return cfg;
 }
 
 Status apply_override(YAML::Node& root, std::string_view kv) {

@@ -109,6 +109,9 @@ Result<K8sConfig> k8s_config_from_kubeconfig(std::string_view text, const std::s
     }
     if (cluster["insecure-skip-tls-verify"]) {
       cfg.insecure = cluster["insecure-skip-tls-verify"].as<bool>();
+      if (cfg.insecure) {
+        cfg.insecure_because = "insecure-skip-tls-verify: true in cluster '" + cluster_name + "'";
+      }
     }
     YAML::Node user = find_named("users", user_name, "user");
     if (user) {
@@ -147,6 +150,7 @@ Result<K8sConfig> k8s_config_discover(const K8sOptions& opt) {
     auto r = k8s_config_from_kubeconfig(*text, base);
     if (!r) return Error::bad_input(opt.kubeconfig + ": " + r.error().message);
     cfg = std::move(*r);
+    if (cfg.insecure) cfg.insecure_because = "kubeconfig " + opt.kubeconfig + ": " + cfg.insecure_because;
   } else {
     std::string host = getenv_from(opt, "KUBERNETES_SERVICE_HOST");
     std::string port = getenv_from(opt, "KUBERNETES_SERVICE_PORT");
@@ -162,10 +166,21 @@ Result<K8sConfig> k8s_config_discover(const K8sOptions& opt) {
   }
   if (!opt.token_file.empty()) cfg.token_file = opt.token_file;
   if (!opt.ca_file.empty()) cfg.ca_file = opt.ca_file;
-  if (opt.insecure) cfg.insecure = true;
+  if (opt.insecure_for_test) {
+    cfg.insecure = true;
+    cfg.insecure_because = "K8sOptions::insecure_for_test";
+  }
   cfg.node_name = node_name_from(opt);
   if (cfg.node_name.empty()) return Error::runtime("cannot tell this node's name (set NODE_NAME)");
   return cfg;
+}
+
+std::string tls_warning(const K8sConfig& cfg) {
+  if (!cfg.insecure) return {};
+  return "TLS verification of the Kubernetes API server " + cfg.api_url + " is OFF (" +
+         cfg.insecure_because +
+         "): its certificate is not checked, so whoever answers at that address receives the "
+         "bearer token and can feed vigil false pod metadata";
 }
 
 }  // namespace vigil::state

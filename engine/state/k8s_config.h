@@ -27,7 +27,12 @@ struct K8sConfig {
   std::string client_key_file;
   std::string client_cert_pem;  // inline (client-certificate-data)
   std::string client_key_pem;   // inline (client-key-data)
-  bool insecure = false;        // skip TLS verification (tests only)
+  // TLS verification of the API server is off: the kubeconfig's cluster has
+  // insecure-skip-tls-verify: true, or a test set K8sOptions::insecure_for_test.
+  // The API server then receives the bearer token unauthenticated;
+  // discover_k8s logs tls_warning() at start.
+  bool insecure = false;
+  std::string insecure_because;  // which setting turned it off, for the warning
   std::string node_name;        // pods of this node only
   std::size_t max_list_bytes = 16u << 20;   // one LIST page (pages of at most 100 pods)
   std::size_t max_event_bytes = 2u << 20;   // one WATCH event line (etcd keeps objects < 1.5 MiB)
@@ -41,6 +46,9 @@ struct K8sConfig {
   // got ("" = never ask). Absent socket: silently skipped.
   std::string pod_resources_socket = "/var/lib/kubelet/pod-resources/kubelet.sock";
   std::chrono::milliseconds pod_resources_refresh{2000};  // at most one List per interval
+
+  // For metrics (issue 14): true when the API server's certificate is not verified.
+  bool api_tls_verification_off() const { return insecure; }
 };
 
 // Where the pod source comes from. Explicit settings win over the kubeconfig,
@@ -49,12 +57,14 @@ struct K8sOptions {
   std::string api_url;      // --k8s-api URL
   std::string token_file;
   std::string ca_file;
-  bool insecure = false;
   std::string kubeconfig;   // path of a kubeconfig file
   std::string node_name;    // "" = NODE_NAME, else the hostname
-  // For tests: environment and service-account directory to use.
+  // For tests: environment and service-account directory to use, and TLS
+  // verification off (a stand-in API server with a throwaway certificate).
+  // No configuration key or flag reaches these.
   std::map<std::string, std::string> env_for_test;
   bool use_env_for_test = false;
+  bool insecure_for_test = false;
   std::string sa_dir = "/var/run/secrets/kubernetes.io/serviceaccount";
 };
 
@@ -64,5 +74,9 @@ struct K8sOptions {
 Result<K8sConfig> k8s_config_discover(const K8sOptions& opt);
 // The current context of a kubeconfig file's text (base_dir resolves relative paths).
 Result<K8sConfig> k8s_config_from_kubeconfig(std::string_view yaml, const std::string& base_dir);
+
+// The warning to log at start when TLS verification of the API server is off
+// (it names the setting and the server); "" when verification is on.
+std::string tls_warning(const K8sConfig& cfg);
 
 }  // namespace vigil::state

@@ -328,9 +328,9 @@ TEST_F(e2eRun, ShortLivedProcessInAPodIsAttributed) {
     k8s.pod.name=%k8s.pod.name k8s.ns.name=%k8s.ns.name)
   priority: NOTICE
 )");
-  // This time the API comes from a configuration file (-c) that skips
-  // certificate verification, and the flight recorder writes to the test's directory.
-  const std::string config = dir_.write("vigil.yaml", api_.insecure_config_yaml() +
+  // This time the API comes from a configuration file (-c), and the flight
+  // recorder writes to the test's directory.
+  const std::string config = dir_.write("vigil.yaml", api_.config_yaml() +
                                                          "flight_recorder:\n  dir: " + dir_.path() + "/flight\n");
   Vigil v;
   ASSERT_TRUE(v.start({"-r", rules, "-c", config}));

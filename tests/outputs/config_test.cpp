@@ -118,6 +118,39 @@ TEST(OutputsConfig, ErrorsNameTheKeyAndTheReason) {
 }
 
 #ifdef VIGIL_WITH_KAFKA
+// Issue 16, item 7: with the configuration's origin, an error inside an
+// entry names the file, line and column (or the -o that set the value).
+TEST(OutputsConfig, ErrorsWithAnOriginNameTheFileLineOrOverride) {
+  const YAML::Node root = YAML::Load(
+      "outputs:\n  - type: stdout\n  - type: syslog\n    address: tcpx://h:1\n    framing: rfc1\n");
+  ConfigOrigin file("/etc/vigil/vigil.yaml");
+  auto r = parse_outputs(root["outputs"], "/tmp", &file);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().message.rfind("/etc/vigil/vigil.yaml:4:14: outputs[1].address: ", 0), 0u)
+      << r.error().message;
+  r = parse_outputs(YAML::Load("outputs:\n  - type: x\n  - type: file\n")["outputs"], "/tmp", &file);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().message, "/etc/vigil/vigil.yaml:2:11: outputs[0].type: unknown output type 'x' "
+                               "(stdout, file, syslog, webhook, kafka)");
+  // A missing key: the entry's position.
+  r = parse_outputs(YAML::Load("outputs:\n  - type: stdout\n  - type: file\n")["outputs"], "/tmp", &file);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().message, "/etc/vigil/vigil.yaml:3:5: outputs[1].path: required");
+  // An unknown key inside a nested block: the key's position.
+  r = parse_outputs(YAML::Load("outputs:\n  - type: stdout\n    queue: {max_event: 1}\n")["outputs"], "/tmp",
+                    &file);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().message, "/etc/vigil/vigil.yaml:3:13: outputs[0].queue.max_event: unknown key");
+  // A value an override set.
+  ConfigOrigin with_o("/etc/vigil/vigil.yaml");
+  with_o.add_override("outputs.1.framing", "outputs.1.framing=rfc1");
+  r = parse_outputs(YAML::Load("outputs:\n  - type: stdout\n  - {type: syslog, framing: rfc1}\n")["outputs"],
+                    "/tmp", &with_o);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().message,
+            "-o outputs.1.framing=rfc1: outputs[1].framing: expected rfc5424 or rfc3164");
+}
+
 TEST(OutputsConfig, FullSettingsParse) {
   auto r = parse(R"(
 outputs:

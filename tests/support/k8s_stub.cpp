@@ -65,9 +65,9 @@ std::vector<std::string> K8sStub::vigil_args() const {
           std::string("k8s.node_name=") + kNode};
 }
 
-std::string K8sStub::insecure_config_yaml() const {
-  return "k8s:\n  api: " + url() + "\n  insecure: true\n  token_file: " + token_file() + "\n  node_name: " + kNode +
-         "\n";
+std::string K8sStub::config_yaml() const {
+  return "k8s:\n  api: " + url() + "\n  ca_file: " + ca() + "\n  token_file: " + token_file() +
+         "\n  node_name: " + kNode + "\n";
 }
 
 bool K8sStub::wait_script_done(std::chrono::milliseconds timeout) {

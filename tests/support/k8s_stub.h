@@ -47,9 +47,9 @@ class K8sStub {
 
   // The `vigil run` (and `vigil capture`) options that point it at this stand-in.
   std::vector<std::string> vigil_args() const;
-  // A vigil configuration file's k8s section for this stand-in that skips
-  // certificate verification (k8s.insecure) instead of naming the CA.
-  std::string insecure_config_yaml() const;
+  // A vigil configuration file's k8s section for this stand-in (api,
+  // ca_file, token_file, node_name), the -c counterpart of vigil_args().
+  std::string config_yaml() const;
 
   // Waits until the watcher has gone through the script up to its third
   // WATCH (so it has listed pod "c"); false on timeout.

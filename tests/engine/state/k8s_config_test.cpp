@@ -47,13 +47,82 @@ TEST(K8sConfig, ExplicitUrlWins) {
   o.env_for_test = {{"KUBERNETES_SERVICE_HOST", "10.96.0.1"}, {"KUBERNETES_SERVICE_PORT", "443"}};
   o.api_url = "https://127.0.0.1:6443/";
   o.token_file = "/tmp/t";
-  o.insecure = true;
+  o.insecure_for_test = true;
   o.node_name = "n";
   auto c = k8s_config_discover(o);
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(c->api_url, "https://127.0.0.1:6443");
   EXPECT_EQ(c->token_file, "/tmp/t");
   EXPECT_TRUE(c->insecure);
+  EXPECT_TRUE(c->api_tls_verification_off());
+}
+
+// Issue 16, item 6: a kubeconfig is YAML from outside too; deep nesting is
+// refused at once with the file and position.
+TEST(K8sConfig, DeeplyNestedKubeconfigIsRefusedAtOnce) {
+  char path[] = "/tmp/vigil_kubeconfig_XXXXXX";
+  int fd = ::mkstemp(path);
+  ASSERT_GE(fd, 0);
+  const std::string text = "clusters: " + std::string(100000, '[') + "\n";
+  ASSERT_EQ(::write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
+  ::close(fd);
+  K8sOptions o;
+  o.use_env_for_test = true;
+  o.kubeconfig = path;
+  auto c = k8s_config_discover(o);
+  ::unlink(path);
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.error().kind, Error::Kind::kBadInput);
+  EXPECT_EQ(c.error().message,
+            std::string(path) + ": kubeconfig:1:74: nested deeper than 64 levels (the limit)");
+}
+
+// Issue 16, item 10: insecure-skip-tls-verify in a kubeconfig turned off
+// verification for the server that receives the token, without a word. It is
+// still honoured (as kubectl does) but says so: the warning names the
+// kubeconfig, the cluster and the server, and metrics can read it.
+TEST(K8sConfig, KubeconfigThatSkipsVerificationIsNamedInTheWarning) {
+  char path[] = "/tmp/vigil_kubeconfig_XXXXXX";
+  int fd = ::mkstemp(path);
+  ASSERT_GE(fd, 0);
+  const std::string text = R"(current-context: c
+clusters:
+- name: lab
+  cluster: {server: "https://10.1.2.3:6443", insecure-skip-tls-verify: true}
+users:
+- name: u
+  user: {token: abc}
+contexts:
+- name: c
+  context: {cluster: lab, user: u}
+)";
+  ASSERT_EQ(::write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
+  ::close(fd);
+  K8sOptions o;
+  o.use_env_for_test = true;
+  o.kubeconfig = path;
+  o.node_name = "n";
+  auto c = k8s_config_discover(o);
+  ::unlink(path);
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_TRUE(c->api_tls_verification_off());
+  EXPECT_EQ(tls_warning(*c),
+            "TLS verification of the Kubernetes API server https://10.1.2.3:6443 is OFF (kubeconfig " +
+                std::string(path) +
+                ": insecure-skip-tls-verify: true in cluster 'lab'): its certificate is not checked, so "
+                "whoever answers at that address receives the bearer token and can feed vigil false pod "
+                "metadata");
+}
+
+TEST(K8sConfig, VerifiedServerHasNoWarning) {
+  K8sOptions o;
+  o.use_env_for_test = true;
+  o.api_url = "https://127.0.0.1:6443";
+  o.node_name = "n";
+  auto c = k8s_config_discover(o);
+  ASSERT_TRUE(c.ok());
+  EXPECT_FALSE(c->api_tls_verification_off());
+  EXPECT_EQ(tls_warning(*c), "");
 }
 
 TEST(K8sConfig, Kubeconfig) {
