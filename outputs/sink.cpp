@@ -44,6 +44,37 @@ std::string_view error_class_name(ErrorClass c) {
   return "other";
 }
 
+std::string_view drop_reason_name(DropReason r) {
+  switch (r) {
+    case DropReason::kQueueFull: return "queue_full";
+    case DropReason::kRetriesExhausted: return "retries_exhausted";
+    case DropReason::kRejected: return "rejected";
+    case DropReason::kSpoolFull: return "spool_full";
+    case DropReason::kSpoolError: return "spool_error";
+    case DropReason::kTooLarge: return "too_large";
+    case DropReason::kShutdown: return "shutdown";
+    case DropReason::kInternal: return "internal";
+  }
+  return "internal";
+}
+
+std::uint64_t SinkStats::drops_total() const {
+  std::uint64_t t = 0;
+  for (std::uint64_t n : drops) t += n;
+  return t;
+}
+
+std::string SinkStats::describe_drops() const {
+  std::string out;
+  for (std::size_t i = 0; i < kDropReasonCount; ++i) {
+    if (drops[i] == 0) continue;
+    if (!out.empty()) out += ' ';
+    out += drop_reason_name(static_cast<DropReason>(i));
+    out += '=' + std::to_string(drops[i]);
+  }
+  return out;
+}
+
 Filter::Verdict Filter::check(const event::Alert& a, std::chrono::steady_clock::time_point now) {
   if (o_.min_priority && static_cast<int>(a.priority) > static_cast<int>(*o_.min_priority)) {
     return Verdict::kFiltered;
@@ -112,7 +143,7 @@ void Sink::offer(const std::shared_ptr<const event::Alert>& a, std::size_t bytes
   {
     std::lock_guard lk(mu_);
     if (stopping_) {
-      dropped_.fetch_add(1, std::memory_order_relaxed);
+      drop(DropReason::kShutdown, 1);
       return;
     }
     auto full = [&] {
@@ -121,11 +152,11 @@ void Sink::offer(const std::shared_ptr<const event::Alert>& a, std::size_t bytes
     };
     if (full()) {
       if (o_.overflow == Overflow::kDropNewest) {
-        dropped_.fetch_add(1, std::memory_order_relaxed);
+        drop(DropReason::kQueueFull, 1);
         return;
       }
       while (full()) {  // drop_oldest: make room for this alert
-        dropped_.fetch_add(1, std::memory_order_relaxed);
+        drop(DropReason::kQueueFull, 1);
         queue_bytes_ -= queue_.front().bytes;
         queue_.pop_front();
       }
@@ -133,7 +164,7 @@ void Sink::offer(const std::shared_ptr<const event::Alert>& a, std::size_t bytes
     try {
       queue_.push_back(Item{a, bytes, steady_ns()});
     } catch (...) {  // out of memory: counted, never propagated to the pipeline
-      dropped_.fetch_add(1, std::memory_order_relaxed);
+      drop(DropReason::kInternal, 1);
       return;
     }
     queue_bytes_ += bytes;
@@ -150,7 +181,10 @@ void Sink::shutdown(std::chrono::steady_clock::time_point deadline) {
     }
   }
   cv_.notify_all();
-  if (!worker_.joinable()) return;
+  if (!worker_.joinable()) {
+    log_drops();
+    return;
+  }
   {
     // A send that outlives the deadline (a stalled peer) is interrupted.
     std::unique_lock lk(mu_);
@@ -160,6 +194,43 @@ void Sink::shutdown(std::chrono::steady_clock::time_point deadline) {
     }
   }
   worker_.join();
+  log_drops();
+}
+
+void Sink::drop(DropReason r, std::uint64_t n) noexcept {
+  if (n == 0) return;
+  drops_[static_cast<std::size_t>(r)].fetch_add(n, std::memory_order_relaxed);
+  if (!log_) return;
+  const std::uint64_t now = steady_ns();
+  std::uint64_t last = drop_log_ns_.load(std::memory_order_relaxed);
+  const auto every = static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(o_.drop_log_interval).count());
+  if (last != 0 && now - last < every) return;
+  // One thread wins the interval; the others only count.
+  if (!drop_log_ns_.compare_exchange_strong(last, now, std::memory_order_relaxed)) return;
+  log_drops();
+}
+
+void Sink::log_drops() noexcept {
+  try {
+    std::lock_guard lk(drop_log_mu_);
+    std::string what;
+    std::uint64_t delta = 0, total = 0;
+    for (std::size_t i = 0; i < kDropReasonCount; ++i) {
+      const std::uint64_t now = drops_[i].load(std::memory_order_relaxed);
+      const std::uint64_t d = now - drops_logged_[i];
+      drops_logged_[i] = now;
+      total += now;
+      if (d == 0) continue;
+      delta += d;
+      if (!what.empty()) what += ' ';
+      what += std::string(drop_reason_name(static_cast<DropReason>(i))) + '=' + std::to_string(d);
+    }
+    if (delta == 0 || !log_) return;
+    log_->warn("output {}: {} alerts dropped ({}); {} dropped since start", o_.name, delta, what,
+               total);
+  } catch (...) {  // logging must never take the pipeline down
+  }
 }
 
 bool Sink::past_deadline() const { return std::chrono::steady_clock::now() >= deadline_; }
@@ -211,8 +282,13 @@ void Sink::spool_messages(std::vector<Message>& msgs, std::size_t from) {
   for (std::size_t i = from; i < msgs.size(); ++i) {
     msgs[i].enqueued_ns = 0;  // latency is not meaningful across the spool
     if (Status st = spool_->append(msgs[i]); !st) {
-      dropped_.fetch_add(1, std::memory_order_relaxed);
-      if (log_) log_->warn("output {}: spool: {}", o_.name, st.error().message);
+      switch (spool_->last_refusal()) {
+        case Spool::Refusal::kFull: drop(DropReason::kSpoolFull, 1); break;
+        case Spool::Refusal::kTooLarge: drop(DropReason::kTooLarge, 1); break;
+        default:
+          drop(DropReason::kSpoolError, 1);
+          if (log_) log_->warn("output {}: spool: {}", o_.name, st.error().message);
+      }
     } else {
       spooled_.fetch_add(1, std::memory_order_relaxed);
     }
@@ -263,7 +339,7 @@ void Sink::run_spooled(std::unique_lock<std::mutex>& lk) {
     record_sent(std::span<const Message>(batch.data(), done));
     if (r.code == SendCode::kFatal && done < batch.size()) {
       const std::size_t n = std::min(r.rejected, batch.size() - done);
-      failed_.fetch_add(n, std::memory_order_relaxed);
+      drop(DropReason::kRejected, n);
       if (log_) log_->warn("output {}: giving up on {} alerts: {}", o_.name, n, r.error);
       done += n;
     }
@@ -302,10 +378,12 @@ void Sink::run() {
       run_loop();
       break;
     } catch (const std::exception& e) {
-      failed_.fetch_add(1, std::memory_order_relaxed);
+      drop(DropReason::kInternal, std::max<std::size_t>(1, in_hand_));
+      in_hand_ = 0;
       if (log_) log_->error("output {}: {}", o_.name, e.what());
     } catch (...) {
-      failed_.fetch_add(1, std::memory_order_relaxed);
+      drop(DropReason::kInternal, std::max<std::size_t>(1, in_hand_));
+      in_hand_ = 0;
     }
   }
   {
@@ -345,6 +423,7 @@ void Sink::run_loop() {
       items.push_back(std::move(queue_.front()));
       queue_.pop_front();
     }
+    in_hand_ = items.size();
     lk.unlock();
 
     std::vector<Message> msgs;
@@ -360,12 +439,14 @@ void Sink::run_loop() {
       if (r.code == SendCode::kOk) n = rest.size();
       record_sent(rest.subspan(0, n));
       done += n;
+      in_hand_ = msgs.size() - done;
       if (r.code == SendCode::kOk || done == msgs.size()) break;
       if (r.code == SendCode::kFatal) {
         const std::size_t rejected = std::min(r.rejected, msgs.size() - done);
-        failed_.fetch_add(rejected, std::memory_order_relaxed);
+        drop(DropReason::kRejected, rejected);
         if (log_) log_->warn("output {}: giving up on {} alerts: {}", o_.name, rejected, r.error);
         done += rejected;
+        in_hand_ = msgs.size() - done;
         if (done == msgs.size()) break;
         attempt = 0;
         continue;  // the rest of the batch was not rejected: send it
@@ -377,7 +458,7 @@ void Sink::run_loop() {
         break;
       }
       if (++attempt >= o_.retry.max_attempts) {
-        failed_.fetch_add(msgs.size() - done, std::memory_order_relaxed);
+        drop(DropReason::kRetriesExhausted, msgs.size() - done);
         if (log_) log_->warn("output {}: giving up on {} alerts after {} attempts: {}", o_.name,
                              msgs.size() - done, attempt, r.error);
         break;
@@ -388,10 +469,11 @@ void Sink::run_loop() {
       if (stopping_) until = std::min(until, deadline_);
       cv_.wait_until(wl, until, [&] { return stopping_ && past_deadline(); });
       if (stopping_ && past_deadline()) {
-        failed_.fetch_add(msgs.size() - done, std::memory_order_relaxed);
+        drop(DropReason::kShutdown, msgs.size() - done);
         break;
       }
     }
+    in_hand_ = 0;
     lk.lock();
     if (stopping_ && past_deadline()) break;
   }
@@ -406,8 +488,7 @@ void Sink::run_loop() {
       for (const auto& it : left) msgs.push_back(to_message(it));
       spool_messages(msgs, 0);
     } else {
-      dropped_.fetch_add(left.size(), std::memory_order_relaxed);
-      if (log_) log_->warn("output {}: {} alerts undelivered at shutdown", o_.name, left.size());
+      drop(DropReason::kShutdown, left.size());
     }
   }
   transport_->close();
@@ -418,9 +499,16 @@ SinkStats Sink::stats() const {
   s.name = o_.name;
   s.type = o_.type;
   s.sent = sent_.load();
-  s.failed = failed_.load();
   s.retried = retried_.load();
-  s.dropped = dropped_.load();
+  for (std::size_t i = 0; i < kDropReasonCount; ++i) {
+    s.drops[i] = drops_[i].load(std::memory_order_relaxed);
+    switch (static_cast<DropReason>(i)) {
+      case DropReason::kRejected:
+      case DropReason::kRetriesExhausted:
+      case DropReason::kInternal: s.failed += s.drops[i]; break;
+      default: s.dropped += s.drops[i];
+    }
+  }
   s.spooled = spooled_.load();
   s.filtered = filtered_.load();
   s.rate_limited = rate_limited_.load();

@@ -200,9 +200,12 @@ Status Spool::open_tail(std::uint64_t seg) {
 }
 
 Status Spool::append(const Message& m) {
+  refusal_ = Refusal::kTooLarge;
   const std::string rec = encode(m);
   if (rec.size() - kHeader > kMaxRecord) return Error::runtime("spool: alert too large");
+  refusal_ = Refusal::kFull;
   if (bytes_ + rec.size() > max_bytes_) return Error::runtime("spool full");
+  refusal_ = Refusal::kIo;
   if (tail_off_ >= kSegmentBytes) {
     if (Status st = open_tail(tail_seg_ + 1); !st) return st;
   }
@@ -221,6 +224,7 @@ Status Spool::append(const Message& m) {
     done += static_cast<std::size_t>(n);
   }
   tail_off_ += rec.size();
+  refusal_ = Refusal::kNone;
   ++count_;
   bytes_ += rec.size();
   return {};

@@ -35,6 +35,9 @@ class Spool {
   // Appends and flushes to the OS; error kRuntime when the spool is full or
   // the write fails (the message is then not in the spool).
   Status append(const Message& m);
+  // Why the last append() failed (kNone after a success).
+  enum class Refusal : std::uint8_t { kNone, kFull, kTooLarge, kIo };
+  Refusal last_refusal() const { return refusal_; }
   // fdatasync of the current segment (after a batch of appends).
   void sync();
   // Up to `max_events` / `max_bytes` (at least one) messages from the head,
@@ -69,6 +72,7 @@ class Spool {
   std::uint64_t count_ = 0;
   std::uint64_t bytes_ = 0;
   std::uint64_t corrupt_ = 0;
+  Refusal refusal_ = Refusal::kNone;
   std::vector<Pos> peeked_ends_;      // end position of each peeked message
   std::vector<std::uint64_t> peeked_sizes_;
   std::vector<std::uint64_t> peeked_counts_;

@@ -109,6 +109,58 @@ TEST(e2eLifecycle, CaptureOfTheRunReplaysToTheSameAlert) {
 }
 
 // The bundled rules (no -r: the default rules directory) load and get ready.
+// Issue 16: alerts a webhook lost (its server down, a 50-alert queue, no
+// spool) are in the stopped line's drops=, by output and reason, and add up
+// to every alert raised; drops= is the sum of the parts it names.
+TEST(e2eLifecycle, StoppedLineCountsOutputDropsByReason) {
+  TempDir dir;
+  ASSERT_TRUE(dir.ok());
+  const std::string name = unique_name("drop");
+  const std::string prog = dir.install(VIGIL_E2E_ACTOR, name);
+  const std::string rules = dir.write("rules.yaml", exec_rule("e2e drops", name, "WARNING"));
+  std::uint16_t port = 0;
+  {
+    support::TcpListener closed("127.0.0.1", 0);  // a port nobody listens on once closed
+    ASSERT_TRUE(closed.ok()) << closed.error();
+    port = closed.port();
+  }
+  const std::string config = dir.write(
+      "vigil.yaml", "outputs:\n  - type: stdout\n  - type: webhook\n    url: http://127.0.0.1:" +
+                        std::to_string(port) +
+                        "/alerts\n    queue: {max_events: 50}\n"
+                        "    retry: {max_attempts: 3, initial_backoff_ms: 50, max_backoff_ms: 200}\n");
+  Vigil v;
+  ASSERT_TRUE(v.start({"-r", rules, "-c", config, "-o", "flight_recorder.enabled=false"}));
+  ASSERT_TRUE(v.wait_ready()) << v.diag();
+  constexpr int kRuns = 201;
+  for (int i = 0; i < kRuns; ++i) run_once(prog);
+  auto mine = [](const json& a) { return a.value("rule", "") == "e2e drops"; };
+  for (int i = 0; i < 300 && v.alerts(mine).size() < kRuns; ++i) std::this_thread::sleep_for(100ms);
+  ASSERT_EQ(v.alerts(mine).size(), static_cast<std::size_t>(kRuns)) << v.diag();
+  EXPECT_EQ(v.stop(SIGTERM), 0) << v.diag();
+  const std::string err = v.stderr_text();
+  std::smatch m;
+  const std::regex line(R"(stopped: \d+ events, (\d+) alerts, drops=(\d+) \(sources: ([^;]*); outputs: ([^)]*)\))");
+  ASSERT_TRUE(std::regex_search(err, m, line)) << v.diag();
+  RecordProperty("stopped_line", m[0].str());
+  EXPECT_EQ(std::stoul(m[1]), static_cast<unsigned long>(kRuns));
+  auto sum = [](const std::string& parts, const std::string& prefix) {
+    std::uint64_t n = 0;
+    const std::regex tok(R"((\S+)=(\d+))");
+    for (auto it = std::sregex_iterator(parts.begin(), parts.end(), tok); it != std::sregex_iterator(); ++it) {
+      if ((*it)[1].str().rfind(prefix, 0) == 0) n += std::stoull((*it)[2]);
+    }
+    return n;
+  };
+  const std::string sources = m[3], outputs = m[4];
+  EXPECT_EQ(sum(outputs, "webhook-1/"), static_cast<std::uint64_t>(kRuns)) << outputs;  // none delivered
+  EXPECT_EQ(sum(outputs, "stdout-0/"), 0u) << outputs;
+  EXPECT_NE(outputs.find("webhook-1/queue_full="), std::string::npos) << outputs;
+  EXPECT_EQ(std::stoull(m[2]), sum(sources, "") + sum(outputs, "")) << m[0];
+  EXPECT_TRUE(std::regex_search(err, std::regex(R"(output webhook-1: \d+ alerts dropped \()")))
+      << v.diag();
+}
+
 TEST(e2eLifecycle, BundledRulesGetReady) {
   VIGIL_E2E_REQUIRE_ROOT();
   Vigil v;

@@ -8,7 +8,11 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <spdlog/logger.h>
+#include <spdlog/sinks/ostream_sink.h>
+
 #include <set>
+#include <sstream>
 
 #include "outputs/router.h"
 #include "tests/outputs/http_server.h"
@@ -237,6 +241,51 @@ TEST(Webhook, SpoolSurvivesRestartThroughRouter) {
   (*r)->shutdown(1s);
   EXPECT_EQ(uuids(server), seq(0, 6));
   std::filesystem::remove_all(dir);
+}
+
+// The case: a webhook with a 50-alert queue, no spool, and a server
+// that is down (503) while 201 alerts are published, then back. Every alert
+// is either delivered or counted under one reason, and the warning says so.
+TEST(Webhook, DownServerDropsAreCountedByReasonAndAddUp) {
+  HttpServer server;
+  server.set_default({HttpAnswer::kStatus, 503});
+  const std::string cfg = "[{type: webhook, url: '" + server.url() +
+                          "', queue: {max_events: 50}," +
+                          " retry: {max_attempts: 3, initial_backoff_ms: 5, max_backoff_ms: 20}}]";
+  std::ostringstream log_text;
+  auto log_sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(log_text);
+  log_sink->set_pattern("%l %v");
+  auto opts = testing::router_options("h");
+  opts.log = std::make_shared<spdlog::logger>("test", log_sink);
+  auto r = Router::from_config(YAML::Load(cfg), opts);
+  ASSERT_TRUE(r) << r.error().message;
+  for (int i = 0; i < 201; ++i) (*r)->publish(A(i));
+  ASSERT_TRUE(testing::wait_until([&] { return (*r)->stats()[0].failed > 0; }, 10s));
+  server.set_default({});  // back
+  ASSERT_TRUE(testing::wait_until([&] { return (*r)->stats()[0].queue_depth == 0; }, 20s));
+  (*r)->shutdown(2s);
+  const SinkStats st = (*r)->stats()[0];
+  const std::vector<std::string> got = uuids(server);
+  const std::set<std::string> distinct(got.begin(), got.end());
+  EXPECT_EQ(got.size(), distinct.size());
+  EXPECT_EQ(st.sent, got.size());
+  const auto queue_full = st.drops[static_cast<std::size_t>(DropReason::kQueueFull)];
+  const auto exhausted = st.drops[static_cast<std::size_t>(DropReason::kRetriesExhausted)];
+  EXPECT_GE(queue_full, 100u);  // 201 published at once into a queue of 50
+  EXPECT_GT(exhausted, 0u);
+  EXPECT_EQ(queue_full + exhausted, st.drops_total()) << st.describe_drops();
+  EXPECT_EQ(st.sent + st.drops_total(), 201u) << "sent " << st.sent << ", " << st.describe_drops();
+  EXPECT_EQ((*r)->drops_total(), 201u - got.size());
+  EXPECT_EQ((*r)->describe_drops(), st.name + "/queue_full=" + std::to_string(queue_full) + " " +
+                                        st.name + "/retries_exhausted=" + std::to_string(exhausted));
+  // The first drop was logged at once; the rest by the line at shutdown.
+  const std::string text = log_text.str();
+  EXPECT_NE(text.find("warning output " + st.name + ": 1 alerts dropped (queue_full=1)"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find(std::to_string(st.drops_total()) + " dropped since start"),
+            std::string::npos)
+      << text;
 }
 
 class WebhookTls : public ::testing::Test {
