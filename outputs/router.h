@@ -62,7 +62,7 @@ class Router {
   std::vector<SinkStats> stats() const;
   // Alerts lost in the outputs, all sinks and reasons together.
   std::uint64_t drops_total() const;
-  // "webhook-1/queue_full=149 webhook-1/retries_exhausted=25", or "none".
+  // "webhook-0/queue_full=149 webhook-0/retries_exhausted=25", or "none".
   std::string describe_drops() const;
 
  private:

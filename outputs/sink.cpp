@@ -130,7 +130,10 @@ Sink::~Sink() {
   if (worker_.joinable()) shutdown(std::chrono::steady_clock::now());
 }
 
-void Sink::start() { worker_ = std::thread([this] { run(); }); }
+void Sink::start() {
+  if (spool_) journal_ = std::thread([this] { run_journal(); });
+  worker_ = std::thread([this] { run(); });
+}
 
 void Sink::offer(const std::shared_ptr<const event::Alert>& a, std::size_t bytes) noexcept {
   switch (filter_.check(*a, std::chrono::steady_clock::now())) {
@@ -181,6 +184,7 @@ void Sink::shutdown(std::chrono::steady_clock::time_point deadline) {
     }
   }
   cv_.notify_all();
+  wal_cv_.notify_all();
   if (!worker_.joinable()) {
     log_drops();
     return;
@@ -194,6 +198,7 @@ void Sink::shutdown(std::chrono::steady_clock::time_point deadline) {
     }
   }
   worker_.join();
+  if (journal_.joinable()) journal_.join();
   log_drops();
 }
 
@@ -278,91 +283,6 @@ void Sink::record_sent(std::span<const Message> msgs) {
   }
 }
 
-void Sink::spool_messages(std::vector<Message>& msgs, std::size_t from) {
-  for (std::size_t i = from; i < msgs.size(); ++i) {
-    msgs[i].enqueued_ns = 0;  // latency is not meaningful across the spool
-    if (Status st = spool_->append(msgs[i]); !st) {
-      switch (spool_->last_refusal()) {
-        case Spool::Refusal::kFull: drop(DropReason::kSpoolFull, 1); break;
-        case Spool::Refusal::kTooLarge: drop(DropReason::kTooLarge, 1); break;
-        default:
-          drop(DropReason::kSpoolError, 1);
-          if (log_) log_->warn("output {}: spool: {}", o_.name, st.error().message);
-      }
-    } else {
-      spooled_.fetch_add(1, std::memory_order_relaxed);
-    }
-  }
-  spool_->sync();
-  spool_depth_ = spool_->count();
-  spool_bytes_ = spool_->bytes();
-}
-
-// Spool mode: everything new goes to the spool behind what is there, and the
-// spool's head is sent with backoff until it is empty.
-void Sink::run_spooled(std::unique_lock<std::mutex>& lk) {
-  int attempt = 0;
-  auto next_try = std::chrono::steady_clock::now();
-  while (!spool_->empty()) {
-    // Move the queue to the spool (keeps order, keeps the queue free).
-    if (!queue_.empty()) {
-      std::deque<Item> items;
-      items.swap(queue_);
-      queue_bytes_ = 0;
-      lk.unlock();
-      std::vector<Message> msgs;
-      msgs.reserve(items.size());
-      for (const auto& it : items) msgs.push_back(to_message(it));
-      spool_messages(msgs, 0);
-      lk.lock();
-      continue;
-    }
-    if (stopping_ && past_deadline()) return;
-    if (std::chrono::steady_clock::now() < next_try) {
-      auto until = next_try;
-      if (stopping_) until = std::min(until, deadline_);
-      cv_.wait_until(lk, until);
-      continue;
-    }
-    lk.unlock();
-    std::vector<Message> batch = spool_->peek(o_.batch.max_events, o_.batch.max_bytes);
-    if (batch.empty()) {
-      spool_depth_ = spool_->count();
-      spool_bytes_ = spool_->bytes();
-      lk.lock();
-      continue;
-    }
-    SendResult r = transport_->send(batch);
-    count_error(r);
-    std::size_t done = std::min(r.delivered, batch.size());
-    if (r.code == SendCode::kOk) done = batch.size();
-    record_sent(std::span<const Message>(batch.data(), done));
-    if (r.code == SendCode::kFatal && done < batch.size()) {
-      const std::size_t n = std::min(r.rejected, batch.size() - done);
-      drop(DropReason::kRejected, n);
-      if (log_) log_->warn("output {}: giving up on {} alerts: {}", o_.name, n, r.error);
-      done += n;
-    }
-    if (done > 0) {
-      if (Status st = spool_->pop(done); !st && log_) {
-        log_->warn("output {}: spool: {}", o_.name, st.error().message);
-      }
-      spool_depth_ = spool_->count();
-      spool_bytes_ = spool_->bytes();
-    }
-    if (r.code == SendCode::kRetry) {
-      retried_.fetch_add(1, std::memory_order_relaxed);
-      const auto wait = r.retry_after.count() > 0 ? r.retry_after : backoff(attempt++);
-      next_try = std::chrono::steady_clock::now() + wait;
-      if (log_ && attempt == 1) log_->warn("output {}: {} (spooling)", o_.name, r.error);
-    } else {
-      attempt = 0;
-      next_try = std::chrono::steady_clock::now();
-    }
-    lk.lock();
-  }
-}
-
 void Sink::run() {
   // A peer that closes its end must cost a write error (EPIPE), never the
   // process: SIGPIPE is blocked on this worker thread (TLS libraries write
@@ -375,14 +295,15 @@ void Sink::run() {
   // costs the batch in hand, counted as failed, and the loop goes on.
   for (;;) {
     try {
-      run_loop();
+      if (spool_) run_wal_sender();
+      else run_loop();
       break;
     } catch (const std::exception& e) {
-      drop(DropReason::kInternal, std::max<std::size_t>(1, in_hand_));
-      in_hand_ = 0;
+      if (!spool_) drop(DropReason::kInternal, std::max<std::size_t>(1, in_hand_));
+      in_hand_ = 0;  // with a spool the batch is still in the log
       if (log_) log_->error("output {}: {}", o_.name, e.what());
     } catch (...) {
-      drop(DropReason::kInternal, std::max<std::size_t>(1, in_hand_));
+      if (!spool_) drop(DropReason::kInternal, std::max<std::size_t>(1, in_hand_));
       in_hand_ = 0;
     }
   }
@@ -396,11 +317,6 @@ void Sink::run() {
 void Sink::run_loop() {
   std::unique_lock lk(mu_);
   for (;;) {
-    if (spool_ && !spool_->empty()) {
-      run_spooled(lk);
-      if (stopping_ && past_deadline()) break;
-      continue;
-    }
     if (queue_.empty()) {
       if (stopping_) break;
       cv_.wait(lk, [this] { return stopping_ || !queue_.empty(); });
@@ -452,11 +368,6 @@ void Sink::run_loop() {
         continue;  // the rest of the batch was not rejected: send it
       }
       retried_.fetch_add(1, std::memory_order_relaxed);
-      if (spool_) {
-        if (log_) log_->warn("output {}: {} (spooling)", o_.name, r.error);
-        spool_messages(msgs, done);
-        break;
-      }
       if (++attempt >= o_.retry.max_attempts) {
         drop(DropReason::kRetriesExhausted, msgs.size() - done);
         if (log_) log_->warn("output {}: giving up on {} alerts after {} attempts: {}", o_.name,
@@ -477,20 +388,12 @@ void Sink::run_loop() {
     lk.lock();
     if (stopping_ && past_deadline()) break;
   }
-  // Out of time (or done): whatever is still queued is spooled or counted.
+  // Out of time (or done): whatever is still queued is counted.
   std::deque<Item> left;
   left.swap(queue_);
   queue_bytes_ = 0;
   lk.unlock();
-  if (!left.empty()) {
-    if (spool_) {
-      std::vector<Message> msgs;
-      for (const auto& it : left) msgs.push_back(to_message(it));
-      spool_messages(msgs, 0);
-    } else {
-      drop(DropReason::kShutdown, left.size());
-    }
-  }
+  drop(DropReason::kShutdown, left.size());
   transport_->close();
 }
 

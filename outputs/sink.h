@@ -15,14 +15,20 @@
 //     retried with capped exponential backoff and full jitter (or the peer's
 //     Retry-After); without a spool, after max_attempts the batch is given up
 //     and counted in `failed`. kFatal is given up at once (`failed`).
-//   - With a spool, a batch that gets kRetry goes to the on-disk spool, and
-//     so does every later alert until the spool is delivered, in order, once
-//     the destination is back (at-least-once; the uuid lets receivers
-//     de-duplicate). What is queued at shutdown is spooled too.
+//   - With a spool, the spool is the sink's write-ahead log: a journal
+//     thread appends every queued alert to it at once (fdatasync at most
+//     every spool.sync_interval), and the worker sends from the log's head
+//     and commits what was delivered. Nothing is given up for a transient
+//     failure; a restart sends what the log holds first (at-least-once; the
+//     uuid lets receivers de-duplicate). A kill -9 loses only the alerts not
+//     yet appended (the queue between offer() and the journal); a power loss
+//     also those appended since the last fdatasync.
+//   - Every alert lost after the filters is counted under one DropReason and
+//     logged (rate-limited).
 //
 // Thread-safety: offer() and stats() may be called from any thread;
-// start()/shutdown() from the owner only. Owns its transport and worker
-// (SIGPIPE is blocked on the worker thread: a closed peer is an EPIPE).
+// start()/shutdown() from the owner only. Owns its transport, worker and
+// journal threads (SIGPIPE is blocked on the worker thread: a closed peer is an EPIPE).
 #pragma once
 
 #include <array>
@@ -92,6 +98,8 @@ struct BatchOptions {
 struct SpoolOptions {
   std::string dir;                 // empty: no spool
   std::uint64_t max_bytes = 256ULL << 20;
+  // fdatasync the log at most this often (0: after every batch appended).
+  std::chrono::milliseconds sync_interval{100};
 };
 
 enum class KeyKind : std::uint8_t { kHostname, kRule, kPod };
@@ -182,9 +190,10 @@ class Sink {
     std::uint64_t enqueued_ns;
   };
   void run();
-  void run_loop();
-  void run_spooled(std::unique_lock<std::mutex>& lk);
-  void spool_messages(std::vector<Message>& msgs, std::size_t from);
+  void run_loop();        // no spool: send from the queue
+  void run_wal_sender();  // spool: send from the log's head (sink_wal.cpp)
+  void run_journal();     // spool: append the queue to the log (sink_wal.cpp)
+  void append_to_wal(std::vector<Message>& msgs);
   Message to_message(const Item& it) const;
   std::chrono::milliseconds backoff(int attempt);
   void record_sent(std::span<const Message> msgs);
@@ -196,17 +205,21 @@ class Sink {
   SinkOptions o_;
   std::unique_ptr<Transport> transport_;
   std::shared_ptr<spdlog::logger> log_;
-  std::unique_ptr<Spool> spool_;  // worker only (after start)
+  std::unique_ptr<Spool> spool_;  // guarded by spool_mu_ (after start)
+  std::mutex spool_mu_;           // never held while mu_ is wanted
   Filter filter_;
 
   mutable std::mutex mu_;
-  std::condition_variable cv_;
+  std::condition_variable cv_;      // queue_ and done_ changes
+  std::condition_variable wal_cv_;  // spool: the log grew, or the journal finished
   std::deque<Item> queue_;          // guarded by mu_
   std::size_t queue_bytes_ = 0;     // guarded by mu_
   bool stopping_ = false;           // guarded by mu_
   bool done_ = false;               // guarded by mu_: the worker has finished
+  bool journal_done_ = false;       // guarded by mu_: the journal has finished
   std::chrono::steady_clock::time_point deadline_{};  // guarded by mu_
   std::thread worker_;
+  std::thread journal_;             // only with a spool
   std::mt19937_64 rng_;             // worker only
 
   std::atomic<std::uint64_t> sent_{0}, retried_{0}, spooled_{0}, filtered_{0}, rate_limited_{0},

@@ -336,6 +336,37 @@ TEST(Sink, SpoolsWhileDownAndDeliversInOrderWhenBack) {
   std::filesystem::remove_all(dir);
 }
 
+// With a spool, every queued alert is in the log at once, even while the
+// only send in flight is stalled: the memory queue is not where they wait.
+TEST(Sink, SpoolLogsEveryAlertWhileASendIsStalled) {
+  const std::string dir = tmpdir("wal");
+  auto peer = std::make_shared<FakePeer>();
+  peer->set_stall(true);
+  auto o = opts();
+  o.spool.sync_interval = 0ms;
+  auto spool = Spool::open(dir, 1 << 20);
+  ASSERT_TRUE(spool);
+  Sink s(o, std::make_unique<FakeTransport>(peer), nullptr, std::move(*spool));
+  s.start();
+  for (int i = 0; i < 30; ++i) s.offer(A(std::to_string(i)), 10);
+  ASSERT_TRUE(testing::wait_until([&] { return s.stats().spooled == 30; }, 5s));
+  EXPECT_EQ(s.stats().queue_depth, 0u);
+  EXPECT_EQ(s.stats().spool_depth, 30u);  // the stalled one included: not yet committed
+  {
+    auto copy = Spool::open(dir, 1 << 20);  // what a restart would find now
+    ASSERT_TRUE(copy);
+    EXPECT_EQ((*copy)->count(), 30u);
+  }
+  peer->set_stall(false);
+  ASSERT_TRUE(peer->wait_for(30, 5s));
+  ASSERT_TRUE(testing::wait_until([&] { return s.stats().spool_depth == 0; }, 5s));
+  s.shutdown(std::chrono::steady_clock::now() + 1s);
+  for (int i = 0; i < 30; ++i) EXPECT_EQ(peer->received[i].uuid, std::to_string(i));
+  EXPECT_EQ(s.stats().sent, 30u);
+  EXPECT_EQ(s.stats().drops_total(), 0u);
+  std::filesystem::remove_all(dir);
+}
+
 TEST(Sink, SpoolSurvivesRestart) {
   const std::string dir = tmpdir("restart");
   {
