@@ -293,7 +293,7 @@ Status parse_common(Entry& e, OutputConfig& c, const std::string& state_dir) {
         if (sp.Scalar() == "true") enabled = true;
         else if (sp.Scalar() != "false") return e.err("spool", "expected true, false or a mapping");
       } else {
-        auto r = e.sub("spool", {"enabled", "dir", "max_bytes"});
+        auto r = e.sub("spool", {"enabled", "dir", "max_bytes", "sync_interval_ms"});
         if (!r) return r.error();
         enabled = true;
         if ((*r)["enabled"].IsDefined()) {
@@ -311,6 +311,14 @@ Status parse_common(Entry& e, OutputConfig& c, const std::string& state_dir) {
                   e.parse_uint((*r)["max_bytes"], "spool.max_bytes", max_bytes, 4096, 1ULL << 44);
               !st)
             return st;
+        }
+        if ((*r)["sync_interval_ms"].IsDefined()) {
+          std::uint64_t v = 0;
+          if (Status st = e.parse_uint((*r)["sync_interval_ms"], "spool.sync_interval_ms", v, 0,
+                                       60000);
+              !st)
+            return st;
+          s.spool.sync_interval = std::chrono::milliseconds(v);
         }
       }
     }

@@ -146,14 +146,15 @@ std::string field_text(const event::FieldValue& v) {
 }
 
 // CEF escaping. header: `\` and `|`; extension: `\` and `=`. CR/LF as \r \n in
-// both; other control characters and invalid UTF-8 as U+FFFD.
+// both; other control characters, the line and paragraph separators U+2028
+// and U+2029 (CEF has no escape for them), and invalid UTF-8 as U+FFFD.
 void append_cef(std::string& out, std::string_view s, bool header) {
   std::size_t i = 0;
   while (i < s.size()) {
     const std::size_t start = i;
     const std::int32_t cp = next_code_point(s, i);
     if (cp < 0 || (cp < 0x20 && cp != '\n' && cp != '\r') || cp == 0x7F ||
-        (cp >= 0x80 && cp <= 0x9F)) {
+        (cp >= 0x80 && cp <= 0x9F) || cp == 0x2028 || cp == 0x2029) {
       out += kReplacement;
     } else if (cp == '\\') {
       out += "\\\\";
@@ -197,6 +198,8 @@ void append_text(std::string& out, std::string_view s) {
       out += kHex[cp & 0xF];
     } else if (cp >= 0x80 && cp <= 0x9F) {
       append_u00(out, cp);
+    } else if (cp == 0x2028 || cp == 0x2029) {  // line breaks to some viewers
+      out += cp == 0x2028 ? "\\u2028" : "\\u2029";
     } else if (cp == '\\') {
       out += "\\\\";
     } else {
@@ -280,7 +283,7 @@ void append_json_string(std::string& out, std::string_view s) {
       case 0x2028: out += "\\u2028"; break;
       case 0x2029: out += "\\u2029"; break;
       default:
-        if (cp < 0x20 || cp == 0x7F) {
+        if (cp < 0x20 || (cp >= 0x7F && cp <= 0x9F)) {  // C0, DEL, C1 (U+009B is a CSI)
           append_u00(out, cp);
         } else {
           out.append(s.substr(start, i - start));

@@ -6,14 +6,15 @@
 // never emits a raw newline, CR or NUL, so one alert is always exactly one
 // record and one line whatever the alert's values contain (they are
 // attacker-controlled: process names, command lines, file and DNS names).
-//   - JSON / OCSF: RFC 8259 escaping; control characters, DEL, U+2028/U+2029
-//     as \uXXXX; invalid UTF-8 replaced by U+FFFD.
-//   - CEF: header fields escape `\` and `|`, extension values `\` and `=`,
-//     CR/LF as \r and \n; other control characters and invalid UTF-8 become
+//   - JSON / OCSF: RFC 8259 escaping; control characters (C0, DEL, C1
+//     U+0080-U+009F) and U+2028/U+2029 as \uXXXX; invalid UTF-8 replaced by
 //     U+FFFD.
+//   - CEF: header fields escape `\` and `|`, extension values `\` and `=`,
+//     CR/LF as \r and \n; other control characters (C0, DEL, C1),
+//     U+2028/U+2029 and invalid UTF-8 become U+FFFD.
 //   - text: control characters (C0, DEL, C1 incl. ESC/CSI) as \xNN or \u00NN,
-//     backslash doubled, invalid UTF-8 replaced by U+FFFD: no ANSI sequence
-//     reaches a terminal.
+//     U+2028/U+2029 as \u2028/\u2029, backslash doubled, invalid UTF-8
+//     replaced by U+FFFD: no ANSI sequence or line break reaches a terminal.
 //
 // Thread-safety: all functions are pure and reentrant.
 #pragma once

@@ -73,3 +73,26 @@ std::vector<SinkStats> Router::stats() const {
 }
 
 }  // namespace vigil::outputs
+
+namespace vigil::outputs {
+
+std::uint64_t Router::drops_total() const {
+  std::uint64_t t = 0;
+  for (const SinkStats& s : stats()) t += s.drops_total();
+  return t;
+}
+
+std::string Router::describe_drops() const {
+  std::string out;
+  for (const SinkStats& s : stats()) {
+    for (std::size_t i = 0; i < kDropReasonCount; ++i) {
+      if (s.drops[i] == 0) continue;
+      if (!out.empty()) out += ' ';
+      out += s.name + '/' + std::string(drop_reason_name(static_cast<DropReason>(i))) + '=' +
+             std::to_string(s.drops[i]);
+    }
+  }
+  return out.empty() ? "none" : out;
+}
+
+}  // namespace vigil::outputs

@@ -57,7 +57,13 @@ class Router {
   // Delivers what it can before `deadline` (from now), spools or counts the
   // rest, stops the workers.
   void shutdown(std::chrono::milliseconds deadline);
+  // Counters of every sink, in configuration order (the metrics endpoint
+  // reads these; see SinkStats::drops for the loss by reason).
   std::vector<SinkStats> stats() const;
+  // Alerts lost in the outputs, all sinks and reasons together.
+  std::uint64_t drops_total() const;
+  // "webhook-0/queue_full=149 webhook-0/retries_exhausted=25", or "none".
+  std::string describe_drops() const;
 
  private:
   std::vector<std::unique_ptr<Sink>> sinks_;

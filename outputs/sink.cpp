@@ -44,6 +44,37 @@ std::string_view error_class_name(ErrorClass c) {
   return "other";
 }
 
+std::string_view drop_reason_name(DropReason r) {
+  switch (r) {
+    case DropReason::kQueueFull: return "queue_full";
+    case DropReason::kRetriesExhausted: return "retries_exhausted";
+    case DropReason::kRejected: return "rejected";
+    case DropReason::kSpoolFull: return "spool_full";
+    case DropReason::kSpoolError: return "spool_error";
+    case DropReason::kTooLarge: return "too_large";
+    case DropReason::kShutdown: return "shutdown";
+    case DropReason::kInternal: return "internal";
+  }
+  return "internal";
+}
+
+std::uint64_t SinkStats::drops_total() const {
+  std::uint64_t t = 0;
+  for (std::uint64_t n : drops) t += n;
+  return t;
+}
+
+std::string SinkStats::describe_drops() const {
+  std::string out;
+  for (std::size_t i = 0; i < kDropReasonCount; ++i) {
+    if (drops[i] == 0) continue;
+    if (!out.empty()) out += ' ';
+    out += drop_reason_name(static_cast<DropReason>(i));
+    out += '=' + std::to_string(drops[i]);
+  }
+  return out;
+}
+
 Filter::Verdict Filter::check(const event::Alert& a, std::chrono::steady_clock::time_point now) {
   if (o_.min_priority && static_cast<int>(a.priority) > static_cast<int>(*o_.min_priority)) {
     return Verdict::kFiltered;
@@ -99,7 +130,10 @@ Sink::~Sink() {
   if (worker_.joinable()) shutdown(std::chrono::steady_clock::now());
 }
 
-void Sink::start() { worker_ = std::thread([this] { run(); }); }
+void Sink::start() {
+  if (spool_) journal_ = std::thread([this] { run_journal(); });
+  worker_ = std::thread([this] { run(); });
+}
 
 void Sink::offer(const std::shared_ptr<const event::Alert>& a, std::size_t bytes) noexcept {
   switch (filter_.check(*a, std::chrono::steady_clock::now())) {
@@ -112,7 +146,7 @@ void Sink::offer(const std::shared_ptr<const event::Alert>& a, std::size_t bytes
   {
     std::lock_guard lk(mu_);
     if (stopping_) {
-      dropped_.fetch_add(1, std::memory_order_relaxed);
+      drop(DropReason::kShutdown, 1);
       return;
     }
     auto full = [&] {
@@ -121,11 +155,11 @@ void Sink::offer(const std::shared_ptr<const event::Alert>& a, std::size_t bytes
     };
     if (full()) {
       if (o_.overflow == Overflow::kDropNewest) {
-        dropped_.fetch_add(1, std::memory_order_relaxed);
+        drop(DropReason::kQueueFull, 1);
         return;
       }
       while (full()) {  // drop_oldest: make room for this alert
-        dropped_.fetch_add(1, std::memory_order_relaxed);
+        drop(DropReason::kQueueFull, 1);
         queue_bytes_ -= queue_.front().bytes;
         queue_.pop_front();
       }
@@ -133,7 +167,7 @@ void Sink::offer(const std::shared_ptr<const event::Alert>& a, std::size_t bytes
     try {
       queue_.push_back(Item{a, bytes, steady_ns()});
     } catch (...) {  // out of memory: counted, never propagated to the pipeline
-      dropped_.fetch_add(1, std::memory_order_relaxed);
+      drop(DropReason::kInternal, 1);
       return;
     }
     queue_bytes_ += bytes;
@@ -150,7 +184,11 @@ void Sink::shutdown(std::chrono::steady_clock::time_point deadline) {
     }
   }
   cv_.notify_all();
-  if (!worker_.joinable()) return;
+  wal_cv_.notify_all();
+  if (!worker_.joinable()) {
+    log_drops();
+    return;
+  }
   {
     // A send that outlives the deadline (a stalled peer) is interrupted.
     std::unique_lock lk(mu_);
@@ -160,6 +198,44 @@ void Sink::shutdown(std::chrono::steady_clock::time_point deadline) {
     }
   }
   worker_.join();
+  if (journal_.joinable()) journal_.join();
+  log_drops();
+}
+
+void Sink::drop(DropReason r, std::uint64_t n) noexcept {
+  if (n == 0) return;
+  drops_[static_cast<std::size_t>(r)].fetch_add(n, std::memory_order_relaxed);
+  if (!log_) return;
+  const std::uint64_t now = steady_ns();
+  std::uint64_t last = drop_log_ns_.load(std::memory_order_relaxed);
+  const auto every = static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(o_.drop_log_interval).count());
+  if (last != 0 && now - last < every) return;
+  // One thread wins the interval; the others only count.
+  if (!drop_log_ns_.compare_exchange_strong(last, now, std::memory_order_relaxed)) return;
+  log_drops();
+}
+
+void Sink::log_drops() noexcept {
+  try {
+    std::lock_guard lk(drop_log_mu_);
+    std::string what;
+    std::uint64_t delta = 0, total = 0;
+    for (std::size_t i = 0; i < kDropReasonCount; ++i) {
+      const std::uint64_t now = drops_[i].load(std::memory_order_relaxed);
+      const std::uint64_t d = now - drops_logged_[i];
+      drops_logged_[i] = now;
+      total += now;
+      if (d == 0) continue;
+      delta += d;
+      if (!what.empty()) what += ' ';
+      what += std::string(drop_reason_name(static_cast<DropReason>(i))) + '=' + std::to_string(d);
+    }
+    if (delta == 0 || !log_) return;
+    log_->warn("output {}: {} alerts dropped ({}); {} dropped since start", o_.name, delta, what,
+               total);
+  } catch (...) {  // logging must never take the pipeline down
+  }
 }
 
 bool Sink::past_deadline() const { return std::chrono::steady_clock::now() >= deadline_; }
@@ -207,86 +283,6 @@ void Sink::record_sent(std::span<const Message> msgs) {
   }
 }
 
-void Sink::spool_messages(std::vector<Message>& msgs, std::size_t from) {
-  for (std::size_t i = from; i < msgs.size(); ++i) {
-    msgs[i].enqueued_ns = 0;  // latency is not meaningful across the spool
-    if (Status st = spool_->append(msgs[i]); !st) {
-      dropped_.fetch_add(1, std::memory_order_relaxed);
-      if (log_) log_->warn("output {}: spool: {}", o_.name, st.error().message);
-    } else {
-      spooled_.fetch_add(1, std::memory_order_relaxed);
-    }
-  }
-  spool_->sync();
-  spool_depth_ = spool_->count();
-  spool_bytes_ = spool_->bytes();
-}
-
-// Spool mode: everything new goes to the spool behind what is there, and the
-// spool's head is sent with backoff until it is empty.
-void Sink::run_spooled(std::unique_lock<std::mutex>& lk) {
-  int attempt = 0;
-  auto next_try = std::chrono::steady_clock::now();
-  while (!spool_->empty()) {
-    // Move the queue to the spool (keeps order, keeps the queue free).
-    if (!queue_.empty()) {
-      std::deque<Item> items;
-      items.swap(queue_);
-      queue_bytes_ = 0;
-      lk.unlock();
-      std::vector<Message> msgs;
-      msgs.reserve(items.size());
-      for (const auto& it : items) msgs.push_back(to_message(it));
-      spool_messages(msgs, 0);
-      lk.lock();
-      continue;
-    }
-    if (stopping_ && past_deadline()) return;
-    if (std::chrono::steady_clock::now() < next_try) {
-      auto until = next_try;
-      if (stopping_) until = std::min(until, deadline_);
-      cv_.wait_until(lk, until);
-      continue;
-    }
-    lk.unlock();
-    std::vector<Message> batch = spool_->peek(o_.batch.max_events, o_.batch.max_bytes);
-    if (batch.empty()) {
-      spool_depth_ = spool_->count();
-      spool_bytes_ = spool_->bytes();
-      lk.lock();
-      continue;
-    }
-    SendResult r = transport_->send(batch);
-    count_error(r);
-    std::size_t done = std::min(r.delivered, batch.size());
-    if (r.code == SendCode::kOk) done = batch.size();
-    record_sent(std::span<const Message>(batch.data(), done));
-    if (r.code == SendCode::kFatal && done < batch.size()) {
-      const std::size_t n = std::min(r.rejected, batch.size() - done);
-      failed_.fetch_add(n, std::memory_order_relaxed);
-      if (log_) log_->warn("output {}: giving up on {} alerts: {}", o_.name, n, r.error);
-      done += n;
-    }
-    if (done > 0) {
-      if (Status st = spool_->pop(done); !st && log_) {
-        log_->warn("output {}: spool: {}", o_.name, st.error().message);
-      }
-      spool_depth_ = spool_->count();
-      spool_bytes_ = spool_->bytes();
-    }
-    if (r.code == SendCode::kRetry) {
-      retried_.fetch_add(1, std::memory_order_relaxed);
-      const auto wait = r.retry_after.count() > 0 ? r.retry_after : backoff(attempt++);
-      next_try = std::chrono::steady_clock::now() + wait;
-      if (log_ && attempt == 1) log_->warn("output {}: {} (spooling)", o_.name, r.error);
-    } else {
-      attempt = 0;
-      next_try = std::chrono::steady_clock::now();
-    }
-    lk.lock();
-  }
-}
-
 void Sink::run() {
   // A peer that closes its end must cost a write error (EPIPE), never the
   // process: SIGPIPE is blocked on this worker thread (TLS libraries write
@@ -299,13 +295,16 @@ void Sink::run() {
   // costs the batch in hand, counted as failed, and the loop goes on.
   for (;;) {
     try {
-      run_loop();
+      if (spool_) run_wal_sender();
+      else run_loop();
       break;
     } catch (const std::exception& e) {
-      failed_.fetch_add(1, std::memory_order_relaxed);
+      if (!spool_) drop(DropReason::kInternal, std::max<std::size_t>(1, in_hand_));
+      in_hand_ = 0;  // with a spool the batch is still in the log
       if (log_) log_->error("output {}: {}", o_.name, e.what());
     } catch (...) {
-      failed_.fetch_add(1, std::memory_order_relaxed);
+      if (!spool_) drop(DropReason::kInternal, std::max<std::size_t>(1, in_hand_));
+      in_hand_ = 0;
     }
   }
   {
@@ -318,11 +317,6 @@ void Sink::run() {
 void Sink::run_loop() {
   std::unique_lock lk(mu_);
   for (;;) {
-    if (spool_ && !spool_->empty()) {
-      run_spooled(lk);
-      if (stopping_ && past_deadline()) break;
-      continue;
-    }
     if (queue_.empty()) {
       if (stopping_) break;
       cv_.wait(lk, [this] { return stopping_ || !queue_.empty(); });
@@ -345,6 +339,7 @@ void Sink::run_loop() {
       items.push_back(std::move(queue_.front()));
       queue_.pop_front();
     }
+    in_hand_ = items.size();
     lk.unlock();
 
     std::vector<Message> msgs;
@@ -360,24 +355,21 @@ void Sink::run_loop() {
       if (r.code == SendCode::kOk) n = rest.size();
       record_sent(rest.subspan(0, n));
       done += n;
+      in_hand_ = msgs.size() - done;
       if (r.code == SendCode::kOk || done == msgs.size()) break;
       if (r.code == SendCode::kFatal) {
         const std::size_t rejected = std::min(r.rejected, msgs.size() - done);
-        failed_.fetch_add(rejected, std::memory_order_relaxed);
+        drop(DropReason::kRejected, rejected);
         if (log_) log_->warn("output {}: giving up on {} alerts: {}", o_.name, rejected, r.error);
         done += rejected;
+        in_hand_ = msgs.size() - done;
         if (done == msgs.size()) break;
         attempt = 0;
         continue;  // the rest of the batch was not rejected: send it
       }
       retried_.fetch_add(1, std::memory_order_relaxed);
-      if (spool_) {
-        if (log_) log_->warn("output {}: {} (spooling)", o_.name, r.error);
-        spool_messages(msgs, done);
-        break;
-      }
       if (++attempt >= o_.retry.max_attempts) {
-        failed_.fetch_add(msgs.size() - done, std::memory_order_relaxed);
+        drop(DropReason::kRetriesExhausted, msgs.size() - done);
         if (log_) log_->warn("output {}: giving up on {} alerts after {} attempts: {}", o_.name,
                              msgs.size() - done, attempt, r.error);
         break;
@@ -388,28 +380,20 @@ void Sink::run_loop() {
       if (stopping_) until = std::min(until, deadline_);
       cv_.wait_until(wl, until, [&] { return stopping_ && past_deadline(); });
       if (stopping_ && past_deadline()) {
-        failed_.fetch_add(msgs.size() - done, std::memory_order_relaxed);
+        drop(DropReason::kShutdown, msgs.size() - done);
         break;
       }
     }
+    in_hand_ = 0;
     lk.lock();
     if (stopping_ && past_deadline()) break;
   }
-  // Out of time (or done): whatever is still queued is spooled or counted.
+  // Out of time (or done): whatever is still queued is counted.
   std::deque<Item> left;
   left.swap(queue_);
   queue_bytes_ = 0;
   lk.unlock();
-  if (!left.empty()) {
-    if (spool_) {
-      std::vector<Message> msgs;
-      for (const auto& it : left) msgs.push_back(to_message(it));
-      spool_messages(msgs, 0);
-    } else {
-      dropped_.fetch_add(left.size(), std::memory_order_relaxed);
-      if (log_) log_->warn("output {}: {} alerts undelivered at shutdown", o_.name, left.size());
-    }
-  }
+  drop(DropReason::kShutdown, left.size());
   transport_->close();
 }
 
@@ -418,9 +402,16 @@ SinkStats Sink::stats() const {
   s.name = o_.name;
   s.type = o_.type;
   s.sent = sent_.load();
-  s.failed = failed_.load();
   s.retried = retried_.load();
-  s.dropped = dropped_.load();
+  for (std::size_t i = 0; i < kDropReasonCount; ++i) {
+    s.drops[i] = drops_[i].load(std::memory_order_relaxed);
+    switch (static_cast<DropReason>(i)) {
+      case DropReason::kRejected:
+      case DropReason::kRetriesExhausted:
+      case DropReason::kInternal: s.failed += s.drops[i]; break;
+      default: s.dropped += s.drops[i];
+    }
+  }
   s.spooled = spooled_.load();
   s.filtered = filtered_.load();
   s.rate_limited = rate_limited_.load();

@@ -5,14 +5,16 @@
 // Layout of `dir`: segment files "<20-digit seq>.seg" holding records
 //   u32 magic 'VSP1' | u32 payload length | u32 CRC-32 of payload | payload
 // (payload: the Message fields, each u32 length + bytes), and "cursor" (the
-// head: segment seq and offset, replaced atomically by rename). A torn record
+// head: "segment offset crc", rewritten in place by one 64-byte write). A torn record
 // at the tail (crash mid-write) is cut off at open; a corrupt record in the
 // middle ends the readable part of that segment (counted, logged by caller).
 //
 // Delivery is at-least-once: a crash between delivery and pop() delivers the
 // same messages again (same uuid).
 //
-// Thread-safety: none; one owner (a sink's worker).
+// Thread-safety: none; the owner serializes every call (a Sink holds its
+// spool mutex), except sync(), which the one thread that appends may call
+// without it (only append() replaces the file that sync() flushes).
 #pragma once
 
 #include <cstdint>
@@ -35,6 +37,9 @@ class Spool {
   // Appends and flushes to the OS; error kRuntime when the spool is full or
   // the write fails (the message is then not in the spool).
   Status append(const Message& m);
+  // Why the last append() failed (kNone after a success).
+  enum class Refusal : std::uint8_t { kNone, kFull, kTooLarge, kIo };
+  Refusal last_refusal() const { return refusal_; }
   // fdatasync of the current segment (after a batch of appends).
   void sync();
   // Up to `max_events` / `max_bytes` (at least one) messages from the head,
@@ -66,9 +71,11 @@ class Spool {
   std::uint64_t tail_seg_ = 0;
   std::uint64_t tail_off_ = 0;
   int tail_fd_ = -1;
+  int cursor_fd_ = -1;
   std::uint64_t count_ = 0;
   std::uint64_t bytes_ = 0;
   std::uint64_t corrupt_ = 0;
+  Refusal refusal_ = Refusal::kNone;
   std::vector<Pos> peeked_ends_;      // end position of each peeked message
   std::vector<std::uint64_t> peeked_sizes_;
   std::vector<std::uint64_t> peeked_counts_;

@@ -259,8 +259,11 @@ int cmd_run(int argc, char** argv) {
   }
   (*router)->shutdown(std::chrono::milliseconds(5000));
   auto ps = pipe.stats();
-  log->info("stopped: {} events, {} alerts, drops={} ({})", ps.events, ps.alerts, rep.drops_total(),
-            rep.describe_drops());
+  // drops= is every loss: events the sources lost (sensor, kmsg, plugins)
+  // and alerts the outputs lost.
+  log->info("stopped: {} events, {} alerts, drops={} (sources: {}; outputs: {})", ps.events,
+            ps.alerts, rep.drops_total() + (*router)->drops_total(), rep.describe_drops(),
+            (*router)->describe_drops());
   return rep.exit_code;
 }
 

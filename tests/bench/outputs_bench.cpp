@@ -60,14 +60,21 @@ SinkOptions sink_opts(const std::string& type, std::size_t batch) {
 }
 
 // Publishes kAlerts and waits until the sink has delivered them all.
+// With `spool_dir`, through a fresh write-ahead log there each time.
 void run_sink(benchmark::State& state,
-              const std::function<std::unique_ptr<Transport>()>& make, SinkOptions o) {
+              const std::function<std::unique_ptr<Transport>()>& make, SinkOptions o,
+              const std::string& spool_dir = "") {
   std::vector<std::shared_ptr<const event::Alert>> alerts;
   for (int i = 0; i < kAlerts; ++i) alerts.push_back(make_alert(i));
   std::uint64_t sent = 0;
   for (auto _ : state) {
+    std::unique_ptr<Spool> spool;
+    if (!spool_dir.empty()) {
+      std::filesystem::remove_all(spool_dir);
+      spool = Spool::open(spool_dir, 1ULL << 30).value();
+    }
     std::vector<std::unique_ptr<Sink>> sinks;
-    sinks.push_back(std::make_unique<Sink>(o, make(), nullptr));
+    sinks.push_back(std::make_unique<Sink>(o, make(), nullptr, std::move(spool)));
     Router r(std::move(sinks), testing::router_options("h"));
     for (const auto& a : alerts) r.publish(a);
     r.shutdown(120s);
@@ -83,6 +90,21 @@ void BM_SinkStdoutDevNull(benchmark::State& state) {
   ::close(fd);
 }
 BENCHMARK(BM_SinkStdoutDevNull)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// The cost of the write-ahead log: the same sink to /dev/null, alerts kept in
+// memory only (arg 0) or first appended to a spool with the default batched
+// fdatasync (arg 1). docs/performance.md ("Outputs") gives the ratio.
+void BM_SinkDevNullMemoryVsWal(benchmark::State& state) {
+  const bool wal = state.range(0) == 1;
+  const std::string dir = testing::temp_dir("bench-wal");
+  const int fd = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
+  run_sink(state, [fd] { return std::make_unique<FdTransport>(fd); }, sink_opts("stdout", 64),
+           wal ? dir + "/spool" : "");
+  ::close(fd);
+  std::filesystem::remove_all(dir);
+  state.SetLabel(wal ? "write-ahead log" : "memory queue");
+}
+BENCHMARK(BM_SinkDevNullMemoryVsWal)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 void BM_SinkFile(benchmark::State& state) {
   const std::string dir = testing::temp_dir("bench-file");
@@ -166,6 +188,30 @@ void BM_SinkWebhook(benchmark::State& state) {
 BENCHMARK(BM_SinkWebhook)
     ->Arg(static_cast<int>(WebhookBatch::kSingle))
     ->Arg(static_cast<int>(WebhookBatch::kNdjson))
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Iterations(1);
+
+// Webhook, NDJSON with 100 per POST: memory queue (arg 0) vs write-ahead log (arg 1).
+void BM_SinkWebhookMemoryVsWal(benchmark::State& state) {
+  const bool wal = state.range(0) == 1;
+  const std::string dir = testing::temp_dir("bench-webhook-wal");
+  testing::HttpServer server;
+  run_sink(
+      state,
+      [&] {
+        WebhookOptions w;
+        w.url = server.url();
+        w.batch = WebhookBatch::kNdjson;
+        return std::unique_ptr<Transport>(WebhookTransport::create(w, true).value());
+      },
+      sink_opts("webhook", 100), wal ? dir + "/spool" : "");
+  std::filesystem::remove_all(dir);
+  state.SetLabel(wal ? "write-ahead log" : "memory queue");
+}
+BENCHMARK(BM_SinkWebhookMemoryVsWal)
+    ->Arg(0)
+    ->Arg(1)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime()
     ->Iterations(1);

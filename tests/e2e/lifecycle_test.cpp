@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <regex>
 #include <set>
@@ -17,6 +18,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/e2e/e2e_util.h"
+#include "tests/outputs/http_server.h"
 #include "tests/support/net.h"
 
 namespace vigil::e2e {
@@ -111,6 +113,137 @@ TEST(e2eLifecycle, CaptureOfTheRunReplaysToTheSameAlert) {
 }
 
 // The bundled rules (no -r: the default rules directory) load and get ready.
+// Issue 16: alerts a webhook lost (its server down, a 50-alert queue, no
+// spool) are in the stopped line's drops=, by output and reason, and add up
+// to every alert raised; drops= is the sum of the parts it names.
+TEST(e2eLifecycle, StoppedLineCountsOutputDropsByReason) {
+  TempDir dir;
+  ASSERT_TRUE(dir.ok());
+  const std::string name = unique_name("drop");
+  const std::string prog = dir.install(VIGIL_E2E_ACTOR, name);
+  const std::string rules = dir.write("rules.yaml", exec_rule("e2e drops", name, "WARNING"));
+  std::uint16_t port = 0;
+  {
+    support::TcpListener closed("127.0.0.1", 0);  // a port nobody listens on once closed
+    ASSERT_TRUE(closed.ok()) << closed.error();
+    port = closed.port();
+  }
+  const std::string config = dir.write(
+      "vigil.yaml", "outputs:\n  - type: stdout\n  - type: webhook\n    url: http://127.0.0.1:" +
+                        std::to_string(port) +
+                        "/alerts\n    queue: {max_events: 50}\n"
+                        "    retry: {max_attempts: 3, initial_backoff_ms: 50, max_backoff_ms: 200}\n");
+  Vigil v;
+  ASSERT_TRUE(v.start({"-r", rules, "-c", config, "-o", "flight_recorder.enabled=false"}));
+  ASSERT_TRUE(v.wait_ready()) << v.diag();
+  constexpr int kRuns = 201;
+  for (int i = 0; i < kRuns; ++i) run_once(prog);
+  auto mine = [](const json& a) { return a.value("rule", "") == "e2e drops"; };
+  for (int i = 0; i < 300 && v.alerts(mine).size() < kRuns; ++i) std::this_thread::sleep_for(100ms);
+  ASSERT_EQ(v.alerts(mine).size(), static_cast<std::size_t>(kRuns)) << v.diag();
+  EXPECT_EQ(v.stop(SIGTERM), 0) << v.diag();
+  const std::string err = v.stderr_text();
+  std::smatch m;
+  const std::regex line(R"(stopped: \d+ events, (\d+) alerts, drops=(\d+) \(sources: ([^;]*); outputs: ([^)]*)\))");
+  ASSERT_TRUE(std::regex_search(err, m, line)) << v.diag();
+  RecordProperty("stopped_line", m[0].str());
+  EXPECT_EQ(std::stoul(m[1]), static_cast<unsigned long>(kRuns));
+  auto sum = [](const std::string& parts, const std::string& prefix) {
+    std::uint64_t n = 0;
+    const std::regex tok(R"((\S+)=(\d+))");
+    for (auto it = std::sregex_iterator(parts.begin(), parts.end(), tok); it != std::sregex_iterator(); ++it) {
+      if ((*it)[1].str().rfind(prefix, 0) == 0) n += std::stoull((*it)[2]);
+    }
+    return n;
+  };
+  const std::string sources = m[3], outputs = m[4];
+  EXPECT_EQ(sum(outputs, "webhook-1/"), static_cast<std::uint64_t>(kRuns)) << outputs;  // none delivered
+  EXPECT_EQ(sum(outputs, "stdout-0/"), 0u) << outputs;
+  EXPECT_NE(outputs.find("webhook-1/queue_full="), std::string::npos) << outputs;
+  EXPECT_EQ(std::stoull(m[2]), sum(sources, "") + sum(outputs, "")) << m[0];
+  EXPECT_TRUE(std::regex_search(err, std::regex(R"(output webhook-1: \d+ alerts dropped \()")))
+      << v.diag();
+}
+
+// Issue 16 item 2 end to end: a webhook with a spool answering 200 after
+// 0.5 s, a storm of 200 execs that each alert, then vigil killed with
+// SIGKILL while most alerts wait. A new vigil on the same state_dir delivers
+// every one of them (at-least-once: at most the request in flight twice).
+TEST(e2eLifecycle, KillNineWithASlowWebhookLosesNoAlert) {
+  TempDir dir;
+  ASSERT_TRUE(dir.ok());
+  const std::string name = unique_name("wal");
+  const std::string prog = dir.install(VIGIL_E2E_ACTOR, name);
+  const std::string rules = dir.write("rules.yaml", exec_rule("e2e wal", name, "WARNING"));
+  outputs::testing::HttpServer server;
+  server.set_delay(500ms);
+  const std::string config =
+      dir.write("vigil.yaml", "state_dir: " + dir.path() + "/state\noutputs:\n  - type: stdout\n"
+                              "  - type: webhook\n    url: " + server.url() + "\n    spool: true\n");
+  auto webhook_uuids = [&] {
+    std::vector<std::string> out;
+    for (const auto& r : server.requests()) out.push_back(json::parse(r.body).value("uuid", ""));
+    return out;
+  };
+  auto mine = [](const json& a) { return a.value("rule", "") == "e2e wal"; };
+  const std::vector<std::string> args = {"-r", rules, "-c", config, "-o",
+                                         "flight_recorder.enabled=false"};
+  std::set<std::string> raised;
+  std::vector<std::string> order;  // as raised (stdout)
+  {
+    Vigil v;
+    ASSERT_TRUE(v.start(args));
+    ASSERT_TRUE(v.wait_ready()) << v.diag();
+    constexpr int kRuns = 200;
+    for (int i = 0; i < kRuns; ++i) run_once(prog);
+    for (int i = 0; i < 300 && v.alerts(mine).size() < kRuns; ++i) std::this_thread::sleep_for(100ms);
+    for (const auto& a : v.alerts(mine)) {
+      raised.insert(a.value("uuid", ""));
+      order.push_back(a.value("uuid", ""));
+    }
+    ASSERT_EQ(raised.size(), static_cast<std::size_t>(kRuns)) << v.diag();
+    // Killed two slow deliveries (~1 s) after the last alert was on stdout,
+    // as in the issue (seconds later), not within the journal's last write
+    // (docs/outputs.md: what a kill -9 can lose is the queue not yet appended).
+    ASSERT_TRUE(server.wait_requests(server.requests().size() + 2, 10s)) << v.diag();
+    v.signal(SIGKILL);
+    const int st = v.wait_exit();
+    ASSERT_TRUE(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL) << v.diag();
+  }
+  const std::size_t before = webhook_uuids().size();
+  EXPECT_LT(before, raised.size() / 2) << "most alerts were still waiting when vigil died";
+  server.set_delay(0ms);
+  Vigil v;
+  ASSERT_TRUE(v.start(args));
+  ASSERT_TRUE(v.wait_ready()) << v.diag();
+  auto delivered = [&] {
+    const auto got = webhook_uuids();
+    return std::set<std::string>(got.begin(), got.end());
+  };
+  for (int i = 0; i < 300 && delivered().size() < raised.size(); ++i) std::this_thread::sleep_for(100ms);
+  EXPECT_EQ(v.stop(SIGTERM), 0) << v.diag();
+  EXPECT_NE(v.stderr_text().find("spooled alerts from an earlier run will be delivered first"),
+            std::string::npos)
+      << v.diag();
+  std::vector<std::string> missing;
+  const auto got = delivered();
+  for (const auto& u : raised) {
+    if (!got.count(u)) missing.push_back(u);
+  }
+  std::string where;
+  for (const auto& u : missing) {
+    where += " " + std::to_string(std::find(order.begin(), order.end(), u) - order.begin());
+  }
+  EXPECT_TRUE(missing.empty()) << missing.size() << " of " << raised.size()
+                               << " alerts never reached the webhook, raised as number" << where
+                               << "; before the kill: " << before << v.diag();
+  EXPECT_EQ(got.size(), raised.size());
+  const std::size_t duplicates = webhook_uuids().size() - delivered().size();
+  RecordProperty("delivered_before_kill", static_cast<int>(before));
+  RecordProperty("duplicates", static_cast<int>(duplicates));
+  EXPECT_LE(duplicates, 1u);
+}
+
 TEST(e2eLifecycle, BundledRulesGetReady) {
   VIGIL_E2E_REQUIRE_ROOT();
   Vigil v;

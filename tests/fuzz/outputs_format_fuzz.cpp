@@ -37,6 +37,17 @@ bool has_raw_break(const std::string& s) {
          s.find('\0') != std::string::npos;
 }
 
+// A raw C1 control (UTF-8 C2 80..C2 9F) or U+2028/U+2029: JSON, OCSF, CEF and
+// text escape or replace them all.
+bool has_raw_c1_or_separator(const std::string& s) {
+  for (std::size_t i = 0; i + 1 < s.size(); ++i) {
+    if (static_cast<unsigned char>(s[i]) == 0xC2 && static_cast<unsigned char>(s[i + 1]) >= 0x80 &&
+        static_cast<unsigned char>(s[i + 1]) <= 0x9F)
+      return true;
+  }
+  return s.find("\xE2\x80\xA8") != std::string::npos || s.find("\xE2\x80\xA9") != std::string::npos;
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -72,6 +83,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // JSON (Falco json_output).
   const std::string json = vigil::outputs::format_json(a);
   check(!has_raw_break(json), "json: raw line break or NUL", json);
+  check(!has_raw_c1_or_separator(json), "json: raw C1 or U+2028/U+2029", json);
   {
     const auto j = nlohmann::json::parse(json, nullptr, false);
     check(!j.is_discarded() && j.is_object(), "json: does not parse", json);
@@ -91,6 +103,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // OCSF.
   const std::string ocsf = vigil::outputs::format_ocsf(a);
   check(!has_raw_break(ocsf), "ocsf: raw line break or NUL", ocsf);
+  check(!has_raw_c1_or_separator(ocsf), "ocsf: raw C1 or U+2028/U+2029", ocsf);
   {
     const auto j = nlohmann::json::parse(ocsf, nullptr, false);
     check(!j.is_discarded(), "ocsf: does not parse", ocsf);
@@ -105,6 +118,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // CEF.
   const std::string cef = vigil::outputs::format_cef(a);
   check(!has_raw_break(cef), "cef: raw line break or NUL", cef);
+  check(!has_raw_c1_or_separator(cef), "cef: raw C1 or U+2028/U+2029", cef);
   {
     auto c = t::parse_cef(cef);
     check(c.has_value(), "cef: does not parse", cef);

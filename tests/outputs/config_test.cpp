@@ -64,6 +64,18 @@ outputs:
 
 #endif  // VIGIL_WITH_KAFKA
 
+TEST(OutputsConfig, SpoolSyncIntervalIsReadAndBounded) {
+  auto r = parse("outputs: [{type: webhook, url: 'http://h/', spool: {sync_interval_ms: 0}}]");
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ((*r)[0].sink.spool.sync_interval, std::chrono::milliseconds(0));
+  auto d = parse("outputs: [{type: webhook, url: 'http://h/', spool: true}]");
+  ASSERT_TRUE(d) << d.error().message;
+  EXPECT_EQ((*d)[0].sink.spool.sync_interval, std::chrono::milliseconds(100));
+  EXPECT_NE(error_of("outputs: [{type: webhook, url: 'http://h/', spool: {sync_interval_ms: -1}}]")
+                .find("spool.sync_interval_ms"),
+            std::string::npos);
+}
+
 TEST(OutputsConfig, AbsentMeansOneStdoutJsonSink) {
   auto r = parse_outputs(YAML::Node(), "/tmp");
   ASSERT_TRUE(r);

@@ -301,7 +301,7 @@ TEST(Spool, SymlinkAtASegmentIsRefusedAndItsTargetUntouched) {
   std::filesystem::remove_all(std::filesystem::path(victim).parent_path());
 }
 
-TEST(Spool, SymlinkAtTheCursorTempFileIsNotWrittenThrough) {
+TEST(Spool, SymlinkAtTheCursorIsNotWrittenThrough) {
   const std::string dir = tmpdir("cursor-link");
   const std::string victim = tmpdir("cursor-victim") + "/victim";
   std::ofstream(victim) << "precious\n";
@@ -309,7 +309,7 @@ TEST(Spool, SymlinkAtTheCursorTempFileIsNotWrittenThrough) {
   ASSERT_TRUE(s);
   ASSERT_TRUE((*s)->append(msg("a")));
   ASSERT_TRUE((*s)->append(msg("b")));
-  ASSERT_EQ(::symlink(victim.c_str(), (dir + "/cursor.tmp").c_str()), 0);
+  ASSERT_EQ(::symlink(victim.c_str(), (dir + "/cursor").c_str()), 0);
   ASSERT_EQ((*s)->peek(1, 1 << 20).size(), 1u);
   Status popped = (*s)->pop(1);
   ASSERT_FALSE(popped);

@@ -141,6 +141,22 @@ event::Alert hostile_alert(const std::string& v) {
   return a;
 }
 
+// C1 controls (U+009B is an 8-bit CSI) and the line and paragraph separators
+// U+2028/U+2029, next to invalid UTF-8, in each format's escaping.
+const std::string kC1AndSeparators =
+    "a\xC2\x9B" "31m\xC2\x80\xC2\x9F\xFF\xC2" "b\xE2\x80\xA8\xE2\x80\xA9\xE2\x80";
+constexpr std::string_view kFffd = "\xEF\xBF\xBD";
+
+bool has_raw_c1_or_separator(std::string_view s) {
+  for (std::size_t i = 0; i + 1 < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    const auto d = static_cast<unsigned char>(s[i + 1]);
+    if (c == 0xC2 && d >= 0x80 && d <= 0x9F) return true;
+  }
+  return s.find("\xE2\x80\xA8") != std::string_view::npos ||
+         s.find("\xE2\x80\xA9") != std::string_view::npos;
+}
+
 TEST(Hostile, JsonParsesBackIntoExactlyTheFields) {
   for (std::string v : kHostile) {
     if (v.find("nul") == 0) v = std::string("nul\0byte", 8);
@@ -197,7 +213,55 @@ TEST(Hostile, TextHasNoControlCharactersAndReadsBack) {
     EXPECT_EQ(t->priority, "Critical");
     EXPECT_EQ(t->output, sanitize_utf8(v));
     EXPECT_EQ(out.find("\xC2\x9B"), std::string::npos);  // no 8-bit CSI either
+    EXPECT_FALSE(has_raw_c1_or_separator(out)) << out;
   }
+}
+
+TEST(Hostile, JsonAndOcsfEscapeC1AndSeparatorsAsUnicodeEscapes) {
+  auto a = golden_alert();
+  a.output = kC1AndSeparators;
+  const std::string want = "\"a\\u009b31m\\u0080\\u009f" + std::string(kFffd) + std::string(kFffd) +
+                           "b\\u2028\\u2029" + std::string(kFffd) + std::string(kFffd) + "\"";
+  for (const std::string& out : {format_json(a), format_ocsf(a)}) {
+    EXPECT_FALSE(has_raw_c1_or_separator(out)) << out;
+    EXPECT_NE(out.find(want), std::string::npos) << out;
+    const auto j = nlohmann::json::parse(out);
+    EXPECT_EQ(j.contains("output") ? j["output"] : j["message"], sanitize_utf8(kC1AndSeparators));
+  }
+  // Every C1 code point, not just the CSI.
+  for (int cp = 0x80; cp <= 0x9F; ++cp) {
+    a.output = std::string("\xC2") + static_cast<char>(cp);
+    char esc[8];
+    std::snprintf(esc, sizeof(esc), "\\u%04x", cp);
+    EXPECT_NE(format_json(a).find(std::string("\"output\":\"") + esc + "\""), std::string::npos)
+        << cp;
+  }
+}
+
+TEST(Hostile, CefReplacesC1AndSeparators) {
+  auto a = golden_alert();
+  a.output = kC1AndSeparators;
+  const std::string out = format_cef(a);
+  EXPECT_FALSE(has_raw_c1_or_separator(out)) << out;
+  const std::string f(kFffd);
+  const std::string want = "a" + f + "31m" + f + f + f + f + "b" + f + f + f + f;
+  const auto c = testing::parse_cef(out);
+  ASSERT_TRUE(c) << out;
+  EXPECT_EQ(c->ext.at("msg"), want);
+  EXPECT_EQ(testing::cef_expected(kC1AndSeparators), want);
+}
+
+TEST(Hostile, TextShowsC1AndSeparatorsVisibly) {
+  auto a = golden_alert();
+  a.output = kC1AndSeparators;
+  const std::string out = format_text(a);
+  EXPECT_FALSE(has_raw_c1_or_separator(out)) << out;
+  const std::string f(kFffd);
+  EXPECT_EQ(out, "2023-11-14T22:13:20.123456789Z: Critical a\\u009b31m\\u0080\\u009f" + f + f +
+                     "b\\u2028\\u2029" + f + f);
+  const auto t = testing::parse_text(out);
+  ASSERT_TRUE(t) << out;
+  EXPECT_EQ(t->output, sanitize_utf8(kC1AndSeparators));
 }
 
 TEST(Hostile, TextShowsEscapesVisibly) {

@@ -91,6 +91,12 @@ class HttpServer {
     }
     cv_.notify_all();
   }
+  // Every answer from now on is written this long after the request was read
+  // (the request counts as received at once).
+  void set_delay(std::chrono::milliseconds d) {
+    std::lock_guard lk(mu_);
+    delay_ = d;
+  }
   std::vector<HttpRequest> requests() {
     std::lock_guard lk(mu_);
     return ok_requests_;
@@ -180,8 +186,10 @@ class HttpServer {
       req.body = buf.substr(0, clen);
       buf.erase(0, clen);
       HttpAnswer a;
+      std::chrono::milliseconds delay{0};
       {
         std::unique_lock lk(mu_);
+        delay = delay_;
         ++attempts_;
         if (!script_.empty()) {
           a = script_.front();
@@ -200,6 +208,7 @@ class HttpServer {
       }
       cv_.notify_all();
       if (a.kind == HttpAnswer::kDrop) return close(conn);
+      if (delay.count() > 0) std::this_thread::sleep_for(delay);
       std::string resp = "HTTP/1.1 " + std::to_string(a.status) + " X\r\nContent-Length: 2\r\n";
       if (!a.retry_after.empty()) resp += "Retry-After: " + a.retry_after + "\r\n";
       resp += "\r\nok";
@@ -238,6 +247,7 @@ class HttpServer {
   bool stalled_ = false;
   bool stop_ = false;
   int attempts_ = 0;
+  std::chrono::milliseconds delay_{0};
   std::vector<HttpRequest> ok_requests_;
 };
 

@@ -16,7 +16,7 @@
 namespace vigil::outputs::testing {
 
 // What a CEF value must read back as: sanitize_utf8, then control characters
-// other than CR/LF (C0, DEL, C1) as U+FFFD.
+// other than CR/LF (C0, DEL, C1) and U+2028/U+2029 as U+FFFD.
 inline std::string cef_expected(std::string_view s) {
   const std::string clean = sanitize_utf8(s);
   std::string out;
@@ -28,6 +28,10 @@ inline std::string cef_expected(std::string_view s) {
                static_cast<unsigned char>(clean[i + 1]) <= 0x9F) {
       out += "\xEF\xBF\xBD";
       ++i;
+    } else if (clean.compare(i, 3, "\xE2\x80\xA8") == 0 ||
+               clean.compare(i, 3, "\xE2\x80\xA9") == 0) {
+      out += "\xEF\xBF\xBD";
+      i += 2;
     } else {
       out += static_cast<char>(c);
     }
@@ -36,13 +40,22 @@ inline std::string cef_expected(std::string_view s) {
 }
 
 // SD-PARAM values read back as: sanitize_utf8, then all control characters
-// (C0 incl. CR/LF, DEL, C1) as U+FFFD.
+// (C0 incl. CR/LF, DEL, C1) as U+FFFD; U+2028/U+2029 stay (RFC 5424 values
+// are UTF-8 and break no record).
 inline std::string sd_expected(std::string_view s) {
+  const std::string clean = sanitize_utf8(s);
   std::string out;
-  const std::string c1 = cef_expected(s);
-  for (char c : c1) {
-    if (c == '\n' || c == '\r') out += "\xEF\xBF\xBD";
-    else out += c;
+  for (std::size_t i = 0; i < clean.size(); ++i) {
+    const auto c = static_cast<unsigned char>(clean[i]);
+    if (c < 0x20 || c == 0x7F) {
+      out += "\xEF\xBF\xBD";
+    } else if (c == 0xC2 && i + 1 < clean.size() &&
+               static_cast<unsigned char>(clean[i + 1]) <= 0x9F) {
+      out += "\xEF\xBF\xBD";
+      ++i;
+    } else {
+      out += static_cast<char>(c);
+    }
   }
   return out;
 }
@@ -136,6 +149,16 @@ inline std::optional<Text> parse_text(std::string_view line) {
   for (unsigned char c : line) {
     if (c < 0x20 || c == 0x7F) return std::nullopt;  // no raw control character, ESC included
   }
+  // No raw C1 (UTF-8 C2 80..C2 9F) and no raw line or paragraph separator.
+  for (std::size_t k = 0; k + 1 < line.size(); ++k) {
+    if (static_cast<unsigned char>(line[k]) == 0xC2 &&
+        static_cast<unsigned char>(line[k + 1]) >= 0x80 &&
+        static_cast<unsigned char>(line[k + 1]) <= 0x9F)
+      return std::nullopt;
+  }
+  if (line.find("\xE2\x80\xA8") != std::string_view::npos ||
+      line.find("\xE2\x80\xA9") != std::string_view::npos)
+    return std::nullopt;
   const auto colon = line.find(": ");
   if (colon == std::string_view::npos) return std::nullopt;
   Text t;
@@ -163,6 +186,10 @@ inline std::optional<Text> parse_text(std::string_view line) {
       if (hex(body[k + 1]) < 0 || hex(body[k + 2]) < 0) return std::nullopt;
       t.output += static_cast<char>(v);
       k += 2;
+    } else if (n == 'u' && k + 4 < body.size() &&
+               (body.substr(k + 1, 4) == "2028" || body.substr(k + 1, 4) == "2029")) {
+      t.output += body[k + 4] == '8' ? "\xE2\x80\xA8" : "\xE2\x80\xA9";
+      k += 4;
     } else if (n == 'u' && k + 4 < body.size() && body.substr(k + 1, 2) == "00") {
       const int v = hex(body[k + 3]) * 16 + hex(body[k + 4]);
       // U+0080..U+009F as UTF-8

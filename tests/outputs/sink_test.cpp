@@ -4,10 +4,15 @@
 
 #include <gtest/gtest.h>
 
+#include <spdlog/logger.h>
+#include <spdlog/sinks/ostream_sink.h>
+
 #include <filesystem>
+#include <sstream>
 
 #include "outputs/router.h"
 #include "tests/outputs/fake_transport.h"
+#include "tests/outputs/peer_util.h"
 #include "tests/outputs/test_alert.h"
 
 namespace vigil::outputs {
@@ -331,6 +336,37 @@ TEST(Sink, SpoolsWhileDownAndDeliversInOrderWhenBack) {
   std::filesystem::remove_all(dir);
 }
 
+// With a spool, every queued alert is in the log at once, even while the
+// only send in flight is stalled: the memory queue is not where they wait.
+TEST(Sink, SpoolLogsEveryAlertWhileASendIsStalled) {
+  const std::string dir = tmpdir("wal");
+  auto peer = std::make_shared<FakePeer>();
+  peer->set_stall(true);
+  auto o = opts();
+  o.spool.sync_interval = 0ms;
+  auto spool = Spool::open(dir, 1 << 20);
+  ASSERT_TRUE(spool);
+  Sink s(o, std::make_unique<FakeTransport>(peer), nullptr, std::move(*spool));
+  s.start();
+  for (int i = 0; i < 30; ++i) s.offer(A(std::to_string(i)), 10);
+  ASSERT_TRUE(testing::wait_until([&] { return s.stats().spooled == 30; }, 5s));
+  EXPECT_EQ(s.stats().queue_depth, 0u);
+  EXPECT_EQ(s.stats().spool_depth, 30u);  // the stalled one included: not yet committed
+  {
+    auto copy = Spool::open(dir, 1 << 20);  // what a restart would find now
+    ASSERT_TRUE(copy);
+    EXPECT_EQ((*copy)->count(), 30u);
+  }
+  peer->set_stall(false);
+  ASSERT_TRUE(peer->wait_for(30, 5s));
+  ASSERT_TRUE(testing::wait_until([&] { return s.stats().spool_depth == 0; }, 5s));
+  s.shutdown(std::chrono::steady_clock::now() + 1s);
+  for (int i = 0; i < 30; ++i) EXPECT_EQ(peer->received[i].uuid, std::to_string(i));
+  EXPECT_EQ(s.stats().sent, 30u);
+  EXPECT_EQ(s.stats().drops_total(), 0u);
+  std::filesystem::remove_all(dir);
+}
+
 TEST(Sink, SpoolSurvivesRestart) {
   const std::string dir = tmpdir("restart");
   {
@@ -412,6 +448,78 @@ TEST(Router, FillsInHostname) {
   EXPECT_EQ(peer->received[0].hostname, "gpu-node-7");
 }
 
+// A logger that writes "level message" lines into `out`.
+std::shared_ptr<spdlog::logger> string_logger(std::ostringstream& out) {
+  auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(out);
+  sink->set_pattern("%l %v");
+  return std::make_shared<spdlog::logger>("test", sink);
+}
+
+std::size_t count_of(const std::string& text, const std::string& needle) {
+  std::size_t n = 0;
+  for (auto p = text.find(needle); p != std::string::npos; p = text.find(needle, p + 1)) ++n;
+  return n;
+}
+
+TEST(Sink, DropsAreLoggedRateLimitedWithTheCountSinceTheLastLine) {
+  auto peer = std::make_shared<FakePeer>();
+  peer->set_stall(true);
+  auto o = opts("w");
+  o.queue_max_events = 1;
+  o.drop_log_interval = 300ms;
+  std::ostringstream out;
+  Sink s(o, std::make_unique<FakeTransport>(peer), string_logger(out));
+  s.start();
+  s.offer(A("0"), 10);
+  for (int i = 0; i < 200 && s.stats().queue_depth != 0; ++i) std::this_thread::sleep_for(1ms);
+  s.offer(A("1"), 10);                                       // queued
+  for (int i = 2; i < 12; ++i) s.offer(A(std::to_string(i)), 10);  // 10 dropped
+  // The first drop is logged at once; the 9 after it wait for the interval.
+  EXPECT_EQ(count_of(out.str(), "alerts dropped"), 1u) << out.str();
+  EXPECT_NE(out.str().find("warning output w: 1 alerts dropped (queue_full=1); 1 dropped since start"),
+            std::string::npos)
+      << out.str();
+  std::this_thread::sleep_for(350ms);
+  s.offer(A("12"), 10);  // the interval has passed: this drop logs the 10 since the last line
+  EXPECT_NE(out.str().find("output w: 10 alerts dropped (queue_full=10); 11 dropped since start"),
+            std::string::npos)
+      << out.str();
+  s.offer(A("13"), 10);
+  EXPECT_EQ(count_of(out.str(), "alerts dropped"), 2u) << out.str();
+  peer->set_stall(false);
+  ASSERT_TRUE(peer->wait_for(2, 5s));
+  s.shutdown(std::chrono::steady_clock::now() + 1s);
+  // Shutdown reports what the rate limit held back.
+  EXPECT_NE(out.str().find("output w: 1 alerts dropped (queue_full=1); 12 dropped since start"),
+            std::string::npos)
+      << out.str();
+  const auto st = s.stats();
+  EXPECT_EQ(st.drops[static_cast<std::size_t>(DropReason::kQueueFull)], 12u);
+  EXPECT_EQ(st.drops_total(), 12u);
+  EXPECT_EQ(st.sent + st.drops_total(), 14u);
+}
+
+TEST(Sink, EveryLossHasOneReasonAndFailedPlusDroppedIsTheTotal) {
+  auto peer = std::make_shared<FakePeer>();
+  peer->set_down(true);
+  auto o = opts();
+  o.retry.max_attempts = 2;
+  o.batch.max_events = 4;
+  Sink s(o, std::make_unique<FakeTransport>(peer), nullptr);
+  s.start();
+  for (int i = 0; i < 8; ++i) s.offer(A(std::to_string(i)), 10);
+  ASSERT_TRUE(testing::wait_until([&] { return s.stats().failed == 8; }, 5s));
+  s.shutdown(std::chrono::steady_clock::now() + 100ms);
+  s.offer(A("late"), 10);
+  const auto st = s.stats();
+  EXPECT_EQ(st.drops[static_cast<std::size_t>(DropReason::kRetriesExhausted)], 8u);
+  EXPECT_EQ(st.drops[static_cast<std::size_t>(DropReason::kShutdown)], 1u);
+  EXPECT_EQ(st.failed, 8u);
+  EXPECT_EQ(st.dropped, 1u);
+  EXPECT_EQ(st.drops_total(), 9u);
+  EXPECT_EQ(st.describe_drops(), "retries_exhausted=8 shutdown=1");
+}
+
 TEST(Router, ShutdownCountsWhatCouldNotBeSent) {
   auto peer = std::make_shared<FakePeer>();
   peer->set_down(true);
@@ -428,8 +536,11 @@ TEST(Router, ShutdownCountsWhatCouldNotBeSent) {
   const auto st = r.stats()[0];
   EXPECT_EQ(st.sent, 0u);
   EXPECT_EQ(st.failed + st.dropped, 5u);
+  EXPECT_EQ(r.drops_total(), 5u);
   r.publish(A("late"));
   EXPECT_EQ(r.stats()[0].dropped, st.dropped + 1);
+  EXPECT_EQ(r.drops_total(), 6u);
+  EXPECT_NE(r.describe_drops().find("t/shutdown="), std::string::npos) << r.describe_drops();
 }
 
 }  // namespace

@@ -5,10 +5,16 @@
 #include "outputs/webhook_transport.h"
 
 #include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <spdlog/logger.h>
+#include <spdlog/sinks/ostream_sink.h>
+
 #include <set>
+#include <sstream>
 
 #include "outputs/router.h"
 #include "tests/outputs/http_server.h"
@@ -196,7 +202,9 @@ TEST(Webhook, StalledServerTimesOutAndSpoolLosesNothing) {
     s.offer(A(i), 100);
     std::this_thread::sleep_for(5ms);
   }
-  ASSERT_TRUE(testing::wait_until([&] { return s.stats().spooled > 0; }, 5s));
+  // The stalled request times out; its alert stays in the spool.
+  ASSERT_TRUE(testing::wait_until(
+      [&] { return s.stats().errors[static_cast<std::size_t>(ErrorClass::kTimeout)] > 0; }, 5s));
   server.set_default({HttpAnswer::kDrop});
   for (int i = 40; i < 60; ++i) s.offer(A(i), 100);
   std::this_thread::sleep_for(300ms);
@@ -236,6 +244,106 @@ TEST(Webhook, SpoolSurvivesRestartThroughRouter) {
   ASSERT_TRUE(server.wait_requests(6, 10s));
   (*r)->shutdown(1s);
   EXPECT_EQ(uuids(server), seq(0, 6));
+  std::filesystem::remove_all(dir);
+}
+
+// The case: a webhook with a 50-alert queue, no spool, and a server
+// that is down (503) while 201 alerts are published, then back. Every alert
+// is either delivered or counted under one reason, and the warning says so.
+TEST(Webhook, DownServerDropsAreCountedByReasonAndAddUp) {
+  HttpServer server;
+  server.set_default({HttpAnswer::kStatus, 503});
+  const std::string cfg = "[{type: webhook, url: '" + server.url() +
+                          "', queue: {max_events: 50}," +
+                          " retry: {max_attempts: 3, initial_backoff_ms: 5, max_backoff_ms: 20}}]";
+  std::ostringstream log_text;
+  auto log_sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(log_text);
+  log_sink->set_pattern("%l %v");
+  auto opts = testing::router_options("h");
+  opts.log = std::make_shared<spdlog::logger>("test", log_sink);
+  auto r = Router::from_config(YAML::Load(cfg), opts);
+  ASSERT_TRUE(r) << r.error().message;
+  for (int i = 0; i < 201; ++i) (*r)->publish(A(i));
+  ASSERT_TRUE(testing::wait_until([&] { return (*r)->stats()[0].failed > 0; }, 10s));
+  server.set_default({});  // back
+  ASSERT_TRUE(testing::wait_until([&] { return (*r)->stats()[0].queue_depth == 0; }, 20s));
+  (*r)->shutdown(2s);
+  const SinkStats st = (*r)->stats()[0];
+  const std::vector<std::string> got = uuids(server);
+  const std::set<std::string> distinct(got.begin(), got.end());
+  EXPECT_EQ(got.size(), distinct.size());
+  EXPECT_EQ(st.sent, got.size());
+  const auto queue_full = st.drops[static_cast<std::size_t>(DropReason::kQueueFull)];
+  const auto exhausted = st.drops[static_cast<std::size_t>(DropReason::kRetriesExhausted)];
+  EXPECT_GE(queue_full, 100u);  // 201 published at once into a queue of 50
+  EXPECT_GT(exhausted, 0u);
+  EXPECT_EQ(queue_full + exhausted, st.drops_total()) << st.describe_drops();
+  EXPECT_EQ(st.sent + st.drops_total(), 201u) << "sent " << st.sent << ", " << st.describe_drops();
+  EXPECT_EQ((*r)->drops_total(), 201u - got.size());
+  EXPECT_EQ((*r)->describe_drops(), st.name + "/queue_full=" + std::to_string(queue_full) + " " +
+                                        st.name + "/retries_exhausted=" + std::to_string(exhausted));
+  // The first drop was logged at once; the rest by the line at shutdown.
+  const std::string text = log_text.str();
+  EXPECT_NE(text.find("warning output " + st.name + ": 1 alerts dropped (queue_full=1)"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find(std::to_string(st.drops_total()) + " dropped since start"),
+            std::string::npos)
+      << text;
+}
+
+// The case: a webhook that answers 200 after 0.5 s, 200 alerts
+// published, then vigil killed with SIGKILL while most of them wait. The
+// spool is a write-ahead log, so after a restart every alert arrives; the
+// only duplicates are requests the server took but whose answer the killed
+// process never read (at most one per request in flight: one here).
+TEST(Webhook, KillNineLosesNoAlertOfASlowSink) {
+  const std::string dir = testing::temp_dir("webhook-kill9");
+  HttpServer server;
+  server.set_delay(500ms);
+  const std::string cfg = "[{type: webhook, url: '" + server.url() + "', spool: true}]";
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {  // the vigil that is killed: publishes 200 alerts and waits
+    auto r = Router::from_config(YAML::Load(cfg), testing::router_options("h", dir));
+    if (!r) _exit(3);
+    for (int i = 0; i < 200; ++i) (*r)->publish(A(i));
+    const char c = 'p';
+    (void)!write(ready[1], &c, 1);
+    for (;;) pause();
+  }
+  ::close(ready[1]);
+  char c = 0;
+  ASSERT_EQ(read(ready[0], &c, 1), 1) << "the child did not start its router";
+  ::close(ready[0]);
+  ASSERT_TRUE(server.wait_requests(3, 10s));  // ~1.5 s later, three delivered
+  ::kill(child, SIGKILL);
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  const std::size_t before = uuids(server).size();
+  EXPECT_LT(before, 10u);  // most alerts were still waiting when it died
+
+  server.set_delay(0ms);
+  auto r = Router::from_config(YAML::Load(cfg), testing::router_options("h", dir));
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_GE((*r)->stats()[0].spool_depth, 200u - before);
+  ASSERT_TRUE(testing::wait_until(
+      [&] {
+        const auto got = uuids(server);
+        return std::set<std::string>(got.begin(), got.end()).size() >= 200;
+      },
+      30s));
+  (*r)->shutdown(2s);
+  const std::vector<std::string> got = uuids(server);
+  const std::set<std::string> distinct(got.begin(), got.end());
+  const std::vector<std::string> want = seq(0, 200);
+  EXPECT_EQ(distinct, std::set<std::string>(want.begin(), want.end()));
+  const std::size_t duplicates = got.size() - distinct.size();
+  EXPECT_LE(duplicates, 1u) << got.size() << " requests for 200 alerts";
+  EXPECT_EQ((*r)->drops_total(), 0u) << (*r)->describe_drops();
   std::filesystem::remove_all(dir);
 }
 
