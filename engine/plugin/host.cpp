@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <map>
 
+#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
 namespace vigil::plugin {
@@ -34,28 +35,6 @@ Error bad(const std::string& file, const YAML::Node& n, const std::string& msg) 
   return Error::bad_input(where(file, n) + ": " + msg);
 }
 
-void json_string(std::string& out, const std::string& s) {
-  out.push_back('"');
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-          out += buf;
-        } else {
-          out.push_back(static_cast<char>(c));
-        }
-    }
-  }
-  out.push_back('"');
-}
-
 bool json_number(const std::string& s) {
   if (s.empty() || s.size() > 64) return false;
   double d = 0;
@@ -71,60 +50,41 @@ bool json_number(const std::string& s) {
   return true;
 }
 
-void to_json(std::string& out, const YAML::Node& n, int depth) {
-  if (depth > 64) {  // the YAML gate already bounds nesting; belt and braces
-    out += "null";
-    return;
-  }
+// nlohmann's ordered_json keeps the YAML's key order and does the escaping.
+nlohmann::ordered_json to_json(const YAML::Node& n, int depth) {
+  using J = nlohmann::ordered_json;
+  if (depth > 64) return nullptr;  // the YAML gate already bounds nesting; belt and braces
   switch (n.Type()) {
     case YAML::NodeType::Map: {
-      out.push_back('{');
-      bool first = true;
-      for (auto it = n.begin(); it != n.end(); ++it) {
-        if (!first) out.push_back(',');
-        first = false;
-        json_string(out, it->first.Scalar());
-        out.push_back(':');
-        to_json(out, it->second, depth + 1);
-      }
-      out.push_back('}');
-      return;
+      J out = J::object();
+      for (auto it = n.begin(); it != n.end(); ++it) out[it->first.Scalar()] = to_json(it->second, depth + 1);
+      return out;
     }
     case YAML::NodeType::Sequence: {
-      out.push_back('[');
-      bool first = true;
-      for (const auto& e : n) {
-        if (!first) out.push_back(',');
-        first = false;
-        to_json(out, e, depth + 1);
-      }
-      out.push_back(']');
-      return;
+      J out = J::array();
+      for (const auto& e : n) out.push_back(to_json(e, depth + 1));
+      return out;
     }
     case YAML::NodeType::Scalar: {
       const std::string& s = n.Scalar();
       if (n.Tag() != "!") {  // a plain (unquoted) scalar may be a number, bool or null
-        if (s == "true" || s == "false" || s == "null") {
-          out += s;
-          return;
-        }
-        if (s == "~") {
-          out += "null";
-          return;
-        }
+        if (s == "true" || s == "false") return s == "true";
+        if (s == "null" || s == "~") return nullptr;
         if (json_number(s)) {
-          out += s;
-          return;
+          try {
+            return J::parse(s);
+          } catch (const nlohmann::ordered_json::exception&) {  // 1e400: out of a double's range
+            return s;
+          }
         }
       }
-      json_string(out, s);
-      return;
+      return s;
     }
     case YAML::NodeType::Null:
     case YAML::NodeType::Undefined:
-      out += "null";
-      return;
+      return nullptr;
   }
+  return nullptr;
 }
 
 std::string exe_dir() {
@@ -139,9 +99,8 @@ std::string exe_dir() {
 }  // namespace
 
 std::string yaml_to_json(const YAML::Node& n) {
-  std::string out;
-  to_json(out, n, 0);
-  return out;
+  // Invalid UTF-8 in a value becomes U+FFFD rather than an invalid document.
+  return to_json(n, 0).dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }
 
 std::string resolve_library(const std::string& library_path) {
