@@ -23,6 +23,14 @@ constexpr std::uint64_t kReloadTag = kSignalTag - 1;
 // A source without an fd that gave nothing is polled again after this long.
 constexpr int kIdlePollMs = 10;
 
+// Adds fd to the epoll set, readable events tagged with `tag`; false with errno set.
+bool watch(int epoll_fd, int fd, std::uint64_t tag) {
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.u64 = tag;
+  return epoll_ctl(epoll_fd, EPOLL_CTL_ADD, fd, &ev) == 0;
+}
+
 std::uint64_t wall_ns() {
   timespec ts{};
   clock_gettime(CLOCK_REALTIME, &ts);
@@ -75,10 +83,7 @@ Result<std::unique_ptr<Runner>> Runner::create(RunnerOptions opts) {
   if (r->epoll_fd_ < 0) return Error::runtime(std::string("runner: epoll: ") + std::strerror(errno));
   r->reload_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (r->reload_fd_ < 0) return Error::runtime(std::string("runner: eventfd: ") + std::strerror(errno));
-  epoll_event rev{};
-  rev.events = EPOLLIN;
-  rev.data.u64 = kReloadTag;
-  if (epoll_ctl(r->epoll_fd_, EPOLL_CTL_ADD, r->reload_fd_, &rev) != 0) {
+  if (!watch(r->epoll_fd_, r->reload_fd_, kReloadTag)) {
     return Error::runtime(std::string("runner: epoll_ctl: ") + std::strerror(errno));
   }
   if (r->opts_.signals) {
@@ -90,10 +95,7 @@ Result<std::unique_ptr<Runner>> Runner::create(RunnerOptions opts) {
     pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
     r->signal_fd_ = signalfd(-1, &sigs, SFD_NONBLOCK | SFD_CLOEXEC);
     if (r->signal_fd_ < 0) return Error::runtime(std::string("runner: signalfd: ") + std::strerror(errno));
-    epoll_event ev{};
-    ev.events = EPOLLIN;
-    ev.data.u64 = kSignalTag;
-    if (epoll_ctl(r->epoll_fd_, EPOLL_CTL_ADD, r->signal_fd_, &ev) != 0) {
+    if (!watch(r->epoll_fd_, r->signal_fd_, kSignalTag)) {
       return Error::runtime(std::string("runner: epoll_ctl: ") + std::strerror(errno));
     }
   }
@@ -104,10 +106,7 @@ void Runner::add_source(std::unique_ptr<EventSource> source, bool essential) {
   if (!source) return;
   const int fd = source->wait_fd();
   if (fd >= 0) {
-    epoll_event ev{};
-    ev.events = EPOLLIN;
-    ev.data.u64 = slots_.size();
-    if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0 && log_) {
+    if (!watch(epoll_fd_, fd, slots_.size()) && log_) {
       // Still polled every turn (as a source without an fd would be).
       log_->warn("runner: cannot wait on {}'s fd: {}", source->name(), std::strerror(errno));
     }
