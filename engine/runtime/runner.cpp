@@ -179,12 +179,21 @@ void Runner::finish_reload() {
   (void)!read(reload_fd_, &n, sizeof(n));
   const double secs =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - reload_started_).count();
-  if (*got && **got && pipe_) {
+  const bool ok = *got && **got && pipe_;
+  if (ok) {
     pipe_->set_ruleset(**got);
     if (log_) log_->info("rules reloaded: {} rules, compiled in {:.2f} s", (**got)->size(), secs);
   } else if (log_) {
     log_->error("rule reload failed, the previous rules stay in force: {}",
                 *got ? std::string("no ruleset") : got->error().message);
+  }
+  {
+    std::lock_guard<std::mutex> l(stats_mu_);
+    ++(ok ? reload_stats_.succeeded : reload_stats_.failed);
+    reload_stats_.last_ok = ok;
+    reload_stats_.last_error = ok ? std::string() : (*got ? std::string("no ruleset") : got->error().message);
+    reload_stats_.last_unix_s =
+        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   }
   if (reload_again_ && !stopping_) {
     reload_again_ = false;
@@ -202,6 +211,11 @@ void Runner::abandon_reload() {
   (void)!read(reload_fd_, &n, sizeof(n));
   std::lock_guard<std::mutex> l(reload_mu_);
   reload_result_.reset();
+}
+
+ReloadStats Runner::reload_stats() const {
+  std::lock_guard<std::mutex> l(stats_mu_);
+  return reload_stats_;
 }
 
 void Runner::wait_reload_ForTest() {

@@ -108,6 +108,15 @@ struct RunReport {
   std::string describe_drops() const;
 };
 
+// What the reloads did so far (SIGHUP or a watched file changed).
+struct ReloadStats {
+  std::uint64_t succeeded = 0;
+  std::uint64_t failed = 0;
+  std::int64_t last_unix_s = 0;  // when the last one ended; 0: none yet
+  bool last_ok = true;
+  std::string last_error;        // the last failure's message ("" if none)
+};
+
 class Runner {
  public:
   // An error when the signalfd cannot be made.
@@ -149,6 +158,8 @@ class Runner {
   // What every source attached or opened, for the "ready" line.
   std::vector<std::string> attached() const;
   std::uint64_t now_ns() const { return clock_ns_; }
+  // Any thread (the metrics endpoint).
+  ReloadStats reload_stats() const;
 
  private:
   explicit Runner(RunnerOptions opts);
@@ -197,6 +208,8 @@ class Runner {
   std::optional<Result<std::shared_ptr<const rules::Ruleset>>> reload_result_;  // guarded by reload_mu_
   std::chrono::steady_clock::time_point reload_started_;
   bool reload_again_ = false;        // a SIGHUP came during the compile
+  mutable std::mutex stats_mu_;
+  ReloadStats reload_stats_;         // guarded by stats_mu_
 };
 
 }  // namespace vigil::runtime

@@ -290,6 +290,13 @@ TEST_F(RunnerTest, SighupReloadsAndAFailedReloadKeepsTheOldRules) {
   EXPECT_EQ(in_force[0], old_rules.get());
   EXPECT_EQ(in_force[1], old_rules.get());
   EXPECT_EQ(in_force[2], new_rules.get());
+  // The metrics endpoint's view of the two reloads.
+  ReloadStats st = r->reload_stats();
+  EXPECT_EQ(st.succeeded, 1u);
+  EXPECT_EQ(st.failed, 1u);
+  EXPECT_TRUE(st.last_ok);
+  EXPECT_EQ(st.last_error, "");
+  EXPECT_GT(st.last_unix_s, 0);
 }
 
 // Issue 16: a reload compiled on the loop thread stopped detection for the
