@@ -219,7 +219,7 @@ TEST(ConfigSchema, OverridesAreCheckedAndNamedInErrors) {
   } cases[] = {
       {{"nonexistent.key=1"},
        "-o nonexistent.key=1: nonexistent: unknown key (known: rules, hostname, state_dir, outputs, sensor, "
-       "k8s, plugins, load_plugins, flight_recorder)"},
+       "k8s, plugins, load_plugins, webserver, flight_recorder)"},
       {{"sensor.ringbuf_mib=abc"},
        "-o sensor.ringbuf_mib=abc: sensor.ringbuf_mib: expected a whole number from 1 to 1024, got 'abc'"},
       {{"sensor.ringbuff_mib=8"}, "-o sensor.ringbuff_mib=8: sensor.ringbuff_mib: unknown key (known: "
