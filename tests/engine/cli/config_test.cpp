@@ -167,7 +167,7 @@ TEST(ConfigSchema, TyposInEverySectionAreErrorsWithFileLineAndKey) {
                              "node_name)"},
       {"state_dir: /var/lib/vigil\nstatedir: /x\n",
        "2:1: statedir: unknown key (known: rules, hostname, state_dir, outputs, sensor, k8s, plugins, "
-       "load_plugins, flight_recorder)"},
+       "load_plugins, webserver, flight_recorder)"},
       {"plugins:\n  - {name: nvml, libary_path: x.so}\n",
        "2:18: plugins[0].libary_path: unknown key (known: name, library_path, init_config)"},
       {"outputs:\n  - type: stdout\n    formt: json\n", "3:5: outputs[0].formt: unknown key"},
