@@ -134,6 +134,7 @@ Result<std::shared_ptr<const rules::Ruleset>> load_rules_logged(const std::vecto
   if (counts) {
     counts->enabled = res.ruleset->enabled_count();
     counts->skipped = res.skipped;
+    counts->skipped_rules = res.skipped_rules;
   }
   return std::shared_ptr<const rules::Ruleset>(res.ruleset);
 }

@@ -77,6 +77,7 @@ struct RuleCountPolicy {
 struct RuleCounts {
   std::size_t enabled = 0;  // enabled rules in the new set
   std::size_t skipped = 0;  // rules the load skipped (unknown field or source: warnings)
+  std::vector<std::pair<std::string, std::string>> skipped_rules;  // (name, why), for metrics
   std::size_t enabled_in_force = 0;  // enabled rules of the set in force; 0 at start
 };
 

@@ -92,13 +92,13 @@ int cmd_run(int argc, char** argv) {
   // that succeeds (the runner swaps in every set the callback returns).
   std::size_t enabled_in_force = 0;
   // The same counts for /metrics (written here and by the reload thread).
-  std::atomic<std::uint64_t> rules_loaded{0}, rules_skipped{0};
+  metrics::RulesInForce rules_in_force;
   runtime::RunnerOptions ropts;
   ropts.log = log;
   // On the runner's reload thread, one at a time: rule_paths and load_opts
   // are not changed once the loop runs, and enabled_in_force is only touched
   // here then.
-  ropts.reload = [&rule_paths, &load_opts, &enabled_in_force, &rules_loaded, &rules_skipped, count_policy,
+  ropts.reload = [&rule_paths, &load_opts, &enabled_in_force, &rules_in_force, count_policy,
                   log](const std::atomic<bool>& cancel) -> Result<std::shared_ptr<const rules::Ruleset>> {
     rules::LoadOptions opts = load_opts;
     opts.cancel = &cancel;
@@ -108,8 +108,7 @@ int cmd_run(int argc, char** argv) {
     counts.enabled_in_force = enabled_in_force;
     if (Status ok = check_rule_counts(counts, count_policy); !ok) return ok.error();
     enabled_in_force = counts.enabled;
-    rules_loaded = counts.enabled;
-    rules_skipped = counts.skipped;
+    rules_in_force.set({counts.enabled, counts.skipped, counts.skipped_rules});
     return loaded;
   };
   auto runner_r = runtime::Runner::create(ropts);
@@ -158,8 +157,7 @@ int cmd_run(int argc, char** argv) {
   }
   if (counts.enabled == 0) log->warn("no enabled rule: vigil detects nothing until a reload adds some (--allow-no-rules)");
   enabled_in_force = counts.enabled;
-  rules_loaded = counts.enabled;
-  rules_skipped = counts.skipped;
+  rules_in_force.set({counts.enabled, counts.skipped, counts.skipped_rules});
   std::shared_ptr<const rules::Ruleset> ruleset = *loaded;
 
   // 4. Outputs.
@@ -268,8 +266,7 @@ int cmd_run(int argc, char** argv) {
   std::unique_ptr<metrics::Server> webserver;
   if (web->enabled) {
     const bool tls_verified = !(*k8s && (*k8s)->api_tls_verification_off());
-    AgentObjects agent{runner,   pipe,         **router,       parts,        counters, pods.get(),
-                       tls_verified, rules_loaded, rules_skipped, pods_known};
+    AgentObjects agent{runner, pipe, **router, parts, counters, pods.get(), tls_verified, rules_in_force, pods_known};
     auto server = start_webserver(*web, agent, health, log);
     if (!server) return stop_outputs(fail(*log, server.error()));
     webserver = std::move(*server);
