@@ -72,7 +72,8 @@ struct DropCounters {
 class Sensor final : public runtime::EventSource {
  public:
   // Loads and attaches everything. On failure an Error::runtime with one
-  // clear line saying why (not root / no CAP_BPF, no BTF, a hook missing...).
+  // clear line saying why (a capability missing, naming it; the program the
+  // kernel refused; no BTF; a hook missing...).
   static Result<std::unique_ptr<Sensor>> open(const Config& cfg);
 
   // runtime::EventSource. poll() does not block: it reads the timers, sends
@@ -87,6 +88,10 @@ class Sensor final : public runtime::EventSource {
   // Lost events by reason (truncated strings are not losses: counters() has them).
   runtime::Drops drops() const override;
   std::vector<std::string> attached() const override;  // hook names, for the "ready" log line
+  // Why the cgroup socket programs (connect/sendmsg/skb: network events) were
+  // left out while the rest runs: no CAP_NET_ADMIN, no cgroup v2 mount. ""
+  // when they run or no rule needs them.
+  const std::string& cgroup_off() const;
 
   DropCounters counters() const;
 
