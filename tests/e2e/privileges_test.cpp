@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -135,15 +136,24 @@ class e2ePrivileges : public ::testing::Test {
 };
 
 // The DaemonSet's set, without CAP_SYS_ADMIN: every part that needs a
-// capability runs (the tracing and cgroup programs, kmsg, /proc), and both
-// an exec and an Xid line alert. This is the proof that SYS_ADMIN can go.
+// capability runs (the tracing and cgroup programs, kmsg, /proc), both an
+// exec and an Xid line alert, and the Critical one gets its flight-recorder
+// capture (files written with none of a container's default capabilities,
+// which the DaemonSet drops). This is the proof that SYS_ADMIN can go.
 TEST_F(e2ePrivileges, TheDaemonSetSetWithoutSysAdminRunsEveryPart) {
   const std::string fifo = make_kmsg_fifo();
   ASSERT_FALSE(fifo.empty()) << std::strerror(errno);
   const std::string rules = dir_.write("rules.yaml", exec_rule(name_) + kXidRule + dns_rule(name_));
+  const std::string flight = dir_.path() + "/state/flight";
   Vigil v;
   limit_caps(v, kDaemonSetCaps);
-  ASSERT_TRUE(v.start(args(rules, fifo)));
+  std::vector<std::string> a = args(rules, fifo);
+  for (const std::string& o : {std::string("flight_recorder.enabled=true"), "flight_recorder.dir=" + flight,
+                               std::string("flight_recorder.after_s=0")}) {
+    a.push_back("-o");
+    a.push_back(o);
+  }
+  ASSERT_TRUE(v.start(a));
   ASSERT_TRUE(v.wait_ready()) << v.diag();
 
   // The process really runs without CAP_SYS_ADMIN and CAP_SYS_RESOURCE.
@@ -167,6 +177,10 @@ TEST_F(e2ePrivileges, TheDaemonSetSetWithoutSysAdminRunsEveryPart) {
   EXPECT_FALSE(v.alerts([](const json& a) { return a.value("rule", "") == "priv xid"; }, 20s).empty())
       << "no alert for the Xid line" << v.diag();
   EXPECT_EQ(v.stop(), 0) << v.diag();
+  std::error_code ec;
+  std::size_t captures = 0;
+  for (const auto& e : std::filesystem::directory_iterator(flight, ec)) captures += e.is_regular_file() ? 1 : 0;
+  EXPECT_GE(captures, 1u) << "no flight-recorder capture in " << flight << v.diag();
 }
 
 // Without CAP_NET_ADMIN the cgroup socket programs stay out, saying so; the
