@@ -200,11 +200,8 @@ Status add_live_sources(runtime::Runner& runner, const LiveSourcesConfig& cfg, r
   if (!sensor && sensor.error().kind == Error::Kind::kBadInput) return sensor.error();
   if (sensor) {
     record_part(parts, log, "bpf", true);
-    const std::string& cgroup_off = (*sensor)->cgroup_off();
-    const bool wants_cgroup = cfg.sensor.event_types.count(event::Type::kConnect) ||
-                              cfg.sensor.event_types.count(event::Type::kDns) ||
-                              cfg.sensor.event_types.count(event::Type::kPayload);
-    if (wants_cgroup) record_part(parts, log, "bpf_cgroup", cgroup_off.empty(), cgroup_off);
+    const sensor::CgroupPrograms& cgroup = (*sensor)->cgroup_programs();
+    if (cgroup.wanted) record_part(parts, log, "bpf_cgroup", cgroup.off.empty(), cgroup.off);
     runner.add_source(std::move(*sensor));
   } else {
     record_part(parts, log, "bpf", false, sensor.error().message);

@@ -183,7 +183,7 @@ class Sensor::Impl {
   }
 
   Status open(const Config& cfg);
-  const std::string& cgroup_off() const { return cgroup_off_; }
+  const CgroupPrograms& cgroup_programs() const { return cgroup_; }
   Result<std::size_t> poll(std::size_t budget, const runtime::EventSource::Emit& emit);
   DropCounters drops() const;
   std::vector<std::string> attached() const { return attached_; }
@@ -211,7 +211,7 @@ class Sensor::Impl {
   std::size_t polled_ = 0;
   std::size_t budget_ = 0;
   std::string failure_;  // the ring buffer could not be read
-  std::string cgroup_off_;  // why the cgroup programs were left out ("" when they were not)
+  CgroupPrograms cgroup_;
 };
 
 // What on_record returns once the budget is reached: libbpf stops consuming
@@ -335,14 +335,15 @@ Status Sensor::Impl::open(const Config& cfg) {
 
   // The cgroup socket programs (connect, sendmsg, skb: network events) need
   // CAP_NET_ADMIN and a cgroup v2 mount; without either the tracing programs
-  // still run, and cgroup_off() says why the others do not.
+  // still run, and cgroup_programs() says why the others do not.
   std::string cgroup_root;
-  if (std::any_of(hooks().begin(), hooks().end(),
-                  [&](const Hook& h) { return h.kind == AttachKind::kCgroup && wanted(h, cfg_); })) {
+  cgroup_.wanted = std::any_of(hooks().begin(), hooks().end(),
+                               [&](const Hook& h) { return h.kind == AttachKind::kCgroup && wanted(h, cfg_); });
+  if (cgroup_.wanted) {
     if (std::string m = missing_caps_to_load(BPF_PROG_TYPE_CGROUP_SKB, caps); !m.empty()) {
-      cgroup_off_ = "the cgroup socket programs need " + m;
+      cgroup_.off = "the cgroup socket programs need " + m;
     } else if (auto root = cgroup2_root(); !root) {
-      cgroup_off_ = root.error().message;
+      cgroup_.off = root.error().message;
     } else {
       cgroup_root = *root;
     }
@@ -357,7 +358,7 @@ Status Sensor::Impl::open(const Config& cfg) {
         return Error::runtime(std::string("sensor: BPF program ") + h.prog + " missing from the object");
       continue;
     }
-    bool want = wanted(h, cfg_) && !(h.kind == AttachKind::kCgroup && !cgroup_off_.empty());
+    bool want = wanted(h, cfg_) && !(h.kind == AttachKind::kCgroup && !cgroup_.off.empty());
     if (want && h.tracepoint) {
       std::string path = tracefs + "/events/" + h.tracepoint;
       if (access(path.c_str(), F_OK) != 0) {
@@ -579,6 +580,6 @@ runtime::Drops Sensor::drops() const {
   return d;
 }
 std::vector<std::string> Sensor::attached() const { return impl_->attached(); }
-const std::string& Sensor::cgroup_off() const { return impl_->cgroup_off(); }
+const CgroupPrograms& Sensor::cgroup_programs() const { return impl_->cgroup_programs(); }
 
 }  // namespace vigil::sensor

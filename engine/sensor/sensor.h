@@ -69,6 +69,14 @@ struct DropCounters {
   std::string to_string() const;
 };
 
+// Whether the ruleset needs the cgroup socket programs, and why they were
+// left out while the rest runs (no CAP_NET_ADMIN, no cgroup v2 mount; ""
+// when they run).
+struct CgroupPrograms {
+  bool wanted = false;
+  std::string off;
+};
+
 class Sensor final : public runtime::EventSource {
  public:
   // Loads and attaches everything. On failure an Error::runtime with one
@@ -88,10 +96,8 @@ class Sensor final : public runtime::EventSource {
   // Lost events by reason (truncated strings are not losses: counters() has them).
   runtime::Drops drops() const override;
   std::vector<std::string> attached() const override;  // hook names, for the "ready" log line
-  // Why the cgroup socket programs (connect/sendmsg/skb: network events) were
-  // left out while the rest runs: no CAP_NET_ADMIN, no cgroup v2 mount. ""
-  // when they run or no rule needs them.
-  const std::string& cgroup_off() const;
+  // The cgroup socket programs (connect/sendmsg/skb: network events).
+  const CgroupPrograms& cgroup_programs() const;
 
   DropCounters counters() const;
 
