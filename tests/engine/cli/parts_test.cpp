@@ -4,6 +4,8 @@
 #include "engine/cli/parts.h"
 
 #include <cerrno>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <sstream>
 
@@ -88,6 +90,25 @@ TEST(Parts, EveryPartHasWhatItNeedsAndWhatIsLost) {
     EXPECT_FALSE(info->without.empty()) << name;
   }
   EXPECT_EQ(part_info("plugin:nvml"), nullptr);
+}
+
+// docs/install.md's "Privileges" table has a row for every part vigil reports
+// (the tests run from the repository root).
+TEST(Parts, TheInstallDocHasARowPerPart) {
+  std::ifstream in("docs/install.md");
+  ASSERT_TRUE(in) << "docs/install.md not found from " << std::filesystem::current_path();
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string doc = ss.str();
+  const auto begin = doc.find("<!-- capability-table:begin -->");
+  const auto end = doc.find("<!-- capability-table:end -->");
+  ASSERT_NE(begin, std::string::npos);
+  ASSERT_NE(end, std::string::npos);
+  const std::string table = doc.substr(begin, end - begin);
+  for (const char* name : {"bpf", "bpf_cgroup", "kmsg", "procfs", "gpu_inventory", "k8s", "pod_resources"}) {
+    ASSERT_NE(part_info(name), nullptr) << name;
+    EXPECT_NE(table.find(std::string("\n| `") + name + "`"), std::string::npos) << "no row for " << name;
+  }
 }
 
 TEST(Parts, OneEventSourceIsEnoughToRun) {
