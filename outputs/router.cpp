@@ -116,7 +116,7 @@ Router::~Router() {
 }
 
 Router::Snapshot Router::snapshot() const {
-  std::lock_guard lk(mu_);
+  std::shared_lock lk(mu_);
   return sinks_;
 }
 
@@ -131,8 +131,8 @@ void Router::publish(std::shared_ptr<const event::Alert> a) noexcept {
     }
   }
   const std::size_t bytes = alert_bytes(*a);
-  const Snapshot sinks = snapshot();
-  for (const Entry& e : *sinks) e.sink->offer(a, bytes);
+  std::shared_lock lk(mu_);
+  for (const Entry& e : *sinks_) e.sink->offer(a, bytes);
 }
 
 Result<std::unique_ptr<Router::Plan>> Router::prepare(const YAML::Node& outputs) const {

@@ -32,6 +32,8 @@
 // shutdown() from the owner, one at a time (prepare/commit pairs in order:
 // a plan is made against the sinks in force when it is prepared).
 // shutdown() once. publish() after shutdown() counts the alert as dropped.
+// commit() waits for the publish() calls in progress (each only queues), so
+// an alert is in the old sinks before they start to retire, or in the new ones.
 #pragma once
 
 #include <yaml-cpp/yaml.h>
@@ -43,6 +45,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -160,7 +163,10 @@ class Router {
   void join_finished();
 
   RouterOptions opts_;
-  mutable std::mutex mu_;
+  // publish() holds it shared while it offers, so that once commit() (which
+  // holds it exclusively to swap) returns, no alert is still on its way into
+  // a sink that is about to retire.
+  mutable std::shared_mutex mu_;
   Snapshot sinks_;                               // guarded by mu_ (the pointer)
   std::vector<Retiring> retiring_;               // guarded by mu_
   std::map<std::string, SinkStats> retired_;     // guarded by mu_: final counters by name

@@ -221,5 +221,30 @@ TEST_F(RouterReloadTest, ARemovedSinksDropsStayCounted) {
   EXPECT_NE(r->describe_drops().find("webhook-1/retries_exhausted=5"), std::string::npos) << r->describe_drops();
 }
 
+// A changed sink waits for the one it replaces; removed before it even
+// started (two reloads in quick succession), it still starts, drains and
+// stops in order, and nothing it was given is lost.
+TEST_F(RouterReloadTest, ASinkStillWaitingForItsPredecessorCanBeRemoved) {
+  RouterOptions o = opts();
+  o.retire_deadline = 300ms;
+  const std::string hook = "{type: webhook, url: 'http://127.0.0.1:1/', spool: true";
+  auto r = router("[" + hook + ", retry: {initial_backoff_ms: 50}}]", o);
+  ASSERT_TRUE(r);
+  for (int i = 0; i < 5; ++i) r->publish(alert(i));
+  reload(*r, "[" + hook + ", retry: {initial_backoff_ms: 60}}]");  // webhook-0 replaced: waits ~300 ms
+  r->publish(alert(5));
+  Router::Plan what;
+  reload(*r, "[{type: file, path: '" + file("a.json") + "'}]", &what);
+  EXPECT_EQ(what.removed, std::vector<std::string>{"webhook-0"});
+  r->publish(alert(6));
+  r->shutdown(1s);
+  EXPECT_EQ(lines_of(file("a.json")).size(), 1u);
+  EXPECT_EQ(r->drops_total(), 0u) << r->describe_drops();
+  // Everything the webhook sinks took is in their spool for the next run.
+  auto spool = Spool::open(dir_.path() + "/state/spool/webhook-0", 1 << 20);
+  ASSERT_TRUE(spool) << spool.error().message;
+  EXPECT_EQ((*spool)->count(), 6u);
+}
+
 }  // namespace
 }  // namespace vigil::outputs
