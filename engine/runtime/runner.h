@@ -47,8 +47,8 @@
 // is set and run() waits for it to return.
 //
 // Thread-safety: one thread (the one that calls run()); every callback but
-// opts.reload runs on it (a Reloaded's commit too). Ownership: the runner owns its sources; the pipeline passed to run()
-// must outlive the call.
+// opts.reload runs on it (a Reloaded's commit too). Ownership: the runner
+// owns its sources; the pipeline passed to run() must outlive the call.
 #pragma once
 
 #include <atomic>

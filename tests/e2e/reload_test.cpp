@@ -120,7 +120,8 @@ TEST_F(e2eReload, ABrokenConfigurationKeepsTheRulesAndOutputsInForce) {
        "    path: " + other + "\n",
        "vigil.yaml:4:3: flight_recorder.colour: unknown key"},
       // An output of an unknown type (line 3, column 11).
-      {"rules: [" + new_rules + "]\noutputs:\n  - type: carrier_pigeon\n", "vigil.yaml:3:11: outputs[0].type: unknown output type"},
+      {"rules: [" + new_rules + "]\noutputs:\n  - type: carrier_pigeon\n",
+       "vigil.yaml:3:11: outputs[0].type: unknown output type"},
       // Not YAML (line 2: an unclosed flow sequence).
       {"rules: [" + new_rules + "]\noutputs: [\n", "vigil.yaml:"},
       // A file output whose directory does not exist.

@@ -73,11 +73,15 @@ TEST_F(RouterReloadTest, AnUnchangedSinkIsTheSameSinkAndAChangedOneIsReplaced) {
   ASSERT_TRUE(r);
   for (int i = 0; i < 3; ++i) r->publish(alert(i));
   // Both sinks have written (so a.json is open) before a.json is moved away.
-  for (int i = 0; i < 200 && (r->stats()[0].sent < 3 || r->stats()[1].sent < 3); ++i) std::this_thread::sleep_for(10ms);
+  for (int i = 0; i < 200 && (r->stats()[0].sent < 3 || r->stats()[1].sent < 3); ++i) {
+    std::this_thread::sleep_for(10ms);
+  }
   std::filesystem::rename(file("a.json"), file("a-moved.json"));
   Router::Plan what;
   // file-0: the same entry written differently (key order, quoting); file-1: a new format.
-  reload(*r, "[{path: \"" + file("a.json") + "\", type: file}, {type: file, format: text, path: '" + file("b.json") + "'}]",
+  reload(*r,
+         "[{path: \"" + file("a.json") + "\", type: file}, "
+         "{type: file, format: text, path: '" + file("b.json") + "'}]",
          &what);
   EXPECT_EQ(what.kept, std::vector<std::string>{"file-0"});
   EXPECT_EQ(what.replaced, std::vector<std::string>{"file-1"});
@@ -169,7 +173,9 @@ TEST_F(RouterReloadTest, AlertsAcrossReloadsAreDeliveredExactlyOnce) {
   EXPECT_FALSE(lines_of(file("three.json")).empty());
   // two.json: the alerts of file-0 then those of its replacement, each run in order.
   std::vector<int> two;
-  for (const auto& l : lines_of(file("two.json"))) two.push_back(std::stoi(nlohmann::json::parse(l)["uuid"].get<std::string>()));
+  for (const auto& l : lines_of(file("two.json"))) {
+    two.push_back(std::stoi(nlohmann::json::parse(l)["uuid"].get<std::string>()));
+  }
   EXPECT_TRUE(std::is_sorted(two.begin(), two.end()));
 }
 

@@ -22,7 +22,7 @@ using Clock = FileWatch::Clock;
 class FileWatchTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto w = FileWatch::create({.quiet = 50ms, .max_delay = 1000ms, .max_dirs = 16});
+    auto w = FileWatch::create({.quiet = 50ms, .max_delay = 1000ms, .max_dirs = 16, .log = nullptr});
     ASSERT_TRUE(w) << w.error().message;
     w_ = std::move(*w);
   }
