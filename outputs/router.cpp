@@ -142,7 +142,7 @@ Result<std::unique_ptr<Router::Plan>> Router::prepare(const YAML::Node& outputs)
   std::vector<std::vector<std::string>> retiring;
   auto plan = std::make_unique<Plan>();
   {
-    std::lock_guard lk(mu_);
+    std::shared_lock lk(mu_);
     in_force = sinks_;
     for (const Retiring& r : retiring_) retiring.push_back(r.resources);
     plan->generation = generation_;
@@ -345,7 +345,7 @@ std::vector<SinkStats> Router::collect(bool orphans) const {
   {
     // One consistent view: a retirement moves a sink from retiring_ to
     // retired_ under mu_, so it is counted once.
-    std::lock_guard lk(mu_);
+    std::shared_lock lk(mu_);
     sinks = sinks_;
     for (const Retiring& r : retiring_) retiring.push_back(r.sink);
     retired = retired_;
