@@ -319,8 +319,8 @@ int cmd_run(int argc, char** argv) {
   pipeline::Pipeline pipe(
       {st, [rt](std::shared_ptr<const event::Alert> a) { rt->publish(std::move(a)); }, hostname},
       ruleset);
-  metrics::EventCounters counters;
-  pipe.add_tap(&counters);
+  metrics::EventCounters counters;  // counts only for the webserver: no cost when it is off
+  if (web->enabled) pipe.add_tap(&counters);
   if (capture_tap) pipe.add_tap(capture_tap.get());
   if (recorder_tap) pipe.add_tap(recorder_tap.get());
 
