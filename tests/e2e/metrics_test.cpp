@@ -24,6 +24,7 @@
 #include <httplib.h>
 
 #include "tests/e2e/e2e_util.h"
+#include "tests/support/net.h"
 
 namespace vigil::e2e {
 namespace {
@@ -34,18 +35,6 @@ struct Sample {
   double value = 0;
 };
 
-// A free loopback port (the kernel's pick, released).
-int free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-  socklen_t len = sizeof(a);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
 
 // GET path: {status, body}; status -1 when the connection failed.
 std::pair<int, std::string> get(int port, const std::string& path) {
@@ -102,7 +91,7 @@ class e2eMetrics : public ::testing::Test {
   void SetUp() override {
     VIGIL_E2E_REQUIRE_ROOT();
     ASSERT_TRUE(dir_.ok());
-    port_ = free_port();
+    port_ = support::free_port(SOCK_STREAM);
   }
 
   std::vector<Sample> scrape() {
