@@ -76,6 +76,7 @@ std::string SinkStats::describe_drops() const {
 }
 
 Filter::Verdict Filter::check(const event::Alert& a, std::chrono::steady_clock::time_point now) {
+  if (a.heartbeat) return Verdict::kPass;  // filtered out, its absence would look like a dead agent
   if (o_.min_priority && static_cast<int>(a.priority) > static_cast<int>(*o_.min_priority)) {
     return Verdict::kFiltered;
   }

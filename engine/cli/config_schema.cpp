@@ -33,6 +33,8 @@ constexpr KeySpec kSchema[] = {
     {"k8s.node_name", K::kString},
     {"plugins", K::kPlugins},
     {"load_plugins", K::kNames},
+    {"heartbeat", K::kSection},
+    {"heartbeat.interval_s", K::kUint, 0, 86400},
     {"webserver", K::kSection},
     {"webserver.enabled", K::kBool},
     {"webserver.listen", K::kString, 0, 0, false, true},

@@ -15,6 +15,7 @@
 #include "engine/cli/common.h"
 #include "engine/cli/config.h"
 #include "engine/cli/parts.h"
+#include "engine/cli/heartbeat.h"
 #include "engine/cli/plugins.h"
 #include "engine/cli/webserver.h"
 #include "engine/metrics/event_counters.h"
@@ -29,6 +30,7 @@
 #include "engine/state/pods.h"
 #include "engine/state/state.h"
 #include "engine/util/safe_file.h"
+#include "engine/util/version.h"
 #include "outputs/router.h"
 
 namespace vigil::cli {
@@ -202,6 +204,8 @@ int cmd_run(int argc, char** argv) {
   if (!cfg) return fail(*log, cfg.error());
   auto web = webserver_config(*cfg);
   if (!web) return fail(*log, web.error());
+  auto heartbeat_every = heartbeat_interval(*cfg);
+  if (!heartbeat_every) return fail(*log, heartbeat_every.error());
   cfg_in_force = YAML::Clone(*cfg);
 
   // 2. Plugins (bad input → 2, a failed init → 1): their fields and sources
@@ -342,6 +346,30 @@ int cmd_run(int argc, char** argv) {
   std::atomic<std::uint64_t> pods_known{0};
   runner.add_tick("pod count", std::chrono::seconds(1),
                   [&](std::uint64_t) { pods_known.store(st.pod_count(), std::memory_order_relaxed); });
+  if (heartbeat_every->count() > 0) {
+    // From the loop itself: a stuck or blinded agent stops sending them.
+    const auto started = std::chrono::steady_clock::now();
+    runner.add_tick("heartbeat", *heartbeat_every, [&, started, seq = std::uint64_t{0}](std::uint64_t) mutable {
+      HeartbeatInfo h;
+      h.now_ns = static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                                std::chrono::system_clock::now().time_since_epoch())
+                                                .count());
+      h.hostname = hostname;
+      h.version = kVersion;
+      h.uptime_s = static_cast<std::uint64_t>(
+          std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - started).count());
+      const auto ps = pipe.stats();
+      h.events = ps.events;
+      h.alerts = ps.alerts;
+      h.drops = (*router)->drops_total();
+      for (const auto& s : runner.status().sources) h.drops += s.drops.total();
+      h.rules = rules_in_force.get().loaded;
+      const std::string off = parts_off(parts.snapshot());
+      h.parts_off = off.empty() ? "none" : off;
+      h.seq = ++seq;
+      (*router)->publish(std::make_shared<const event::Alert>(make_heartbeat(h)));
+    });
+  }
   metrics::HealthMonitor health(web->stall_after);
   std::unique_ptr<metrics::Server> webserver;
   if (web->enabled) {

@@ -51,6 +51,9 @@ struct Alert {
   // Additional top-level keys vigil adds (never renames Falco's), e.g.
   // {"capture", "/var/lib/vigil/flight/....vcap"}. Values are strings.
   std::vector<std::pair<std::string, std::string>> extra;
+  // vigil's own liveness record (heartbeat:), not a detection: it passes every
+  // output's filters and rate limit, so a SIEM can alert on its absence.
+  bool heartbeat = false;
 };
 
 }  // namespace vigil::event

@@ -294,5 +294,39 @@ TEST_F(e2eMetrics, ReloadResultsAndPartsAreCounted) {
   EXPECT_EQ(v.stop(), 0) << v.diag();
 }
 
+// 4. The heartbeat (heartbeat.interval_s) reaches an output whose filters
+//    take nothing else, from the loop, numbered, with the agent's counts.
+TEST_F(e2eMetrics, HeartbeatsReachAnOutputThatFiltersEverythingElse) {
+  const std::string rules = dir_.write("rules.yaml", R"(
+- rule: e2e heartbeat exec
+  desc: never fires
+  condition: evt.type = execve and proc.name = e2e-never-runs
+  output: never
+  priority: DEBUG
+)");
+  const std::string config = dir_.write("vigil.yaml", "heartbeat: {interval_s: 1}\n"
+                                                      "outputs:\n"
+                                                      "  - type: stdout\n"
+                                                      "    min_priority: critical\n"
+                                                      "    rules: {include: [\"Crypto miner command line\"]}\n");
+  Vigil v;
+  ASSERT_TRUE(v.start({"-r", rules, "-c", config}));
+  ASSERT_TRUE(v.wait_ready()) << v.diag();
+  auto beats = v.alerts([](const json& a) { return a["rule"] == "vigil heartbeat"; }, 10s);
+  for (int i = 0; i < 50 && beats.size() < 2; ++i) {
+    std::this_thread::sleep_for(100ms);
+    beats = v.alerts([](const json& a) { return a["rule"] == "vigil heartbeat"; });
+  }
+  ASSERT_GE(beats.size(), 2u) << v.diag();
+  const json& b = beats[1];
+  EXPECT_EQ(b["priority"], "Informational");
+  EXPECT_EQ(b["source"], "vigil");
+  EXPECT_EQ(b["tags"], json::array({"heartbeat"}));
+  EXPECT_EQ(b["output_fields"]["vigil.heartbeat_seq"], 2);
+  EXPECT_EQ(b["output_fields"]["vigil.rules"], 1);
+  EXPECT_GT(b["output_fields"]["vigil.events"].get<std::uint64_t>(), 0u);
+  EXPECT_EQ(v.stop(), 0) << v.diag();
+}
+
 }  // namespace
 }  // namespace vigil::e2e

@@ -167,7 +167,7 @@ TEST(ConfigSchema, TyposInEverySectionAreErrorsWithFileLineAndKey) {
                              "node_name)"},
       {"state_dir: /var/lib/vigil\nstatedir: /x\n",
        "2:1: statedir: unknown key (known: rules, hostname, state_dir, outputs, sensor, k8s, plugins, "
-       "load_plugins, webserver, flight_recorder)"},
+       "load_plugins, heartbeat, webserver, flight_recorder)"},
       {"plugins:\n  - {name: nvml, libary_path: x.so}\n",
        "2:18: plugins[0].libary_path: unknown key (known: name, library_path, init_config)"},
       {"outputs:\n  - type: stdout\n    formt: json\n", "3:5: outputs[0].formt: unknown key"},
@@ -219,7 +219,7 @@ TEST(ConfigSchema, OverridesAreCheckedAndNamedInErrors) {
   } cases[] = {
       {{"nonexistent.key=1"},
        "-o nonexistent.key=1: nonexistent: unknown key (known: rules, hostname, state_dir, outputs, sensor, "
-       "k8s, plugins, load_plugins, webserver, flight_recorder)"},
+       "k8s, plugins, load_plugins, heartbeat, webserver, flight_recorder)"},
       {{"sensor.ringbuf_mib=abc"},
        "-o sensor.ringbuf_mib=abc: sensor.ringbuf_mib: expected a whole number from 1 to 1024, got 'abc'"},
       {{"sensor.ringbuff_mib=8"}, "-o sensor.ringbuff_mib=8: sensor.ringbuff_mib: unknown key (known: "
