@@ -16,6 +16,7 @@ pkgs=(
   iproute2 procps util-linux openssl python3 # integration tests: netns, stand-in servers
   python3-h2                                 # state tests: stand-in kubelet pod-resources (gRPC/HTTP2)
   rsyslog kcat                               # output tests: real syslog and Kafka peers
+  podman runc mmdebstrap                     # image test: deploy/build-image.sh, then podman run
 )
 missing=()
 for p in "${pkgs[@]}"; do
