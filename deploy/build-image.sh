@@ -14,8 +14,9 @@
 # the Debian archive that this machine's apt uses (/etc/apt/sources.list.d/
 # debian.sources, else /etc/apt/sources.list; VIGIL_IMAGE_SOURCES names another
 # file) and is kept in <build>/image/, keyed by the package list and the sources,
-# so a second build takes seconds. --save writes the image as an OCI archive
-# (for `ctr images import` on a node, or `skopeo copy` to a registry).
+# so a second build takes seconds. --save writes the image archive (podman
+# save's docker-archive: `ctr -n k8s.io images import FILE` on a node, or
+# `skopeo copy docker-archive:FILE docker://REGISTRY/vigil:TAG`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -145,7 +146,8 @@ cp "$rootfs" "$work/image.tar"
   ./usr/sbin/vigil ./usr/lib/vigil ./usr/share/vigil)
 podman import --quiet --change "$entrypoint" --change "$cmd" "$work/image.tar" "$tag" >/dev/null
 if [ -n "$save" ]; then
-  podman save --quiet --format oci-archive -o "$save" "$tag"
+  rm -f "$save"
+  podman save --quiet --format docker-archive -o "$save" "$tag"
 fi
 size=$(podman image inspect --format '{{.Size}}' "$tag")
 echo "build-image: $tag built in $((SECONDS - start)) s, $((size / 1024 / 1024)) MiB"
