@@ -217,6 +217,30 @@ TEST_F(Manifest, ImageIsThisVersion) {
   EXPECT_EQ(k["images"][0]["newTag"].as<std::string>(""), kVersion);
 }
 
+// deploy/Dockerfile and deploy/build-image.sh make the same image: the
+// Dockerfile installs the package list the script uses (not a list of its
+// own), on the Debian release the script bootstraps, and has the ENTRYPOINT
+// and CMD lines the script copies.
+TEST(Dockerfile, InStepWithTheOfflineBuild) {
+  const std::string docker = support::read_file("deploy/Dockerfile");
+  const std::string script = support::read_file("deploy/build-image.sh");
+  ASSERT_FALSE(docker.empty());
+  ASSERT_FALSE(script.empty());
+  EXPECT_NE(docker.find("COPY deploy/image-packages.txt "), std::string::npos);
+  EXPECT_NE(docker.find("image-packages.txt | xargs apt-get install"), std::string::npos);
+  std::size_t installs = 0;
+  for (auto at = docker.find("apt-get install"); at != std::string::npos; at = docker.find("apt-get install", at + 1)) {
+    ++installs;
+  }
+  EXPECT_EQ(installs, 1u) << "one apt-get install, from deploy/image-packages.txt (no hand-kept list)";
+  EXPECT_NE(docker.find("\nFROM debian:12-slim\n"), std::string::npos);
+  EXPECT_NE(script.find(" bookworm "), std::string::npos) << "Debian 12 is bookworm";
+  EXPECT_NE(docker.find("\nENTRYPOINT [\"/usr/sbin/vigil\"]\n"), std::string::npos);
+  EXPECT_NE(docker.find("\nCMD ["), std::string::npos);
+  EXPECT_NE(script.find("grep -m1 '^ENTRYPOINT ' deploy/Dockerfile"), std::string::npos);
+  EXPECT_NE(script.find("grep -m1 '^CMD ' deploy/Dockerfile"), std::string::npos);
+}
+
 // kustomize reads these files: each exists and parses, the DaemonSet is among
 // them, and the PodMonitor example selects the DaemonSet's pods and port.
 TEST(Kustomization, ListsFilesThatExistAndParse) {
