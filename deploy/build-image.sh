@@ -6,7 +6,7 @@
 # ENTRYPOINT and CMD. deploy/Dockerfile is the same image for those who have a
 # registry: both read deploy/image-packages.txt.
 #
-#   deploy/build-image.sh [--tag NAME:TAG] [--save FILE]   # as root
+#   deploy/build-image.sh [--tag NAME:TAG] [--save FILE] [--refresh]   # as root
 #   deploy/build-image.sh --check-packages                 # the list against the build
 #
 # vigil is taken from the build directory (VIGIL_BUILD_DIR, default build/, as
@@ -14,7 +14,8 @@
 # the Debian archive that this machine's apt uses (/etc/apt/sources.list.d/
 # debian.sources, else /etc/apt/sources.list; VIGIL_IMAGE_SOURCES names another
 # file) and is kept in <build>/image/, keyed by the package list and the sources,
-# so a second build takes seconds. --save writes the image archive (podman
+# so a second build takes seconds; --refresh makes it again (Debian's security
+# updates since the last one). --save writes the image archive (podman
 # save's docker-archive: `ctr -n k8s.io images import FILE` on a node, or
 # `skopeo copy docker-archive:FILE docker://REGISTRY/vigil:TAG`).
 set -euo pipefail
@@ -26,11 +27,13 @@ packages_file=$root/deploy/image-packages.txt
 tag=""
 save=""
 check_only=0
+refresh=0
 while [ $# -gt 0 ]; do
   case $1 in
     --tag) tag=${2:?--tag needs NAME:TAG}; shift 2 ;;
     --save) save=${2:?--save needs a file}; shift 2 ;;
     --check-packages) check_only=1; shift ;;
+    --refresh) refresh=1; shift ;;
     *) echo "build-image: unknown argument: $1" >&2; exit 64 ;;
   esac
 done
@@ -84,7 +87,7 @@ check_packages
 [ "$check_only" -eq 1 ] && exit 0
 
 [ "$(id -u)" -eq 0 ] || die "run as root (mmdebstrap and podman build as root here)"
-for t in mmdebstrap podman tar sha256sum; do
+for t in mmdebstrap podman tar sha256sum flock; do
   command -v "$t" >/dev/null || die "needs $t (apt-get install mmdebstrap podman)"
 done
 
@@ -100,7 +103,9 @@ if [ -z "$sources" ]; then
     if [ -s "$s" ]; then sources=$s; break; fi
   done
 fi
-[ -n "$sources" ] && [ -s "$sources" ] || die "no apt sources file (set VIGIL_IMAGE_SOURCES)"
+if [ -z "$sources" ] || [ ! -s "$sources" ]; then
+  die "no apt sources file (set VIGIL_IMAGE_SOURCES)"
+fi
 
 # The entry point is deploy/Dockerfile's, so both builds start vigil the same way.
 entrypoint=$(grep -m1 '^ENTRYPOINT ' deploy/Dockerfile) || die "deploy/Dockerfile has no ENTRYPOINT"
@@ -113,10 +118,12 @@ mmdebstrap_args=(--variant=essential --hook-dir=/usr/share/mmdebstrap/hooks/merg
   --dpkgopt='path-exclude=/usr/share/info/*' --dpkgopt='path-exclude=/usr/share/locale/*')
 cache=$build/image
 mkdir -p "$cache"
+exec 9>"$cache/lock"
+flock 9   # one build at a time per build directory (the test and a person may overlap)
 key=$( { printf '%s\n' "${mmdebstrap_args[@]}"; cat "$sources"; } | sha256sum | cut -c1-16)
 rootfs=$cache/rootfs-$key.tar
 start=$SECONDS
-if [ ! -s "$rootfs" ]; then
+if [ "$refresh" -eq 1 ] || [ ! -s "$rootfs" ]; then
   echo "build-image: making the Debian 12 root filesystem (mmdebstrap, from $sources)"
   rm -rf "$cache"/rootfs-*
   mmdebstrap --quiet --format=tar "${mmdebstrap_args[@]}" bookworm "$rootfs.part" "$sources" \
