@@ -5,6 +5,9 @@ pkg_check_modules(LIBBPF REQUIRED IMPORTED_TARGET libbpf>=1.0)
 pkg_check_modules(RE2 REQUIRED IMPORTED_TARGET re2)
 pkg_check_modules(ZSTD REQUIRED IMPORTED_TARGET libzstd)
 pkg_check_modules(LIBCURL REQUIRED IMPORTED_TARGET libcurl)
+# libcpp-httplib-dev: the webserver of /metrics, /healthz and /readyz (a
+# maintained HTTP/1.1 server, so vigil parses no HTTP of its own).
+pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
 find_package(yaml-cpp REQUIRED)
 find_package(spdlog REQUIRED)
 find_package(fmt REQUIRED)

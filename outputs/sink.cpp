@@ -271,6 +271,10 @@ std::chrono::milliseconds Sink::backoff(int attempt) {
 
 void Sink::record_sent(std::span<const Message> msgs) {
   sent_.fetch_add(msgs.size(), std::memory_order_relaxed);
+  last_success_unix_ms_.store(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                  std::chrono::system_clock::now().time_since_epoch())
+                                  .count(),
+                              std::memory_order_relaxed);
   const std::uint64_t now = steady_ns();
   for (const auto& m : msgs) {
     if (m.enqueued_ns == 0 || now < m.enqueued_ns) continue;
@@ -402,6 +406,7 @@ SinkStats Sink::stats() const {
   s.name = o_.name;
   s.type = o_.type;
   s.sent = sent_.load();
+  s.last_success_unix_ms = last_success_unix_ms_.load();
   s.retried = retried_.load();
   for (std::size_t i = 0; i < kDropReasonCount; ++i) {
     s.drops[i] = drops_[i].load(std::memory_order_relaxed);

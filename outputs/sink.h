@@ -151,6 +151,7 @@ struct SinkStats {
   std::uint64_t queue_bytes = 0;
   std::uint64_t spool_depth = 0;   // alerts in the spool now
   std::uint64_t spool_bytes = 0;
+  std::int64_t last_success_unix_ms = 0;  // the last delivery; 0: none yet
   // publish-to-delivered latency of sent alerts, microseconds.
   std::uint64_t latency_count = 0;
   std::uint64_t latency_p50_us = 0;
@@ -222,6 +223,7 @@ class Sink {
   std::thread journal_;             // only with a spool
   std::mt19937_64 rng_;             // worker only
 
+  std::atomic<std::int64_t> last_success_unix_ms_{0};
   std::atomic<std::uint64_t> sent_{0}, retried_{0}, spooled_{0}, filtered_{0}, rate_limited_{0},
       spool_depth_{0}, spool_bytes_{0};
   std::array<std::atomic<std::uint64_t>, kDropReasonCount> drops_{};

@@ -13,8 +13,10 @@ pkgs=(
   libre2-dev libyaml-cpp-dev libyaml-dev libspdlog-dev libfmt-dev libcli11-dev
   librdkafka-dev libcurl4-openssl-dev libssl-dev libzstd-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  libcpp-httplib-dev                       # the metrics and health endpoint (webserver:)
   iproute2 procps util-linux openssl python3 # integration tests: netns, stand-in servers
   python3-h2                                 # state tests: stand-in kubelet pod-resources (gRPC/HTTP2)
+  python3-prometheus-client                  # metrics tests: a real Prometheus text parser
   rsyslog kcat                               # output tests: real syslog and Kafka peers
   podman runc mmdebstrap                     # image test: deploy/build-image.sh, then podman run
 )

@@ -15,6 +15,10 @@
 #include "engine/cli/common.h"
 #include "engine/cli/config.h"
 #include "engine/cli/plugins.h"
+#include "engine/cli/webserver.h"
+#include "engine/metrics/event_counters.h"
+#include "engine/metrics/health.h"
+#include "engine/runtime/parts.h"
 #include "engine/pipeline/pipeline.h"
 #include "engine/rules/ruleset.h"
 #include "engine/runtime/runner.h"
@@ -87,12 +91,14 @@ int cmd_run(int argc, char** argv) {
   // Enabled rules of the set in force; written by the start and by each reload
   // that succeeds (the runner swaps in every set the callback returns).
   std::size_t enabled_in_force = 0;
+  // The same counts for /metrics (written here and by the reload thread).
+  std::atomic<std::uint64_t> rules_loaded{0}, rules_skipped{0};
   runtime::RunnerOptions ropts;
   ropts.log = log;
   // On the runner's reload thread, one at a time: rule_paths and load_opts
   // are not changed once the loop runs, and enabled_in_force is only touched
   // here then.
-  ropts.reload = [&rule_paths, &load_opts, &enabled_in_force, count_policy,
+  ropts.reload = [&rule_paths, &load_opts, &enabled_in_force, &rules_loaded, &rules_skipped, count_policy,
                   log](const std::atomic<bool>& cancel) -> Result<std::shared_ptr<const rules::Ruleset>> {
     rules::LoadOptions opts = load_opts;
     opts.cancel = &cancel;
@@ -102,6 +108,8 @@ int cmd_run(int argc, char** argv) {
     counts.enabled_in_force = enabled_in_force;
     if (Status ok = check_rule_counts(counts, count_policy); !ok) return ok.error();
     enabled_in_force = counts.enabled;
+    rules_loaded = counts.enabled;
+    rules_skipped = counts.skipped;
     return loaded;
   };
   auto runner_r = runtime::Runner::create(ropts);
@@ -111,6 +119,8 @@ int cmd_run(int argc, char** argv) {
   // 1. Configuration (bad input → 2).
   auto cfg = load_config_with_overrides(args.config, args.overrides);
   if (!cfg) return fail(*log, cfg.error());
+  auto web = webserver_config(*cfg);
+  if (!web) return fail(*log, web.error());
   if (!args.format.empty() && !(*cfg)["outputs"]) {
     YAML::Node out;
     out["type"] = "stdout";
@@ -148,6 +158,8 @@ int cmd_run(int argc, char** argv) {
   }
   if (counts.enabled == 0) log->warn("no enabled rule: vigil detects nothing until a reload adds some (--allow-no-rules)");
   enabled_in_force = counts.enabled;
+  rules_loaded = counts.enabled;
+  rules_skipped = counts.skipped;
   std::shared_ptr<const rules::Ruleset> ruleset = *loaded;
 
   // 4. Outputs.
@@ -236,6 +248,8 @@ int cmd_run(int argc, char** argv) {
   pipeline::Pipeline pipe(
       {st, [rt](std::shared_ptr<const event::Alert> a) { rt->publish(std::move(a)); }, hostname},
       ruleset);
+  metrics::EventCounters counters;
+  pipe.add_tap(&counters);
   if (capture_tap) pipe.add_tap(capture_tap.get());
   if (recorder_tap) pipe.add_tap(recorder_tap.get());
 
@@ -244,8 +258,24 @@ int cmd_run(int argc, char** argv) {
   log->info("ready: {} rules loaded from {} path(s), probes attached: {}", ruleset->size(),
             rule_paths.size(), hooks);
 
-  // 8. The loop, until a signal or a failed source.
+  // 8. The metrics and health endpoint, then the loop until a signal or a
+  //    failed source.
+  runtime::Parts parts;
+  std::atomic<std::uint64_t> pods_known{0};
+  runner.add_tick("pod count", std::chrono::seconds(1),
+                  [&](std::uint64_t) { pods_known.store(st.pod_count(), std::memory_order_relaxed); });
+  metrics::HealthMonitor health(web->stall_after);
+  std::unique_ptr<metrics::Server> webserver;
+  if (web->enabled) {
+    const bool tls_verified = !(*k8s && (*k8s)->api_tls_verification_off());
+    AgentObjects agent{runner,   pipe,         **router,       parts,        counters, pods.get(),
+                       tls_verified, rules_loaded, rules_skipped, pods_known};
+    auto server = start_webserver(*web, agent, health, log);
+    if (!server) return stop_outputs(fail(*log, server.error()));
+    webserver = std::move(*server);
+  }
   runtime::RunReport rep = runner.run(pipe);
+  if (webserver) webserver->stop();
   if (rep.error) log->error("event loop: {}", rep.error->message);
 
   // 9. Clean stop: detach probes first (no new events), then finish captures

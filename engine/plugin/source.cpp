@@ -46,6 +46,8 @@ class PluginSource::Impl {
   std::condition_variable exited_cv;
   std::deque<Queued> queue;   // guarded by mu
   std::size_t queue_bytes = 0;  // guarded by mu
+  std::uint64_t pushed = 0;     // guarded by mu: events queued so far
+  std::uint64_t popped = 0;     // guarded by mu: events handed to poll() so far
   bool exited = false;        // guarded by mu: the thread has returned
   std::string failure;        // guarded by mu
 
@@ -119,6 +121,7 @@ class PluginSource::Impl {
                std::string(reinterpret_cast<const char*>(e.data), e.data_len)};
       queue_bytes += q.data.size();
       queue.push_back(std::move(q));
+      ++pushed;
       ++added;
     }
     if (added) wake();
@@ -155,6 +158,7 @@ Result<std::size_t> PluginSource::poll(std::size_t budget, const Emit& emit) {
       impl_->queue_bytes -= impl_->queue.front().data.size();
       batch.push_back(std::move(impl_->queue.front()));
       impl_->queue.pop_front();
+      ++impl_->popped;
     }
     if (!impl_->queue.empty()) {
       std::uint64_t one = 1;  // more waits: stay readable
@@ -199,6 +203,17 @@ runtime::Drops PluginSource::drops() const {
   d.add("oversize", impl_->oversize.load());
   d.add("malformed", impl_->malformed.load());
   return d;
+}
+
+std::optional<runtime::Backlog> PluginSource::backlog() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  runtime::Backlog b;
+  b.pending = impl_->queue.size();
+  b.capacity = impl_->opts.queue_events;
+  b.consumed = impl_->popped;
+  b.produced = impl_->pushed;
+  b.unit = "events";
+  return b;
 }
 
 void PluginSource::stop() {

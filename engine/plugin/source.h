@@ -51,6 +51,8 @@ class PluginSource final : public runtime::EventSource {
   Health health() const override;
   std::string failure() const override;
   runtime::Drops drops() const override;
+  // The queue between the plugin's thread and the loop, in events (any thread).
+  std::optional<runtime::Backlog> backlog() const override;
   std::vector<std::string> attached() const override { return {name_}; }
 
   // Stops asking the plugin for events (the queue still drains). Idempotent.

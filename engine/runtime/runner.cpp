@@ -111,6 +111,7 @@ void Runner::add_source(std::unique_ptr<EventSource> source, bool essential) {
       log_->warn("runner: cannot wait on {}'s fd: {}", source->name(), std::strerror(errno));
     }
   }
+  std::lock_guard<std::mutex> l(sources_mu_);
   slots_.push_back({std::move(source), essential});
 }
 
@@ -218,11 +219,59 @@ ReloadStats Runner::reload_stats() const {
   return reload_stats_;
 }
 
+LoopStatus Runner::status() const {
+  LoopStatus st;
+  st.running = running_.load(std::memory_order_relaxed);
+  st.turns = turns_.load(std::memory_order_relaxed);
+  st.last_turn = std::chrono::steady_clock::time_point(
+      std::chrono::nanoseconds(last_turn_ns_.load(std::memory_order_relaxed)));
+  {
+    std::lock_guard<std::mutex> l(stats_mu_);
+    st.sources = published_;
+  }
+  std::lock_guard<std::mutex> l(sources_mu_);
+  for (std::size_t i = 0; i < st.sources.size() && i < slots_.size(); ++i) {
+    if (slots_[i].source) st.sources[i].backlog = slots_[i].source->backlog();
+  }
+  return st;
+}
+
+void Runner::publish_status(bool force) {
+  const auto now = std::chrono::steady_clock::now();
+  bool changed = force || published_size_ != slots_.size();
+  for (Slot& s : slots_) {
+    if (!s.source) continue;
+    const EventSource::Health h = s.source->health();
+    if (h != s.health) changed = true;
+    s.health = h;
+  }
+  if (!changed && now - last_publish_ < std::chrono::milliseconds(200)) return;
+  last_publish_ = now;
+  std::vector<SourceStatus> out;
+  out.reserve(slots_.size());
+  for (const Slot& s : slots_) {
+    SourceStatus ss;
+    ss.essential = s.essential;
+    ss.events = s.events;
+    if (s.source) {
+      ss.name = std::string(s.source->name());
+      ss.health = s.health;
+      if (s.health == EventSource::Health::kFailed) ss.failure = s.source->failure();
+      ss.drops = s.source->drops();
+    }
+    out.push_back(std::move(ss));
+  }
+  published_size_ = slots_.size();
+  std::lock_guard<std::mutex> l(stats_mu_);
+  published_ = std::move(out);
+}
+
 void Runner::wait_reload_ForTest() {
   if (reload_thread_.joinable()) reload_thread_.join();
 }
 
 void Runner::close_sources() {
+  std::lock_guard<std::mutex> l(sources_mu_);
   for (Slot& s : slots_) {
     if (s.source && s.source->wait_fd() >= 0 && epoll_fd_ >= 0) {
       epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, s.source->wait_fd(), nullptr);
@@ -273,6 +322,7 @@ int Runner::wait_ms() const {
 void Runner::poll_source(Slot& s, const EventSource::Emit& emit) {
   EventSource& src = *s.source;
   auto got = src.poll(opts_.budget, emit);
+  if (got) s.events += *got;
   s.ready = false;
   std::optional<Error> err;
   if (!got) {
@@ -348,6 +398,16 @@ RunReport Runner::run(pipeline::Pipeline& pipe) {
   last_drop_report_ns_ = start;
   const std::uint64_t drop_every = static_cast<std::uint64_t>(opts_.drop_report.count()) * 1000000000ull;
 
+  auto beat = [this] {
+    turns_.fetch_add(1, std::memory_order_relaxed);
+    last_turn_ns_.store(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                            std::chrono::steady_clock::now().time_since_epoch())
+                            .count(),
+                        std::memory_order_relaxed);
+  };
+  beat();
+  publish_status(true);
+  running_.store(true, std::memory_order_relaxed);
   while (!stopping_) {
     epoll_event evs[16];
     const int n = epoll_wait(epoll_fd_, evs, 16, wait_ms());
@@ -394,7 +454,11 @@ RunReport Runner::run(pipeline::Pipeline& pipe) {
     }
     if (opts_.duration_ns && clock_ns_ - start >= opts_.duration_ns) stop(0, "duration");
     if (opts_.stop_when && opts_.stop_when()) stop(0, "stop_when");
+    beat();
+    publish_status(false);
   }
+  running_.store(false, std::memory_order_relaxed);
+  publish_status(true);
   abandon_reload();
   report_drops(true, rep);
   rep.exit_code = exit_code_;

@@ -117,6 +117,26 @@ struct ReloadStats {
   std::string last_error;        // the last failure's message ("" if none)
 };
 
+// One source as the loop last saw it (published at most every 200 ms, and
+// at once when its health changes), with its backlog read now.
+struct SourceStatus {
+  std::string name;
+  bool essential = true;
+  EventSource::Health health = EventSource::Health::kRunning;
+  std::string failure;
+  std::uint64_t events = 0;        // handed to the pipeline so far
+  Drops drops;
+  std::optional<Backlog> backlog;  // read when status() is called
+};
+
+// The loop's heartbeat and its sources, for /metrics and /healthz.
+struct LoopStatus {
+  bool running = false;            // inside run()
+  std::uint64_t turns = 0;
+  std::chrono::steady_clock::time_point last_turn{};  // the end of the last turn
+  std::vector<SourceStatus> sources;
+};
+
 class Runner {
  public:
   // An error when the signalfd cannot be made.
@@ -160,6 +180,8 @@ class Runner {
   std::uint64_t now_ns() const { return clock_ns_; }
   // Any thread (the metrics endpoint).
   ReloadStats reload_stats() const;
+  // Any thread (the metrics endpoint, the health check).
+  LoopStatus status() const;
 
  private:
   explicit Runner(RunnerOptions opts);
@@ -175,7 +197,10 @@ class Runner {
     bool ready = false;      // its fd was readable, or it has more to give
     bool active = true;      // not done, not failed
     std::uint64_t reported = 0;  // lost events already in a drop report
+    std::uint64_t events = 0;    // handed to the pipeline
+    EventSource::Health health = EventSource::Health::kRunning;  // at the last publish
   };
+  void publish_status(bool force);
   void advance_clock();
   void poll_source(Slot& s, const EventSource::Emit& emit);
   void report_drops(bool final_report, RunReport& rep);
@@ -210,6 +235,16 @@ class Runner {
   bool reload_again_ = false;        // a SIGHUP came during the compile
   mutable std::mutex stats_mu_;
   ReloadStats reload_stats_;         // guarded by stats_mu_
+  // status(): the loop publishes into published_ (guarded by stats_mu_);
+  // sources_mu_ guards the slots' source pointers against close_sources()
+  // and add_source() while another thread reads their backlog.
+  mutable std::mutex sources_mu_;
+  std::vector<SourceStatus> published_;
+  std::size_t published_size_ = 0;  // slots at the last publish (loop thread)
+  std::chrono::steady_clock::time_point last_publish_{};
+  std::atomic<bool> running_{false};
+  std::atomic<std::uint64_t> turns_{0};
+  std::atomic<std::int64_t> last_turn_ns_{0};  // steady clock
 };
 
 }  // namespace vigil::runtime

@@ -25,6 +25,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -44,6 +45,17 @@ struct Drops {
     return t;
   }
   void add(std::string reason, std::uint64_t n) { by_reason.emplace_back(std::move(reason), n); }
+};
+
+// What waits in a source's buffer (the BPF ring buffer, a plugin's queue),
+// read without the source's thread: the metrics endpoint and the health
+// check see a stuck reader even while the loop is stuck.
+struct Backlog {
+  std::uint64_t pending = 0;   // waiting to be read now
+  std::uint64_t capacity = 0;  // what the buffer holds at most (0: unknown)
+  std::uint64_t consumed = 0;  // read so far (monotonic)
+  std::uint64_t produced = 0;  // written so far (monotonic)
+  const char* unit = "bytes";  // of all four: "bytes" or "events"
 };
 
 class EventSource {
@@ -77,6 +89,10 @@ class EventSource {
   virtual std::string failure() const { return {}; }  // why kFailed
 
   virtual Drops drops() const { return {}; }
+
+  // ANY THREAD, also while poll() runs on the loop thread. nullopt: the
+  // source has no buffer it can measure.
+  virtual std::optional<Backlog> backlog() const { return std::nullopt; }
 
   // What it attached or opened, for the "ready" line ("tp:sched_process_exec",
   // "kmsg:/dev/kmsg", "plugin:nvml").

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <linux/capability.h>
 #include <sys/epoll.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
@@ -169,6 +170,8 @@ class Sensor::Impl {
   ~Impl() {
     for (bpf_link* l : links_) bpf_link__destroy(l);
     if (rb_) ring_buffer__free(rb_);
+    if (consumer_page_ != MAP_FAILED) munmap(consumer_page_, page_size_);
+    if (producer_page_ != MAP_FAILED) munmap(producer_page_, page_size_);
     if (skel_) vigil_bpf__destroy(skel_);
     if (cgroup_fd_ >= 0) close(cgroup_fd_);
     if (timer_fd_ >= 0) close(timer_fd_);
@@ -182,6 +185,7 @@ class Sensor::Impl {
   std::vector<std::string> attached() const { return attached_; }
   int epoll_fd() const { return epoll_fd_; }
   const std::string& failure() const { return failure_; }
+  std::optional<runtime::Backlog> backlog() const;
 
  private:
   static int on_record(void* ctx, void* data, size_t size);
@@ -191,6 +195,12 @@ class Sensor::Impl {
   Config cfg_;
   vigil_bpf* skel_ = nullptr;
   ring_buffer* rb_ = nullptr;
+  // The ring buffer's consumer and producer positions, mapped read-only a
+  // second time so that any thread can see how full it is (backlog()).
+  void* consumer_page_ = MAP_FAILED;
+  void* producer_page_ = MAP_FAILED;
+  std::size_t page_size_ = 4096;
+  std::uint64_t ring_bytes_ = 0;
   std::vector<bpf_link*> links_;
   std::vector<std::string> attached_;
   int cgroup_fd_ = -1;
@@ -362,6 +372,14 @@ Status Sensor::Impl::open(const Config& cfg) {
 
   rb_ = ring_buffer__new(bpf_map__fd(skel_->maps.events), &Impl::on_record, this, nullptr);
   if (!rb_) return Error::runtime(std::string("sensor: cannot map the ring buffer: ") + std::strerror(errno));
+  {
+    // Not fatal: without them the ring buffer's fill is simply not reported.
+    const int rb_fd = bpf_map__fd(skel_->maps.events);
+    page_size_ = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+    ring_bytes_ = bpf_map__max_entries(skel_->maps.events);
+    consumer_page_ = mmap(nullptr, page_size_, PROT_READ, MAP_SHARED, rb_fd, 0);
+    producer_page_ = mmap(nullptr, page_size_, PROT_READ, MAP_SHARED, rb_fd, static_cast<off_t>(page_size_));
+  }
 
   epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
   if (epoll_fd_ < 0) return Error::runtime(std::string("sensor: epoll: ") + std::strerror(errno));
@@ -515,7 +533,23 @@ Result<std::unique_ptr<Sensor>> Sensor::open(const Config& cfg) {
   return std::unique_ptr<Sensor>(new Sensor(std::move(impl)));
 }
 
+std::optional<runtime::Backlog> Sensor::Impl::backlog() const {
+  if (consumer_page_ == MAP_FAILED || producer_page_ == MAP_FAILED) return std::nullopt;
+  // The kernel and libbpf update these positions with release stores; an
+  // acquire load of each is enough for a gauge (they may be a few records
+  // apart, never inconsistent in a way that matters here).
+  runtime::Backlog b;
+  b.consumed = __atomic_load_n(static_cast<const std::uint64_t*>(consumer_page_), __ATOMIC_ACQUIRE);
+  b.produced = __atomic_load_n(static_cast<const std::uint64_t*>(producer_page_), __ATOMIC_ACQUIRE);
+  b.pending = b.produced >= b.consumed ? b.produced - b.consumed : 0;
+  b.capacity = ring_bytes_;
+  if (b.pending > b.capacity) b.pending = b.capacity;
+  b.unit = "bytes";
+  return b;
+}
+
 int Sensor::wait_fd() const { return impl_->epoll_fd(); }
+std::optional<runtime::Backlog> Sensor::backlog() const { return impl_->backlog(); }
 Result<std::size_t> Sensor::poll(std::size_t budget, const Emit& emit) { return impl_->poll(budget, emit); }
 runtime::EventSource::Health Sensor::health() const {
   return impl_->failure().empty() ? Health::kRunning : Health::kFailed;

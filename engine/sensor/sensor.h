@@ -87,6 +87,8 @@ class Sensor final : public runtime::EventSource {
   // Lost events by reason (truncated strings are not losses: counters() has them).
   runtime::Drops drops() const override;
   std::vector<std::string> attached() const override;  // hook names, for the "ready" log line
+  // The ring buffer's fill, in bytes (any thread).
+  std::optional<runtime::Backlog> backlog() const override;
 
   DropCounters counters() const;
 

@@ -240,8 +240,13 @@ PodWatcher::WatchEnd PodWatcher::watch(std::string* rv) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     ++stats_.watches;
+    stats_.watching = true;
   }
   net::HttpResult res = http_.stream_lines(req, on_line);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stats_.watching = false;
+  }
   if (stop_) return WatchEnd::kStopped;
   if (overflow_) return WatchEnd::kResync;
   if (gone || res.status == 410) {

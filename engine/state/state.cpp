@@ -545,6 +545,7 @@ std::vector<Pod> State::pods() const {
 
 std::size_t State::process_count() const { return impl_->procs.size(); }
 std::size_t State::container_count() const { return impl_->containers.size(); }
+std::size_t State::pod_count() const { return impl_->pods.size(); }
 
 const Container* State::container(const std::string& id) const {
   return impl_->containers.peek(id);

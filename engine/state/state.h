@@ -93,6 +93,7 @@ class State final : public StateView {
 
   std::size_t process_count() const;
   std::size_t container_count() const;
+  std::size_t pod_count() const;
 
   const Container* container(const std::string& id) const;
   const Pod* pod(const std::string& uid) const;

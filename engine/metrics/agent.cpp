@@ -1,0 +1,156 @@
+#include "engine/metrics/agent.h"
+
+#include "engine/metrics/process_stats.h"
+#include "outputs/transport.h"
+
+namespace vigil::metrics {
+namespace {
+
+double d(std::uint64_t v) { return static_cast<double>(v); }
+
+std::string_view health_name(runtime::EventSource::Health h) {
+  switch (h) {
+    case runtime::EventSource::Health::kRunning: return "running";
+    case runtime::EventSource::Health::kDone: return "done";
+    case runtime::EventSource::Health::kFailed: return "failed";
+  }
+  return "running";
+}
+
+void collect_loop(const runtime::LoopStatus& loop, Exposition& out) {
+  out.family("vigil_source_events_total", "counter", "Events a source handed to the pipeline.");
+  out.family("vigil_drops_total", "counter", "Events a source lost, by reason (docs/metrics.md lists the reasons).");
+  out.family("vigil_source_up", "gauge", "1 while the source runs; 0 once it is done or failed.");
+  out.family("vigil_source_backlog", "gauge", "What waits in the source's buffer now (the unit label says bytes or events).");
+  out.family("vigil_source_backlog_capacity", "gauge", "The most the source's buffer holds.");
+  out.family("vigil_ringbuf_fill_ratio", "gauge", "How full the BPF ring buffer is, 0 to 1.");
+  for (const runtime::SourceStatus& s : loop.sources) {
+    if (s.name.empty()) continue;
+    out.sample("vigil_source_events_total", {{"source", s.name}}, d(s.events));
+    for (const auto& [reason, n] : s.drops.by_reason) {
+      out.sample("vigil_drops_total", {{"source", s.name}, {"reason", reason}}, d(n));
+    }
+    out.sample("vigil_source_up", {{"source", s.name}, {"state", health_name(s.health)}},
+               s.health == runtime::EventSource::Health::kRunning ? 1 : 0);
+    if (s.backlog) {
+      out.sample("vigil_source_backlog", {{"source", s.name}, {"unit", s.backlog->unit}}, d(s.backlog->pending));
+      out.sample("vigil_source_backlog_capacity", {{"source", s.name}, {"unit", s.backlog->unit}},
+                 d(s.backlog->capacity));
+      if (s.name == "bpf" && s.backlog->capacity > 0) {
+        out.sample("vigil_ringbuf_fill_ratio", d(s.backlog->pending) / d(s.backlog->capacity));
+      }
+    }
+  }
+  out.family("vigil_loop_turns_total", "counter", "Turns of the event loop (it turns at least every 100 ms).");
+  out.sample("vigil_loop_turns_total", d(loop.turns));
+}
+
+void collect_sinks(const std::vector<outputs::SinkStats>& sinks, Exposition& out) {
+  out.family("vigil_sink_sent_total", "counter", "Alerts the output delivered.");
+  out.family("vigil_sink_failed_total", "counter", "Alerts the output gave up on (rejected, retries exhausted, internal error).");
+  out.family("vigil_sink_retried_total", "counter", "Send attempts that failed and were retried.");
+  out.family("vigil_sink_dropped_total", "counter", "Alerts the output lost, by reason.");
+  out.family("vigil_sink_errors_total", "counter", "Failed send attempts by cause.");
+  out.family("vigil_sink_filtered_total", "counter", "Alerts not for this output (priority, rules, tags) or rate-limited.");
+  out.family("vigil_sink_queue_depth", "gauge", "Alerts waiting in the output's memory queue.");
+  out.family("vigil_sink_queue_bytes", "gauge", "Bytes waiting in the output's memory queue.");
+  out.family("vigil_sink_spool_alerts", "gauge", "Alerts waiting in the output's disk spool.");
+  out.family("vigil_sink_spooled_bytes", "gauge", "Bytes of the output's disk spool.");
+  out.family("vigil_sink_spooled_total", "counter", "Alerts written to the output's disk spool.");
+  out.family("vigil_sink_last_success_timestamp_seconds", "gauge",
+             "When the output last delivered an alert, in seconds since the Unix epoch (0: never).");
+  for (const outputs::SinkStats& s : sinks) {
+    const Label sink{"sink", s.name};
+    const Label type{"type", s.type};
+    out.sample("vigil_sink_sent_total", {sink, type}, d(s.sent));
+    out.sample("vigil_sink_failed_total", {sink, type}, d(s.failed));
+    out.sample("vigil_sink_retried_total", {sink, type}, d(s.retried));
+    for (std::size_t r = 0; r < outputs::kDropReasonCount; ++r) {
+      out.sample("vigil_sink_dropped_total",
+                 {sink, type, {"reason", outputs::drop_reason_name(static_cast<outputs::DropReason>(r))}},
+                 d(s.drops[r]));
+    }
+    for (std::size_t c = 0; c < outputs::kErrorClassCount; ++c) {
+      if (s.errors[c] == 0) continue;
+      out.sample("vigil_sink_errors_total",
+                 {sink, type, {"class", outputs::error_class_name(static_cast<outputs::ErrorClass>(c))}},
+                 d(s.errors[c]));
+    }
+    out.sample("vigil_sink_filtered_total", {sink, type, {"why", "filter"}}, d(s.filtered));
+    out.sample("vigil_sink_filtered_total", {sink, type, {"why", "rate_limit"}}, d(s.rate_limited));
+    out.sample("vigil_sink_queue_depth", {sink, type}, d(s.queue_depth));
+    out.sample("vigil_sink_queue_bytes", {sink, type}, d(s.queue_bytes));
+    out.sample("vigil_sink_spool_alerts", {sink, type}, d(s.spool_depth));
+    out.sample("vigil_sink_spooled_bytes", {sink, type}, d(s.spool_bytes));
+    out.sample("vigil_sink_spooled_total", {sink, type}, d(s.spooled));
+    out.sample("vigil_sink_last_success_timestamp_seconds", {sink, type},
+               static_cast<double>(s.last_success_unix_ms) / 1000.0);
+  }
+}
+
+}  // namespace
+
+void collect_agent(const AgentView& v, Exposition& out) {
+  out.family("vigil_build_info", "gauge", "Always 1; the version label says which vigil runs.");
+  out.sample("vigil_build_info", {{"version", v.version}}, 1);
+  if (v.health) {
+    out.family("vigil_healthy", "gauge", "1 when /healthz answers ok (detection is not stuck).");
+    out.sample("vigil_healthy", v.health().ok ? 1 : 0);
+  }
+  if (v.ready) {
+    out.family("vigil_ready", "gauge", "1 when /readyz answers ready (probes attached, rules loaded).");
+    out.sample("vigil_ready", v.ready().ok ? 1 : 0);
+  }
+  if (v.loop) collect_loop(v.loop(), out);
+  if (v.counters) v.counters->collect(out);
+  if (v.rules) {
+    const RulesInfo r = v.rules();
+    out.family("vigil_rules_loaded", "gauge", "Enabled rules in force.");
+    out.sample("vigil_rules_loaded", d(r.loaded));
+    out.family("vigil_rules_skipped", "gauge", "Rules left out of the set in force (unknown fields or sources).");
+    out.sample("vigil_rules_skipped", d(r.skipped));
+  }
+  if (v.reloads) {
+    const runtime::ReloadStats r = v.reloads();
+    out.family("vigil_reloads_total", "counter", "Reloads of rules and outputs (SIGHUP or a watched file), by result.");
+    out.sample("vigil_reloads_total", {{"result", "success"}}, d(r.succeeded));
+    out.sample("vigil_reloads_total", {{"result", "failure"}}, d(r.failed));
+    out.family("vigil_last_reload_success", "gauge", "1 when the last reload succeeded (or none happened); 0 when it failed and the previous set stays in force.");
+    out.sample("vigil_last_reload_success", r.last_ok ? 1 : 0);
+    out.family("vigil_last_reload_timestamp_seconds", "gauge", "When the last reload ended, in seconds since the Unix epoch (0: none).");
+    out.sample("vigil_last_reload_timestamp_seconds", static_cast<double>(r.last_unix_s));
+  }
+  if (v.sinks) collect_sinks(v.sinks(), out);
+  if (v.parts) {
+    out.family("vigil_part_enabled", "gauge", "1 when the part runs; 0 when it is off (a capability or mount is missing).");
+    for (const runtime::PartState& p : v.parts()) out.sample("vigil_part_enabled", {{"part", p.name}}, p.on ? 1 : 0);
+  }
+  if (v.k8s) {
+    if (auto k = v.k8s()) {
+      out.family("vigil_k8s_synced", "gauge", "1 once a LIST of this node's pods succeeded.");
+      out.sample("vigil_k8s_synced", k->synced ? 1 : 0);
+      out.family("vigil_k8s_watch_up", "gauge", "1 while a WATCH of this node's pods is open.");
+      out.sample("vigil_k8s_watch_up", k->watching ? 1 : 0);
+      out.family("vigil_k8s_pods", "gauge", "Pods of this node that vigil knows.");
+      out.sample("vigil_k8s_pods", d(k->pods));
+      out.family("vigil_k8s_watch_events_total", "counter", "Pod watch events applied.");
+      out.sample("vigil_k8s_watch_events_total", d(k->watch_events));
+      out.family("vigil_k8s_errors_total", "counter", "Failed requests to the Kubernetes API or the kubelet.");
+      out.sample("vigil_k8s_errors_total", d(k->errors));
+      out.family("vigil_k8s_relists_total", "counter", "Relists after the watch's resource version expired (410 Gone).");
+      out.sample("vigil_k8s_relists_total", d(k->relists));
+      out.family("vigil_k8s_tls_verified", "gauge",
+                 "1 when the API server's certificate is verified; 0 when a kubeconfig turned verification off.");
+      out.sample("vigil_k8s_tls_verified", k->tls_verified ? 1 : 0);
+    }
+  }
+}
+
+std::string scrape(const AgentView& v) {
+  Exposition out;
+  collect_agent(v, out);
+  collect_process(out);
+  return out.text();
+}
+
+}  // namespace vigil::metrics

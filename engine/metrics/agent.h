@@ -1,0 +1,61 @@
+// The agent's metrics: what `vigil run` exposes on /metrics, gathered at
+// scrape time from the parts that own the numbers (the runner and its
+// sources, the outputs, the rules, the pod watcher, the parts registry, the
+// pipeline tap). Each view is a function so that tests can give fixed values
+// and the CLI can wire the real objects; a view left empty is skipped.
+//
+// docs/metrics.md lists every family, its labels and their worst-case count.
+//
+// Thread-safety: collect() runs on the webserver's threads; every view must
+// be callable from any thread.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/metrics/event_counters.h"
+#include "engine/metrics/exposition.h"
+#include "engine/metrics/health.h"
+#include "engine/runtime/parts.h"
+#include "engine/runtime/runner.h"
+#include "outputs/sink.h"
+
+namespace vigil::metrics {
+
+struct RulesInfo {
+  std::uint64_t loaded = 0;   // enabled rules in force
+  std::uint64_t skipped = 0;  // left out of the set in force (unknown fields or sources)
+};
+
+struct K8sInfo {
+  bool synced = false;     // a LIST succeeded at least once
+  bool watching = false;   // a WATCH is open now
+  std::uint64_t pods = 0;  // pods of this node the state knows
+  std::uint64_t watch_events = 0;
+  std::uint64_t errors = 0;
+  std::uint64_t relists = 0;
+  bool tls_verified = true;  // false: the API server's certificate is not checked
+};
+
+struct AgentView {
+  std::string version;
+  std::function<runtime::LoopStatus()> loop;
+  std::function<runtime::ReloadStats()> reloads;
+  std::function<std::vector<outputs::SinkStats>()> sinks;
+  std::function<std::vector<runtime::PartState>()> parts;
+  std::function<RulesInfo()> rules;
+  std::function<std::optional<K8sInfo>()> k8s;  // nullopt: no Kubernetes API
+  std::function<Verdict()> health;
+  std::function<Verdict()> ready;
+  const EventCounters* counters = nullptr;
+};
+
+void collect_agent(const AgentView& v, Exposition& out);
+
+// The whole scrape: collect_agent, then the process_* families.
+std::string scrape(const AgentView& v);
+
+}  // namespace vigil::metrics
