@@ -23,10 +23,12 @@
 #include "engine/capture/writer.h"
 #include "engine/cli/common.h"
 #include "engine/cli/config.h"
+#include "engine/cli/parts.h"
 #include "engine/cli/plugins.h"
 #include "engine/pipeline/pipeline.h"
 #include "engine/rules/filter.h"
 #include "engine/rules/ruleset.h"
+#include "engine/runtime/parts.h"
 #include "engine/runtime/replay.h"
 #include "engine/runtime/runner.h"
 #include "engine/runtime/taps.h"
@@ -258,7 +260,8 @@ int cmd_capture(int argc, char** argv) {
   if (!cfg) return fail(*log, cfg.error());
   // Bad k8s settings are bad input and stop here, before anything is recorded;
   // no API at all (not in a cluster, nothing configured) records without pods.
-  auto k8s = discover_k8s(*cfg, k8s_flags, *log, "the capture has no pod metadata");
+  runtime::Parts parts;
+  auto k8s = discover_k8s(*cfg, k8s_flags, *log, parts);
   if (!k8s) return fail(*log, k8s.error());
   auto host = load_plugins(*cfg, config_path, log, /*init=*/true);
   if (!host) return fail(*log, host.error());
@@ -271,12 +274,12 @@ int cmd_capture(int argc, char** argv) {
   }
 
   state::State st(state::Config{});
-  seed_state(st, *log);
+  seed_state(st, *log, parts);
   // Pods go into the state (and so into the capture as state records) as the
   // watcher reports them; the first LIST usually lands before any event.
   std::unique_ptr<state::PodWatcher> pods;
   if (*k8s) {
-    auto w = watch_pods(**k8s, st, runner, *log);
+    auto w = watch_pods(**k8s, st, runner, *log, parts);
     if (!w) return fail(*log, w.error());
     pods = std::move(*w);
   }
@@ -302,10 +305,11 @@ int cmd_capture(int argc, char** argv) {
   }
   auto sources = live_sources_config(*cfg, std::move(types), std::move(prefixes), std::move(whole));
   if (!sources) return fail(*log, sources.error());
-  if (Status s = add_live_sources(runner, *sources); !s) return fail(*log, s.error());
+  if (Status s = add_live_sources(runner, *sources, parts, *log); !s) return fail(*log, s.error());
   auto plugin_sources = plugins->start_sources(plugin::SourceOptions{});
   if (!plugin_sources) return fail(*log, plugin_sources.error());
-  for (auto& ps : *plugin_sources) runner.add_source(std::move(ps), /*essential=*/false);
+  add_plugin_sources(runner, std::move(*plugin_sources), parts, *log);
+  if (Status s = require_an_event_source(parts.snapshot()); !s) return fail(*log, s.error());
 
   pipeline::Pipeline pipe({st, nullptr, host_name(*cfg)}, nullptr);  // no rules: the tap records
   pipe.add_tap(&tap);

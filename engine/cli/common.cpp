@@ -1,9 +1,15 @@
 #include "engine/cli/common.h"
 
+#include <dirent.h>
 #include <limits.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
+#include <cerrno>
+
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 
 #include <CLI/CLI.hpp>
@@ -11,6 +17,7 @@
 
 #include "engine/capture/flight_recorder.h"
 #include "engine/cli/config.h"
+#include "engine/cli/parts.h"
 #include "engine/rules/ruleset.h"
 #include "engine/runtime/runner.h"
 #include "engine/runtime/taps.h"
@@ -21,6 +28,9 @@
 
 namespace vigil::cli {
 namespace fs = std::filesystem;
+
+// Where State reads the GPU table (state::Config's default nvidia_root).
+constexpr std::string_view kNvidiaProcRoot = "/proc/driver/nvidia";
 
 std::shared_ptr<spdlog::logger> make_logger(const std::string& name, const std::string& level) {
   auto sink = std::make_shared<spdlog::sinks::stderr_color_sink_mt>(spdlog::color_mode::automatic);
@@ -134,6 +144,7 @@ Result<std::shared_ptr<const rules::Ruleset>> load_rules_logged(const std::vecto
   if (counts) {
     counts->enabled = res.ruleset->enabled_count();
     counts->skipped = res.skipped;
+    counts->skipped_rules = res.skipped_rules;
   }
   return std::shared_ptr<const rules::Ruleset>(res.ruleset);
 }
@@ -183,18 +194,41 @@ Result<LiveSourcesConfig> live_sources_config(const YAML::Node& cfg, std::set<ev
   return out;
 }
 
-Status add_live_sources(runtime::Runner& runner, const LiveSourcesConfig& cfg) {
+Status add_live_sources(runtime::Runner& runner, const LiveSourcesConfig& cfg, runtime::Parts& parts,
+                        spdlog::logger& log) {
+  const util::CapSet caps = util::effective_caps().value_or(util::CapSet::all());
   auto sensor = sensor::Sensor::open(cfg.sensor);
-  if (!sensor) return sensor.error();
-  std::unique_ptr<sensor::KmsgSource> kmsg;
-  if (cfg.sensor.event_types.count(event::Type::kXid)) {
-    auto k = sensor::KmsgSource::open(cfg.kmsg_path);
-    if (!k) return k.error();
-    kmsg = std::move(*k);
+  if (!sensor && sensor.error().kind == Error::Kind::kBadInput) return sensor.error();
+  if (sensor) {
+    record_part(parts, log, "bpf", true);
+    const sensor::CgroupPrograms& cgroup = (*sensor)->cgroup_programs();
+    if (cgroup.wanted) record_part(parts, log, "bpf_cgroup", cgroup.off.empty(), cgroup.off);
+    runner.add_source(std::move(*sensor));
+  } else {
+    record_part(parts, log, "bpf", false, sensor.error().message);
   }
-  runner.add_source(std::move(*sensor));
-  if (kmsg) runner.add_source(std::move(kmsg));
+  // Xid lines are read only when a rule asks for them.
+  if (cfg.sensor.event_types.count(event::Type::kXid)) {
+    int err = 0;
+    auto k = sensor::KmsgSource::open(cfg.kmsg_path, &err);
+    if (k) {
+      record_part(parts, log, "kmsg", true);
+      runner.add_source(std::move(*k));
+    } else {
+      record_part(parts, log, "kmsg", false,
+                  err ? open_failure(cfg.kmsg_path, err, "mount the host's /dev/kmsg", caps, {util::Cap::kSyslog})
+                      : k.error().message);
+    }
+  }
   return {};
+}
+
+void add_plugin_sources(runtime::Runner& runner, std::vector<std::unique_ptr<runtime::EventSource>> sources,
+                        runtime::Parts& parts, spdlog::logger& log) {
+  for (auto& s : sources) {
+    record_part(parts, log, s->name(), true);
+    runner.add_source(std::move(s), /*essential=*/false);
+  }
 }
 
 Result<state::K8sOptions> k8s_options(const YAML::Node& cfg, const K8sFlags& flags) {
@@ -218,7 +252,7 @@ Result<state::K8sOptions> k8s_options(const YAML::Node& cfg, const K8sFlags& fla
 }
 
 Result<std::optional<state::K8sConfig>> discover_k8s(const YAML::Node& cfg, const K8sFlags& flags,
-                                                     spdlog::logger& log, const char* without) {
+                                                     spdlog::logger& log, runtime::Parts& parts) {
   auto opts = k8s_options(cfg, flags);
   if (!opts) return opts.error();
   auto k8s = state::k8s_config_discover(*opts);
@@ -227,22 +261,64 @@ Result<std::optional<state::K8sConfig>> discover_k8s(const YAML::Node& cfg, cons
     return std::optional<state::K8sConfig>(std::move(*k8s));
   }
   if (k8s.error().kind == Error::Kind::kBadInput) return k8s.error();
-  log.info("no Kubernetes API ({}); {}", k8s.error().message, without);
+  // Outside Kubernetes these parts have nothing to do: said at info.
+  record_part(parts, log, "k8s", false, k8s.error().message, /*warn=*/false);
+  record_part(parts, log, "pod_resources", false, "no Kubernetes API", /*warn=*/false);
   return std::optional<state::K8sConfig>();
 }
 
+namespace {
+
+// Whether the kubelet's pod-resources socket takes a connection: "" when it
+// does, else why not.
+std::string pod_resources_off(const std::string& path, util::CapSet caps) {
+  sockaddr_un addr{};
+  if (path.size() >= sizeof(addr.sun_path)) return "socket path too long: " + path;
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return std::string("socket: ") + std::strerror(errno);
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, path.c_str(), path.size());
+  const int rc = ::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr));
+  const int err = errno;
+  ::close(fd);
+  if (rc == 0) return "";
+  // Write access to the socket file is what connect needs: the owner's bits
+  // as root, else CAP_DAC_OVERRIDE.
+  return open_failure(path, err, "mount the host's /var/lib/kubelet/pod-resources", caps, {});
+}
+
+}  // namespace
+
 Result<std::unique_ptr<state::PodWatcher>> watch_pods(const state::K8sConfig& k8s, state::State& st,
-                                                      runtime::Runner& runner, spdlog::logger& log) {
+                                                      runtime::Runner& runner, spdlog::logger& log,
+                                                      runtime::Parts& parts) {
   auto pods = std::make_unique<state::PodWatcher>(k8s);
   if (Status s = pods->start(); !s) return s.error();
   log.info("watching pods of node {} at {}", k8s.node_name, k8s.api_url);
+  record_part(parts, log, "k8s", true);
+  const std::string pr_off =
+      pod_resources_off(k8s.pod_resources_socket, util::effective_caps().value_or(util::CapSet::all()));
+  record_part(parts, log, "pod_resources", pr_off.empty(), pr_off);
   state::PodWatcher* w = pods.get();
   // Every turn: pods reach the state (and a capture) before most events that need them.
   runner.add_tick("pods", std::chrono::nanoseconds(0), [w, &st](std::uint64_t) { w->drain(st); });
   return pods;
 }
 
-void seed_state(state::State& st, spdlog::logger& log) {
+void seed_state(state::State& st, spdlog::logger& log, runtime::Parts& parts) {
+  const util::CapSet caps = util::effective_caps().value_or(util::CapSet::all());
+  const std::string proc_off = procfs_off(caps);
+  record_part(parts, log, "procfs", proc_off.empty(), proc_off);
+  // The GPU table comes from the driver's files (State::load_nvidia, below).
+  const std::string gpus = std::string(kNvidiaProcRoot) + "/gpus";
+  if (DIR* d = ::opendir(gpus.c_str())) {
+    ::closedir(d);
+    record_part(parts, log, "gpu_inventory", true);
+  } else {
+    record_part(parts, log, "gpu_inventory", false,
+                open_failure(gpus, errno, "no NVIDIA driver loaded, or the host's /proc/driver/nvidia is not mounted",
+                             caps, {}));
+  }
   if (Status s = st.seed_from_proc(); !s) {
     log.warn("seeding the process table from /proc: {}", s.error().message);
   }

@@ -39,6 +39,8 @@ struct FlightRecorderOptions;
 namespace vigil::runtime {
 class Runner;
 class CaptureTap;
+class Parts;
+class EventSource;
 }
 
 namespace vigil::cli {
@@ -77,6 +79,7 @@ struct RuleCountPolicy {
 struct RuleCounts {
   std::size_t enabled = 0;  // enabled rules in the new set
   std::size_t skipped = 0;  // rules the load skipped (unknown field or source: warnings)
+  std::vector<std::pair<std::string, std::string>> skipped_rules;  // (name, why), for metrics
   std::size_t enabled_in_force = 0;  // enabled rules of the set in force; 0 at start
 };
 
@@ -115,9 +118,19 @@ struct LiveSourcesConfig {
 Result<LiveSourcesConfig> live_sources_config(const YAML::Node& cfg, std::set<event::Type> types,
                                               std::vector<std::string> open_prefixes,
                                               std::vector<std::string> open_whole);
-// Opens the sources and adds them to the runner (Error::runtime: no
-// privileges, no BTF, a hook missing, /dev/kmsg unreadable).
-Status add_live_sources(runtime::Runner& runner, const LiveSourcesConfig& cfg);
+// Opens the sources and adds them to the runner. A source that cannot run (no
+// capability, no BTF, a hook missing, /dev/kmsg unreadable) is left out: its
+// part ("bpf", "bpf_cgroup", "kmsg"; parts.h) is recorded off with one log line
+// saying why. Errors are bad input only (a sensor setting out of bounds); once
+// the plugin sources are added too, require_an_event_source() (parts.h)
+// decides whether anything can run.
+Status add_live_sources(runtime::Runner& runner, const LiveSourcesConfig& cfg, runtime::Parts& parts,
+                        spdlog::logger& log);
+
+// Adds the plugins' sources to the runner, not essential (a plugin that fails
+// leaves detection going), and records each as the part "plugin:NAME".
+void add_plugin_sources(runtime::Runner& runner, std::vector<std::unique_ptr<runtime::EventSource>> sources,
+                        runtime::Parts& parts, spdlog::logger& log);
 
 // The Kubernetes flags of run and capture (they win over the `k8s:` section).
 struct K8sFlags {
@@ -134,18 +147,25 @@ void add_k8s_flags(CLI::App& app, K8sFlags& k8s);
 // neither, in-cluster discovery (KUBERNETES_SERVICE_HOST, service account).
 Result<state::K8sOptions> k8s_options(const YAML::Node& cfg, const K8sFlags& flags);
 
-// The API server to watch: nullopt (logged, with `without` saying what the
-// run lacks then) when there is none; Error::bad_input for bad settings (a
-// kubeconfig without a server, a missing token file), before anything starts.
+// The API server to watch: nullopt when there is none (the parts "k8s" and
+// "pod_resources" are recorded off, logged at info); Error::bad_input for bad
+// settings (a kubeconfig without a server, a missing token file), before
+// anything starts.
 Result<std::optional<state::K8sConfig>> discover_k8s(const YAML::Node& cfg, const K8sFlags& flags,
-                                                     spdlog::logger& log, const char* without);
+                                                     spdlog::logger& log, runtime::Parts& parts);
 
-// Starts the pod watcher and drains it into `st` on every runner turn.
+// Starts the pod watcher and drains it into `st` on every runner turn. Records
+// the part "k8s" on, and "pod_resources" on when the kubelet's socket accepts
+// a connection (off, with the reason, otherwise).
 Result<std::unique_ptr<state::PodWatcher>> watch_pods(const state::K8sConfig& k8s, state::State& st,
-                                                      runtime::Runner& runner, spdlog::logger& log);
+                                                      runtime::Runner& runner, spdlog::logger& log,
+                                                      runtime::Parts& parts);
 
-// Seeds the state from /proc (a failure is a warning: events fill it in).
-void seed_state(state::State& st, spdlog::logger& log);
+// Seeds the state from /proc (a failure is a warning: events fill it in), and
+// records the parts it reads through: "procfs" (other processes' /proc
+// entries: off without the capabilities) and "gpu_inventory"
+// (/proc/driver/nvidia/gpus).
+void seed_state(state::State& st, spdlog::logger& log, runtime::Parts& parts);
 
 // The capture writer's header (this host, named `hostname`) and the state
 // snapshot that starts each file, on top of `base` (rotation, block size).

@@ -14,12 +14,14 @@
 #include "engine/capture/writer.h"
 #include "engine/cli/common.h"
 #include "engine/cli/config.h"
+#include "engine/cli/parts.h"
 #include "engine/cli/plugins.h"
 #include "engine/cli/webserver.h"
 #include "engine/metrics/event_counters.h"
 #include "engine/metrics/health.h"
 #include "engine/runtime/parts.h"
 #include "engine/pipeline/pipeline.h"
+#include "engine/runtime/parts.h"
 #include "engine/rules/ruleset.h"
 #include "engine/runtime/runner.h"
 #include "engine/runtime/taps.h"
@@ -92,13 +94,13 @@ int cmd_run(int argc, char** argv) {
   // that succeeds (the runner swaps in every set the callback returns).
   std::size_t enabled_in_force = 0;
   // The same counts for /metrics (written here and by the reload thread).
-  std::atomic<std::uint64_t> rules_loaded{0}, rules_skipped{0};
+  metrics::RulesInForce rules_in_force;
   runtime::RunnerOptions ropts;
   ropts.log = log;
   // On the runner's reload thread, one at a time: rule_paths and load_opts
   // are not changed once the loop runs, and enabled_in_force is only touched
   // here then.
-  ropts.reload = [&rule_paths, &load_opts, &enabled_in_force, &rules_loaded, &rules_skipped, count_policy,
+  ropts.reload = [&rule_paths, &load_opts, &enabled_in_force, &rules_in_force, count_policy,
                   log](const std::atomic<bool>& cancel) -> Result<std::shared_ptr<const rules::Ruleset>> {
     rules::LoadOptions opts = load_opts;
     opts.cancel = &cancel;
@@ -108,8 +110,7 @@ int cmd_run(int argc, char** argv) {
     counts.enabled_in_force = enabled_in_force;
     if (Status ok = check_rule_counts(counts, count_policy); !ok) return ok.error();
     enabled_in_force = counts.enabled;
-    rules_loaded = counts.enabled;
-    rules_skipped = counts.skipped;
+    rules_in_force.set({counts.enabled, counts.skipped, counts.skipped_rules});
     return loaded;
   };
   auto runner_r = runtime::Runner::create(ropts);
@@ -158,8 +159,7 @@ int cmd_run(int argc, char** argv) {
   }
   if (counts.enabled == 0) log->warn("no enabled rule: vigil detects nothing until a reload adds some (--allow-no-rules)");
   enabled_in_force = counts.enabled;
-  rules_loaded = counts.enabled;
-  rules_skipped = counts.skipped;
+  rules_in_force.set({counts.enabled, counts.skipped, counts.skipped_rules});
   std::shared_ptr<const rules::Ruleset> ruleset = *loaded;
 
   // 4. Outputs.
@@ -178,13 +178,15 @@ int cmd_run(int argc, char** argv) {
   };
 
   // 5. State, seeded from /proc; pods from the Kubernetes API, when there is one.
+  //    Each part that needs a capability or a mount says whether it runs (parts.h).
+  runtime::Parts parts;
   state::State st(state::Config{});
-  seed_state(st, *log);
-  auto k8s = discover_k8s(*cfg, args.k8s, *log, "k8s.* fields stay empty");
+  seed_state(st, *log, parts);
+  auto k8s = discover_k8s(*cfg, args.k8s, *log, parts);
   if (!k8s) return stop_outputs(fail(*log, k8s.error()));
   std::unique_ptr<state::PodWatcher> pods;
   if (*k8s) {
-    auto w = watch_pods(**k8s, st, runner, *log);
+    auto w = watch_pods(**k8s, st, runner, *log, parts);
     if (!w) return stop_outputs(fail(*log, w.error()));
     pods = std::move(*w);
   }
@@ -228,7 +230,8 @@ int cmd_run(int argc, char** argv) {
   }
   st.set_listener(&listeners);
 
-  // 7. Probes and plugin sources (runtime failure → 1).
+  // 7. Probes and plugin sources: each that cannot run is left out; with none
+  //    at all, runtime failure → 1.
   auto sources = live_sources_config(*cfg, ruleset->event_types(), ruleset->open_path_prefixes(),
                                      ruleset->open_path_whole());
   if (!sources) return stop_outputs(fail(*log, sources.error()));
@@ -238,11 +241,12 @@ int cmd_run(int argc, char** argv) {
     log->warn("open rules the sensor cannot pre-filter by path see device nodes and the other rules' "
               "paths only (docs/events.md, \"open\"): {}", names);
   }
-  if (Status s = add_live_sources(runner, *sources); !s) return stop_outputs(fail(*log, s.error()));
+  if (Status s = add_live_sources(runner, *sources, parts, *log); !s) return stop_outputs(fail(*log, s.error()));
   // A plugin's source is not essential: if it fails, detection goes on without it.
   auto plugin_sources = plugins->start_sources(plugin::SourceOptions{});
   if (!plugin_sources) return stop_outputs(fail(*log, plugin_sources.error()));
-  for (auto& ps : *plugin_sources) runner.add_source(std::move(ps), /*essential=*/false);
+  add_plugin_sources(runner, std::move(*plugin_sources), parts, *log);
+  if (Status s = require_an_event_source(parts.snapshot()); !s) return stop_outputs(fail(*log, s.error()));
 
   outputs::Router* rt = router->get();
   pipeline::Pipeline pipe(
@@ -255,12 +259,12 @@ int cmd_run(int argc, char** argv) {
 
   std::string hooks;
   for (const std::string& h : runner.attached()) hooks += (hooks.empty() ? "" : ",") + h;
-  log->info("ready: {} rules loaded from {} path(s), probes attached: {}", ruleset->size(),
-            rule_paths.size(), hooks);
+  const std::string off = parts_off(parts.snapshot());
+  log->info("ready: {} rules loaded from {} path(s), probes attached: {}; parts off: {}", ruleset->size(),
+            rule_paths.size(), hooks, off.empty() ? "none" : off);
 
   // 8. The metrics and health endpoint, then the loop until a signal or a
   //    failed source.
-  runtime::Parts parts;
   std::atomic<std::uint64_t> pods_known{0};
   runner.add_tick("pod count", std::chrono::seconds(1),
                   [&](std::uint64_t) { pods_known.store(st.pod_count(), std::memory_order_relaxed); });
@@ -268,8 +272,7 @@ int cmd_run(int argc, char** argv) {
   std::unique_ptr<metrics::Server> webserver;
   if (web->enabled) {
     const bool tls_verified = !(*k8s && (*k8s)->api_tls_verification_off());
-    AgentObjects agent{runner,   pipe,         **router,       parts,        counters, pods.get(),
-                       tls_verified, rules_loaded, rules_skipped, pods_known};
+    AgentObjects agent{runner, pipe, **router, parts, counters, pods.get(), tls_verified, rules_in_force, pods_known};
     auto server = start_webserver(*web, agent, health, log);
     if (!server) return stop_outputs(fail(*log, server.error()));
     webserver = std::move(*server);

@@ -32,10 +32,7 @@ Result<std::unique_ptr<metrics::Server>> start_webserver(const WebserverConfig& 
   v.reloads = [&r = a.runner] { return r.reload_stats(); };
   v.sinks = [&r = a.router] { return r.stats(); };
   v.parts = [&p = a.parts] { return p.snapshot(); };
-  v.rules = [a] {
-    return metrics::RulesInfo{a.rules_loaded.load(std::memory_order_relaxed),
-                              a.rules_skipped.load(std::memory_order_relaxed)};
-  };
+  v.rules = [&r = a.rules] { return r.get(); };
   if (a.pods != nullptr) {
     v.k8s = [a]() -> std::optional<metrics::K8sInfo> {
       const state::PodWatcher::Stats s = a.pods->stats();

@@ -53,8 +53,7 @@ struct AgentObjects {
   bool k8s_tls_verified = true;
   // Kept up to date by the owner (the start, each reload; the pod count by a
   // tick on the loop thread, which owns the state).
-  const std::atomic<std::uint64_t>& rules_loaded;
-  const std::atomic<std::uint64_t>& rules_skipped;
+  const metrics::RulesInForce& rules;
   const std::atomic<std::uint64_t>& pods_known;
 };
 

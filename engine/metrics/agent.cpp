@@ -109,6 +109,10 @@ void collect_agent(const AgentView& v, Exposition& out) {
     out.sample("vigil_rules_loaded", d(r.loaded));
     out.family("vigil_rules_skipped", "gauge", "Rules left out of the set in force (unknown fields or sources).");
     out.sample("vigil_rules_skipped", d(r.skipped));
+    out.family("vigil_rule_skipped", "gauge", "1 for each rule left out of the set in force, and why.");
+    for (std::size_t i = 0; i < r.skipped_rules.size() && i < kMaxSkippedRuleSeries; ++i) {
+      out.sample("vigil_rule_skipped", {{"rule", r.skipped_rules[i].first}, {"reason", r.skipped_rules[i].second}}, 1);
+    }
   }
   if (v.reloads) {
     const runtime::ReloadStats r = v.reloads();

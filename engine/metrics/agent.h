@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -28,7 +29,29 @@ namespace vigil::metrics {
 struct RulesInfo {
   std::uint64_t loaded = 0;   // enabled rules in force
   std::uint64_t skipped = 0;  // left out of the set in force (unknown fields or sources)
+  std::vector<std::pair<std::string, std::string>> skipped_rules;  // (name, why)
 };
+
+// The rules in force as the metrics see them: written at start and by each
+// reload that succeeds, read by scrapes. Thread-safe.
+class RulesInForce {
+ public:
+  void set(RulesInfo r) {
+    std::lock_guard<std::mutex> l(mu_);
+    info_ = std::move(r);
+  }
+  RulesInfo get() const {
+    std::lock_guard<std::mutex> l(mu_);
+    return info_;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  RulesInfo info_;
+};
+
+// At most this many vigil_rule_skipped series (the count is always whole).
+inline constexpr std::size_t kMaxSkippedRuleSeries = 500;
 
 struct K8sInfo {
   bool synced = false;     // a LIST succeeded at least once

@@ -468,6 +468,7 @@ class RulesetBuilder {
         d.warning(code::kUnknownSource, r.pos, lbl,
                   "source '" + r.source + "' is not one vigil has (no loaded plugin gives it); rule skipped");
         ++res.skipped;
+        res.skipped_rules.emplace_back(r.name, "unknown_source");
         continue;
       }
       bool ok = true;
@@ -494,6 +495,7 @@ class RulesetBuilder {
                   "unknown field " + names + (r.skip_if_unknown_filter ? " (skip-if-unknown-filter)" : "") +
                       ": vigil does not collect it; rule skipped");
         ++res.skipped;
+        res.skipped_rules.emplace_back(r.name, "unknown_field");
         continue;
       }
       for (const auto& t : cr.unknown_evttypes) {

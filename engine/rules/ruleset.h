@@ -145,6 +145,8 @@ struct LoadResult {
   std::shared_ptr<const Ruleset> ruleset;  // null when any error
   std::vector<Diagnostic> diagnostics;     // errors and warnings, in file order
   std::size_t loaded = 0, skipped = 0, errors = 0;
+  // Each skipped rule: its name and why ("unknown_field", "unknown_source").
+  std::vector<std::pair<std::string, std::string>> skipped_rules;
 };
 
 // Loads files and directories (a directory: its *.yaml/*.yml files, sorted by

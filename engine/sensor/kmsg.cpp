@@ -145,9 +145,13 @@ std::optional<event::XidData> parse_xid(std::string_view msg) {
   return x;
 }
 
-Result<KmsgReader> KmsgReader::open(const std::string& path) {
+Result<KmsgReader> KmsgReader::open(const std::string& path, int* open_errno) {
   int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) return Error::runtime("sensor: cannot open " + path + ": " + std::strerror(errno));
+  if (fd < 0) {
+    const int err = errno;
+    if (open_errno) *open_errno = err;
+    return Error::runtime("sensor: cannot open " + path + ": " + std::strerror(err));
+  }
   // Only new records: /dev/kmsg supports SEEK_END; a FIFO does not (ESPIPE, fine).
   ::lseek(fd, 0, SEEK_END);
   return KmsgReader(fd);
@@ -223,8 +227,8 @@ int KmsgReader::read_available(const TimeBase& tb, const std::function<void(even
 KmsgSource::KmsgSource(KmsgReader reader, std::string path)
     : reader_(std::move(reader)), path_(std::move(path)), tb_(TimeBase::now()) {}
 
-Result<std::unique_ptr<KmsgSource>> KmsgSource::open(const std::string& path) {
-  auto r = KmsgReader::open(path);
+Result<std::unique_ptr<KmsgSource>> KmsgSource::open(const std::string& path, int* open_errno) {
+  auto r = KmsgReader::open(path, open_errno);
   if (!r) return r.error();
   return std::unique_ptr<KmsgSource>(new KmsgSource(std::move(*r), path));
 }

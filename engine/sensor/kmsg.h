@@ -42,7 +42,8 @@ std::optional<event::XidData> parse_xid(std::string_view message);
 // lines written after open are seen). Not thread-safe; one owner.
 class KmsgReader {
  public:
-  static Result<KmsgReader> open(const std::string& path);
+  // A failed open sets *open_errno (when given) to its errno.
+  static Result<KmsgReader> open(const std::string& path, int* open_errno = nullptr);
   KmsgReader(KmsgReader&& o) noexcept;
   KmsgReader& operator=(KmsgReader&& o) noexcept;
   ~KmsgReader();
@@ -66,7 +67,8 @@ class KmsgReader {
 // "records overwritten" (counted as the drop reason "overwritten") fails it.
 class KmsgSource final : public runtime::EventSource {
  public:
-  static Result<std::unique_ptr<KmsgSource>> open(const std::string& path);
+  // A failed open sets *open_errno (when given) to its errno.
+  static Result<std::unique_ptr<KmsgSource>> open(const std::string& path, int* open_errno = nullptr);
 
   std::string_view name() const override { return "kmsg"; }
   int wait_fd() const override { return reader_.fd(); }

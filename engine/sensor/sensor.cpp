@@ -3,11 +3,9 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <fcntl.h>
-#include <linux/capability.h>
 #include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
-#include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
 
@@ -28,6 +26,7 @@
 #include "engine/sensor/decoder.h"
 #include "engine/sensor/device.h"
 #include "engine/sensor/sysfs.h"
+#include "engine/util/caps.h"
 
 namespace vigil::sensor {
 namespace {
@@ -134,15 +133,22 @@ int libbpf_print(enum libbpf_print_level level, const char* fmt, va_list args) {
   return std::vfprintf(stderr, fmt, args);
 }
 
-bool has_caps_for_bpf() {
-  if (geteuid() == 0) return true;
-  __user_cap_header_struct hdr{_LINUX_CAPABILITY_VERSION_3, 0};
-  __user_cap_data_struct data[2]{};
-  if (syscall(SYS_capget, &hdr, data) != 0) return false;
-  auto has = [&](int cap) { return (data[cap / 32].effective & (1u << (cap % 32))) != 0; };
-  constexpr int kCapSysAdmin = 21, kCapPerfmon = 38, kCapBpf = 39;
-  return has(kCapSysAdmin) || (has(kCapBpf) && has(kCapPerfmon));
+// What the kernel asks of a process that loads a program of this type
+// (kernel/bpf/syscall.c, bpf_prog_load): CAP_BPF for any, CAP_PERFMON for
+// the tracing types, CAP_NET_ADMIN for the cgroup socket types; CAP_SYS_ADMIN
+// stands in for each. Measured on 6.x: tp_btf and tracepoint programs load
+// with CAP_BPF+CAP_PERFMON, cgroup_skb/cgroup_sock_addr ones with
+// CAP_BPF+CAP_NET_ADMIN (docs/install.md, "Privileges").
+std::string missing_caps_to_load(bpf_prog_type type, util::CapSet have) {
+  using util::Cap;
+  if (type == BPF_PROG_TYPE_CGROUP_SKB || type == BPF_PROG_TYPE_CGROUP_SOCK_ADDR)
+    return util::missing_caps(have, {Cap::kBpf, Cap::kNetAdmin}, Cap::kSysAdmin);
+  return util::missing_caps(have, {Cap::kBpf, Cap::kPerfmon}, Cap::kSysAdmin);
 }
+
+// The capabilities vigil's own process has; all of them when /proc/self/status
+// cannot be read (the kernel then says what it refuses).
+util::CapSet own_caps() { return util::effective_caps().value_or(util::CapSet::all()); }
 
 bool wanted(const Hook& h, const Config& cfg) {
   if (h.needed_by.empty()) return true;
@@ -180,6 +186,7 @@ class Sensor::Impl {
   }
 
   Status open(const Config& cfg);
+  const CgroupPrograms& cgroup_programs() const { return cgroup_; }
   Result<std::size_t> poll(std::size_t budget, const runtime::EventSource::Emit& emit);
   DropCounters drops() const;
   std::vector<std::string> attached() const { return attached_; }
@@ -191,6 +198,7 @@ class Sensor::Impl {
   static int on_record(void* ctx, void* data, size_t size);
   std::size_t report_usage(const runtime::EventSource::Emit& emit);
   Status attach_one(const Hook& h, bpf_program* prog);
+  Error load_refused(int err, util::CapSet have) const;
 
   Config cfg_;
   vigil_bpf* skel_ = nullptr;
@@ -213,6 +221,7 @@ class Sensor::Impl {
   std::size_t polled_ = 0;
   std::size_t budget_ = 0;
   std::string failure_;  // the ring buffer could not be read
+  CgroupPrograms cgroup_;
 };
 
 // What on_record returns once the budget is reached: libbpf stops consuming
@@ -240,11 +249,37 @@ Status Sensor::Impl::attach_one(const Hook& h, bpf_program* prog) {
   return {};
 }
 
+// libbpf loads the programs in order and stops at the first the kernel
+// refuses: the first one meant to load that has no fd is the one.
+Error Sensor::Impl::load_refused(int err, util::CapSet have) const {
+  const bpf_program* refused = nullptr;
+  bpf_program* prog = nullptr;
+  bpf_object__for_each_program(prog, skel_->obj) {
+    if (bpf_program__autoload(prog) && bpf_program__fd(prog) < 0) {
+      refused = prog;
+      break;
+    }
+  }
+  std::string msg = "sensor: the kernel refused ";
+  if (refused) {
+    msg += std::string("BPF program ") + bpf_program__name(refused) + " (" + bpf_program__section_name(refused) + ")";
+  } else {
+    msg += "the BPF object";
+  }
+  msg += ": " + std::string(std::strerror(err)) + " (" + util::errno_name(err) + ")";
+  if (refused && (err == EPERM || err == EACCES)) {
+    if (std::string m = missing_caps_to_load(bpf_program__type(refused), have); !m.empty())
+      return Error::runtime(msg + "; it needs " + m);
+  }
+  return Error::runtime(msg + " (libbpf/verifier output above)");
+}
+
 Status Sensor::Impl::open(const Config& cfg) {
   cfg_ = cfg;
   cfg_.event_types.insert({Type::kExec, Type::kFork, Type::kExit});
-  if (!has_caps_for_bpf())
-    return Error::runtime("sensor: needs root or CAP_BPF+CAP_PERFMON to load eBPF programs (running as uid " +
+  const util::CapSet caps = own_caps();
+  if (std::string m = util::missing_caps(caps, {util::Cap::kBpf, util::Cap::kPerfmon}, util::Cap::kSysAdmin); !m.empty())
+    return Error::runtime("sensor: the kernel loads no BPF program for vigil without " + m + " (uid " +
                           std::to_string(geteuid()) + ")");
   if (access("/sys/kernel/btf/vmlinux", R_OK) != 0)
     return Error::runtime("sensor: no kernel BTF at /sys/kernel/btf/vmlinux (needs a kernel >= 5.8 built with CONFIG_DEBUG_INFO_BTF=y)");
@@ -308,6 +343,22 @@ Status Sensor::Impl::open(const Config& cfg) {
   if (int err = bpf_map__set_max_entries(skel_->maps.events, round_up_pow2(cfg_.ringbuf_bytes)); err != 0)
     return Error::runtime(std::string("sensor: cannot size the ring buffer: ") + std::strerror(-err));
 
+  // The cgroup socket programs (connect, sendmsg, skb: network events) need
+  // CAP_NET_ADMIN and a cgroup v2 mount; without either the tracing programs
+  // still run, and cgroup_programs() says why the others do not.
+  std::string cgroup_root;
+  cgroup_.wanted = std::any_of(hooks().begin(), hooks().end(),
+                               [&](const Hook& h) { return h.kind == AttachKind::kCgroup && wanted(h, cfg_); });
+  if (cgroup_.wanted) {
+    if (std::string m = missing_caps_to_load(BPF_PROG_TYPE_CGROUP_SKB, caps); !m.empty()) {
+      cgroup_.off = "the cgroup socket programs need " + m;
+    } else if (auto root = cgroup2_root(); !root) {
+      cgroup_.off = root.error().message;
+    } else {
+      cgroup_root = *root;
+    }
+  }
+
   // Only the programs the ruleset needs are loaded and attached.
   std::vector<std::pair<const Hook*, bpf_program*>> to_attach;
   for (const Hook& h : hooks()) {
@@ -317,7 +368,7 @@ Status Sensor::Impl::open(const Config& cfg) {
         return Error::runtime(std::string("sensor: BPF program ") + h.prog + " missing from the object");
       continue;
     }
-    bool want = wanted(h, cfg_);
+    bool want = wanted(h, cfg_) && !(h.kind == AttachKind::kCgroup && !cgroup_.off.empty());
     if (want && h.tracepoint) {
       std::string path = tracefs + "/events/" + h.tracepoint;
       if (access(path.c_str(), F_OK) != 0) {
@@ -353,17 +404,14 @@ Status Sensor::Impl::open(const Config& cfg) {
     }
   }
 
-  if (int err = vigil_bpf__load(skel_); err != 0)
-    return Error::runtime(std::string("sensor: the kernel refused the BPF programs: ") + std::strerror(-err) +
-                          " (libbpf/verifier output above)");
+  if (int err = vigil_bpf__load(skel_); err != 0) return load_refused(-err, caps);
 
   bool need_cgroup = std::any_of(to_attach.begin(), to_attach.end(),
                                  [](const auto& p) { return p.first->kind == AttachKind::kCgroup; });
   if (need_cgroup) {
-    auto root = cgroup2_root();
-    if (!root) return root.error();
-    cgroup_fd_ = ::open(root->c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (cgroup_fd_ < 0) return Error::runtime("sensor: cannot open the cgroup v2 root " + *root + ": " + std::strerror(errno));
+    cgroup_fd_ = ::open(cgroup_root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (cgroup_fd_ < 0)
+      return Error::runtime("sensor: cannot open the cgroup v2 root " + cgroup_root + ": " + std::strerror(errno));
   }
   for (auto& [h, prog] : to_attach) {
     Status st = attach_one(*h, prog);
@@ -566,5 +614,6 @@ runtime::Drops Sensor::drops() const {
   return d;
 }
 std::vector<std::string> Sensor::attached() const { return impl_->attached(); }
+const CgroupPrograms& Sensor::cgroup_programs() const { return impl_->cgroup_programs(); }
 
 }  // namespace vigil::sensor

@@ -69,10 +69,19 @@ struct DropCounters {
   std::string to_string() const;
 };
 
+// Whether the ruleset needs the cgroup socket programs, and why they were
+// left out while the rest runs (no CAP_NET_ADMIN, no cgroup v2 mount; ""
+// when they run).
+struct CgroupPrograms {
+  bool wanted = false;
+  std::string off;
+};
+
 class Sensor final : public runtime::EventSource {
  public:
   // Loads and attaches everything. On failure an Error::runtime with one
-  // clear line saying why (not root / no CAP_BPF, no BTF, a hook missing...).
+  // clear line saying why (a capability missing, naming it; the program the
+  // kernel refused; no BTF; a hook missing...).
   static Result<std::unique_ptr<Sensor>> open(const Config& cfg);
 
   // runtime::EventSource. poll() does not block: it reads the timers, sends
@@ -89,6 +98,8 @@ class Sensor final : public runtime::EventSource {
   std::vector<std::string> attached() const override;  // hook names, for the "ready" log line
   // The ring buffer's fill, in bytes (any thread).
   std::optional<runtime::Backlog> backlog() const override;
+  // The cgroup socket programs (connect/sendmsg/skb: network events).
+  const CgroupPrograms& cgroup_programs() const;
 
   DropCounters counters() const;
 

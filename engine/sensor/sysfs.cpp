@@ -84,7 +84,8 @@ std::string cgroup2_mount(std::string_view text) {
 Result<std::string> cgroup2_root() {
   std::string mi = read_small("/proc/self/mountinfo");
   std::string root = cgroup2_mount(mi);
-  if (root.empty()) return Error::runtime("sensor: no cgroup v2 filesystem mounted (see /proc/self/mountinfo); connect/DNS hooks need one");
+  if (root.empty())
+    return Error::runtime("sensor: no cgroup v2 filesystem mounted (see /proc/self/mountinfo; mount the host's /sys/fs/cgroup); connect/DNS hooks need one");
   return root;
 }
 
@@ -94,7 +95,7 @@ Result<std::string> ensure_tracefs() {
   }
   if (mount("nodev", "/sys/kernel/tracing", "tracefs", 0, nullptr) != 0)
     return Error::runtime(std::string("sensor: tracefs is not mounted and mounting it at /sys/kernel/tracing failed: ") +
-                          std::strerror(errno));
+                          std::strerror(errno) + " (mount the host's /sys/kernel/tracing; mounting it takes CAP_SYS_ADMIN)");
   return std::string("/sys/kernel/tracing");
 }
 

@@ -157,7 +157,7 @@ Result<K8sConfig> k8s_config_discover(const K8sOptions& opt) {
     if (host.empty() || port.empty()) {
       return Error::runtime(
           "no Kubernetes API: not in a cluster (KUBERNETES_SERVICE_HOST unset) and no "
-          "--k8s-api or kubeconfig given; k8s fields stay empty");
+          "--k8s-api or kubeconfig given");
     }
     if (host.find(':') != std::string::npos) host = "[" + host + "]";  // IPv6
     cfg.api_url = "https://" + host + ":" + port;

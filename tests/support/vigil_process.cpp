@@ -47,7 +47,9 @@ bool VigilProcess::start_command(const std::string& command, const std::vector<s
     return false;
   }
   // Everything the child needs is built before the fork.
-  std::vector<std::string> all = {binary_, command};
+  std::vector<std::string> all = launcher_;
+  all.push_back(binary_);
+  all.push_back(command);
   all.insert(all.end(), args.begin(), args.end());
   std::vector<char*> argv;
   for (auto& s : all) argv.push_back(s.data());

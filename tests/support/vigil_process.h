@@ -33,6 +33,11 @@ class VigilProcess {
   VigilProcess(const VigilProcess&) = delete;
   VigilProcess& operator=(const VigilProcess&) = delete;
 
+  // Runs vigil through a launcher: the next start() executes
+  // `launcher... BINARY COMMAND ARGS...` (e.g. setpriv with a reduced
+  // capability set, `--` last). launcher[0] is an absolute path.
+  void run_under(std::vector<std::string> launcher) { launcher_ = std::move(launcher); }
+
   // Starts `vigil run args...` with extra environment variables, as user
   // `run_as_uid` (no capabilities, no supplementary groups) when it is set.
   bool start(const std::vector<std::string>& args, const std::map<std::string, std::string>& env = {},
@@ -41,6 +46,9 @@ class VigilProcess {
   bool start_command(const std::string& command, const std::vector<std::string>& args,
                      const std::map<std::string, std::string>& env = {},
                      std::optional<uid_t> run_as_uid = std::nullopt);
+
+  // The child's pid (a launcher that execs vigil keeps it); -1 before start().
+  pid_t pid() const { return pid_; }
 
   // Waits for the `ready` log line; false when vigil exited first or the time ran out.
   bool wait_ready(std::chrono::milliseconds timeout = std::chrono::seconds(30));
@@ -83,6 +91,7 @@ class VigilProcess {
   void join_readers();
 
   std::string binary_;
+  std::vector<std::string> launcher_;
   pid_t pid_ = -1;
   std::optional<int> status_;
   std::thread out_th_, err_th_;

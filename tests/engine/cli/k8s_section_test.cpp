@@ -12,6 +12,7 @@
 
 #include "engine/cli/common.h"
 #include "engine/cli/config.h"
+#include "engine/runtime/parts.h"
 #include "engine/state/k8s_config.h"
 #include "tests/support/temp_dir.h"
 
@@ -54,7 +55,8 @@ TEST(K8sSection, AKubeconfigThatSkipsVerificationIsWarnedAboutAtStart) {
   flags.kubeconfig = dir.write("kubeconfig", kubeconfig(true));
   YAML::Node cfg = YAML::Load("k8s: {node_name: n}\n");
   Logged l;
-  auto k8s = discover_k8s(cfg, flags, *l.log, "no pods");
+  runtime::Parts parts;
+  auto k8s = discover_k8s(cfg, flags, *l.log, parts);
   ASSERT_TRUE(k8s) << k8s.error().message;
   ASSERT_TRUE(*k8s);
   EXPECT_TRUE((*k8s)->api_tls_verification_off());
@@ -70,7 +72,8 @@ TEST(K8sSection, AVerifiedServerIsNotWarnedAbout) {
   support::TempDir dir("vigil-k8s-section");
   YAML::Node cfg = YAML::Load("k8s: {node_name: n, kubeconfig: " + dir.write("kubeconfig", kubeconfig(false)) + "}\n");
   Logged l;
-  auto k8s = discover_k8s(cfg, K8sFlags{}, *l.log, "no pods");
+  runtime::Parts parts;
+  auto k8s = discover_k8s(cfg, K8sFlags{}, *l.log, parts);
   ASSERT_TRUE(k8s) << k8s.error().message;
   ASSERT_TRUE(*k8s);
   EXPECT_FALSE((*k8s)->api_tls_verification_off());
