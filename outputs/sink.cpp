@@ -130,6 +130,14 @@ Sink::~Sink() {
   if (worker_.joinable()) shutdown(std::chrono::steady_clock::now());
 }
 
+void Sink::attach_spool(std::unique_ptr<Spool> spool) {
+  spool_ = std::move(spool);
+  if (spool_) {
+    spool_depth_ = spool_->count();
+    spool_bytes_ = spool_->bytes();
+  }
+}
+
 void Sink::start() {
   if (spool_) journal_ = std::thread([this] { run_journal(); });
   worker_ = std::thread([this] { run(); });

@@ -179,6 +179,10 @@ class Sink {
   Sink& operator=(const Sink&) = delete;
 
   void start();
+  // Gives the sink its spool after construction (a reload opens it once the
+  // sink that held it has stopped). REQUIRES: before start(). Alerts offered
+  // before start() wait in the queue and go to the spool first.
+  void attach_spool(std::unique_ptr<Spool> spool);
   void offer(const std::shared_ptr<const event::Alert>& a, std::size_t bytes) noexcept;
   void shutdown(std::chrono::steady_clock::time_point deadline);
   SinkStats stats() const;

@@ -2,10 +2,13 @@
 
 #include "engine/cli/config_schema.h"
 #include "engine/util/config_origin.h"
+#include "engine/util/yaml_canonical.h"
 #include "engine/util/yaml_gate.h"
 
 #include <cctype>
+#include <algorithm>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 namespace vigil::cli {
@@ -112,6 +115,42 @@ Result<YAML::Node> load_config(const std::string& path, const std::vector<std::s
   }
   if (Status st = check_config(*cfg, origin); !st) return st.error();
   return cfg;
+}
+
+std::vector<std::string> changed_keys(const YAML::Node& before, const YAML::Node& after,
+                                      const std::vector<std::string>& skip) {
+  // The keys of a mapping, in order; nothing for anything else.
+  auto keys = [](const YAML::Node& n, std::set<std::string>& out) {
+    if (!n.IsDefined() || !n.IsMap()) return;
+    for (const auto& kv : n) {
+      if (kv.first.IsScalar()) out.insert(kv.first.Scalar());
+    }
+  };
+  auto child = [](const YAML::Node& n, const std::string& k) {
+    return n.IsDefined() && n.IsMap() ? n[k] : YAML::Node();
+  };
+  std::set<std::string> top;
+  keys(before, top);
+  keys(after, top);
+  std::vector<std::string> out;
+  for (const std::string& k : top) {
+    if (std::find(skip.begin(), skip.end(), k) != skip.end()) continue;
+    const YAML::Node b = child(before, k), a = child(after, k);
+    if (canonical_yaml(b) == canonical_yaml(a)) continue;
+    const KeySpec* spec = find_key(k);
+    if (!spec || spec->kind != ValueKind::kSection) {
+      out.push_back(k);
+      continue;
+    }
+    std::set<std::string> sub;
+    keys(b, sub);
+    keys(a, sub);
+    for (const std::string& s : sub) {
+      if (canonical_yaml(child(b, s)) != canonical_yaml(child(a, s))) out.push_back(k + "." + s);
+    }
+    if (sub.empty()) out.push_back(k);
+  }
+  return out;
 }
 
 Status apply_override(YAML::Node& root, std::string_view kv) {

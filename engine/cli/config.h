@@ -28,6 +28,14 @@ Result<YAML::Node> load_config(const std::string& path, const std::vector<std::s
 // The result is not checked against the schema: load_config() does that.
 Status apply_override(YAML::Node& root, std::string_view key_eq_value);
 
+// The keys whose values differ between two configurations, top-level keys
+// in `skip` left out: a section's keys one by one ("sensor.ringbuf_mib",
+// "k8s.api"), any other key by itself ("state_dir", "plugins"). Values are
+// compared canonically (key order, quoting and layout do not count). A
+// reload uses it to name what it cannot apply live.
+std::vector<std::string> changed_keys(const YAML::Node& before, const YAML::Node& after,
+                                      const std::vector<std::string>& skip);
+
 // Reads a key path ("sensor.payload_bytes") with a default (for absent and
 // null values). A key the schema has is checked against its entry (type and
 // range) first; a value that fails, or does not convert to T, is an error

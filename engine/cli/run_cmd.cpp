@@ -23,6 +23,7 @@
 #include "engine/pipeline/pipeline.h"
 #include "engine/runtime/parts.h"
 #include "engine/rules/ruleset.h"
+#include "engine/runtime/file_watch.h"
 #include "engine/runtime/runner.h"
 #include "engine/runtime/taps.h"
 #include "engine/state/pods.h"
@@ -49,12 +50,65 @@ struct RunArgs {
   double max_skipped_percent = 50;
 };
 
+// The configuration of a run, at start and at each reload: the file with
+// the -o overrides and, when it has no outputs:, the --format stdout output.
+Result<YAML::Node> run_config(const RunArgs& args) {
+  auto cfg = load_config_with_overrides(args.config, args.overrides);
+  if (!cfg) return cfg.error();
+  if (!args.format.empty() && !(*cfg)["outputs"]) {
+    YAML::Node out;
+    out["type"] = "stdout";
+    out["format"] = args.format;
+    (*cfg)["outputs"].push_back(out);
+  }
+  return cfg;
+}
+
+// -r, else rules: from the configuration, else the bundled rules.
+Result<std::vector<std::string>> run_rule_paths(const RunArgs& args, const YAML::Node& cfg) {
+  if (!args.rules.empty()) return args.rules;
+  auto from_cfg = config_rule_paths(cfg);
+  if (!from_cfg) return from_cfg.error();
+  if (!from_cfg->empty()) return from_cfg;
+  std::string bundled = find_bundled_rules();
+  if (bundled.empty()) return Error::bad_input("no rules given (-r) and no bundled rules directory found");
+  return std::vector<std::string>{bundled};
+}
+
+// What a reload reads: the configuration file and the rule paths.
+std::vector<std::string> watched_files(const RunArgs& args, const std::vector<std::string>& rule_paths) {
+  std::vector<std::string> out = rule_paths;
+  if (!args.config.empty()) out.insert(out.begin(), args.config);
+  return out;
+}
+
+// A change of a watched file reloads, as SIGHUP does, once the writes have
+// settled (runtime/file_watch.h).
+Status watch_files(runtime::Runner& runner, const std::vector<std::string>& files,
+                   std::unique_ptr<runtime::FileWatch>& watch, const std::shared_ptr<spdlog::logger>& log) {
+  auto w = runtime::FileWatch::create({.log = log});
+  if (!w) return w.error();
+  (*w)->set_paths(files);
+  runtime::FileWatch* raw = w->get();
+  if (Status s = runner.add_fd("file watch", raw->fd(),
+                               [raw] { raw->on_readable(runtime::FileWatch::Clock::now()); });
+      !s) {
+    return s;
+  }
+  runner.add_tick("file watch", std::chrono::milliseconds(100), [raw, &runner](std::uint64_t) {
+    if (auto what = raw->changed(runtime::FileWatch::Clock::now())) runner.request_reload(*what + " changed");
+  });
+  watch = std::move(*w);
+  return {};
+}
+
 }  // namespace
 
 int cmd_run(int argc, char** argv) {
   RunArgs args;
   CLI::App app("Live monitoring: loads the rules, attaches the probes, and sends alerts to the outputs "
-               "(stdout by default) until SIGINT/SIGTERM. SIGHUP reloads the rules.",
+               "(stdout by default) until SIGINT/SIGTERM. SIGHUP, or a change of the configuration or rule "
+               "files, reloads the rules and outputs.",
                "vigil run");
   one_value_each(app, "-r,--rules", args.rules, "rule file or directory (repeatable; default: the bundled rules)");
   app.add_option("-c,--config", args.config, "configuration file (outputs, k8s, sensor, flight recorder, plugins)")
@@ -83,51 +137,72 @@ int cmd_run(int argc, char** argv) {
 
   // The loop first: it blocks the signals before any thread starts (output
   // workers, the pod watcher), so every thread inherits the mask.
-  std::vector<std::string> rule_paths = args.rules;
+  std::vector<std::string> rule_paths;  // the rules loaded at start
   // Declared before the runner: its plugin sources and the rules' plugin
   // fields point into the host, which must outlive both.
   std::unique_ptr<plugin::Host> plugins;
   rules::LoadOptions load_opts;
   load_opts.compile_budget = kRulesCompileBudget;
   const RuleCountPolicy count_policy{args.allow_no_rules, args.max_skipped_percent / 100.0};
-  // Enabled rules of the set in force; written by the start and by each reload
-  // that succeeds (the runner swaps in every set the callback returns).
+  // Enabled rules of the set in force; written by the start and by the
+  // commit of each reload that succeeds.
   std::size_t enabled_in_force = 0;
-  // The same counts for /metrics (written here and by the reload thread).
+  // The same counts for /metrics (written at start and by each reload's commit).
   metrics::RulesInForce rules_in_force;
+  // Set before the loop runs; a reload reads them on the runner's reload
+  // thread and changes them only in its commit, on the loop thread, so the
+  // two never overlap (one reload at a time, the next starts after the commit).
+  YAML::Node cfg_in_force;
+  outputs::Router* router_in_force = nullptr;
+  std::unique_ptr<runtime::FileWatch> watch;
+  std::vector<std::string> watched;
   runtime::RunnerOptions ropts;
   ropts.log = log;
-  // On the runner's reload thread, one at a time: rule_paths and load_opts
-  // are not changed once the loop runs, and enabled_in_force is only touched
-  // here then.
-  ropts.reload = [&rule_paths, &load_opts, &enabled_in_force, &rules_in_force, count_policy,
-                  log](const std::atomic<bool>& cancel) -> Result<std::shared_ptr<const rules::Ruleset>> {
+  // SIGHUP or a watched file changed: the configuration (same file, same -o)
+  // and the rules it names, then the outputs; in force together, or not at all.
+  ropts.reload = [&](const std::atomic<bool>& cancel) -> Result<runtime::Reloaded> {
+    auto cfg = run_config(args);
+    if (!cfg) return cfg.error();
+    std::string restart;
+    for (const std::string& k : changed_keys(cfg_in_force, *cfg, {"rules", "outputs"})) {
+      restart += (restart.empty() ? "" : ", ") + k;
+    }
+    if (!restart.empty()) log->warn("reload: changed keys need a restart, kept as they are: {}", restart);
+    auto paths = run_rule_paths(args, *cfg);
+    if (!paths) return paths.error();
     rules::LoadOptions opts = load_opts;
     opts.cancel = &cancel;
     RuleCounts counts;
-    auto loaded = load_rules_logged(rule_paths, *log, opts, &counts);
-    if (!loaded) return loaded;
+    auto loaded = load_rules_logged(*paths, *log, opts, &counts);
+    if (!loaded) return loaded.error();
     counts.enabled_in_force = enabled_in_force;
     if (Status ok = check_rule_counts(counts, count_policy); !ok) return ok.error();
-    enabled_in_force = counts.enabled;
-    rules_in_force.set({counts.enabled, counts.skipped, counts.skipped_rules});
-    return loaded;
+    auto plan = router_in_force->prepare((*cfg)["outputs"]);
+    if (!plan) return plan.error();
+    runtime::Reloaded r;
+    r.rules = *loaded;
+    r.summary = "outputs: " + (*plan)->describe();
+    auto held = std::make_shared<std::unique_ptr<outputs::Router::Plan>>(std::move(*plan));
+    r.commit = [&, held, enabled = counts.enabled, skipped = counts.skipped,
+                skipped_rules = counts.skipped_rules, files = watched_files(args, *paths)] {
+      router_in_force->commit(std::move(*held));
+      enabled_in_force = enabled;
+      rules_in_force.set({enabled, skipped, skipped_rules});
+      if (watch && files != watched) watch->set_paths(files);
+      watched = files;
+    };
+    return r;
   };
   auto runner_r = runtime::Runner::create(ropts);
   if (!runner_r) return fail(*log, runner_r.error());
   runtime::Runner& runner = **runner_r;
 
   // 1. Configuration (bad input → 2).
-  auto cfg = load_config_with_overrides(args.config, args.overrides);
+  auto cfg = run_config(args);
   if (!cfg) return fail(*log, cfg.error());
   auto web = webserver_config(*cfg);
   if (!web) return fail(*log, web.error());
-  if (!args.format.empty() && !(*cfg)["outputs"]) {
-    YAML::Node out;
-    out["type"] = "stdout";
-    out["format"] = args.format;
-    (*cfg)["outputs"].push_back(out);
-  }
+  cfg_in_force = YAML::Clone(*cfg);
 
   // 2. Plugins (bad input → 2, a failed init → 1): their fields and sources
   //    are known before the rules compile.
@@ -137,18 +212,9 @@ int cmd_run(int argc, char** argv) {
   plugins->configure(load_opts);
 
   // 3. Rules (bad input → 2).
-  if (rule_paths.empty()) {
-    auto from_cfg = config_rule_paths(*cfg);
-    if (!from_cfg) return fail(*log, from_cfg.error());
-    rule_paths = *from_cfg;
-  }
-  if (rule_paths.empty()) {
-    std::string bundled = find_bundled_rules();
-    if (bundled.empty()) {
-      return fail(*log, Error::bad_input("no rules given (-r) and no bundled rules directory found"));
-    }
-    rule_paths.push_back(bundled);
-  }
+  auto paths = run_rule_paths(args, *cfg);
+  if (!paths) return fail(*log, paths.error());
+  rule_paths = *paths;
   RuleCounts counts;
   auto loaded = load_rules_logged(rule_paths, *log, load_opts, &counts);
   if (!loaded) return fail(*log, loaded.error());
@@ -172,6 +238,7 @@ int cmd_run(int argc, char** argv) {
   routeropts.state_dir = *state_dir;  // spools live under <state_dir>/spool
   auto router = outputs::Router::from_config((*cfg)["outputs"], routeropts);
   if (!router) return fail(*log, router.error());
+  router_in_force = router->get();
   auto stop_outputs = [&](int rc) {
     (*router)->shutdown(std::chrono::milliseconds(1000));
     return rc;
@@ -252,10 +319,17 @@ int cmd_run(int argc, char** argv) {
   pipeline::Pipeline pipe(
       {st, [rt](std::shared_ptr<const event::Alert> a) { rt->publish(std::move(a)); }, hostname},
       ruleset);
-  metrics::EventCounters counters;
-  pipe.add_tap(&counters);
+  metrics::EventCounters counters;  // counts only for the webserver: no cost when it is off
+  if (web->enabled) pipe.add_tap(&counters);
   if (capture_tap) pipe.add_tap(capture_tap.get());
   if (recorder_tap) pipe.add_tap(recorder_tap.get());
+
+  // The files a reload reads, watched: a change (an edit, a ConfigMap
+  // update) reloads as SIGHUP does.
+  watched = watched_files(args, rule_paths);
+  if (Status s = watch_files(runner, watched, watch, log); !s) {
+    log->warn("file watch off (SIGHUP still reloads): {}", s.error().message);
+  }
 
   std::string hooks;
   for (const std::string& h : runner.attached()) hooks += (hooks.empty() ? "" : ",") + h;

@@ -103,26 +103,23 @@ void Exposition::append_sample(Family& f, std::string_view name, const Label* la
   out += '\n';
 }
 
-void Exposition::sample(std::string_view name, std::initializer_list<Label> labels, double value) {
+void Exposition::checked_sample(std::string_view name, const Label* labels, std::size_t n, double value) {
   Family* f = find(name);
   bool ok = f != nullptr;
-  for (const Label& l : labels) ok = ok && valid_name(l.first) && l.first.substr(0, 2) != "__";
+  for (std::size_t i = 0; i < n; ++i) ok = ok && valid_name(labels[i].first) && labels[i].first.substr(0, 2) != "__";
   if (!ok) {
     ++errors_;
     return;
   }
-  append_sample(*f, name, labels.begin(), labels.size(), value);
+  append_sample(*f, name, labels, n, value);
+}
+
+void Exposition::sample(std::string_view name, std::initializer_list<Label> labels, double value) {
+  checked_sample(name, labels.begin(), labels.size(), value);
 }
 
 void Exposition::sample(std::string_view name, const std::vector<Label>& labels, double value) {
-  Family* f = find(name);
-  bool ok = f != nullptr;
-  for (const Label& l : labels) ok = ok && valid_name(l.first) && l.first.substr(0, 2) != "__";
-  if (!ok) {
-    ++errors_;
-    return;
-  }
-  append_sample(*f, name, labels.data(), labels.size(), value);
+  checked_sample(name, labels.data(), labels.size(), value);
 }
 
 std::string Exposition::text() const {

@@ -49,6 +49,7 @@ class Exposition {
     std::string body;  // samples
   };
   Family* find(std::string_view name);
+  void checked_sample(std::string_view name, const Label* labels, std::size_t n, double value);
   void append_sample(Family& f, std::string_view name, const Label* labels, std::size_t n, double value);
 
   std::vector<Family> families_;

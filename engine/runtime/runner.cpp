@@ -20,6 +20,9 @@ namespace {
 
 constexpr std::uint64_t kSignalTag = std::numeric_limits<std::uint64_t>::max();
 constexpr std::uint64_t kReloadTag = kSignalTag - 1;
+// add_fd()'s fds: kFdTagBase - index (sources are tagged by their index from 0).
+constexpr std::uint64_t kFdTagBase = kSignalTag - 2;
+constexpr std::size_t kMaxFds = 64;
 // A source without an fd that gave nothing is polled again after this long.
 constexpr int kIdlePollMs = 10;
 
@@ -130,28 +133,42 @@ void Runner::stop(int exit_code, std::string reason) {
 
 void Runner::on_signal(int signo) {
   if (signo == SIGHUP) {
-    if (!opts_.reload || pipe_ == nullptr) {
-      if (log_) log_->info("SIGHUP: nothing to reload");
-      return;
-    }
-    if (reloading()) {
-      reload_again_ = true;
-      if (log_) log_->info("SIGHUP during a reload: the rules are compiled again when this one ends");
-      return;
-    }
-    start_reload();
+    request_reload("SIGHUP");
     return;
   }
   if (log_) log_->info("{}: stopping", signal_name(signo));
   stop(0, signal_name(signo));
 }
 
-void Runner::start_reload() {
-  if (log_) log_->info("SIGHUP: reloading rules (detection goes on with the rules in force meanwhile)");
+void Runner::request_reload(const std::string& why) {
+  if (!opts_.reload || pipe_ == nullptr) {
+    if (log_) log_->info("{}: nothing to reload", why);
+    return;
+  }
+  if (reloading()) {
+    if (!reload_again_ && log_) log_->info("{} during a reload: reloading again when this one ends", why);
+    if (!reload_again_) again_why_ = why;
+    reload_again_ = true;
+    return;
+  }
+  start_reload(why);
+}
+
+Status Runner::add_fd(std::string name, int fd, std::function<void()> on_readable) {
+  if (fds_.size() >= kMaxFds) return Error::runtime("runner: too many fds to wait on");
+  if (!watch(epoll_fd_, fd, kFdTagBase - fds_.size())) {
+    return Error::runtime("runner: cannot wait on " + name + ": " + std::strerror(errno));
+  }
+  fds_.push_back({std::move(name), fd, std::move(on_readable)});
+  return {};
+}
+
+void Runner::start_reload(const std::string& why) {
+  if (log_) log_->info("{}: reloading (detection goes on with the rules and outputs in force meanwhile)", why);
   reload_cancel_ = false;
   reload_started_ = std::chrono::steady_clock::now();
   reload_thread_ = std::thread([this] {
-    std::optional<Result<std::shared_ptr<const rules::Ruleset>>> got;
+    std::optional<Result<Reloaded>> got;
     try {
       got.emplace(opts_.reload(reload_cancel_));
     } catch (const std::exception& e) {
@@ -167,7 +184,7 @@ void Runner::start_reload() {
 }
 
 void Runner::finish_reload() {
-  std::optional<Result<std::shared_ptr<const rules::Ruleset>>> got;
+  std::optional<Result<Reloaded>> got;
   {
     std::lock_guard<std::mutex> l(reload_mu_);
     got.swap(reload_result_);
@@ -180,25 +197,34 @@ void Runner::finish_reload() {
   (void)!read(reload_fd_, &n, sizeof(n));
   const double secs =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - reload_started_).count();
-  const bool ok = *got && **got && pipe_;
+  std::string error;
+  if (!*got) error = got->error().message;
+  else if (!(*got)->rules) error = "no ruleset";
+  else if (!pipe_) error = "not running";
+  const bool ok = error.empty();
   if (ok) {
-    pipe_->set_ruleset(**got);
-    if (log_) log_->info("rules reloaded: {} rules, compiled in {:.2f} s", (**got)->size(), secs);
+    // One step between two events: the rules, then the rest.
+    Reloaded& r = **got;
+    pipe_->set_ruleset(r.rules);
+    if (r.commit) r.commit();
+    if (log_) {
+      log_->info("rules reloaded: {} rules, compiled in {:.2f} s{}{}", r.rules->size(), secs,
+                 r.summary.empty() ? "" : "; ", r.summary);
+    }
   } else if (log_) {
-    log_->error("rule reload failed, the previous rules stay in force: {}",
-                *got ? std::string("no ruleset") : got->error().message);
+    log_->error("reload failed, the previous rules and outputs stay in force: {}", error);
   }
   {
     std::lock_guard<std::mutex> l(stats_mu_);
     ++(ok ? reload_stats_.succeeded : reload_stats_.failed);
     reload_stats_.last_ok = ok;
-    reload_stats_.last_error = ok ? std::string() : (*got ? std::string("no ruleset") : got->error().message);
+    reload_stats_.last_error = error;
     reload_stats_.last_unix_s =
         std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   }
   if (reload_again_ && !stopping_) {
     reload_again_ = false;
-    start_reload();
+    start_reload(again_why_);
   }
 }
 
@@ -206,7 +232,7 @@ void Runner::abandon_reload() {
   reload_again_ = false;
   if (!reload_thread_.joinable()) return;
   reload_cancel_ = true;
-  if (log_) log_->info("stopping: cancelling the rule reload in progress");
+  if (log_) log_->info("stopping: cancelling the reload in progress");
   reload_thread_.join();
   std::uint64_t n = 0;
   (void)!read(reload_fd_, &n, sizeof(n));
@@ -424,6 +450,8 @@ RunReport Runner::run(pipeline::Pipeline& pipe) {
         signalled = true;
       } else if (evs[i].data.u64 == kReloadTag) {
         // handled above
+      } else if (evs[i].data.u64 <= kFdTagBase && kFdTagBase - evs[i].data.u64 < fds_.size()) {
+        fds_[kFdTagBase - evs[i].data.u64].on_readable();
       } else if (evs[i].data.u64 < slots_.size()) {
         slots_[evs[i].data.u64].ready = true;
       }

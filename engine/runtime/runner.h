@@ -35,18 +35,20 @@
 // since the last report (by source and reason); the report of run() has the
 // totals for the shutdown line.
 //
-// Reload: SIGHUP starts opts.reload on a thread of the runner's own, so the
-// loop goes on handing events to the rules in force while the new ones
-// compile. When it is done the loop swaps the result in between two events
-// (an error keeps the old rules, and is logged). A SIGHUP during a compile
-// is coalesced: one more reload starts when the current one ends, so the
-// files as they are after the last signal are the ones compiled. When run()
-// ends during a compile, the compile's cancel flag is set and run() waits for
-// it to return.
+// Reload: SIGHUP (or request_reload(), e.g. from a file watch) starts
+// opts.reload on a thread of the runner's own, so the loop goes on handing
+// events to the rules in force while the new ones compile. When it is done
+// the loop swaps the result in between two events: the ruleset, then the
+// result's commit (the caller's other parts, such as the outputs), in one
+// step (an error keeps everything as it was, and is logged and counted). A
+// SIGHUP during a compile is coalesced: one more reload starts when the
+// current one ends, so the files as they are after the last signal are the
+// ones compiled. When run() ends during a compile, the compile's cancel flag
+// is set and run() waits for it to return.
 //
 // Thread-safety: one thread (the one that calls run()); every callback but
-// opts.reload runs on it. Ownership: the runner owns its sources; the pipeline passed to run()
-// must outlive the call.
+// opts.reload runs on it (a Reloaded's commit too). Ownership: the runner
+// owns its sources; the pipeline passed to run() must outlive the call.
 #pragma once
 
 #include <atomic>
@@ -74,6 +76,15 @@ class Ruleset;
 
 namespace vigil::runtime {
 
+// What a reload produced: the rules, and what else goes in force with them.
+struct Reloaded {
+  std::shared_ptr<const rules::Ruleset> rules;  // never null in a success
+  // Runs on the loop thread right after the rules are swapped in, before the
+  // next event (the outputs of `vigil run`); may be empty. Must not fail.
+  std::function<void()> commit;
+  std::string summary;  // added to the "reloaded" log line ("outputs: kept stdout-0")
+};
+
 struct RunnerOptions {
   std::size_t budget = 4096;                 // events per source per turn
   std::chrono::milliseconds max_wait{100};   // longest wait for a source
@@ -84,11 +95,11 @@ struct RunnerOptions {
   std::uint64_t duration_ns = 0;             // stop after this much runner time (0: never)
   std::function<bool()> stop_when;           // checked every turn (capture --size)
   std::chrono::seconds drop_report{10};      // 0: no periodic drop report
-  // SIGHUP: a new ruleset for the pipeline; an error keeps the rules in force.
-  // Runs on the runner's reload thread, one call at a time; it should give up
-  // soon once `cancel` is true (rules::LoadOptions::cancel). Unset: SIGHUP is
-  // logged and ignored.
-  std::function<Result<std::shared_ptr<const rules::Ruleset>>(const std::atomic<bool>& cancel)> reload;
+  // SIGHUP: a new ruleset for the pipeline (and a commit of the caller's
+  // own); an error keeps everything in force. Runs on the runner's reload
+  // thread, one call at a time; it should give up soon once `cancel` is true
+  // (rules::LoadOptions::cancel). Unset: SIGHUP is logged and ignored.
+  std::function<Result<Reloaded>(const std::atomic<bool>& cancel)> reload;
   std::shared_ptr<spdlog::logger> log;       // null: nothing is logged
 };
 
@@ -164,6 +175,14 @@ class Runner {
   // SIGHUP: reload). Public so that tests need no real signals.
   void on_signal(int signo);
 
+  // Starts a reload as SIGHUP does (coalesced with one in progress); `why`
+  // names the cause in the log ("SIGHUP", "vigil.yaml changed"). Loop thread.
+  void request_reload(const std::string& why);
+  // Calls `on_readable` on the loop thread whenever `fd` (owned by the
+  // caller, open until run() returns) is readable: a file watch's inotify
+  // fd. REQUIRES: before run(). An error when epoll refuses the fd.
+  Status add_fd(std::string name, int fd, std::function<void()> on_readable);
+
   // Destroys the sources (detaching probes, closing files). run() may not be
   // called again.
   void close_sources();
@@ -205,7 +224,7 @@ class Runner {
   void poll_source(Slot& s, const EventSource::Emit& emit);
   void report_drops(bool final_report, RunReport& rep);
   int wait_ms() const;
-  void start_reload();
+  void start_reload(const std::string& why);
   void finish_reload();   // applies a finished compile's result, if there is one
   void abandon_reload();  // cancels and waits for the compile in progress
 
@@ -230,9 +249,16 @@ class Runner {
   std::thread reload_thread_;
   std::atomic<bool> reload_cancel_{false};
   std::mutex reload_mu_;
-  std::optional<Result<std::shared_ptr<const rules::Ruleset>>> reload_result_;  // guarded by reload_mu_
+  std::optional<Result<Reloaded>> reload_result_;  // guarded by reload_mu_
   std::chrono::steady_clock::time_point reload_started_;
   bool reload_again_ = false;        // a SIGHUP came during the compile
+  std::string again_why_;            // what asked for it
+  struct FdWatch {
+    std::string name;
+    int fd;
+    std::function<void()> on_readable;
+  };
+  std::vector<FdWatch> fds_;         // tagged kFdTagBase - index in the epoll set
   mutable std::mutex stats_mu_;
   ReloadStats reload_stats_;         // guarded by stats_mu_
   // status(): the loop publishes into published_ (guarded by stats_mu_);

@@ -386,7 +386,7 @@ TEST(e2eLifecycle, SighupReloadKeepsOldRulesOnErrorAndAppliesFixedOnes) {
   broken.replace(broken.find("proc.name ="), 0, "(");  // an unbalanced parenthesis
   dir.write("rules.yaml", broken);
   v.signal(SIGHUP);
-  ASSERT_TRUE(v.wait_stderr("rule reload failed")) << v.diag();
+  ASSERT_TRUE(v.wait_stderr("reload failed, the previous rules and outputs stay in force")) << v.diag();
   pid_t p2 = run_once(prog);
   EXPECT_FALSE(v.alerts_where("e2e before reload", "proc.pid", p2, 20s).empty())
       << "the old rules stopped after a failed reload" << v.diag();
@@ -519,11 +519,11 @@ TEST(e2eLifecycle, AReloadThatSkipsTooManyRulesKeepsTheOldOnes) {
   // The only rule now has a typo: skipped, which would leave none.
   dir.write("rules.yaml", typo(exec_rule("e2e kept", name, "WARNING")));
   v.signal(SIGHUP);
-  ASSERT_TRUE(v.wait_stderr("rule reload failed")) << v.diag();
+  ASSERT_TRUE(v.wait_stderr("reload failed, the previous rules and outputs stay in force")) << v.diag();
   EXPECT_TRUE(std::regex_search(v.stderr_text(), std::regex("warning W003: rule 'e2e kept': unknown field proc.nmae")))
       << v.diag();
   EXPECT_TRUE(std::regex_search(v.stderr_text(),
-                                std::regex("error rule reload failed, the previous rules stay in force: no enabled "
+                                std::regex("error reload failed, the previous rules and outputs stay in force: no enabled "
                                            "rule \\(1 skipped\\)")))
       << v.diag();
   EXPECT_EQ(v.stderr_count("rules reloaded"), 0) << v.diag();

@@ -24,6 +24,7 @@
 #include <httplib.h>
 
 #include "tests/e2e/e2e_util.h"
+#include "tests/support/net.h"
 
 namespace vigil::e2e {
 namespace {
@@ -34,18 +35,6 @@ struct Sample {
   double value = 0;
 };
 
-// A free loopback port (the kernel's pick, released).
-int free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-  socklen_t len = sizeof(a);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
 
 // GET path: {status, body}; status -1 when the connection failed.
 std::pair<int, std::string> get(int port, const std::string& path) {
@@ -102,7 +91,7 @@ class e2eMetrics : public ::testing::Test {
   void SetUp() override {
     VIGIL_E2E_REQUIRE_ROOT();
     ASSERT_TRUE(dir_.ok());
-    port_ = free_port();
+    port_ = support::free_port(SOCK_STREAM);
   }
 
   std::vector<Sample> scrape() {
@@ -249,6 +238,59 @@ TEST_F(e2eMetrics, HealthFailsWhileThePipelineIsStalledAndRecovers) {
   ASSERT_EQ(std::remove(hold.c_str()), 0);
   auto good = await("/healthz", 200, 15s);
   EXPECT_EQ(good.first, 200) << good.second << v.diag();
+  EXPECT_EQ(v.stop(), 0) << v.diag();
+}
+
+// 3. Reloads (their failures above all) and the parts that run are in the
+//    metrics: a broken configuration on SIGHUP counts a failure and keeps
+//    the rules; a fixed one counts a success.
+TEST_F(e2eMetrics, ReloadResultsAndPartsAreCounted) {
+  const std::string rules = dir_.write("rules.yaml", R"(
+- rule: e2e metrics reload
+  desc: never fires
+  condition: evt.type = execve and proc.name = e2e-never-runs
+  output: never
+  priority: DEBUG
+)");
+  const std::string good = webserver_yaml(10);
+  const std::string config = dir_.write("vigil.yaml", good);
+  Vigil v;
+  ASSERT_TRUE(v.start({"-r", rules, "-c", config}));
+  ASSERT_TRUE(v.wait_ready()) << v.diag();
+  ASSERT_EQ(await("/readyz", 200, 10s).first, 200) << v.diag();
+  auto start = scrape();
+  if (skipped_) GTEST_SKIP() << "python3-prometheus-client is not installed (scripts/install-deps.sh installs it)";
+  EXPECT_EQ(value(start, "vigil_part_enabled", {{"part", "bpf"}}), 1);
+  EXPECT_EQ(value(start, "vigil_reloads_total", {{"result", "failure"}}), 0);
+  EXPECT_EQ(value(start, "vigil_last_reload_success"), 1);
+
+  dir_.write("vigil.yaml", good + "sensr: {}\n");  // a typo: the reload must fail
+  v.signal(SIGHUP);
+  ASSERT_TRUE(v.wait_stderr("reload failed")) << v.diag();
+  std::vector<Sample> failed;
+  for (int i = 0; i < 25; ++i) {
+    failed = scrape();
+    if (value(failed, "vigil_reloads_total", {{"result", "failure"}}) >= 1) break;
+    std::this_thread::sleep_for(200ms);
+  }
+  // The file watch may reload too (the signal and the change are coalesced or not).
+  EXPECT_GE(value(failed, "vigil_reloads_total", {{"result", "failure"}}), 1);
+  EXPECT_EQ(value(failed, "vigil_last_reload_success"), 0);
+  EXPECT_EQ(value(failed, "vigil_rules_loaded"), 1);
+  EXPECT_NE(v.stderr_text().find("vigil.yaml:"), std::string::npos) << v.diag();
+
+  dir_.write("vigil.yaml", good);
+  v.signal(SIGHUP);
+  ASSERT_TRUE(v.wait_stderr("rules reloaded")) << v.diag();
+  std::vector<Sample> fixed;
+  for (int i = 0; i < 25; ++i) {
+    fixed = scrape();
+    if (value(fixed, "vigil_reloads_total", {{"result", "success"}}) >= 1) break;
+    std::this_thread::sleep_for(200ms);
+  }
+  EXPECT_GE(value(fixed, "vigil_reloads_total", {{"result", "success"}}), 1);
+  EXPECT_EQ(value(fixed, "vigil_last_reload_success"), 1);
+  EXPECT_GT(value(fixed, "vigil_last_reload_timestamp_seconds"), 1.6e9);
   EXPECT_EQ(v.stop(), 0) << v.diag();
 }
 

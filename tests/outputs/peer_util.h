@@ -24,6 +24,8 @@
 #include <thread>
 #include <vector>
 
+#include "tests/support/net.h"
+
 extern char** environ;
 
 namespace vigil::outputs::testing {
@@ -37,18 +39,8 @@ inline void block_sigpipe_in_this_thread() {
   pthread_sigmask(SIG_BLOCK, &s, nullptr);
 }
 
-// A port that was free a moment ago (bind to 0, read, close).
-inline std::uint16_t free_port(int type = SOCK_STREAM) {
-  const int fd = ::socket(AF_INET, type, 0);
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa));
-  socklen_t len = sizeof(sa);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len);
-  ::close(fd);
-  return ntohs(sa.sin_port);
-}
+// A port that was free a moment ago (tests/support/net.h).
+inline std::uint16_t free_port(int type = SOCK_STREAM) { return support::free_port(type); }
 
 inline bool tcp_port_open(std::uint16_t port) {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);

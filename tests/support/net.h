@@ -6,6 +6,10 @@
 
 namespace vigil::support {
 
+// A loopback port that was free a moment ago (bind to 0, read, close);
+// type SOCK_STREAM or SOCK_DGRAM.
+std::uint16_t free_port(int type);
+
 // A TCP socket listening on addr:port (an IPv4 or IPv6 literal; port 0
 // takes a free one), with SO_REUSEADDR so a test can rerun at once. Closed on
 // destruction. What is done with the connections is up to the test: accept

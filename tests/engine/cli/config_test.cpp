@@ -301,5 +301,26 @@ TEST(ConfigSchema, InstallDocumentsEveryKeyAndItsExampleLoads) {
   }
 }
 
+// What a reload names as needing a restart: the changed keys outside the
+// live sections, section keys one by one, layout and key order ignored.
+TEST(ChangedKeys, NamesTheKeysThatDifferOutsideTheSkippedOnes) {
+  const YAML::Node before = YAML::Load(
+      "rules: [a.yaml]\noutputs: [{type: stdout}]\nstate_dir: /var/lib/vigil\n"
+      "sensor: {ringbuf_mib: 64, payload_bytes: 256}\nk8s: {api: 'https://k'}\n");
+  const YAML::Node same = YAML::Load(
+      "k8s:\n  api: https://k\nsensor: {payload_bytes: 256, ringbuf_mib: '64'}\n"
+      "state_dir: /var/lib/vigil\nrules: [b.yaml]\noutputs: []\n");
+  EXPECT_TRUE(changed_keys(before, same, {"rules", "outputs"}).empty());
+  const YAML::Node after = YAML::Load(
+      "rules: [a.yaml]\nstate_dir: /tmp/v\nsensor: {ringbuf_mib: 128, payload_bytes: 256}\n"
+      "flight_recorder: {enabled: false}\nplugins: []\n");
+  EXPECT_EQ(changed_keys(before, after, {"rules", "outputs"}),
+            (std::vector<std::string>{"flight_recorder.enabled", "k8s.api", "plugins", "sensor.ringbuf_mib",
+                                      "state_dir"}));
+  EXPECT_EQ(changed_keys(YAML::Node(YAML::NodeType::Map), before, {}),
+            (std::vector<std::string>{"k8s.api", "outputs", "rules", "sensor.payload_bytes", "sensor.ringbuf_mib",
+                                      "state_dir"}));
+}
+
 }  // namespace
 }  // namespace vigil::cli

@@ -11,21 +11,12 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include "tests/support/net.h"
+
 namespace vigil::metrics {
 namespace {
 
-// A port nobody listens on now (the kernel's pick, released).
-int free_port() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-  socklen_t len = sizeof(a);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  close(fd);
-  return ntohs(a.sin_port);
-}
+int free_port() { return support::free_port(SOCK_STREAM); }
 
 TEST(ParseListen, AcceptsHostPortAndBracketedIpv6) {
   auto a = parse_listen("0.0.0.0:8765");

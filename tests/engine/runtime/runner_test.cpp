@@ -262,9 +262,9 @@ TEST_F(RunnerTest, SighupReloadsAndAFailedReloadKeepsTheOldRules) {
   int reloads = 0;
   RunnerOptions o;
   o.budget = 1;
-  o.reload = [&](const std::atomic<bool>&) -> Result<std::shared_ptr<const rules::Ruleset>> {
+  o.reload = [&](const std::atomic<bool>&) -> Result<Reloaded> {
     if (++reloads == 1) return Error::bad_input("rules.yaml:3:5: bad condition");
-    return new_rules;
+    return Reloaded{new_rules};
   };
   auto r = make(std::move(o));
   std::vector<event::Event> evs;
@@ -312,12 +312,12 @@ TEST_F(RunnerTest, EventsFlowThroughTheOldRulesWhileAReloadCompiles) {
   std::atomic<int> reloads{0};
   RunnerOptions o;
   o.budget = 1;
-  o.reload = [&](const std::atomic<bool>&) -> Result<std::shared_ptr<const rules::Ruleset>> {
+  o.reload = [&](const std::atomic<bool>&) -> Result<Reloaded> {
     if (++reloads == 1) {
       gate.wait();  // a compile that lasts until the test lets it end
-      return new_rules;
+      return Reloaded{new_rules};
     }
-    return newer_rules;
+    return Reloaded{newer_rules};
   };
   auto r = make(std::move(o));
   std::vector<event::Event> evs;
@@ -389,14 +389,14 @@ TEST_F(RunnerTest, AHugeRuleFileCompilesWhileTheOldRulesAlert) {
   std::shared_ptr<const rules::Ruleset> compiled;
   RunnerOptions o;
   o.budget = 1;
-  o.reload = [&](const std::atomic<bool>& cancel) -> Result<std::shared_ptr<const rules::Ruleset>> {
+  o.reload = [&](const std::atomic<bool>& cancel) -> Result<Reloaded> {
     rules::LoadOptions lo;
     lo.max_condition_nodes = 0;
     lo.cancel = &cancel;
     auto lr = rules::load_rules_text({{"huge.yaml", huge}}, lo);
     if (!lr.ruleset) return Error::bad_input("huge.yaml did not compile");
     compiled = lr.ruleset;
-    return lr.ruleset;
+    return Reloaded{lr.ruleset};
   };
   auto r = make(std::move(o));
   r->add_source(std::make_unique<ExecStormSource>());
@@ -430,7 +430,7 @@ TEST_F(RunnerTest, StoppingDuringAReloadCancelsTheCompile) {
   std::atomic<bool> saw_cancel{false};
   RunnerOptions o;
   o.budget = 1;
-  o.reload = [&](const std::atomic<bool>& cancel) -> Result<std::shared_ptr<const rules::Ruleset>> {
+  o.reload = [&](const std::atomic<bool>& cancel) -> Result<Reloaded> {
     while (!cancel.load()) std::this_thread::sleep_for(1ms);
     saw_cancel = true;
     return Error::runtime("cancelled");
@@ -451,6 +451,121 @@ TEST_F(RunnerTest, StoppingDuringAReloadCancelsTheCompile) {
   EXPECT_FALSE(raw->reloading());
   EXPECT_EQ(pipe.ruleset().get(), old_rules.get());
   EXPECT_EQ(alerts_.size(), 50u);
+}
+
+// Issue 14: a reload's commit (the outputs of vigil run) runs on the loop
+// thread right after the rules are swapped in, before the next event; a
+// failed reload runs nothing and is counted once.
+TEST_F(RunnerTest, AReloadsCommitRunsWithTheRulesBetweenTwoEvents) {
+  auto old_rules = compile(exec_rule("Old", "bash"));
+  auto new_rules = compile(exec_rule("New", "bash"));
+  int reloads = 0, commits = 0;
+  std::size_t alerts_at_commit = 0;
+  const rules::Ruleset* rules_at_commit = nullptr;
+  pipeline::Pipeline* pipe_ptr = nullptr;
+  RunnerOptions o;
+  o.budget = 1;
+  o.reload = [&](const std::atomic<bool>&) -> Result<Reloaded> {
+    ++reloads;
+    if (reloads == 1) return Error::bad_input("vigil.yaml:7:3: outputs[0].type: unknown output type 'x'");
+    if (reloads == 2) return Reloaded{nullptr, [&] { ++commits; }, ""};
+    return Reloaded{new_rules, [&] {
+                      ++commits;
+                      alerts_at_commit = alerts_.size();
+                      rules_at_commit = pipe_ptr->ruleset().get();
+                    },
+                    "outputs: kept stdout-0"};
+  };
+  auto r = make(std::move(o));
+  std::vector<event::Event> evs;
+  for (std::uint32_t i = 0; i < 5; ++i) evs.push_back(exec_event(1000 + i, 100 + i, "bash"));
+  r->add_source(std::make_unique<ScriptedSource>("a", std::move(evs)));
+  auto pipe = pipeline(old_rules);
+  pipe_ptr = &pipe;
+  Runner* raw = r.get();
+  int turn = 0;
+  r->add_tick("reload", 0ns, [&](std::uint64_t) {
+    if (++turn <= 3) {
+      raw->request_reload("test");
+      raw->wait_reload_ForTest();
+    }
+  });
+  r->run(pipe);
+  EXPECT_EQ(reloads, 3);
+  EXPECT_EQ(commits, 1);
+  EXPECT_EQ(rules_at_commit, new_rules.get());
+  EXPECT_EQ(alerts_at_commit, 3u);  // events 1-3 before the swap (one per turn), none in between
+  EXPECT_EQ(alerts_, (std::vector<std::string>{"Old", "Old", "Old", "New", "New"}));
+  ReloadStats st = r->reload_stats();
+  EXPECT_EQ(st.succeeded, 1u);
+  EXPECT_EQ(st.failed, 2u);
+  EXPECT_TRUE(st.last_ok);
+}
+
+TEST_F(RunnerTest, AFailedReloadKeepsItsErrorInTheStats) {
+  RunnerOptions o;
+  o.budget = 1;
+  o.reload = [&](const std::atomic<bool>&) -> Result<Reloaded> {
+    return Error::bad_input("vigil.yaml:7:3: outputs[0].type: unknown output type 'x'");
+  };
+  auto r = make(std::move(o));
+  r->add_source(std::make_unique<ScriptedSource>("a", events(100, 2)));
+  auto pipe = pipeline(compile(exec_rule("Old", "bash")));
+  Runner* raw = r.get();
+  int turn = 0;
+  r->add_tick("reload", 0ns, [&](std::uint64_t) {
+    if (++turn == 1) {
+      raw->request_reload("vigil.yaml changed");
+      raw->wait_reload_ForTest();
+    }
+  });
+  r->run(pipe);
+  ReloadStats st = r->reload_stats();
+  EXPECT_EQ(st.failed, 1u);
+  EXPECT_FALSE(st.last_ok);
+  EXPECT_EQ(st.last_error, "vigil.yaml:7:3: outputs[0].type: unknown output type 'x'");
+}
+
+// add_fd: the loop calls back when the fd is readable (a file watch), and
+// the callback may ask for a reload.
+TEST_F(RunnerTest, AReadableFdCallsBackOnTheLoop) {
+  auto rules = compile(exec_rule("Old", "bash"));
+  std::atomic<int> reloads{0};
+  RunnerOptions o;
+  o.reload = [&](const std::atomic<bool>&) -> Result<Reloaded> {
+    ++reloads;
+    return Reloaded{rules};
+  };
+  auto r = make(std::move(o));
+  auto a = std::make_unique<ScriptedSource>("a", events(100, 1));
+  a->forever = true;
+  r->add_source(std::move(a));
+  const int efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  ASSERT_GE(efd, 0);
+  int calls = 0;
+  Runner* raw = r.get();
+  ASSERT_TRUE(r->add_fd("test fd", efd, [&] {
+    std::uint64_t n = 0;
+    (void)!read(efd, &n, sizeof(n));
+    ++calls;
+    raw->request_reload("test fd");
+  }));
+  int turn = 0;
+  r->add_tick("poke", 0ns, [&](std::uint64_t) {
+    ++turn;
+    if (turn == 2) {
+      std::uint64_t one = 1;
+      (void)!write(efd, &one, sizeof(one));
+    }
+    if (raw->reloading()) raw->wait_reload_ForTest();
+    if (turn == 20) raw->stop(0, "test");
+  });
+  auto pipe = pipeline(rules);
+  r->run(pipe);
+  close(efd);
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(reloads.load(), 1);
+  EXPECT_EQ(r->reload_stats().succeeded, 1u);
 }
 
 TEST_F(RunnerTest, SigtermFromTheSignalfdStopsCleanly) {
