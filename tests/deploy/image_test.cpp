@@ -129,12 +129,6 @@ int http_status(int port, const std::string& path) {
   return status;
 }
 
-// A port nobody listens on now.
-int free_port() {
-  support::TcpListener l("127.0.0.1", 0);
-  return l.ok() ? l.port() : -1;
-}
-
 // Removes the container and the image when the test ends, passed or not.
 struct Cleanup {
   std::string container, image;
@@ -211,7 +205,7 @@ TEST(Image, BuiltOfflineAndRunLikeTheDaemonSetAlertsAndAnswersHealthz) {
     cmd.push_back("--volume=" + source + ":" + target + (m["readOnly"].as<bool>(false) ? ":ro" : ""));
   }
   cmd.push_back(tag);
-  const int port = free_port();
+  const int port = support::free_port(SOCK_STREAM);
   ASSERT_GT(port, 0);
   for (const auto& a : agent.container["args"].as<std::vector<std::string>>()) cmd.push_back(a);
   cmd.push_back("-o");
