@@ -18,6 +18,7 @@ pkgs=(
   python3-h2                                 # state tests: stand-in kubelet pod-resources (gRPC/HTTP2)
   python3-prometheus-client                  # metrics tests: a real Prometheus text parser
   rsyslog kcat                               # output tests: real syslog and Kafka peers
+  podman runc mmdebstrap                     # image test: deploy/build-image.sh, then podman run
 )
 missing=()
 for p in "${pkgs[@]}"; do

@@ -1,0 +1,301 @@
+// The Kubernetes manifests of deploy/ against what they must agree with: the
+// capability table of docs/install.md, vigil's configuration schema, the
+// webserver the probes and the scrape use, and the files kustomize reads.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <set>
+#include <string>
+
+#include "engine/cli/config.h"
+#include "engine/util/version.h"
+#include "tests/deploy/manifest.h"
+#include "tests/support/temp_dir.h"
+
+namespace vigil::deploy_test {
+namespace {
+
+std::string join(const std::set<std::string>& s) {
+  std::string out;
+  for (const auto& x : s) out += (out.empty() ? "" : ", ") + x;
+  return out;
+}
+
+// The port of a "host:port" listen address ("0.0.0.0:8765", "[::]:8765").
+int listen_port(const std::string& listen) {
+  const auto colon = listen.rfind(':');
+  return colon == std::string::npos ? -1 : std::stoi(listen.substr(colon + 1));
+}
+
+class Manifest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    agent_ = load_agent();
+    ASSERT_TRUE(agent_.daemonset) << "deploy/daemonset.yaml has no DaemonSet";
+    ASSERT_TRUE(agent_.container) << "the DaemonSet has no container named vigil";
+    ASSERT_TRUE(agent_.config) << "no ConfigMap with vigil.yaml is mounted into the container";
+  }
+  // The container port named `metrics`; -1 when there is none.
+  int metrics_port() const {
+    for (const YAML::Node& p : agent_.container["ports"]) {
+      if (p["name"] && p["name"].as<std::string>() == "metrics") return p["containerPort"].as<int>();
+    }
+    return -1;
+  }
+  Agent agent_;
+};
+
+TEST(CapabilityTable, NeedsCellRule) {
+  EXPECT_EQ(required_capabilities("CAP_BPF + CAP_PERFMON (or CAP_SYS_ADMIN before 5.8)"),
+            (std::set<std::string>{"BPF", "PERFMON"}));
+  EXPECT_EQ(required_capabilities("`CAP_SYS_PTRACE` or `CAP_SYS_ADMIN`"), (std::set<std::string>{"SYS_PTRACE"}));
+  EXPECT_EQ(required_capabilities("CAP_NET_ADMIN (cgroup programs (connect, DNS))"),
+            (std::set<std::string>{"NET_ADMIN"}));
+  EXPECT_TRUE(required_capabilities("none").empty());
+  EXPECT_TRUE(required_capabilities("—").empty());
+  EXPECT_EQ(paths_in("`/sys/fs/cgroup` (read-only), /dev/kmsg; host PID namespace"),
+            (std::vector<std::string>{"/sys/fs/cgroup", "/dev/kmsg"}));
+}
+
+TEST(CapabilityTable, ParsesRowsByHeaderAndMarkers) {
+  std::string err;
+  const auto rows = capability_table(
+      "x\n<!-- capability-table:begin -->\n| Part | Needs (capabilities) | Mounts/files | Without it |\n"
+      "|---|---|---|---|\n| Probes | CAP_BPF | `/sys/kernel/btf` | nothing |\n"
+      "| cuda plugin (opt-in) | CAP_SYS_ADMIN | | no CUDA |\n<!-- capability-table:end -->\n",
+      &err);
+  ASSERT_EQ(rows.size(), 2u) << err;
+  EXPECT_EQ(rows[0].part, "Probes");
+  EXPECT_EQ(rows[0].mounts, "`/sys/kernel/btf`");
+  EXPECT_FALSE(rows[0].opt_in);
+  EXPECT_TRUE(rows[1].opt_in);
+  EXPECT_TRUE(capability_table("| Part | Needs | Mounts/files |\n", &err).empty());
+  EXPECT_NE(err.find("markers"), std::string::npos);
+}
+
+// The DaemonSet adds exactly the capabilities of the parts that are on by
+// default (rows not marked opt-in), by the rule of required_capabilities.
+TEST_F(Manifest, CapabilitiesAreTheDocumentedSet) {
+  std::string err;
+  const auto rows = capability_table(support::read_file("docs/install.md"), &err);
+  ASSERT_FALSE(rows.empty()) << "docs/install.md: " << err;
+  std::set<std::string> documented;
+  for (const auto& r : rows) {
+    if (r.opt_in) continue;
+    for (const auto& c : required_capabilities(r.needs)) documented.insert(c);
+  }
+  std::set<std::string> added;
+  for (const YAML::Node& c : dig(agent_.container, {"securityContext", "capabilities", "add"})) {
+    added.insert(capability_name(c.as<std::string>()));
+  }
+  EXPECT_EQ(added, documented) << "securityContext.capabilities.add: " << join(added)
+                               << "\ndocs/install.md capability table: " << join(documented);
+  EXPECT_FALSE(dig(agent_.container, {"securityContext", "privileged"}).as<bool>(false));
+  EXPECT_TRUE(agent_.pod["hostPID"].as<bool>(false)) << "the agent must see every process";
+}
+
+// Every host path the pod mounts is documented: in the table's Mounts/files
+// column (the path itself, a file under it such as /sys/kernel/btf/vmlinux,
+// or a directory above it), else by name elsewhere in docs/install.md (the
+// state directory is a configuration key); and it is mounted at the same
+// path in the container (vigil reads them where the host has them).
+bool names_path(const std::string& text, const std::string& path) {
+  for (auto at = text.find(path); at != std::string::npos; at = text.find(path, at + 1)) {
+    const std::size_t end = at + path.size();
+    const bool starts = at == 0 || std::string_view(" `(").find(text[at - 1]) != std::string_view::npos;
+    const bool ends = end == text.size() || std::string_view(" `),;:").find(text[end]) != std::string_view::npos;
+    if (starts && ends) return true;
+  }
+  return false;
+}
+
+TEST_F(Manifest, HostPathsAreDocumentedAndMountedInPlace) {
+  const std::string doc = support::read_file("docs/install.md");
+  std::string err;
+  const auto rows = capability_table(doc, &err);
+  ASSERT_FALSE(rows.empty()) << "docs/install.md: " << err;
+  std::set<std::string> documented;
+  for (const auto& r : rows) {
+    for (const auto& p : paths_in(r.mounts)) documented.insert(p);
+  }
+  const auto in_table = [&](const std::string& path) {
+    for (const auto& d : documented) {
+      if (d == path || d.rfind(path + "/", 0) == 0 || path.rfind(d + "/", 0) == 0) return true;
+    }
+    return false;
+  };
+  int host_paths = 0;
+  for (const YAML::Node& v : agent_.pod["volumes"]) {
+    if (!v["hostPath"]) continue;
+    ++host_paths;
+    const std::string path = dig(v, {"hostPath", "path"}).as<std::string>();
+    EXPECT_TRUE(in_table(path) || names_path(doc, path))
+        << "hostPath " << path << " is neither in the capability table (" << join(documented)
+        << ") nor named in docs/install.md";
+    bool mounted = false;
+    for (const YAML::Node& m : agent_.container["volumeMounts"]) {
+      if (m["name"].as<std::string>() != v["name"].as<std::string>()) continue;
+      mounted = true;
+      EXPECT_EQ(m["mountPath"].as<std::string>(), path) << "volume " << v["name"].as<std::string>();
+    }
+    EXPECT_TRUE(mounted) << "hostPath volume " << v["name"].as<std::string>() << " is not mounted";
+  }
+  EXPECT_GT(host_paths, 0);
+}
+
+// The ConfigMap's vigil.yaml passes vigil's own schema (the check `vigil run
+// -c` makes before anything starts), and the container reads that file.
+TEST_F(Manifest, ConfigMapPassesTheSchemaAndIsTheFileVigilReads) {
+  support::TempDir dir("vigil-manifest");
+  const std::string path = dir.write("vigil.yaml", agent_.config_text);
+  const auto loaded = cli::load_config(path);
+  ASSERT_TRUE(loaded.ok()) << loaded.error().message;
+
+  const auto args = agent_.container["args"].as<std::vector<std::string>>();
+  ASSERT_GE(args.size(), 3u);
+  EXPECT_EQ(args[0], "run");
+  const auto c = std::find(args.begin(), args.end(), "-c");
+  ASSERT_NE(c, args.end());
+  ASSERT_NE(c + 1, args.end());
+  EXPECT_EQ(*(c + 1), agent_.config_mount + "/vigil.yaml");
+}
+
+// The probes and the scrape reach the webserver the ConfigMap turns on.
+TEST_F(Manifest, ProbesAndScrapeUseTheWebserver) {
+  const YAML::Node web = agent_.config["webserver"];
+  ASSERT_TRUE(web) << "the ConfigMap has no webserver section";
+  EXPECT_TRUE(web["enabled"].as<bool>(false)) << "webserver.enabled must be true: the probes need it";
+  const int port = listen_port(web["listen"].as<std::string>(""));
+  EXPECT_EQ(metrics_port(), port) << "containerPort `metrics` vs webserver.listen";
+  EXPECT_EQ(web["listen"].as<std::string>("").rfind("127.", 0), std::string::npos)
+      << "the kubelet probes the pod's address, not loopback";
+
+  const auto probe_port = [&](const YAML::Node& probe) {
+    const YAML::Node p = dig(probe, {"httpGet", "port"});
+    if (!p) return -1;
+    const std::string s = p.as<std::string>();
+    return s == "metrics" ? metrics_port() : p.as<int>();
+  };
+  const YAML::Node& ct = agent_.container;
+  ASSERT_TRUE(ct["livenessProbe"]) << "no livenessProbe";
+  ASSERT_TRUE(ct["readinessProbe"]) << "no readinessProbe";
+  EXPECT_EQ(dig(ct, {"livenessProbe", "httpGet", "path"}).as<std::string>(""), "/healthz");
+  EXPECT_EQ(probe_port(ct["livenessProbe"]), port);
+  EXPECT_EQ(dig(ct, {"readinessProbe", "httpGet", "path"}).as<std::string>(""), "/readyz");
+  EXPECT_EQ(probe_port(ct["readinessProbe"]), port);
+  if (ct["startupProbe"]) {
+    EXPECT_EQ(probe_port(ct["startupProbe"]), port);
+  }
+
+  const YAML::Node ann = dig(agent_.daemonset, {"spec", "template", "metadata", "annotations"});
+  EXPECT_EQ(ann["prometheus.io/scrape"].as<std::string>(""), "true");
+  EXPECT_EQ(ann["prometheus.io/port"].as<std::string>(""), std::to_string(port));
+  EXPECT_EQ(ann["prometheus.io/path"].as<std::string>(""), "/metrics");
+}
+
+// Requests and limits are set for CPU and memory (docs/performance.md has the
+// measurement behind them), and the memory request fits in the limit.
+TEST_F(Manifest, ResourcesAreSet) {
+  const YAML::Node r = agent_.container["resources"];
+  for (const char* what : {"requests", "limits"}) {
+    for (const char* res : {"cpu", "memory"}) {
+      EXPECT_TRUE(r[what] && r[what][res]) << "resources." << what << "." << res << " is not set";
+    }
+  }
+  const auto mib = [](const std::string& q) {
+    if (q.size() > 2 && q.substr(q.size() - 2) == "Mi") return std::stod(q.substr(0, q.size() - 2));
+    if (q.size() > 2 && q.substr(q.size() - 2) == "Gi") return 1024 * std::stod(q.substr(0, q.size() - 2));
+    return -1.0;
+  };
+  const double req = mib(dig(r, {"requests", "memory"}).as<std::string>(""));
+  const double lim = mib(dig(r, {"limits", "memory"}).as<std::string>(""));
+  ASSERT_GT(req, 0) << "memory request in Mi or Gi";
+  ASSERT_GT(lim, 0) << "memory limit in Mi or Gi";
+  EXPECT_LE(req, lim);
+}
+
+// An update keeps detection on most nodes: a few pods at a time, the old one
+// gone before the new one starts, a new one counted only once it has stayed
+// ready a while.
+TEST_F(Manifest, RollingUpdateKeepsMostNodesWatched) {
+  const YAML::Node s = agent_.daemonset["spec"];
+  EXPECT_EQ(dig(s, {"updateStrategy", "type"}).as<std::string>(""), "RollingUpdate");
+  const std::string max_unavailable = dig(s, {"updateStrategy", "rollingUpdate", "maxUnavailable"}).as<std::string>("");
+  ASSERT_FALSE(max_unavailable.empty()) << "set maxUnavailable (the default, 1, is slow on big clusters)";
+  if (max_unavailable.back() == '%') {
+    EXPECT_LE(std::stoi(max_unavailable), 25) << "maxUnavailable " << max_unavailable;
+  }
+  EXPECT_EQ(dig(s, {"updateStrategy", "rollingUpdate", "maxSurge"}).as<std::string>("0"), "0");
+  EXPECT_GT(s["minReadySeconds"].as<int>(0), 0);
+}
+
+TEST_F(Manifest, ImageIsThisVersion) {
+  const std::string image = agent_.container["image"].as<std::string>("");
+  EXPECT_EQ(image, std::string("vigil:") + kVersion);
+  const YAML::Node k = YAML::LoadFile("deploy/kustomization.yaml");
+  ASSERT_TRUE(k["images"]);
+  EXPECT_EQ(k["images"][0]["name"].as<std::string>(""), "vigil");
+  EXPECT_EQ(k["images"][0]["newTag"].as<std::string>(""), kVersion);
+}
+
+// deploy/Dockerfile and deploy/build-image.sh make the same image: the
+// Dockerfile installs the package list the script uses (not a list of its
+// own), on the Debian release the script bootstraps, and has the ENTRYPOINT
+// and CMD lines the script copies.
+TEST(Dockerfile, InStepWithTheOfflineBuild) {
+  const std::string docker = support::read_file("deploy/Dockerfile");
+  const std::string script = support::read_file("deploy/build-image.sh");
+  ASSERT_FALSE(docker.empty());
+  ASSERT_FALSE(script.empty());
+  EXPECT_NE(docker.find("COPY deploy/image-packages.txt "), std::string::npos);
+  EXPECT_NE(docker.find("image-packages.txt | xargs apt-get install"), std::string::npos);
+  std::size_t installs = 0;
+  for (auto at = docker.find("apt-get install"); at != std::string::npos; at = docker.find("apt-get install", at + 1)) {
+    ++installs;
+  }
+  EXPECT_EQ(installs, 1u) << "one apt-get install, from deploy/image-packages.txt (no hand-kept list)";
+  EXPECT_NE(docker.find("\nFROM debian:12-slim\n"), std::string::npos);
+  EXPECT_NE(script.find(" bookworm "), std::string::npos) << "Debian 12 is bookworm";
+  EXPECT_NE(docker.find("\nENTRYPOINT [\"/usr/sbin/vigil\"]\n"), std::string::npos);
+  EXPECT_NE(docker.find("\nCMD ["), std::string::npos);
+  EXPECT_NE(script.find("grep -m1 '^ENTRYPOINT ' deploy/Dockerfile"), std::string::npos);
+  EXPECT_NE(script.find("grep -m1 '^CMD ' deploy/Dockerfile"), std::string::npos);
+}
+
+// kustomize reads these files: each exists and parses, the DaemonSet is among
+// them, and the PodMonitor example selects the DaemonSet's pods and port.
+TEST(Kustomization, ListsFilesThatExistAndParse) {
+  const YAML::Node k = YAML::LoadFile("deploy/kustomization.yaml");
+  EXPECT_EQ(k["kind"].as<std::string>(""), "Kustomization");
+  bool daemonset = false;
+  for (const YAML::Node& r : k["resources"]) {
+    const std::string f = "deploy/" + r.as<std::string>();
+    ASSERT_TRUE(std::filesystem::exists(f)) << f;
+    const auto docs = load_documents(f);
+    EXPECT_FALSE(docs.empty()) << f;
+    if (find_kind(docs, "DaemonSet")) daemonset = true;
+  }
+  EXPECT_TRUE(daemonset) << "no resource of deploy/kustomization.yaml holds the DaemonSet";
+}
+
+TEST(Kustomization, PodMonitorSelectsTheAgent) {
+  const auto pm = find_kind(load_documents("deploy/podmonitor.yaml"), "PodMonitor");
+  ASSERT_TRUE(pm);
+  const Agent a = load_agent();
+  ASSERT_TRUE(a.daemonset);
+  EXPECT_EQ(dig(pm, {"metadata", "namespace"}).as<std::string>(""),
+            dig(a.daemonset, {"metadata", "namespace"}).as<std::string>(""));
+  const YAML::Node labels = dig(a.daemonset, {"spec", "template", "metadata", "labels"});
+  for (const auto& kv : dig(pm, {"spec", "selector", "matchLabels"})) {
+    EXPECT_EQ(labels[kv.first.as<std::string>()].as<std::string>(""), kv.second.as<std::string>())
+        << "matchLabels " << kv.first.as<std::string>();
+  }
+  const YAML::Node eps = dig(pm, {"spec", "podMetricsEndpoints"});
+  ASSERT_TRUE(eps.IsSequence() && eps.size() > 0) << "no podMetricsEndpoints";
+  const YAML::Node ep = eps[0];
+  EXPECT_EQ(ep["port"].as<std::string>(""), "metrics");
+  EXPECT_EQ(ep["path"].as<std::string>(""), "/metrics");
+}
+
+}  // namespace
+}  // namespace vigil::deploy_test
