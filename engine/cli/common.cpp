@@ -21,6 +21,7 @@
 #include "engine/rules/ruleset.h"
 #include "engine/runtime/runner.h"
 #include "engine/runtime/taps.h"
+#include "engine/sensor/klog.h"
 #include "engine/sensor/kmsg.h"
 #include "engine/sensor/sensor.h"
 #include "engine/state/pods.h"
@@ -191,6 +192,7 @@ Result<LiveSourcesConfig> live_sources_config(const YAML::Node& cfg, std::set<ev
   auto kmsg = get_or<std::string>(cfg, "sensor.kmsg_path", out.kmsg_path);
   if (!kmsg) return kmsg.error();
   out.kmsg_path = *kmsg;
+  out.kmsg_syslog_fallback = out.kmsg_path == "/dev/kmsg";
   return out;
 }
 
@@ -215,9 +217,27 @@ Status add_live_sources(runtime::Runner& runner, const LiveSourcesConfig& cfg, r
       record_part(parts, log, "kmsg", true);
       runner.add_source(std::move(*k));
     } else {
-      record_part(parts, log, "kmsg", false,
-                  err ? open_failure(cfg.kmsg_path, err, "mount the host's /dev/kmsg", caps, {util::Cap::kSyslog})
-                      : k.error().message);
+      const std::string why = err ? open_failure(cfg.kmsg_path, err, "mount the host's /dev/kmsg", caps,
+                                                 {util::Cap::kSyslog})
+                                  : k.error().message;
+      // A pod that is not privileged cannot open the device even when it is
+      // mounted (the runtime's device cgroup): the same lines come through
+      // syslog(2), which needs only CAP_SYSLOG.
+      int klog_err = 0;
+      auto kl = cfg.kmsg_syslog_fallback ? sensor::KlogSource::open(std::chrono::seconds(1), &klog_err)
+                                         : Result<std::unique_ptr<sensor::KlogSource>>(Error::runtime("off"));
+      if (kl) {
+        log.info("kmsg: {}; reading the kernel log through syslog(2) instead (polled every second)", why);
+        record_part(parts, log, "kmsg", true);
+        runner.add_source(std::move(*kl));
+      } else {
+        std::string also;
+        if (cfg.kmsg_syslog_fallback) {
+          also = "; syslog(2): " + (klog_err ? open_failure("the kernel log", klog_err, "", caps, {util::Cap::kSyslog})
+                                             : kl.error().message);
+        }
+        record_part(parts, log, "kmsg", false, why + also);
+      }
     }
   }
   return {};
@@ -316,7 +336,7 @@ void seed_state(state::State& st, spdlog::logger& log, runtime::Parts& parts) {
     record_part(parts, log, "gpu_inventory", true);
   } else {
     record_part(parts, log, "gpu_inventory", false,
-                open_failure(gpus, errno, "no NVIDIA driver loaded, or the host's /proc/driver/nvidia is not mounted",
+                open_failure(gpus, errno, "no NVIDIA driver loaded on this node",
                              caps, {}));
   }
   if (Status s = st.seed_from_proc(); !s) {

@@ -112,6 +112,10 @@ Result<YAML::Node> load_config_with_overrides(const std::string& path,
 struct LiveSourcesConfig {
   sensor::Config sensor;
   std::string kmsg_path = "/dev/kmsg";
+  // When kmsg_path cannot be opened, read the kernel log through syslog(2)
+  // (only when kmsg_path is the real /dev/kmsg: a stand-in path in tests
+  // means "this file or nothing").
+  bool kmsg_syslog_fallback = true;
 };
 // What the sensor must watch (the event types and open paths of the rules or
 // of a filter) plus the `sensor:` section of the configuration.

@@ -174,24 +174,31 @@ KmsgReader::~KmsgReader() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-int KmsgReader::handle_line(std::string_view line, const TimeBase& tb,
-                            const std::function<void(event::Event&&)>& cb) {
-  auto rec = parse_kmsg_record(line);
-  if (!rec) return 0;
-  auto xid = parse_xid(rec->message);
-  if (!xid) return 0;
+std::optional<event::Event> xid_event(std::uint32_t facility, std::uint32_t level, std::uint64_t ts_us,
+                                      std::string_view message, const TimeBase& tb) {
+  auto xid = parse_xid(message);
+  if (!xid) return std::nullopt;
   xid->source = "kmsg";
-  xid->facility = static_cast<std::int32_t>(rec->facility);
-  xid->level = static_cast<std::int32_t>(rec->level);
+  xid->facility = static_cast<std::int32_t>(facility);
+  xid->level = static_cast<std::int32_t>(level);
   event::Event ev;
   ev.hdr.type = event::Type::kXid;
-  ev.hdr.ts_ns = tb.from_monotonic(rec->ts_us * 1000);
+  ev.hdr.ts_ns = tb.from_monotonic(ts_us * 1000);
   // Attribute to the process the line names (host pid namespace).
   ev.hdr.pid = xid->xid_pid;
   ev.hdr.tid = xid->xid_pid;
   ev.hdr.comm = xid->xid_comm;
   ev.data = std::move(*xid);
-  cb(std::move(ev));
+  return ev;
+}
+
+int KmsgReader::handle_line(std::string_view line, const TimeBase& tb,
+                            const std::function<void(event::Event&&)>& cb) {
+  auto rec = parse_kmsg_record(line);
+  if (!rec) return 0;
+  auto ev = xid_event(rec->facility, rec->level, rec->ts_us, rec->message, tb);
+  if (!ev) return 0;
+  cb(std::move(*ev));
   return 1;
 }
 

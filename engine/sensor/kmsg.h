@@ -38,6 +38,12 @@ std::optional<KmsgRecord> parse_kmsg_record(std::string_view line);
 // code, xid_pid, xid_comm and text; source/facility/level are the caller's.
 std::optional<event::XidData> parse_xid(std::string_view message);
 
+// The xid event of a kernel log message (nullopt when it is no Xid line):
+// source "kmsg", attributed to the pid the line names; ts_us is the
+// kernel's monotonic time of the line.
+std::optional<event::Event> xid_event(std::uint32_t facility, std::uint32_t level, std::uint64_t ts_us,
+                                      std::string_view message, const TimeBase& tb);
+
 // Reads new records from a kmsg-like file (seeks to the end first, so only
 // lines written after open are seen). Not thread-safe; one owner.
 class KmsgReader {

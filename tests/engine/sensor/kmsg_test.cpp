@@ -1,4 +1,5 @@
 #include "engine/sensor/kmsg.h"
+#include "engine/sensor/klog.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -158,6 +159,60 @@ TEST(KmsgReader, MissingFileIsAClearError) {
   auto r = KmsgReader::open("/nonexistent/kmsg");
   ASSERT_FALSE(r);
   EXPECT_NE(r.error().message.find("/nonexistent/kmsg"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace vigil::sensor
+
+namespace vigil::sensor {
+namespace {
+
+TEST(KlogLine, ParsesPriorityTimestampAndMessage) {
+  auto l = parse_klog_line("<3>[ 1234.567890] NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus.");
+  ASSERT_TRUE(l);
+  EXPECT_EQ(l->facility, 0u);
+  EXPECT_EQ(l->level, 3u);
+  EXPECT_EQ(l->ts_us, 1234567890u);
+  EXPECT_EQ(l->message, "NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus.");
+  auto user = parse_klog_line("<12>[    0.000001] x");
+  ASSERT_TRUE(user);
+  EXPECT_EQ(user->facility, 1u);
+  EXPECT_EQ(user->level, 4u);
+  EXPECT_EQ(user->ts_us, 1u);
+}
+
+TEST(KlogLine, RefusesLinesWithoutTheHead) {
+  for (const char* bad : {"", "<3>no timestamp", "[ 1.000000] no priority", "<x>[ 1.000000] a", "<3>[ 1.5] short",
+                          "<3>[ 1.0000000] long", "<3>[1.000000 unclosed", " continuation line",
+                          "<3>[ 99999999999999999999.000000] overflow"}) {
+    EXPECT_FALSE(parse_klog_line(bad)) << bad;
+  }
+}
+
+TEST(KlogNews, TheFirstReadOnlySetsThePosition) {
+  KlogCursor c;
+  auto n = klog_news("<6>[ 1.000000] old\n<6>[ 2.000000] older news\n", c);
+  EXPECT_TRUE(n.lines.empty());
+  EXPECT_TRUE(c.primed);
+  EXPECT_EQ(c.last_ts_us, 2000000u);
+}
+
+TEST(KlogNews, HandsOverOnlyNewLinesAndTellsEqualTimestampsApartByPosition) {
+  KlogCursor c;
+  klog_news("<6>[ 1.000000] a\n<6>[ 2.000000] b\n", c);
+  // A second line at 2.000000 arrives, then one at 3.
+  auto n = klog_news("<6>[ 1.000000] a\n<6>[ 2.000000] b\n<6>[ 2.000000] c\n<6>[ 3.000000] d\n", c);
+  ASSERT_EQ(n.lines.size(), 2u);
+  EXPECT_EQ(n.lines[0].message, "c");
+  EXPECT_EQ(n.lines[1].message, "d");
+  EXPECT_FALSE(n.gap);
+  // Nothing new: nothing handed over again.
+  EXPECT_TRUE(klog_news("<6>[ 2.000000] b\n<6>[ 2.000000] c\n<6>[ 3.000000] d\n", c).lines.empty());
+  // The buffer wrapped past what was last seen: a gap, and the new lines.
+  auto w = klog_news("<6>[ 5.000000] e\n<6>[ 6.000000] f\n", c);
+  EXPECT_TRUE(w.gap);
+  ASSERT_EQ(w.lines.size(), 2u);
+  EXPECT_EQ(w.lines[0].message, "e");
 }
 
 }  // namespace

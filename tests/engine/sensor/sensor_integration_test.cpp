@@ -27,6 +27,7 @@
 
 #include <gtest/gtest.h>
 
+#include "engine/sensor/klog.h"
 #include "engine/sensor/kmsg.h"
 #include "engine/sensor/sensor.h"
 #include "tests/engine/sensor/sensor_test_util.h"
@@ -553,6 +554,30 @@ TEST(SensorIntegration, XidLineWrittenToDevKmsg) {
   // a facility of 0 (kernel) cannot be claimed, so it stays LOG_USER (1).
   EXPECT_EQ(x->facility, 1);
   EXPECT_EQ(x->level, 4);
+}
+
+// Issue 14: a pod that is not privileged cannot open /dev/kmsg (the device
+// cgroup); the same Xid line comes through syslog(2).
+TEST(SensorIntegration, XidLineReadThroughSyslog) {
+  REQUIRE_ROOT();
+  auto s = KlogSource::open(std::chrono::milliseconds(50));
+  ASSERT_TRUE(s) << s.error().message;
+  EXPECT_EQ((*s)->attached(), std::vector<std::string>{"kmsg:syslog(2)"});
+  Recorder rec(**s);
+  int fd = open("/dev/kmsg", O_WRONLY);
+  ASSERT_GE(fd, 0) << std::strerror(errno);
+  std::string line = "<3>NVRM: Xid (PCI:0000:86:00): 48, pid=4321, name=trainer, An uncorrectable double bit error.\n";
+  for (int i = 0; i < 2; ++i) ASSERT_EQ(write(fd, line.data(), line.size()), static_cast<ssize_t>(line.size()));
+  close(fd);
+  // Both lines, once each: not again at the next polls.
+  std::vector<Event> got = rec.events_of(4321, 1000);
+  ASSERT_EQ(got.size(), 2u) << "the two Xid lines, read once each through syslog(2)";
+  const auto* x = got[0].as<event::XidData>();
+  EXPECT_EQ(x->source, "kmsg");
+  EXPECT_EQ(x->code, 48u);
+  EXPECT_EQ(x->pci, "0000:86:00");
+  EXPECT_EQ(x->xid_comm, "trainer");
+  EXPECT_EQ((*s)->drops().total(), 0u);
 }
 
 TEST_P(SyscallArgs, BpfProgramLoadByAnotherProcess) {
