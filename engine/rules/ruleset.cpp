@@ -135,6 +135,22 @@ void render_token(const ExtractCtx& x, const OutputFormat::Token& tok, std::stri
   value = typed_value(ft, e, *x.arena);
 }
 
+// Renders one output field of a step into `f`, reusing its buffer: a string
+// field's value is its text (no second copy, no allocation once the buffer
+// has grown).
+void capture_token(const ExtractCtx& x, const OutputFormat::Token& tok, StepField& f) {
+  x.arena->reset();
+  x.cache->clear();
+  Extracted e;
+  FieldType ft = tok.type;
+  if (tok.field.def) ft = extract_field(x, tok.field, tok.transformers, e);
+  f.text.clear();
+  f.text += render_value(ft, e, *x.arena);
+  f.value_is_text = e.n > 0 && (ft == FieldType::kString || ft == FieldType::kIp);
+  if (f.value_is_text) f.value = std::monostate{};
+  else f.value = typed_value(ft, e, *x.arena);
+}
+
 }  // namespace
 
 void Ruleset::evaluate(const state::EvalContext& ctx, std::vector<event::Alert>& out,
@@ -179,7 +195,9 @@ void Ruleset::evaluate(const state::EvalContext& ctx, std::vector<event::Alert>&
     // A plugin event reaches only the rules of its own source.
     if (plugin_source && r.source != *plugin_source) continue;
     if (r.sequence >= 0) {
-      if (!sequences) continue;
+      // A later step can only advance a partial match: with none held, its
+      // condition is not evaluated at all.
+      if (!sequences || (r.step > 0 && sequences->table(static_cast<std::size_t>(r.sequence)).size() == 0)) continue;
       if (r.sequence != step_seq) {
         flush_steps();
         step_seq = r.sequence;
@@ -231,12 +249,14 @@ void Ruleset::advance(std::uint32_t seq, std::uint32_t mask, const ExtractCtx& x
     // The correlation key of step i's event: its `by` fields' values (each
     // key spec extracted once per event); false when a field has no value:
     // such an event cannot be correlated.
-    std::string keys[kMaxSequenceSteps + 1];  // the sequence's, and one per step with its own
+    static_assert(SequenceState::kKeyBuffers >= kMaxSequenceSteps + 1);
+    std::string* keys = st.key_buffers();
     std::uint32_t have = 0, missing = 0;
     auto key_of = [&](std::uint32_t step, const std::string*& key) {
       const std::uint8_t k = s.step_key[step];
       if (!((have | missing) >> k & 1u)) {
         std::string& out = keys[k];
+        out.clear();
         for (const auto& tok : s.keys[k]) {
           x.arena->reset();
           x.cache->clear();
@@ -262,9 +282,7 @@ void Ruleset::advance(std::uint32_t seq, std::uint32_t mask, const ExtractCtx& x
     auto capture = [&](Partial& m, std::uint32_t step) {
       for (std::size_t k = 0; k < toks.size(); ++k) {
         if (toks[k].is_field && toks[k].step == static_cast<int>(step) && s.slot[k] >= 0) {
-          StepField& f = m.fields[static_cast<std::size_t>(s.slot[k])];
-          f.text.clear();
-          render_token(x, toks[k], f.text, f.value);
+          capture_token(x, toks[k], m.fields[static_cast<std::size_t>(s.slot[k])]);
         }
       }
     };
@@ -295,7 +313,8 @@ void Ruleset::advance(std::uint32_t seq, std::uint32_t mask, const ExtractCtx& x
         } else if (s.slot[k] >= 0) {
           const StepField& f = p->fields[static_cast<std::size_t>(s.slot[k])];
           a.output += f.text;
-          values[k] = f.value;
+          if (f.value_is_text) values[k] = f.text;
+          else values[k] = f.value;
         } else {
           render_token(x, tok, a.output, values[k]);
         }

@@ -61,7 +61,15 @@ void PartialMatches::expire(std::uint64_t now_ns) {
 }
 
 Partial& PartialMatches::start(std::string_view key, std::uint64_t now_ns) {
-  if (auto it = index_.find(key); it != index_.end()) drop(it->second);
+  if (auto it = index_.find(key); it != index_.end()) {
+    // Starts again in place: the newest now, its buffers kept (no allocation).
+    auto entry = it->second;
+    order_.splice(order_.end(), order_, entry);
+    entry->p.first_ns = now_ns;
+    entry->p.next = 1;
+    expire(now_ns);
+    return entry->p;
+  }
   expire(now_ns);
   if (index_.size() >= capacity_) {
     if (counts_) counts_->capacity.fetch_add(1, std::memory_order_relaxed);

@@ -62,7 +62,8 @@ class SequenceStats {
 // it once its event is gone.
 struct StepField {
   std::string text;         // as the output text shows it
-  event::FieldValue value;  // as output_fields carries it
+  event::FieldValue value;  // as output_fields carries it, unless value_is_text
+  bool value_is_text = false;  // a string field: its value is `text`
 };
 
 // One partial match: the steps done so far for one key.
@@ -82,7 +83,7 @@ class PartialMatches {
   // or when its window passed (then it is evicted and counted as expired).
   Partial* find(std::string_view key, std::uint64_t now_ns);
   // A fresh partial match for `key` whose first step happened at `now_ns`
-  // (one that was there is replaced). Evicts the expired first, then, when
+  // (one that was there starts again, its field buffers reused). Evicts the expired first, then, when
   // the table is full, the oldest (counted as capacity).
   Partial& start(std::string_view key, std::uint64_t now_ns);
   void erase(std::string_view key);
@@ -121,10 +122,15 @@ class SequenceState {
   PartialMatches& table(std::size_t sequence) { return tables_[sequence]; }
   // Partial matches held now, all sequences together.
   std::size_t size() const;
+  // Buffers for the correlation keys of one event (the sequence's, and one
+  // per step with its own `by`), reused so a lookup does not allocate.
+  std::string* key_buffers() { return keys_; }
+  static constexpr std::size_t kKeyBuffers = 9;  // kMaxSequenceSteps + 1
 
  private:
   const Ruleset* rules_;
   std::vector<PartialMatches> tables_;
+  std::string keys_[kKeyBuffers];
 };
 
 }  // namespace vigil::rules

@@ -323,7 +323,7 @@ std::vector<std::string> rule_paths(Set set) {
   std::vector<std::string> v{"rules"};
   const char* env = std::getenv("VIGIL_FALCO_RULES_DIR");
   std::string dir = env ? env : "../shared/falco-rules";
-  if (set != Set::kBundled) v.push_back(dir + "/falco_rules.yaml");
+  if (set == Set::kFalco || set == Set::kAllStock) v.push_back(dir + "/falco_rules.yaml");
   if (set == Set::kAllStock) {
     v.push_back(dir + "/falco-incubating_rules.yaml");
     v.push_back(dir + "/falco-sandbox_rules.yaml");
@@ -372,8 +372,12 @@ void run(benchmark::State& st, Set set, bool match_nothing_only,
   }
   out.clear();
   // VIGIL_BENCH_ALERTS=1: which rules fire on the mix, once per benchmark.
-  if (std::getenv("VIGIL_BENCH_ALERTS"))
+  if (std::getenv("VIGIL_BENCH_ALERTS")) {
     for (const auto& [rule, n] : fired) std::fprintf(stderr, "  fires %6zu x %s\n", n, rule.c_str());
+    const auto infos = rs->sequences();
+    for (std::size_t k = 0; k < infos.size(); ++k)
+      std::fprintf(stderr, "  sequence %s: %zu partial matches held\n", infos[k].name.c_str(), seq.table(k).size());
+  }
   std::uint64_t allocs_before = g_allocs.load();
   std::size_t alerts = 0;
   std::size_t i = 0;
