@@ -146,9 +146,16 @@ void capture_token(const ExtractCtx& x, const OutputFormat::Token& tok, StepFiel
   if (tok.field.def) ft = extract_field(x, tok.field, tok.transformers, e);
   f.text.clear();
   f.text += render_value(ft, e, *x.arena);
+  bound_step_field(f.text);
   f.value_is_text = e.n > 0 && (ft == FieldType::kString || ft == FieldType::kIp);
-  if (f.value_is_text) f.value = std::monostate{};
-  else f.value = typed_value(ft, e, *x.arena);
+  if (f.value_is_text) {
+    f.value = std::monostate{};
+  } else {
+    f.value = typed_value(ft, e, *x.arena);
+    if (auto* list = std::get_if<std::vector<std::string>>(&f.value)) {
+      for (auto& item : *list) bound_step_field(item);
+    }
+  }
 }
 
 }  // namespace
@@ -271,6 +278,7 @@ void Ruleset::advance(std::uint32_t seq, std::uint32_t mask, const ExtractCtx& x
           out += ':';
           out += v;
         }
+        bound_key(out);
         have |= 1u << k;
       }
       key = &keys[k];

@@ -6,6 +6,31 @@
 
 namespace vigil::rules {
 
+void bound_step_field(std::string& text) {
+  if (text.size() <= kMaxStepFieldBytes) return;
+  text.resize(kMaxStepFieldBytes - 3);
+  text += "...";
+}
+
+void bound_key(std::string& key) {
+  if (key.size() <= kMaxKeyBytes) return;
+  // Two FNV-1a 64-bit hashes with different offsets: 128 bits, so two keys
+  // that share a head collide with negligible probability.
+  std::uint64_t h[2] = {0xcbf29ce484222325ull, 0x84222325cbf29ce4ull};
+  for (auto& x : h) {
+    for (unsigned char c : key) {
+      x ^= c;
+      x *= 0x100000001b3ull;
+    }
+  }
+  static constexpr char kHex[] = "0123456789abcdef";
+  key.resize(kMaxKeyBytes - 33);
+  key += '#';
+  for (auto x : h) {
+    for (int i = 60; i >= 0; i -= 4) key += kHex[(x >> i) & 15];
+  }
+}
+
 EvictionCounts* SequenceStats::counts(const std::string& sequence) {
   std::lock_guard<std::mutex> l(mu_);
   for (auto& [name, c] : counts_) {

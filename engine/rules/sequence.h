@@ -58,6 +58,18 @@ class SequenceStats {
   std::vector<std::pair<std::string, std::unique_ptr<EvictionCounts>>> counts_;  // guarded by mu_
 };
 
+// What one partial match may hold, so that the table's memory is bounded
+// whatever the events carry: a rendered field of an earlier step is cut to
+// kMaxStepFieldBytes (ending in "..."), and a correlation key longer than
+// kMaxKeyBytes is kept as its first bytes and a 128-bit hash of the whole.
+inline constexpr std::size_t kMaxStepFieldBytes = 256;
+inline constexpr std::size_t kMaxKeyBytes = 256;
+
+// Cuts `text` to kMaxStepFieldBytes (the last three bytes "...").
+void bound_step_field(std::string& text);
+// Replaces a key longer than kMaxKeyBytes by its head and a hash of the whole.
+void bound_key(std::string& key);
+
 // A rendered output field of a step that is over: what the alert needs of
 // it once its event is gone.
 struct StepField {
