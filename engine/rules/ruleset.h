@@ -11,8 +11,12 @@
 // A reload builds a new Ruleset; the pipeline swaps the shared_ptr atomically
 // and keeps the previous one when the new load has errors.
 //
+// Sequence rules keep partial matches between events in a SequenceState
+// (engine/rules/sequence.h) that the caller owns and passes to evaluate().
+//
 // Thread-safety: a Ruleset is immutable; evaluate() is const and may run on
-// several threads at once. load_rules() is reentrant.
+// several threads at once, each with its own SequenceState (or none).
+// load_rules() is reentrant.
 #pragma once
 
 #include <atomic>
