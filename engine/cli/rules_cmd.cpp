@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -76,10 +77,22 @@ int list(std::vector<std::string> files, bool json, const std::string& config) {
     return 2;
   }
   auto infos = r.ruleset->rules();
+  auto seqs = r.ruleset->sequences();
+  // A sequence's event types: those of its steps, each once.
+  auto seq_types = [](const rules::SequenceInfo& s) {
+    std::vector<std::string> all;
+    for (const auto& step : s.step_event_types) {
+      for (const auto& t : step) {
+        if (std::find(all.begin(), all.end(), t) == all.end()) all.push_back(t);
+      }
+    }
+    return all;
+  };
   if (json) {
     nlohmann::json out = nlohmann::json::array();
     for (const auto& i : infos) {
-      out.push_back({{"name", i.name},
+      out.push_back({{"kind", "rule"},
+                     {"name", i.name},
                      {"desc", i.desc},
                      {"priority", std::string(event::priority_name(i.priority))},
                      {"tags", i.tags},
@@ -88,6 +101,21 @@ int list(std::vector<std::string> files, bool json, const std::string& config) {
                      {"event_types", i.event_types},
                      {"file", i.file},
                      {"line", i.line}});
+    }
+    for (const auto& s : seqs) {
+      out.push_back({{"kind", "sequence"},
+                     {"name", s.name},
+                     {"desc", s.desc},
+                     {"priority", std::string(event::priority_name(s.priority))},
+                     {"tags", s.tags},
+                     {"source", "syscall"},
+                     {"enabled", s.enabled},
+                     {"event_types", seq_types(s)},
+                     {"by", s.by},
+                     {"within_ms", s.within_ns / 1000000},
+                     {"step_event_types", s.step_event_types},
+                     {"file", s.file},
+                     {"line", s.line}});
     }
     std::cout << out.dump(2) << std::endl;
     return 0;
@@ -99,6 +127,17 @@ int list(std::vector<std::string> files, bool json, const std::string& config) {
               << "  source: " << i.source << "\n"
               << "  enabled: " << (i.enabled ? "true" : "false") << "\n"
               << "  event types: " << join(i.event_types, ", ") << "\n";
+  }
+  for (const auto& s : seqs) {
+    std::cout << s.name << " (sequence)\n"
+              << "  priority: " << event::priority_name(s.priority) << "\n"
+              << "  tags: " << join(s.tags, ", ") << "\n"
+              << "  enabled: " << (s.enabled ? "true" : "false") << "\n"
+              << "  by: " << join(s.by, ", ") << "\n"
+              << "  within: " << s.within_ns / 1000000 << " ms\n";
+    for (std::size_t k = 0; k < s.step_event_types.size(); ++k) {
+      std::cout << "  step " << k + 1 << " event types: " << join(s.step_event_types[k], ", ") << "\n";
+    }
   }
   return 0;
 }

@@ -2,6 +2,7 @@
 
 #include "engine/cli/config.h"
 #include "engine/pipeline/pipeline.h"
+#include "engine/rules/sequence.h"
 #include "engine/state/pod_watcher.h"
 #include "engine/util/version.h"
 #include "outputs/router.h"
@@ -33,6 +34,11 @@ Result<std::unique_ptr<metrics::Server>> start_webserver(const WebserverConfig& 
   v.sinks = [&r = a.router] { return r.stats(); };
   v.parts = [&p = a.parts] { return p.snapshot(); };
   v.rules = [&r = a.rules] { return r.get(); };
+  v.sequences = [&p = a.pipe] {
+    std::vector<metrics::SequenceEvictions> out;
+    for (const auto& s : p.sequence_stats().snapshot()) out.push_back({s.sequence, s.expired, s.capacity});
+    return out;
+  };
   if (a.pods != nullptr) {
     v.k8s = [a]() -> std::optional<metrics::K8sInfo> {
       const state::PodWatcher::Stats s = a.pods->stats();

@@ -114,6 +114,14 @@ void collect_agent(const AgentView& v, Exposition& out) {
       out.sample("vigil_rule_skipped", {{"rule", r.skipped_rules[i].first}, {"reason", r.skipped_rules[i].second}}, 1);
     }
   }
+  if (v.sequences) {
+    out.family("vigil_sequence_evictions_total", "counter",
+               "Partial matches of a sequence rule dropped before its last step, by reason (expired: its window passed; capacity: the table was full).");
+    for (const SequenceEvictions& s : v.sequences()) {
+      out.sample("vigil_sequence_evictions_total", {{"sequence", s.sequence}, {"reason", "expired"}}, d(s.expired));
+      out.sample("vigil_sequence_evictions_total", {{"sequence", s.sequence}, {"reason", "capacity"}}, d(s.capacity));
+    }
+  }
   if (v.reloads) {
     const runtime::ReloadStats r = v.reloads();
     out.family("vigil_reloads_total", "counter", "Reloads of rules and outputs (SIGHUP or a watched file), by result.");

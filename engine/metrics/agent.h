@@ -63,6 +63,13 @@ struct K8sInfo {
   bool tls_verified = true;  // false: the API server's certificate is not checked
 };
 
+// Evictions of one sequence rule's partial matches (rules::SequenceStats).
+struct SequenceEvictions {
+  std::string sequence;
+  std::uint64_t expired = 0;   // the window passed before the last step
+  std::uint64_t capacity = 0;  // the table was full
+};
+
 struct AgentView {
   std::string version;
   std::function<runtime::LoopStatus()> loop;
@@ -70,6 +77,7 @@ struct AgentView {
   std::function<std::vector<outputs::SinkStats>()> sinks;
   std::function<std::vector<runtime::PartState>()> parts;
   std::function<RulesInfo()> rules;
+  std::function<std::vector<SequenceEvictions>()> sequences;
   std::function<std::optional<K8sInfo>()> k8s;  // nullopt: no Kubernetes API
   std::function<Verdict()> health;
   std::function<Verdict()> ready;

@@ -3,14 +3,25 @@
 #include <utility>
 
 #include "engine/rules/ruleset.h"
+#include "engine/rules/sequence.h"
 #include "engine/state/state.h"
 
 namespace vigil::pipeline {
 
-Pipeline::Pipeline(Deps deps, std::shared_ptr<const rules::Ruleset> rules)
-    : deps_(std::move(deps)), rules_(std::move(rules)) {
-  scratch_.reserve(16);
+namespace {
+std::unique_ptr<rules::SequenceState> sequence_state(const rules::Ruleset* r, rules::SequenceStats& stats) {
+  if (r == nullptr || r->sequence_count() == 0) return nullptr;
+  return std::make_unique<rules::SequenceState>(*r, &stats);
 }
+}  // namespace
+
+Pipeline::Pipeline(Deps deps, std::shared_ptr<const rules::Ruleset> rules)
+    : deps_(std::move(deps)), rules_(std::move(rules)), seq_stats_(std::make_unique<rules::SequenceStats>()) {
+  scratch_.reserve(16);
+  seq_ = sequence_state(rules_.get(), *seq_stats_);
+}
+
+std::size_t Pipeline::sequence_partials() const { return seq_ ? seq_->size() : 0; }
 
 Pipeline::~Pipeline() = default;
 
@@ -36,6 +47,8 @@ void Pipeline::process(event::Event& ev) {
     std::lock_guard<std::mutex> lock(pending_mu_);
     rules_ = std::move(pending_);
     pending_.reset();
+    // The partial matches belong to the old set's sequences: they go with it.
+    seq_ = sequence_state(rules_.get(), *seq_stats_);
     has_pending_.store(false, std::memory_order_release);
   }
   events_.fetch_add(1, std::memory_order_relaxed);
@@ -48,7 +61,7 @@ void Pipeline::process(event::Event& ev) {
     const bool selected = selector_ == nullptr || selector_->select(ev, ctx);
     if (rules_ && selected) {
       scratch_.clear();
-      rules_->evaluate(ctx, scratch_);
+      rules_->evaluate(ctx, scratch_, seq_.get());
       for (event::Alert& a : scratch_) {
         a.hostname = deps_.hostname;
         for (EventTap* t : taps_) t->on_alert(ev, ctx, a);

@@ -10,6 +10,10 @@
 // the selector (replay's time window and filters) only decides whether the
 // rules run on an event and its alerts are published.
 //
+// Sequence rules keep partial matches between events: the pipeline owns them
+// (a rules::SequenceState for the Ruleset in force, dropped when a reload
+// swaps the Ruleset) and their eviction counters, which outlive reloads.
+//
 // Ownership: the Pipeline borrows the State (which must outlive it), the taps
 // and the selector, and shares the immutable Ruleset. Thread-safety: process()
 // runs on one thread (the pipeline thread). set_ruleset() may be called from
@@ -33,6 +37,8 @@ class State;
 }
 namespace vigil::rules {
 class Ruleset;
+class SequenceState;
+class SequenceStats;
 }
 
 namespace vigil::pipeline {
@@ -88,12 +94,18 @@ class Pipeline {
     std::uint64_t alerts = 0;
   };
   Stats stats() const { return {events_.load(), alerts_.load()}; }
+  // Evictions of sequences' partial matches, by sequence (any thread).
+  const rules::SequenceStats& sequence_stats() const { return *seq_stats_; }
+  // Partial matches held now (pipeline thread only).
+  std::size_t sequence_partials() const;
 
  private:
   Deps deps_;
   std::vector<EventTap*> taps_;
   Selector* selector_ = nullptr;
   std::shared_ptr<const rules::Ruleset> rules_;  // pipeline thread only
+  std::unique_ptr<rules::SequenceStats> seq_stats_;
+  std::unique_ptr<rules::SequenceState> seq_;     // for rules_ (null: it has no sequences)
   mutable std::mutex pending_mu_;
   std::shared_ptr<const rules::Ruleset> pending_;  // guarded by pending_mu_
   std::atomic<bool> has_pending_{false};

@@ -189,11 +189,15 @@ class OutputFormat {
     std::vector<Transformer> transformers;  // innermost first
     std::string name;         // the field as written, e.g. "proc.aname[2]"
     FieldType type = FieldType::kString;
+    int step = -1;            // a sequence's %stepN.field: N-1; -1: the event at hand
   };
   // Parses %field, %field[arg], %(field) and %transformer(field). Unknown fields
   // are kept (rendered <NA>) and listed in `unknown`. A syntax error fills `error`.
+  // With `steps` > 0 (a sequence's output), a field may be prefixed stepN.
+  // (1 <= N <= steps): %step1.proc.name, %toupper(step2.fd.sip).
   static OutputFormat parse(std::string_view text, const FieldCatalog& catalog,
-                            std::vector<std::string>& unknown, std::string& error);
+                            std::vector<std::string>& unknown, std::string& error,
+                            std::size_t steps = 0);
   const std::vector<Token>& tokens() const { return tokens_; }
 
  private:

@@ -29,6 +29,7 @@ std::string item_label(const ItemDoc& d) {
     case ItemDoc::Kind::kRule: return "rule '" + d.name + "'";
     case ItemDoc::Kind::kMacro: return "macro '" + d.name + "'";
     case ItemDoc::Kind::kList: return "list '" + d.name + "'";
+    case ItemDoc::Kind::kSequence: return "sequence '" + d.name + "'";
     default: return "";
   }
 }
@@ -165,6 +166,39 @@ class Reader {
     return ok;
   }
 
+  // A sequence's steps: a list of maps, each with a `condition`.
+  bool steps(const YAML::Node& n, std::vector<StepDoc>& out, const ItemDoc& it) {
+    if (!n.IsSequence()) {
+      d_.error(code::kSequence, pos_of(n, file_), item_label(it), "'steps' must be a list of {condition: ...}");
+      return false;
+    }
+    bool ok = true;
+    for (const auto& e : n) {
+      if (out.size() > kMaxSequenceSteps) break;  // reported by the collector
+      if (!e.IsMap() || !e["condition"]) {
+        d_.error(code::kSequence, pos_of(e, file_), item_label(it), "a step must be a map with a 'condition'");
+        ok = false;
+        continue;
+      }
+      StepDoc st;
+      for (auto kv = e.begin(); kv != e.end(); ++kv) {
+        std::string k = kv->first.IsScalar() ? kv->first.Scalar() : "";
+        if (k == "condition") {
+          st.pos = pos_of(kv->second, file_);
+          ok = scalar(kv->second, st.condition, it, "condition") && ok;
+        } else if (k == "by") {
+          st.by_pos = pos_of(kv->second, file_);
+          if (kv->second.IsScalar()) st.by.push_back(kv->second.Scalar());
+          else ok = string_list(kv->second, st.by, it, "by") && ok;
+        } else {
+          d_.warning(code::kUnknownKey, pos_of(kv->first, file_), item_label(it), "unknown step key '" + k + "' ignored");
+        }
+      }
+      out.push_back(std::move(st));
+    }
+    return ok;
+  }
+
   bool overrides(const YAML::Node& n, ItemDoc& it) {
     if (!n.IsMap()) {
       d_.error(code::kOverride, pos_of(n, file_), item_label(it), "'override' must be a map of key: append|replace");
@@ -195,6 +229,7 @@ class Reader {
         {"rule", ItemDoc::Kind::kRule},
         {"macro", ItemDoc::Kind::kMacro},
         {"list", ItemDoc::Kind::kList},
+        {"sequence", ItemDoc::Kind::kSequence},
         {"required_engine_version", ItemDoc::Kind::kEngineVersion},
         {"required_plugin_versions", ItemDoc::Kind::kPluginVersions}};
     const char* kind_key = nullptr;
@@ -259,8 +294,12 @@ class Reader {
         "capture", "capture_duration"};
     static const std::set<std::string> kMacroKeys = {"macro", "condition", "append", "override"};
     static const std::set<std::string> kListKeys = {"list", "items", "append", "override"};
-    const auto& allowed = it.kind == ItemDoc::Kind::kRule ? kRuleKeys
-                          : it.kind == ItemDoc::Kind::kMacro ? kMacroKeys : kListKeys;
+    static const std::set<std::string> kSequenceKeys = {"sequence", "desc", "by", "within", "steps",
+                                                        "output", "priority", "tags", "enabled"};
+    const auto& allowed = it.kind == ItemDoc::Kind::kRule       ? kRuleKeys
+                          : it.kind == ItemDoc::Kind::kMacro    ? kMacroKeys
+                          : it.kind == ItemDoc::Kind::kSequence ? kSequenceKeys
+                                                                : kListKeys;
     for (auto kv = n.begin(); kv != n.end(); ++kv) {
       if (!kv->first.IsScalar()) continue;
       const std::string k = kv->first.Scalar();
@@ -273,7 +312,7 @@ class Reader {
       it.key_pos[k] = pos_of(v, file_);
       std::string s;
       bool b = false;
-      if (k == "rule" || k == "macro" || k == "list") continue;
+      if (k == "rule" || k == "macro" || k == "list" || k == "sequence") continue;
       if (k == "condition") { if ((ok = scalar(v, s, it, "condition") && ok)) it.condition = s; }
       else if (k == "desc") { if (scalar(v, s, it, "desc")) it.desc = s; else ok = false; }
       else if (k == "output") { if (scalar(v, s, it, "output")) it.output = s; else ok = false; }
@@ -295,6 +334,16 @@ class Reader {
         if (exceptions(v, ex, it)) it.exceptions = std::move(ex); else ok = false;
       } else if (k == "override") {
         ok = overrides(v, it) && ok;
+      } else if (k == "by") {
+        std::vector<std::string> f;
+        if (v.IsScalar()) f.push_back(v.Scalar());
+        else if (!string_list(v, f, it, "by")) { ok = false; continue; }
+        it.by = std::move(f);
+      } else if (k == "within") {
+        if (scalar(v, s, it, "within")) it.within = s; else ok = false;
+      } else if (k == "steps") {
+        std::vector<StepDoc> st;
+        if (steps(v, st, it)) it.steps = std::move(st); else ok = false;
       }
     }
     if (ok) out.push_back(std::move(it));
@@ -518,6 +567,7 @@ void Collector::apply(const ItemDoc& item, Diagnostics& diags) {
     case ItemDoc::Kind::kList: apply_list(item, diags); break;
     case ItemDoc::Kind::kMacro: apply_macro(item, diags); break;
     case ItemDoc::Kind::kRule: apply_rule(item, diags); break;
+    case ItemDoc::Kind::kSequence: apply_sequence(item, diags); break;
     case ItemDoc::Kind::kEngineVersion:
       if (!engine_version_satisfied(item.version, kEngineVersion)) {
         diags.error(code::kEngineVersion, item.pos, "",
@@ -720,6 +770,101 @@ void Collector::apply_rule(const ItemDoc& it, Diagnostics& d) {
   } else {
     rule_index_[it.name] = rules_.size();
     rules_.push_back(std::move(r));
+  }
+}
+
+bool parse_window(std::string_view text, std::uint64_t& ns, std::string& error) {
+  std::size_t i = 0;
+  while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) ++i;
+  std::uint64_t n = 0;
+  auto r = std::from_chars(text.data(), text.data() + i, n);
+  if (i == 0 || r.ec != std::errc()) {
+    error = "'within' must be a number and a unit (ms, s, m, h), e.g. 60s";
+    return false;
+  }
+  const std::string_view unit = text.substr(i);
+  std::uint64_t scale = 0;
+  if (unit == "ms") scale = 1000000ull;
+  else if (unit == "s") scale = 1000000000ull;
+  else if (unit == "m") scale = 60ull * 1000000000ull;
+  else if (unit == "h") scale = 3600ull * 1000000000ull;
+  if (scale == 0) {
+    error = "'within' has unit '" + std::string(unit) + "': use ms, s, m or h";
+    return false;
+  }
+  if (n == 0 || n > kMaxSequenceWindowNs / scale) {
+    error = "'within' must be more than 0 and at most 24h";
+    return false;
+  }
+  ns = n * scale;
+  return true;
+}
+
+void Collector::apply_sequence(const ItemDoc& it, Diagnostics& d) {
+  const std::string lbl = label("sequence", it.name);
+  bool ok = true;
+  for (const char* k : {"by", "within", "steps", "output", "desc", "priority"}) {
+    if (!it.key_pos.count(k)) {
+      d.error(code::kSequence, it.pos, lbl, std::string("a sequence needs '") + k + "'");
+      ok = false;
+    }
+  }
+  if (!ok) return;
+  SequenceDef s;
+  s.name = it.name;
+  s.pos = it.pos;
+  s.desc = *it.desc;
+  s.by_pos = key_pos(it, "by");
+  if (!it.by || it.by->empty() || it.by->size() > kMaxSequenceKeyFields) {
+    d.error(code::kSequence, s.by_pos, lbl,
+            "'by' must name 1 to " + std::to_string(kMaxSequenceKeyFields) + " fields (e.g. [container.id])");
+    ok = false;
+  } else {
+    s.by = *it.by;
+  }
+  std::string err;
+  if (!parse_window(it.within ? *it.within : "", s.within_ns, err)) {
+    d.error(code::kSequence, key_pos(it, "within"), lbl, err);
+    ok = false;
+  }
+  const std::size_t n = it.steps ? it.steps->size() : 0;
+  if (n < kMinSequenceSteps || n > kMaxSequenceSteps) {
+    d.error(code::kSequence, key_pos(it, "steps"), lbl,
+            "a sequence has " + std::to_string(kMinSequenceSteps) + " to " + std::to_string(kMaxSequenceSteps) +
+                " steps, this one " + (n > kMaxSequenceSteps ? "more than " + std::to_string(kMaxSequenceSteps)
+                                                            : std::to_string(n)));
+    ok = false;
+  } else {
+    s.steps = *it.steps;
+    for (const auto& st : s.steps) {
+      if (!st.by.empty() && st.by.size() != s.by.size()) {
+        d.error(code::kSequence, st.by_pos, lbl,
+                "a step's 'by' names as many fields as the sequence's (" + std::to_string(s.by.size()) + ")");
+        ok = false;
+      }
+    }
+  }
+  s.output = *it.output;
+  s.output_pos = key_pos(it, "output");
+  auto p = event::priority_from_name(*it.priority);
+  if (!p) {
+    d.error(code::kPriority, key_pos(it, "priority"), lbl,
+            "unknown priority '" + *it.priority +
+                "' (Emergency, Alert, Critical, Error, Warning, Notice, Informational, Debug)");
+    ok = false;
+  } else {
+    s.priority = *p;
+  }
+  if (it.tags) s.tags = *it.tags;
+  if (it.enabled) s.enabled = *it.enabled;
+  if (!ok) return;
+  // A later definition replaces an earlier one (sequences have no append/override).
+  if (auto found = sequence_index_.find(it.name); found != sequence_index_.end()) {
+    s.pos = sequences_[found->second].pos;
+    sequences_[found->second] = std::move(s);
+  } else {
+    sequence_index_[it.name] = sequences_.size();
+    sequences_.push_back(std::move(s));
   }
 }
 

@@ -1,4 +1,4 @@
-// Rule documents: the items of rules files (rule, macro, list,
+// Rule documents: the items of rules files (rule, macro, list, sequence,
 // required_engine_version, required_plugin_versions) read from YAML with the
 // position of every key, and the collector that applies redefinitions, the
 // legacy `append: true` and `override: {key: append|replace}` in load order.
@@ -6,6 +6,7 @@
 // Thread-safety: values; functions are pure apart from the Diagnostics they fill.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -43,8 +44,19 @@ struct PluginRequirement {
   std::vector<std::pair<std::string, std::string>> alternatives;
 };
 
+// One step of a sequence: a condition, as a rule's.
+struct StepDoc {
+  std::string condition;
+  Pos pos;  // of the condition's value
+  // The step's own correlation fields (as many as the sequence's `by`), when
+  // the key is named differently in this step's events: the path written
+  // (fd.name) is the path later run (proc.exepath). Empty: the sequence's.
+  std::vector<std::string> by;
+  Pos by_pos;
+};
+
 struct ItemDoc {
-  enum class Kind { kRule, kMacro, kList, kEngineVersion, kPluginVersions };
+  enum class Kind { kRule, kMacro, kList, kSequence, kEngineVersion, kPluginVersions };
   Kind kind = Kind::kRule;
   std::string name;
   Pos pos;
@@ -58,6 +70,10 @@ struct ItemDoc {
   std::optional<bool> enabled, warn_evttypes, skip_if_unknown_filter;
   std::optional<std::vector<std::string>> tags;
   std::optional<std::vector<ExceptionDoc>> exceptions;
+
+  std::optional<std::vector<std::string>> by;   // sequence: correlation key fields
+  std::optional<std::string> within;            // sequence: window, "60s"
+  std::optional<std::vector<StepDoc>> steps;    // sequence
 
   std::string version;                          // required_engine_version
   std::vector<PluginRequirement> plugins;       // required_plugin_versions
@@ -85,6 +101,22 @@ struct RuleDef {
   bool skip_if_unknown_filter = false;
   std::vector<ExceptionDoc> exceptions;
 };
+// A sequence: ordered steps whose events share the values of the `by`
+// fields and fall within `within` of the first step (docs/rules-language.md).
+struct SequenceDef {
+  std::string name;
+  Pos pos;
+  std::string desc;
+  std::vector<std::string> by;
+  Pos by_pos;
+  std::uint64_t within_ns = 0;
+  std::vector<StepDoc> steps;
+  std::string output;
+  Pos output_pos;
+  event::Priority priority = event::Priority::kWarning;
+  std::vector<std::string> tags;
+  bool enabled = true;
+};
 struct MacroDoc {
   std::string name;
   Pos pos;
@@ -105,6 +137,7 @@ class Collector {
   void apply(const ItemDoc& item, Diagnostics& diags);
 
   const std::vector<RuleDef>& rules() const { return rules_; }
+  const std::vector<SequenceDef>& sequences() const { return sequences_; }
   const std::vector<MacroDoc>& macros() const { return macros_; }
   const std::vector<ListDoc>& lists() const { return lists_; }
   const std::vector<PluginRequirement>& plugins() const { return plugins_; }
@@ -113,13 +146,26 @@ class Collector {
   void apply_list(const ItemDoc& item, Diagnostics& diags);
   void apply_macro(const ItemDoc& item, Diagnostics& diags);
   void apply_rule(const ItemDoc& item, Diagnostics& diags);
+  void apply_sequence(const ItemDoc& item, Diagnostics& diags);
 
   std::vector<RuleDef> rules_;
+  std::vector<SequenceDef> sequences_;
   std::vector<MacroDoc> macros_;
   std::vector<ListDoc> lists_;
-  std::map<std::string, std::size_t> rule_index_, macro_index_, list_index_;
+  std::map<std::string, std::size_t> rule_index_, sequence_index_, macro_index_, list_index_;
   std::vector<PluginRequirement> plugins_;
 };
+
+// Sequence bounds: steps per sequence and the longest window.
+inline constexpr std::size_t kMinSequenceSteps = 2;
+inline constexpr std::size_t kMaxSequenceSteps = 8;
+inline constexpr std::size_t kMaxSequenceKeyFields = 4;
+inline constexpr std::uint64_t kMaxSequenceWindowNs = 24ull * 3600 * 1000000000ull;
+
+// Parses a sequence window: a positive integer and a unit (ms, s, m, h), e.g.
+// "60s", "500ms", "5m"; false (and `error` says why) when malformed, zero or
+// longer than kMaxSequenceWindowNs.
+bool parse_window(std::string_view text, std::uint64_t& ns, std::string& error);
 
 // True when `required` ("0.57.0" or a legacy integer) is satisfied by `have`.
 bool engine_version_satisfied(std::string_view required, std::string_view have);

@@ -9,7 +9,8 @@
 namespace vigil::rules {
 
 OutputFormat OutputFormat::parse(std::string_view text, const FieldCatalog& catalog,
-                                 std::vector<std::string>& unknown, std::string& error) {
+                                 std::vector<std::string>& unknown, std::string& error,
+                                 std::size_t steps) {
   OutputFormat f;
   std::string lit;
   auto flush = [&]() {
@@ -82,8 +83,22 @@ OutputFormat OutputFormat::parse(std::string_view text, const FieldCatalog& cata
       error = "bad field '" + std::string(expr) + "' in output: " + perr;
       return f;
     }
-    flush();
     Token t;
+    if (steps > 0 && fe.name.rfind("step", 0) == 0) {
+      std::size_t d = 4;
+      while (d < fe.name.size() && std::isdigit(static_cast<unsigned char>(fe.name[d]))) ++d;
+      if (d > 4 && d < fe.name.size() && fe.name[d] == '.') {
+        const std::string num = fe.name.substr(4, d - 4);
+        const std::size_t n = num.size() > 2 ? 0 : std::stoul(num);
+        if (n < 1 || n > steps) {
+          error = "'" + std::string(expr) + "' in output: the sequence has steps 1 to " + std::to_string(steps);
+          return f;
+        }
+        t.step = static_cast<int>(n) - 1;
+        fe.name = fe.name.substr(d + 1);
+      }
+    }
+    flush();
     t.is_field = true;
     t.name = std::string(expr);
     t.transformers = fe.transformers;

@@ -12,6 +12,7 @@
 #include "engine/rules/document.h"
 #include "engine/rules/fields.h"
 #include "engine/rules/rule_files.h"
+#include "engine/rules/sequence.h"
 
 namespace vigil::rules {
 
@@ -26,6 +27,32 @@ struct Ruleset::Rule {
   OutputFormat output;
   std::vector<std::size_t> output_fields;  // token indexes, first occurrence of each name
   event::TypeMask mask;
+  std::string file;
+  int line = 0;
+  std::int32_t sequence = -1;  // >= 0: this is step `step` of sequences_[sequence]
+  std::uint32_t step = 0;
+};
+
+struct Ruleset::Sequence {
+  std::string name;
+  std::string desc;
+  event::Priority priority = event::Priority::kWarning;
+  std::vector<std::string> tags;
+  bool enabled = true;
+  std::vector<std::string> by;
+  // The correlation fields, resolved: the sequence's (keys[0]) and those of
+  // steps with their own `by`; step_key[i] is step i's index into keys.
+  std::vector<std::vector<OutputFormat::Token>> keys;
+  std::vector<std::uint8_t> step_key;
+  std::uint64_t within_ns = 0;
+  std::uint32_t steps = 0;
+  std::vector<std::uint32_t> step_rules;  // rules_ index of each step
+  OutputFormat output;
+  std::vector<std::size_t> output_fields;  // token indexes, first occurrence of each name
+  // Per output token: its slot in Partial::fields when an earlier step (not
+  // the last) gives it, else -1 (literal, or rendered from the last event).
+  std::vector<std::int32_t> slot;
+  std::size_t slots = 0;
   std::string file;
   int line = 0;
 };
@@ -97,9 +124,44 @@ event::FieldValue typed_value(FieldType t, const Extracted& e, Arena& a) {
   }
 }
 
+// Renders one output field for the event in `x`: its text and typed value.
+void render_token(const ExtractCtx& x, const OutputFormat::Token& tok, std::string& text, event::FieldValue& value) {
+  x.arena->reset();
+  x.cache->clear();
+  Extracted e;
+  FieldType ft = tok.type;
+  if (tok.field.def) ft = extract_field(x, tok.field, tok.transformers, e);
+  text += render_value(ft, e, *x.arena);
+  value = typed_value(ft, e, *x.arena);
+}
+
+// Renders one output field of a step into `f`, reusing its buffer: a string
+// field's value is its text (no second copy, no allocation once the buffer
+// has grown).
+void capture_token(const ExtractCtx& x, const OutputFormat::Token& tok, StepField& f) {
+  x.arena->reset();
+  x.cache->clear();
+  Extracted e;
+  FieldType ft = tok.type;
+  if (tok.field.def) ft = extract_field(x, tok.field, tok.transformers, e);
+  f.text.clear();
+  f.text += render_value(ft, e, *x.arena);
+  bound_step_field(f.text);
+  f.value_is_text = e.n > 0 && (ft == FieldType::kString || ft == FieldType::kIp);
+  if (f.value_is_text) {
+    f.value = std::monostate{};
+  } else {
+    f.value = typed_value(ft, e, *x.arena);
+    if (auto* list = std::get_if<std::vector<std::string>>(&f.value)) {
+      for (auto& item : *list) bound_step_field(item);
+    }
+  }
+}
+
 }  // namespace
 
-void Ruleset::evaluate(const state::EvalContext& ctx, std::vector<event::Alert>& out) const noexcept {
+void Ruleset::evaluate(const state::EvalContext& ctx, std::vector<event::Alert>& out,
+                       SequenceState* sequences) const noexcept {
   if (!ctx.ev) return;
   auto t = static_cast<std::size_t>(ctx.ev->hdr.type);
   if (t >= static_cast<std::size_t>(event::Type::kCount)) return;
@@ -118,6 +180,16 @@ void Ruleset::evaluate(const state::EvalContext& ctx, std::vector<event::Alert>&
   std::uint64_t may_match[GuardIndex::kMaxRules / 64];
   const GuardIndex* guards = guards_[t].get();
   if (guards) guards->candidates(x, may_match);
+  // The steps of one sequence are adjacent in idx: their matches gather in
+  // step_mask, and advance() runs once the sequence's last entry is past.
+  if (sequences && sequences->ruleset() != this) sequences = nullptr;
+  std::int32_t step_seq = -1;
+  std::uint32_t step_mask = 0;
+  std::vector<event::Alert> seq_alerts;  // after the rules' alerts; allocates only when one completes
+  auto flush_steps = [&] {
+    if (step_mask != 0) advance(static_cast<std::uint32_t>(step_seq), step_mask, x, *sequences, seq_alerts);
+    step_mask = 0;
+  };
   for (std::size_t k = 0; k < idx.size(); ++k) {
     if (guards && !((may_match[k / 64] >> (k % 64)) & 1u)) continue;
     const auto& entry = idx[k];
@@ -129,6 +201,17 @@ void Ruleset::evaluate(const state::EvalContext& ctx, std::vector<event::Alert>&
     const Rule& r = *rules_[entry.rule];
     // A plugin event reaches only the rules of its own source.
     if (plugin_source && r.source != *plugin_source) continue;
+    if (r.sequence >= 0) {
+      // A later step can only advance a partial match: with none held, its
+      // condition is not evaluated at all.
+      if (!sequences || (r.step > 0 && sequences->table(static_cast<std::size_t>(r.sequence)).size() == 0)) continue;
+      if (r.sequence != step_seq) {
+        flush_steps();
+        step_seq = r.sequence;
+      }
+      if (eval_program(programs + entry.at, x)) step_mask |= 1u << r.step;
+      continue;
+    }
     if (!eval_program(programs + entry.at, x)) continue;
     try {
       event::Alert a;
@@ -147,19 +230,120 @@ void Ruleset::evaluate(const state::EvalContext& ctx, std::vector<event::Alert>&
           a.output += tok.literal;
           continue;
         }
-        arena.reset();
-        cache.clear();
-        Extracted e;
-        FieldType ft = tok.type;
-        if (tok.field.def) ft = extract_field(x, tok.field, tok.transformers, e);
-        a.output += render_value(ft, e, arena);
-        values[k] = typed_value(ft, e, arena);
+        render_token(x, tok, a.output, values[k]);
       }
       for (auto k : r.output_fields) a.output_fields.emplace_back(toks[k].name, std::move(values[k]));
       out.push_back(std::move(a));
     } catch (...) {
       // Out of memory while building an alert: drop it rather than stop the pipeline.
     }
+  }
+  if (step_seq >= 0) flush_steps();
+  for (auto& a : seq_alerts) {
+    try {
+      out.push_back(std::move(a));
+    } catch (...) {
+    }
+  }
+}
+
+void Ruleset::advance(std::uint32_t seq, std::uint32_t mask, const ExtractCtx& x, SequenceState& st,
+                      std::vector<event::Alert>& out) const noexcept {
+  const Sequence& s = *sequences_[seq];
+  const event::Event& ev = *x.ctx->ev;
+  const std::uint64_t now = ev.hdr.ts_ns;
+  try {
+    // The correlation key of step i's event: its `by` fields' values (each
+    // key spec extracted once per event); false when a field has no value:
+    // such an event cannot be correlated.
+    static_assert(SequenceState::kKeyBuffers >= kMaxSequenceSteps + 1);
+    std::string* keys = st.key_buffers();
+    std::uint32_t have = 0, missing = 0;
+    auto key_of = [&](std::uint32_t step, const std::string*& key) {
+      const std::uint8_t k = s.step_key[step];
+      if (!((have | missing) >> k & 1u)) {
+        std::string& out = keys[k];
+        out.clear();
+        for (const auto& tok : s.keys[k]) {
+          x.arena->reset();
+          x.cache->clear();
+          Extracted e;
+          FieldType ft = extract_field(x, tok.field, tok.transformers, e);
+          if (e.n == 0) {
+            missing |= 1u << k;
+            return false;
+          }
+          std::string_view v = render_value(ft, e, *x.arena);
+          out += std::to_string(v.size());
+          out += ':';
+          out += v;
+        }
+        bound_key(out);
+        have |= 1u << k;
+      }
+      key = &keys[k];
+      return (have >> k & 1u) != 0;
+    };
+    PartialMatches& table = st.table(seq);
+    table.expire(now);
+    const auto& toks = s.output.tokens();
+    auto capture = [&](Partial& m, std::uint32_t step) {
+      for (std::size_t k = 0; k < toks.size(); ++k) {
+        if (toks[k].is_field && toks[k].step == static_cast<int>(step) && s.slot[k] >= 0) {
+          capture_token(x, toks[k], m.fields[static_cast<std::size_t>(s.slot[k])]);
+        }
+      }
+    };
+    // A later step the event matches advances the match waiting for it.
+    for (std::uint32_t i = 1; i < s.steps; ++i) {
+      const std::string* key = nullptr;
+      if (!((mask >> i) & 1u) || !key_of(i, key)) continue;
+      Partial* p = table.find(*key, now);
+      if (!p || p->next != i) continue;
+      if (i + 1 < s.steps) {
+        capture(*p, i);
+        ++p->next;
+        return;
+      }
+      // The last step: one alert with every step's fields.
+      event::Alert a;
+      a.time_ns = now;
+      a.rule = s.name;
+      a.priority = s.priority;
+      a.hostname = hostname_;
+      a.tags = s.tags;
+      a.uuid = alert_uuid(ev, s.name);
+      std::vector<event::FieldValue> values(toks.size());
+      for (std::size_t k = 0; k < toks.size(); ++k) {
+        const auto& tok = toks[k];
+        if (!tok.is_field) {
+          a.output += tok.literal;
+        } else if (s.slot[k] >= 0) {
+          const StepField& f = p->fields[static_cast<std::size_t>(s.slot[k])];
+          a.output += f.text;
+          if (f.value_is_text) values[k] = f.text;
+          else values[k] = f.value;
+        } else {
+          render_token(x, tok, a.output, values[k]);
+        }
+      }
+      for (auto k : s.output_fields) a.output_fields.emplace_back(toks[k].name, std::move(values[k]));
+      table.erase(*key);
+      out.push_back(std::move(a));
+      return;
+    }
+    // A first step starts a match, or starts again one that has only its
+    // first step (the window then counts from the later one).
+    const std::string* key = nullptr;
+    if ((mask & 1u) && key_of(0, key)) {
+      Partial* p = table.find(*key, now);
+      if (p && p->next != 1) return;
+      Partial& m = table.start(*key, now);
+      m.fields.resize(s.slots);
+      capture(m, 0);
+    }
+  } catch (...) {
+    // Out of memory: the event does not advance the sequence.
   }
 }
 
@@ -184,15 +368,34 @@ std::vector<std::string> mask_names(const event::TypeMask& mask) {
 
 std::string Ruleset::plan(std::string_view rule, event::Type t) const {
   for (const auto& r : rules_) {
-    if (r->name == rule) return r->expr ? r->expr->plan(t) : std::string("false\n");
+    if (r->sequence < 0 && r->name == rule) return r->expr ? r->expr->plan(t) : std::string("false\n");
   }
   return {};
 }
 
 std::size_t Ruleset::enabled_count() const {
   std::size_t n = 0;
-  for (const auto& r : rules_) n += r->enabled ? 1 : 0;
+  for (const auto& r : rules_) n += r->enabled && r->sequence < 0 ? 1 : 0;
   return n;
+}
+
+std::vector<SequenceInfo> Ruleset::sequences() const {
+  std::vector<SequenceInfo> v;
+  for (const auto& s : sequences_) {
+    SequenceInfo i;
+    i.name = s->name;
+    i.desc = s->desc;
+    i.priority = s->priority;
+    i.tags = s->tags;
+    i.enabled = s->enabled;
+    i.by = s->by;
+    i.within_ns = s->within_ns;
+    for (auto r : s->step_rules) i.step_event_types.push_back(mask_names(rules_[r]->mask));
+    i.file = s->file;
+    i.line = s->line;
+    v.push_back(std::move(i));
+  }
+  return v;
 }
 
 std::vector<std::string> Ruleset::guard_fields(event::Type t) const {
@@ -204,6 +407,7 @@ std::vector<std::string> Ruleset::guard_fields(event::Type t) const {
 std::vector<RuleInfo> Ruleset::rules() const {
   std::vector<RuleInfo> v;
   for (const auto& r : rules_) {
+    if (r->sequence >= 0) continue;
     RuleInfo i;
     i.name = r->name;
     i.desc = r->desc;
@@ -551,6 +755,154 @@ class RulesetBuilder {
       rs->rules_.push_back(std::move(rule));
       ++res.loaded;
     }
+    // Sequences: each step compiles like a rule's condition and becomes a
+    // step rule, indexed with the rules (after them).
+    std::set<std::string> rule_names;
+    for (const auto& r : col.rules()) rule_names.insert(r.name);
+    std::vector<std::unique_ptr<Ruleset::Rule>> step_rules;
+    for (const auto& sd : col.sequences()) {
+      if (stopped) break;
+      const std::string lbl = "sequence '" + sd.name + "'";
+      if (std::string why = stop_reason(); !why.empty()) {
+        d.error(code::kCompileBudget, sd.pos, lbl, why + "; stopped here, this sequence and those after it are not compiled");
+        stopped = true;
+        break;
+      }
+      if (rule_names.count(sd.name)) {
+        d.error(code::kSequence, sd.pos, lbl, "a rule has this name already: alerts would not say which fired");
+        continue;
+      }
+      auto seq = std::make_unique<Ruleset::Sequence>();
+      bool ok = true;
+      auto resolve_key = [&](const std::vector<std::string>& fields, const Pos& pos) {
+        std::vector<OutputFormat::Token> key;
+        for (const auto& f : fields) {
+          FieldExpr fe;
+          std::string err;
+          bool unknown = false;
+          OutputFormat::Token tok;
+          if (!parse_field_expr(f, fe, err) || !cat.resolve(fe.name, fe.has_arg, fe.arg, tok.field, err, unknown)) {
+            d.error(code::kSequence, pos, lbl, "'by' field '" + f + "': " + err);
+            ok = false;
+            continue;
+          }
+          tok.is_field = true;
+          tok.name = f;
+          tok.transformers = fe.transformers;
+          key.push_back(std::move(tok));
+        }
+        return key;
+      };
+      seq->keys.push_back(resolve_key(sd.by, sd.by_pos));
+      for (const auto& st : sd.steps) {
+        if (st.by.empty()) {
+          seq->step_key.push_back(0);
+        } else {
+          seq->step_key.push_back(static_cast<std::uint8_t>(seq->keys.size()));
+          seq->keys.push_back(resolve_key(st.by, st.by_pos));
+        }
+      }
+      const auto seq_index = static_cast<std::int32_t>(rs->sequences_.size());
+      std::vector<std::unique_ptr<Ruleset::Rule>> steps;
+      for (std::size_t i = 0; i < sd.steps.size(); ++i) {
+        const StepDoc& st = sd.steps[i];
+        const std::string slbl = lbl + " step " + std::to_string(i + 1);
+        auto pr = parse_condition(st.condition);
+        if (!pr.ok()) {
+          d.error(code::kConditionSyntax, st.pos, slbl, pr.error.message + snippet(st.condition, pr.error.offset));
+          ok = false;
+          continue;
+        }
+        collect_macro_refs(*pr.root, used_macros);
+        collect_list_refs(*pr.root, lists, used_lists);
+        CompileResult cr = compile_condition(std::move(pr.root), macros, lists, cat, &slots, opts.optimise,
+                                             opts.max_condition_nodes);
+        for (std::size_t e = 0; e < cr.errors.size(); ++e) d.error(cr.error_codes[e], st.pos, slbl, cr.errors[e].message);
+        if (!cr.errors.empty()) {
+          ok = false;
+          continue;
+        }
+        // A sequence is vigil's own: no Falco rule file carries one, so a
+        // field vigil does not know is an error, not a skip.
+        if (!cr.unknown_fields.empty()) {
+          std::string names;
+          for (const auto& f : cr.unknown_fields) names += (names.empty() ? "" : ", ") + f;
+          d.error(code::kSequence, st.pos, slbl, "unknown field " + names);
+          ok = false;
+          continue;
+        }
+        for (const auto& t : cr.unknown_evttypes) {
+          d.warning(code::kUnknownEvtType, st.pos, slbl, "unknown event type '" + t + "' never matches");
+        }
+        event::TypeMask mask = cr.expr->type_mask();
+        mask.reset(event::Type::kPlugin);
+        if (mask.none()) {
+          d.warning(code::kNeverMatches, st.pos, slbl,
+                    "the condition only matches event types vigil does not collect: the sequence never completes");
+        } else if (cr.expr->type_mask() == event::TypeMask::all()) {
+          d.warning(code::kNoEvttype, st.pos, slbl, "the condition does not restrict evt.type: it runs for every event");
+        }
+        auto step = std::make_unique<Ruleset::Rule>();
+        step->name = sd.name;
+        step->source = "syscall";
+        step->expr = std::move(cr.expr);
+        step->mask = mask;
+        step->file = st.pos.file;
+        step->line = st.pos.line;
+        step->sequence = seq_index;
+        step->step = static_cast<std::uint32_t>(i);
+        steps.push_back(std::move(step));
+      }
+      std::vector<std::string> unknown_out;
+      std::string oerr;
+      OutputFormat of = OutputFormat::parse(trim(sd.output), cat, unknown_out, oerr, sd.steps.size());
+      if (!oerr.empty()) {
+        d.error(code::kOutputSyntax, sd.output_pos, lbl, oerr);
+        ok = false;
+      }
+      for (const auto& f : unknown_out) {
+        d.warning(code::kOutputField, sd.output_pos, lbl, "unknown field '" + f + "' in output prints <NA>");
+      }
+      if (!ok) continue;
+      seq->name = sd.name;
+      seq->desc = trim(sd.desc);
+      seq->priority = sd.priority;
+      seq->tags = sd.tags;
+      seq->by = sd.by;
+      seq->within_ns = sd.within_ns;
+      seq->steps = static_cast<std::uint32_t>(sd.steps.size());
+      seq->enabled = sd.enabled;
+      if (opts.disabled_rules.count(sd.name)) seq->enabled = false;
+      for (const auto& t : sd.tags) {
+        if (opts.disabled_tags.count(t)) seq->enabled = false;
+      }
+      if (static_cast<int>(sd.priority) > static_cast<int>(opts.min_priority)) seq->enabled = false;
+      if (opts.enabled_rules.count(sd.name)) seq->enabled = true;
+      seq->output = std::move(of);
+      std::set<std::string> seen;
+      const auto& toks = seq->output.tokens();
+      seq->slot.assign(toks.size(), -1);
+      for (std::size_t k = 0; k < toks.size(); ++k) {
+        if (!toks[k].is_field) continue;
+        if (seen.insert(toks[k].name).second) seq->output_fields.push_back(k);
+        if (toks[k].step >= 0 && static_cast<std::uint32_t>(toks[k].step) + 1 < seq->steps) {
+          seq->slot[k] = static_cast<std::int32_t>(seq->slots++);
+        }
+      }
+      seq->file = sd.pos.file;
+      seq->line = sd.pos.line;
+      for (auto& st : steps) {
+        st->enabled = seq->enabled;
+        seq->step_rules.push_back(static_cast<std::uint32_t>(rs->rules_.size() + step_rules.size()));
+        step_rules.push_back(std::move(st));
+      }
+      rs->sequences_.push_back(std::move(seq));
+      ++res.sequences;
+    }
+    rs->steps_ = step_rules.size();
+    for (auto& st : step_rules) rs->rules_.push_back(std::move(st));
+    rs->sequence_capacity_ = opts.max_sequence_matches;
+
     for (const auto& m : col.macros()) {
       if (macros[m.name].ast) {
         collect_macro_refs(*macros[m.name].ast, used_macros);
@@ -589,7 +941,8 @@ class RulesetBuilder {
                                                        "fd.lip.name"};
       if (!rs->needs_dns_) {
         rs->needs_dns_ = r.expr->reads_any(kDnsNamed);
-        for (const auto& tok : r.output.tokens()) {
+        const OutputFormat& output = r.sequence >= 0 ? rs->sequences_[r.sequence]->output : r.output;
+        for (const auto& tok : output.tokens()) {
           if (tok.field.def && std::find(std::begin(kDnsNamed), std::end(kDnsNamed), tok.field.def->name) !=
                                    std::end(kDnsNamed))
             rs->needs_dns_ = true;
@@ -678,7 +1031,8 @@ LoadResult load_rules(const std::vector<std::string>& paths, const LoadOptions& 
 
 std::string summary_line(const LoadResult& r) {
   return "rules: " + std::to_string(r.loaded) + " loaded, " + std::to_string(r.skipped) +
-         " skipped, " + std::to_string(r.errors) + " errors";
+         " skipped, " + std::to_string(r.errors) + " errors" +
+         (r.sequences ? ", " + std::to_string(r.sequences) + " sequences" : "");
 }
 
 }  // namespace vigil::rules

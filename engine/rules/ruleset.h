@@ -11,8 +11,12 @@
 // A reload builds a new Ruleset; the pipeline swaps the shared_ptr atomically
 // and keeps the previous one when the new load has errors.
 //
+// Sequence rules keep partial matches between events in a SequenceState
+// (engine/rules/sequence.h) that the caller owns and passes to evaluate().
+//
 // Thread-safety: a Ruleset is immutable; evaluate() is const and may run on
-// several threads at once. load_rules() is reentrant.
+// several threads at once, each with its own SequenceState (or none).
+// load_rules() is reentrant.
 #pragma once
 
 #include <atomic>
@@ -37,6 +41,8 @@ class FieldCatalog;
 class OutputFormat;
 struct FNode;
 class GuardIndex;
+class SequenceState;
+struct ExtractCtx;
 
 struct LoadOptions {
   std::set<std::string> disabled_tags;   // rules with any of these tags are disabled
@@ -68,6 +74,10 @@ struct LoadOptions {
   std::chrono::milliseconds compile_budget{0};
   const std::atomic<bool>* cancel = nullptr;  // must outlive the load
   static constexpr std::size_t kDefaultMaxConditionNodes = 10000;
+  // The most partial matches one sequence holds (distinct correlation keys
+  // between a first and a last step); past it the oldest is evicted.
+  std::size_t max_sequence_matches = kDefaultMaxSequenceMatches;
+  static constexpr std::size_t kDefaultMaxSequenceMatches = 10000;
 };
 
 // What `rules list` shows about one rule.
@@ -83,9 +93,24 @@ struct RuleInfo {
   int line = 0;
 };
 
+// What `rules list` shows about one sequence.
+struct SequenceInfo {
+  std::string name;
+  std::string desc;
+  event::Priority priority = event::Priority::kWarning;
+  std::vector<std::string> tags;
+  bool enabled = true;
+  std::vector<std::string> by;       // the correlation key's fields
+  std::uint64_t within_ns = 0;
+  std::vector<std::vector<std::string>> step_event_types;  // per step
+  std::string file;
+  int line = 0;
+};
+
 class Ruleset {
  public:
   struct Rule;
+  struct Sequence;
   Ruleset();
   ~Ruleset();
   Ruleset(const Ruleset&) = delete;
@@ -94,7 +119,12 @@ class Ruleset {
   // Appends an Alert for every enabled rule the event matches (in load order).
   // Allocates only when a rule matches. Never throws; an alert that cannot be
   // built for lack of memory is dropped.
-  void evaluate(const state::EvalContext& ctx, std::vector<event::Alert>& out) const noexcept;
+  // With `sequences` (made for this Ruleset), the event also advances the
+  // partial matches of the sequences whose steps it matches, and a sequence
+  // it completes appends its Alert (after the rules'). Without, sequences
+  // are not evaluated.
+  void evaluate(const state::EvalContext& ctx, std::vector<event::Alert>& out,
+                SequenceState* sequences = nullptr) const noexcept;
 
   // Event types at least one enabled rule is indexed under (the sensor
   // attaches only the hooks these need).
@@ -109,20 +139,32 @@ class Ruleset {
   bool open_any_path() const { return !open_unfiltered_.empty(); }
   const std::vector<std::string>& open_unfiltered_rules() const { return open_unfiltered_; }
 
-  std::vector<RuleInfo> rules() const;
+  std::vector<RuleInfo> rules() const;  // the rules, not the sequences' steps
+  std::vector<SequenceInfo> sequences() const;
+  std::size_t sequence_count() const { return sequences_.size(); }
+  std::size_t sequence_capacity() const { return sequence_capacity_; }
   // How the named rule's condition is evaluated for events of type `t`
   // (Expr::plan); "" when no rule has that name.
   std::string plan(std::string_view rule, event::Type t) const;
   // The fields whose values pick the rules to evaluate for events of type `t`
   // (GuardIndex); empty when every rule indexed under `t` runs.
   std::vector<std::string> guard_fields(event::Type t) const;
-  std::size_t size() const { return rules_.size(); }
-  // The enabled rules (those evaluate() runs).
+  std::size_t size() const { return rules_.size() - steps_; }  // rules, not steps
+  // The enabled rules (those evaluate() runs), not counting sequences.
   std::size_t enabled_count() const;
 
  private:
   friend class RulesetBuilder;
+  // A sequence's steps `mask` (bit i: step i) matched the event in `x`.
+  void advance(std::uint32_t sequence, std::uint32_t mask, const ExtractCtx& x, SequenceState& st,
+               std::vector<event::Alert>& out) const noexcept;
+
+  // The rules, then the steps of every sequence (Rule::sequence >= 0), in
+  // order: a sequence's steps are adjacent in each index_ list.
   std::vector<std::unique_ptr<Rule>> rules_;
+  std::size_t steps_ = 0;  // how many of rules_ are steps
+  std::vector<std::unique_ptr<Sequence>> sequences_;
+  std::size_t sequence_capacity_ = LoadOptions::kDefaultMaxSequenceMatches;
   // Per event type, the enabled rules that can match it, in load order, and
   // their condition programs laid end to end in programs_ (one array per type).
   struct IndexEntry {
@@ -145,6 +187,7 @@ struct LoadResult {
   std::shared_ptr<const Ruleset> ruleset;  // null when any error
   std::vector<Diagnostic> diagnostics;     // errors and warnings, in file order
   std::size_t loaded = 0, skipped = 0, errors = 0;
+  std::size_t sequences = 0;  // sequences loaded
   // Each skipped rule: its name and why ("unknown_field", "unknown_source").
   std::vector<std::pair<std::string, std::string>> skipped_rules;
 };

@@ -24,6 +24,7 @@
 #include "engine/event/schema.h"
 #include "engine/plugin/host.h"
 #include "engine/pipeline/pipeline.h"
+#include "engine/rules/document.h"
 #include "engine/rules/fields.h"
 #include "engine/rules/rule_files.h"
 #include "engine/rules/ruleset.h"
@@ -614,6 +615,17 @@ void read_payload(event::BpfData& d, const PayloadInput& in) {
   if (e["result"]) d.result = signed_number(e["result"], "result");
 }
 
+// `after: 30s`: the time since the previous event, as a sequence's `within`
+// is written (ms, s, m, h); `0s` is the same instant.
+std::uint64_t after_ns(const YAML::Node& n) {
+  const std::string s = scalar(n, "after");
+  if (s == "0s" || s == "0ms" || s == "0") return 0;
+  std::uint64_t ns = 0;
+  std::string err;
+  if (!rules::parse_window(s, ns, err)) bad(n, "'after': a duration such as 30s or 500ms (at most 24h)");
+  return ns;
+}
+
 event::Event make_event(const YAML::Node& n, const Built& b, std::uint64_t ts) {
   event::Event ev;
   std::string type = scalar(n["type"], "type");
@@ -767,6 +779,7 @@ void run_file(const std::string& path, RuleTestReport& rep) {
     // A rule named in an expectation that does not exist is a test error.
     std::set<std::string> known;
     for (const auto& ri : lr.ruleset->rules()) known.insert(ri.name);
+    for (const auto& si : lr.ruleset->sequences()) known.insert(si.name);
 
     const YAML::Node tests = root["tests"];
     if (!tests || !tests.IsSequence()) bad(root, "'tests' must be a list");
@@ -810,7 +823,9 @@ void run_file(const std::string& path, RuleTestReport& rep) {
         Context c{merged(base_ctx.process, e["process"]), e["parents"] ? e["parents"] : base_ctx.parents,
                   e["container"] ? e["container"] : base_ctx.container, e["pod"] ? e["pod"] : base_ctx.pod};
         Built b = build_context(c);
+        if (e["time_ns"] && e["after"]) bad(e["after"], "an event has 'time_ns' or 'after', not both");
         if (e["time_ns"]) ts = number(e["time_ns"], "time_ns");
+        else if (e["after"]) ts += after_ns(e["after"]);
         else if (!first) ts += 1000000;
         first = false;
         if (b.container) st.upsert_container(*b.container);

@@ -6,7 +6,9 @@
 //   (b) the bundled rules plus Falco's falco_rules.yaml, and
 //   (c) the bundled rules plus all three of Falco's stock files (falco_rules,
 //       falco-incubating_rules, falco-sandbox_rules)
-//       ($VIGIL_FALCO_RULES_DIR, default ../shared/falco-rules).
+//       ($VIGIL_FALCO_RULES_DIR, default ../shared/falco-rules), and
+//   (a') the bundled rules with their sequences disabled (what they cost).
+// Sequences run with their partial matches kept, as in the pipeline.
 // All sets run in one process over the same events, so their ratios hold
 // while the machine's speed drifts. A counting operator new shows how many
 // heap allocations one event costs on the match-nothing path (the target is
@@ -33,6 +35,7 @@
 
 #include "engine/rules/fields.h"
 #include "engine/rules/ruleset.h"
+#include "engine/rules/sequence.h"
 
 // ---------------------------------------------------------------- counting allocator
 
@@ -312,14 +315,15 @@ std::unique_ptr<Mix> make_mix(std::size_t n_events) {
   return m;
 }
 
-// The rule sets: (a) bundled, (b) + falco_rules.yaml, (c) + all three stock files.
-enum class Set { kBundled, kFalco, kAllStock };
+// The rule sets: (a) bundled, (b) + falco_rules.yaml, (c) + all three stock
+// files; and (a) with its sequences disabled, the baseline of what they cost.
+enum class Set { kBundled, kFalco, kAllStock, kBundledNoSequences };
 
 std::vector<std::string> rule_paths(Set set) {
   std::vector<std::string> v{"rules"};
   const char* env = std::getenv("VIGIL_FALCO_RULES_DIR");
   std::string dir = env ? env : "../shared/falco-rules";
-  if (set != Set::kBundled) v.push_back(dir + "/falco_rules.yaml");
+  if (set == Set::kFalco || set == Set::kAllStock) v.push_back(dir + "/falco_rules.yaml");
   if (set == Set::kAllStock) {
     v.push_back(dir + "/falco-incubating_rules.yaml");
     v.push_back(dir + "/falco-sandbox_rules.yaml");
@@ -328,12 +332,19 @@ std::vector<std::string> rule_paths(Set set) {
 }
 
 std::shared_ptr<const rules::Ruleset> load(Set set, benchmark::State& st) {
-  auto r = rules::load_rules(rule_paths(set), rules::LoadOptions{});
+  rules::LoadOptions opts;
+  if (set == Set::kBundledNoSequences) {
+    auto all = rules::load_rules(rule_paths(set), opts);
+    if (all.ruleset)
+      for (const auto& s : all.ruleset->sequences()) opts.disabled_rules.insert(s.name);
+  }
+  auto r = rules::load_rules(rule_paths(set), opts);
   if (!r.ruleset) {
     st.SkipWithError(("rules did not load (run from the repository root): " + rules::summary_line(r)).c_str());
     return nullptr;
   }
   st.counters["rules"] = static_cast<double>(r.loaded);
+  st.counters["sequences"] = static_cast<double>(r.ruleset->sequences().size() - opts.disabled_rules.size());
   return r.ruleset;
 }
 
@@ -343,6 +354,9 @@ void run(benchmark::State& st, Set set, bool match_nothing_only,
   auto rs = load(set, st);
   if (!rs) return;
   auto mix = make_mix(20000);
+  // The sequences' partial matches, as the pipeline keeps them.
+  rules::SequenceStats seq_stats;
+  rules::SequenceState seq(*rs, &seq_stats);
   std::vector<const state::EvalContext*> ctxs;
   std::vector<event::Alert> out;
   out.reserve(1024);
@@ -350,7 +364,7 @@ void run(benchmark::State& st, Set set, bool match_nothing_only,
   std::map<std::string, std::size_t> fired;  // rule -> alerts over the mix
   for (const auto& c : mix->ctxs) {
     out.clear();
-    rs->evaluate(c, out);
+    rs->evaluate(c, out, &seq);
     if (!out.empty()) ++matching;
     for (const auto& a : out) ++fired[a.rule + " (" + std::string(event::type_name(c.ev->hdr.type)) + ")"];
     if (only_type != event::Type::kUnknown && c.ev->hdr.type != only_type) continue;
@@ -358,13 +372,17 @@ void run(benchmark::State& st, Set set, bool match_nothing_only,
   }
   out.clear();
   // VIGIL_BENCH_ALERTS=1: which rules fire on the mix, once per benchmark.
-  if (std::getenv("VIGIL_BENCH_ALERTS"))
+  if (std::getenv("VIGIL_BENCH_ALERTS")) {
     for (const auto& [rule, n] : fired) std::fprintf(stderr, "  fires %6zu x %s\n", n, rule.c_str());
+    const auto infos = rs->sequences();
+    for (std::size_t k = 0; k < infos.size(); ++k)
+      std::fprintf(stderr, "  sequence %s: %zu partial matches held\n", infos[k].name.c_str(), seq.table(k).size());
+  }
   std::uint64_t allocs_before = g_allocs.load();
   std::size_t alerts = 0;
   std::size_t i = 0;
   for (auto _ : st) {
-    rs->evaluate(*ctxs[i], out);
+    rs->evaluate(*ctxs[i], out, &seq);
     alerts += out.size();
     out.clear();
     if (++i == ctxs.size()) i = 0;
@@ -379,6 +397,8 @@ void run(benchmark::State& st, Set set, bool match_nothing_only,
 
 void BM_Bundled_Mix(benchmark::State& st) { run(st, Set::kBundled, false); }
 void BM_Bundled_MatchNothing(benchmark::State& st) { run(st, Set::kBundled, true); }
+void BM_BundledNoSequences_Mix(benchmark::State& st) { run(st, Set::kBundledNoSequences, false); }
+void BM_BundledNoSequences_MatchNothing(benchmark::State& st) { run(st, Set::kBundledNoSequences, true); }
 void BM_BundledFalco_Mix(benchmark::State& st) { run(st, Set::kFalco, false); }
 void BM_BundledFalco_MatchNothing(benchmark::State& st) { run(st, Set::kFalco, true); }
 void BM_BundledAllStock_Mix(benchmark::State& st) { run(st, Set::kAllStock, false); }
@@ -402,6 +422,8 @@ void mix_types(benchmark::internal::Benchmark* b) {
 
 BENCHMARK(BM_Bundled_Mix);
 BENCHMARK(BM_Bundled_MatchNothing);
+BENCHMARK(BM_BundledNoSequences_Mix);
+BENCHMARK(BM_BundledNoSequences_MatchNothing);
 BENCHMARK(BM_BundledFalco_Mix);
 BENCHMARK(BM_BundledFalco_MatchNothing);
 BENCHMARK(BM_BundledAllStock_Mix);

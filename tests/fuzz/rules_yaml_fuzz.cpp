@@ -1,6 +1,7 @@
 // libFuzzer target: the rules-file loader (YAML, items, append/override,
-// exceptions, compile). Any input must load or report diagnostics, never
-// crash; a rule set that loads must evaluate an event.
+// exceptions, sequences, compile). Any input must load or report
+// diagnostics, never crash; a rule set that loads must evaluate an event,
+// with its sequences' partial matches kept.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "engine/rules/ruleset.h"
+#include "engine/rules/sequence.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace vigil;
@@ -29,12 +31,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   state::EvalContext ctx;
   ctx.ev = &ev;
   std::vector<event::Alert> out;
-  r.ruleset->evaluate(ctx, out);
+  rules::SequenceState seq(*r.ruleset, nullptr);
+  r.ruleset->evaluate(ctx, out, &seq);
   ev.hdr.type = event::Type::kExec;
   event::ExecData e;
   e.filename = "/bin/sh";
   e.args = {"sh"};
   ev.data = e;
-  r.ruleset->evaluate(ctx, out);
+  ev.hdr.ts_ns = 1000;
+  r.ruleset->evaluate(ctx, out, &seq);
   return 0;
 }

@@ -424,6 +424,10 @@ struct Suite {
              .visible = "0,1"});
     add_pod({.name = "etl-0", .ns = "batch", .container = "etl", .image = "registry.example.com/data/etl:7",
              .labels = {{"job-name", "etl"}}});
+    // The sequences scenario's inference pod: no other scenario runs a shell there.
+    add_pod({.name = "llm-seq-0", .ns = "serving", .container = "vllm",
+             .image = "docker.io/vllm/vllm-openai:v0.6.3",
+             .labels = {{"app.kubernetes.io/component", "inference"}}, .gpu_limit = 1, .visible = "0"});
     // The forensics scenario's own pod, so no other scenario sees its alerts.
     add_pod({.name = "forensics-0", .ns = "ml", .container = "trainer", .image = "ghcr.io/acme/train:1.4",
              .labels = {{"app", "train"}}, .gpu_limit = 1, .visible = "0"});
@@ -673,6 +677,35 @@ TEST_F(Scenario, EgressFromAnInferencePod) {
   expect_alert("Cloud metadata service contacted from pod", "llm-0", "Warning");
 }
 
+// Sequence rules: a shell in an inference pod, then a public connection from
+// the same container, is one alert carrying both steps; the same steps to a
+// cluster address are not.
+TEST_F(Scenario, SequencesAcrossProcessesInAPod) {
+  PodRun quiet;
+  quiet.tcp_sinks = {"10.100.4.7:6379"};
+  quiet.argv = {s().tool("worker")};
+  quiet.steps = "exec:/bin/sh|-c|true;tcp:10.100.4.7:6379";
+  ASSERT_EQ(run_in_pod(pod("llm-seq-0"), quiet).second, 0);
+
+  PodRun r;
+  r.tcp_sinks = {"203.0.113.50:443"};
+  r.argv = {s().tool("worker")};
+  r.steps = "exec:/bin/sh|-c|true;tcp:203.0.113.50:443";
+  auto [pid, rc] = run_in_pod(pod("llm-seq-0"), r);
+  ASSERT_EQ(rc, 0) << "the workload failed";
+  const std::string rule = "Shell then outbound connection in inference pod";
+  expect_alert(rule, "llm-seq-0", "Critical");
+  std::this_thread::sleep_for(1s);
+  auto got = alerts_for(rule, "llm-seq-0", 0ms);
+  ASSERT_EQ(got.size(), 1u) << "one alert per completed sequence:\n" << dump(got);
+  const json& f = got[0]["output_fields"];
+  EXPECT_EQ(f.value("step1.proc.name", json()), "sh") << got[0].dump();
+  EXPECT_EQ(f.value("step1.proc.pname", json()), "worker") << got[0].dump();
+  EXPECT_EQ(f.value("proc.name", json()), "worker") << got[0].dump();
+  EXPECT_EQ(f.value("proc.pid", json()), pid) << got[0].dump();
+  EXPECT_NE(f.value("fd.name", "").find("203.0.113.50:443"), std::string::npos) << got[0].dump();
+}
+
 TEST_F(Scenario, GpuXidsFromTheKernelLog) {
   s().kmsg(4, "NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.");
   auto fatal = s().agent.alerts(
@@ -795,7 +828,8 @@ TEST_F(Scenario, BenignWorkloadsRaiseNothing) {
 }
 
 // Forensics: a second agent records a pod scenario (exec, connect, GPU
-// open/ioctl, an Xid naming the pod's process) with --capture; `vigil replay`
+// open/ioctl, an Xid naming the pod's process, a program written and run: a
+// sequence) with --capture; `vigil replay`
 // of that file with the same rules gives the live run's alerts field for
 // field, and a rule written after the capture finds the events.
 TEST_F(Scenario, CaptureOfALivePodScenarioReplaysToTheSameAlerts) {
@@ -824,7 +858,9 @@ TEST_F(Scenario, CaptureOfALivePodScenarioReplaysToTheSameAlerts) {
   PodRun r;
   r.tcp_sinks = {"198.51.100.20:3333"};
   r.argv = {s().tool("xmrig"), "-o", "stratum+tcp://198.51.100.20:3333"};
-  r.steps = "open:/dev/nvidiactl:rw;open:/dev/nvidia0:rw;alloc:c6c0;tcp:198.51.100.20:3333;sleep:3000";
+  // A program written to /tmp and run from there: a sequence, live and replayed.
+  r.steps = "exec:/bin/sh|-c|cp /bin/true /tmp/vigil-drop-$$ && /tmp/vigil-drop-$$ && rm -f /tmp/vigil-drop-$$;"
+            "open:/dev/nvidiactl:rw;open:/dev/nvidia0:rw;alloc:c6c0;tcp:198.51.100.20:3333;sleep:3000";
   pid_t seen = 0;
   int rc = -1;
   std::thread job([&] { std::tie(seen, rc) = run_in_pod(p, r); });
@@ -847,7 +883,7 @@ TEST_F(Scenario, CaptureOfALivePodScenarioReplaysToTheSameAlerts) {
     };
   };
   const std::vector<std::string> expected = {"Crypto miner binary executed", "GPU pod connection to mining pool port",
-                                             "GPU Xid application fault"};
+                                             "GPU Xid application fault", "Executable written then run in container"};
   for (const auto& rule : expected) {
     EXPECT_FALSE(rec.alerts(in_pod(rule), 10s).empty())
         << "no live '" << rule << "' alert for forensics-0\n" << rec.stderr_text();

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "engine/rules/ruleset.h"
+#include "engine/rules/sequence.h"
 #include "engine/state/state.h"
 
 namespace vigil::pipeline {
@@ -160,6 +161,55 @@ TEST_F(PipelineTest, NewRulesetTakesEffectAtTheNextEvent) {
   auto e3 = exec_event(3000, 302, 100, "bash", {"bash"});
   p.process(e3);
   EXPECT_EQ(alerts_.size(), 1u);  // the old rule is gone
+}
+
+// Sequences: the pipeline keeps their partial matches between events, drops
+// them with the rule set a reload replaces, and keeps the eviction counts.
+constexpr const char* kBashThenCurl = R"(
+- sequence: Bash then curl
+  desc: d
+  by: [proc.ppid]
+  within: 10s
+  steps:
+    - condition: evt.type = execve and proc.name = bash
+    - condition: evt.type = execve and proc.name = curl
+  output: "%step1.proc.cmdline then %proc.cmdline"
+  priority: ERROR
+)";
+
+TEST_F(PipelineTest, SequencesCompleteAcrossEventsAndAReloadDropsTheirState) {
+  constexpr std::uint64_t kSec = 1000000000ull;
+  Pipeline p({st_, collect(), "n"}, compile(kBashThenCurl));
+  auto b = exec_event(1 * kSec, 200, 100, "bash", {"bash", "-i"});
+  p.process(b);
+  EXPECT_EQ(p.sequence_partials(), 1u);
+  auto c = exec_event(3 * kSec, 201, 100, "curl", {"curl", "x"});
+  p.process(c);
+  ASSERT_EQ(alerts_.size(), 1u);
+  EXPECT_EQ(alerts_[0]->rule, "Bash then curl");
+  EXPECT_EQ(alerts_[0]->output, "bash -i then curl x");
+  EXPECT_EQ(alerts_[0]->hostname, "n");
+
+  // Past the window: expired, counted.
+  auto b2 = exec_event(4 * kSec, 202, 100, "bash", {"bash"});
+  p.process(b2);
+  auto c2 = exec_event(20 * kSec, 203, 100, "curl", {"curl", "y"});
+  p.process(c2);
+  EXPECT_EQ(alerts_.size(), 1u);
+  auto rows = p.sequence_stats().snapshot();
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].expired, 1u);
+
+  // A reload drops the partial match; the counts stay.
+  auto b3 = exec_event(21 * kSec, 204, 100, "bash", {"bash"});
+  p.process(b3);
+  EXPECT_EQ(p.sequence_partials(), 1u);
+  p.set_ruleset(compile(kBashThenCurl));
+  auto c3 = exec_event(22 * kSec, 205, 100, "curl", {"curl", "z"});
+  p.process(c3);
+  EXPECT_EQ(alerts_.size(), 1u);
+  EXPECT_EQ(p.sequence_partials(), 0u);
+  EXPECT_EQ(p.sequence_stats().snapshot()[0].expired, 1u);
 }
 
 // Replay's window and filters: the state follows every event, the rules run
