@@ -1,5 +1,7 @@
-// The agent's families that come from views: here, the sequence rules'
-// evictions (the rest is covered end to end by tests/e2e/metrics_test.cpp).
+// The agent's families that come from views, with fixed values: issue 16's
+// losses (output drops by sink and reason, skipped rules by name, TLS
+// verification off), the sequence rules' evictions. The live values are
+// covered end to end by tests/e2e/metrics_test.cpp.
 #include "engine/metrics/agent.h"
 
 #include <gtest/gtest.h>
@@ -23,6 +25,48 @@ TEST(AgentMetrics, SequenceEvictionsByReason) {
             std::string::npos) << t;
   EXPECT_NE(t.find("vigil_sequence_evictions_total{sequence=\"Drop then run\",reason=\"capacity\"} 7"),
             std::string::npos) << t;
+  EXPECT_EQ(out.errors(), 0u);
+}
+
+TEST(AgentMetrics, LossesSkippedRulesAndTlsOffAreExposed) {
+  AgentView v;
+  v.version = "test";
+  v.sinks = [] {
+    outputs::SinkStats s;
+    s.name = "siem";
+    s.type = "webhook";
+    s.sent = 27;
+    s.failed = 25;
+    s.drops[static_cast<std::size_t>(outputs::DropReason::kQueueFull)] = 149;
+    s.drops[static_cast<std::size_t>(outputs::DropReason::kRetriesExhausted)] = 25;
+    return std::vector<outputs::SinkStats>{s};
+  };
+  v.rules = [] {
+    RulesInfo r;
+    r.loaded = 28;
+    r.skipped = 1;
+    r.skipped_rules = {{"Typo rule", "unknown_field"}};
+    return r;
+  };
+  v.k8s = []() -> std::optional<K8sInfo> {
+    K8sInfo k;
+    k.synced = true;
+    k.pods = 12;
+    k.tls_verified = false;
+    return k;
+  };
+  Exposition out;
+  collect_agent(v, out);
+  const std::string t = out.text();
+  EXPECT_NE(t.find("vigil_sink_dropped_total{sink=\"siem\",type=\"webhook\",reason=\"queue_full\"} 149\n"),
+            std::string::npos) << t;
+  EXPECT_NE(t.find("vigil_sink_dropped_total{sink=\"siem\",type=\"webhook\",reason=\"retries_exhausted\"} 25\n"),
+            std::string::npos) << t;
+  EXPECT_NE(t.find("vigil_sink_failed_total{sink=\"siem\",type=\"webhook\"} 25\n"), std::string::npos) << t;
+  EXPECT_NE(t.find("vigil_rules_skipped 1\n"), std::string::npos) << t;
+  EXPECT_NE(t.find("vigil_rule_skipped{rule=\"Typo rule\",reason=\"unknown_field\"} 1\n"), std::string::npos) << t;
+  EXPECT_NE(t.find("vigil_k8s_tls_verified 0\n"), std::string::npos) << t;
+  EXPECT_NE(t.find("vigil_k8s_pods 12\n"), std::string::npos) << t;
   EXPECT_EQ(out.errors(), 0u);
 }
 
