@@ -718,24 +718,35 @@ void x_aexe(const X& x, const F& f, E& o) noexcept {
     if (!p.exe.empty()) str(out, p.exe);
   });
 }
-// Program identity (engine/ident): from the exec event, else the process's last exec.
+// Program identity (engine/ident): from the exec event, else the process's
+// last exec. ExecData and Process name the facts alike, so one generic
+// lambda reads either.
 template <typename Fn>
 void exe_fact(const X& x, E& o, Fn fn) noexcept {
-  if (auto* e = ev(x).as<event::ExecData>()) { fn(e->exe_sha256, e->exe_build_id, e->exe_known_as, e->exe_class, e->exe_deleted, e->exe_name_mismatch, o); return; }
-  if (auto* p = proc_of(x)) fn(p->exe_sha256, p->exe_build_id, p->exe_known_as, p->exe_class, p->exe_deleted, p->exe_name_mismatch, o);
+  if (auto* e = ev(x).as<event::ExecData>()) { fn(*e, o); return; }
+  if (auto* p = proc_of(x)) fn(*p, o);
 }
-#define VG_EXE_FACT(body) \
-  exe_fact(x, o, [](const std::string& sha, const std::string& bid, const std::string& known, \
-                    std::uint8_t cls, bool deleted, bool mismatch, E& out) { \
-    (void)sha; (void)bid; (void)known; (void)cls; (void)deleted; (void)mismatch; body; })
-void x_exe_sha256(const X& x, const F&, E& o) noexcept { VG_EXE_FACT(if (!sha.empty()) str(out, sha)); }
-void x_exe_build_id(const X& x, const F&, E& o) noexcept { VG_EXE_FACT(if (!bid.empty()) str(out, bid)); }
-void x_exe_known_as(const X& x, const F&, E& o) noexcept { VG_EXE_FACT(if (!known.empty()) str(out, known)); }
-void x_exe_is_shell(const X& x, const F&, E& o) noexcept { VG_EXE_FACT(boolean(out, cls == 1)); }
-void x_exe_is_interpreter(const X& x, const F&, E& o) noexcept { VG_EXE_FACT(boolean(out, cls == 2)); }
-void x_exe_deleted(const X& x, const F&, E& o) noexcept { VG_EXE_FACT(boolean(out, deleted)); }
-void x_exe_name_mismatch(const X& x, const F&, E& o) noexcept { VG_EXE_FACT(boolean(out, mismatch)); }
-#undef VG_EXE_FACT
+void x_exe_sha256(const X& x, const F&, E& o) noexcept {
+  exe_fact(x, o, [](const auto& s, E& out) { if (!s.exe_sha256.empty()) str(out, s.exe_sha256); });
+}
+void x_exe_build_id(const X& x, const F&, E& o) noexcept {
+  exe_fact(x, o, [](const auto& s, E& out) { if (!s.exe_build_id.empty()) str(out, s.exe_build_id); });
+}
+void x_exe_known_as(const X& x, const F&, E& o) noexcept {
+  exe_fact(x, o, [](const auto& s, E& out) { if (!s.exe_known_as.empty()) str(out, s.exe_known_as); });
+}
+void x_exe_is_shell(const X& x, const F&, E& o) noexcept {
+  exe_fact(x, o, [](const auto& s, E& out) { boolean(out, s.exe_class == 1); });
+}
+void x_exe_is_interpreter(const X& x, const F&, E& o) noexcept {
+  exe_fact(x, o, [](const auto& s, E& out) { boolean(out, s.exe_class == 2); });
+}
+void x_exe_deleted(const X& x, const F&, E& o) noexcept {
+  exe_fact(x, o, [](const auto& s, E& out) { boolean(out, s.exe_deleted); });
+}
+void x_exe_name_mismatch(const X& x, const F&, E& o) noexcept {
+  exe_fact(x, o, [](const auto& s, E& out) { boolean(out, s.exe_name_mismatch); });
+}
 // Where the program file lives: the first that holds of memfd, deleted,
 // devshm, upper_layer, tmp; else regular.
 std::string_view exe_kind(bool memfd, bool deleted, bool upper, std::string_view path) noexcept {
@@ -762,12 +773,10 @@ void x_exe_fileless(const X& x, const F& f, E& o) noexcept {
   }
 }
 void x_exe_ino(const X& x, const F&, E& o) noexcept {
-  if (auto* e = ev(x).as<event::ExecData>()) { if (e->exe_ino) num(o, static_cast<std::int64_t>(e->exe_ino)); return; }
-  if (auto* p = proc_of(x); p && p->exe_ino) num(o, static_cast<std::int64_t>(p->exe_ino));
+  exe_fact(x, o, [](const auto& s, E& out) { if (s.exe_ino) num(out, static_cast<std::int64_t>(s.exe_ino)); });
 }
 void x_exe_ino_ctime(const X& x, const F&, E& o) noexcept {
-  if (auto* e = ev(x).as<event::ExecData>()) { if (e->exe_ino) num(o, e->exe_ctime_ns); return; }
-  if (auto* p = proc_of(x); p && p->exe_ino) num(o, p->exe_ctime_ns);
+  exe_fact(x, o, [](const auto& s, E& out) { if (s.exe_ino) num(out, s.exe_ctime_ns); });
 }
 void x_aexe_known_as(const X& x, const F& f, E& o) noexcept {
   ancestors(x, f, o, [](const state::Process& p, E& out) {
