@@ -56,6 +56,32 @@ static __always_inline __u8 exe_flags(struct file *exe, const struct cred *cred,
   return flags;
 }
 
+/* The inode's change time moved twice: __i_ctime (6.6 to 6.10), i_ctime
+ * before, i_ctime_sec/nsec since 6.11 (the committed vmlinux.h). Since
+ * multigrain timestamps (6.13) the top bit of i_ctime_nsec is a flag
+ * (I_CTIME_QUERIED), not time: masked, as inode_get_ctime_nsec() does. */
+#define VG_CTIME_NSEC_MASK 0x7fffffffU
+struct inode___ctime_6_6 {
+  struct timespec64 __i_ctime;
+};
+struct inode___ctime_old {
+  struct timespec64 i_ctime;
+};
+
+static __always_inline __s64 vg_inode_ctime_ns(struct inode *ino)
+{
+  if (bpf_core_field_exists(ino->i_ctime_sec))
+    return BPF_CORE_READ(ino, i_ctime_sec) * 1000000000LL +
+           (BPF_CORE_READ(ino, i_ctime_nsec) & VG_CTIME_NSEC_MASK);
+  struct inode___ctime_6_6 *mid = (void *)ino;
+  if (bpf_core_field_exists(mid->__i_ctime))
+    return BPF_CORE_READ(mid, __i_ctime.tv_sec) * 1000000000LL + BPF_CORE_READ(mid, __i_ctime.tv_nsec);
+  struct inode___ctime_old *old = (void *)ino;
+  if (bpf_core_field_exists(old->i_ctime))
+    return BPF_CORE_READ(old, i_ctime.tv_sec) * 1000000000LL + BPF_CORE_READ(old, i_ctime.tv_nsec);
+  return 0;
+}
+
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(vg_sched_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
@@ -106,6 +132,11 @@ int BPF_PROG(vg_sched_exec, struct task_struct *p, pid_t old_pid, struct linux_b
   bpf_core_read(&e->cap_permitted, sizeof(e->cap_permitted), &cred->cap_permitted);
   bpf_core_read(&e->cap_inheritable, sizeof(e->cap_inheritable), &cred->cap_inheritable);
   e->flags |= exe_flags(BPF_CORE_READ(bprm, file), cred, e->cap_effective);
+  struct inode *exe_inode = BPF_CORE_READ(bprm, file, f_inode);
+  e->exe_ino = BPF_CORE_READ(exe_inode, i_ino);
+  e->exe_dev = BPF_CORE_READ(exe_inode, i_sb, s_dev);
+  e->exe_ctime_ns = vg_inode_ctime_ns(exe_inode);
+  e->pad2 = 0;
 
   /* Session and process group: the session by the host's number, the group
    * as the process's own pid namespace numbers it. */

@@ -99,6 +99,13 @@ struct vg_exec {
   __u64 cap_inheritable;
   __u32 sid;       /* session id (the host's number) */
   __u32 vpgid;     /* process group id, as seen in the process's pid namespace */
+  /* The program file's inode: its identity for user space's cache
+   * (engine/ident), so a process that is gone by the time its exec is read
+   * still finds a file identified before. */
+  __u64 exe_ino;
+  __s64 exe_ctime_ns; /* inode change time (any write changes it) */
+  __u32 exe_dev;      /* the kernel's dev_t of its filesystem: major << 20 | minor */
+  __u32 pad2;
 };
 #define VG_EXEC_STDIN_SOCK 0x01
 #define VG_EXEC_STDOUT_SOCK 0x02
@@ -342,7 +349,7 @@ VG_STATIC_ASSERT(VG_OFFSETOF(struct vg_hdr, ts_ns) == 8, "vg_hdr.ts_ns");
 VG_STATIC_ASSERT(VG_OFFSETOF(struct vg_hdr, pid) == 16, "vg_hdr.pid");
 VG_STATIC_ASSERT(VG_OFFSETOF(struct vg_hdr, cgroup_id) == 48, "vg_hdr.cgroup_id");
 VG_STATIC_ASSERT(VG_OFFSETOF(struct vg_hdr, comm) == 56, "vg_hdr.comm");
-VG_STATIC_ASSERT(sizeof(struct vg_exec) == 128, "vg_exec size");
+VG_STATIC_ASSERT(sizeof(struct vg_exec) == 152, "vg_exec size");
 VG_STATIC_ASSERT(sizeof(struct vg_fork) == 88, "vg_fork size");
 VG_STATIC_ASSERT(sizeof(struct vg_exit) == 80, "vg_exit size");
 VG_STATIC_ASSERT(sizeof(struct vg_connect) == 120, "vg_connect size");

@@ -462,6 +462,17 @@ void append_process(const state::Process& p, std::string& out) {
     put_u64(out, p.cap_inheritable);
     put_u32(out, p.sid);
     put_u32(out, p.vpgid);
+    put_str(out, p.exe_sha256);
+    put_str(out, p.exe_build_id);
+    put_str(out, p.exe_known_as);
+    put_u8(out, p.exe_class);
+    put_bool(out, p.exe_deleted);
+    put_bool(out, p.exe_name_mismatch);
+    put_strs(out, p.prior_cmdlines);
+    put_u64(out, p.exe_ino);
+    put_u64(out, p.exe_dev);
+    put_u64(out, static_cast<std::uint64_t>(p.exe_ctime_ns));
+    put_bool(out, p.image_unknown);
   });
 }
 
@@ -612,6 +623,19 @@ DecodeOutcome decode_record(std::uint8_t type, std::string_view body, RecordData
       if (c.left() > 0) {
         p.sid = c.u32("process.sid");
         p.vpgid = c.u32("process.vpgid");
+      }
+      if (c.left() > 0) {
+        c.str(p.exe_sha256, "process.exe_sha256");
+        c.str(p.exe_build_id, "process.exe_build_id");
+        c.str(p.exe_known_as, "process.exe_known_as");
+        p.exe_class = c.u8("process.exe_class");
+        p.exe_deleted = c.boolean("process.exe_deleted");
+        p.exe_name_mismatch = c.boolean("process.exe_name_mismatch");
+        c.strs(p.prior_cmdlines, "process.prior_cmdlines");
+        p.exe_ino = c.u64("process.exe_ino");
+        p.exe_dev = c.u64("process.exe_dev");
+        p.exe_ctime_ns = static_cast<std::int64_t>(c.u64("process.exe_ctime_ns"));
+        p.image_unknown = c.boolean("process.image_unknown");
       }
       if (c.failed()) break;
       out = std::move(p);

@@ -189,6 +189,9 @@ Result<LiveSourcesConfig> live_sources_config(const YAML::Node& cfg, std::set<ev
     return Error::bad_input("config key 'sensor.wakeup_kib' must be at most half of sensor.ringbuf_mib");
   }
   sc.wakeup_bytes = static_cast<std::size_t>(*wake) << 10;
+  auto ident = get_or<bool>(cfg, "sensor.identify_exe", sc.identify_exe);
+  if (!ident) return ident.error();
+  sc.identify_exe = *ident;
   auto kmsg = get_or<std::string>(cfg, "sensor.kmsg_path", out.kmsg_path);
   if (!kmsg) return kmsg.error();
   out.kmsg_path = *kmsg;

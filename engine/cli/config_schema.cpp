@@ -25,6 +25,7 @@ constexpr KeySpec kSchema[] = {
     {"sensor.usage_interval_ms", K::kUint, 100, 3600000},
     {"sensor.wakeup_kib", K::kUint, 0, 524288},  // and at most half of ringbuf_mib
     {"sensor.kmsg_path", K::kString, 0, 0, false, true},
+    {"sensor.identify_exe", K::kBool},
     {"k8s", K::kSection},
     {"k8s.api", K::kString},
     {"k8s.token_file", K::kString},

@@ -84,6 +84,19 @@ struct ExecData {
   std::uint64_t cap_inheritable = 0;
   std::uint32_t sid = 0;    // session id (host numbering)
   std::uint32_t vpgid = 0;  // process group id in its pid namespace
+  // What the program file is (engine/ident, filled by the live sensor from
+  // /proc/<pid>/exe; empty when it could not be read in time):
+  bool interpreted = false;     // a #! script (or binfmt_misc): filename is the script, exe its interpreter
+  std::string exe_sha256;       // SHA-256 of the file (its first 64 MiB when longer), hex
+  std::string exe_build_id;     // ELF GNU build-id, hex ("" when none)
+  std::string exe_known_as;     // the known shell/interpreter it is ("dash", "python3"), "" if none
+  std::uint8_t exe_class = 0;   // 0 none, 1 shell, 2 interpreter (ident::ExeClass)
+  bool exe_deleted = false;     // the file was deleted (not a memfd) when vigil read it
+  bool exe_name_mismatch = false;  // a known program started under a name it is not installed as
+  // The program file's inode as the kernel saw it at exec (0: unknown).
+  std::uint64_t exe_ino = 0;
+  std::uint64_t exe_dev = 0;       // st_dev numbering (makedev(major, minor))
+  std::int64_t exe_ctime_ns = 0;   // inode change time, ns since the epoch
 
   static constexpr std::string_view kKey = "exec";
   template <class V, class Self>
@@ -107,6 +120,16 @@ struct ExecData {
     v("cap_inheritable", d.cap_inheritable);
     v("sid", d.sid);
     v("vpgid", d.vpgid);
+    v("interpreted", d.interpreted);
+    v("exe_sha256", d.exe_sha256, kOmitEmpty);
+    v("exe_build_id", d.exe_build_id, kOmitEmpty);
+    v("exe_known_as", d.exe_known_as, kOmitEmpty);
+    v("exe_class", d.exe_class);
+    v("exe_deleted", d.exe_deleted);
+    v("exe_name_mismatch", d.exe_name_mismatch);
+    v("exe_ino", d.exe_ino);
+    v("exe_dev", d.exe_dev);
+    v("exe_ctime_ns", d.exe_ctime_ns);
   }
 };
 

@@ -718,6 +718,99 @@ void x_aexe(const X& x, const F& f, E& o) noexcept {
     if (!p.exe.empty()) str(out, p.exe);
   });
 }
+// Program identity (engine/ident): from the exec event, else the process's
+// last exec. ExecData and Process name the facts alike, so one generic
+// lambda reads either.
+template <typename Fn>
+void exe_fact(const X& x, E& o, Fn fn) noexcept {
+  if (auto* e = ev(x).as<event::ExecData>()) { fn(*e, o); return; }
+  if (auto* p = proc_of(x)) fn(*p, o);
+}
+void x_exe_sha256(const X& x, const F&, E& o) noexcept {
+  exe_fact(x, o, [](const auto& s, E& out) { if (!s.exe_sha256.empty()) str(out, s.exe_sha256); });
+}
+void x_exe_build_id(const X& x, const F&, E& o) noexcept {
+  exe_fact(x, o, [](const auto& s, E& out) { if (!s.exe_build_id.empty()) str(out, s.exe_build_id); });
+}
+void x_exe_known_as(const X& x, const F&, E& o) noexcept {
+  exe_fact(x, o, [](const auto& s, E& out) { if (!s.exe_known_as.empty()) str(out, s.exe_known_as); });
+}
+void x_exe_is_shell(const X& x, const F&, E& o) noexcept {
+  exe_fact(x, o, [](const auto& s, E& out) { boolean(out, s.exe_class == 1); });
+}
+void x_exe_is_interpreter(const X& x, const F&, E& o) noexcept {
+  exe_fact(x, o, [](const auto& s, E& out) { boolean(out, s.exe_class == 2); });
+}
+void x_exe_deleted(const X& x, const F&, E& o) noexcept {
+  exe_fact(x, o, [](const auto& s, E& out) { boolean(out, s.exe_deleted); });
+}
+void x_exe_name_mismatch(const X& x, const F&, E& o) noexcept {
+  exe_fact(x, o, [](const auto& s, E& out) { boolean(out, s.exe_name_mismatch); });
+}
+// Where the program file lives: the first that holds of memfd, deleted,
+// devshm, upper_layer, tmp; else regular.
+std::string_view exe_kind(bool memfd, bool deleted, bool upper, std::string_view path) noexcept {
+  if (memfd) return "memfd";
+  if (deleted) return "deleted";
+  if (path.starts_with("/dev/shm/") || path.starts_with("/run/shm/")) return "devshm";
+  if (upper) return "upper_layer";
+  if (path.starts_with("/tmp/") || path.starts_with("/var/tmp/")) return "tmp";
+  return "regular";
+}
+void x_exe_kind(const X& x, const F&, E& o) noexcept {
+  if (auto* e = ev(x).as<event::ExecData>()) {
+    str(o, exe_kind(e->exe_from_memfd, e->exe_deleted, e->exe_upper_layer, e->exe));
+    return;
+  }
+  if (auto* p = proc_of(x); p && !p->exepath.empty())
+    str(o, exe_kind(p->exe_from_memfd, p->exe_deleted, p->exe_upper_layer, p->exepath));
+}
+void x_exe_fileless(const X& x, const F& f, E& o) noexcept {
+  x_exe_kind(x, f, o);
+  if (o.n == 1) {
+    auto k = o.v[0].s;
+    o.v[0].b = k == "memfd" || k == "deleted" || k == "devshm";
+  }
+}
+void x_exe_ino(const X& x, const F&, E& o) noexcept {
+  exe_fact(x, o, [](const auto& s, E& out) { if (s.exe_ino) num(out, static_cast<std::int64_t>(s.exe_ino)); });
+}
+void x_exe_ino_ctime(const X& x, const F&, E& o) noexcept {
+  exe_fact(x, o, [](const auto& s, E& out) { if (s.exe_ino) num(out, s.exe_ctime_ns); });
+}
+void x_aexe_known_as(const X& x, const F& f, E& o) noexcept {
+  ancestors(x, f, o, [](const state::Process& p, E& out) {
+    if (!p.exe_known_as.empty()) str(out, p.exe_known_as);
+  });
+}
+// Ancestor command lines, each followed by the earlier images it exec'd
+// from; each cut to kLineageBytes, and the walk stops before it could fill
+// more than half of the arena.
+constexpr std::size_t kLineageBytes = 256;
+void x_acmdline(const X& x, const F& f, E& o) noexcept {
+  Arena& a = *x.arena;
+  ancestors(x, f, o, [&x, &a](const state::Process& p, E& out) {
+    if (a.used() > Arena::kSize / 2 || out.n >= Extracted::kMax) return;
+    a.begin();
+    a.append(std::string_view(p.comm).substr(0, kLineageBytes));
+    for (const auto& s : p.args) {
+      if (a.finish().size() >= kLineageBytes) break;
+      a.append(' ');
+      a.append(std::string_view(s).substr(0, kLineageBytes));
+    }
+    auto c = a.finish();
+    str(out, c.substr(0, kLineageBytes));
+    for (const auto& prior : p.prior_cmdlines) {
+      if (out.n >= Extracted::kMax || a.used() > Arena::kSize / 2) return;
+      str(out, a.put(std::string_view(prior).substr(0, kLineageBytes)));
+    }
+    (void)x;
+  });
+}
+void x_prior_cmdline(const X& x, const F&, E& o) noexcept {
+  if (auto* p = proc_of(x))
+    for (const auto& c : p->prior_cmdlines) str(o, c);
+}
 void x_stdin_socket(const X& x, const F&, E& o) noexcept {
   if (auto* e = ev(x).as<event::ExecData>()) { boolean(o, e->stdin_is_socket); return; }
   if (auto* p = proc_of(x)) boolean(o, p->stdin_is_socket);
@@ -1608,6 +1701,20 @@ FieldCatalog::FieldCatalog() {
       {"proc.is_exe_from_memfd", T::kBool, A::kNone, false, "*", "The program runs from a memfd (memfd_create): fileless execution.", x_exe_memfd},
       {"proc.is_exe_upper_layer", T::kBool, A::kNone, false, "*", "The program file is in an overlay's upper (writable) layer: written in the container after it started, not part of its image. Known from the exec on; false for processes found in /proc at start.", x_exe_upper},
       {"proc.is_exe_writable", T::kBool, A::kNone, false, "*", "The program file is writable by the user running it (owner, group or other write bit for its fsuid/fsgid, or CAP_DAC_OVERRIDE).", x_exe_writable},
+      {"proc.exe_sha256", T::kString, A::kNone, false, "*", "SHA-256 (hex) of the program file, read through /proc/PID/exe when the exec is seen, once per distinct file (cached by device, inode, size, mtime, ctime); of its first 64 MiB when larger. No value when vigil could not read it in time (a process that exited at once) and for processes found at start.", x_exe_sha256},
+      {"proc.exe_build_id", T::kString, A::kNone, false, "*", "ELF GNU build-id (hex) of the program file; no value when it has none or could not be read.", x_exe_build_id},
+      {"proc.exe_known_as", T::kString, A::kNone, false, "*", "The known shell or interpreter the program file is, whatever it is called: the canonical name (dash, bash, busybox, python3, perl...) under which a file of the same identity (build-id, else SHA-256) is installed on the node or in the process's container image. No value for other programs.", x_exe_known_as},
+      {"proc.is_exe_shell", T::kBool, A::kNone, false, "*", "The program file is a known shell by identity (proc.exe_known_as is a shell): a renamed or relocated copy of dash is a shell. busybox counts only when it runs its sh/ash/hush applet.", x_exe_is_shell},
+      {"proc.is_exe_interpreter", T::kBool, A::kNone, false, "*", "The program file is a known script interpreter by identity (python, perl, ruby, node, php, lua, tclsh, Rscript).", x_exe_is_interpreter},
+      {"proc.is_exe_deleted", T::kBool, A::kNone, false, "*", "The program file had been deleted (unlinked) when vigil read it at exec; memfds are proc.is_exe_from_memfd.", x_exe_deleted},
+      {"proc.is_exe_name_mismatch", T::kBool, A::kNone, false, "*", "A known shell or interpreter was started under a name (proc.name) it is not installed as: a renamed copy, or a link of another name. #! scripts (named after the script) and busybox applets are not counted.", x_exe_name_mismatch},
+      {"proc.exe_ino", T::kInt, A::kNone, false, "*", "Inode number of the program file, as the kernel saw it at exec (Falco's proc.exe_ino); no value for processes found at start.", x_exe_ino},
+      {"proc.exe_ino.ctime", T::kInt, A::kNone, false, "*", "Change time of the program file's inode at exec, ns since the epoch (Falco's proc.exe_ino.ctime): a file written just before it ran has a recent one.", x_exe_ino_ctime},
+      {"proc.exe_kind", T::kString, A::kNone, false, "*", "Where the program file lives: memfd, deleted, devshm (/dev/shm, /run/shm), upper_layer (written in the container), tmp (/tmp, /var/tmp) or regular; the first that holds, in that order.", x_exe_kind},
+      {"proc.is_exe_fileless", T::kBool, A::kNone, false, "*", "The program runs from no file on a disk: a memfd, a deleted file or a file in /dev/shm (proc.exe_kind is memfd, deleted or devshm).", x_exe_fileless},
+      {"proc.aexe_known_as", T::kString, A::kOptionalIndex, true, "*", "Ancestor identity: proc.aexe_known_as[N] is proc.exe_known_as of the Nth ancestor; without N, any ancestor (up to 32).", x_aexe_known_as},
+      {"proc.acmdline", T::kString, A::kOptionalIndex, true, "*", "Ancestor command lines: proc.acmdline[N] is the Nth ancestor's (1 = parent); without N, any ancestor's (up to 32). Each ancestor also gives the command lines of the images it exec'd from (proc.prior_cmdline), so a server that exec'd into something else is still seen. Each value is cut to 256 bytes.", x_acmdline},
+      {"proc.prior_cmdline", T::kString, A::kNone, true, "*", "Command lines of the images this process ran before its current one (exec chains), most recent first, at most 4, each cut to 512 bytes.", x_prior_cmdline},
       {"proc.sid", T::kInt, A::kNone, false, "*", "Session id of the process (the host's number), as of its last exec.", x_sid},
       {"proc.vpgid", T::kInt, A::kNone, false, "*", "Process group id, as seen in the process's pid namespace, as of its last exec.", x_vpgid},
       {"proc.is_sid_leader", T::kBool, A::kNone, false, "*", "The process leads its session (proc.pid = proc.sid).", x_is_sid_leader},

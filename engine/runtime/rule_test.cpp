@@ -3,6 +3,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "engine/ident/known.h"
 #include "engine/util/yaml_gate.h"
 
 #include <arpa/inet.h>
@@ -148,6 +149,15 @@ struct Built {
   std::optional<state::Pod> pod;
 };
 
+// exe_class: shell, interpreter or none (ident::ExeClass).
+std::uint8_t exe_class(const YAML::Node& v) {
+  std::string c = scalar(v, "exe_class");
+  if (c == "shell") return static_cast<std::uint8_t>(ident::ExeClass::kShell);
+  if (c == "interpreter") return static_cast<std::uint8_t>(ident::ExeClass::kInterpreter);
+  if (c == "none") return static_cast<std::uint8_t>(ident::ExeClass::kNone);
+  bad(v, "exe_class must be shell, interpreter or none");
+}
+
 state::Process make_process(const YAML::Node& n, bool leaf) {
   state::Process p;
   if (!n || !n.IsMap()) bad(n, "a process must be a map");
@@ -170,15 +180,31 @@ state::Process make_process(const YAML::Node& n, bool leaf) {
     else if (k == "stdout_is_socket") p.stdout_is_socket = boolean(v, k.c_str());
     else if (k == "is_32bit") p.elf32 = boolean(v, k.c_str());
     else if (k == "start_ns") p.start_ts_ns = number(v, "start_ns");
+    else if (k == "exe_sha256") p.exe_sha256 = scalar(v, "exe_sha256");
+    else if (k == "exe_build_id") p.exe_build_id = scalar(v, "exe_build_id");
+    else if (k == "exe_known_as") p.exe_known_as = scalar(v, "exe_known_as");
+    else if (k == "exe_class") p.exe_class = exe_class(v);
+    else if (k == "exe_deleted") p.exe_deleted = boolean(v, k.c_str());
+    else if (k == "exe_from_memfd") p.exe_from_memfd = boolean(v, k.c_str());
+    else if (k == "exe_upper_layer") p.exe_upper_layer = boolean(v, k.c_str());
+    else if (k == "exe_name_mismatch") p.exe_name_mismatch = boolean(v, k.c_str());
+    else if (k == "prior_cmdlines") p.prior_cmdlines = strings(v, "prior_cmdlines");
     else bad(kv->first, "unknown process key '" + k + "'");
   }
   if (p.pid == 0) bad(n, "a process needs a 'pid'");
   if (p.exe.empty()) p.exe = p.exepath;
+  // A known program's class follows from its name unless the test says.
+  if (!p.exe_known_as.empty() && !n["exe_class"]) {
+    for (const auto& c : ident::candidates())
+      if (c.name == p.exe_known_as) p.exe_class = static_cast<std::uint8_t>(c.cls);
+  }
   if (p.comm.empty() && !p.exepath.empty()) {
     auto s = p.exepath.rfind('/');
     p.comm = p.exepath.substr(s == std::string::npos ? 0 : s + 1).substr(0, 15);
   }
-  (void)leaf;
+  // The test's own process is what its exec made: the image it ran before
+  // is only what prior_cmdlines says.
+  p.image_unknown = leaf;
   return p;
 }
 
@@ -259,7 +285,12 @@ bool same(const state::Process& a, const state::Process& b) {
          a.exe == b.exe && a.args == b.args && a.cwd == b.cwd && a.uid == b.uid && a.gid == b.gid &&
          a.tty == b.tty && a.loginuid == b.loginuid && a.container_id == b.container_id &&
          a.vpid == b.vpid && a.stdin_is_socket == b.stdin_is_socket &&
-         a.stdout_is_socket == b.stdout_is_socket && a.elf32 == b.elf32;
+         a.stdout_is_socket == b.stdout_is_socket && a.elf32 == b.elf32 &&
+         a.exe_sha256 == b.exe_sha256 && a.exe_build_id == b.exe_build_id &&
+         a.exe_known_as == b.exe_known_as && a.exe_class == b.exe_class &&
+         a.exe_deleted == b.exe_deleted && a.exe_from_memfd == b.exe_from_memfd &&
+         a.exe_upper_layer == b.exe_upper_layer && a.exe_name_mismatch == b.exe_name_mismatch &&
+         a.prior_cmdlines == b.prior_cmdlines;
 }
 
 YAML::Node merged(const YAML::Node& base, const YAML::Node& over) {
@@ -369,6 +400,14 @@ void read_payload(event::ExecData& d, const PayloadInput& in) {
   d.stdout_is_socket = e["stdout_is_socket"] ? boolean(e["stdout_is_socket"], "stdout_is_socket") : b.proc.stdout_is_socket;
   d.elf32 = e["is_32bit"] ? boolean(e["is_32bit"], "is_32bit") : b.proc.elf32;
   if (e["args_truncated"]) d.args_truncated = boolean(e["args_truncated"], "args_truncated");
+  d.exe_sha256 = b.proc.exe_sha256;
+  d.exe_build_id = b.proc.exe_build_id;
+  d.exe_known_as = b.proc.exe_known_as;
+  d.exe_class = b.proc.exe_class;
+  d.exe_deleted = b.proc.exe_deleted;
+  d.exe_from_memfd = b.proc.exe_from_memfd;
+  d.exe_upper_layer = b.proc.exe_upper_layer;
+  d.exe_name_mismatch = b.proc.exe_name_mismatch;
 }
 
 void read_payload(event::ForkData& d, const PayloadInput& in) {

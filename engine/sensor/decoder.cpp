@@ -1,6 +1,7 @@
 #include "engine/sensor/decoder.h"
 
 #include <sys/socket.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 
 #include <algorithm>
@@ -214,6 +215,11 @@ Result<event::Event> decode_record(std::span<const std::uint8_t> rec, const Time
       d.cap_inheritable = b.cap_inheritable;
       d.sid = b.sid;
       d.vpgid = b.vpgid;
+      d.interpreted = !interp.empty();
+      d.exe_ino = b.exe_ino;
+      // The kernel's dev_t (major << 20 | minor) as stat's st_dev numbers it.
+      d.exe_dev = makedev(b.exe_dev >> 20, b.exe_dev & 0xfffff);
+      d.exe_ctime_ns = b.exe_ctime_ns;
       ev.hdr.type = event::Type::kExec;
       ev.data = std::move(d);
       break;

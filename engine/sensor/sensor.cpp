@@ -201,6 +201,7 @@ class Sensor::Impl {
   Error load_refused(int err, util::CapSet have) const;
 
   Config cfg_;
+  std::unique_ptr<ident::ExeIdentifier> ident_;  // null when cfg_.identify_exe is off
   vigil_bpf* skel_ = nullptr;
   ring_buffer* rb_ = nullptr;
   // The ring buffer's consumer and producer positions, mapped read-only a
@@ -458,6 +459,10 @@ Status Sensor::Impl::open(const Config& cfg) {
     if (Status st = periodic(timer_fd_, std::max<std::int64_t>(cfg_.usage_interval.count(), 10), 2); !st) return st;
   }
   tb_ = TimeBase::now();
+  if (cfg_.identify_exe) {
+    ident_ = std::make_unique<ident::ExeIdentifier>(cfg_.ident);
+    ident_->learn_host();
+  }
   return {};
 }
 
@@ -468,6 +473,7 @@ int Sensor::Impl::on_record(void* ctx, void* data, size_t size) {
     ++self->decode_failed_;
     return 0;
   }
+  if (self->ident_ && ev->hdr.type == Type::kExec) self->ident_->enrich(*ev);
   (*self->emit_)(std::move(*ev));
   return ++self->polled_ >= self->budget_ ? kBudgetReached : 0;
 }

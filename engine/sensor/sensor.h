@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "engine/event/event.h"
+#include "engine/ident/identifier.h"
 #include "engine/runtime/source.h"
 #include "engine/util/result.h"
 
@@ -51,6 +52,11 @@ struct Config {
   // wake-ups wait_fd() turns readable every kMaxBatchDelay, which bounds how
   // late an event on a quiet node reaches the rules.
   std::size_t wakeup_bytes = 64u << 10;
+  // Identify the program file of every exec (engine/ident: build-id, SHA-256,
+  // known shell/interpreter), read once per distinct file through
+  // /proc/<pid>/exe. Costs are in docs/performance.md.
+  bool identify_exe = true;
+  ident::Options ident;
 };
 
 inline constexpr std::chrono::milliseconds kMaxBatchDelay{50};

@@ -56,6 +56,26 @@ struct Process {
   bool exe_from_memfd = false;       // its program runs from a memfd (memfd_create)
   bool exe_upper_layer = false;      // its program file is in an overlay's upper layer (seen at exec only)
   bool exe_writable = false;         // its program file is writable by the user running it
+  // Identity of its program file, as of its last exec (event::ExecData):
+  std::string exe_sha256;
+  std::string exe_build_id;
+  std::string exe_known_as;          // known shell/interpreter it is ("dash"), "" if none
+  std::uint8_t exe_class = 0;        // 0 none, 1 shell, 2 interpreter
+  bool exe_deleted = false;
+  bool exe_name_mismatch = false;
+  std::uint64_t exe_ino = 0;         // the program file's inode at exec (0: unknown)
+  std::uint64_t exe_dev = 0;
+  std::int64_t exe_ctime_ns = 0;
+  // Command lines of the images this process ran before its current one
+  // (most recent first; at most kMaxPriorImages, each cut to kMaxPriorImageBytes):
+  // "what it was" through exec chains.
+  // The image it runs is none of its own that vigil saw: a forked child still
+  // running its parent's, or a process first seen at its exec (built from
+  // the event's header). Its next exec remembers nothing of it.
+  bool image_unknown = false;
+  static constexpr std::size_t kMaxPriorImages = 4;
+  static constexpr std::size_t kMaxPriorImageBytes = 512;
+  std::vector<std::string> prior_cmdlines;
   // Capability sets (bit n: capability n) as of its last exec, or /proc at start.
   std::uint64_t cap_effective = 0;
   std::uint64_t cap_permitted = 0;

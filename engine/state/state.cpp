@@ -40,6 +40,26 @@ void count_gpu_devices(Process* p) {
       static_cast<std::uint32_t>(std::unique(minors.begin(), minors.end()) - minors.begin());
 }
 
+// Before an exec replaces p's image: keep the command line it ran (exe and
+// args, as proc.cmdline shows them), bounded, most recent first. A child
+// still running its parent's image (fork, then exec), or a process vigil
+// first sees at this exec, has none of its own to keep.
+void remember_prior_image(Process& p) {
+  const bool inherited = p.image_unknown;
+  p.image_unknown = false;
+  if (inherited || (p.exe.empty() && p.args.empty())) return;
+  std::string c = p.exe;
+  for (const auto& a : p.args) {
+    if (c.size() >= Process::kMaxPriorImageBytes) break;
+    c.push_back(' ');
+    c.append(a);
+  }
+  if (c.size() > Process::kMaxPriorImageBytes) c.resize(Process::kMaxPriorImageBytes);
+  auto& v = p.prior_cmdlines;
+  v.insert(v.begin(), std::move(c));
+  if (v.size() > Process::kMaxPriorImages) v.resize(Process::kMaxPriorImages);
+}
+
 }  // namespace
 
 struct State::Impl {
@@ -237,6 +257,7 @@ Process process_from_header(const event::Header& h) {
   p.net_ns = h.net_ns;
   p.vpid = h.pid;
   p.start_ts_ns = h.ts_ns;
+  p.image_unknown = true;  // exe is only a guess from the comm
   return p;
 }
 
@@ -328,14 +349,21 @@ void State::apply(const event::Event& ev) {
       child.start_ts_ns = h.ts_ns;
       child.from_proc = false;
       child.gpu_compute = false;
+      child.image_unknown = true;
+      child.prior_cmdlines.clear();
       s.procs.put(fd->child_pid, ProcSlot{std::move(child), false});
       break;
     }
     case event::Type::kExec: {
       const auto* ed = ev.as<event::ExecData>();
+      // A process first seen now (read from /proc after its exec, or built
+      // from the header) shows its new image already: nothing to remember.
+      const bool seen_before = s.procs.peek(h.pid) != nullptr;
       Process* p = ensure(h.pid);
       refresh(p);
       if (!p || !ed) break;
+      if (seen_before) remember_prior_image(*p);
+      else p->image_unknown = false;
       p->comm = h.comm;
       if (h.ppid != 0 && h.ppid != h.pid) p->ppid = h.ppid;
       p->exepath = !ed->exe.empty() ? ed->exe : ed->filename;
@@ -356,6 +384,15 @@ void State::apply(const event::Event& ev) {
       p->exe_from_memfd = ed->exe_from_memfd;
       p->exe_upper_layer = ed->exe_upper_layer;
       p->exe_writable = ed->exe_writable;
+      p->exe_sha256 = ed->exe_sha256;
+      p->exe_build_id = ed->exe_build_id;
+      p->exe_known_as = ed->exe_known_as;
+      p->exe_class = ed->exe_class;
+      p->exe_deleted = ed->exe_deleted;
+      p->exe_name_mismatch = ed->exe_name_mismatch;
+      p->exe_ino = ed->exe_ino;
+      p->exe_dev = ed->exe_dev;
+      p->exe_ctime_ns = ed->exe_ctime_ns;
       p->cap_effective = ed->cap_effective;
       p->cap_permitted = ed->cap_permitted;
       p->cap_inheritable = ed->cap_inheritable;

@@ -11,12 +11,15 @@
 //   note TEXT            nothing (an argument for the command line to carry)
 //   spawn PATH ARGV0 ARG...  fork, exec PATH with argv ARGV0 ARG... (the rest of
 //                        the command line), wait for it; exit with its status
+//   memfdspawn PATH ARGV0 ARG...  the same, but the child copies PATH into a
+//                        memfd (memfd_create) and runs that (fexecve): fileless
 //
 // Exit status: 0 when every step ran, 10 + the index of the first failed step.
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -71,6 +74,21 @@ bool step_nvalloc(const char* path, const char* class_hex) {
   return true;
 }
 
+// In a forked child: PATH's bytes into a memfd named "e2e", then fexecve.
+[[noreturn]] void memfd_exec(const char* path, char* const* argv) {
+  int in = open(path, O_RDONLY | O_CLOEXEC);
+  int mfd = memfd_create("e2e", MFD_CLOEXEC);
+  if (in < 0 || mfd < 0) _exit(126);
+  char buf[65536];
+  ssize_t n;
+  while ((n = read(in, buf, sizeof(buf))) > 0) {
+    if (write(mfd, buf, static_cast<std::size_t>(n)) != n) _exit(126);
+  }
+  close(in);
+  fexecve(mfd, argv, ::environ);
+  _exit(127);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -105,9 +123,10 @@ int main(int argc, char** argv) {
     } else if (op == "note" && i + 1 < argc) {
       ok = true;
       i += 2;
-    } else if (op == "spawn" && i + 1 < argc) {
+    } else if ((op == "spawn" || op == "memfdspawn") && i + 1 < argc) {
       pid_t pid = fork();
       if (pid == 0) {
+        if (op == "memfdspawn") memfd_exec(argv[i + 1], argv + i + 2);
         execv(argv[i + 1], argv + i + 2);
         _exit(127);
       }

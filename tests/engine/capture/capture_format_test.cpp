@@ -323,6 +323,64 @@ TEST(CaptureFormat, ExtraTrailingFieldsInARecordAreIgnored) {
   EXPECT_NE(why.find("event."), std::string::npos) << why;
 }
 
+// The bytes of the program identity appended to a process record or an exec
+// payload when its strings (and prior command lines) are empty: three strings,
+// the class, two flags, the inode (ino, dev, ctime); the process adds its prior
+// command lines (a count) and image_unknown, the exec its interpreted flag.
+std::size_t identity_bytes(const RecordData& rd) {
+  const std::size_t common = 3 * 4 + 1 + 2 + 3 * 8;
+  return std::holds_alternative<state::Process>(rd) ? common + 4 + 1 : common + 1;
+}
+
+// The program identity was appended to the exec payload and the process
+// record: it round trips, and a body written before it reads as empty.
+TEST(CaptureFormat, ProgramIdentityRoundTripsAndIsEmptyInOlderRecords) {
+  auto recs = sample_records();
+  auto proc = std::get<state::Process>(recs[2]);
+  event::Event exec = std::get<event::Event>(recs[3]);
+  auto* ed = exec.as<event::ExecData>();
+  ASSERT_NE(ed, nullptr);
+  const RecordData plain_proc(proc), plain_exec(exec);
+  const std::size_t plain_sizes[] = {encoded(plain_proc).size(), encoded(plain_exec).size()};
+  proc.exe_sha256 = ed->exe_sha256 = std::string(64, 'a');
+  proc.exe_build_id = ed->exe_build_id = "0123456789abcdef";
+  proc.exe_known_as = ed->exe_known_as = "dash";
+  proc.exe_class = ed->exe_class = 1;
+  proc.exe_deleted = ed->exe_deleted = true;
+  proc.exe_name_mismatch = ed->exe_name_mismatch = true;
+  proc.exe_ino = ed->exe_ino = 393224;
+  proc.exe_dev = ed->exe_dev = 2050;
+  proc.exe_ctime_ns = ed->exe_ctime_ns = 1'700'000'000'123'456'789LL;
+  proc.prior_cmdlines = {"python3 -m vllm.entrypoints.openai.api_server"};
+  proc.image_unknown = true;
+  ed->interpreted = true;
+  int i = 0;
+  for (const RecordData& rd : {RecordData(proc), RecordData(exec)}) {
+    const std::string rec = encoded(rd);
+    const auto type = static_cast<std::uint8_t>(rec[0]);
+    RecordData out;
+    std::string why;
+    ASSERT_EQ(decode_record(type, std::string_view(rec).substr(kRecordHeaderSize), out, why),
+              DecodeOutcome::kOk) << why;
+    EXPECT_EQ(encoded(out), rec);
+    // Cut where the identity begins: what a writer before it wrote.
+    const std::size_t cut = plain_sizes[i++] - identity_bytes(rd);
+    const std::string_view older = std::string_view(rec).substr(kRecordHeaderSize, cut - kRecordHeaderSize);
+    ASSERT_EQ(decode_record(type, older, out, why), DecodeOutcome::kOk) << why;
+    if (auto* p = std::get_if<state::Process>(&out)) {
+      EXPECT_EQ(p->exe_known_as, "");
+      EXPECT_EQ(p->exe_ino, 0u);
+      EXPECT_TRUE(p->prior_cmdlines.empty());
+      EXPECT_EQ(p->vpgid, proc.vpgid);  // what came before is intact
+    }
+    if (auto* e = std::get_if<event::Event>(&out)) {
+      EXPECT_EQ(e->as<event::ExecData>()->exe_known_as, "");
+      EXPECT_FALSE(e->as<event::ExecData>()->interpreted);
+      EXPECT_EQ(e->as<event::ExecData>()->vpgid, ed->vpgid);
+    }
+  }
+}
+
 // elf32 was appended to the exec payload and the process record: it round
 // trips, and a body written before it reads as false.
 TEST(CaptureFormat, Elf32FlagRoundTripsAndIsFalseInOlderRecords) {
@@ -341,9 +399,9 @@ TEST(CaptureFormat, Elf32FlagRoundTripsAndIsFalseInOlderRecords) {
               DecodeOutcome::kOk) << why;
     EXPECT_EQ(encoded(out), rec);
     // The same body without elf32 and what follows it (three flags, three
-    // 64-bit capability sets, the session and process group): what a writer
-    // before elf32 wrote.
-    const std::size_t after = 1 + 3 + 3 * 8 + 2 * 4;
+    // 64-bit capability sets, the session and process group, and the program
+    // identity, empty here: identity_bytes): what a writer before elf32 wrote.
+    const std::size_t after = 1 + 3 + 3 * 8 + 2 * 4 + identity_bytes(rd);
     const std::string_view older =
         std::string_view(rec).substr(kRecordHeaderSize, rec.size() - kRecordHeaderSize - after);
     ASSERT_EQ(decode_record(type, older, out, why), DecodeOutcome::kOk) << why;

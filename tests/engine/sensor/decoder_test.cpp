@@ -7,6 +7,7 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <sys/sysmacros.h>
 
 #include "bpf/shared/events.h"
 
@@ -65,6 +66,9 @@ TEST(Decoder, ExecWithArgsPathsAndFlags) {
   b.cap_effective = 1ull << 21;
   b.cap_permitted = (1ull << 21) | (1ull << 16);
   b.cap_inheritable = 1;
+  b.exe_ino = 393224;
+  b.exe_dev = (259u << 20) | 2;  // the kernel's dev_t of the file's filesystem
+  b.exe_ctime_ns = 1'700'000'000'123'456'789LL;
   auto ev = decode(record(b, filename + exe + args + cwd));
   ASSERT_TRUE(ev) << ev.error().message;
   EXPECT_EQ(ev->hdr.type, event::Type::kExec);
@@ -92,6 +96,23 @@ TEST(Decoder, ExecWithArgsPathsAndFlags) {
   EXPECT_EQ(x->cap_effective, 1ull << 21);
   EXPECT_EQ(x->cap_permitted, (1ull << 21) | (1ull << 16));
   EXPECT_EQ(x->cap_inheritable, 1u);
+  EXPECT_EQ(x->exe_ino, 393224u);
+  EXPECT_EQ(x->exe_dev, makedev(259, 2));  // as stat's st_dev
+  EXPECT_EQ(x->exe_ctime_ns, 1'700'000'000'123'456'789LL);
+  EXPECT_FALSE(x->interpreted);  // no interpreter path: not a #! script
+}
+
+TEST(Decoder, ExecOfAScriptIsInterpreted) {
+  vg_exec b{};
+  fill_hdr(&b.hdr, VG_EXEC);
+  std::string filename = S("/entrypoint.sh\0", 15);
+  std::string interp = S("/bin/sh\0", 8);
+  b.filename_len = filename.size();
+  b.interp_len = interp.size();
+  auto ev = decode(record(b, filename + interp));
+  ASSERT_TRUE(ev) << ev.error().message;
+  EXPECT_TRUE(ev->as<event::ExecData>()->interpreted);
+  EXPECT_EQ(ev->as<event::ExecData>()->filename, "/entrypoint.sh");
 }
 
 TEST(Decoder, ExecFieldLengthsBeyondTheRecordAreRejected) {

@@ -494,5 +494,42 @@ TEST(SensorExec, AProgramWrittenIntoAnOverlaysUpperLayerIsFlagged) {
   EXPECT_TRUE(dropped->as<event::ExecData>()->exe_upper_layer);
 }
 
+// Identity (engine/ident): a renamed copy of dash that exits at once is
+// still known as dash. The exec record's inode is the file's (as stat gives
+// it), and the process is gone by the time its exec is read, so the file is
+// found by that inode in its parent's root.
+TEST(SensorExec, ARenamedCopyOfDashIsKnownAsDash) {
+  REQUIRE_ROOT();
+  if (access("/bin/dash", X_OK) != 0) GTEST_SKIP() << "no /bin/dash here";
+  TempDir dir("vigil-ident");
+  const std::string copy = dir.path() + "/e2kworker";
+  ASSERT_TRUE(copy_file("/bin/dash", copy));
+  ASSERT_EQ(chmod(copy.c_str(), 0755), 0);
+  struct stat st {};
+  ASSERT_EQ(stat(copy.c_str(), &st), 0);
+  int fd = open("/bin/dash", O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  const std::string dash_sha = ident::sha256_fd(fd, 64ull << 20);
+  close(fd);
+  auto s = open_sensor(Config{});
+  ASSERT_TRUE(s);
+  Recorder rec(*s);
+  const auto cpid = static_cast<std::uint32_t>(in_child([&] {
+    execl(copy.c_str(), "e2kworker", "-c", "exit 0", nullptr);
+    return 2;
+  }));
+  auto ev = rec.wait_for([&](const Event& e) { return e.hdr.pid == cpid && e.as<event::ExecData>(); });
+  ASSERT_TRUE(ev);
+  const auto* x = ev->as<event::ExecData>();
+  EXPECT_EQ(x->exe_ino, st.st_ino);
+  EXPECT_EQ(x->exe_dev, st.st_dev);
+  EXPECT_EQ(x->exe_ctime_ns, ident::FileKey::of(st).ctime_ns);
+  EXPECT_EQ(x->exe_sha256, dash_sha);
+  EXPECT_EQ(x->exe_known_as, "dash");
+  EXPECT_EQ(x->exe_class, static_cast<std::uint8_t>(ident::ExeClass::kShell));
+  EXPECT_TRUE(x->exe_name_mismatch);
+  EXPECT_FALSE(x->exe_deleted);
+}
+
 }  // namespace
 }  // namespace vigil::sensor

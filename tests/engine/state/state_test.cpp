@@ -135,6 +135,40 @@ TEST(ProcessTable, CapabilitiesFollowExecAndCapset) {
   EXPECT_EQ(s.enrich(cs).proc->cap_effective, 1ull << 12);
 }
 
+// Exec chains: each exec keeps the command line of the image it replaced
+// (bounded in count and length); the identity of the new image is taken
+// from the exec event.
+TEST(ProcessTable, ExecKeepsPriorImagesAndTakesTheNewIdentity) {
+  State s(replay_config());
+  apply_all(s, exec_event(810, {"python3", "-m", "vllm.entrypoints.openai.api_server"}, "/usr/bin/python3"));
+  event::Event sh = exec_event(810, {"x", "-c", "id"}, "/tmp/x");
+  sh.as<event::ExecData>()->exe_known_as = "dash";
+  sh.as<event::ExecData>()->exe_class = 1;
+  sh.as<event::ExecData>()->exe_ino = 42;
+  apply_all(s, sh);
+  const Process* p = s.process(810);
+  ASSERT_NE(p, nullptr);
+  ASSERT_EQ(p->prior_cmdlines.size(), 1u);
+  EXPECT_EQ(p->prior_cmdlines[0], "python3 -m vllm.entrypoints.openai.api_server");
+  EXPECT_EQ(p->exe_known_as, "dash");
+  EXPECT_EQ(p->exe_class, 1);
+  EXPECT_EQ(p->exe_ino, 42u);
+  for (int i = 0; i < 10; ++i)
+    apply_all(s, exec_event(810, {"a" + std::to_string(i), std::string(2000, 'z')}, "/bin/a"));
+  p = s.process(810);
+  ASSERT_EQ(p->prior_cmdlines.size(), Process::kMaxPriorImages);
+  EXPECT_EQ(p->prior_cmdlines[0].substr(0, 3), "a8 ");
+  for (const auto& c : p->prior_cmdlines) EXPECT_LE(c.size(), Process::kMaxPriorImageBytes);
+  EXPECT_EQ(p->exe_known_as, "");  // the last image is nothing known
+
+  // fork then exec: the child ran only its parent's image, which is no exec
+  // chain of its own.
+  apply_all(s, fork_event(810, 811));
+  apply_all(s, exec_event(811, {"sh", "-c", "id"}, "/bin/sh"));
+  ASSERT_NE(s.process(811), nullptr);
+  EXPECT_TRUE(s.process(811)->prior_cmdlines.empty());
+}
+
 TEST(ProcessTable, LruCapEvictsLeastRecentlyUsed) {
   Config c = replay_config();
   c.max_processes = 3;
