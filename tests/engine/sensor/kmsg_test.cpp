@@ -161,12 +161,6 @@ TEST(KmsgReader, MissingFileIsAClearError) {
   EXPECT_NE(r.error().message.find("/nonexistent/kmsg"), std::string::npos);
 }
 
-}  // namespace
-}  // namespace vigil::sensor
-
-namespace vigil::sensor {
-namespace {
-
 TEST(KlogLine, ParsesPriorityTimestampAndMessage) {
   auto l = parse_klog_line("<3>[ 1234.567890] NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus.");
   ASSERT_TRUE(l);
