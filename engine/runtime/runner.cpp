@@ -263,7 +263,11 @@ LoopStatus Runner::status() const {
 }
 
 void Runner::publish_status(bool force) {
+  // The heartbeat, then the sources' counts when due: one clock read a turn.
   const auto now = std::chrono::steady_clock::now();
+  turns_.store(turns_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);  // loop thread only
+  last_turn_ns_.store(std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count(),
+                      std::memory_order_relaxed);
   bool changed = force || published_size_ != slots_.size();
   for (Slot& s : slots_) {
     if (!s.source) continue;
@@ -424,14 +428,6 @@ RunReport Runner::run(pipeline::Pipeline& pipe) {
   last_drop_report_ns_ = start;
   const std::uint64_t drop_every = static_cast<std::uint64_t>(opts_.drop_report.count()) * 1000000000ull;
 
-  auto beat = [this] {
-    turns_.fetch_add(1, std::memory_order_relaxed);
-    last_turn_ns_.store(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                            std::chrono::steady_clock::now().time_since_epoch())
-                            .count(),
-                        std::memory_order_relaxed);
-  };
-  beat();
   publish_status(true);
   running_.store(true, std::memory_order_relaxed);
   while (!stopping_) {
@@ -482,7 +478,6 @@ RunReport Runner::run(pipeline::Pipeline& pipe) {
     }
     if (opts_.duration_ns && clock_ns_ - start >= opts_.duration_ns) stop(0, "duration");
     if (opts_.stop_when && opts_.stop_when()) stop(0, "stop_when");
-    beat();
     publish_status(false);
   }
   running_.store(false, std::memory_order_relaxed);

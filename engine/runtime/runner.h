@@ -219,6 +219,7 @@ class Runner {
     std::uint64_t events = 0;    // handed to the pipeline
     EventSource::Health health = EventSource::Health::kRunning;  // at the last publish
   };
+  // Each turn: the heartbeat, and the sources' status when due (or forced).
   void publish_status(bool force);
   void advance_clock();
   void poll_source(Slot& s, const EventSource::Emit& emit);
