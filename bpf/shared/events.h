@@ -53,7 +53,7 @@ enum vg_drop {
 #define VG_XID_MSG_MAX 512
 #define VG_DNS_MAX 512         /* DNS message bytes copied from a packet */
 #define VG_PAYLOAD_MAX 4096    /* upper bound of Config::payload_bytes */
-#define VG_OPEN_PREFIXES 32    /* paths (prefixes and whole) the open filter checks */
+#define VG_OPEN_PREFIXES 48    /* paths (prefixes and whole) the open filter checks */
 #define VG_PREFIX_LEN 64
 
 /* The largest record the BPF side can build (scratch buffer size). */

@@ -957,9 +957,22 @@ class RulesetBuilder {
         }
       }
     }
-    for (const auto& p : prefixes) whole.erase(p);
-    rs->open_prefixes_.assign(prefixes.begin(), prefixes.end());
-    rs->open_whole_.assign(whole.begin(), whole.end());
+    // The kernel has a few slots for these (VG_OPEN_PREFIXES): a path that a
+    // shorter prefix already covers takes none ("/tmp/" covers "/tmp/x/" and
+    // the whole path "/tmp/a"); the rules still judge the exact path.
+    auto covered = [&](const std::string& p, bool is_prefix) {
+      for (const auto& q : prefixes) {
+        if ((!is_prefix || q.size() < p.size()) && p.compare(0, q.size(), q) == 0) return true;
+      }
+      return false;
+    };
+    std::vector<std::string> kept_prefixes, kept_whole;
+    for (const auto& p : prefixes)
+      if (!covered(p, true)) kept_prefixes.push_back(p);
+    for (const auto& p : whole)
+      if (!covered(p, false)) kept_whole.push_back(p);
+    rs->open_prefixes_ = std::move(kept_prefixes);
+    rs->open_whole_ = std::move(kept_whole);
     if (opts.optimise && !stopped) {
       for (unsigned t = 1; t < static_cast<unsigned>(event::Type::kCount); ++t) {
         if (std::string why = stop_reason(); !why.empty()) {

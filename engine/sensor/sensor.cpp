@@ -310,8 +310,12 @@ Status Sensor::Impl::open(const Config& cfg) {
     const bool whole = list == &cfg_.open_path_whole;
     for (const std::string& p : *list) {
       if (p.empty()) continue;
-      if (np >= VG_OPEN_PREFIXES)
-        return Error::bad_input("sensor: more than " + std::to_string(VG_OPEN_PREFIXES) + " open paths");
+      if (np >= VG_OPEN_PREFIXES) {
+        std::string all;
+        for (const auto* l : {&cfg_.open_path_prefixes, &cfg_.open_path_whole})
+          for (const std::string& q : *l) all += (all.empty() ? "" : ", ") + q;
+        return Error::bad_input("sensor: more than " + std::to_string(VG_OPEN_PREFIXES) + " open paths: " + all);
+      }
       if (p.size() >= VG_PREFIX_LEN)
         return Error::bad_input("sensor: open path longer than " + std::to_string(VG_PREFIX_LEN - 1) + " bytes: " + p);
       std::memcpy(const_cast<char*>(skel_->rodata->cfg_prefix[np]), p.data(), p.size());
