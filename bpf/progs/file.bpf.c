@@ -117,6 +117,135 @@ static __always_inline int leaf_may_match(struct dentry *d)
   return 0;
 }
 
+/* The walk's state lives in a per-CPU map, as vg_put_dpath's does: the
+ * verifier then sees unknown scalars at each turn of the loop instead of
+ * pointers it must track one by one, and checks the loop in linear time. */
+struct vg_top_walk {
+  __u64 d, vm, root_d, root_m;
+  __u64 c[VG_RP_COMPS];
+  __u32 n;
+  __s32 result;
+};
+
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, struct vg_top_walk);
+} top_walk SEC(".maps");
+
+/* The first components of an open file's path, as vg_put_dpath walks it
+ * (crossing mounts, up to the task's root or the real root): w->c[k] is the
+ * dentry of component k (0: the one just below the root). Returns w with
+ * w->result the number of components the path has (at most
+ * VG_DPATH_DEPTH), or -1 where the walk cannot place the file (deeper than
+ * that, or a dentry outside any tree); NULL without the map. */
+static __always_inline struct vg_top_walk *vg_path_top(struct task_struct *t, struct file *f)
+{
+  __u32 zero = 0;
+  struct vg_top_walk *w = bpf_map_lookup_elem(&top_walk, &zero);
+  if (!w)
+    return 0;
+  if (!t)
+    t = (struct task_struct *)bpf_get_current_task();
+  struct fs_struct *fs = VG_KREAD(t, struct task_struct, fs);
+  w->root_d = (__u64)VG_KREAD(fs, struct fs_struct, root.dentry);
+  w->root_m = (__u64)VG_KREAD(fs, struct fs_struct, root.mnt);
+  w->d = (__u64)VG_KREAD(f, struct file, f_path.dentry);
+  w->vm = (__u64)VG_KREAD(f, struct file, f_path.mnt);
+  w->c[0] = w->c[1] = w->c[2] = w->c[3] = 0;
+  w->n = 0;
+  w->result = -1;
+  const __u64 mnt_off = bpf_core_field_offset(struct mount, mnt);
+  for (int i = 0; i < VG_DPATH_DEPTH + 8; i++) {
+    __u64 d = w->d, vm = w->vm;
+    if (!d)
+      break;
+    if (d == w->root_d && vm == w->root_m) {
+      w->result = w->n;
+      break;
+    }
+    __u64 parent = (__u64)VG_KREAD(d, struct dentry, d_parent);
+    __u64 mnt_root = (__u64)VG_KREAD(vm, struct vfsmount, mnt_root);
+    if (d == mnt_root || d == parent) {
+      __u64 m = vm - mnt_off;
+      __u64 mp = (__u64)VG_KREAD(m, struct mount, mnt_parent);
+      if (!mp || mp == m || d != mnt_root) {
+        if (d == mnt_root)
+          w->result = w->n; /* the real root; otherwise a detached dentry */
+        break;
+      }
+      w->d = (__u64)VG_KREAD(m, struct mount, mnt_mountpoint);
+      w->vm = mp + mnt_off;
+      continue;
+    }
+    if (w->n >= VG_DPATH_DEPTH)
+      break;
+    w->c[3] = w->c[2];
+    w->c[2] = w->c[1];
+    w->c[1] = w->c[0];
+    w->c[0] = d;
+    w->n++;
+    w->d = parent;
+  }
+  return w;
+}
+
+/* Does the resolved path of open file f start with one of the resolved
+ * prefixes, cfg_prefix[cfg_n_given, cfg_n_path_prefixes)? 1 yes, 0 no, -1
+ * where the walk cannot place the file (judge it by the path as given). No
+ * user memory is read and no string is compared: the first components'
+ * lengths and first 16 bytes, from the dentries. */
+static __always_inline int resolved_prefix_match(struct task_struct *t, struct file *f)
+{
+  struct vg_top_walk *tw = vg_path_top(t, f);
+  if (!tw)
+    return -1;
+  int depth = tw->result;
+  if (depth < 0)
+    return -1;
+  if (depth == 0)
+    return cfg_rp_maxcomp == 0; /* the root itself: only "/" starts it */
+  __u32 len[VG_RP_COMPS] = {};
+  __u64 w[VG_RP_COMPS][2] = {};
+  for (int k = 0; k < VG_RP_COMPS; k++) {
+    if (k >= depth || k >= cfg_rp_maxcomp)
+      break;
+    struct dentry *d = (struct dentry *)tw->c[k & (VG_RP_COMPS - 1)];
+    len[k] = VG_KREAD(d, struct dentry, d_name.len);
+    if (k == 0 && !((cfg_rp_top_len_mask >> (len[0] < 63 ? len[0] : 63)) & 1))
+      return 0; /* no prefix's first component is that long: most opens end here */
+    vg_dentry_name_head(d, len[k], w[k]);
+  }
+  for (int i = 0; i < VG_OPEN_PREFIXES; i++) {
+    if (i >= cfg_n_path_prefixes)
+      break;
+    if (i < cfg_n_given)
+      continue;
+    __u32 nc = cfg_rp_ncomp[i];
+    if (nc > (__u32)depth)
+      continue;
+    int ok = 1;
+    for (int k = 0; k < VG_RP_COMPS; k++) {
+      if (k >= nc)
+        break;
+      __u32 cl = cfg_rp_clen[i][k];
+      if (cfg_rp_cpartial[i][k] ? len[k] < cl : len[k] != cl) {
+        ok = 0;
+        break;
+      }
+      if (((w[k][0] ^ cfg_rp_chead[i][k][0]) & cfg_rp_cmask[i][k][0]) ||
+          ((w[k][1] ^ cfg_rp_chead[i][k][1]) & cfg_rp_cmask[i][k][1])) {
+        ok = 0;
+        break;
+      }
+    }
+    if (ok)
+      return 1;
+  }
+  return 0;
+}
+
 /* Where each open syscall keeps its arguments. */
 enum vg_open_kind { VG_SYS_OPENAT, VG_SYS_OPENAT2, VG_SYS_OPEN };
 
@@ -215,27 +344,41 @@ static __always_inline int open_exit(enum vg_open_kind kind, long ret)
 
   /* An open that is not of a character device is sent only where a rule's
    * literal path may match it. A successful one is judged as fd.name will
-   * hold it, by its resolved path: its last component against the whole
-   * paths' (from kernel memory; user space compares the whole path), and the
-   * path as given against the prefixes. A failed open, or one whose resolved
-   * path does not end in a name of this file, by the path as given against
-   * every literal. n_given: how many of cfg_prefix the given path is compared
-   * with (0: sent by device or by name). */
+   * hold it, by the file it opened: its name against the whole paths' last
+   * components, the first components of its resolved path against the
+   * resolved prefixes (both from kernel memory; user space compares the whole
+   * path), and the path as given against the given prefixes. A failed open,
+   * or one whose resolved path does not end in a name of this file, by the
+   * path as given against every literal; one the walk cannot place, against
+   * every prefix. n_given: how many of cfg_prefix the given path is compared
+   * with (0: sent by device, by name or by its resolved path). */
   __u32 n_given = 0;
   if (!(oflags & VG_OPEN_CHR)) {
     if (!cfg_n_prefixes)
       return 0;
     struct dentry *leaf = f ? vg_file_leaf(f) : 0;
     if (!leaf || cfg_n_prefixes == cfg_n_path_prefixes || !leaf_may_match(leaf)) {
-      n_given = leaf ? cfg_n_path_prefixes : cfg_n_prefixes;
-      if (!n_given)
-        return 0;
-      if (!have_args) {
-        open_regs_args(t, kind, &a);
-        have_args = 1;
+      int by_path = 0; /* sent by its resolved path */
+      n_given = leaf ? cfg_n_given : cfg_n_prefixes;
+      if (leaf && cfg_n_path_prefixes > cfg_n_given) {
+        int r = resolved_prefix_match(t, f);
+        if (r > 0)
+          by_path = 1;
+        else if (r < 0)
+          n_given = cfg_n_path_prefixes;
       }
-      if (!prefix_may_match(a.filename, n_given))
-        return 0;
+      if (by_path) {
+        n_given = 0;
+      } else {
+        if (!n_given)
+          return 0;
+        if (!have_args) {
+          open_regs_args(t, kind, &a);
+          have_args = 1;
+        }
+        if (!prefix_may_match(a.filename, n_given))
+          return 0;
+      }
     }
   }
   if (!have_args)

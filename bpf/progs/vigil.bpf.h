@@ -50,9 +50,26 @@ const volatile __u32 cfg_payload_bytes __weak = 256;  /* first bytes of a TCP co
 const volatile __u32 cfg_n_prefixes __weak = 0;       /* open path prefixes in use */
 const volatile __u32 cfg_prefix_len[VG_OPEN_PREFIXES] __weak = {};
 const volatile char cfg_prefix[VG_OPEN_PREFIXES][VG_PREFIX_LEN] __weak __attribute__((aligned(8))) = {};
-/* cfg_prefix[0, cfg_n_path_prefixes) are prefixes; the rest whole paths, with
- * their last component's length and first 16 bytes (zero-padded). */
+/* cfg_prefix[0, cfg_n_given) are prefixes of the path as given,
+ * [cfg_n_given, cfg_n_path_prefixes) prefixes of the resolved path, the rest
+ * whole paths, with their last component's length and first 16 bytes
+ * (zero-padded). */
+const volatile __u32 cfg_n_given __weak = 0;
 const volatile __u32 cfg_n_path_prefixes __weak = 0;
+/* A resolved prefix as the first path components it names, compared with the
+ * components of the opened file's path below the root: for component k of
+ * prefix i, its length, its first 16 bytes and which of them to compare
+ * (mask), and whether it is whole (the name must be that long) or a name
+ * prefix (at least that long: "/etc/ld.so" names "ld.so..."). A prefix of
+ * more components, or a longer name, is compared by its first ones: the
+ * kernel sends a superset, user space judges the exact path. */
+const volatile __u32 cfg_rp_ncomp[VG_OPEN_PREFIXES] __weak = {};
+const volatile __u32 cfg_rp_clen[VG_OPEN_PREFIXES][VG_RP_COMPS] __weak = {};
+const volatile __u32 cfg_rp_cpartial[VG_OPEN_PREFIXES][VG_RP_COMPS] __weak = {};
+const volatile __u64 cfg_rp_chead[VG_OPEN_PREFIXES][VG_RP_COMPS][2] __weak = {};
+const volatile __u64 cfg_rp_cmask[VG_OPEN_PREFIXES][VG_RP_COMPS][2] __weak = {};
+const volatile __u32 cfg_rp_maxcomp __weak = 0;      /* the most components any prefix compares */
+const volatile __u64 cfg_rp_top_len_mask __weak = 0; /* bit n: a prefix's first component may be n bytes (63: longer) */
 const volatile __u32 cfg_leaf_len[VG_OPEN_PREFIXES] __weak = {};
 const volatile __u64 cfg_leaf_head[VG_OPEN_PREFIXES][2] __weak = {};
 const volatile __u64 cfg_leaf_len_mask __weak = 0; /* bit n: some whole path's last component has n bytes */

@@ -55,6 +55,7 @@ enum vg_drop {
 #define VG_PAYLOAD_MAX 4096    /* upper bound of Config::payload_bytes */
 #define VG_OPEN_PREFIXES 48    /* paths (prefixes and whole) the open filter checks */
 #define VG_PREFIX_LEN 64
+#define VG_RP_COMPS 4          /* path components a resolved prefix is judged by */
 
 /* The largest record the BPF side can build (scratch buffer size). */
 #define VG_RECORD_MAX 16384

@@ -297,13 +297,12 @@ int cmd_capture(int argc, char** argv) {
 
   std::set<event::Type> types;
   for (int t = 1; t < static_cast<int>(event::Type::kCount); ++t) types.insert(static_cast<event::Type>(t));
-  std::vector<std::string> prefixes, whole;
+  rules::OpenPaths paths;
   if (filter_expr) {
     types = filter_expr->event_types();
-    prefixes = filter_expr->open_path_prefixes();
-    whole = filter_expr->open_path_whole();
+    paths = filter_expr->open_paths();
   }
-  auto sources = live_sources_config(*cfg, std::move(types), std::move(prefixes), std::move(whole));
+  auto sources = live_sources_config(*cfg, std::move(types), paths);
   if (!sources) return fail(*log, sources.error());
   if (Status s = add_live_sources(runner, *sources, parts, *log); !s) return fail(*log, s.error());
   auto plugin_sources = plugins->start_sources(plugin::SourceOptions{});

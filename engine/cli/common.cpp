@@ -166,13 +166,13 @@ Result<YAML::Node> load_config_with_overrides(const std::string& path,
 // The section readers below read each key with get_or, which checks it
 // against the schema (engine/cli/config_schema.h): types and ranges live there.
 Result<LiveSourcesConfig> live_sources_config(const YAML::Node& cfg, std::set<event::Type> types,
-                                              std::vector<std::string> open_prefixes,
-                                              std::vector<std::string> open_whole) {
+                                              const rules::OpenPaths& open_paths) {
   LiveSourcesConfig out;
   sensor::Config& sc = out.sensor;
   sc.event_types = std::move(types);
-  sc.open_path_prefixes = std::move(open_prefixes);
-  sc.open_path_whole = std::move(open_whole);
+  sc.open_path_prefixes = open_paths.prefixes;
+  sc.open_given_prefixes = open_paths.given;
+  sc.open_path_whole = open_paths.whole;
   auto payload = get_or<std::uint32_t>(cfg, "sensor.payload_bytes", sc.payload_bytes);
   if (!payload) return payload.error();
   sc.payload_bytes = *payload;

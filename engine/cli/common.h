@@ -120,8 +120,7 @@ struct LiveSourcesConfig {
 // What the sensor must watch (the event types and open paths of the rules or
 // of a filter) plus the `sensor:` section of the configuration.
 Result<LiveSourcesConfig> live_sources_config(const YAML::Node& cfg, std::set<event::Type> types,
-                                              std::vector<std::string> open_prefixes,
-                                              std::vector<std::string> open_whole);
+                                              const rules::OpenPaths& open_paths);
 // Opens the sources and adds them to the runner. A source that cannot run (no
 // capability, no BTF, a hook missing, /dev/kmsg unreadable) is left out: its
 // part ("bpf", "bpf_cgroup", "kmsg"; parts.h) is recorded off with one log line

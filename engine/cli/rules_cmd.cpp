@@ -13,6 +13,7 @@
 
 #include "engine/cli/config.h"
 #include "engine/cli/plugins.h"
+#include "bpf/shared/events.h"
 #include "engine/event/schema.h"
 #include "engine/rules/fields.h"
 #include "engine/rules/ruleset.h"
@@ -48,15 +49,6 @@ void print_diagnostics(const rules::LoadResult& r) {
   for (const auto& d : r.diagnostics) std::cerr << d.to_string() << "\n";
 }
 
-int validate(const std::vector<std::string>& files, const std::string& config) {
-  auto w = with_plugins(config, false);
-  if (!w) return config_error(w.error());
-  auto r = rules::load_rules(files, w->opts);
-  print_diagnostics(r);
-  std::cout << rules::summary_line(r) << std::endl;
-  return r.errors == 0 ? 0 : 2;
-}
-
 std::string join(const std::vector<std::string>& v, std::string_view sep) {
   std::string s;
   for (const auto& x : v) {
@@ -65,6 +57,33 @@ std::string join(const std::vector<std::string>& v, std::string_view sep) {
   }
   return s;
 }
+
+int validate(const std::vector<std::string>& files, const std::string& config) {
+  auto w = with_plugins(config, false);
+  if (!w) return config_error(w.error());
+  auto r = rules::load_rules(files, w->opts);
+  print_diagnostics(r);
+  std::cout << rules::summary_line(r) << std::endl;
+  if (r.ruleset) {
+    // What the kernel's open filter will be given (docs/events.md, "open"):
+    // vigil run refuses more paths than it has slots.
+    const rules::OpenPaths& p = r.ruleset->open_paths();
+    if (p.size() > 0) {
+      std::cout << "open filter: " << p.size() << " of " << VG_OPEN_PREFIXES << " kernel slots";
+      if (!p.prefixes.empty()) std::cout << "; prefixes of the resolved path: " << join(p.prefixes, ", ");
+      if (!p.given.empty()) std::cout << "; prefixes of the path as given: " << join(p.given, ", ");
+      if (!p.whole.empty()) std::cout << "; whole paths: " << join(p.whole, ", ");
+      std::cout << std::endl;
+    }
+    if (p.size() > VG_OPEN_PREFIXES) {
+      std::cerr << "vigil: the open rules name more than " << VG_OPEN_PREFIXES
+                << " literal paths; vigil run refuses them (merge prefixes, or use fewer rules)\n";
+      return 2;
+    }
+  }
+  return r.errors == 0 ? 0 : 2;
+}
+
 
 int list(std::vector<std::string> files, bool json, const std::string& config) {
   if (files.empty()) files.push_back("rules");

@@ -303,8 +303,7 @@ int cmd_run(int argc, char** argv) {
 
   // 7. Probes and plugin sources: each that cannot run is left out; with none
   //    at all, runtime failure → 1.
-  auto sources = live_sources_config(*cfg, ruleset->event_types(), ruleset->open_path_prefixes(),
-                                     ruleset->open_path_whole());
+  auto sources = live_sources_config(*cfg, ruleset->event_types(), ruleset->open_paths());
   if (!sources) return stop_outputs(fail(*log, sources.error()));
   if (ruleset->open_any_path()) {
     std::string names;

@@ -555,7 +555,7 @@ class Compiler {
             ((n.op == Op::kContains && vals.size() == 1 && vals[0] == "../") ||
              (n.op == Op::kGlob && vals.size() == 1 && vals[0].starts_with("*../")))) {
           chk->path_check = true;
-          chk->path_literals = {PathLiteral{"../", false}};
+          chk->path_literals = {PathLiteral{"../", false, true}};
         }
         // Literal path prefixes for the sensor's open filter.
         if ((fname == "fd.name" || fname == "fd.directory" || fname == "evt.arg.path" ||
@@ -563,13 +563,15 @@ class Compiler {
             chk->ltr.empty() && n.modifier != Modifier::kAnyOf) {
           bool usable = true;
           // fd.name holds the resolved path of a successful open: equality
-          // with a literal is a whole-path match. The path arguments
-          // (evt.arg.path, as Falco gives them), fd.directory and
-          // fd.nameraw compare the path as given: prefixes only.
+          // with a literal is a whole-path match, a prefix one of the
+          // resolved path (so is fd.directory's). The path arguments
+          // (evt.arg.path, as Falco gives them) and fd.nameraw compare the
+          // path as given: prefixes of the given string only.
           const bool whole_field = fname == "fd.name";
+          const bool given = fname != "fd.name" && fname != "fd.directory";
           std::vector<PathLiteral> pre;
           for (const auto& v : vals) {
-            PathLiteral p{v, false};
+            PathLiteral p{v, false, given};
             if (n.op == Op::kGlob) p.path = p.path.substr(0, p.path.find_first_of("*?["));
             else if (n.op != Op::kEq && n.op != Op::kIn && n.op != Op::kStartsWith &&
                      n.op != Op::kPMatch) usable = false;

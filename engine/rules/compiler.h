@@ -21,20 +21,12 @@
 
 #include "engine/rules/ast.h"
 #include "engine/rules/fields.h"
+#include "engine/rules/open_paths.h"
 
 namespace vigil::rules {
 
 struct CNode;   // compiled node (compiled.h)
 struct CCheck;  // compiled comparison (compiled.h)
-
-// A literal path an open rule compares a path field with, for the sensor's
-// open filter: a prefix of the path, or (whole) the entire resolved path of a
-// successful open (fd.name = / in).
-struct PathLiteral {
-  std::string path;
-  bool whole = false;
-  auto operator<=>(const PathLiteral&) const = default;
-};
 
 // One node of a condition program: a specialised condition laid out flat in
 // evaluation order (pre-order), so evaluating it walks contiguous memory

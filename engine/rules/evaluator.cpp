@@ -255,14 +255,22 @@ bool prefixes_of(const CNode& n, std::vector<PathLiteral>& out) {
       return true;
     case CNode::Kind::kBool: return !n.value;  // false needs nothing to be true... never true
     case CNode::Kind::kAnd: {
+      // Any branch's literals will do; one whose literals are all of the
+      // resolved path is judged by the file opened (whatever path led to
+      // it), so it is preferred to one judged by the path as given.
+      std::vector<PathLiteral> first;
+      bool have = false;
       for (const auto& k : n.kids) {
         std::vector<PathLiteral> tmp;
-        if (prefixes_of(k, tmp)) {
+        if (!prefixes_of(k, tmp)) continue;
+        if (std::none_of(tmp.begin(), tmp.end(), [](const PathLiteral& l) { return l.given; })) {
           out.insert(out.end(), tmp.begin(), tmp.end());
           return true;
         }
+        if (!have) first = std::move(tmp), have = true;
       }
-      return false;
+      if (have) out.insert(out.end(), first.begin(), first.end());
+      return have;
     }
     case CNode::Kind::kOr: {
       std::vector<PathLiteral> all;
@@ -337,6 +345,24 @@ std::string Expr::plan(event::Type t) const {
 }
 bool Expr::path_prefixes(std::vector<PathLiteral>& out) const {
   return root_ && prefixes_of(*root_, out);
+}
+
+OpenPaths open_paths_of(std::vector<PathLiteral> literals) {
+  std::sort(literals.begin(), literals.end());
+  literals.erase(std::unique(literals.begin(), literals.end()), literals.end());
+  auto covered = [&](const PathLiteral& p) {
+    for (const auto& q : literals) {
+      if (q.whole || q.given != p.given) continue;  // a whole path is never given
+      if ((p.whole || q.path.size() < p.path.size()) && p.path.compare(0, q.path.size(), q.path) == 0) return true;
+    }
+    return false;
+  };
+  OpenPaths out;
+  for (const auto& p : literals) {
+    if (covered(p)) continue;
+    (p.whole ? out.whole : p.given ? out.given : out.prefixes).push_back(p.path);
+  }
+  return out;
 }
 
 namespace {

@@ -50,17 +50,8 @@ Result<std::unique_ptr<const Filter>> Filter::compile(std::string_view condition
   if (!cr.expr) return Error::bad_input("the condition does not compile");
   std::unique_ptr<Filter> f(new Filter(std::string(condition), std::move(cr.expr)));
   std::vector<PathLiteral> paths;
-  if (f->expr_->type_mask().test(event::Type::kOpen) && f->expr_->path_prefixes(paths)) {
-    for (auto& p : paths) (p.whole ? f->whole_ : f->prefixes_).push_back(std::move(p.path));
-    std::sort(f->prefixes_.begin(), f->prefixes_.end());
-    f->prefixes_.erase(std::unique(f->prefixes_.begin(), f->prefixes_.end()), f->prefixes_.end());
-    std::sort(f->whole_.begin(), f->whole_.end());
-    f->whole_.erase(std::unique(f->whole_.begin(), f->whole_.end()), f->whole_.end());
-    // A path that is also a prefix is covered by the prefix.
-    std::erase_if(f->whole_, [&](const std::string& w) {
-      return std::binary_search(f->prefixes_.begin(), f->prefixes_.end(), w);
-    });
-  }
+  if (f->expr_->type_mask().test(event::Type::kOpen) && f->expr_->path_prefixes(paths))
+    f->open_paths_ = open_paths_of(std::move(paths));
   return std::unique_ptr<const Filter>(std::move(f));
 }
 

@@ -19,6 +19,7 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/rules/open_paths.h"
 #include "engine/event/event.h"
 #include "engine/state/model.h"
 #include "engine/util/result.h"
@@ -46,17 +47,15 @@ class Filter {
   // dns added when a field reads the names DNS answers gave.
   std::set<event::Type> event_types() const;
   // Literal open paths the condition needs (for the sensor's in-kernel open
-  // filter): whole paths and prefixes. Empty lists with open among
-  // event_types(): every open.
-  const std::vector<std::string>& open_path_prefixes() const { return prefixes_; }
-  const std::vector<std::string>& open_path_whole() const { return whole_; }
+  // filter, OpenPaths in compiler.h). None with open among event_types():
+  // every open.
+  const OpenPaths& open_paths() const { return open_paths_; }
 
  private:
   Filter(std::string condition, std::unique_ptr<Expr> expr);
   std::string condition_;
   std::unique_ptr<Expr> expr_;
-  std::vector<std::string> prefixes_;
-  std::vector<std::string> whole_;
+  OpenPaths open_paths_;
 };
 
 }  // namespace vigil::rules

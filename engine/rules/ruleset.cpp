@@ -921,8 +921,8 @@ class RulesetBuilder {
       if (!used_lists.count(l.name)) d.warning(code::kUnusedList, l.pos, "list '" + l.name + "'", "list is not used");
     }
 
-    // Index by event type; gather the open filter's prefixes.
-    std::set<std::string> prefixes, whole;
+    // Index by event type; gather the open filter's literal paths.
+    std::vector<PathLiteral> literals;
     for (std::uint32_t i = 0; i < rs->rules_.size(); ++i) {
       const auto& r = *rs->rules_[i];
       if (!r.enabled) continue;
@@ -949,10 +949,7 @@ class RulesetBuilder {
         }
       }
       if (r.mask.test(event::Type::kOpen)) {
-        std::vector<PathLiteral> p;
-        if (r.expr->path_prefixes(p)) {
-          for (auto& l : p) (l.whole ? whole : prefixes).insert(std::move(l.path));
-        } else {
+        if (!r.expr->path_prefixes(literals)) {
           rs->open_unfiltered_.push_back(r.name);
         }
       }
@@ -960,19 +957,7 @@ class RulesetBuilder {
     // The kernel has a few slots for these (VG_OPEN_PREFIXES): a path that a
     // shorter prefix already covers takes none ("/tmp/" covers "/tmp/x/" and
     // the whole path "/tmp/a"); the rules still judge the exact path.
-    auto covered = [&](const std::string& p, bool is_prefix) {
-      for (const auto& q : prefixes) {
-        if ((!is_prefix || q.size() < p.size()) && p.compare(0, q.size(), q) == 0) return true;
-      }
-      return false;
-    };
-    std::vector<std::string> kept_prefixes, kept_whole;
-    for (const auto& p : prefixes)
-      if (!covered(p, true)) kept_prefixes.push_back(p);
-    for (const auto& p : whole)
-      if (!covered(p, false)) kept_whole.push_back(p);
-    rs->open_prefixes_ = std::move(kept_prefixes);
-    rs->open_whole_ = std::move(kept_whole);
+    rs->open_paths_ = open_paths_of(std::move(literals));
     if (opts.optimise && !stopped) {
       for (unsigned t = 1; t < static_cast<unsigned>(event::Type::kCount); ++t) {
         if (std::string why = stop_reason(); !why.empty()) {

@@ -32,6 +32,7 @@
 #include "engine/event/event.h"
 #include "engine/event/schema.h"
 #include "engine/rules/diagnostic.h"
+#include "engine/rules/open_paths.h"
 #include "engine/state/model.h"
 
 namespace vigil::rules {
@@ -129,13 +130,11 @@ class Ruleset {
   // Event types at least one enabled rule is indexed under (the sensor
   // attaches only the hooks these need).
   std::set<event::Type> event_types() const;
-  // Literal paths/prefixes the enabled open rules compare fd.name/fd.directory
-  // with, for the in-kernel open filter: prefixes of the path, and whole
-  // resolved paths (a literal some rule uses as a prefix is a prefix only);
-  // open_any_path() is true when some open rule may match a path outside
-  // them (then every open is needed); open_unfiltered_rules() names them.
-  std::vector<std::string> open_path_prefixes() const { return open_prefixes_; }
-  std::vector<std::string> open_path_whole() const { return open_whole_; }
+  // Literal paths the enabled open rules compare their path fields with, for
+  // the in-kernel open filter (OpenPaths, compiler.h); open_any_path() is
+  // true when some open rule may match a path outside them (then every open
+  // is needed); open_unfiltered_rules() names them.
+  const OpenPaths& open_paths() const { return open_paths_; }
   bool open_any_path() const { return !open_unfiltered_.empty(); }
   const std::vector<std::string>& open_unfiltered_rules() const { return open_unfiltered_; }
 
@@ -176,8 +175,7 @@ class Ruleset {
   // Per event type, which of index_[type] may match an event (compiler.h).
   std::unique_ptr<GuardIndex> guards_[static_cast<std::size_t>(event::Type::kCount)];
   event::TypeMask type_bits_;  // event types enabled rules are listed under
-  std::vector<std::string> open_prefixes_;
-  std::vector<std::string> open_whole_;
+  OpenPaths open_paths_;
   std::vector<std::string> open_unfiltered_;
   bool needs_dns_ = false;  // a rule reads a name DNS answers give (fd.sip.name...)
   std::string hostname_;

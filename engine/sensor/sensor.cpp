@@ -25,6 +25,7 @@
 #include "bpf/vigil_bpf.skel.h"
 #include "engine/sensor/decoder.h"
 #include "engine/sensor/device.h"
+#include "engine/sensor/open_filter.h"
 #include "engine/sensor/sysfs.h"
 #include "engine/util/caps.h"
 
@@ -303,40 +304,67 @@ Status Sensor::Impl::open(const Config& cfg) {
   skel_->rodata->cfg_vigil_tgid = static_cast<std::uint32_t>(getpid());
   skel_->rodata->cfg_uvm_major = read_uvm_major();
   skel_->rodata->cfg_payload_bytes = std::min<std::uint32_t>(cfg_.payload_bytes, VG_PAYLOAD_MAX);
-  // The prefixes first, then the whole paths, each with its last component
-  // (what a successful open is first judged by).
+  // The given prefixes first, then the resolved ones (with their first
+  // components), then the whole paths (with their last component).
+  if (std::size_t n = cfg_.open_given_prefixes.size() + cfg_.open_path_prefixes.size() + cfg_.open_path_whole.size();
+      n > VG_OPEN_PREFIXES) {
+    std::string all;
+    for (const auto* l : {&cfg_.open_given_prefixes, &cfg_.open_path_prefixes, &cfg_.open_path_whole})
+      for (const std::string& q : *l) all += (all.empty() ? "" : ", ") + q;
+    return Error::bad_input("sensor: more than " + std::to_string(VG_OPEN_PREFIXES) + " open paths (" +
+                            std::to_string(n) + "): " + all);
+  }
   std::uint32_t np = 0;
-  for (const auto* list : {&cfg_.open_path_prefixes, &cfg_.open_path_whole}) {
-    const bool whole = list == &cfg_.open_path_whole;
+  auto& ro = *skel_->rodata;
+  for (const auto* list : {&cfg_.open_given_prefixes, &cfg_.open_path_prefixes, &cfg_.open_path_whole}) {
     for (const std::string& p : *list) {
       if (p.empty()) continue;
-      if (np >= VG_OPEN_PREFIXES) {
-        std::string all;
-        for (const auto* l : {&cfg_.open_path_prefixes, &cfg_.open_path_whole})
-          for (const std::string& q : *l) all += (all.empty() ? "" : ", ") + q;
-        return Error::bad_input("sensor: more than " + std::to_string(VG_OPEN_PREFIXES) + " open paths: " + all);
-      }
       if (p.size() >= VG_PREFIX_LEN)
         return Error::bad_input("sensor: open path longer than " + std::to_string(VG_PREFIX_LEN - 1) + " bytes: " + p);
-      std::memcpy(const_cast<char*>(skel_->rodata->cfg_prefix[np]), p.data(), p.size());
-      skel_->rodata->cfg_prefix_len[np] = static_cast<std::uint32_t>(p.size());
-      if (whole) {
+      std::memcpy(const_cast<char*>(ro.cfg_prefix[np]), p.data(), p.size());
+      ro.cfg_prefix_len[np] = static_cast<std::uint32_t>(p.size());
+      if (list == &cfg_.open_path_whole) {
         const std::string leaf = p.substr(p.rfind('/') + 1);
         if (leaf.empty()) return Error::bad_input("sensor: whole open path without a file name: " + p);
-        skel_->rodata->cfg_leaf_len[np] = static_cast<std::uint32_t>(leaf.size());
+        ro.cfg_leaf_len[np] = static_cast<std::uint32_t>(leaf.size());
         static_assert(VG_PREFIX_LEN <= 64, "cfg_leaf_len_mask has a bit per length");
-        skel_->rodata->cfg_leaf_len_mask |= std::uint64_t{1} << leaf.size();
+        ro.cfg_leaf_len_mask |= std::uint64_t{1} << leaf.size();
         std::uint64_t head[2] = {0, 0};
         std::memcpy(head, leaf.data(), std::min<std::size_t>(leaf.size(), sizeof(head)));
-        skel_->rodata->cfg_leaf_head[np][0] = head[0];
-        skel_->rodata->cfg_leaf_head[np][1] = head[1];
+        ro.cfg_leaf_head[np][0] = head[0];
+        ro.cfg_leaf_head[np][1] = head[1];
+      } else if (list == &cfg_.open_path_prefixes) {
+        auto comps = prefix_components(p, VG_RP_COMPS);
+        if (!comps) return comps.error();
+        ro.cfg_rp_ncomp[np] = static_cast<std::uint32_t>(comps->size());
+        ro.cfg_rp_maxcomp = std::max<std::uint32_t>(ro.cfg_rp_maxcomp, static_cast<std::uint32_t>(comps->size()));
+        for (std::size_t k = 0; k < comps->size(); ++k) {
+          const PrefixComponent& c = (*comps)[k];
+          ro.cfg_rp_clen[np][k] = c.len;
+          ro.cfg_rp_cpartial[np][k] = c.partial ? 1 : 0;
+          for (int w = 0; w < 2; ++w) {
+            ro.cfg_rp_chead[np][k][w] = c.head[w];
+            ro.cfg_rp_cmask[np][k][w] = c.mask[w];
+          }
+        }
+        if (comps->empty()) {
+          ro.cfg_rp_top_len_mask = ~std::uint64_t{0};  // "/": every path
+        } else {
+          const PrefixComponent& c = comps->front();
+          for (std::uint32_t l = std::min<std::uint32_t>(c.len, 63); l < 64; ++l) {
+            ro.cfg_rp_top_len_mask |= std::uint64_t{1} << l;
+            if (!c.partial && l < 63) break;  // a whole name: its length (63: 63 and longer)
+          }
+        }
+        ro.cfg_n_path_prefixes = np + 1;
       } else {
-        skel_->rodata->cfg_n_path_prefixes = np + 1;
+        ro.cfg_n_given = np + 1;
+        ro.cfg_n_path_prefixes = np + 1;
       }
       ++np;
     }
   }
-  skel_->rodata->cfg_n_prefixes = np;
+  ro.cfg_n_prefixes = np;
   skel_->rodata->cfg_want_payload = cfg_.event_types.count(Type::kPayload) ? 1 : 0;
   const bool args_at_exit =
       !cfg_.enter_exit_pairs && libbpf_probe_bpf_helper(BPF_PROG_TYPE_TRACEPOINT, BPF_FUNC_task_pt_regs, nullptr) == 1;

@@ -34,10 +34,16 @@ namespace vigil::sensor {
 
 struct Config {
   std::set<event::Type> event_types;            // from the ruleset; exec/fork/exit always on
-  // Non-device paths the rules ask about: prefixes of the path, and whole
-  // paths matched against the resolved path of a successful open (a failed
-  // open is matched by the path as given, against both lists).
-  std::vector<std::string> open_path_prefixes;
+  // Non-device paths the rules ask about. A successful open is judged by the
+  // file it opened: its resolved path against the prefixes (the kernel
+  // compares the first components of the path walked from the file's dentry
+  // up to the root, so a relative path, "..", a symlink or another path to
+  // the same file is judged alike) and its name against the whole paths'
+  // last components (user space compares the whole path). Given prefixes are
+  // compared with the path as the process gave it. A failed open, or one the
+  // walk cannot place, is judged by the path as given against every list.
+  std::vector<std::string> open_path_prefixes;   // of the resolved path
+  std::vector<std::string> open_given_prefixes;  // of the path as given
   std::vector<std::string> open_path_whole;
   std::size_t ringbuf_bytes = 8u << 20;
   std::uint32_t payload_bytes = 256;            // at most 4096

@@ -62,8 +62,8 @@ TEST_F(FilterTest, KnowsTheEventTypesAndPathsTheSensorNeeds) {
   auto f = Filter::compile("evt.type = openat and fd.name startswith /dev/nvidia");
   ASSERT_TRUE(f) << f.error().message;
   EXPECT_EQ((*f)->event_types(), (std::set<event::Type>{event::Type::kOpen}));
-  EXPECT_EQ((*f)->open_path_prefixes(), (std::vector<std::string>{"/dev/nvidia"}));
-  EXPECT_TRUE((*f)->open_path_whole().empty());
+  EXPECT_EQ((*f)->open_paths().prefixes, (std::vector<std::string>{"/dev/nvidia"}));
+  EXPECT_TRUE((*f)->open_paths().whole.empty());
 
   auto any = Filter::compile("proc.name = xmrig");
   ASSERT_TRUE(any);

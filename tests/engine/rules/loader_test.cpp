@@ -550,8 +550,8 @@ TEST(RulesetIndex, OpenPathPrefixes) {
   ASSERT_TRUE(r.ruleset) << testing::diags(r);
   // fd.name = / in compare the whole resolved path; the other tests, and
   // fd.directory, a prefix.
-  EXPECT_EQ(r.ruleset->open_path_prefixes(), (std::vector<std::string>{"/dev/nvidia", "/proc/", "/root/.ssh"}));
-  EXPECT_EQ(r.ruleset->open_path_whole(), (std::vector<std::string>{"/etc/shadow", "/etc/sudoers"}));
+  EXPECT_EQ(r.ruleset->open_paths().prefixes, (std::vector<std::string>{"/dev/nvidia", "/proc/", "/root/.ssh"}));
+  EXPECT_EQ(r.ruleset->open_paths().whole, (std::vector<std::string>{"/etc/shadow", "/etc/sudoers"}));
   EXPECT_FALSE(r.ruleset->open_any_path());
   // A literal one rule compares whole and another as a prefix is a prefix;
   // fd.nameraw (the path as given) and a literal ending in '/' never whole.
@@ -560,12 +560,30 @@ TEST(RulesetIndex, OpenPathPrefixes) {
       "- rule: B\n  desc: d\n  priority: INFO\n  condition: evt.type = openat and fd.name startswith /etc/shadow\n  output: o\n"
       "- rule: C\n  desc: d\n  priority: INFO\n  condition: evt.type = openat and (fd.nameraw = /x/raw or fd.name = /x/dir/)\n  output: o\n");
   ASSERT_TRUE(r.ruleset) << testing::diags(r);
-  EXPECT_EQ(r.ruleset->open_path_prefixes(), (std::vector<std::string>{"/etc/shadow", "/x/dir/", "/x/raw"}));
-  EXPECT_EQ(r.ruleset->open_path_whole(), (std::vector<std::string>{"/etc/hosts"}));
-  // The path arguments are the path as given: prefixes, never whole.
+  EXPECT_EQ(r.ruleset->open_paths().prefixes, (std::vector<std::string>{"/etc/shadow", "/x/dir/"}));
+  EXPECT_EQ(r.ruleset->open_paths().given, (std::vector<std::string>{"/x/raw"}));
+  EXPECT_EQ(r.ruleset->open_paths().whole, (std::vector<std::string>{"/etc/hosts"}));
+  // The path arguments are the path as given: given prefixes, never whole.
   r = testing::load_one(testing::rule_yaml("evt.type = openat and evt.arg.path in (/etc/a, /etc/b)"));
-  EXPECT_EQ(r.ruleset->open_path_prefixes(), (std::vector<std::string>{"/etc/a", "/etc/b"}));
-  EXPECT_TRUE(r.ruleset->open_path_whole().empty());
+  EXPECT_TRUE(r.ruleset->open_paths().prefixes.empty());
+  EXPECT_EQ(r.ruleset->open_paths().given, (std::vector<std::string>{"/etc/a", "/etc/b"}));
+  EXPECT_TRUE(r.ruleset->open_paths().whole.empty());
+  // Where an "and" offers both, the resolved path's literals are taken: they
+  // judge the file opened, whatever path the process gave.
+  r = testing::load_one(testing::rule_yaml("evt.type = openat and fd.nameraw startswith /x/ and fd.name startswith /y/"));
+  EXPECT_EQ(r.ruleset->open_paths().prefixes, (std::vector<std::string>{"/y/"}));
+  EXPECT_TRUE(r.ruleset->open_paths().given.empty());
+  // A prefix covers longer ones of its own kind only: a given "/tmp/" does
+  // not send every open whose resolved path is under /tmp/x/.
+  r = testing::load_one(
+      "- rule: A\n  desc: d\n  priority: INFO\n  condition: evt.type = openat and fd.nameraw startswith /tmp/\n  output: o\n"
+      "- rule: B\n  desc: d\n  priority: INFO\n  condition: evt.type = openat and fd.name startswith /tmp/x/\n  output: o\n"
+      "- rule: C\n  desc: d\n  priority: INFO\n  condition: evt.type = openat and fd.name startswith /tmp/\n  output: o\n"
+      "- rule: D\n  desc: d\n  priority: INFO\n  condition: evt.type = openat and fd.name = /tmp/y\n  output: o\n");
+  ASSERT_TRUE(r.ruleset) << testing::diags(r);
+  EXPECT_EQ(r.ruleset->open_paths().prefixes, (std::vector<std::string>{"/tmp/"}));
+  EXPECT_EQ(r.ruleset->open_paths().given, (std::vector<std::string>{"/tmp/"}));
+  EXPECT_TRUE(r.ruleset->open_paths().whole.empty());
   r = testing::load_one(testing::rule_yaml("evt.type = openat and proc.name = cat"));
   EXPECT_TRUE(r.ruleset->open_any_path());
   EXPECT_EQ(r.ruleset->open_unfiltered_rules(), std::vector<std::string>{"R"});
@@ -582,8 +600,9 @@ TEST(RulesetIndex, OpenFileNamesTraversalAndDeviceFields) {
       "- rule: A\n  desc: d\n  priority: INFO\n  condition: evt.type = openat and fd.name endswith release_agent\n  output: o\n"
       "- rule: G\n  desc: d\n  priority: INFO\n  condition: evt.type = openat and gpu.device exists and gpu.allowed = false\n  output: o\n");
   ASSERT_TRUE(r.ruleset) << testing::diags(r);
-  EXPECT_EQ(r.ruleset->open_path_prefixes(), (std::vector<std::string>{"../", "/var/log"}));
-  EXPECT_EQ(r.ruleset->open_path_whole(), (std::vector<std::string>{"/auth.log", "/release_agent", "/syslog"}));
+  EXPECT_EQ(r.ruleset->open_paths().prefixes, (std::vector<std::string>{"/var/log"}));
+  EXPECT_EQ(r.ruleset->open_paths().given, (std::vector<std::string>{"../"}));
+  EXPECT_EQ(r.ruleset->open_paths().whole, (std::vector<std::string>{"/auth.log", "/release_agent", "/syslog"}));
   EXPECT_FALSE(r.ruleset->open_any_path()) << ::testing::PrintToString(r.ruleset->open_unfiltered_rules());
   // A name with a '/' or a suffix that is not a whole name is no file name.
   r = testing::load_one(testing::rule_yaml("evt.type = openat and fd.name endswith /x/agent"));

@@ -238,8 +238,8 @@ TEST(Optimiser, SameAlertsAsTheConditionsAsWritten) {
   ASSERT_TRUE(b.ruleset) << summary_line(b);
   ASSERT_EQ(a.loaded, b.loaded);
   EXPECT_EQ(a.ruleset->event_types(), b.ruleset->event_types());
-  EXPECT_EQ(a.ruleset->open_path_prefixes(), b.ruleset->open_path_prefixes());
-  EXPECT_EQ(a.ruleset->open_path_whole(), b.ruleset->open_path_whole());
+  EXPECT_EQ(a.ruleset->open_paths().prefixes, b.ruleset->open_paths().prefixes);
+  EXPECT_EQ(a.ruleset->open_paths().whole, b.ruleset->open_paths().whole);
 
   Corpus corpus;
   corpus.words = vocabulary(files);

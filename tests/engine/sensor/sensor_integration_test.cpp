@@ -22,6 +22,7 @@
 #include <optional>
 #include <fstream>
 #include <functional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -405,6 +406,45 @@ TEST_P(SyscallArgs, OpenOfARulePathPrefix) {
 }
 
 
+// A prefix of the resolved path (fd.name startswith, fd.directory) is judged
+// by the file opened, as fd.name will hold it: a relative open from inside the
+// directory, a "../" in the middle of the path, a symlink into it and an open
+// through a second mount of a parent all match; a file beside it does not,
+// even through a path that starts with the prefix as given ("watched/../x").
+TEST_P(SyscallArgs, OpenOfAResolvedPrefixHoweverReached) {
+  REQUIRE_ROOT();
+  TempDir dir("vigil-sensor");
+  const std::string d = dir.path();
+  for (const char* sub : {"/watched", "/watched/deep", "/watched/deep/er", "/other", "/sub"})
+    ASSERT_EQ(mkdir((d + sub).c_str(), 0755), 0) << sub;
+  ASSERT_EQ(symlink((d + "/watched").c_str(), (d + "/sub/link").c_str()), 0);
+  Config cfg;
+  cfg.event_types = {Type::kOpen};
+  cfg.enter_exit_pairs = GetParam();
+  cfg.open_path_prefixes = {d + "/watched/"};
+  auto s = open_sensor(cfg);
+  ASSERT_TRUE(s);
+  Recorder rec(*s);
+  const auto cpid = static_cast<std::uint32_t>(in_child([&] {
+    if (chdir((d + "/watched").c_str()) != 0) return 1;
+    close(open("rel", O_CREAT | O_WRONLY, 0600));                               // relative
+    close(open((d + "/other/../watched/mid").c_str(), O_CREAT | O_WRONLY, 0600));  // ".." inside
+    close(open((d + "/sub/link/sym").c_str(), O_CREAT | O_WRONLY, 0600));        // through a symlink
+    close(open((d + "/watched/deep/er/leaf").c_str(), O_CREAT | O_WRONLY, 0600)); // deeper than 4 names
+    close(open("../other/beside", O_CREAT | O_WRONLY, 0600));                    // beside it
+    close(open((d + "/watched/../other/x").c_str(), O_CREAT | O_WRONLY, 0600));  // starts so as given only
+    return 0;
+  }));
+  std::set<std::string> paths;
+  for (const auto& e : rec.events_of(cpid, 1500)) {
+    auto* o = e.as<event::OpenData>();
+    if (o && o->path.starts_with(d)) paths.insert(o->path);
+  }
+  const std::set<std::string> want = {d + "/watched/rel", d + "/watched/mid", d + "/watched/sym",
+                                      d + "/watched/deep/er/leaf"};
+  EXPECT_EQ(paths, want);
+}
+
 // A whole path (fd.name = / in) is matched against what fd.name holds for a
 // successful open, the resolved path: reached by a relative path, through a
 // symlink, or as a file bind-mounted onto it (the way a container gets its
@@ -491,7 +531,7 @@ TEST_P(SyscallArgs, ShortOpenPrefixesAndAPathAtAPageEnd) {
   Config cfg;
   cfg.event_types = {Type::kOpen};
   cfg.enter_exit_pairs = GetParam();
-  cfg.open_path_prefixes = {"vgq"};
+  cfg.open_given_prefixes = {"vgq"};
   auto s = open_sensor(cfg);
   ASSERT_TRUE(s);
   Recorder rec(*s);

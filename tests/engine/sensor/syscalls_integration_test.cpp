@@ -336,7 +336,7 @@ TEST_P(SyscallArgs, OpensOfListedFileNamesAndTraversalsAreSent) {
   Config cfg;
   cfg.event_types = {Type::kOpen};
   cfg.enter_exit_pairs = GetParam();
-  cfg.open_path_prefixes = {"../"};
+  cfg.open_given_prefixes = {"../"};
   cfg.open_path_whole = {"/syslog"};
   auto s = open_sensor(cfg);
   ASSERT_TRUE(s);

@@ -1,0 +1,37 @@
+// The literal paths open rules compare their path fields with, gathered for
+// the sensor's in-kernel open filter (docs/events.md, "open").
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace vigil::rules {
+
+// A literal path an open rule compares a path field with, for the sensor's
+// open filter: a prefix of the path, or (whole) the entire resolved path of a
+// successful open (fd.name = / in). A prefix of fd.name or fd.directory is
+// one of the resolved path; `given` marks one of the path as the process
+// gave it (fd.nameraw, evt.arg.path, evt.arg.name), which the kernel must
+// judge by the given string, not by the file it opened.
+struct PathLiteral {
+  std::string path;
+  bool whole = false;
+  bool given = false;
+  auto operator<=>(const PathLiteral&) const = default;
+};
+
+// The literal paths of a rule set (or a filter) for the sensor's open filter,
+// sorted, each once, without those another covers: a prefix covers the
+// longer prefixes of its kind and, when it is of the resolved path, the whole
+// paths it starts. The rules still judge the exact path.
+struct OpenPaths {
+  std::vector<std::string> prefixes;  // of the resolved path (of a successful open)
+  std::vector<std::string> given;     // of the path as given
+  std::vector<std::string> whole;     // whole resolved paths
+  std::size_t size() const { return prefixes.size() + given.size() + whole.size(); }
+  bool operator==(const OpenPaths&) const = default;
+};
+OpenPaths open_paths_of(std::vector<PathLiteral> literals);
+
+}  // namespace vigil::rules
