@@ -60,6 +60,13 @@ int main(int argc, char** argv) {
     return app.get_formatter()->make_help(&app, app.get_name(), CLI::AppFormatMode::Normal);
   };
 
+  // A delegated command named first gets the rest of argv as is. Parsed here
+  // instead, a value that is another command's name ("vigil run -r rules -r
+  // f.yaml -o k=v") would switch the parser to that command.
+  if (argc >= 2) {
+    for (const auto& d : delegated)
+      if (d.sub->get_name() == argv[1]) return d.main(argc - 1, argv + 1);
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

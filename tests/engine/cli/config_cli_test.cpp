@@ -107,5 +107,24 @@ TEST(ConfigCli, ConfigurationErrorsNameTheFileLineOrOverrideAndTheKey) {
   }
 }
 
+// A value that is also a command's name ("rules", a directory) once made
+// `vigil run -r rules -r FILE -o KEY=VALUE` fail with "arguments were not
+// expected": the top-level parser switched to `vigil rules`. Every option
+// order now reaches run's own parser (which here refuses the unknown key).
+TEST(ConfigCli, AValueNamedLikeACommandIsJustAValue) {
+  support::TempDir dir("vigil-config-cli");
+  dir.write("rules/r.yaml", "- rule: R\n  desc: d\n  condition: evt.type = execve\n  output: o\n  priority: INFO\n");
+  const std::string other = dir.write("other.yaml", "[]\n");
+  const std::string rules = dir.path() + "/rules";
+  for (const auto& args : std::vector<std::vector<std::string>>{{"-r", rules, "-r", other, "-o", "bogus=1"},
+                                                                {"-o", "bogus=1", "-r", rules, "-r", other},
+                                                                {"-r", "rules", "-r", other, "-o", "bogus=1"}}) {
+    Outcome r = vigil("run", args);
+    EXPECT_EQ(r.code, 2) << r.err;
+    EXPECT_TRUE(has(r.err, "bogus: unknown key")) << r.err;
+    EXPECT_FALSE(has(r.err, "not expected")) << r.err;
+  }
+}
+
 }  // namespace
 }  // namespace vigil::cli
