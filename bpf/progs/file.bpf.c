@@ -98,20 +98,24 @@ static __always_inline int prefix_may_match(const char *filename, __u32 n)
   return 0;
 }
 
-/* Is dentry d's name the last component of one of the whole paths? Its
- * length is looked up first (one bit test), so most names are never read. */
-static __always_inline int leaf_may_match(struct dentry *d)
+/* Is dentry d's name the last component of one of the whole paths (dir 0)
+ * or directories (dir 1)? The length is looked up first (one bit test), so
+ * most names are never read, and a name read is compared only with the
+ * entries of its length. */
+static __always_inline int name_may_match(struct dentry *d, int dir)
 {
   __u32 len = VG_KREAD(d, struct dentry, d_name.len);
-  if (len >= 64 || !((cfg_leaf_len_mask >> len) & 1))
+  if (len >= 64 || !(((dir ? cfg_dir_len_mask : cfg_leaf_len_mask) >> len) & 1))
     return 0;
+  __u32 lo = dir ? cfg_dir_lo[len & 63] : cfg_whole_lo[len & 63];
+  __u32 hi = dir ? cfg_dir_hi[len & 63] : cfg_whole_hi[len & 63];
   __u64 w[2];
   vg_dentry_name_head(d, len, w);
-  for (int i = 0; i < VG_OPEN_PREFIXES; i++) {
-    if (i >= cfg_n_prefixes)
+  for (int k = 0; k < VG_OPEN_PREFIXES; k++) {
+    __u32 i = lo + k;
+    if (i >= hi || i >= VG_OPEN_PREFIXES)
       break;
-    if (i >= cfg_n_path_prefixes && cfg_leaf_len[i] == len && cfg_leaf_head[i][0] == w[0] &&
-        cfg_leaf_head[i][1] == w[1])
+    if (cfg_leaf_head[i][0] == w[0] && cfg_leaf_head[i][1] == w[1])
       return 1;
   }
   return 0;
@@ -192,11 +196,13 @@ static __always_inline struct vg_top_walk *vg_path_top(struct task_struct *t, st
 }
 
 /* Does the resolved path of open file f start with one of the resolved
- * prefixes, cfg_prefix[cfg_n_given, cfg_n_path_prefixes)? 1 yes, 0 no, -1
- * where the walk cannot place the file (judge it by the path as given). No
- * user memory is read and no string is compared: the first components'
- * lengths and first 16 bytes, from the dentries. */
-static __always_inline int resolved_prefix_match(struct task_struct *t, struct file *f)
+ * prefixes cfg_prefix[cfg_n_given, end), whose first components' lengths are
+ * the bits of len_mask? 1 yes, 0 no, -1 where the walk cannot place the file
+ * (judge it by the path as given). No user memory is read and no string is
+ * compared: the first components' lengths and first 16 bytes, from the
+ * dentries. */
+static __always_inline int resolved_prefix_match(struct task_struct *t, struct file *f, __u32 end,
+                                                 __u64 len_mask)
 {
   struct vg_top_walk *tw = vg_path_top(t, f);
   if (!tw)
@@ -213,12 +219,12 @@ static __always_inline int resolved_prefix_match(struct task_struct *t, struct f
       break;
     struct dentry *d = (struct dentry *)tw->c[k & (VG_RP_COMPS - 1)];
     len[k] = VG_KREAD(d, struct dentry, d_name.len);
-    if (k == 0 && !((cfg_rp_top_len_mask >> (len[0] < 63 ? len[0] : 63)) & 1))
+    if (k == 0 && !((len_mask >> (len[0] < 63 ? len[0] : 63)) & 1))
       return 0; /* no prefix's first component is that long: most opens end here */
     vg_dentry_name_head(d, len[k], w[k]);
   }
   for (int i = 0; i < VG_OPEN_PREFIXES; i++) {
-    if (i >= cfg_n_path_prefixes)
+    if (i >= end)
       break;
     if (i < cfg_n_given)
       continue;
@@ -356,12 +362,28 @@ static __always_inline int open_exit(enum vg_open_kind kind, long ret)
   if (!(oflags & VG_OPEN_CHR)) {
     if (!cfg_n_prefixes)
       return 0;
-    struct dentry *leaf = f ? vg_file_leaf(f) : 0;
-    if (!leaf || cfg_n_prefixes == cfg_n_path_prefixes || !leaf_may_match(leaf)) {
+    struct dentry *parent = 0;
+    struct dentry *leaf = 0;
+    if (f)
+      leaf = cfg_n_prefixes > cfg_n_whole_end ? vg_file_leaf_parent(f, &parent) : vg_file_leaf(f);
+    if (!leaf ||
+        !((cfg_n_whole_end > cfg_n_path_prefixes && name_may_match(leaf, 0)) ||
+          (parent && name_may_match(parent, 1)))) {
       int by_path = 0; /* sent by its resolved path */
       n_given = leaf ? cfg_n_given : cfg_n_prefixes;
       if (leaf && cfg_n_path_prefixes > cfg_n_given) {
-        int r = resolved_prefix_match(t, f);
+        /* An open not for writing is judged by the prefixes for any open
+         * only, and where there are none costs no walk: most opens read. */
+        __u32 end = cfg_n_path_prefixes;
+        __u64 len_mask = cfg_rp_top_len_mask;
+        if (cfg_n_any_prefixes < cfg_n_path_prefixes) {
+          __u32 acc = VG_KREAD(f, struct file, f_flags) & 3;
+          if (acc != 1 && acc != 2) {
+            end = cfg_n_any_prefixes;
+            len_mask = cfg_rp_any_len_mask;
+          }
+        }
+        int r = end > cfg_n_given ? resolved_prefix_match(t, f, end, len_mask) : 0;
         if (r > 0)
           by_path = 1;
         else if (r < 0)

@@ -51,11 +51,23 @@ const volatile __u32 cfg_n_prefixes __weak = 0;       /* open path prefixes in u
 const volatile __u32 cfg_prefix_len[VG_OPEN_PREFIXES] __weak = {};
 const volatile char cfg_prefix[VG_OPEN_PREFIXES][VG_PREFIX_LEN] __weak __attribute__((aligned(8))) = {};
 /* cfg_prefix[0, cfg_n_given) are prefixes of the path as given,
- * [cfg_n_given, cfg_n_path_prefixes) prefixes of the resolved path, the rest
- * whole paths, with their last component's length and first 16 bytes
- * (zero-padded). */
+ * [cfg_n_given, cfg_n_path_prefixes) prefixes of the resolved path (from
+ * cfg_n_any_prefixes on, those only opens for writing can match), then to
+ * cfg_n_whole_end whole paths and from there directories (fd.directory =),
+ * each with its last component's length and first 16 bytes (zero-padded),
+ * which a successful open's name (its parent's, for a directory) is judged
+ * by. */
 const volatile __u32 cfg_n_given __weak = 0;
+const volatile __u32 cfg_n_any_prefixes __weak = 0;
 const volatile __u32 cfg_n_path_prefixes __weak = 0;
+const volatile __u32 cfg_n_whole_end __weak = 0;
+const volatile __u64 cfg_dir_len_mask __weak = 0; /* bit n: some directory's last component has n bytes */
+/* Whole paths and directories are each sorted by their last component's
+ * length: those of n bytes are cfg_prefix[lo[n], hi[n]). */
+const volatile __u8 cfg_whole_lo[64] __weak = {};
+const volatile __u8 cfg_whole_hi[64] __weak = {};
+const volatile __u8 cfg_dir_lo[64] __weak = {};
+const volatile __u8 cfg_dir_hi[64] __weak = {};
 /* A resolved prefix as the first path components it names, compared with the
  * components of the opened file's path below the root: for component k of
  * prefix i, its length, its first 16 bytes and which of them to compare
@@ -69,7 +81,10 @@ const volatile __u32 cfg_rp_cpartial[VG_OPEN_PREFIXES][VG_RP_COMPS] __weak = {};
 const volatile __u64 cfg_rp_chead[VG_OPEN_PREFIXES][VG_RP_COMPS][2] __weak = {};
 const volatile __u64 cfg_rp_cmask[VG_OPEN_PREFIXES][VG_RP_COMPS][2] __weak = {};
 const volatile __u32 cfg_rp_maxcomp __weak = 0;      /* the most components any prefix compares */
-const volatile __u64 cfg_rp_top_len_mask __weak = 0; /* bit n: a prefix's first component may be n bytes (63: longer) */
+/* bit n: a resolved prefix's first component may be n bytes (63: longer);
+ * of all of them, and of those for any open. */
+const volatile __u64 cfg_rp_top_len_mask __weak = 0;
+const volatile __u64 cfg_rp_any_len_mask __weak = 0;
 const volatile __u32 cfg_leaf_len[VG_OPEN_PREFIXES] __weak = {};
 const volatile __u64 cfg_leaf_head[VG_OPEN_PREFIXES][2] __weak = {};
 const volatile __u64 cfg_leaf_len_mask __weak = 0; /* bit n: some whole path's last component has n bytes */
@@ -461,24 +476,48 @@ static __always_inline int vg_file_nvidia_name(struct file *f)
  * outside any tree, a filesystem's root, mounts stacked deeper than this
  * looks. Where the file is the task's root the walk gives "/", which no
  * whole path (it has a last component) equals, whatever name this returns. */
-static __always_inline struct dentry *vg_file_leaf(struct file *f)
+/* *parent (where not NULL) gets the dentry whose name is the component
+ * before it (fd.directory's last), found the same way, or NULL where there is
+ * none (the file is just below the root) or mounts stack deeper than this
+ * looks. */
+static __always_inline struct dentry *vg_file_leaf_parent(struct file *f, struct dentry **parent)
 {
   __u64 d = (__u64)VG_KREAD(f, struct file, f_path.dentry);
   __u64 vm = (__u64)VG_KREAD(f, struct file, f_path.mnt);
   const __u64 mnt_off = bpf_core_field_offset(struct mount, mnt);
-  for (int i = 0; i < 4; i++) {
+  __u64 leaf = 0;
+  if (parent)
+    *parent = 0;
+  for (int i = 0; i < 8; i++) {
     if (!d)
       return 0;
-    if (d != (__u64)VG_KREAD(vm, struct vfsmount, mnt_root))
-      return d == (__u64)VG_KREAD(d, struct dentry, d_parent) ? 0 : (struct dentry *)d;
+    __u64 up = (__u64)VG_KREAD(d, struct dentry, d_parent);
+    if (d != (__u64)VG_KREAD(vm, struct vfsmount, mnt_root)) {
+      if (d == up)
+        return 0;
+      if (leaf) {
+        *parent = (struct dentry *)d;
+        return (struct dentry *)leaf;
+      }
+      leaf = d;
+      if (!parent)
+        return (struct dentry *)leaf;
+      d = up; /* now the parent's */
+      continue;
+    }
     __u64 m = vm - mnt_off;
     __u64 mp = (__u64)VG_KREAD(m, struct mount, mnt_parent);
     if (!mp || mp == m)
-      return 0; /* the real root */
+      return (struct dentry *)leaf; /* the real root */
     d = (__u64)VG_KREAD(m, struct mount, mnt_mountpoint);
     vm = mp + mnt_off;
   }
-  return 0;
+  return (struct dentry *)leaf;
+}
+
+static __always_inline struct dentry *vg_file_leaf(struct file *f)
+{
+  return vg_file_leaf_parent(f, 0);
 }
 
 /* The user registers saved when task `t` (the current task) entered its

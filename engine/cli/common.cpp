@@ -171,8 +171,10 @@ Result<LiveSourcesConfig> live_sources_config(const YAML::Node& cfg, std::set<ev
   sensor::Config& sc = out.sensor;
   sc.event_types = std::move(types);
   sc.open_path_prefixes = open_paths.prefixes;
+  sc.open_write_prefixes = open_paths.write_prefixes;
   sc.open_given_prefixes = open_paths.given;
   sc.open_path_whole = open_paths.whole;
+  sc.open_dirs = open_paths.directories;
   auto payload = get_or<std::uint32_t>(cfg, "sensor.payload_bytes", sc.payload_bytes);
   if (!payload) return payload.error();
   sc.payload_bytes = *payload;

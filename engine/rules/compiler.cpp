@@ -578,6 +578,12 @@ class Compiler {
             if (n.op == Op::kPMatch) p.path = p.path.substr(0, p.path.find_first_of("*?["));
             if (p.path.empty() || p.path[0] != '/') usable = false;
             p.whole = whole_field && (n.op == Op::kEq || n.op == Op::kIn) && p.path.back() != '/';
+            // fd.directory = / in: the whole directory, judged by the name of
+            // the file's parent ("/" has none: a prefix of every path).
+            if (fname == "fd.directory" && (n.op == Op::kEq || n.op == Op::kIn)) {
+              while (p.path.size() > 1 && p.path.back() == '/') p.path.pop_back();
+              p.dir = p.path != "/";
+            }
             pre.push_back(std::move(p));
           }
           if (usable && n.modifier == Modifier::kNone) {

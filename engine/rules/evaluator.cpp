@@ -243,6 +243,23 @@ bool is_device_field(std::string_view name) {
          name == "gpu.allowed";
 }
 
+// Can the node hold only for an open for writing (evt.is_open_write = true)?
+bool needs_open_write(const CNode& n) {
+  switch (n.kind) {
+    case CNode::Kind::kCheck: {
+      const CCheck* c = n.check.get();
+      return c && c->lhs.def && c->lhs.def->name == "evt.is_open_write" && c->op == Op::kEq && !c->rhs_field &&
+             c->mod == Modifier::kNone && c->ltr.empty() && c->nums.size() == 1 && c->nums[0] == 1;
+    }
+    case CNode::Kind::kAnd:
+      return std::any_of(n.kids.begin(), n.kids.end(), [](const CNode& k) { return needs_open_write(k); });
+    case CNode::Kind::kOr:
+      return !n.kids.empty() &&
+             std::all_of(n.kids.begin(), n.kids.end(), [](const CNode& k) { return needs_open_write(k); });
+    default: return false;
+  }
+}
+
 // Every way to satisfy the node needs one of the returned path prefixes.
 bool prefixes_of(const CNode& n, std::vector<PathLiteral>& out) {
   switch (n.kind) {
@@ -258,17 +275,21 @@ bool prefixes_of(const CNode& n, std::vector<PathLiteral>& out) {
       // Any branch's literals will do; one whose literals are all of the
       // resolved path is judged by the file opened (whatever path led to
       // it), so it is preferred to one judged by the path as given.
+      // An "and" that needs an open for writing makes its literals write-only.
+      const bool write = needs_open_write(n);
       std::vector<PathLiteral> first;
       bool have = false;
       for (const auto& k : n.kids) {
         std::vector<PathLiteral> tmp;
         if (!prefixes_of(k, tmp)) continue;
         if (std::none_of(tmp.begin(), tmp.end(), [](const PathLiteral& l) { return l.given; })) {
-          out.insert(out.end(), tmp.begin(), tmp.end());
-          return true;
+          first = std::move(tmp);
+          have = true;
+          break;
         }
         if (!have) first = std::move(tmp), have = true;
       }
+      for (auto& l : first) l.write = l.write || write;
       if (have) out.insert(out.end(), first.begin(), first.end());
       return have;
     }
@@ -348,19 +369,35 @@ bool Expr::path_prefixes(std::vector<PathLiteral>& out) const {
 }
 
 OpenPaths open_paths_of(std::vector<PathLiteral> literals) {
+  // Only resolved prefixes are judged apart for writes: whole paths cost a
+  // name test and given prefixes a read of the path either way.
+  for (auto& l : literals)
+    if (l.whole || l.given || l.dir) l.write = false;
   std::sort(literals.begin(), literals.end());
   literals.erase(std::unique(literals.begin(), literals.end()), literals.end());
+  // q covers p when every open p lets through, q does: q is a prefix of p's
+  // kind (a whole path is never given) that starts p — shorter, or the same
+  // path for any open where p is for writes only.
   auto covered = [&](const PathLiteral& p) {
+    // A directory's files are the paths under "dir/".
+    const std::string path = p.dir ? p.path + "/" : p.path;
     for (const auto& q : literals) {
-      if (q.whole || q.given != p.given) continue;  // a whole path is never given
-      if ((p.whole || q.path.size() < p.path.size()) && p.path.compare(0, q.path.size(), q.path) == 0) return true;
+      if (&q == &p || q.whole || q.dir || q.given != p.given || (q.write && !p.write)) continue;
+      const bool shorter =
+          q.path.size() < path.size() || (q.path.size() == path.size() && (p.whole || p.write || p.dir));
+      if (shorter && path.compare(0, q.path.size(), q.path) == 0) return true;
     }
     return false;
   };
   OpenPaths out;
   for (const auto& p : literals) {
     if (covered(p)) continue;
-    (p.whole ? out.whole : p.given ? out.given : out.prefixes).push_back(p.path);
+    (p.whole ? out.whole
+     : p.dir ? out.directories
+     : p.given ? out.given
+     : p.write ? out.write_prefixes
+               : out.prefixes)
+        .push_back(p.path);
   }
   return out;
 }

@@ -14,10 +14,16 @@ namespace vigil::rules {
 // one of the resolved path; `given` marks one of the path as the process
 // gave it (fd.nameraw, evt.arg.path, evt.arg.name), which the kernel must
 // judge by the given string, not by the file it opened.
+// `write`: only an open for writing (evt.is_open_write) can match it, so the
+// kernel need not judge the others by it. `dir`: the path is the whole
+// directory of the resolved path (fd.directory = / in), judged by the name of
+// the opened file's parent.
 struct PathLiteral {
   std::string path;
   bool whole = false;
   bool given = false;
+  bool write = false;
+  bool dir = false;
   auto operator<=>(const PathLiteral&) const = default;
 };
 
@@ -27,9 +33,13 @@ struct PathLiteral {
 // paths it starts. The rules still judge the exact path.
 struct OpenPaths {
   std::vector<std::string> prefixes;  // of the resolved path (of a successful open)
+  std::vector<std::string> write_prefixes;  // the same, for opens for writing only
   std::vector<std::string> given;     // of the path as given
   std::vector<std::string> whole;     // whole resolved paths
-  std::size_t size() const { return prefixes.size() + given.size() + whole.size(); }
+  std::vector<std::string> directories;  // whole directories of resolved paths
+  std::size_t size() const {
+    return prefixes.size() + write_prefixes.size() + given.size() + whole.size() + directories.size();
+  }
   bool operator==(const OpenPaths&) const = default;
 };
 OpenPaths open_paths_of(std::vector<PathLiteral> literals);

@@ -306,34 +306,51 @@ Status Sensor::Impl::open(const Config& cfg) {
   skel_->rodata->cfg_payload_bytes = std::min<std::uint32_t>(cfg_.payload_bytes, VG_PAYLOAD_MAX);
   // The given prefixes first, then the resolved ones (with their first
   // components), then the whole paths (with their last component).
-  if (std::size_t n = cfg_.open_given_prefixes.size() + cfg_.open_path_prefixes.size() + cfg_.open_path_whole.size();
+  const std::vector<std::string>* const kLists[] = {&cfg_.open_given_prefixes, &cfg_.open_path_prefixes,
+                                                   &cfg_.open_write_prefixes, &cfg_.open_path_whole,
+                                                   &cfg_.open_dirs};
+  if (std::size_t n = cfg_.open_given_prefixes.size() + cfg_.open_path_prefixes.size() +
+                      cfg_.open_write_prefixes.size() + cfg_.open_path_whole.size() + cfg_.open_dirs.size();
       n > VG_OPEN_PREFIXES) {
     std::string all;
-    for (const auto* l : {&cfg_.open_given_prefixes, &cfg_.open_path_prefixes, &cfg_.open_path_whole})
+    for (const auto* l : kLists)
       for (const std::string& q : *l) all += (all.empty() ? "" : ", ") + q;
     return Error::bad_input("sensor: more than " + std::to_string(VG_OPEN_PREFIXES) + " open paths (" +
                             std::to_string(n) + "): " + all);
   }
+  // Whole paths and directories by their last component's length (the kernel
+  // compares a name with those of its length only).
+  auto last_len = [](const std::string& p) { return p.size() - (p.rfind('/') + 1); };
+  for (auto* l : {&cfg_.open_path_whole, &cfg_.open_dirs})
+    std::stable_sort(l->begin(), l->end(),
+                     [&](const std::string& a, const std::string& b) { return last_len(a) < last_len(b); });
   std::uint32_t np = 0;
   auto& ro = *skel_->rodata;
-  for (const auto* list : {&cfg_.open_given_prefixes, &cfg_.open_path_prefixes, &cfg_.open_path_whole}) {
+  for (const auto* list : kLists) {
     for (const std::string& p : *list) {
       if (p.empty()) continue;
       if (p.size() >= VG_PREFIX_LEN)
         return Error::bad_input("sensor: open path longer than " + std::to_string(VG_PREFIX_LEN - 1) + " bytes: " + p);
       std::memcpy(const_cast<char*>(ro.cfg_prefix[np]), p.data(), p.size());
       ro.cfg_prefix_len[np] = static_cast<std::uint32_t>(p.size());
-      if (list == &cfg_.open_path_whole) {
+      if (list == &cfg_.open_path_whole || list == &cfg_.open_dirs) {
         const std::string leaf = p.substr(p.rfind('/') + 1);
         if (leaf.empty()) return Error::bad_input("sensor: whole open path without a file name: " + p);
         ro.cfg_leaf_len[np] = static_cast<std::uint32_t>(leaf.size());
         static_assert(VG_PREFIX_LEN <= 64, "cfg_leaf_len_mask has a bit per length");
-        ro.cfg_leaf_len_mask |= std::uint64_t{1} << leaf.size();
+        const bool dir = list == &cfg_.open_dirs;
+        (dir ? ro.cfg_dir_len_mask : ro.cfg_leaf_len_mask) |= std::uint64_t{1} << leaf.size();
+        auto* lo = dir ? ro.cfg_dir_lo : ro.cfg_whole_lo;
+        auto* hi = dir ? ro.cfg_dir_hi : ro.cfg_whole_hi;
+        if (hi[leaf.size()] == 0) lo[leaf.size()] = static_cast<std::uint8_t>(np);
+        hi[leaf.size()] = static_cast<std::uint8_t>(np + 1);
+        if (list == &cfg_.open_path_whole) ro.cfg_n_whole_end = np + 1;
         std::uint64_t head[2] = {0, 0};
         std::memcpy(head, leaf.data(), std::min<std::size_t>(leaf.size(), sizeof(head)));
         ro.cfg_leaf_head[np][0] = head[0];
         ro.cfg_leaf_head[np][1] = head[1];
-      } else if (list == &cfg_.open_path_prefixes) {
+      } else if (list == &cfg_.open_path_prefixes || list == &cfg_.open_write_prefixes) {
+        const bool any = list == &cfg_.open_path_prefixes;
         auto comps = prefix_components(p, VG_RP_COMPS);
         if (!comps) return comps.error();
         ro.cfg_rp_ncomp[np] = static_cast<std::uint32_t>(comps->size());
@@ -347,20 +364,28 @@ Status Sensor::Impl::open(const Config& cfg) {
             ro.cfg_rp_cmask[np][k][w] = c.mask[w];
           }
         }
+        std::uint64_t lens = 0;
         if (comps->empty()) {
-          ro.cfg_rp_top_len_mask = ~std::uint64_t{0};  // "/": every path
+          lens = ~std::uint64_t{0};  // "/": every path
         } else {
           const PrefixComponent& c = comps->front();
           for (std::uint32_t l = std::min<std::uint32_t>(c.len, 63); l < 64; ++l) {
-            ro.cfg_rp_top_len_mask |= std::uint64_t{1} << l;
+            lens |= std::uint64_t{1} << l;
             if (!c.partial && l < 63) break;  // a whole name: its length (63: 63 and longer)
           }
+        }
+        ro.cfg_rp_top_len_mask |= lens;
+        if (any) {
+          ro.cfg_rp_any_len_mask |= lens;
+          ro.cfg_n_any_prefixes = np + 1;
         }
         ro.cfg_n_path_prefixes = np + 1;
       } else {
         ro.cfg_n_given = np + 1;
+        ro.cfg_n_any_prefixes = np + 1;
         ro.cfg_n_path_prefixes = np + 1;
       }
+      if (list != &cfg_.open_path_whole && list != &cfg_.open_dirs) ro.cfg_n_whole_end = np + 1;
       ++np;
     }
   }

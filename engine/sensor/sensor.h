@@ -43,8 +43,10 @@ struct Config {
   // compared with the path as the process gave it. A failed open, or one the
   // walk cannot place, is judged by the path as given against every list.
   std::vector<std::string> open_path_prefixes;   // of the resolved path
+  std::vector<std::string> open_write_prefixes;  // the same, for opens for writing only
   std::vector<std::string> open_given_prefixes;  // of the path as given
   std::vector<std::string> open_path_whole;
+  std::vector<std::string> open_dirs;            // whole directories (fd.directory =), by the parent's name
   std::size_t ringbuf_bytes = 8u << 20;
   std::uint32_t payload_bytes = 256;            // at most 4096
   std::chrono::milliseconds usage_interval{10000};

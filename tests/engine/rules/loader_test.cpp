@@ -550,8 +550,9 @@ TEST(RulesetIndex, OpenPathPrefixes) {
   ASSERT_TRUE(r.ruleset) << testing::diags(r);
   // fd.name = / in compare the whole resolved path; the other tests, and
   // fd.directory, a prefix.
-  EXPECT_EQ(r.ruleset->open_paths().prefixes, (std::vector<std::string>{"/dev/nvidia", "/proc/", "/root/.ssh"}));
+  EXPECT_EQ(r.ruleset->open_paths().prefixes, (std::vector<std::string>{"/dev/nvidia", "/proc/"}));
   EXPECT_EQ(r.ruleset->open_paths().whole, (std::vector<std::string>{"/etc/shadow", "/etc/sudoers"}));
+  EXPECT_EQ(r.ruleset->open_paths().directories, (std::vector<std::string>{"/root/.ssh"}));
   EXPECT_FALSE(r.ruleset->open_any_path());
   // A literal one rule compares whole and another as a prefix is a prefix;
   // fd.nameraw (the path as given) and a literal ending in '/' never whole.
@@ -573,6 +574,18 @@ TEST(RulesetIndex, OpenPathPrefixes) {
   r = testing::load_one(testing::rule_yaml("evt.type = openat and fd.nameraw startswith /x/ and fd.name startswith /y/"));
   EXPECT_EQ(r.ruleset->open_paths().prefixes, (std::vector<std::string>{"/y/"}));
   EXPECT_TRUE(r.ruleset->open_paths().given.empty());
+  // Only an open for writing can match a literal of an "and" that needs
+  // one (Falco's open_write): a read is not judged by it.
+  r = testing::load_one(testing::rule_yaml("evt.type = openat and evt.is_open_write = true and fd.name startswith /w/"));
+  EXPECT_TRUE(r.ruleset->open_paths().prefixes.empty());
+  EXPECT_EQ(r.ruleset->open_paths().write_prefixes, (std::vector<std::string>{"/w/"}));
+  // A directory under a prefix takes no slot; "/" is no directory name.
+  r = testing::load_one(
+      "- rule: A\n  desc: d\n  priority: INFO\n  condition: evt.type = openat and fd.directory in (/etc/pam.d, /var/x/, /)\n  output: o\n"
+      "- rule: B\n  desc: d\n  priority: INFO\n  condition: evt.type = openat and fd.name startswith /etc/\n  output: o\n");
+  ASSERT_TRUE(r.ruleset) << testing::diags(r);
+  EXPECT_EQ(r.ruleset->open_paths().prefixes, (std::vector<std::string>{"/"}));  // which covers /etc/
+  EXPECT_EQ(r.ruleset->open_paths().directories, (std::vector<std::string>{}));
   // A prefix covers longer ones of its own kind only: a given "/tmp/" does
   // not send every open whose resolved path is under /tmp/x/.
   r = testing::load_one(
@@ -600,7 +613,8 @@ TEST(RulesetIndex, OpenFileNamesTraversalAndDeviceFields) {
       "- rule: A\n  desc: d\n  priority: INFO\n  condition: evt.type = openat and fd.name endswith release_agent\n  output: o\n"
       "- rule: G\n  desc: d\n  priority: INFO\n  condition: evt.type = openat and gpu.device exists and gpu.allowed = false\n  output: o\n");
   ASSERT_TRUE(r.ruleset) << testing::diags(r);
-  EXPECT_EQ(r.ruleset->open_paths().prefixes, (std::vector<std::string>{"/var/log"}));
+  EXPECT_TRUE(r.ruleset->open_paths().prefixes.empty());
+  EXPECT_EQ(r.ruleset->open_paths().directories, (std::vector<std::string>{"/var/log"}));
   EXPECT_EQ(r.ruleset->open_paths().given, (std::vector<std::string>{"../"}));
   EXPECT_EQ(r.ruleset->open_paths().whole, (std::vector<std::string>{"/auth.log", "/release_agent", "/syslog"}));
   EXPECT_FALSE(r.ruleset->open_any_path()) << ::testing::PrintToString(r.ruleset->open_unfiltered_rules());

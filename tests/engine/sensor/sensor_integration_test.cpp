@@ -445,6 +445,45 @@ TEST_P(SyscallArgs, OpenOfAResolvedPrefixHoweverReached) {
   EXPECT_EQ(paths, want);
 }
 
+// Prefixes only an open for writing can match (the rule needs
+// evt.is_open_write) do not send reads; a whole directory (fd.directory =)
+// is judged by the name of the file's parent, also where the directory is a
+// mount point (the parent dentry is then the mounted filesystem's root).
+TEST_P(SyscallArgs, WritePrefixesAndWholeDirectories) {
+  REQUIRE_ROOT();
+  TempDir dir("vigil-sensor");
+  const std::string d = dir.path();
+  for (const char* sub : {"/w", "/conf.d", "/conf.d/deeper", "/mnt"})
+    ASSERT_EQ(mkdir((d + sub).c_str(), 0755), 0) << sub;
+  for (const char* f : {"/w/old", "/conf.d/deeper/x"}) close(open((d + f).c_str(), O_CREAT | O_WRONLY, 0600));
+  Config cfg;
+  cfg.event_types = {Type::kOpen};
+  cfg.enter_exit_pairs = GetParam();
+  cfg.open_write_prefixes = {d + "/w/"};
+  cfg.open_dirs = {d + "/conf.d", d + "/mnt"};
+  auto s = open_sensor(cfg);
+  ASSERT_TRUE(s);
+  Recorder rec(*s);
+  const auto cpid = static_cast<std::uint32_t>(in_child([&] {
+    if (unshare(CLONE_NEWNS) != 0 || mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+        mount("tmpfs", (d + "/mnt").c_str(), "tmpfs", 0, nullptr) != 0)
+      return 1;
+    close(open((d + "/w/new").c_str(), O_CREAT | O_WRONLY, 0600));  // a write under the prefix
+    close(open((d + "/w/old").c_str(), O_RDONLY));                  // a read: not judged by it
+    if (chdir((d + "/conf.d").c_str()) != 0) return 1;
+    close(open("rel", O_CREAT | O_WRONLY, 0600));                   // in the directory, relative
+    close(open("deeper/x", O_RDONLY));                              // below it: not in it
+    close(open((d + "/mnt/m").c_str(), O_CREAT | O_WRONLY, 0600));  // in a mounted directory
+    return 0;
+  }));
+  std::set<std::string> paths;
+  for (const auto& e : rec.events_of(cpid, 1500)) {
+    auto* o = e.as<event::OpenData>();
+    if (o && o->path.starts_with(d)) paths.insert(o->path);
+  }
+  EXPECT_EQ(paths, (std::set<std::string>{d + "/w/new", d + "/conf.d/rel", d + "/mnt/m"}));
+}
+
 // A whole path (fd.name = / in) is matched against what fd.name holds for a
 // successful open, the resolved path: reached by a relative path, through a
 // symlink, or as a file bind-mounted onto it (the way a container gets its
