@@ -369,10 +369,10 @@ void GuardIndex::build(const std::vector<const Expr*>& exprs, event::Type t) {
   // would otherwise run for every event.
   auto strong = [&](const CCheck* c) {
     auto it = stats.find(FieldKey{c->lhs.def, c->lhs.arg, c->lhs.index});
-    auto keys = guard_keys(*c);
     if (it != stats.end()) {
       return c->ltype == FieldType::kString ? it->second.long_string : it->second.distinct >= 2;
     }
+    auto keys = guard_keys(*c);
     if (c->ltype == FieldType::kString) {
       return std::any_of(keys.begin(), keys.end(), [](const std::string& k) { return k.size() > 3; });
     }
