@@ -95,8 +95,12 @@ class Expr {
 // top-level `and` terms) of the form `F = v`, `F in (...)` or `F exists` on a
 // single-valued field without transformers, or an `or` of such tests. It maps
 // every guard field's values to the rules they let through, so one lookup per
-// field replaces one test per rule. The guards stay in the conditions: a rule
-// let through is evaluated in full, so results are unchanged.
+// field replaces one test per rule. A rule with no such guard may get a
+// literal guard instead: `F startswith`, `endswith` or `contains` literals
+// (one walk of a byte trie, or one search per literal, per field) or
+// `F pmatch (...)` (the path's first component, looked up). The guards stay
+// in the conditions: a rule let through is evaluated in full, so results are
+// unchanged.
 class GuardIndex {
  public:
   static constexpr std::size_t kMaxRules = 1024;  // more rules for one type: no index
@@ -117,7 +121,9 @@ class GuardIndex {
 
  private:
   struct Field;
+  struct LitField;
   std::vector<Field> fields_;
+  std::vector<LitField> lit_fields_;
   std::vector<std::uint64_t> always_;  // rules without a guard
   std::size_t words_ = 0;
   bool active_ = false;

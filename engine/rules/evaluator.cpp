@@ -183,37 +183,54 @@ void flatten_node(const CNode& n, std::vector<FNode>& out) {
 }
 namespace {
 
+// A check through the event's CheckCache: identical checks of several rules
+// are evaluated once per event.
+inline bool cached(const CCheck& c, std::int32_t check_id, const ExtractCtx& x) noexcept {
+  CheckCache* cc = x.checks;
+  if (!cc || check_id < 0) return eval_check(c, x);
+  auto id = static_cast<unsigned>(check_id);
+  std::uint64_t bit = std::uint64_t{1} << (id % 64);
+  if (cc->done[id / 64] & bit) return (cc->value[id / 64] & bit) != 0;
+  bool v = eval_check(c, x);
+  cc->done[id / 64] |= bit;
+  if (v) cc->value[id / 64] |= bit;
+  else cc->value[id / 64] &= ~bit;
+  return v;
+}
+
+bool eval_flat(const FNode* n, const ExtractCtx& x) noexcept;
+
+// A child of an and/or: most are checks or negated checks (exceptions),
+// evaluated here without a call of their own.
+inline bool eval_kid(const FNode* k, const ExtractCtx& x) noexcept {
+  const auto kind = static_cast<CNode::Kind>(k->kind);
+  if (kind == CNode::Kind::kCheck) return cached(*k->check, k->id, x);
+  if (kind == CNode::Kind::kNot && static_cast<CNode::Kind>(k[1].kind) == CNode::Kind::kCheck) {
+    return !cached(*k[1].check, k[1].id, x);
+  }
+  return eval_flat(k, x);
+}
+
 bool eval_flat(const FNode* n, const ExtractCtx& x) noexcept {
   switch (static_cast<CNode::Kind>(n->kind)) {
     case CNode::Kind::kAnd: {
       const FNode* end = n + n->size;
       for (const FNode* k = n + 1; k < end; k += k->size) {
-        if (!eval_flat(k, x)) return false;
+        if (!eval_kid(k, x)) return false;
       }
       return true;
     }
     case CNode::Kind::kOr: {
       const FNode* end = n + n->size;
       for (const FNode* k = n + 1; k < end; k += k->size) {
-        if (eval_flat(k, x)) return true;
+        if (eval_kid(k, x)) return true;
       }
       return false;
     }
     case CNode::Kind::kNot: return !eval_flat(n + 1, x);
     case CNode::Kind::kBool:
     case CNode::Kind::kTypeMask: return n->value;
-    case CNode::Kind::kCheck: {
-      CheckCache* cc = x.checks;
-      if (!cc || n->id < 0) return eval_check(*n->check, x);
-      auto id = static_cast<unsigned>(n->id);
-      std::uint64_t bit = std::uint64_t{1} << (id % 64);
-      if (cc->done[id / 64] & bit) return (cc->value[id / 64] & bit) != 0;
-      bool v = eval_check(*n->check, x);
-      cc->done[id / 64] |= bit;
-      if (v) cc->value[id / 64] |= bit;
-      else cc->value[id / 64] &= ~bit;
-      return v;
-    }
+    case CNode::Kind::kCheck: return cached(*n->check, n->id, x);
   }
   return false;
 }

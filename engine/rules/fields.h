@@ -122,6 +122,11 @@ struct CheckCache {
   void clear() noexcept {
     for (auto& d : done) d = 0;
   }
+  // Clears the first `words` words only: enough when every check id in use
+  // is below 64 * words (a rule set's programs for one event type).
+  void clear(std::size_t words) noexcept {
+    for (std::size_t w = 0; w < words && w < kChecks / 64; ++w) done[w] = 0;
+  }
 };
 
 struct ExtractCtx {

@@ -20,6 +20,128 @@ struct GuardIndex::Field {
   std::vector<std::pair<std::string, std::uint32_t>> pending_rules;  // while building
 };
 
+
+// A literal guard field: the rules some literal of theirs lets through, by
+// how the literal is compared. Prefixes and suffixes are one byte trie
+// (suffixes reversed), walked once along the value; `contains` literals are
+// searched one by one; pmatch patterns are keyed by their first component.
+enum class LitMode : std::uint8_t { kPrefix, kSuffix, kContains, kFirstComponent };
+
+struct GuardIndex::LitField {
+  FieldInst inst;
+  LitMode mode = LitMode::kPrefix;
+  struct Node {
+    std::uint32_t first = 0, count = 0;  // edges[first, first + count), sorted by byte
+    std::int32_t mask = -1;              // a literal ends here: its row of masks; -1: none
+  };
+  struct Edge {
+    unsigned char byte = 0;
+    std::uint32_t child = 0;
+  };
+  std::vector<Node> nodes;                                  // kPrefix, kSuffix (node 0: the root)
+  std::vector<Edge> edges;
+  std::vector<std::pair<std::string, std::uint32_t>> needles;  // kContains: literal, row
+  LiteralSet components;                                    // kFirstComponent: id = row
+  std::vector<std::uint64_t> masks;                         // words() words per row
+  std::vector<std::pair<std::string, std::uint32_t>> pending_rules;  // while building
+
+  void add_row(std::uint32_t row, std::size_t words, std::uint32_t rule) {
+    if (masks.size() < (row + 1) * words) masks.resize((row + 1) * words, 0);
+    masks[row * words + rule / 64] |= std::uint64_t{1} << (rule % 64);
+  }
+  void build(std::size_t words) {
+    std::vector<std::string> lits;
+    for (const auto& [l, r] : pending_rules) lits.push_back(l);
+    std::sort(lits.begin(), lits.end());
+    lits.erase(std::unique(lits.begin(), lits.end()), lits.end());
+    auto row_of = [&](const std::string& l) {
+      return static_cast<std::uint32_t>(std::lower_bound(lits.begin(), lits.end(), l) - lits.begin());
+    };
+    if (mode == LitMode::kFirstComponent) {
+      components.build(lits);  // members in the order given: id == row
+    } else if (mode == LitMode::kContains) {
+      for (std::size_t i = 0; i < lits.size(); ++i) needles.emplace_back(lits[i], static_cast<std::uint32_t>(i));
+    } else {
+      // A trie built with per-node edge lists, then laid out flat.
+      std::vector<std::vector<Edge>> kids(1);
+      std::vector<std::int32_t> ends(1, -1);
+      for (std::size_t i = 0; i < lits.size(); ++i) {
+        std::uint32_t cur = 0;
+        const std::string& l = lits[i];
+        for (std::size_t k = 0; k < l.size(); ++k) {
+          auto b = static_cast<unsigned char>(mode == LitMode::kSuffix ? l[l.size() - 1 - k] : l[k]);
+          std::uint32_t next = 0;
+          for (const auto& e : kids[cur]) {
+            if (e.byte == b) next = e.child;
+          }
+          if (next == 0) {
+            next = static_cast<std::uint32_t>(kids.size());
+            kids[cur].push_back(Edge{b, next});
+            kids.emplace_back();
+            ends.push_back(-1);
+          }
+          cur = next;
+        }
+        ends[cur] = static_cast<std::int32_t>(i);
+      }
+      nodes.resize(kids.size());
+      for (std::size_t n = 0; n < kids.size(); ++n) {
+        std::sort(kids[n].begin(), kids[n].end(), [](const Edge& a, const Edge& b) { return a.byte < b.byte; });
+        nodes[n].first = static_cast<std::uint32_t>(edges.size());
+        nodes[n].count = static_cast<std::uint32_t>(kids[n].size());
+        nodes[n].mask = ends[n];
+        edges.insert(edges.end(), kids[n].begin(), kids[n].end());
+      }
+    }
+    masks.assign(lits.size() * words, 0);
+    for (const auto& [l, r] : pending_rules) add_row(row_of(l), words, r);
+    pending_rules.clear();
+    pending_rules.shrink_to_fit();
+  }
+
+  // ORs into `out` the rows of the literals `v` holds (as this field compares them).
+  void lookup(std::string_view v, std::size_t words, std::uint64_t* out) const noexcept {
+    auto add = [&](std::size_t row) {
+      const std::uint64_t* m = masks.data() + row * words;
+      for (std::size_t w = 0; w < words; ++w) out[w] |= m[w];
+    };
+    switch (mode) {
+      case LitMode::kFirstComponent: {
+        std::int32_t id = components.find(PathTrie::first_component(v));
+        if (id >= 0) add(static_cast<std::size_t>(id));
+        return;
+      }
+      case LitMode::kContains:
+        for (const auto& [needle, row] : needles) {
+          if (v.find(needle) != std::string_view::npos) add(row);
+        }
+        return;
+      case LitMode::kPrefix:
+      case LitMode::kSuffix: {
+        const std::size_t n = v.size();
+        const bool rev = mode == LitMode::kSuffix;
+        std::uint32_t cur = 0;
+        for (std::size_t i = 0; i < n; ++i) {
+          auto b = static_cast<unsigned char>(v[rev ? n - 1 - i : i]);
+          const Node& nd = nodes[cur];
+          const Edge* e = edges.data() + nd.first;
+          std::uint32_t next = 0;
+          for (std::uint32_t k = 0; k < nd.count; ++k) {
+            if (e[k].byte >= b) {
+              if (e[k].byte == b) next = e[k].child;
+              break;
+            }
+          }
+          if (next == 0) return;
+          cur = next;
+          if (nodes[cur].mask >= 0) add(static_cast<std::size_t>(nodes[cur].mask));
+        }
+        return;
+      }
+    }
+  }
+};
+
 GuardIndex::GuardIndex() = default;
 GuardIndex::~GuardIndex() = default;
 GuardIndex::GuardIndex(GuardIndex&&) noexcept = default;
@@ -27,7 +149,46 @@ GuardIndex& GuardIndex::operator=(GuardIndex&&) noexcept = default;
 
 namespace {
 
-bool guard_check(const CCheck& c) {
+// A check usable as a literal guard: the literals one of which a value it
+// holds must contain (as `mode` compares), or false. Only single-valued
+// string fields without transformers; an empty literal (every value holds
+// it) or a pmatch pattern that starts with a glob or is "/" makes none.
+bool literal_guard(const CCheck& c, LitMode& mode, std::vector<std::string>* lits = nullptr) {
+  if (c.rhs_field || !c.ltr.empty() || c.multi || !c.lhs.def || c.ltype != FieldType::kString) return false;
+  if (c.op == Op::kPMatch) {
+    std::vector<std::string> comps;
+    if (c.mod != Modifier::kNone || !c.trie || !c.trie->first_components(comps)) return false;
+    mode = LitMode::kFirstComponent;
+    if (lits) *lits = std::move(comps);
+    return true;
+  }
+  if (c.op == Op::kStartsWith) mode = LitMode::kPrefix;
+  else if (c.op == Op::kEndsWith) mode = LitMode::kSuffix;
+  else if (c.op == Op::kContains) mode = LitMode::kContains;
+  else return false;
+  if (c.mod == Modifier::kNone) {
+    if (c.str.empty()) return false;
+    if (lits) *lits = {c.str};
+    return true;
+  }
+  if (c.mod != Modifier::kAnyOf || c.strs.empty()) return false;
+  for (const auto& l : c.strs) {
+    if (l.empty()) return false;
+  }
+  if (lits) *lits = c.strs;
+  return true;
+}
+
+bool is_literal_term(const CCheck& c) {
+  LitMode m;
+  return c.op != Op::kEq && c.op != Op::kIn && c.op != Op::kExists && literal_guard(c, m);
+}
+
+bool guard_check(const CCheck& c, bool allow_literal) {
+  if (allow_literal) {
+    LitMode m;
+    if (literal_guard(c, m)) return true;
+  }
   if (c.rhs_field || c.mod != Modifier::kNone || !c.ltr.empty() || c.multi || !c.lhs.def) return false;
   if (c.op == Op::kExists) return true;
   if (c.op != Op::kEq && c.op != Op::kIn) return false;
@@ -70,29 +231,34 @@ std::vector<std::string> guard_keys(const CCheck& c) {
 // (inside an or) an and with a guard among its terms, which stands for it:
 // the and needs it. In an and, a value test is taken over `exists` and
 // booleans.
-bool guard_terms(const CNode& n, std::vector<const CCheck*>& out, bool in_or = false) {
+// With `lit`, literal guards count too; in an and, a value test is taken
+// over a literal one, and a literal one over `exists` and booleans.
+bool guard_terms(const CNode& n, std::vector<const CCheck*>& out, bool lit, bool in_or = false) {
   if (n.kind == CNode::Kind::kCheck) {
-    if (!n.check || !guard_check(*n.check)) return false;
+    if (!n.check || !guard_check(*n.check, lit)) return false;
     out.push_back(n.check.get());
     return true;
   }
   if (n.kind == CNode::Kind::kOr) {
     for (const auto& k : n.kids) {
-      if (!guard_terms(k, out, true)) return false;
+      if (!guard_terms(k, out, lit, true)) return false;
     }
     return !n.kids.empty();
   }
   if (n.kind == CNode::Kind::kAnd && in_or) {
     std::vector<const CCheck*> best;
-    bool best_is_value = false;
+    int best_rank = -1;
     for (const auto& k : n.kids) {
       std::vector<const CCheck*> g;
-      if (!guard_terms(k, g, false)) continue;
-      bool value = true;
-      for (const CCheck* c : g) value = value && c->op != Op::kExists && c->ltype != FieldType::kBool;
-      if (best.empty() || (value && !best_is_value)) {
+      if (!guard_terms(k, g, lit, false)) continue;
+      int rank = 2;  // 2: values, 1: some literal, 0: some exists or boolean
+      for (const CCheck* c : g) {
+        if (c->op == Op::kExists || c->ltype == FieldType::kBool) rank = 0;
+        else if (rank > 1 && is_literal_term(*c)) rank = 1;
+      }
+      if (rank > best_rank) {
         best = std::move(g);
-        best_is_value = value;
+        best_rank = rank;
       }
     }
     if (best.empty()) return false;
@@ -104,11 +270,11 @@ bool guard_terms(const CNode& n, std::vector<const CCheck*>& out, bool in_or = f
 
 // The guard candidates of a specialised condition: the condition itself or
 // each of its top-level `and` terms that is a guard.
-std::vector<std::vector<const CCheck*>> guard_candidates(const CNode& root) {
+std::vector<std::vector<const CCheck*>> guard_candidates(const CNode& root, bool lit) {
   std::vector<std::vector<const CCheck*>> out;
   auto consider = [&](const CNode& n) {
     std::vector<const CCheck*> g;
-    if (guard_terms(n, g)) out.push_back(std::move(g));
+    if (guard_terms(n, g, lit)) out.push_back(std::move(g));
   };
   if (root.kind == CNode::Kind::kAnd) {
     for (const auto& k : root.kids) consider(k);
@@ -126,6 +292,7 @@ bool same_field(const FieldInst& a, const FieldInst& b) {
 
 void GuardIndex::build(const std::vector<const Expr*>& exprs, event::Type t) {
   fields_.clear();
+  lit_fields_.clear();
   active_ = false;
   const std::size_t n = exprs.size();
   words_ = (n + 63) / 64;
@@ -136,7 +303,7 @@ void GuardIndex::build(const std::vector<const Expr*>& exprs, event::Type t) {
   for (std::size_t r = 0; r < n; ++r) {
     const Expr* e = exprs[r];
     const CNode* root = e && ti < e->by_type_.size() ? e->by_type_[ti].get() : nullptr;
-    if (root) cands[r] = guard_candidates(*root);
+    if (root) cands[r] = guard_candidates(*root, false);
   }
   // Per guard field: how many distinct values the rules compare it with (a
   // field with few, fd.typechar = f in every open rule, lets nearly every
@@ -194,9 +361,64 @@ void GuardIndex::build(const std::vector<const Expr*>& exprs, event::Type t) {
     }
     return w;
   };
-  std::size_t guarded = 0;
-  for (std::size_t r = 0; r < n; ++r) {
+  // A rule with no value guard worth its lookup may have a literal one: of
+  // the candidates whose every term is a literal test, `exists` or a strong
+  // value test, on at most two fields, the one with the fewest `contains`
+  // terms (each a search of the value), then the fewest terms. Value guards
+  // are picked first, so literal guards only add lookups for rules that
+  // would otherwise run for every event.
+  auto strong = [&](const CCheck* c) {
+    auto it = stats.find(FieldKey{c->lhs.def, c->lhs.arg, c->lhs.index});
+    if (it != stats.end()) {
+      return c->ltype == FieldType::kString ? it->second.long_string : it->second.distinct >= 2;
+    }
+    auto keys = guard_keys(*c);
+    if (c->ltype == FieldType::kString) {
+      return std::any_of(keys.begin(), keys.end(), [](const std::string& k) { return k.size() > 3; });
+    }
+    return c->ltype != FieldType::kBool && keys.size() >= 2;
+  };
+  auto literal_choice = [&](std::size_t r) {
     std::vector<const CCheck*> g;
+    std::pair<std::size_t, std::size_t> best{SIZE_MAX, SIZE_MAX};
+    const Expr* e = exprs[r];
+    const CNode* root = e && ti < e->by_type_.size() ? e->by_type_[ti].get() : nullptr;
+    if (!root) return g;
+    for (const auto& cand : guard_candidates(*root, true)) {
+      bool usable = true, literal = false;
+      std::size_t searches = 0;
+      for (const CCheck* c : cand) {
+        if (is_literal_term(*c)) {
+          literal = true;
+          LitMode m;
+          literal_guard(*c, m);
+          if (m == LitMode::kContains) ++searches;
+        } else if (c->op != Op::kExists && (c->ltype == FieldType::kBool || !strong(c))) {
+          usable = false;
+        }
+      }
+      // Each field (and way of comparing it) is one lookup per event: more
+      // than two for one rule cost more than running the rule.
+      std::set<std::tuple<const FieldDef*, std::string, std::int64_t, int>> lookups;
+      for (const CCheck* c : cand) {
+        LitMode m = LitMode::kPrefix;
+        bool lit = is_literal_term(*c) && literal_guard(*c, m);
+        lookups.emplace(c->lhs.def, c->lhs.arg, c->lhs.index, lit ? static_cast<int>(m) : -1);
+      }
+      std::pair<std::size_t, std::size_t> cost{searches, cand.size()};
+      if (usable && literal && lookups.size() <= 2 && cost < best) {
+        g = cand;
+        best = cost;
+      }
+    }
+    return g;
+  };
+  // Value guards first, for every rule; literal guards then, for the rules
+  // left without one, when value guards alone make the index worth using.
+  std::vector<std::vector<const CCheck*>> chosen(n);
+  std::size_t value_guarded = 0;
+  for (std::size_t r = 0; r < n; ++r) {
+    std::vector<const CCheck*>& g = chosen[r];
     std::tuple<int, std::size_t, std::size_t> best{0, 0, 0};
     for (const auto& cand : cands[r]) {
       auto w = worth(cand);
@@ -210,12 +432,43 @@ void GuardIndex::build(const std::vector<const Expr*>& exprs, event::Type t) {
         best = w;
       }
     }
+    if (!g.empty()) ++value_guarded;
+  }
+  std::size_t guarded = value_guarded;
+  if (value_guarded >= 2) {
+    for (std::size_t r = 0; r < n; ++r) {
+      if (!chosen[r].empty()) continue;
+      chosen[r] = literal_choice(r);
+      if (!chosen[r].empty()) ++guarded;
+    }
+  }
+  auto set_bit = [&](std::vector<std::uint64_t>& m, std::size_t r) {
+    if (m.empty()) m.assign(words_, 0);
+    m[r / 64] |= std::uint64_t{1} << (r % 64);
+  };
+  for (std::size_t r = 0; r < n; ++r) {
+    const std::vector<const CCheck*>& g = chosen[r];
     if (g.empty()) {
       always_[r / 64] |= std::uint64_t{1} << (r % 64);
       continue;
     }
-    ++guarded;
     for (const CCheck* c : g) {
+      if (LitMode mode; is_literal_term(*c) && literal_guard(*c, mode)) {
+        LitField* lf = nullptr;
+        for (auto& have : lit_fields_) {
+          if (have.mode == mode && same_field(have.inst, c->lhs)) lf = &have;
+        }
+        if (!lf) {
+          lit_fields_.emplace_back();
+          lf = &lit_fields_.back();
+          lf->inst = c->lhs;
+          lf->mode = mode;
+        }
+        std::vector<std::string> lits;
+        literal_guard(*c, mode, &lits);
+        for (auto& l : lits) lf->pending_rules.emplace_back(std::move(l), static_cast<std::uint32_t>(r));
+        continue;
+      }
       Field* f = nullptr;
       for (auto& have : fields_) {
         if (same_field(have.inst, c->lhs)) f = &have;
@@ -227,8 +480,7 @@ void GuardIndex::build(const std::vector<const Expr*>& exprs, event::Type t) {
       }
       auto rr = static_cast<std::uint32_t>(r);
       if (c->op == Op::kExists) {
-        if (f->exists.empty()) f->exists.assign(words_, 0);
-        f->exists[r / 64] |= std::uint64_t{1} << (r % 64);
+        set_bit(f->exists, r);
       } else {
         for (auto& k : guard_keys(*c)) f->pending_rules.emplace_back(std::move(k), rr);
       }
@@ -247,6 +499,7 @@ void GuardIndex::build(const std::vector<const Expr*>& exprs, event::Type t) {
     f.pending_rules.clear();
     f.pending_rules.shrink_to_fit();
   }
+  for (auto& f : lit_fields_) f.build(words_);
   active_ = guarded >= 2;
 }
 
@@ -284,15 +537,23 @@ void GuardIndex::candidates(const ExtractCtx& x, std::uint64_t* out) const noexc
       for (std::size_t w = 0; w < words_; ++w) out[w] |= m[w];
     }
   }
+  for (const auto& f : lit_fields_) {
+    Extracted e;
+    extract_field(x, f.inst, kNone, e);
+    for (std::size_t i = 0; i < e.n; ++i) f.lookup(e.v[i].s, words_, out);
+  }
 }
 
 std::vector<std::string> GuardIndex::fields() const {
   std::vector<std::string> v;
-  for (const auto& f : fields_) {
-    std::string n(f.inst.def->name);
-    if (f.inst.has_arg) n += "[" + f.inst.arg + "]";
-    v.push_back(std::move(n));
-  }
+  auto name = [](const FieldInst& inst) {
+    std::string n(inst.def->name);
+    if (inst.has_arg) n += "[" + inst.arg + "]";
+    return n;
+  };
+  for (const auto& f : fields_) v.push_back(name(f.inst));
+  static const char* const kModes[] = {" startswith", " endswith", " contains", " pmatch"};
+  for (const auto& f : lit_fields_) v.push_back(name(f.inst) + kModes[static_cast<int>(f.mode)]);
   return v;
 }
 

@@ -310,8 +310,21 @@ class PathTrie {
     nodes_[cur].terminal = true;
   }
   bool match(std::string_view path) const noexcept { return walk(0, path, 0); }
-  const std::vector<std::string>& literal_paths() const { return literals_; }
-  std::vector<std::string> literals_;
+  // The first path component of every pattern, when each is literal: a path
+  // that matches has one of them as its own first_component(). False when a
+  // pattern begins with a glob or has no component ("/" matches any path).
+  bool first_components(std::vector<std::string>& out) const {
+    const N& root = nodes_[0];
+    if (root.terminal || !root.globs.empty() || root.kids.empty()) return false;
+    for (const auto& [c, id] : root.kids) out.push_back(c);
+    return true;
+  }
+  // The component match() compares first: leading slashes skipped, up to
+  // the next one ("" for "", "/" and "//").
+  static std::string_view first_component(std::string_view path) noexcept {
+    while (!path.empty() && path.front() == '/') path.remove_prefix(1);
+    return path.substr(0, path.find('/'));
+  }
 
  private:
   template <typename Fn>

@@ -171,7 +171,7 @@ void Ruleset::evaluate(const state::EvalContext& ctx, std::vector<event::Alert>&
   FieldCache cache;
   cache.clear();
   CheckCache checks;
-  checks.clear();
+  checks.clear(check_words_[t]);
   ExtractCtx x{&ctx, &arena, &cache, &checks};
   const FNode* programs = programs_[t].data();
   const event::PluginData* pd = ctx.ev->as<event::PluginData>();
@@ -190,8 +190,23 @@ void Ruleset::evaluate(const state::EvalContext& ctx, std::vector<event::Alert>&
     if (step_mask != 0) advance(static_cast<std::uint32_t>(step_seq), step_mask, x, *sequences, seq_alerts);
     step_mask = 0;
   };
-  for (std::size_t k = 0; k < idx.size(); ++k) {
-    if (guards && !((may_match[k / 64] >> (k % 64)) & 1u)) continue;
+  // The rules to run, in order: with a guard index, the set bits of
+  // may_match (found a word at a time), else every rule.
+  const std::size_t count = idx.size();
+  std::size_t word = 0;
+  std::uint64_t bits = 0;
+  if (guards) bits = may_match[0];
+  for (std::size_t k = 0;; ++k) {
+    if (guards) {
+      while (bits == 0) {
+        if (++word * 64 >= count) break;
+        bits = may_match[word];
+      }
+      if (bits == 0) break;
+      k = word * 64 + static_cast<std::size_t>(__builtin_ctzll(bits));
+      bits &= bits - 1;
+    }
+    if (k >= count) break;
     const auto& entry = idx[k];
     // Cached strings may live in the arena: drop both together when it fills up.
     if (arena.used() > Arena::kSize / 2) {
@@ -932,7 +947,13 @@ class RulesetBuilder {
         if (!eval_mask.test(static_cast<event::Type>(t))) continue;
         auto& prog = rs->programs_[t];
         rs->index_[t].push_back({i, static_cast<std::uint32_t>(prog.size())});
+        const std::size_t from = prog.size();
         r.expr->append_program(static_cast<event::Type>(t), prog);
+        for (std::size_t k = from; k < prog.size(); ++k) {
+          if (prog[k].id >= 0) {
+            rs->check_words_[t] = std::max(rs->check_words_[t], static_cast<std::size_t>(prog[k].id) / 64 + 1);
+          }
+        }
       }
       // fd.sip.name & co come from the DNS answers the state remembers: a
       // rule that reads one (in its condition or its output) needs the dns

@@ -172,6 +172,9 @@ class Ruleset {
   };
   std::vector<IndexEntry> index_[static_cast<std::size_t>(event::Type::kCount)];
   std::vector<FNode> programs_[static_cast<std::size_t>(event::Type::kCount)];
+  // Per event type, how many CheckCache words its programs' check ids need
+  // (each event clears only those).
+  std::size_t check_words_[static_cast<std::size_t>(event::Type::kCount)] = {};
   // Per event type, which of index_[type] may match an event (compiler.h).
   std::unique_ptr<GuardIndex> guards_[static_cast<std::size_t>(event::Type::kCount)];
   event::TypeMask type_bits_;  // event types enabled rules are listed under

@@ -166,6 +166,34 @@ TEST(Evaluator, Transformers) {
   EXPECT_FALSE(fires(w, "b64(proc.args) exists"));
 }
 
+// tolower/toupper change ASCII letters only, eight bytes at a time and then
+// byte by byte: every printable byte (the letters' neighbours @ [ ` { among
+// them) and UTF-8 bytes, at each offset of the 8-byte steps.
+TEST(Evaluator, CaseTransformersChangeAsciiLettersOnly) {
+  std::string all;
+  for (int c = 0x20; c < 0x7f; ++c) {
+    if (c != '"' && c != '\\') all += static_cast<char>(c);
+  }
+  all += "\xc3\x89t\xc3\xa9";  // "Été": UTF-8 bytes stay as they are
+  auto fold = [](std::string s, bool lower) {
+    for (char& c : s) {
+      if (lower && c >= 'A' && c <= 'Z') c = static_cast<char>(c + 32);
+      if (!lower && c >= 'a' && c <= 'z') c = static_cast<char>(c - 32);
+    }
+    return s;
+  };
+  for (std::size_t cut = 0; cut < 9; ++cut) {
+    std::string v = all.substr(cut);
+    World w;
+    w.proc.comm = "x";
+    w.exec();
+    w.proc.exe = v;
+    EXPECT_TRUE(fires(w, "tolower(proc.exe) = \"" + fold(v, true) + "\"")) << cut;
+    EXPECT_TRUE(fires(w, "toupper(proc.exe) = \"" + fold(v, false) + "\"")) << cut;
+    EXPECT_FALSE(fires(w, "tolower(proc.exe) = \"" + v + "\"")) << cut;
+  }
+}
+
 TEST(Evaluator, FieldToField) {
   World w;
   w.exec();
