@@ -115,9 +115,11 @@ int sent(Recorder& rec, std::uint32_t pid, std::uint32_t nr, std::uint32_t ctl =
 
 // Eight threads of one process issue RM controls (three commands in turn, in
 // runs), counted allocations and a counted escape on a second device, moving
-// to another CPU each round and pausing so that reports fall in the middle;
-// they end one after another. The reports add up to exactly what was issued,
-// and each control command and the second device's first use is sent once.
+// to another CPU each round and pausing, while the test polls the sensor so
+// that reports (and the drains of the per-CPU slots) fall in the middle; the
+// threads end one after another. The reports add up to exactly what was
+// issued, and each control command and the second device's first use is
+// sent once.
 TEST_P(IoctlCounts, ExactAcrossThreadsCpusThreadExitsAndReports) {
   REQUIRE_ROOT();
   TempDir dir("vigil-ioctl");
@@ -153,16 +155,17 @@ TEST_P(IoctlCounts, ExactAcrossThreadsCpusThreadExitsAndReports) {
           ioctl(a, kRmAlloc, &dev);
           unsigned char card[16] = {};
           for (int k = 0; k <= i; ++k) ioctl(b, kCardInfo, card);
-          if (r % 4 == 3) usleep(20000);
+          if (r % 2 == 1) usleep(20000);
         }
       });
     }
     for (auto& t : ts) t.join();
     return 0;
   });
+  const auto pid = static_cast<std::uint32_t>(c.pid());
+  rec.events_of(pid, 1000);  // the reports (and slot drains) while the threads run
   const int status = c.wait();
   ASSERT_EQ(status, 0) << Child::what(status);
-  const auto pid = static_cast<std::uint32_t>(c.pid());
 
   Usage want;
   for (int i = 0; i < kThreads; ++i) {
@@ -172,6 +175,9 @@ TEST_P(IoctlCounts, ExactAcrossThreadsCpusThreadExitsAndReports) {
   }
   const Usage got = reported(rec, pid, total(want), interval);
   EXPECT_EQ(got, want);
+  int reports = 0;
+  for (const Event& e : rec.events_of(pid, 0)) reports += e.as<event::GpuUsageData>() != nullptr;
+  EXPECT_GE(reports, 2) << "the calls should span reports (the last thread sleeps 360 ms in all)";
   for (std::uint32_t c = 0x20800110; c < 0x20800113; ++c)
     EXPECT_EQ(sent(rec, pid, 0x2A, c), 1) << "control command " << std::hex << c << " is sent once per process";
   EXPECT_EQ(sent(rec, pid, kCardInfoNr), 1) << "the second device's first use is sent once";
