@@ -515,8 +515,8 @@ int Sensor::Impl::on_record(void* ctx, void* data, size_t size) {
 // (bpf/progs/file.bpf.c, vg_ioctl_slot_drain), on the CPUs whose slot holds
 // any: a program run on that CPU (from an interrupt where it is not this
 // thread's). A slot the CPU's ioctl program was changing at that instant, or
-// a bucket of gpu_usage it held, is asked again a few times; what stays goes
-// in the next report. An offline CPU keeps its slot until it is back.
+// whose count gpu_usage refused, is asked again a few times; what stays goes
+// in a later report. An offline CPU keeps its slot until it is back.
 void Sensor::Impl::drain_ioctl_slots() {
   const int prog = bpf_program__fd(skel_->progs.vg_ioctl_slot_drain);
   const int ncpu = libbpf_num_possible_cpus();
