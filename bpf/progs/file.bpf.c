@@ -479,6 +479,10 @@ int vg_exit_open(struct trace_event_raw_sys_exit *ctx)
 
 /* ---------------- ioctl on NVIDIA fds ---------------- */
 
+#ifndef EEXIST
+#define EEXIST 17 /* what a BPF_NOEXIST insert of a present key returns, negated */
+#endif
+
 struct vg_pending_ioctl {
   struct vg_ioctl rec;
   __u64 arg;        /* user pointer to the parameter block (after XFER unwrap) */
@@ -521,6 +525,70 @@ struct {
   __type(key, struct vg_ctl_key);
   __type(value, __u8);
 } ctl_seen SEC(".maps");
+
+/* 1: each CPU keeps the last usage key it counted (ioctl_slot below). Set by
+ * user space where it can run vg_ioctl_slot_drain on every CPU (kernels
+ * 5.10+); 0: every NVIDIA ioctl is counted in gpu_usage directly. */
+const volatile __u32 cfg_ioctl_slot __weak = 0;
+
+/* The last usage key counted on this CPU, and the calls of it counted here
+ * since that are not in gpu_usage yet. NVIDIA ioctls mostly repeat the
+ * previous one's process, device and escape number (a CUDA process issuing RM
+ * controls on /dev/nvidiactl one after another): a repeat is counted here, a
+ * per-CPU array slot the verifier inlines, instead of through a hash lookup
+ * in gpu_usage. The count moves to gpu_usage when the CPU counts another key,
+ * and when user space runs vg_ioctl_slot_drain on this CPU before each usage
+ * report, so every report has every call made before it.
+ *
+ * Who writes a slot: the ioctl programs on its CPU, which never overlap each
+ * other (syscall tracepoints run their programs with preemption disabled and
+ * one at a time per CPU), and vg_ioctl_slot_drain, which user space runs on
+ * that CPU, from an interrupt when the CPU is not its own: it may land
+ * between any two instructions of an ioctl program, which therefore marks the
+ * slot `busy` while it changes it; the drain leaves a busy slot alone, and
+ * user space asks again. (struct vg_ioctl_slot: bpf/shared/events.h.) */
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, struct vg_ioctl_slot);
+} ioctl_slot SEC(".maps");
+
+/* Adds `n` calls of key `k` to gpu_usage; 0, or -1 where the map refused. */
+static __always_inline int usage_add(const struct vg_usage_key *k, __u64 n)
+{
+  struct vg_usage_val *uv = bpf_map_lookup_elem(&gpu_usage, k);
+  if (!uv) {
+    struct vg_usage_val v = {.count = n};
+    if (bpf_map_update_elem(&gpu_usage, k, &v, BPF_NOEXIST) == 0)
+      return 0;
+    uv = bpf_map_lookup_elem(&gpu_usage, k); /* another CPU added it first */
+    if (!uv)
+      return -1;
+  }
+  __sync_fetch_and_add(&uv->count, n);
+  return 0;
+}
+
+/* This CPU's slot now counts key `k` (whose call at hand gpu_usage counted),
+ * with control command `ctl` where `is_ctl`; what the slot held moves to
+ * gpu_usage. */
+static __always_inline void slot_take(struct vg_ioctl_slot *s, const struct vg_usage_key *k,
+                                      __u32 ctl, int is_ctl)
+{
+  s->busy = 1;
+  barrier();
+  struct vg_usage_key old = s->key;
+  __u64 n = s->count;
+  s->key = *k;
+  s->count = 0;
+  s->last_ctl = ctl;
+  s->ctl_set = is_ctl;
+  barrier();
+  s->busy = 0;
+  if (n && old.pid && usage_add(&old, n) != 0)
+    vg_drop(VG_DROP_MAP_FULL);
+}
 
 /* Allocations sent one by one (everything else is only counted): compute and
  * channel classes (a CUDA context exists), and the classes a security rule
@@ -613,48 +681,75 @@ static __always_inline int ioctl_decode(struct task_struct *t, struct file *f, i
     }
   }
 
-  /* Counted per process / device / command. A command the process already
-   * used in this usage interval has been through the first-use and control
-   * checks below: when it repeats the last control command too, it is done. */
+  /* Counted per process / device / command. A key already counted in this
+   * usage interval (gpu_usage has it), or the one this CPU counted last (its
+   * slot), has been through the first-use check below, and its last control
+   * command through the control check: when the call repeats that command
+   * (or is not a control) and is not sent, it is done. */
   __u32 pid = t ? (__u32)t->tgid : (__u32)(bpf_get_current_pid_tgid() >> 32);
   if (pid == cfg_vigil_tgid)
     return 0;
   struct vg_usage_key uk = {.pid = pid, .dev = VG_MKDEV(major, minor), .nr = nr, .pad0 = 0};
   int is_ctl = !uvm && nr == NV_ESC_RM_CONTROL && soff;
   int alloc = (nr == NV_ESC_RM_ALLOC && !uvm && is_sent_class(rm_class)) || (uvm && is_sent_uvm(cmd));
-  struct vg_usage_val *uv = bpf_map_lookup_elem(&gpu_usage, &uk);
-  int known = 0;
-  if (uv) {
-    __sync_fetch_and_add(&uv->count, 1);
-    known = 1;
-    if (is_ctl) {
-      if (uv->last_ctl_set && uv->last_ctl == rm_control && !alloc)
-        return 0;
-      uv->last_ctl = rm_control;
-      uv->last_ctl_set = 1;
-    }
-    if (!is_ctl && !alloc)
-      return 0;
-  } else {
-    struct vg_usage_val one = {.count = 1, .last_ctl = rm_control, .last_ctl_set = is_ctl};
-    if (bpf_map_update_elem(&gpu_usage, &uk, &one, BPF_NOEXIST) != 0) {
-      uv = bpf_map_lookup_elem(&gpu_usage, &uk);
-      if (uv)
-        __sync_fetch_and_add(&uv->count, 1);
-      else
-        vg_drop(VG_DROP_MAP_FULL);
-    }
+  struct vg_ioctl_slot *slot = 0;
+  if (cfg_ioctl_slot) {
+    __u32 zero = 0;
+    slot = bpf_map_lookup_elem(&ioctl_slot, &zero);
   }
+  int known = 0, ctl_known = !is_ctl;
+  if (slot && slot->key.pid == pid && slot->key.dev == uk.dev && slot->key.nr == nr) {
+    known = 1;
+    if (is_ctl)
+      ctl_known = slot->ctl_set && slot->last_ctl == rm_control;
+    slot->busy = 1;
+    barrier();
+    slot->count += 1;
+    if (is_ctl) {
+      slot->last_ctl = rm_control;
+      slot->ctl_set = 1;
+    }
+    barrier();
+    slot->busy = 0;
+  } else {
+    struct vg_usage_val *uv = bpf_map_lookup_elem(&gpu_usage, &uk);
+    if (uv) {
+      __sync_fetch_and_add(&uv->count, 1);
+      known = 1;
+      if (is_ctl) {
+        ctl_known = uv->last_ctl_set && uv->last_ctl == rm_control;
+        uv->last_ctl = rm_control;
+        uv->last_ctl_set = 1;
+      }
+    } else {
+      struct vg_usage_val one = {.count = 1, .last_ctl = rm_control, .last_ctl_set = is_ctl};
+      if (bpf_map_update_elem(&gpu_usage, &uk, &one, BPF_NOEXIST) != 0) {
+        uv = bpf_map_lookup_elem(&gpu_usage, &uk);
+        if (uv)
+          __sync_fetch_and_add(&uv->count, 1);
+        else
+          vg_drop(VG_DROP_MAP_FULL);
+      }
+    }
+    if (slot)
+      slot_take(slot, &uk, rm_control, is_ctl);
+  }
+  if (known && ctl_known && !alloc)
+    return 0;
 
   /* Sent one by one: the first use of a device by a process, the
    * allocations of is_sent_class(), each distinct RM control command once per
-   * process, and UVM tools memory access. Everything else is counted. */
+   * process, and UVM tools memory access. Everything else is counted. A
+   * (process, device) or (process, command) is new only to the CPU whose
+   * insert makes its mark: another thread issuing the same call on another
+   * CPU at the same moment finds the mark made (-EEXIST). A mark that cannot
+   * be made for another reason still lets the call be sent. */
   int first = 0;
   if (!known) {
     struct vg_seen_key sk = {.pid = pid, .dev = VG_MKDEV(major, minor)};
-    if (!bpf_map_lookup_elem(&gpu_seen, &sk)) {
-      __u8 one = 1;
-      bpf_map_update_elem(&gpu_seen, &sk, &one, BPF_ANY);
+    __u8 one = 1;
+    if (!bpf_map_lookup_elem(&gpu_seen, &sk) &&
+        bpf_map_update_elem(&gpu_seen, &sk, &one, BPF_NOEXIST) != -EEXIST) {
       first = 1;
       iflags |= VG_IOCTL_FIRST_USE;
     }
@@ -662,13 +757,12 @@ static __always_inline int ioctl_decode(struct task_struct *t, struct file *f, i
   if (alloc)
     iflags |= VG_IOCTL_ALLOC;
   int new_ctl = 0;
-  if (is_ctl) {
+  if (!ctl_known) {
     struct vg_ctl_key ck = {.pid = pid, .cmd = rm_control};
-    if (!bpf_map_lookup_elem(&ctl_seen, &ck)) {
-      __u8 one = 1;
-      bpf_map_update_elem(&ctl_seen, &ck, &one, BPF_ANY);
+    __u8 one = 1;
+    if (!bpf_map_lookup_elem(&ctl_seen, &ck) &&
+        bpf_map_update_elem(&ctl_seen, &ck, &one, BPF_NOEXIST) != -EEXIST)
       new_ctl = 1;
-    }
   }
   if (!first && !alloc && !new_ctl)
     return 0;
@@ -756,6 +850,32 @@ int vg_exit_ioctl(struct trace_event_raw_sys_exit *ctx)
     return 0;
   ioctl_send(&p->rec, ctx->ret, p->arg, p->status_off);
   bpf_map_delete_elem(&pending_ioctl, &tid);
+  return 0;
+}
+
+/* Moves the calls waiting in this CPU's ioctl_slot into gpu_usage. User space
+ * runs it (BPF_PROG_RUN on a chosen CPU: on another CPU than its own, from an
+ * interrupt) on each CPU whose slot holds calls, before it reads gpu_usage.
+ * 0: done (or nothing to move); 1: it interrupted an ioctl program changing
+ * the slot; 2: gpu_usage refused the count (full, or its bucket lock not
+ * taken). On 1 and 2 the calls stay in the slot: user space tries again, and
+ * what it cannot move now goes in a later report. */
+SEC("raw_tp")
+int vg_ioctl_slot_drain(void *ctx)
+{
+  __u32 zero = 0;
+  struct vg_ioctl_slot *s = bpf_map_lookup_elem(&ioctl_slot, &zero);
+  if (!s)
+    return 0;
+  if (s->busy)
+    return 1;
+  __u64 n = s->count;
+  if (!n)
+    return 0;
+  struct vg_usage_key k = s->key;
+  if (usage_add(&k, n) != 0)
+    return 2;
+  s->count = 0;
   return 0;
 }
 

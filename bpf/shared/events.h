@@ -329,6 +329,17 @@ struct vg_usage_val {
   __u32 last_ctl_set;
 };
 
+/* Value of the per-CPU array "ioctl_slot": the last usage key counted on a
+ * CPU and its calls not yet in "gpu_usage" (bpf/progs/file.bpf.c). */
+struct vg_ioctl_slot {
+  struct vg_usage_key key; /* pid 0: none yet */
+  __u64 count;             /* calls of `key` counted here, not yet in gpu_usage */
+  __u32 last_ctl;          /* the last RM control command of `key` seen here */
+  __u32 ctl_set;           /* last_ctl is set */
+  __u32 busy;              /* an ioctl program is changing the slot */
+  __u32 pad0;
+};
+
 /* "first use of a device by a process" (LRU hash "gpu_seen"). */
 struct vg_seen_key {
   __u32 pid;
@@ -368,6 +379,7 @@ VG_STATIC_ASSERT(sizeof(struct vg_module) == 96, "vg_module size");
 VG_STATIC_ASSERT(sizeof(struct vg_usage_key) == 16, "vg_usage_key size");
 VG_STATIC_ASSERT(sizeof(struct vg_seen_key) == 8, "vg_seen_key size");
 VG_STATIC_ASSERT(sizeof(struct vg_usage_val) == 16, "vg_usage_val size");
+VG_STATIC_ASSERT(sizeof(struct vg_ioctl_slot) == 40, "vg_ioctl_slot size");
 #endif
 
 #endif /* VIGIL_BPF_SHARED_EVENTS_H */

@@ -194,6 +194,9 @@ Result<LiveSourcesConfig> live_sources_config(const YAML::Node& cfg, std::set<ev
   auto ident = get_or<bool>(cfg, "sensor.identify_exe", sc.identify_exe);
   if (!ident) return ident.error();
   sc.identify_exe = *ident;
+  auto ioctl_cache = get_or<bool>(cfg, "sensor.ioctl_cache", sc.ioctl_cache);
+  if (!ioctl_cache) return ioctl_cache.error();
+  sc.ioctl_cache = *ioctl_cache;
   auto kmsg = get_or<std::string>(cfg, "sensor.kmsg_path", out.kmsg_path);
   if (!kmsg) return kmsg.error();
   out.kmsg_path = *kmsg;

@@ -26,6 +26,7 @@ constexpr KeySpec kSchema[] = {
     {"sensor.wakeup_kib", K::kUint, 0, 524288},  // and at most half of ringbuf_mib
     {"sensor.kmsg_path", K::kString, 0, 0, false, true},
     {"sensor.identify_exe", K::kBool},
+    {"sensor.ioctl_cache", K::kBool},
     {"k8s", K::kSection},
     {"k8s.api", K::kString},
     {"k8s.token_file", K::kString},

@@ -164,6 +164,28 @@ std::uint32_t round_up_pow2(std::size_t v) {
   return p;
 }
 
+// Whether this kernel runs a raw tracepoint program on a chosen CPU through
+// BPF_PROG_RUN (5.10+): what moving the per-CPU ioctl slots into the usage map
+// needs (vg_ioctl_slot_drain). Asked with a two-instruction program before
+// the object loads, so that the ioctl programs are built without the slots
+// where it cannot.
+bool can_run_on_a_cpu() {
+  const bpf_insn insns[] = {
+      {BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_0, 0, 0, 0},  // r0 = 0
+      {BPF_JMP | BPF_EXIT, 0, 0, 0, 0},
+  };
+  int fd = bpf_prog_load(BPF_PROG_TYPE_RAW_TRACEPOINT, nullptr, "GPL", insns, 2, nullptr);
+  if (fd < 0) return false;
+  bpf_test_run_opts o{};
+  o.sz = sizeof(o);
+  o.flags = BPF_F_TEST_RUN_ON_CPU;
+  o.cpu = 0;
+  // On CPU 0, wherever this thread runs: ENXIO only where CPU 0 is offline.
+  const int err = bpf_prog_test_run_opts(fd, &o);
+  close(fd);
+  return err == 0 || errno == ENXIO;
+}
+
 std::int64_t now_wall_ns() {
   timespec ts{};
   clock_gettime(CLOCK_REALTIME, &ts);
@@ -198,6 +220,7 @@ class Sensor::Impl {
  private:
   static int on_record(void* ctx, void* data, size_t size);
   std::size_t report_usage(const runtime::EventSource::Emit& emit);
+  void drain_ioctl_slots();
   Status attach_one(const Hook& h, bpf_program* prog);
   Error load_refused(int err, util::CapSet have) const;
 
@@ -396,6 +419,12 @@ Status Sensor::Impl::open(const Config& cfg) {
   skel_->rodata->cfg_args_at_exit = args_at_exit ? 1 : 0;
   skel_->rodata->cfg_sock_task_btf =
       libbpf_probe_bpf_helper(BPF_PROG_TYPE_CGROUP_SOCK_ADDR, BPF_FUNC_get_current_task_btf, nullptr) == 1 ? 1 : 0;
+  // The per-CPU ioctl slots, where user space can empty them on every CPU.
+  const bool ioctl_slots = cfg_.ioctl_cache &&
+                           (cfg_.event_types.count(Type::kIoctl) || cfg_.event_types.count(Type::kGpuUsage)) &&
+                           can_run_on_a_cpu();
+  skel_->rodata->cfg_ioctl_slot = ioctl_slots ? 1 : 0;
+  bpf_program__set_autoload(skel_->progs.vg_ioctl_slot_drain, ioctl_slots);
   skel_->rodata->cfg_wakeup_bytes =
       static_cast<std::uint32_t>(std::min<std::size_t>(cfg_.wakeup_bytes, round_up_pow2(cfg_.ringbuf_bytes) / 2));
   if (int err = bpf_map__set_max_entries(skel_->maps.events, round_up_pow2(cfg_.ringbuf_bytes)); err != 0)
@@ -535,7 +564,33 @@ int Sensor::Impl::on_record(void* ctx, void* data, size_t size) {
   return ++self->polled_ >= self->budget_ ? kBudgetReached : 0;
 }
 
+// Moves the calls that wait in each CPU's ioctl slot into gpu_usage
+// (bpf/progs/file.bpf.c, vg_ioctl_slot_drain), on the CPUs whose slot holds
+// any: a program run on that CPU (from an interrupt where it is not this
+// thread's). A slot the CPU's ioctl program was changing at that instant, or
+// whose count gpu_usage refused, is asked again a few times; what stays goes
+// in a later report. An offline CPU keeps its slot until it is back.
+void Sensor::Impl::drain_ioctl_slots() {
+  const int prog = bpf_program__fd(skel_->progs.vg_ioctl_slot_drain);
+  const int ncpu = libbpf_num_possible_cpus();
+  if (prog < 0 || ncpu <= 0) return;
+  std::vector<vg_ioctl_slot> slots(static_cast<std::size_t>(ncpu));
+  const std::uint32_t zero = 0;
+  if (bpf_map_lookup_elem(bpf_map__fd(skel_->maps.ioctl_slot), &zero, slots.data()) != 0) return;
+  for (int cpu = 0; cpu < ncpu; ++cpu) {
+    if (slots[static_cast<std::size_t>(cpu)].count == 0) continue;
+    for (int attempt = 0; attempt < 8; ++attempt) {
+      bpf_test_run_opts o{};
+      o.sz = sizeof(o);
+      o.flags = BPF_F_TEST_RUN_ON_CPU;
+      o.cpu = static_cast<std::uint32_t>(cpu);
+      if (bpf_prog_test_run_opts(prog, &o) != 0 || o.retval == 0) break;
+    }
+  }
+}
+
 std::size_t Sensor::Impl::report_usage(const runtime::EventSource::Emit& emit) {
+  if (skel_->rodata->cfg_ioctl_slot) drain_ioctl_slots();
   int fd = bpf_map__fd(skel_->maps.gpu_usage);
   std::vector<vg_usage_key> keys;
   vg_usage_key key{}, next{};

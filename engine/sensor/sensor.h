@@ -64,6 +64,12 @@ struct Config {
   // known shell/interpreter), read once per distinct file through
   // /proc/<pid>/exe. Costs are in docs/performance.md.
   bool identify_exe = true;
+  // Count a repeated NVIDIA ioctl (the same process, device and escape
+  // number as the CPU's previous one) in a per-CPU slot instead of the usage
+  // hash map; the slots move into the map before each usage report, so the
+  // reports are the same. Used where the kernel can run a program on a chosen
+  // CPU (5.10+). Costs are in docs/performance.md.
+  bool ioctl_cache = true;
   ident::Options ident;
 };
 

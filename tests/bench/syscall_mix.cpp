@@ -131,6 +131,33 @@ int main(int argc, char** argv) {
     run_phase("ioctl", n, [&](long) { (void)ioctl(fd, cmd, params); });
     close(fd);
   }
+  // The same node, alternating an RM control (nr 0x2A) with an RM
+  // allocation of a class that is only counted (nr 0x2B, NV01_DEVICE_0):
+  // two usage keys in turn, the worst case for the sensor's per-CPU cache
+  // of the last key (docs/performance.md).
+  if (want("ioctlalt") && !node.empty()) {
+    int fd = open(node.c_str(), O_RDWR | O_CLOEXEC);
+    if (fd < 0) {
+      std::fprintf(stderr, "syscall_mix: open %s: %s\n", node.c_str(), std::strerror(errno));
+      return 1;
+    }
+    unsigned char ctl[32] = {};
+    std::uint32_t alloc[12] = {};
+    alloc[3] = 0x0080;  // hClass at byte 12
+    run_phase("ioctlalt", n, [&](long i) {
+      if (i & 1) (void)ioctl(fd, 0xC030462BUL, alloc);
+      else (void)ioctl(fd, 0xC020462AUL, ctl);
+    });
+    close(fd);
+  }
+  // What most ioctls on a node are: on a socket (FIONREAD), which the
+  // sensor rejects as not NVIDIA.
+  if (want("sockioctl")) {
+    int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    int avail = 0;
+    run_phase("sockioctl", n, [&](long) { (void)ioctl(s, FIONREAD, &avail); });
+    close(s);
+  }
 
   // The rarer calls Falco's rules watch (their hooks are attached only with
   // such rules): a dup and a socket, each closed again, and a symlink

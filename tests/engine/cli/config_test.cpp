@@ -159,7 +159,7 @@ TEST(ConfigSchema, TyposInEverySectionAreErrorsWithFileLineAndKey) {
   } cases[] = {
       {"sensor:\n  ringbuff_mib: 8\n",
        "2:3: sensor.ringbuff_mib: unknown key (known: payload_bytes, ringbuf_mib, usage_interval_ms, "
-       "wakeup_kib, kmsg_path, identify_exe)"},
+       "wakeup_kib, kmsg_path, identify_exe, ioctl_cache)"},
       {"flight_recorder:\n  enabled: true\n  windw_s: 3\n",
        "3:3: flight_recorder.windw_s: unknown key (known: enabled, dir, window_s, after_s, max_mib, "
        "min_priority, keep, max_disk_mib)"},
@@ -189,7 +189,7 @@ TEST(ConfigSchema, WrongTypesAndRangesAreErrorsWithFileLineAndKey) {
       {"k8s: 5\n", "1:6: k8s: expected a mapping of api, token_file, ca_file, kubeconfig, node_name; "
                    "got '5'"},
       {"sensor: [1]\n", "1:9: sensor: expected a mapping of payload_bytes, ringbuf_mib, usage_interval_ms, "
-                        "wakeup_kib, kmsg_path, identify_exe; got a list"},
+                        "wakeup_kib, kmsg_path, identify_exe, ioctl_cache; got a list"},
       {"sensor:\n  ringbuf_mib: abc\n", "2:16: sensor.ringbuf_mib: expected a whole number from 1 to 1024, got 'abc'"},
       {"sensor:\n  ringbuf_mib: 12\n", "2:16: sensor.ringbuf_mib: must be a power of two from 1 to 1024, got 12"},
       {"sensor:\n  payload_bytes: -1\n", "2:18: sensor.payload_bytes: expected a whole number from 0 to 4096, got '-1'"},
@@ -223,7 +223,8 @@ TEST(ConfigSchema, OverridesAreCheckedAndNamedInErrors) {
       {{"sensor.ringbuf_mib=abc"},
        "-o sensor.ringbuf_mib=abc: sensor.ringbuf_mib: expected a whole number from 1 to 1024, got 'abc'"},
       {{"sensor.ringbuff_mib=8"}, "-o sensor.ringbuff_mib=8: sensor.ringbuff_mib: unknown key (known: "
-                                  "payload_bytes, ringbuf_mib, usage_interval_ms, wakeup_kib, kmsg_path, identify_exe)"},
+                                  "payload_bytes, ringbuf_mib, usage_interval_ms, wakeup_kib, kmsg_path, identify_exe, "
+                                  "ioctl_cache)"},
       {{"sensor={ringbuff_mib: 8}"}, "-o sensor={ringbuff_mib: 8}: sensor.ringbuff_mib: unknown key"},
       {{"k8s=5"}, "-o k8s=5: k8s: expected a mapping of"},
       {{"hostname=[a, b]"}, "-o hostname=[a, b]: hostname: expected a string, got a list"},
@@ -266,7 +267,7 @@ outputs:
   - type: stdout
     format: text
 sensor: {payload_bytes: 256, ringbuf_mib: 8, usage_interval_ms: 10000, wakeup_kib: 64, kmsg_path: /dev/kmsg,
-         identify_exe: false}
+         identify_exe: false, ioctl_cache: false}
 k8s: {api: "https://10.0.0.1:6443", token_file: /t, ca_file: /c, kubeconfig: /k, node_name: n}
 plugins:
   - {name: nvml, library_path: libvigil_nvml.so, init_config: {interval: 1s}}

@@ -171,20 +171,6 @@ TEST(SensorIntegration, KilledChildReportsSignal) {
 // Runs fn in a forked child (the test process itself is vigil's pid, which the
 // sensor filters out); returns the child's pid after it exited.
 
-// A stand-in NVIDIA node in `dir`: a character device named `name` with
-// /dev/null's numbers (its driver refuses every ioctl with ENOTTY). Returns
-// its path, "" (with a test failure) when it cannot be made.
-std::string make_standin_node(const TempDir& dir, const std::string& name = "nvidia0") {
-  struct stat null_st{};
-  std::string path = dir.path() + "/" + name;
-  if (stat("/dev/null", &null_st) != 0 ||
-      mknod(path.c_str(), S_IFCHR | 0666, null_st.st_rdev) != 0) {
-    ADD_FAILURE() << "cannot make the stand-in node " << path << ": " << std::strerror(errno);
-    return "";
-  }
-  return path;
-}
-
 struct Nvos64 {
   std::uint32_t hRoot, hObjectParent, hObjectNew, hClass;
   std::uint64_t pAllocParms, pRightsRequested;

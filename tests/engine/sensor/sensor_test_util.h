@@ -3,6 +3,7 @@
 #pragma once
 
 #include <poll.h>
+#include <sys/stat.h>
 
 #include <chrono>
 #include <cstring>
@@ -17,6 +18,7 @@
 #include "engine/sensor/sensor.h"
 #include "tests/support/process.h"
 #include "tests/support/skip.h"
+#include "tests/support/temp_dir.h"
 
 namespace vigil::sensor {
 
@@ -100,6 +102,21 @@ class Recorder {
   runtime::EventSource& s_;
   std::vector<Event> seen_;
 };
+
+// A stand-in NVIDIA node in `dir`: a character device named `name` with the
+// device numbers of `like` (/dev/null's driver refuses every ioctl with
+// ENOTTY, and so does /dev/zero's). Returns its path, "" (with a test
+// failure) when it cannot be made.
+inline std::string make_standin_node(const support::TempDir& dir, const std::string& name = "nvidia0",
+                                     const char* like = "/dev/null") {
+  struct stat st{};
+  std::string path = dir.path() + "/" + name;
+  if (stat(like, &st) != 0 || mknod(path.c_str(), S_IFCHR | 0666, st.st_rdev) != 0) {
+    ADD_FAILURE() << "cannot make the stand-in node " << path << ": " << std::strerror(errno);
+    return "";
+  }
+  return path;
+}
 
 // Runs fn in a forked child; returns its pid after it exited.
 inline pid_t in_child(const std::function<int()>& fn) {
