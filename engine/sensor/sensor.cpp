@@ -34,6 +34,7 @@ namespace {
 using event::Type;
 
 constexpr std::size_t kMaxUsageEntries = 256;  // per process per report
+static_assert(kOpenPathSlots == VG_OPEN_PREFIXES, "sensor.h's slot count is the kernel's");
 
 // How a program is attached.
 // kSyscallEnter: a program shared by several sys_enter tracepoints (the
@@ -72,6 +73,7 @@ const std::vector<Hook>& hooks() {
       {"vg_skb_ingress", "cgroup_skb/ingress", AttachKind::kCgroup, {Type::kDns}, nullptr, false},
       {"vg_enter_bpf", "syscalls:sys_enter_bpf", AttachKind::kAuto, {Type::kBpf}, "syscalls/sys_enter_bpf", false},
       {"vg_exit_bpf", "syscalls:sys_exit_bpf", AttachKind::kAuto, {Type::kBpf}, "syscalls/sys_exit_bpf", false},
+      {"vg_signal_generate", "tp_btf/signal_generate", AttachKind::kAuto, {Type::kKill}, nullptr, false},
       {"vg_nvidia_xid", "nvidia:nvidia_dev_xid", AttachKind::kXidTracepoint, {Type::kXid}, "nvidia/nvidia_dev_xid", true},
   };
   // The rarer syscalls (bpf/progs/sys.bpf.c, dup in file.bpf.c): an exit
@@ -107,6 +109,7 @@ const std::vector<Hook>& hooks() {
         {"userfaultfd", Type::kUserfaultfd, true}, {"memfd_create", Type::kMemfdCreate, false},
         {"prctl", Type::kPrctl, false},      {"io_uring_setup", Type::kIoUringSetup, true},
         {"delete_module", Type::kDeleteModule, true}, {"capset", Type::kCapset, false},
+        {"perf_event_open", Type::kPerfEventOpen, false},
     };
     static std::deque<std::string> names;  // the Hook strings (a deque never moves them)
     std::vector<Hook> all = kHooks;
@@ -155,6 +158,14 @@ bool wanted(const Hook& h, const Config& cfg) {
   for (Type t : h.needed_by)
     if (cfg.event_types.count(t)) return true;
   return false;
+}
+
+// The dynamic perf PMU type of kprobe or uprobe events (0: none).
+std::uint32_t read_pmu_type(const char* pmu) {
+  std::ifstream in(std::string("/sys/bus/event_source/devices/") + pmu + "/type");
+  std::uint32_t t = 0;
+  if (!(in >> t) || t > 0xffff) return 0;
+  return t;
 }
 
 std::uint32_t round_up_pow2(std::size_t v) {
@@ -302,17 +313,30 @@ Status Sensor::Impl::open(const Config& cfg) {
   // Read-only configuration, fixed at load.
   skel_->rodata->cfg_vigil_tgid = static_cast<std::uint32_t>(getpid());
   skel_->rodata->cfg_uvm_major = read_uvm_major();
+  skel_->rodata->cfg_perf_kprobe_type = read_pmu_type("kprobe");
+  skel_->rodata->cfg_perf_uprobe_type = read_pmu_type("uprobe");
   skel_->rodata->cfg_payload_bytes = std::min<std::uint32_t>(cfg_.payload_bytes, VG_PAYLOAD_MAX);
+  // vigil's own paths join the prefixes, except where a rule's prefix
+  // already covers one.
+  std::vector<std::string> prefixes = cfg_.open_path_prefixes;
+  for (std::string own : cfg_.own_paths) {
+    if (own.empty() || own[0] != '/') continue;
+    if (own.size() >= VG_PREFIX_LEN) own.resize(VG_PREFIX_LEN - 1);
+    const bool covered = std::any_of(prefixes.begin(), prefixes.end(), [&](const std::string& q) {
+      return !q.empty() && own.compare(0, q.size(), q) == 0;
+    });
+    if (!covered) prefixes.push_back(own);
+  }
   // The prefixes first, then the whole paths, each with its last component
   // (what a successful open is first judged by).
   std::uint32_t np = 0;
-  for (const auto* list : {&cfg_.open_path_prefixes, &cfg_.open_path_whole}) {
+  for (const auto* list : {&prefixes, &cfg_.open_path_whole}) {
     const bool whole = list == &cfg_.open_path_whole;
     for (const std::string& p : *list) {
       if (p.empty()) continue;
       if (np >= VG_OPEN_PREFIXES) {
         std::string all;
-        for (const auto* l : {&cfg_.open_path_prefixes, &cfg_.open_path_whole})
+        for (const auto* l : {&prefixes, &cfg_.open_path_whole})
           for (const std::string& q : *l) all += (all.empty() ? "" : ", ") + q;
         return Error::bad_input("sensor: more than " + std::to_string(VG_OPEN_PREFIXES) + " open paths: " + all);
       }
