@@ -195,4 +195,10 @@ Result<capture::FlightRecorderOptions> flight_recorder_options(const YAML::Node&
 std::vector<std::string> own_paths(const std::string& config, const std::vector<std::string>& rules,
                                    const YAML::Node& cfg, const std::string& capture);
 
+// The files among them that the sensor's open filter takes as whole paths:
+// the configuration file, the rule files (those a rule directory holds,
+// *.yaml and *.yml) and the capture file, absolute and real.
+std::vector<std::string> own_files(const std::string& config, const std::vector<std::string>& rules,
+                                   const std::string& capture);
+
 }  // namespace vigil::cli

@@ -34,7 +34,8 @@ namespace {
 using event::Type;
 
 constexpr std::size_t kMaxUsageEntries = 256;  // per process per report
-static_assert(kOpenPathSlots == VG_OPEN_PREFIXES, "sensor.h's slot count is the kernel's");
+static_assert(kOpenPathSlots == VG_OPEN_PREFIXES && kOpenPathMaxLen == VG_PREFIX_LEN,
+              "sensor.h's open filter bounds are the kernel's");
 
 // How a program is attached.
 // kSyscallEnter: a program shared by several sys_enter tracepoints (the
@@ -316,27 +317,26 @@ Status Sensor::Impl::open(const Config& cfg) {
   skel_->rodata->cfg_perf_kprobe_type = read_pmu_type("kprobe");
   skel_->rodata->cfg_perf_uprobe_type = read_pmu_type("uprobe");
   skel_->rodata->cfg_payload_bytes = std::min<std::uint32_t>(cfg_.payload_bytes, VG_PAYLOAD_MAX);
-  // vigil's own paths join the prefixes, except where a rule's prefix
-  // already covers one.
-  std::vector<std::string> prefixes = cfg_.open_path_prefixes;
-  for (std::string own : cfg_.own_paths) {
-    if (own.empty() || own[0] != '/') continue;
-    if (own.size() >= VG_PREFIX_LEN) own.resize(VG_PREFIX_LEN - 1);
-    const bool covered = std::any_of(prefixes.begin(), prefixes.end(), [&](const std::string& q) {
-      return !q.empty() && own.compare(0, q.size(), q) == 0;
-    });
-    if (!covered) prefixes.push_back(own);
+  // vigil's own files join the whole paths (those a rule's prefix covers
+  // are sent already).
+  std::vector<std::string> whole_paths = cfg_.open_path_whole;
+  for (const std::string& own : cfg_.own_files) {
+    if (own.empty() || own[0] != '/' || own.size() >= VG_PREFIX_LEN || own.back() == '/') continue;
+    const bool covered = std::any_of(cfg_.open_path_prefixes.begin(), cfg_.open_path_prefixes.end(),
+                                     [&](const std::string& q) { return !q.empty() && own.compare(0, q.size(), q) == 0; });
+    if (!covered && std::find(whole_paths.begin(), whole_paths.end(), own) == whole_paths.end())
+      whole_paths.push_back(own);
   }
   // The prefixes first, then the whole paths, each with its last component
   // (what a successful open is first judged by).
   std::uint32_t np = 0;
-  for (const auto* list : {&prefixes, &cfg_.open_path_whole}) {
-    const bool whole = list == &cfg_.open_path_whole;
+  for (const auto* list : {&cfg_.open_path_prefixes, &whole_paths}) {
+    const bool whole = list == &whole_paths;
     for (const std::string& p : *list) {
       if (p.empty()) continue;
       if (np >= VG_OPEN_PREFIXES) {
         std::string all;
-        for (const auto* l : {&prefixes, &cfg_.open_path_whole})
+        for (const auto* l : {&cfg_.open_path_prefixes, &whole_paths})
           for (const std::string& q : *l) all += (all.empty() ? "" : ", ") + q;
         return Error::bad_input("sensor: more than " + std::to_string(VG_OPEN_PREFIXES) + " open paths: " + all);
       }

@@ -2,7 +2,8 @@
 // reported once per process and command, signals and ptrace aimed at the
 // sensor's own process (the test process stands in for vigil: the sensor
 // takes its pid), perf_event_open of tracepoints, the opens of vigil's own
-// files, and module loads. Needs root.
+// files (whole paths: no open pays for a read of its path), and module
+// loads. Needs root.
 #include <fcntl.h>
 #include <linux/perf_event.h>
 #include <signal.h>
@@ -255,17 +256,17 @@ TEST_P(SyscallArgs, PerfEventOpenOfATracepointIsReportedAndACounterIsNot) {
   EXPECT_EQ(n, 1) << "the software counter was reported too";
 }
 
-TEST(SensorTamper, OpensUnderTheOwnPathsAreSentWithoutARuleAskingForThem) {
+TEST(SensorTamper, OpensOfTheOwnFilesAreSentWithoutARuleAskingForThem) {
   REQUIRE_ROOT();
   TempDir own("vigil-own"), other("vigil-other");
+  const std::string mine = own.path() + "/vigil-own-rules.yaml", theirs = other.path() + "/app.yaml";
   Config cfg;
   cfg.event_types = {Type::kOpen};
-  cfg.open_path_prefixes = {"/nonexistent-prefix/"};  // what a rule asked for
-  cfg.own_paths = {own.path()};
+  cfg.open_path_whole = {"/nonexistent-dir/hosts"};  // what a rule asked for
+  cfg.own_files = {mine};
   auto s = open_sensor(cfg);
   ASSERT_TRUE(s);
   Recorder rec(*s);
-  const std::string mine = own.path() + "/rules.yaml", theirs = other.path() + "/rules.yaml";
   const auto cpid = static_cast<std::uint32_t>(in_child([&] {
     for (const std::string& p : {mine, theirs}) {
       int fd = open(p.c_str(), O_CREAT | O_WRONLY, 0600);
@@ -277,7 +278,7 @@ TEST(SensorTamper, OpensUnderTheOwnPathsAreSentWithoutARuleAskingForThem) {
   ASSERT_TRUE(rec.wait_for([&](const Event& e) {
     auto* o = e.as<event::OpenData>();
     return o && e.hdr.pid == cpid && o->path == mine;
-  })) << "no open event for a file under the own path";
+  })) << "no open event for the own file";
   for (const auto& e : rec.events_of(cpid)) {
     if (auto* o = e.as<event::OpenData>()) EXPECT_NE(o->path, theirs);
   }
