@@ -172,7 +172,7 @@ int BPF_PROG(vg_signal_generate, int sig, struct kernel_siginfo *info, struct ta
   if (!buf)
     return 0;
   struct vg_sys *e = (struct vg_sys *)buf;
-  vg_fill_hdr(&e->hdr, VG_KILL);
+  vg_fill_hdr(&e->hdr, VG_VIGIL_SIGNAL);
   e->result = result;
   e->a[0] = (__u32)sig;
   e->a[1] = task->tgid;

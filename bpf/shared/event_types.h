@@ -80,8 +80,8 @@
     "proc")                                                                                      \
   X(Plugin, PLUGIN, 36, "pluginevent", "", PluginData,                                           \
     "an event from a plugin's source (plugins/, docs/plugins.md)", "plugin")                    \
-  X(Kill, KILL, 37, "kill", "tkill tgkill pidfd_send_signal rt_sigqueueinfo", SysCallData,       \
-    "a signal sent to vigil's own process (signal:signal_generate)", "proc")                    \
+  X(VigilSignal, VIGIL_SIGNAL, 37, "vigil_signal", "", SysCallData,                              \
+    "a signal sent to vigil's own process by another (signal:signal_generate)", "proc")                    \
   X(PerfEventOpen, PERF_EVENT_OPEN, 38, "perf_event_open", "", SysCallData,                      \
     "perf_event_open of a tracepoint, kprobe, uprobe or breakpoint", "proc")
 

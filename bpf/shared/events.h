@@ -288,7 +288,7 @@ struct vg_sockfd {
  * setuid/setgid and their re/res forms, setns, unshare, userfaultfd, prctl,
  * io_uring_setup, ptrace (request, pid, addr, 1 when the tracee is vigil), socket (domain, type,
  * protocol), memfd_create (its name); capset: the effective, permitted and
- * inheritable sets the task holds after the call; kill (a signal to vigil:
+ * inheritable sets the task holds after the call; vigil_signal (a signal to vigil:
  * signal, target tgid, si_code, target tid | group << 32); perf_event_open
  * (attr.type, attr.config, pid, VG_PERF_*). data = the string
  * (str_len). */

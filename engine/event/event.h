@@ -561,7 +561,7 @@ struct InboundData {
 };
 
 // Calls known by their numbers: userfaultfd (flags), memfd_create (name,
-// flags), prctl (option, arg2..arg4), io_uring_setup (entries); kill, a
+// flags), prctl (option, arg2..arg4), io_uring_setup (entries); vigil_signal, a
 // signal sent to vigil (signal, target pid, si_code, target tid | group << 32;
 // result: 0 delivered, 1 ignored, 2 already pending); perf_event_open
 // (attr.type, attr.config, the pid argument, what it watches: 1 tracepoint,

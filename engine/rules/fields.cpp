@@ -582,10 +582,10 @@ void x_arg_generic(const X& x, const F& f, E& o) noexcept {
     else if (t == event::Type::kPrctl && a == "option") int_arg(x, static_cast<std::int64_t>(p->a0), o);
     else if (t == event::Type::kPrctl && a == "arg2_int") int_arg(x, static_cast<std::int64_t>(p->a1), o);
     else if (t == event::Type::kIoUringSetup && a == "entries") int_arg(x, static_cast<std::int64_t>(p->a0), o);
-    else if (t == event::Type::kKill && a == "sig") symbol_or_number(x, signal_name(p->a0), static_cast<std::int64_t>(p->a0), o);
-    else if (t == event::Type::kKill && a == "pid") int_arg(x, static_cast<std::int64_t>(p->a1), o);
-    else if (t == event::Type::kKill && a == "code") int_arg(x, static_cast<std::int64_t>(p->a2), o);
-    else if (t == event::Type::kKill && a == "tid") int_arg(x, static_cast<std::int64_t>(p->a3 & 0xffffffffu), o);
+    else if (t == event::Type::kVigilSignal && a == "sig") symbol_or_number(x, signal_name(p->a0), static_cast<std::int64_t>(p->a0), o);
+    else if (t == event::Type::kVigilSignal && a == "pid") int_arg(x, static_cast<std::int64_t>(p->a1), o);
+    else if (t == event::Type::kVigilSignal && a == "code") int_arg(x, static_cast<std::int64_t>(p->a2), o);
+    else if (t == event::Type::kVigilSignal && a == "tid") int_arg(x, static_cast<std::int64_t>(p->a3 & 0xffffffffu), o);
     else if (t == event::Type::kPerfEventOpen && a == "type") symbol_or_number(x, perf_kind_name(p->a3), static_cast<std::int64_t>(p->a0), o);
     else if (t == event::Type::kPerfEventOpen && a == "config") int_arg(x, static_cast<std::int64_t>(p->a1), o);
     else if (t == event::Type::kPerfEventOpen && a == "pid") int_arg(x, static_cast<std::int64_t>(p->a2), o);
@@ -1040,7 +1040,7 @@ std::span<const std::string_view> arg_names(const event::Event& e) noexcept {
     case T::kMemfdCreate: return kMemfd;
     case T::kPrctl: return kPrctl;
     case T::kIoUringSetup: return kUring;
-    case T::kKill: return kKill;
+    case T::kVigilSignal: return kKill;
     case T::kPerfEventOpen: return kPerf;
     default: return {};
   }
@@ -1702,7 +1702,7 @@ void x_vigil_file(const X& x, const F&, E& o) noexcept {
 }
 void x_vigil_targeted(const X& x, const F&, E& o) noexcept {
   const event::Event& e = ev(x);
-  if (e.hdr.type == Type::kKill) { boolean(o, true); return; }
+  if (e.hdr.type == Type::kVigilSignal) { boolean(o, true); return; }
   if (auto* p = e.as<event::PtraceData>()) boolean(o, p->to_vigil);
 }
 
@@ -1871,7 +1871,7 @@ FieldCatalog::FieldCatalog() {
       {"conn.payload", T::kString, A::kNone, false, "payload", "First bytes sent on a new outbound TCP connection.", x_payload},
       {"conn.protocol", T::kString, A::kNone, false, "payload", "Protocol guessed from the first bytes: stratum, http, tls, ssh, unknown.", x_protocol},
       {"vigil.file", T::kBool, A::kNone, false, "open, openat, openat2, creat, symlink, link, unlink, rename, mkdir, rmdir, chmod", "The path (an open's fd.name or the path as given; either path of a rename, link or symlink, as given) is one of vigil's own files or inside one of its directories: its configuration file, rule files and directories, state directory (output spools), flight recorder directory and capture file. Relative paths and paths seen from another mount namespace do not match.", x_vigil_file},
-      {"vigil.targeted", T::kBool, A::kNone, false, "kill, ptrace", "The call aims at vigil's own process: every kill event (the sensor reports only signals sent to vigil), a ptrace whose tracee is vigil (after a successful attach, whichever thread was named; otherwise the pid given, for callers in the host's pid namespace).", x_vigil_targeted},
+      {"vigil.targeted", T::kBool, A::kNone, false, "vigil_signal, ptrace", "The call aims at vigil's own process: every vigil_signal event (a signal another process sent to vigil), a ptrace whose tracee is vigil (after a successful attach, whichever thread was named; otherwise the pid given, for callers in the host's pid namespace).", x_vigil_targeted},
   };
 }
 

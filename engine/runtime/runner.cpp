@@ -102,7 +102,7 @@ Result<std::unique_ptr<Runner>> Runner::create(RunnerOptions opts) {
     sigaddset(&sigs, SIGHUP);
     // Signals whose default action would end vigil and that it has no use
     // for: read and ignored, so that a stray or hostile one does not blind
-    // the node (the sensor reports who sent it: the kill event).
+    // the node (the sensor reports who sent it: the vigil_signal event).
     for (int sig : {SIGUSR1, SIGUSR2, SIGALRM, SIGIO, SIGPWR}) sigaddset(&sigs, sig);
     pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
     r->signal_fd_ = signalfd(-1, &sigs, SFD_NONBLOCK | SFD_CLOEXEC);

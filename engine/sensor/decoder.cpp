@@ -519,7 +519,7 @@ Result<event::Event> decode_record(std::span<const std::uint8_t> rec, const Time
       ev.data = d;
       break;
     }
-    case VG_KILL:
+    case VG_VIGIL_SIGNAL:
     case VG_PERF_EVENT_OPEN:
     case VG_USERFAULTFD:
     case VG_MEMFD_CREATE:

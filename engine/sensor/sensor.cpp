@@ -74,7 +74,7 @@ const std::vector<Hook>& hooks() {
       {"vg_skb_ingress", "cgroup_skb/ingress", AttachKind::kCgroup, {Type::kDns}, nullptr, false},
       {"vg_enter_bpf", "syscalls:sys_enter_bpf", AttachKind::kAuto, {Type::kBpf}, "syscalls/sys_enter_bpf", false},
       {"vg_exit_bpf", "syscalls:sys_exit_bpf", AttachKind::kAuto, {Type::kBpf}, "syscalls/sys_exit_bpf", false},
-      {"vg_signal_generate", "tp_btf/signal_generate", AttachKind::kAuto, {Type::kKill}, nullptr, false},
+      {"vg_signal_generate", "tp_btf/signal_generate", AttachKind::kAuto, {Type::kVigilSignal}, nullptr, false},
       {"vg_nvidia_xid", "nvidia:nvidia_dev_xid", AttachKind::kXidTracepoint, {Type::kXid}, "nvidia/nvidia_dev_xid", true},
   };
   // The rarer syscalls (bpf/progs/sys.bpf.c, dup in file.bpf.c): an exit

@@ -334,7 +334,7 @@ TEST(Decoder, CredentialsNamespacesInboundAndNumberedCalls) {
 
 TEST(Decoder, SignalToVigilAndPerfEventOpen) {
   vg_sys k{};
-  fill_hdr(&k.hdr, VG_KILL);
+  fill_hdr(&k.hdr, VG_VIGIL_SIGNAL);
   k.a[0] = 10;                                          // SIGUSR1
   k.a[1] = 4242;                                        // vigil's pid
   k.a[2] = static_cast<std::uint64_t>(std::int64_t{-6});  // SI_TKILL
@@ -342,7 +342,7 @@ TEST(Decoder, SignalToVigilAndPerfEventOpen) {
   k.result = 1;                                         // ignored
   auto ev = decode(record(k));
   ASSERT_TRUE(ev);
-  EXPECT_EQ(ev->hdr.type, event::Type::kKill);
+  EXPECT_EQ(ev->hdr.type, event::Type::kVigilSignal);
   auto* kd = ev->as<event::SysCallData>();
   ASSERT_TRUE(kd);
   EXPECT_EQ(kd->a0, 10u);

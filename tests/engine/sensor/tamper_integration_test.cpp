@@ -87,7 +87,7 @@ TEST_P(SyscallArgs, BpfEnumerationIsReportedOncePerProcessAndCommand) {
 TEST(SensorTamper, SignalsToTheSensorsProcessAreReportedWithTheSender) {
   REQUIRE_ROOT();
   Config cfg;
-  cfg.event_types = {Type::kKill};
+  cfg.event_types = {Type::kVigilSignal};
   auto s = open_sensor(cfg);
   ASSERT_TRUE(s);
   Recorder rec(*s);
@@ -113,12 +113,12 @@ TEST(SensorTamper, SignalsToTheSensorsProcessAreReportedWithTheSender) {
   }));
   auto ev = rec.wait_for([&](const Event& e) {
     auto* d = e.as<event::SysCallData>();
-    return d && e.hdr.type == Type::kKill && e.hdr.pid == sender && (d->a3 & 0xffffffffu) != d->a1;
+    return d && e.hdr.type == Type::kVigilSignal && e.hdr.pid == sender && (d->a3 & 0xffffffffu) != d->a1;
   });
   done = true;
   worker.join();
   sigaction(SIGUSR1, &old, nullptr);
-  ASSERT_TRUE(ev) << "no kill event for the tgkill at a thread";
+  ASSERT_TRUE(ev) << "no vigil_signal event for the tgkill at a thread";
   const auto* t = ev->as<event::SysCallData>();
   EXPECT_EQ(t->a0, static_cast<std::uint64_t>(SIGUSR1));
   EXPECT_EQ(t->a1, static_cast<std::uint64_t>(me));
@@ -128,11 +128,11 @@ TEST(SensorTamper, SignalsToTheSensorsProcessAreReportedWithTheSender) {
   bool kill_seen = false, sigchld_seen = false;
   for (const auto& e : rec.events_of(sender)) {
     auto* d = e.as<event::SysCallData>();
-    if (!d || e.hdr.type != Type::kKill) continue;
+    if (!d || e.hdr.type != Type::kVigilSignal) continue;
     if (d->a0 == static_cast<std::uint64_t>(SIGUSR1) && d->a2 == 0) kill_seen = true;  // SI_USER
     if (d->a0 == static_cast<std::uint64_t>(SIGCHLD)) sigchld_seen = true;
   }
-  EXPECT_TRUE(kill_seen) << "no kill event for kill(pid, SIGUSR1)";
+  EXPECT_TRUE(kill_seen) << "no vigil_signal event for kill(pid, SIGUSR1)";
   // The sender's exit sends SIGCHLD to this process: the kernel's own
   // signal (CLD_EXITED), not reported.
   EXPECT_FALSE(sigchld_seen);
@@ -141,7 +141,7 @@ TEST(SensorTamper, SignalsToTheSensorsProcessAreReportedWithTheSender) {
 TEST(SensorTamper, SignalsBetweenOtherProcessesAreNotReported) {
   REQUIRE_ROOT();
   Config cfg;
-  cfg.event_types = {Type::kKill};
+  cfg.event_types = {Type::kVigilSignal};
   auto s = open_sensor(cfg);
   ASSERT_TRUE(s);
   Recorder rec(*s);
@@ -155,7 +155,7 @@ TEST(SensorTamper, SignalsBetweenOtherProcessesAreNotReported) {
     waitpid(c, nullptr, 0);
     return 0;
   }));
-  for (const auto& e : rec.events_of(parent, 500)) EXPECT_NE(e.hdr.type, Type::kKill);
+  for (const auto& e : rec.events_of(parent, 500)) EXPECT_NE(e.hdr.type, Type::kVigilSignal);
 }
 
 TEST(SensorTamper, PtraceSeizeOfAThreadOfTheSensorsProcessIsMarked) {
