@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <optional>
 #include <sstream>
@@ -158,6 +159,51 @@ TEST_F(e2eTamper, BenignActionsRaiseNothing) {
     EXPECT_TRUE(alerts_for(n, 0ms).empty()) << n << v_.diag();
   }
   EXPECT_EQ(v_.stop(), 0) << v_.diag();
+}
+
+// Replay agrees with live: a capture of a run in which vigil's rules are
+// opened for writing, vigil is sent SIGUSR1 and ptraced, replayed with the
+// same rule file (vigil.file takes vigil's paths from the replay's own -r),
+// gives the same tamper alerts.
+TEST(e2eTamperReplay, ACaptureReplaysToTheSameTamperAlerts) {
+  VIGIL_E2E_REQUIRE_ROOT();
+  TempDir dir;
+  ASSERT_TRUE(dir.ok());
+  std::ifstream in(std::string(VIGIL_SOURCE_ROOT) + "/rules/vigil_rules.yaml");
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string rules = dir.write("vigil_rules.yaml", text.str());
+  const std::string cap = dir.path() + "/live.vcap";
+  Vigil live;
+  ASSERT_TRUE(live.start({"-r", rules, "-o", "flight_recorder.enabled=false", "-o",
+                          "state_dir=" + dir.path() + "/state", "--format", "json", "--capture", cap}));
+  ASSERT_TRUE(live.wait_ready()) << live.diag();
+  const std::string pid = std::to_string(live.pid());
+  const std::string name = unique_name("rp");
+  const std::string path = dir.install(VIGIL_E2E_ACTOR, name);
+  Child c = Child::spawn({path, "openw", rules, "kill", pid, std::to_string(SIGUSR1), "ptseize", pid}, {});
+  const int st = c.wait();
+  ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << Child::what(st);
+  auto ours = [&](const json& a) {
+    const json& f = a.at("output_fields");
+    return f.contains("proc.name") && f["proc.name"] == name;
+  };
+  auto rules_of = [](const std::vector<json>& alerts) {
+    std::vector<std::string> out;
+    for (const auto& a : alerts) out.push_back(a.value("rule", ""));
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  const std::vector<std::string> want = {"Ptrace attached to vigil", "Signal sent to vigil", "vigil files modified"};
+  for (int i = 0; i < 200 && rules_of(live.alerts(ours)).size() < want.size(); ++i) std::this_thread::sleep_for(100ms);
+  EXPECT_EQ(rules_of(live.alerts(ours)), want) << live.diag();
+  EXPECT_EQ(live.stop(), 0) << live.diag();
+
+  Vigil replay;
+  ASSERT_TRUE(replay.start_command("replay", {cap, "-r", rules}));
+  const int rst = replay.wait_exit(60s);
+  ASSERT_TRUE(WIFEXITED(rst) && WEXITSTATUS(rst) == 0) << replay.diag();
+  EXPECT_EQ(rules_of(replay.alerts(ours)), want) << replay.diag();
 }
 
 }  // namespace
