@@ -185,7 +185,34 @@ VG_SYS_EXIT(userfaultfd, VG_USERFAULTFD, 0, 1, 0)
 VG_SYS_EXIT(memfd_create, VG_MEMFD_CREATE, 0, 2, P(0))
 VG_SYS_EXIT(prctl, VG_PRCTL, 0, 4, 0)
 VG_SYS_EXIT(io_uring_setup, VG_IO_URING_SETUP, 0, 1, 0)
-VG_SYS_EXIT(ptrace, VG_PTRACE, 0, 3, 0)
+
+/* ptrace: a[3] is 1 when the tracee is vigil's process. After a successful
+ * PTRACE_ATTACH or PTRACE_SEIZE the tracee heads the tracer thread's
+ * `ptraced` list (ptrace_link adds it there), so its thread group is read
+ * from the kernel whichever thread id the caller named; otherwise the pid
+ * given is compared, for callers in the initial pid namespace (whose pid
+ * numbers are vigil's). */
+#define VG_PTRACE_ATTACH 16
+#define VG_PTRACE_SEIZE 0x4206
+VG_EXIT_PROG(ptrace)
+{
+  VG_ARGS_OR_RETURN(a);
+  __u64 to_vigil = 0;
+  struct task_struct *t = (struct task_struct *)bpf_get_current_task();
+  if (ctx->ret == 0 && (a.a[0] == VG_PTRACE_ATTACH || a.a[0] == VG_PTRACE_SEIZE)) {
+    __u64 first = (__u64)BPF_CORE_READ(t, ptraced.next);
+    __u64 head = (__u64)t + bpf_core_field_offset(struct task_struct, ptraced);
+    if (first && first != head) {
+      struct task_struct *tracee =
+          (struct task_struct *)(first - bpf_core_field_offset(struct task_struct, ptrace_entry));
+      to_vigil = BPF_CORE_READ(tracee, tgid) == cfg_vigil_tgid;
+    }
+  } else if (BPF_CORE_READ(t, thread_pid, level) == 0) {
+    to_vigil = (__u32)a.a[1] == cfg_vigil_tgid;
+  }
+  sys_send(VG_PTRACE, 0, ctx->ret, a.a[0], a.a[1], a.a[2], to_vigil, 0);
+  return 0;
+}
 VG_SYS_EXIT(socket, VG_SOCKET, 0, 3, 0)
 
 /* capset: the sets the task holds after the call, from its credentials (the

@@ -93,6 +93,10 @@ const volatile __u64 cfg_leaf_len_mask __weak = 0; /* bit n: some whole path's l
 const volatile __u32 cfg_xid_dev_off __weak = 0;
 const volatile __u32 cfg_xid_code_off __weak = 0;
 const volatile __u32 cfg_xid_msg_off __weak = 0;
+/* The dynamic PMU types of kprobe and uprobe perf events
+ * (/sys/bus/event_source/devices/{kprobe,uprobe}/type; 0: none). */
+const volatile __u32 cfg_perf_kprobe_type __weak = 0;
+const volatile __u32 cfg_perf_uprobe_type __weak = 0;
 /* 1: the sys_exit programs read the syscall's arguments from the saved user
  * registers (vg_syscall_regs) and no sys_enter program is attached; 0: the
  * sys_enter programs keep the arguments in per-thread maps for the exit. */

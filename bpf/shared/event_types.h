@@ -79,6 +79,10 @@
   X(Capset, CAPSET, 35, "capset", "", CapsData, "capset (the capability sets after the call)",   \
     "proc")                                                                                      \
   X(Plugin, PLUGIN, 36, "pluginevent", "", PluginData,                                           \
-    "an event from a plugin's source (plugins/, docs/plugins.md)", "plugin")
+    "an event from a plugin's source (plugins/, docs/plugins.md)", "plugin")                    \
+  X(VigilSignal, VIGIL_SIGNAL, 37, "vigil_signal", "", SysCallData,                              \
+    "a signal sent to vigil's own process by another (signal:signal_generate)", "proc")                    \
+  X(PerfEventOpen, PERF_EVENT_OPEN, 38, "perf_event_open", "", SysCallData,                      \
+    "perf_event_open of a tracepoint, kprobe, uprobe or breakpoint", "proc")
 
 #endif /* VIGIL_BPF_SHARED_EVENT_TYPES_H */

@@ -287,9 +287,11 @@ struct vg_sockfd {
 
 /* Calls whose arguments are a few numbers and at most one string:
  * setuid/setgid and their re/res forms, setns, unshare, userfaultfd, prctl,
- * io_uring_setup, ptrace (request, pid, addr), socket (domain, type,
+ * io_uring_setup, ptrace (request, pid, addr, 1 when the tracee is vigil), socket (domain, type,
  * protocol), memfd_create (its name); capset: the effective, permitted and
- * inheritable sets the task holds after the call. data = the string
+ * inheritable sets the task holds after the call; vigil_signal (a signal to vigil:
+ * signal, target tgid, si_code, target tid | group << 32); perf_event_open
+ * (attr.type, attr.config, pid, VG_PERF_*). data = the string
  * (str_len). */
 struct vg_sys {
   struct vg_hdr hdr;
@@ -299,6 +301,12 @@ struct vg_sys {
   __u8 syscall;    /* VG_SC_* */
   __u8 pad0[5];
 };
+
+/* vg_sys.a[3] of perf_event_open: what the event watches. */
+#define VG_PERF_TRACEPOINT 1
+#define VG_PERF_KPROBE 2
+#define VG_PERF_UPROBE 3
+#define VG_PERF_BREAKPOINT 4
 
 /* init_module, finit_module: data = the module's parameters (args_len);
  * delete_module: data = the module's name. */

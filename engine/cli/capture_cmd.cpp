@@ -443,6 +443,9 @@ int cmd_replay(int argc, char** argv) {
   state::Config replay_state;
   replay_state.live = false;
   state::State st(replay_state);
+  // vigil.file judges paths by the replay's own configuration (-c, -r), as
+  // `vigil run` with the same ones would (docs/fields.md).
+  st.set_vigil_paths(own_paths(config_path, rule_paths, *cfg, ""));
   runtime::StateApplier sink(st);
   auto source = std::make_unique<runtime::CaptureSource>(std::move(*reader), sink, co);
   const runtime::CaptureSource& src = *source;

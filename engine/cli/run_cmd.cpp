@@ -305,6 +305,27 @@ int cmd_run(int argc, char** argv) {
   //    at all, runtime failure → 1.
   auto sources = live_sources_config(*cfg, ruleset->event_types(), ruleset->open_paths());
   if (!sources) return stop_outputs(fail(*log, sources.error()));
+  // vigil's own files and directories (vigil.file): the rules judge them;
+  // the sensor sends the write opens of its files (not of what is inside its
+  // directories: docs/events.md, "open").
+  st.set_vigil_paths(own_paths(args.config, rule_paths, *cfg, args.capture));
+  // The rules' paths come first: own files only take the slots they leave
+  // (a rule set that fit before still starts).
+  std::size_t slots = ruleset->open_paths().size();
+  std::string left_out;
+  for (const std::string& f : own_files(args.config, rule_paths, args.capture)) {
+    if (slots < sensor::kOpenPathSlots && f.size() < sensor::kOpenPathMaxLen) {
+      sources->sensor.own_files.push_back(f);
+      ++slots;
+    } else {
+      left_out += (left_out.empty() ? "" : ", ") + f;
+    }
+  }
+  if (!left_out.empty()) {
+    log->warn("open filter: write opens of {} are not seen (vigil.file; the filter has {} paths of fewer than "
+              "{} bytes, and the rules' come first)",
+              left_out, sensor::kOpenPathSlots, sensor::kOpenPathMaxLen);
+  }
   if (ruleset->open_any_path()) {
     std::string names;
     for (const auto& n : ruleset->open_unfiltered_rules()) names += (names.empty() ? "'" : ", '") + n + "'";

@@ -415,6 +415,7 @@ struct PtraceData {
   std::uint32_t target = 0;   // the pid argument
   std::uint64_t addr = 0;
   std::int64_t result = 0;
+  bool to_vigil = false;      // the tracee is vigil's own process (vigil.targeted)
 
   static constexpr std::string_view kKey = "ptrace";
   template <class V, class Self>
@@ -423,6 +424,8 @@ struct PtraceData {
     v("target", d.target);
     v("addr", d.addr);
     v("result", d.result);
+    v.appended();
+    v("to_vigil", d.to_vigil);
   }
 };
 
@@ -558,7 +561,11 @@ struct InboundData {
 };
 
 // Calls known by their numbers: userfaultfd (flags), memfd_create (name,
-// flags), prctl (option, arg2..arg4), io_uring_setup (entries).
+// flags), prctl (option, arg2..arg4), io_uring_setup (entries); vigil_signal, a
+// signal sent to vigil (signal, target pid, si_code, target tid | group << 32;
+// result: 0 delivered, 1 ignored, 2 already pending); perf_event_open
+// (attr.type, attr.config, the pid argument, what it watches: 1 tracepoint,
+// 2 kprobe, 3 uprobe, 4 breakpoint; result: the fd).
 struct SysCallData {
   std::uint64_t a0 = 0;
   std::uint64_t a1 = 0;

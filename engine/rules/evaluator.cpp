@@ -284,6 +284,9 @@ bool prefixes_of(const CNode& n, std::vector<PathLiteral>& out) {
       // A field only NVIDIA device opens fill: the sensor sends every device
       // open, whatever the paths.
       if (n.check && n.check->lhs.def && is_device_field(n.check->lhs.def->name)) return true;
+      // vigil's own files: the sensor sends opens under them whatever the
+      // rules ask (sensor::Config::own_paths).
+      if (n.check && n.check->lhs.def && n.check->lhs.def->name == "vigil.file") return true;
       if (!n.check || !n.check->path_check) return false;
       out.insert(out.end(), n.check->path_literals.begin(), n.check->path_literals.end());
       return true;

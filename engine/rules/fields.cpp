@@ -398,6 +398,37 @@ std::string_view ptrace_request_name(std::uint32_t r) noexcept {
     default: return {};
   }
 }
+std::string_view bpf_cmd_name(std::uint32_t c) noexcept {
+  static constexpr std::string_view kNames[] = {
+      "BPF_MAP_CREATE", "BPF_MAP_LOOKUP_ELEM", "BPF_MAP_UPDATE_ELEM", "BPF_MAP_DELETE_ELEM",
+      "BPF_MAP_GET_NEXT_KEY", "BPF_PROG_LOAD", "BPF_OBJ_PIN", "BPF_OBJ_GET", "BPF_PROG_ATTACH",
+      "BPF_PROG_DETACH", "BPF_PROG_TEST_RUN", "BPF_PROG_GET_NEXT_ID", "BPF_MAP_GET_NEXT_ID",
+      "BPF_PROG_GET_FD_BY_ID", "BPF_MAP_GET_FD_BY_ID", "BPF_OBJ_GET_INFO_BY_FD", "BPF_PROG_QUERY",
+      "BPF_RAW_TRACEPOINT_OPEN", "BPF_BTF_LOAD", "BPF_BTF_GET_FD_BY_ID", "BPF_TASK_FD_QUERY",
+      "BPF_MAP_LOOKUP_AND_DELETE_ELEM", "BPF_MAP_FREEZE", "BPF_BTF_GET_NEXT_ID", "BPF_MAP_LOOKUP_BATCH",
+      "BPF_MAP_LOOKUP_AND_DELETE_BATCH", "BPF_MAP_UPDATE_BATCH", "BPF_MAP_DELETE_BATCH", "BPF_LINK_CREATE",
+      "BPF_LINK_UPDATE", "BPF_LINK_GET_FD_BY_ID", "BPF_LINK_GET_NEXT_ID", "BPF_ENABLE_STATS",
+      "BPF_ITER_CREATE", "BPF_LINK_DETACH", "BPF_PROG_BIND_MAP", "BPF_TOKEN_CREATE"};
+  return c < std::size(kNames) ? kNames[c] : std::string_view{};
+}
+std::string_view signal_name(std::uint64_t s) noexcept {
+  static constexpr std::string_view kNames[] = {
+      {},        "SIGHUP",  "SIGINT",    "SIGQUIT", "SIGILL",    "SIGTRAP", "SIGABRT", "SIGBUS",
+      "SIGFPE",  "SIGKILL", "SIGUSR1",   "SIGSEGV", "SIGUSR2",   "SIGPIPE", "SIGALRM", "SIGTERM",
+      "SIGSTKFLT", "SIGCHLD", "SIGCONT", "SIGSTOP", "SIGTSTP",   "SIGTTIN", "SIGTTOU", "SIGURG",
+      "SIGXCPU", "SIGXFSZ", "SIGVTALRM", "SIGPROF", "SIGWINCH",  "SIGIO",   "SIGPWR",  "SIGSYS"};
+  return s < std::size(kNames) ? kNames[s] : std::string_view{};
+}
+// perf_event_open: what the event watches (the sensor's VG_PERF_* kind).
+std::string_view perf_kind_name(std::uint64_t k) noexcept {
+  switch (k) {
+    case 1: return "PERF_TYPE_TRACEPOINT";
+    case 2: return "kprobe";
+    case 3: return "uprobe";
+    case 4: return "PERF_TYPE_BREAKPOINT";
+    default: return {};
+  }
+}
 std::string_view socket_domain_name(std::uint32_t d) noexcept {
   switch (d) {
     case AF_UNIX: return "AF_UNIX"; case AF_INET: return "AF_INET"; case AF_INET6: return "AF_INET6";
@@ -485,12 +516,8 @@ void x_arg_generic(const X& x, const F& f, E& o) noexcept {
     return;
   }
   if (auto* p = e.as<event::BpfData>()) {
-    if (a == "cmd") {
-      Arena& ar = *x.arena;
-      ar.begin();
-      ar.append_uint(p->cmd);
-      str(o, ar.finish());
-    }
+    if (a == "cmd") symbol_or_number(x, bpf_cmd_name(p->cmd), p->cmd, o);
+    else if (a == "res") int_arg(x, p->result, o);
     return;
   }
   if (auto* p = e.as<event::IoctlData>()) {
@@ -555,6 +582,14 @@ void x_arg_generic(const X& x, const F& f, E& o) noexcept {
     else if (t == event::Type::kPrctl && a == "option") int_arg(x, static_cast<std::int64_t>(p->a0), o);
     else if (t == event::Type::kPrctl && a == "arg2_int") int_arg(x, static_cast<std::int64_t>(p->a1), o);
     else if (t == event::Type::kIoUringSetup && a == "entries") int_arg(x, static_cast<std::int64_t>(p->a0), o);
+    else if (t == event::Type::kVigilSignal && a == "sig") symbol_or_number(x, signal_name(p->a0), static_cast<std::int64_t>(p->a0), o);
+    else if (t == event::Type::kVigilSignal && a == "pid") int_arg(x, static_cast<std::int64_t>(p->a1), o);
+    else if (t == event::Type::kVigilSignal && a == "code") int_arg(x, static_cast<std::int64_t>(p->a2), o);
+    else if (t == event::Type::kVigilSignal && a == "tid") int_arg(x, static_cast<std::int64_t>(p->a3 & 0xffffffffu), o);
+    else if (t == event::Type::kPerfEventOpen && a == "type") symbol_or_number(x, perf_kind_name(p->a3), static_cast<std::int64_t>(p->a0), o);
+    else if (t == event::Type::kPerfEventOpen && a == "config") int_arg(x, static_cast<std::int64_t>(p->a1), o);
+    else if (t == event::Type::kPerfEventOpen && a == "pid") int_arg(x, static_cast<std::int64_t>(p->a2), o);
+    else if (t == event::Type::kPerfEventOpen && a == "fd") int_arg(x, p->result, o);
     return;
   }
   if (auto* p = e.as<event::CapsData>()) {
@@ -965,6 +1000,8 @@ std::span<const std::string_view> arg_names(const event::Event& e) noexcept {
   static constexpr std::string_view kMemfd[] = {"name", "flags"};
   static constexpr std::string_view kPrctl[] = {"option"};
   static constexpr std::string_view kUring[] = {"entries"};
+  static constexpr std::string_view kKill[] = {"pid", "sig"};
+  static constexpr std::string_view kPerf[] = {"type", "config", "pid"};
   switch (e.hdr.type) {
     case T::kOpen: return kOpen;
     case T::kExec: return kExec;
@@ -1003,6 +1040,8 @@ std::span<const std::string_view> arg_names(const event::Event& e) noexcept {
     case T::kMemfdCreate: return kMemfd;
     case T::kPrctl: return kPrctl;
     case T::kIoUringSetup: return kUring;
+    case T::kVigilSignal: return kKill;
+    case T::kPerfEventOpen: return kPerf;
     default: return {};
   }
 }
@@ -1642,6 +1681,31 @@ void x_protocol(const X& x, const F&, E& o) noexcept {
   str(o, "unknown");
 }
 
+// ----- vigil.*: the agent itself as the target
+
+// Is `path` one of vigil's own files, or inside one of its directories?
+bool is_vigil_path(const X& x, std::string_view path) noexcept {
+  if (path.empty() || !x.ctx->state) return false;
+  for (const std::string& own : x.ctx->state->vigil_paths()) {
+    if (own.empty() || path.size() < own.size() || path.compare(0, own.size(), own) != 0) continue;
+    if (path.size() == own.size() || own.back() == '/' || path[own.size()] == '/') return true;
+  }
+  return false;
+}
+void x_vigil_file(const X& x, const F&, E& o) noexcept {
+  const event::Event& e = ev(x);
+  if (auto* p = e.as<event::OpenData>()) {
+    boolean(o, is_vigil_path(x, p->path) || is_vigil_path(x, p->raw));
+    return;
+  }
+  if (auto* p = e.as<event::FileOpData>()) boolean(o, is_vigil_path(x, p->path) || is_vigil_path(x, p->path2));
+}
+void x_vigil_targeted(const X& x, const F&, E& o) noexcept {
+  const event::Event& e = ev(x);
+  if (e.hdr.type == Type::kVigilSignal) { boolean(o, true); return; }
+  if (auto* p = e.as<event::PtraceData>()) boolean(o, p->to_vigil);
+}
+
 constexpr std::string_view kOpenEv = "open, openat, openat2, creat";
 constexpr std::string_view kNetEv = "connect, sendto, sendmsg, payload, dup, accept, listen, bind";
 constexpr std::string_view kGpuEv = "open, openat, openat2, ioctl, pluginevent";
@@ -1806,6 +1870,8 @@ FieldCatalog::FieldCatalog() {
       {"dns.server", T::kIp, A::kNone, false, "dns", "The DNS server address.", x_dns_server},
       {"conn.payload", T::kString, A::kNone, false, "payload", "First bytes sent on a new outbound TCP connection.", x_payload},
       {"conn.protocol", T::kString, A::kNone, false, "payload", "Protocol guessed from the first bytes: stratum, http, tls, ssh, unknown.", x_protocol},
+      {"vigil.file", T::kBool, A::kNone, false, "open, openat, openat2, creat, symlink, link, unlink, rename, mkdir, rmdir, chmod", "The path (an open's fd.name or the path as given; either path of a rename, link or symlink, as given) is one of vigil's own files or inside one of its directories: its configuration file, rule files and directories, state directory (output spools), flight recorder directory and capture file. Relative paths and paths seen from another mount namespace do not match.", x_vigil_file},
+      {"vigil.targeted", T::kBool, A::kNone, false, "vigil_signal, ptrace", "The call aims at vigil's own process: every vigil_signal event (a signal another process sent to vigil), a ptrace whose tracee is vigil (after a successful attach, whichever thread was named; otherwise the pid given, for callers in the host's pid namespace).", x_vigil_targeted},
   };
 }
 

@@ -336,6 +336,11 @@ void read_value(const YAML::Node& v, const char* name, T& x) {
     x = static_cast<T>(number(v, name));
   } else if constexpr (std::is_integral_v<T> && std::is_signed_v<T>) {
     x = static_cast<T>(signed_number(v, name));
+  } else if constexpr (std::is_same_v<T, std::uint64_t>) {
+    // A raw register word (a0..a3): a negative number is its two's
+    // complement, as the kernel stores an int argument (-1, an si_code).
+    const std::string t = scalar(v, name);
+    x = !t.empty() && t[0] == '-' ? static_cast<std::uint64_t>(signed_number(v, name)) : number(v, name);
   } else if constexpr (std::is_integral_v<T>) {
     x = static_cast<T>(number(v, name));
   } else if constexpr (std::is_same_v<T, std::string>) {
@@ -642,9 +647,13 @@ void read_payload(event::BpfData& d, const PayloadInput& in) {
   [[maybe_unused]] const std::string& type = in.type;
   if (e["cmd"]) {
     static const std::map<std::string, std::uint32_t> kCmds = {
-        {"BPF_MAP_CREATE", 0}, {"BPF_PROG_LOAD", 5}, {"BPF_PROG_ATTACH", 8},
-        {"BPF_PROG_DETACH", 9}, {"BPF_RAW_TRACEPOINT_OPEN", 17}, {"BPF_LINK_CREATE", 28},
-        {"BPF_LINK_DETACH", 34}};
+        {"BPF_MAP_CREATE", 0},          {"BPF_PROG_LOAD", 5},          {"BPF_OBJ_PIN", 6},
+        {"BPF_OBJ_GET", 7},             {"BPF_PROG_ATTACH", 8},        {"BPF_PROG_DETACH", 9},
+        {"BPF_PROG_GET_NEXT_ID", 11},   {"BPF_MAP_GET_NEXT_ID", 12},   {"BPF_PROG_GET_FD_BY_ID", 13},
+        {"BPF_MAP_GET_FD_BY_ID", 14},   {"BPF_OBJ_GET_INFO_BY_FD", 15}, {"BPF_PROG_QUERY", 16},
+        {"BPF_RAW_TRACEPOINT_OPEN", 17}, {"BPF_BTF_GET_FD_BY_ID", 19}, {"BPF_TASK_FD_QUERY", 20},
+        {"BPF_BTF_GET_NEXT_ID", 23},    {"BPF_LINK_CREATE", 28},       {"BPF_LINK_UPDATE", 29},
+        {"BPF_LINK_GET_FD_BY_ID", 30},  {"BPF_LINK_GET_NEXT_ID", 31},  {"BPF_LINK_DETACH", 34}};
     std::string s = scalar(e["cmd"], "cmd");
     auto it = kCmds.find(s);
     d.cmd = it != kCmds.end() ? it->second : static_cast<std::uint32_t>(number(e["cmd"], "cmd"));
@@ -839,6 +848,16 @@ void run_file(const std::string& path, RuleTestReport& rep) {
       state::Config cfg;
       cfg.live = false;
       state::State st(cfg);
+      // vigil: {files: [...]}: the agent's own files and directories (vigil.file).
+      if (const YAML::Node v = t["vigil"]) {
+        if (!v.IsMap()) bad(v, "'vigil' must be a map (files: [...])");
+        std::vector<std::string> files;
+        if (const YAML::Node f = v["files"]) {
+          if (!f.IsSequence()) bad(f, "'vigil.files' must be a list of paths");
+          for (const auto& p : f) files.push_back(scalar(p, "vigil.files"));
+        }
+        st.set_vigil_paths(std::move(files));
+      }
       std::vector<event::Alert> alerts;  // of the event being processed
       pipeline::Pipeline pipe({st, [&alerts](std::shared_ptr<const event::Alert> a) { alerts.push_back(*a); }, ""},
                               lr.ruleset);

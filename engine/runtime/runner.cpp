@@ -45,6 +45,11 @@ const char* signal_name(int signo) {
     case SIGINT: return "SIGINT";
     case SIGTERM: return "SIGTERM";
     case SIGHUP: return "SIGHUP";
+    case SIGUSR1: return "SIGUSR1";
+    case SIGUSR2: return "SIGUSR2";
+    case SIGALRM: return "SIGALRM";
+    case SIGIO: return "SIGIO";
+    case SIGPWR: return "SIGPWR";
     default: return "signal";
   }
 }
@@ -95,6 +100,10 @@ Result<std::unique_ptr<Runner>> Runner::create(RunnerOptions opts) {
     sigaddset(&sigs, SIGINT);
     sigaddset(&sigs, SIGTERM);
     sigaddset(&sigs, SIGHUP);
+    // Signals whose default action would end vigil and that it has no use
+    // for: read and ignored, so that a stray or hostile one does not blind
+    // the node (the sensor reports who sent it: the vigil_signal event).
+    for (int sig : {SIGUSR1, SIGUSR2, SIGALRM, SIGIO, SIGPWR}) sigaddset(&sigs, sig);
     pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
     r->signal_fd_ = signalfd(-1, &sigs, SFD_NONBLOCK | SFD_CLOEXEC);
     if (r->signal_fd_ < 0) return Error::runtime(std::string("runner: signalfd: ") + std::strerror(errno));
@@ -134,6 +143,10 @@ void Runner::stop(int exit_code, std::string reason) {
 void Runner::on_signal(int signo) {
   if (signo == SIGHUP) {
     request_reload("SIGHUP");
+    return;
+  }
+  if (signo != SIGINT && signo != SIGTERM) {
+    if (log_) log_->warn("{}: ignored", signal_name(signo));
     return;
   }
   if (log_) log_->info("{}: stopping", signal_name(signo));

@@ -91,6 +91,8 @@ struct RunnerOptions {
   // SIGINT/SIGTERM stop and SIGHUP reloads, through a signalfd. The signals
   // are blocked in the thread that calls create(): create the runner before
   // any other thread starts, so every thread inherits the mask.
+  // SIGUSR1, SIGUSR2, SIGALRM, SIGIO and SIGPWR, which would end the
+  // process by default, are read too and ignored (logged).
   bool signals = true;
   std::uint64_t duration_ns = 0;             // stop after this much runner time (0: never)
   std::function<bool()> stop_when;           // checked every turn (capture --size)

@@ -429,7 +429,7 @@ Result<event::Event> decode_record(std::span<const std::uint8_t> rec, const Time
       if (!read_fixed(rec, &b)) return bad("ptrace or socket record too short");
       if (h.type == VG_PTRACE) {
         ev.data = event::PtraceData{static_cast<std::uint32_t>(b.a[0]), static_cast<std::uint32_t>(b.a[1]),
-                                    b.a[2], b.result};
+                                    b.a[2], b.result, b.a[3] != 0};
       } else {
         ev.data = event::SocketData{static_cast<std::uint32_t>(b.a[0]), static_cast<std::uint32_t>(b.a[1]),
                                     static_cast<std::uint32_t>(b.a[2]), b.result};
@@ -519,6 +519,8 @@ Result<event::Event> decode_record(std::span<const std::uint8_t> rec, const Time
       ev.data = d;
       break;
     }
+    case VG_VIGIL_SIGNAL:
+    case VG_PERF_EVENT_OPEN:
     case VG_USERFAULTFD:
     case VG_MEMFD_CREATE:
     case VG_PRCTL:

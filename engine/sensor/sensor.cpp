@@ -35,6 +35,8 @@ namespace {
 using event::Type;
 
 constexpr std::size_t kMaxUsageEntries = 256;  // per process per report
+static_assert(kOpenPathSlots == VG_OPEN_PREFIXES && kOpenPathMaxLen == VG_PREFIX_LEN,
+              "sensor.h's open filter bounds are the kernel's");
 
 // How a program is attached.
 // kSyscallEnter: a program shared by several sys_enter tracepoints (the
@@ -73,6 +75,7 @@ const std::vector<Hook>& hooks() {
       {"vg_skb_ingress", "cgroup_skb/ingress", AttachKind::kCgroup, {Type::kDns}, nullptr, false},
       {"vg_enter_bpf", "syscalls:sys_enter_bpf", AttachKind::kAuto, {Type::kBpf}, "syscalls/sys_enter_bpf", false},
       {"vg_exit_bpf", "syscalls:sys_exit_bpf", AttachKind::kAuto, {Type::kBpf}, "syscalls/sys_exit_bpf", false},
+      {"vg_signal_generate", "tp_btf/signal_generate", AttachKind::kAuto, {Type::kVigilSignal}, nullptr, false},
       {"vg_nvidia_xid", "nvidia:nvidia_dev_xid", AttachKind::kXidTracepoint, {Type::kXid}, "nvidia/nvidia_dev_xid", true},
   };
   // The rarer syscalls (bpf/progs/sys.bpf.c, dup in file.bpf.c): an exit
@@ -108,6 +111,7 @@ const std::vector<Hook>& hooks() {
         {"userfaultfd", Type::kUserfaultfd, true}, {"memfd_create", Type::kMemfdCreate, false},
         {"prctl", Type::kPrctl, false},      {"io_uring_setup", Type::kIoUringSetup, true},
         {"delete_module", Type::kDeleteModule, true}, {"capset", Type::kCapset, false},
+        {"perf_event_open", Type::kPerfEventOpen, false},
     };
     static std::deque<std::string> names;  // the Hook strings (a deque never moves them)
     std::vector<Hook> all = kHooks;
@@ -156,6 +160,14 @@ bool wanted(const Hook& h, const Config& cfg) {
   for (Type t : h.needed_by)
     if (cfg.event_types.count(t)) return true;
   return false;
+}
+
+// The dynamic perf PMU type of kprobe or uprobe events (0: none).
+std::uint32_t read_pmu_type(const char* pmu) {
+  std::ifstream in(std::string("/sys/bus/event_source/devices/") + pmu + "/type");
+  std::uint32_t t = 0;
+  if (!(in >> t) || t > 0xffff) return 0;
+  return t;
 }
 
 std::uint32_t round_up_pow2(std::size_t v) {
@@ -326,9 +338,21 @@ Status Sensor::Impl::open(const Config& cfg) {
   // Read-only configuration, fixed at load.
   skel_->rodata->cfg_vigil_tgid = static_cast<std::uint32_t>(getpid());
   skel_->rodata->cfg_uvm_major = read_uvm_major();
+  skel_->rodata->cfg_perf_kprobe_type = read_pmu_type("kprobe");
+  skel_->rodata->cfg_perf_uprobe_type = read_pmu_type("uprobe");
   skel_->rodata->cfg_payload_bytes = std::min<std::uint32_t>(cfg_.payload_bytes, VG_PAYLOAD_MAX);
+  // vigil's own files join the whole paths (those a rule's resolved prefix
+  // covers are sent already; the rule on them wants writes).
+  for (const std::string& own : cfg_.own_files) {
+    if (own.empty() || own[0] != '/' || own.size() >= VG_PREFIX_LEN || own.back() == '/') continue;
+    auto starts = [&](const std::string& q) { return !q.empty() && own.compare(0, q.size(), q) == 0; };
+    const bool covered = std::any_of(cfg_.open_path_prefixes.begin(), cfg_.open_path_prefixes.end(), starts) ||
+                         std::any_of(cfg_.open_write_prefixes.begin(), cfg_.open_write_prefixes.end(), starts);
+    if (!covered && std::find(cfg_.open_path_whole.begin(), cfg_.open_path_whole.end(), own) == cfg_.open_path_whole.end())
+      cfg_.open_path_whole.push_back(own);
+  }
   // The given prefixes first, then the resolved ones (with their first
-  // components), then the whole paths (with their last component).
+  // components), then the whole paths and directories (with their last).
   const std::vector<std::string>* const kLists[] = {&cfg_.open_given_prefixes, &cfg_.open_path_prefixes,
                                                    &cfg_.open_write_prefixes, &cfg_.open_path_whole,
                                                    &cfg_.open_dirs};

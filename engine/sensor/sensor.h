@@ -47,6 +47,13 @@ struct Config {
   std::vector<std::string> open_given_prefixes;  // of the path as given
   std::vector<std::string> open_path_whole;
   std::vector<std::string> open_dirs;            // whole directories (fd.directory =), by the parent's name
+  // vigil's own files (configuration, rule files, capture file): added to
+  // the whole paths, so that vigil.file sees write opens of them whatever
+  // paths the rules name. Whole paths, not prefixes: a successful open is
+  // judged by its file's name in kernel memory, and no open on the node pays
+  // for a read of its path (a prefix would make every open read 8 bytes).
+  // Paths of VG_PREFIX_LEN bytes or more are left out.
+  std::vector<std::string> own_files;
   std::size_t ringbuf_bytes = 8u << 20;
   std::uint32_t payload_bytes = 256;            // at most 4096
   std::chrono::milliseconds usage_interval{10000};
@@ -74,6 +81,10 @@ struct Config {
 };
 
 inline constexpr std::chrono::milliseconds kMaxBatchDelay{50};
+// Paths the kernel's open filter can check (prefixes and whole paths
+// together, rules' and own_files alike: VG_OPEN_PREFIXES).
+inline constexpr std::size_t kOpenPathSlots = 48;
+inline constexpr std::size_t kOpenPathMaxLen = 64;  // bytes, NUL included (VG_PREFIX_LEN)
 
 // Events lost, by reason. The kernel-side reasons are summed over CPUs.
 struct DropCounters {

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <map>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -193,6 +194,9 @@ class StateView {
   virtual bool gpu_allowed(const EvalContext& ctx, std::uint32_t major, std::uint32_t minor) const {
     return true;
   }
+  // vigil's own files and directories (configuration, rules, state,
+  // captures): what vigil.file compares paths with. Empty when not known.
+  virtual std::span<const std::string> vigil_paths() const { return {}; }
   // The n-th ancestor of p (1 = parent, at most 64), null when unknown.
   // Safe against pid cycles: it takes at most n steps.
   const Process* ancestor(const Process& p, unsigned n) const {

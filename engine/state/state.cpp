@@ -135,6 +135,14 @@ void State::load_nvidia() {
   upsert_nvidia(read_nvidia_info(impl_->cfg.proc_root + "/devices", impl_->cfg.nvidia_root));
 }
 
+void State::set_vigil_paths(std::vector<std::string> paths) {
+  for (std::string& p : paths) {
+    while (p.size() > 1 && p.back() == '/') p.pop_back();
+  }
+  std::erase_if(paths, [](const std::string& p) { return p.empty(); });
+  vigil_paths_ = std::move(paths);
+}
+
 void State::upsert_nvidia(NvidiaInfo info) {
   Impl& s = *impl_;
   std::sort(info.gpus.begin(), info.gpus.end(),

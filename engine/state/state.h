@@ -69,6 +69,9 @@ class State final : public StateView {
   void upsert_pod(Pod p);
   void remove_pod(const std::string& uid);
   void upsert_nvidia(NvidiaInfo info);
+  // vigil's own files and directories (vigil.file). Not a state record: live
+  // and replay each set them from their own configuration (docs/fields.md).
+  void set_vigil_paths(std::vector<std::string> paths);
 
   // Reads the NVIDIA majors (<proc_root>/devices) and GPUs (nvidia_root) and
   // upserts them. Does nothing unless cfg.live.
@@ -110,6 +113,7 @@ class State final : public StateView {
   bool gpu_allowed(const EvalContext& ctx, std::uint32_t major, std::uint32_t minor) const override;
   std::string_view user_name(std::uint32_t uid) const override;
   std::string_view group_name(std::uint32_t gid) const override;
+  std::span<const std::string> vigil_paths() const override { return vigil_paths_; }
 
  private:
   struct Impl;
@@ -118,6 +122,7 @@ class State final : public StateView {
   void resolve_cgroup(std::uint64_t id);
   std::unique_ptr<Impl> impl_;
   StateListener* listener_ = nullptr;
+  std::vector<std::string> vigil_paths_;
 };
 
 }  // namespace vigil::state

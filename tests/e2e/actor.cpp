@@ -9,6 +9,11 @@
 //   wait                 block until a byte (or EOF) arrives on stdin
 //   sleep MS             sleep MS milliseconds
 //   note TEXT            nothing (an argument for the command line to carry)
+//   bpfenum              walk the BPF program ids (BPF_PROG_GET_NEXT_ID), as
+//                        `bpftool prog list` starts
+//   kill PID SIG         send signal number SIG to PID
+//   ptseize PID          PTRACE_SEIZE PID (never stops it; released at exit)
+//   openw PATH           open PATH write-only, append, and close it unchanged
 //   spawn PATH ARGV0 ARG...  fork, exec PATH with argv ARGV0 ARG... (the rest of
 //                        the command line), wait for it; exit with its status
 //   memfdspawn PATH ARGV0 ARG...  the same, but the child copies PATH into a
@@ -20,7 +25,10 @@
 #include <netinet/in.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <signal.h>
+#include <sys/ptrace.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -74,6 +82,24 @@ bool step_nvalloc(const char* path, const char* class_hex) {
   return true;
 }
 
+// Walks the BPF program ids; true when at least one id was read.
+bool step_bpfenum() {
+  std::uint32_t id = 0;
+  int n = 0;
+  for (; n < 1000; ++n) {
+    union {
+      struct {
+        std::uint32_t start_id, next_id;
+      } ids;
+      char pad[128];
+    } attr{};
+    attr.ids.start_id = id;
+    if (syscall(SYS_bpf, 11 /* BPF_PROG_GET_NEXT_ID */, &attr, sizeof(attr)) != 0) break;
+    id = attr.ids.next_id;
+  }
+  return n > 0;
+}
+
 // In a forked child: PATH's bytes into a memfd named "e2e", then fexecve.
 [[noreturn]] void memfd_exec(const char* path, char* const* argv) {
   int in = open(path, O_RDONLY | O_CLOEXEC);
@@ -107,6 +133,20 @@ int main(int argc, char** argv) {
       int fd = open(argv[i + 1], O_RDONLY | O_CLOEXEC);
       ok = fd >= 0;
       if (ok) keep.push_back(fd);
+      i += 2;
+    } else if (op == "bpfenum") {
+      ok = step_bpfenum();
+      i += 1;
+    } else if (op == "kill" && i + 2 < argc) {
+      ok = kill(std::atoi(argv[i + 1]), std::atoi(argv[i + 2])) == 0;
+      i += 3;
+    } else if (op == "ptseize" && i + 1 < argc) {
+      ok = ptrace(PTRACE_SEIZE, std::atoi(argv[i + 1]), nullptr, nullptr) == 0;
+      i += 2;
+    } else if (op == "openw" && i + 1 < argc) {
+      int fd = open(argv[i + 1], O_WRONLY | O_APPEND | O_CLOEXEC);
+      ok = fd >= 0;
+      if (ok) close(fd);
       i += 2;
     } else if (op == "wait") {
       char c;

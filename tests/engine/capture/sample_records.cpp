@@ -257,7 +257,7 @@ std::vector<RecordData> sample_records() {
     out.emplace_back(Event{header(ts++, Type::kChmod, 4242), d});
   }
   {
-    PtraceData d{16, 777, 0x7ffd0000, 0};
+    PtraceData d{16, 777, 0x7ffd0000, 0, true};
     out.emplace_back(Event{header(ts++, Type::kPtrace, 4242), d});
   }
   {
@@ -314,6 +314,13 @@ std::vector<RecordData> sample_records() {
   {
     CapsData d{1ull << 21, (1ull << 21) | 1, 0, 0};
     out.emplace_back(Event{header(ts++, Type::kCapset, 4242), d});
+  }
+  {
+    // A signal to vigil (SIGKILL by kill()) and a kprobe opened with perf_event_open.
+    SysCallData k{9, 4242, 0, 4243, "", 0};
+    out.emplace_back(Event{header(ts++, Type::kVigilSignal, 4242), k});
+    SysCallData p{6, 0, static_cast<std::uint64_t>(-1), 2, "", 7};
+    out.emplace_back(Event{header(ts++, Type::kPerfEventOpen, 4242), p});
   }
   {
     // Binary data, NUL included: captured byte for byte.

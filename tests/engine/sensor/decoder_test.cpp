@@ -224,6 +224,11 @@ TEST(Decoder, PtraceSocketDupModule) {
   ASSERT_TRUE(ev);
   EXPECT_EQ(ev->as<event::PtraceData>()->request, 16u);
   EXPECT_EQ(ev->as<event::PtraceData>()->target, 777u);
+  EXPECT_FALSE(ev->as<event::PtraceData>()->to_vigil);
+  p.a[3] = 1;  // the kernel found vigil among the tracer's tracees
+  ev = decode(record(p));
+  ASSERT_TRUE(ev);
+  EXPECT_TRUE(ev->as<event::PtraceData>()->to_vigil);
   vg_sys so{};
   fill_hdr(&so.hdr, VG_SOCKET);
   so.a[0] = 17;
@@ -325,6 +330,42 @@ TEST(Decoder, CredentialsNamespacesInboundAndNumberedCalls) {
   EXPECT_EQ(ev->as<event::SysCallData>()->name, "payload");
   m.str_len = 300;  // past the record
   EXPECT_FALSE(decode(record(m, S("payload\0", 8))));
+}
+
+TEST(Decoder, SignalToVigilAndPerfEventOpen) {
+  vg_sys k{};
+  fill_hdr(&k.hdr, VG_VIGIL_SIGNAL);
+  k.a[0] = 10;                                          // SIGUSR1
+  k.a[1] = 4242;                                        // vigil's pid
+  k.a[2] = static_cast<std::uint64_t>(std::int64_t{-6});  // SI_TKILL
+  k.a[3] = 4243;                                        // the thread named
+  k.result = 1;                                         // ignored
+  auto ev = decode(record(k));
+  ASSERT_TRUE(ev);
+  EXPECT_EQ(ev->hdr.type, event::Type::kVigilSignal);
+  auto* kd = ev->as<event::SysCallData>();
+  ASSERT_TRUE(kd);
+  EXPECT_EQ(kd->a0, 10u);
+  EXPECT_EQ(kd->a1, 4242u);
+  EXPECT_EQ(static_cast<std::int64_t>(kd->a2), -6);
+  EXPECT_EQ(kd->a3, 4243u);
+  EXPECT_EQ(kd->result, 1);
+  vg_sys pe{};
+  fill_hdr(&pe.hdr, VG_PERF_EVENT_OPEN);
+  pe.a[0] = 2;
+  pe.a[1] = 311;
+  pe.a[3] = VG_PERF_TRACEPOINT;
+  pe.result = 5;
+  ev = decode(record(pe));
+  ASSERT_TRUE(ev);
+  EXPECT_EQ(ev->hdr.type, event::Type::kPerfEventOpen);
+  EXPECT_EQ(ev->as<event::SysCallData>()->a1, 311u);
+  // A record shorter than its body is refused, as for every type.
+  auto rec = record(pe);
+  rec.resize(sizeof(vg_hdr) + 8);
+  const auto len = static_cast<std::uint32_t>(rec.size());
+  std::memcpy(rec.data() + 4, &len, sizeof(len));  // hdr.len agrees with what arrived
+  EXPECT_FALSE(decode(rec));
 }
 
 TEST(Decoder, ForkAndExit) {
