@@ -108,6 +108,8 @@ TEST(CaptureFormat, RoundTripsEveryEventAndStateRecordField) {
   const auto& pod = std::get<state::Pod>(got.records[1].data);
   EXPECT_EQ(pod.labels.at("team"), "research");
   EXPECT_EQ(pod.containers.at(0).gpu_devices.at(1), "GPU-2");
+  EXPECT_EQ(pod.owner_kind, "StatefulSet");  // appended to the pod record
+  EXPECT_EQ(pod.owner_name, "trainer");
   const auto* payload = std::get<event::Event>(got.records[13].data).as<event::PayloadData>();
   ASSERT_NE(payload, nullptr);
   EXPECT_EQ(payload->bytes.size(), 32u);
