@@ -1650,6 +1650,8 @@ constexpr std::string_view kGpuEv = "open, openat, openat2, ioctl, pluginevent";
 
 // ---------------------------------------------------------------- catalogue
 
+void append_baseline_fields(std::vector<FieldDef>& fields);  // fields_baseline.cpp
+
 FieldCatalog::FieldCatalog() {
   using T = FieldType;
   using A = ArgMode;
@@ -1807,6 +1809,7 @@ FieldCatalog::FieldCatalog() {
       {"conn.payload", T::kString, A::kNone, false, "payload", "First bytes sent on a new outbound TCP connection.", x_payload},
       {"conn.protocol", T::kString, A::kNone, false, "payload", "Protocol guessed from the first bytes: stratum, http, tls, ssh, unknown.", x_protocol},
   };
+  append_baseline_fields(fields_);
 }
 
 const FieldCatalog& FieldCatalog::builtin() {
