@@ -66,7 +66,7 @@ std::uint16_t prefix_key(const event::IpAddr& a, int prefix) {
 
 std::string to_string(const Destination& d) {
   std::string out = event::to_string(d.net);
-  out += "/" + std::to_string(d.prefix) + ":" + std::to_string(d.port) + "/";
+  out += "/" + std::to_string(d.prefix) + ":" + (d.port == kEphemeralPort ? std::string("ephemeral") : std::to_string(d.port)) + "/";
   out += proto_name(d.proto);
   return out;
 }
@@ -93,7 +93,11 @@ bool parse_destination(std::string_view s, Destination& out) {
   unsigned p = 0, prefix = 0;
   auto r1 = std::from_chars(port.data(), port.data() + port.size(), p);
   auto r2 = std::from_chars(bits.data(), bits.data() + bits.size(), prefix);
-  if (port.empty() || r1.ec != std::errc() || r1.ptr != port.data() + port.size() || p > 65535) return false;
+  if (port == "ephemeral") {
+    p = kEphemeralPort;
+  } else if (port.empty() || r1.ec != std::errc() || r1.ptr != port.data() + port.size() || p == 0 || p > 65535) {
+    return false;
+  }
   if (bits.empty() || r2.ec != std::errc() || r2.ptr != bits.data() + bits.size()) return false;
   if (addr.size() > 64) return false;
   if (inet_pton(AF_INET, addr.c_str(), d.net.bytes.data()) == 1) {

@@ -48,14 +48,18 @@ std::string_view phase_name(Phase p);  // "learning", "locked"
 struct Destination {
   event::IpAddr net;       // masked to `prefix` bits
   std::uint8_t prefix = 0; // 0..32 (IPv4), 0..128 (IPv6)
-  std::uint16_t port = 0;
+  std::uint16_t port = 0;  // kEphemeralPort: any port from Config::ephemeral_from up
   std::uint8_t proto = 0;  // event::L4: kTcp, kUdp (kUnknown when not known)
   bool operator==(const Destination&) const = default;
 };
+// The port of a destination whose port was in the ephemeral range (a UDP
+// server's reply to a client's random port): written "ephemeral".
+inline constexpr std::uint16_t kEphemeralPort = 0;
+
 struct DestinationHash {
   std::size_t operator()(const Destination& d) const noexcept;
 };
-// "10.0.0.0/24:443/tcp", "fd00::/64:53/udp"
+// "10.0.0.0/24:443/tcp", "fd00::/64:53/udp", "10.96.0.0/24:ephemeral/udp"
 std::string to_string(const Destination& d);
 // The reverse of to_string; false when `s` is not one.
 bool parse_destination(std::string_view s, Destination& out);

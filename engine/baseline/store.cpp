@@ -112,15 +112,17 @@ void Store::learn_or_match(Slot& s, const state::EvalContext& ctx) {
     const auto proto = static_cast<std::uint8_t>(c->proto == event::L4::kTcp || c->proto == event::L4::kUdp ? c->proto
                                                                                                             : event::L4::kUnknown);
     current_fact_ = state::BaselineFact::kDestination;
+    const std::uint16_t port =
+        cfg_.ephemeral_from != 0 && c->dport >= cfg_.ephemeral_from ? kEphemeralPort : c->dport;
     if (learning) {
       Destination d;
       d.prefix = static_cast<std::uint8_t>(c->daddr.family == AF_INET6 ? cfg_.v6_prefix : cfg_.v4_prefix);
       d.net = mask(c->daddr, d.prefix);
-      d.port = c->dport;
+      d.port = port;
       d.proto = proto;
       changed = p.add_destination(d, cfg_.caps, ts);
     } else {
-      have = p.has_destination(c->daddr, c->dport, proto);
+      have = p.has_destination(c->daddr, port, proto);
     }
   } else if (const auto* o = ev.as<event::OpenData>()) {
     const std::uint32_t acc = o->flags & 3u;

@@ -18,7 +18,7 @@
 // The facts of an event (one at most):
 //   exec (execve/execveat) of a program file: proc.exepath + proc.exe_sha256
 //   connect/sendto/sendmsg to an IPv4/IPv6 server: network (v4_prefix,
-//     v6_prefix), port, tcp/udp
+//     v6_prefix), port (one "ephemeral" port from ephemeral_from up), tcp/udp
 //   successful open for writing of a file that is not a device, under one of
 //     watch_paths
 //   NVIDIA ioctl RM_ALLOC the driver accepted (result 0, RM status 0): the class
@@ -63,6 +63,10 @@ struct Config {
   std::uint64_t learn_for_ns = 24ull * 3600 * 1000000000;  // 0: locked only by command
   int v4_prefix = 24;            // 32: exact addresses
   int v6_prefix = 64;            // 128: exact addresses
+  // Destination ports from this one up count as one ("ephemeral"): a UDP
+  // server answering clients sends to their random ports. 0: every port is
+  // its own. Linux picks client ports from 32768 by default.
+  std::uint32_t ephemeral_from = 32768;
   std::vector<std::string> watch_paths = default_watch_paths();
   std::size_t max_workloads = 256;
   Caps caps;

@@ -44,6 +44,9 @@ Result<BaselineSettings> baseline_settings(const YAML::Node& cfg, const std::str
   auto v6 = get_or<std::uint32_t>(cfg, "baseline.v6_prefix", 64);
   if (!v6) return v6.error();
   c.v6_prefix = static_cast<int>(*v6);
+  auto eph = get_or<std::uint32_t>(cfg, "baseline.ephemeral_from", c.ephemeral_from);
+  if (!eph) return eph.error();
+  c.ephemeral_from = *eph;
   const YAML::Node wp = cfg["baseline"] ? cfg["baseline"]["watch_paths"] : YAML::Node();
   if (wp && !wp.IsNull()) {
     c.watch_paths.clear();

@@ -57,6 +57,7 @@ constexpr KeySpec kSchema[] = {
     {"baseline.save_interval_s", K::kNumber, 1, 86400},
     {"baseline.v4_prefix", K::kUint, 0, 32},
     {"baseline.v6_prefix", K::kUint, 0, 128},
+    {"baseline.ephemeral_from", K::kUint, 0, 65535},
     {"baseline.watch_paths", K::kPaths},
     {"baseline.max_workloads", K::kUint, 1, 100000},
     {"baseline.max_exes", K::kUint, 1, 65536},

@@ -719,6 +719,8 @@ std::optional<baseline::Config> baseline_config(const YAML::Node& file_level, co
         c.v4_prefix = static_cast<int>(std::min<std::uint64_t>(number(v, "v4_prefix"), 32));
       } else if (k == "v6_prefix") {
         c.v6_prefix = static_cast<int>(std::min<std::uint64_t>(number(v, "v6_prefix"), 128));
+      } else if (k == "ephemeral_from") {
+        c.ephemeral_from = static_cast<std::uint32_t>(std::min<std::uint64_t>(number(v, "ephemeral_from"), 65535));
       } else if (k == "watch_paths") {
         c.watch_paths = strings(v, "watch_paths");
       } else if (k == "max_workloads") {
@@ -732,7 +734,7 @@ std::optional<baseline::Config> baseline_config(const YAML::Node& file_level, co
       } else if (k == "max_gpu_classes") {
         c.caps.gpu_classes = number(v, "max_gpu_classes");
       } else {
-        bad(kv->first, "unknown baseline key '" + k + "' (key, learn_for, v4_prefix, v6_prefix, watch_paths, "
+        bad(kv->first, "unknown baseline key '" + k + "' (key, learn_for, v4_prefix, v6_prefix, ephemeral_from, watch_paths, "
                        "max_workloads, max_exes, max_destinations, max_files, max_gpu_classes)");
       }
     }

@@ -108,7 +108,7 @@ class e2eBaseline : public ::testing::Test {
 
   // The benign day: a cluster service, the state file, the worker.
   void benign_run() {
-    const int st = run_in_pod({server_path_, "connect", "127.0.1.5", "46379", "write", app_ + "state", "spawn",
+    const int st = run_in_pod({server_path_, "connect", "127.0.1.5", "16379", "write", app_ + "state", "spawn",
                                worker_path_, worker_, "note", "idle"});
     ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << Child::what(st);
   }
@@ -144,7 +144,7 @@ TEST_F(e2eBaseline, LearnLockByCommandDeviationsAlertAndReplayAgrees) {
     }
     ASSERT_NE(listed.find(server_path_), std::string::npos) << listed << a.diag();
     EXPECT_NE(listed.find(worker_path_), std::string::npos) << listed;
-    EXPECT_NE(listed.find("127.0.1.0/24:46379/tcp"), std::string::npos) << listed;
+    EXPECT_NE(listed.find("127.0.1.0/24:16379/tcp"), std::string::npos) << listed;
     EXPECT_NE(listed.find(app_ + "state"), std::string::npos) << listed;
     EXPECT_NE(listed.find("state:        learning"), std::string::npos) << listed;
     auto [rc, out] = baseline_cmd({"lock", "--dir", bdir_, "--workload", key});
@@ -171,7 +171,7 @@ TEST_F(e2eBaseline, LearnLockByCommandDeviationsAlertAndReplayAgrees) {
   start(b, {"--capture", cap});
   benign_run();
   benign_run();
-  ASSERT_EQ(run_in_pod({server_path_, "connect", "127.0.2.9", "44444"}), 0);   // another /24
+  ASSERT_EQ(run_in_pod({server_path_, "connect", "127.0.2.9", "14444"}), 0);   // another /24
   ASSERT_EQ(run_in_pod({server_path_, "write", app_ + "evil.so"}), 0);         // a new file
   ASSERT_EQ(run_in_pod({server_path_, "spawn", tool_path_, tool_, "note", "x"}), 0);  // a new program
   ASSERT_FALSE(b.alerts_where("Connection outside the workload baseline", "proc.name", server_, 20s).empty())
@@ -186,7 +186,7 @@ TEST_F(e2eBaseline, LearnLockByCommandDeviationsAlertAndReplayAgrees) {
   int attacks = 0;
   for (const json& a : b.alerts([](const json& x) { return is_baseline_rule(x); })) {
     const std::string fd = field(a, "fd.name"), name = field(a, "proc.name");
-    const bool attack = fd.find("->127.0.2.9:44444") != std::string::npos || fd == app_ + "evil.so" || name == tool_;
+    const bool attack = fd.find("->127.0.2.9:14444") != std::string::npos || fd == app_ + "evil.so" || name == tool_;
     if (attack) {
       ++attacks;
       EXPECT_EQ(field(a, "baseline.workload"), key) << a.dump();

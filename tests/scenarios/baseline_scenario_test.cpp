@@ -16,7 +16,7 @@
 
 namespace {
 
-constexpr int kRepeats = 3;
+constexpr int kRepeats = 10;
 
 const char* const kBaselineRules[] = {"Program outside the workload baseline",
                                       "Connection outside the workload baseline",

@@ -489,7 +489,7 @@ std::string dump(const std::vector<json>& v) {
 
 // The pid of a running process named `comm` in the pod's container cgroup; 0
 // when none shows up within `wait`.
-pid_t pid_in_pod(const std::string& comm, const PodSpec& pod, std::chrono::milliseconds wait = 5s) {
+[[maybe_unused]] pid_t pid_in_pod(const std::string& comm, const PodSpec& pod, std::chrono::milliseconds wait = 5s) {
   auto deadline = std::chrono::steady_clock::now() + wait;
   while (std::chrono::steady_clock::now() < deadline) {
     std::error_code ec;
@@ -516,7 +516,7 @@ struct Replay {
   std::vector<json> alerts;
   std::string log;
 };
-Replay replay(const std::string& capture, const std::string& rules) {
+[[maybe_unused]] Replay replay(const std::string& capture, const std::string& rules) {
   VigilProcess v(VIGIL_BINARY);
   Replay r;
   if (!v.start_command("replay", {capture, "-r", rules})) return r;

@@ -11,7 +11,8 @@
 // written to a FIFO that vigil reads as its kernel log (user space cannot write
 // kernel-facility records to the real /dev/kmsg).
 //
-// Needs root and a kernel with BTF; skipped with a message otherwise.#include "tests/scenarios/rig.h"
+// Needs root and a kernel with BTF; skipped with a message otherwise.
+#include "tests/scenarios/rig.h"
 
 namespace {
 

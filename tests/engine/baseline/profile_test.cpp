@@ -107,14 +107,14 @@ TEST(BaselineProfile, LockIsOnceAndKeepsTheFirstCause) {
 }
 
 TEST(BaselineProfile, DestinationStringsRoundTrip) {
-  for (const char* s : {"10.0.0.0/24:443/tcp", "fd00::/64:53/udp", "203.0.113.9/32:0/ip"}) {
+  for (const char* s : {"10.0.0.0/24:443/tcp", "fd00::/64:53/udp", "203.0.113.9/32:ephemeral/ip"}) {
     Destination d;
     ASSERT_TRUE(parse_destination(s, d)) << s;
     EXPECT_EQ(to_string(d), s);
   }
   Destination d;
   for (const char* s : {"10.0.0.0/33:443/tcp", "10.0.0.0/24:70000/tcp", "10.0.0.0/24:443/sctp", "x/24:1/tcp",
-                        "10.0.0.0:443/tcp", "", "/:/"}) {
+                        "10.0.0.0:443/tcp", "10.0.0.0/24:0/tcp", "", "/:/"}) {
     EXPECT_FALSE(parse_destination(s, d)) << s;
   }
   ASSERT_TRUE(parse_destination("10.0.0.77/24:443/tcp", d));  // host bits are masked

@@ -156,6 +156,25 @@ TEST(BaselineStore, LearnsUntilLearnForThenLocksAtTheFirstLaterEventAndReportsDe
   EXPECT_EQ(observe(s, r, g3, BaselineFact::kExe).answer, BaselineAnswer::kNoValue);
 }
 
+// A UDP server in the pod answers each client at its random port: those
+// ports count as one, so the answers stay in the baseline; a low port does not.
+TEST(BaselineStore, EphemeralDestinationPortsCountAsOne) {
+  for (std::uint32_t from : {32768u, 0u}) {
+    Config cfg;
+    cfg.learn_for_ns = 60 * kSec;
+    cfg.ephemeral_from = from;
+    Store s(cfg);
+    Rig r;
+    auto learn = r.connect(kT0, "10.96.0.10", 40001);
+    observe(s, r, learn, BaselineFact::kDestination);
+    auto other = r.connect(kT0 + 61 * kSec, "10.96.0.10", 51234);
+    EXPECT_EQ(observe(s, r, other, BaselineFact::kDestination).answer,
+              from ? BaselineAnswer::kIn : BaselineAnswer::kOut) << from;
+    auto low = r.connect(kT0 + 62 * kSec, "10.96.0.10", 4444);
+    EXPECT_EQ(observe(s, r, low, BaselineFact::kDestination).answer, BaselineAnswer::kOut) << from;
+  }
+}
+
 TEST(BaselineStore, HostEventsAndContainersWithoutImageHaveNoProfile) {
   Store s(Config{});
   Rig r;
