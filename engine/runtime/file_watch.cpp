@@ -1,6 +1,7 @@
 #include "engine/runtime/file_watch.h"
 
 #include <sys/inotify.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -73,8 +74,15 @@ std::string FileWatch::fingerprint(const std::string& path, std::set<std::string
       }
       if (names.size() >= 4096) break;
     }
+    // By inode, size and modification time, not content: a directory of
+    // many files rewritten often (the baseline profiles) is not read whole.
     std::string out = "dir";
-    for (const std::string& n : names) out += "\n" + n + " " + file_print(p / n, dirs);
+    for (const std::string& n : names) {
+      struct stat st {};
+      if (lstat((p / n).c_str(), &st) != 0) continue;
+      out += "\n" + n + " " + std::to_string(st.st_ino) + " " + std::to_string(st.st_size) + " " +
+             std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec);
+    }
     return out;
   }
   // The files a rule load reads from a directory, each resolved and hashed.

@@ -51,7 +51,8 @@ class FileWatch {
     // The files of a watched directory that count: empty, the rule files
     // (*.yaml, *.yml, as a rule load reads them); else the regular files whose
     // names end with one of these (".json": the baseline profiles), at most
-    // 4096 of them, in name order.
+    // 4096 of them, in name order, compared by inode, size and modification
+    // time (not read).
     std::vector<std::string> dir_suffixes;
     std::shared_ptr<spdlog::logger> log;  // null: nothing is logged
   };
