@@ -108,8 +108,6 @@ TEST(CaptureFormat, RoundTripsEveryEventAndStateRecordField) {
   const auto& pod = std::get<state::Pod>(got.records[1].data);
   EXPECT_EQ(pod.labels.at("team"), "research");
   EXPECT_EQ(pod.containers.at(0).gpu_devices.at(1), "GPU-2");
-  EXPECT_EQ(pod.owner_kind, "StatefulSet");  // appended to the pod record
-  EXPECT_EQ(pod.owner_name, "trainer");
   const auto* payload = std::get<event::Event>(got.records[13].data).as<event::PayloadData>();
   ASSERT_NE(payload, nullptr);
   EXPECT_EQ(payload->bytes.size(), 32u);
@@ -444,6 +442,28 @@ TEST(CaptureFormat, OpenRawPathRoundTripsAndIsEmptyInOlderRecords) {
   ASSERT_EQ(decode_record(type, older, out, why), DecodeOutcome::kOk) << why;
   EXPECT_EQ(std::get<event::Event>(out).as<event::OpenData>()->raw, "");
   EXPECT_EQ(std::get<event::Event>(out).as<event::OpenData>()->path, "/dev/nvidia0");
+}
+
+// The pod's controller (baselines keyed by owner) is appended to the pod
+// record: it round-trips, and a record written before it reads as none.
+TEST(CaptureFormat, PodOwnerRoundTripsAndOlderPodRecordsHaveNone) {
+  state::Pod pod = std::get<state::Pod>(sample_records()[1]);
+  pod.owner_kind = "StatefulSet";
+  pod.owner_name = "trainer";
+  const std::string rec = encoded(RecordData(pod));
+  const auto type = static_cast<std::uint8_t>(rec[0]);
+  RecordData out;
+  std::string why;
+  ASSERT_EQ(decode_record(type, std::string_view(rec).substr(kRecordHeaderSize), out, why), DecodeOutcome::kOk)
+      << why;
+  EXPECT_EQ(std::get<state::Pod>(out).owner_kind, "StatefulSet");
+  EXPECT_EQ(std::get<state::Pod>(out).owner_name, "trainer");
+  EXPECT_EQ(encoded(out), rec);
+  const std::size_t tail = 2 * 4 + std::string("StatefulSet").size() + std::string("trainer").size();
+  const std::string_view older = std::string_view(rec).substr(kRecordHeaderSize, rec.size() - kRecordHeaderSize - tail);
+  ASSERT_EQ(decode_record(type, older, out, why), DecodeOutcome::kOk) << why;
+  EXPECT_EQ(std::get<state::Pod>(out).owner_kind, "");
+  EXPECT_EQ(std::get<state::Pod>(out).resource_version, "12345");
 }
 
 // The committed fixture was written by format version 1 (see

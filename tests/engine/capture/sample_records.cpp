@@ -95,8 +95,6 @@ std::vector<RecordData> sample_records() {
   pc.privileged = true;
   pod.containers.push_back(pc);
   pod.resource_version = "12345";
-  pod.owner_kind = "StatefulSet";
-  pod.owner_name = "trainer";
   out.emplace_back(pod);
 
   state::Process p;
