@@ -133,7 +133,7 @@ void Profile::restore_state(Phase p, std::uint64_t updated_ns, std::uint64_t loc
 
 bool Profile::add_exe(std::string_view path, std::string_view sha256, const Caps& caps, std::uint64_t at_ns) {
   if (path.empty()) return false;
-  auto it = exes_.find(std::string(path));
+  auto it = exes_.find(path);
   if (it == exes_.end()) {
     if (exe_count_ >= caps.exes) {
       ++full_[static_cast<std::size_t>(Set::kExes)];
@@ -161,7 +161,7 @@ bool Profile::add_exe(std::string_view path, std::string_view sha256, const Caps
 }
 
 bool Profile::has_exe(std::string_view path, std::string_view sha256) const {
-  auto it = exes_.find(std::string(path));
+  auto it = exes_.find(path);
   if (it == exes_.end()) return false;
   if (sha256.empty() || it->second.empty()) return true;
   return std::find(it->second.begin(), it->second.end(), sha256) != it->second.end();
@@ -196,13 +196,12 @@ bool Profile::has_destination(const event::IpAddr& addr, std::uint16_t port, std
 
 bool Profile::add_file(std::string_view path, const Caps& caps, std::uint64_t at_ns) {
   if (path.empty()) return false;
-  std::string p(path);
-  if (files_.count(p)) return false;
+  if (files_.find(path) != files_.end()) return false;
   if (files_.size() >= caps.files) {
     ++full_[static_cast<std::size_t>(Set::kFiles)];
     return true;
   }
-  files_.insert(std::move(p));
+  files_.emplace(path);
   updated_ns_ = at_ns;
   return true;
 }

@@ -17,6 +17,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -66,6 +67,12 @@ bool parse_destination(std::string_view s, Destination& out);
 // a masked to `prefix` bits.
 event::IpAddr mask(const event::IpAddr& a, int prefix);
 
+// Lookups by string_view without building a std::string (the event path).
+struct StringHash {
+  using is_transparent = void;
+  std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+};
+
 class Profile {
  public:
   explicit Profile(std::string key = {}) : key_(std::move(key)) {}
@@ -97,7 +104,7 @@ class Profile {
   bool has_exe(std::string_view path, std::string_view sha256) const;
   // Some learnt destination with this port and protocol holds the address.
   bool has_destination(const event::IpAddr& addr, std::uint16_t port, std::uint8_t proto) const;
-  bool has_file(std::string_view path) const { return files_.count(std::string(path)) != 0; }
+  bool has_file(std::string_view path) const { return files_.find(path) != files_.end(); }
   bool has_gpu_class(std::uint32_t c) const { return gpu_classes_.count(c) != 0; }
 
   // Sizes and contents (sorted where it matters: the file format and `show`).
@@ -123,11 +130,11 @@ class Profile {
   std::array<std::uint64_t, kSets> full_{};
   // path -> the SHA-256s seen there ("" is not stored: a path learnt with no
   // hash has an empty set).
-  std::unordered_map<std::string, std::vector<std::string>> exes_;
+  std::unordered_map<std::string, std::vector<std::string>, StringHash, std::equal_to<>> exes_;
   std::size_t exe_count_ = 0;  // entries: a path with no hash counts 1, else one per hash
   std::unordered_set<Destination, DestinationHash> destinations_;
   std::set<std::uint16_t> prefixes_;  // the prefixes in destinations_: IPv4 as is, IPv6 + 256
-  std::unordered_set<std::string> files_;
+  std::unordered_set<std::string, StringHash, std::equal_to<>> files_;
   std::set<std::uint32_t> gpu_classes_;
 };
 

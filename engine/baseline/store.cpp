@@ -32,8 +32,13 @@ bool ends_with(std::string_view s, std::string_view suffix) {
 }  // namespace
 
 std::vector<std::string> default_watch_paths() {
-  return {"/etc/",      "/bin/",     "/sbin/",           "/usr/bin/",        "/usr/sbin/", "/usr/local/bin/",
-          "/usr/local/sbin/", "/lib/", "/lib64/", "/usr/lib/", "/usr/lib64/", "/var/spool/cron/"};
+  // Program directories, the loader's preload, cron, shell start-up files,
+  // systemd units and root's SSH keys. Not /etc/ nor the library directories
+  // as a whole: the sensor sends every open under a rule's prefix, reads
+  // included, and every program start reads /etc/ld.so.cache and its libraries.
+  return {"/bin/",         "/sbin/",           "/usr/bin/",          "/usr/sbin/",   "/usr/local/bin/",
+          "/usr/local/sbin/", "/etc/ld.so.preload", "/etc/ld.so.conf.d/", "/etc/cron.d/", "/etc/crontab",
+          "/var/spool/cron/", "/etc/profile.d/",    "/etc/systemd/",      "/root/.ssh/"};
 }
 
 Store::Store(Config cfg) : cfg_(std::move(cfg)) {

@@ -96,6 +96,9 @@ class e2eBaseline : public ::testing::Test {
     ASSERT_TRUE(v.start(args));
     ASSERT_TRUE(v.wait_ready()) << "vigil did not get ready" << v.diag();
     ASSERT_TRUE(v.wait_stderr("baselines on:")) << v.diag();
+    // The file rule's paths reach the sensor's open filter: its writes are
+    // sent because of its own paths, not because another rule names /tmp.
+    EXPECT_EQ(v.stderr_text().find("'File written outside the workload baseline'"), std::string::npos) << v.diag();
     ASSERT_TRUE(api_.wait_script_done()) << api_.requests() << v.diag();
     std::this_thread::sleep_for(1s);  // the watcher's last page drained into the state
   }

@@ -121,7 +121,7 @@ TEST(BaselineStore, LearnsUntilLearnForThenLocksAtTheFirstLaterEventAndReportsDe
   EXPECT_EQ(a.answer, BaselineAnswer::kNoValue);  // no answer while learning
   auto c1 = r.connect(kT0 + 10 * kSec, "10.96.0.10", 53);
   observe(s, r, c1, BaselineFact::kDestination);
-  auto w1 = r.open_write(kT0 + 20 * kSec, "/etc/app.conf");
+  auto w1 = r.open_write(kT0 + 20 * kSec, "/etc/cron.d/app");
   observe(s, r, w1, BaselineFact::kFile);
   auto g1 = r.alloc(kT0 + 30 * kSec, 0xc7c0);
   observe(s, r, g1, BaselineFact::kGpuClass);
@@ -142,7 +142,7 @@ TEST(BaselineStore, LearnsUntilLearnForThenLocksAtTheFirstLaterEventAndReportsDe
   EXPECT_EQ(observe(s, r, e2, BaselineFact::kExe).answer, BaselineAnswer::kOut);  // swapped binary
   auto e3 = r.exec(kT0 + 63 * kSec, "/bin/sh");
   EXPECT_EQ(observe(s, r, e3, BaselineFact::kExe).answer, BaselineAnswer::kOut);
-  auto w2 = r.open_write(kT0 + 64 * kSec, "/etc/app.conf");
+  auto w2 = r.open_write(kT0 + 64 * kSec, "/etc/cron.d/app");
   EXPECT_EQ(observe(s, r, w2, BaselineFact::kFile).answer, BaselineAnswer::kIn);
   auto w3 = r.open_write(kT0 + 65 * kSec, "/etc/ld.so.preload");
   EXPECT_EQ(observe(s, r, w3, BaselineFact::kFile).answer, BaselineAnswer::kOut);
