@@ -60,11 +60,19 @@ check_packages() {
   local owners pats=()
   for lib in "${!libs[@]}"; do pats+=("*/$lib"); done
   owners=$(dpkg-query -S "${pats[@]}" 2>/dev/null) || true
+  # Only the build's own architecture: with another one's libraries installed
+  # too (libc6-i386's /usr/lib32/libc.so.6), a name has several owners.
+  local multiarch
+  multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -print-multiarch 2>/dev/null || true)
   for lib in "${!libs[@]}"; do
     owner=""
     while IFS= read -r line; do
       path=${line##*: }
-      if [ "${path##*/}" = "$lib" ]; then owner=${line%%: *}; owner=${owner%%[:,]*}; break; fi
+      [ "${path##*/}" = "$lib" ] || continue
+      if [ -n "$multiarch" ]; then
+        case "$path" in */"$multiarch"/*) ;; *) continue ;; esac
+      fi
+      owner=${line%%: *}; owner=${owner%%[:,]*}; break
     done <<< "$owners"
     [ -n "$owner" ] || die "no installed package has $lib (NEEDED by vigil or a plugin)"
     want[$owner]=1

@@ -509,6 +509,8 @@ void append_pod(const state::Pod& p, std::string& out) {
       put_bool(out, pc.privileged);
     }
     put_str(out, p.resource_version);
+    put_str(out, p.owner_kind);  // appended: absent in older files
+    put_str(out, p.owner_name);
   });
 }
 
@@ -677,6 +679,10 @@ DecodeOutcome decode_record(std::uint8_t type, std::string_view body, RecordData
         pc.privileged = c.boolean("pod.container.privileged");
       }
       c.str(p.resource_version, "pod.resource_version");
+      if (c.left() > 0) {  // appended later: absent in older files
+        c.str(p.owner_kind, "pod.owner_kind");
+        c.str(p.owner_name, "pod.owner_name");
+      }
       if (c.failed()) break;
       out = std::move(p);
       return DecodeOutcome::kOk;

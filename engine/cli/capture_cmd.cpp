@@ -1,5 +1,6 @@
 #include "engine/cli/capture_cmd.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -22,6 +23,7 @@
 #include "engine/capture/timeline.h"
 #include "engine/capture/writer.h"
 #include "engine/cli/common.h"
+#include "engine/cli/baseline_cmd.h"
 #include "engine/cli/config.h"
 #include "engine/cli/parts.h"
 #include "engine/cli/plugins.h"
@@ -329,7 +331,7 @@ int cmd_capture(int argc, char** argv) {
 }
 
 int cmd_replay(int argc, char** argv) {
-  std::string file, config_path, timeline, filter, level = "warn", since_text, until_text;
+  std::string file, config_path, timeline, filter, level = "warn", since_text, until_text, baseline_dir;
   std::vector<std::string> rule_paths;
   runtime::SelectOptions so;
   runtime::CaptureSourceOptions co;
@@ -349,6 +351,10 @@ int cmd_replay(int argc, char** argv) {
   app.add_option("--format", format, "format of --events (default json)")->check(CLI::IsMember({"json", "text"}));
   app.add_option("--timeline", timeline, "also write a Chrome trace / Perfetto timeline")->type_name("FILE");
   app.add_option("--log-level", level, "trace, debug, info, warn, error (default warn)")->type_name("LEVEL");
+  app.add_option("--baseline", baseline_dir,
+                 "per-workload baselines from this directory, read only (the baseline: section of -c gives "
+                 "the key, learn_for, prefixes and caps; docs/baselines.md)")
+      ->type_name("DIR");
   if (int rc = parse_cli(app, argc, argv); rc >= 0) return rc;
   if (file.empty()) {
     std::fprintf(stderr, "vigil replay: no capture file given\nRun with --help for more information.\n");
@@ -440,6 +446,24 @@ int cmd_replay(int argc, char** argv) {
   Progress progress;
   co.progress = [&](std::uint64_t done, std::uint64_t total, std::uint64_t n) { progress.update(done, total, n); };
 
+  // Baselines: the profiles as they were saved, learning and locking in
+  // memory as the live agent did; nothing is written back.
+  std::unique_ptr<baseline::Store> baselines;
+  if (!baseline_dir.empty()) {
+    auto state_dir = get_or<std::string>(*cfg, "state_dir", "/var/lib/vigil");
+    if (!state_dir) return fail(*log, state_dir.error());
+    auto bl = baseline_settings(*cfg, *state_dir);
+    if (!bl) return fail(*log, bl.error());
+    bl->store.dir = baseline_dir;
+    bl->store.read_only = true;
+    struct stat dst {};
+    if (stat(baseline_dir.c_str(), &dst) != 0 || !S_ISDIR(dst.st_mode)) {
+      return fail(*log, Error::bad_input("--baseline " + baseline_dir + ": no such directory"));
+    }
+    baselines = std::make_unique<baseline::Store>(bl->store);
+    log_baseline_errors(baselines->load(), *log);
+  }
+
   state::Config replay_state;
   replay_state.live = false;
   state::State st(replay_state);
@@ -456,7 +480,7 @@ int cmd_replay(int argc, char** argv) {
                            [rt](std::shared_ptr<const event::Alert> a) {
                              if (rt) rt->publish(std::move(a));
                            },
-                           hostname},
+                           hostname, baselines.get()},
                           ruleset);
   pipe.set_selector(&selector);
   // Alerts on the timeline (the rules run only on selected events).

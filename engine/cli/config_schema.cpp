@@ -50,6 +50,21 @@ constexpr KeySpec kSchema[] = {
     {"flight_recorder.min_priority", K::kPriority},
     {"flight_recorder.keep", K::kUint, 0, 100000},
     {"flight_recorder.max_disk_mib", K::kUint, 0, 1048576},
+    {"baseline", K::kSection},
+    {"baseline.enabled", K::kBool},
+    {"baseline.dir", K::kString, 0, 0, false, true},
+    {"baseline.key", K::kString, 0, 0, false, true},  // image, image_digest, owner (check_config)
+    {"baseline.learn_for_s", K::kNumber, 0, 31536000},
+    {"baseline.save_interval_s", K::kNumber, 1, 86400},
+    {"baseline.v4_prefix", K::kUint, 0, 32},
+    {"baseline.v6_prefix", K::kUint, 0, 128},
+    {"baseline.ephemeral_from", K::kUint, 0, 65535},
+    {"baseline.watch_paths", K::kPaths},
+    {"baseline.max_workloads", K::kUint, 1, 100000},
+    {"baseline.max_exes", K::kUint, 1, 65536},
+    {"baseline.max_destinations", K::kUint, 1, 65536},
+    {"baseline.max_files", K::kUint, 1, 65536},
+    {"baseline.max_gpu_classes", K::kUint, 1, 4096},
 };
 
 std::string num(double d) {
@@ -238,6 +253,16 @@ Status check_config(const YAML::Node& root, const ConfigOrigin& origin) {
     if (wake.IsDefined() && !wake.IsNull() && wake.as<std::uint64_t>() > rb_mib * 1024 / 2) {
       return origin.error({"sensor", "wakeup_kib"}, wake,
                           "must be at most half of sensor.ringbuf_mib (" + std::to_string(rb_mib * 512) + ")");
+    }
+  }
+  // baseline.key: one of the key modes (engine/baseline/key.h).
+  const YAML::Node baseline = root["baseline"];
+  if (baseline.IsDefined() && baseline.IsMap()) {
+    const YAML::Node key = baseline["key"];
+    if (key.IsDefined() && key.IsScalar() && key.Scalar() != "image" && key.Scalar() != "image_digest" &&
+        key.Scalar() != "owner") {
+      return origin.error({"baseline", "key"}, key,
+                          "expected image, image_digest or owner, got '" + key.Scalar().substr(0, 40) + "'");
     }
   }
   const YAML::Node outputs = root["outputs"];

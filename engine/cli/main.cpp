@@ -8,6 +8,7 @@
 #include <iostream>
 #include <string>
 
+#include "engine/cli/baseline_cmd.h"
 #include "engine/cli/capture_cmd.h"
 #include "engine/cli/cli_app.h"
 #include "engine/cli/rules_cmd.h"
@@ -46,6 +47,8 @@ int main(int argc, char** argv) {
        vigil::cli::cmd_replay},
       {add_own_parser_command(app, "capture", "record events to a capture file"),
        vigil::cli::cmd_capture},
+      {add_own_parser_command(app, "baseline", "per-workload baselines: list, show, lock"),
+       vigil::cli::cmd_baseline},
   };
   int exit_code = 0;
   vigil::cli::add_rules_commands(app, &exit_code);

@@ -12,6 +12,7 @@
 
 #include "engine/capture/flight_recorder.h"
 #include "engine/capture/writer.h"
+#include "engine/cli/baseline_cmd.h"
 #include "engine/cli/common.h"
 #include "engine/cli/config.h"
 #include "engine/cli/parts.h"
@@ -158,6 +159,10 @@ int cmd_run(int argc, char** argv) {
   outputs::Router* router_in_force = nullptr;
   std::unique_ptr<runtime::FileWatch> watch;
   std::vector<std::string> watched;
+  // Per-workload baselines (off unless baseline.enabled): the store, and the
+  // watch on its directory that picks up `vigil baseline lock`.
+  std::unique_ptr<baseline::Store> baselines;
+  std::unique_ptr<runtime::FileWatch> baseline_watch;
   runtime::RunnerOptions ropts;
   ropts.log = log;
   // SIGHUP or a watched file changed: the configuration (same file, same -o)
@@ -192,6 +197,11 @@ int cmd_run(int argc, char** argv) {
       rules_in_force.set({enabled, skipped, skipped_rules});
       if (watch && files != watched) watch->set_paths(files);
       watched = files;
+      if (baselines) {  // SIGHUP also picks up profiles locked on disk
+        std::vector<std::string> done;
+        log_baseline_errors(baselines->pick_up(done), *log);
+        for (const std::string& d : done) log->info("baseline: {}", d);
+      }
     };
     return r;
   };
@@ -339,9 +349,24 @@ int cmd_run(int argc, char** argv) {
   add_plugin_sources(runner, std::move(*plugin_sources), parts, *log);
   if (Status s = require_an_event_source(parts.snapshot()); !s) return stop_outputs(fail(*log, s.error()));
 
+  // 7b. Baselines, when enabled (bad input → 2: an unsafe directory).
+  auto bl = baseline_settings(*cfg, *state_dir);
+  if (!bl) return stop_outputs(fail(*log, bl.error()));
+  if (bl->enabled) {
+    auto started = start_baselines(*bl, runner, baseline_watch, log);
+    if (!started && started.error().kind == Error::Kind::kBadInput) return stop_outputs(fail(*log, started.error()));
+    if (!started) {
+      log->error("baselines off: {}", started.error().message);
+      parts.set({"baseline", false, "a writable baseline.dir", started.error().message});
+    } else {
+      baselines = std::move(*started);
+      parts.set({"baseline", true, "a writable baseline.dir", ""});
+    }
+  }
+
   outputs::Router* rt = router->get();
   pipeline::Pipeline pipe(
-      {st, [rt](std::shared_ptr<const event::Alert> a) { rt->publish(std::move(a)); }, hostname},
+      {st, [rt](std::shared_ptr<const event::Alert> a) { rt->publish(std::move(a)); }, hostname, baselines.get()},
       ruleset);
   metrics::EventCounters counters;  // counts only for the webserver: no cost when it is off
   if (web->enabled) pipe.add_tap(&counters);
@@ -394,7 +419,8 @@ int cmd_run(int argc, char** argv) {
   std::unique_ptr<metrics::Server> webserver;
   if (web->enabled) {
     const bool tls_verified = !(*k8s && (*k8s)->api_tls_verification_off());
-    AgentObjects agent{runner, pipe, **router, parts, counters, pods.get(), tls_verified, rules_in_force, pods_known};
+    AgentObjects agent{runner,         pipe,       **router,  parts, counters, pods.get(), tls_verified,
+                       rules_in_force, pods_known, baselines.get()};
     auto server = start_webserver(*web, agent, health, log);
     if (!server) return stop_outputs(fail(*log, server.error()));
     webserver = std::move(*server);
@@ -406,6 +432,7 @@ int cmd_run(int argc, char** argv) {
   // 9. Clean stop: detach probes first (no new events), then finish captures
   //    and flush the outputs.
   runner.close_sources();
+  if (baselines) log_baseline_errors(baselines->save(), *log);
   if (pods) pods->stop();
   if (recorder) recorder->finish();
   st.set_listener(nullptr);

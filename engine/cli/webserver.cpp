@@ -1,5 +1,6 @@
 #include "engine/cli/webserver.h"
 
+#include "engine/baseline/store.h"
 #include "engine/cli/config.h"
 #include "engine/pipeline/pipeline.h"
 #include "engine/rules/sequence.h"
@@ -51,6 +52,21 @@ Result<std::unique_ptr<metrics::Server>> start_webserver(const WebserverConfig& 
       k.relists = s.relists_gone;
       k.tls_verified = a.k8s_tls_verified;
       return k;
+    };
+  }
+  if (a.baselines != nullptr) {
+    v.baselines = [b = a.baselines] {
+      const baseline::Stats s = b->stats();
+      metrics::BaselineInfo out;
+      out.learning = s.learning;
+      out.locked = s.locked;
+      out.workloads_refused = s.workloads_refused;
+      for (std::size_t i = 0; i < baseline::kSets; ++i) {
+        out.not_learnt.emplace_back(std::string(baseline::set_name(static_cast<baseline::Set>(i))), s.full[i]);
+      }
+      out.files_refused = s.files_refused;
+      out.save_failures = s.save_failures;
+      return out;
     };
   }
   v.health = [&health] { return health.verdict(); };

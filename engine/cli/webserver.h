@@ -25,6 +25,9 @@ class Pipeline;
 namespace vigil::outputs {
 class Router;
 }
+namespace vigil::baseline {
+class Store;
+}
 namespace vigil::state {
 class PodWatcher;
 }
@@ -55,6 +58,7 @@ struct AgentObjects {
   // tick on the loop thread, which owns the state).
   const metrics::RulesInForce& rules;
   const std::atomic<std::uint64_t>& pods_known;
+  const baseline::Store* baselines = nullptr;  // null: baselines off
 };
 
 // Starts the server: /metrics from the objects, /healthz from `health`

@@ -122,6 +122,22 @@ void collect_agent(const AgentView& v, Exposition& out) {
       out.sample("vigil_sequence_evictions_total", {{"sequence", s.sequence}, {"reason", "capacity"}}, d(s.capacity));
     }
   }
+  if (v.baselines) {
+    const BaselineInfo b = v.baselines();
+    out.family("vigil_baseline_workloads", "gauge", "Workload profiles held, by state (learning, locked).");
+    out.sample("vigil_baseline_workloads", {{"state", "learning"}}, d(b.learning));
+    out.sample("vigil_baseline_workloads", {{"state", "locked"}}, d(b.locked));
+    out.family("vigil_baseline_workloads_refused_total", "counter",
+               "Containers left without a profile because baseline.max_workloads was reached.");
+    out.sample("vigil_baseline_workloads_refused_total", d(b.workloads_refused));
+    out.family("vigil_baseline_not_learnt_total", "counter",
+               "Facts a learning profile did not take because that set was full (baseline.max_<set>), by set.");
+    for (const auto& [set, n] : b.not_learnt) out.sample("vigil_baseline_not_learnt_total", {{"set", set}}, d(n));
+    out.family("vigil_baseline_files_refused_total", "counter", "Profile files refused (corrupt, oversized, over a cap).");
+    out.sample("vigil_baseline_files_refused_total", d(b.files_refused));
+    out.family("vigil_baseline_save_failures_total", "counter", "Profile files that could not be written.");
+    out.sample("vigil_baseline_save_failures_total", d(b.save_failures));
+  }
   if (v.reloads) {
     const runtime::ReloadStats r = v.reloads();
     out.family("vigil_reloads_total", "counter", "Reloads of rules and outputs (SIGHUP or a watched file), by result.");

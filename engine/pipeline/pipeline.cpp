@@ -56,7 +56,13 @@ void Pipeline::process(event::Event& ev) {
   deps_.state.apply(ev);
   {
     // ctx points into the state: valid until after() below.
-    const state::EvalContext ctx = deps_.state.enrich(ev);
+    state::EvalContext ctx = deps_.state.enrich(ev);
+    if (deps_.baselines != nullptr) {
+      // A state update like the process table's: the workload's profile
+      // learns (or locks) before the rules read it.
+      deps_.baselines->observe(ctx);
+      ctx.baseline = deps_.baselines;
+    }
     for (EventTap* t : taps_) t->on_event(ev, ctx);
     const bool selected = selector_ == nullptr || selector_->select(ev, ctx);
     if (rules_ && selected) {

@@ -2,7 +2,8 @@
 // monitoring, capture, replay and rule tests, which is what makes them agree.
 // This file and pipeline.cpp are the only place that says the step order:
 //
-//   state.apply(ev) → ctx = state.enrich(ev) → taps.on_event(ev, ctx) →
+//   state.apply(ev) → ctx = state.enrich(ev) → [baselines.observe(ctx)] →
+//   taps.on_event(ev, ctx) →
 //   [selector.select(ev, ctx)] → ruleset.evaluate(ctx) →
 //   taps.on_alert(ev, ctx, alert) → publish(alert) → state.after(ev)
 //
@@ -73,6 +74,10 @@ struct Deps {
   state::State& state;
   Publisher publish;
   std::string hostname;
+  // Per-workload baselines (engine/baseline), observed after enrich and
+  // before the taps and rules; null when they are off (the default), which
+  // costs nothing. REQUIRES: outlives the pipeline.
+  state::BaselineView* baselines = nullptr;
 };
 
 class Pipeline {

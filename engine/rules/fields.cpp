@@ -1714,6 +1714,8 @@ constexpr std::string_view kGpuEv = "open, openat, openat2, ioctl, pluginevent";
 
 // ---------------------------------------------------------------- catalogue
 
+void append_baseline_fields(std::vector<FieldDef>& fields);  // fields_baseline.cpp
+
 FieldCatalog::FieldCatalog() {
   using T = FieldType;
   using A = ArgMode;
@@ -1873,6 +1875,7 @@ FieldCatalog::FieldCatalog() {
       {"vigil.file", T::kBool, A::kNone, false, "open, openat, openat2, creat, symlink, link, unlink, rename, mkdir, rmdir, chmod", "The path (an open's fd.name or the path as given; either path of a rename, link or symlink, as given) is one of vigil's own files or inside one of its directories: its configuration file, rule files and directories, state directory (output spools), flight recorder directory and capture file. Relative paths and paths seen from another mount namespace do not match.", x_vigil_file},
       {"vigil.targeted", T::kBool, A::kNone, false, "vigil_signal, ptrace", "The call aims at vigil's own process: every vigil_signal event (a signal another process sent to vigil), a ptrace whose tracee is vigil (after a successful attach, whichever thread was named; otherwise the pid given, for callers in the host's pid namespace).", x_vigil_targeted},
   };
+  append_baseline_fields(fields_);
 }
 
 const FieldCatalog& FieldCatalog::builtin() {

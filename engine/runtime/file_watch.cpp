@@ -1,6 +1,7 @@
 #include "engine/runtime/file_watch.h"
 
 #include <sys/inotify.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -59,6 +60,31 @@ std::string FileWatch::fingerprint(const std::string& path, std::set<std::string
   dirs.insert(p.parent_path().string());
   if (!fs::is_directory(p, ec)) return file_print(p, dirs);
   dirs.insert(p.string());
+  if (!o_.dir_suffixes.empty()) {
+    std::set<std::string> names;
+    std::size_t seen = 0;
+    for (fs::directory_iterator it(p, ec), end; !ec && it != end && ++seen <= 65536; it.increment(ec)) {
+      const std::string n = it->path().filename().string();
+      if (n.empty() || n[0] == '.') continue;
+      for (const std::string& suffix : o_.dir_suffixes) {
+        if (n.size() > suffix.size() && n.compare(n.size() - suffix.size(), suffix.size(), suffix) == 0) {
+          names.insert(n);
+          break;
+        }
+      }
+      if (names.size() >= 4096) break;
+    }
+    // By inode, size and modification time, not content: a directory of
+    // many files rewritten often (the baseline profiles) is not read whole.
+    std::string out = "dir";
+    for (const std::string& n : names) {
+      struct stat st {};
+      if (lstat((p / n).c_str(), &st) != 0) continue;
+      out += "\n" + n + " " + std::to_string(st.st_ino) + " " + std::to_string(st.st_size) + " " +
+             std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec);
+    }
+    return out;
+  }
   // The files a rule load reads from a directory, each resolved and hashed.
   rules::Diagnostics diags;
   const rules::YamlFiles files = rules::expand_yaml_paths({p.string()}, diags);

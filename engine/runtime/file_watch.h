@@ -48,6 +48,12 @@ class FileWatch {
     std::chrono::milliseconds quiet{500};
     std::chrono::milliseconds max_delay{5000};
     std::size_t max_dirs = 1024;
+    // The files of a watched directory that count: empty, the rule files
+    // (*.yaml, *.yml, as a rule load reads them); else the regular files whose
+    // names end with one of these (".json": the baseline profiles), at most
+    // 4096 of them, in name order, compared by inode, size and modification
+    // time (not read).
+    std::vector<std::string> dir_suffixes;
     std::shared_ptr<spdlog::logger> log;  // null: nothing is logged
   };
   // An error when inotify is not available (the caller goes on without).

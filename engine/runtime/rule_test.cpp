@@ -21,6 +21,7 @@
 #include <sstream>
 #include <type_traits>
 
+#include "engine/baseline/store.h"
 #include "engine/event/nvidia.h"
 #include "engine/event/schema.h"
 #include "engine/plugin/host.h"
@@ -231,6 +232,7 @@ Built build_context(const Context& c) {
       if (k == "id") ct.id = scalar(v, "id");
       else if (k == "name") ct.name = scalar(v, "name");
       else if (k == "image") ct.image = scalar(v, "image");
+      else if (k == "image_id") ct.image_id = scalar(v, "image_id");
       else if (k == "runtime") ct.runtime = scalar(v, "runtime");
       else if (k == "privileged") ct.privileged = boolean(v, "privileged");
       else bad(kv->first, "unknown container key '" + k + "'");
@@ -263,6 +265,8 @@ Built build_context(const Context& c) {
       } else if (k == "gpu_limit") pc.gpu_limit = signed_number(v, "gpu_limit");
       else if (k == "nvidia_visible_devices") pc.nvidia_visible_devices = scalar(v, k.c_str());
       else if (k == "gpu_devices") pc.gpu_devices = strings(v, "gpu_devices");
+      else if (k == "owner_kind") pod.owner_kind = scalar(v, "owner_kind");
+      else if (k == "owner_name") pod.owner_name = scalar(v, "owner_name");
       else bad(kv->first, "unknown pod key '" + k + "'");
     }
     if (pod.uid.empty()) pod.uid = "pod-" + pod.ns + "-" + pod.name;
@@ -699,6 +703,54 @@ event::Event make_event(const YAML::Node& n, const Built& b, std::uint64_t ts) {
   return ev;
 }
 
+// `baseline:` (the file's, then the test's keys over it): baselines on for
+// the test, profiles in memory only (docs/rules-testing.md).
+std::optional<baseline::Config> baseline_config(const YAML::Node& file_level, const YAML::Node& test_level) {
+  if ((!file_level || file_level.IsNull()) && (!test_level || test_level.IsNull())) return std::nullopt;
+  if (test_level && test_level.IsScalar()) {  // `baseline: off` in a test: baselines off for it
+    if (test_level.Scalar() == "off" || test_level.Scalar() == "false") return std::nullopt;
+    bad(test_level, "'baseline' must be a map, or off");
+  }
+  baseline::Config c;
+  for (const YAML::Node& n : {file_level, test_level}) {
+    if (!n || n.IsNull()) continue;
+    if (!n.IsMap()) bad(n, "'baseline' must be a map");
+    for (auto kv = n.begin(); kv != n.end(); ++kv) {
+      const std::string k = scalar(kv->first, "key");
+      const YAML::Node v = kv->second;
+      if (k == "key") {
+        auto m = baseline::key_mode_from_name(scalar(v, "key"));
+        if (!m) bad(v, "baseline key: image, image_digest or owner");
+        c.key = *m;
+      } else if (k == "learn_for") {
+        c.learn_for_ns = scalar(v, "learn_for") == "0" ? 0 : after_ns(v);
+      } else if (k == "v4_prefix") {
+        c.v4_prefix = static_cast<int>(std::min<std::uint64_t>(number(v, "v4_prefix"), 32));
+      } else if (k == "v6_prefix") {
+        c.v6_prefix = static_cast<int>(std::min<std::uint64_t>(number(v, "v6_prefix"), 128));
+      } else if (k == "ephemeral_from") {
+        c.ephemeral_from = static_cast<std::uint32_t>(std::min<std::uint64_t>(number(v, "ephemeral_from"), 65535));
+      } else if (k == "watch_paths") {
+        c.watch_paths = strings(v, "watch_paths");
+      } else if (k == "max_workloads") {
+        c.max_workloads = number(v, "max_workloads");
+      } else if (k == "max_exes") {
+        c.caps.exes = number(v, "max_exes");
+      } else if (k == "max_destinations") {
+        c.caps.destinations = number(v, "max_destinations");
+      } else if (k == "max_files") {
+        c.caps.files = number(v, "max_files");
+      } else if (k == "max_gpu_classes") {
+        c.caps.gpu_classes = number(v, "max_gpu_classes");
+      } else {
+        bad(kv->first, "unknown baseline key '" + k + "' (key, learn_for, v4_prefix, v6_prefix, ephemeral_from, watch_paths, "
+                       "max_workloads, max_exes, max_destinations, max_files, max_gpu_classes)");
+      }
+    }
+  }
+  return c;
+}
+
 struct Expectation {
   std::vector<std::string> fire, not_fire;
   std::map<std::string, std::string> output;
@@ -858,8 +910,11 @@ void run_file(const std::string& path, RuleTestReport& rep) {
         }
         st.set_vigil_paths(std::move(files));
       }
+      std::unique_ptr<baseline::Store> baselines;
+      if (auto bc = baseline_config(root["baseline"], t["baseline"])) baselines = std::make_unique<baseline::Store>(*bc);
       std::vector<event::Alert> alerts;  // of the event being processed
-      pipeline::Pipeline pipe({st, [&alerts](std::shared_ptr<const event::Alert> a) { alerts.push_back(*a); }, ""},
+      pipeline::Pipeline pipe({st, [&alerts](std::shared_ptr<const event::Alert> a) { alerts.push_back(*a); }, "",
+                               baselines.get()},
                               lr.ruleset);
       Context base_ctx{t["process"], t["parents"], t["container"], t["pod"]};
       std::uint64_t ts = kFirstEventNs;
@@ -891,6 +946,11 @@ void run_file(const std::string& path, RuleTestReport& rep) {
         for (auto it = b.parents.rbegin(); it != b.parents.rend(); ++it) inject(*it);
         inject(b.proc);
         event::Event ev = make_event(e, b, ts);
+        // `baseline_lock: true`: `vigil baseline lock --all` just before this event.
+        if (e["baseline_lock"] && e["baseline_lock"].as<bool>(false)) {
+          if (!baselines) bad(e["baseline_lock"], "'baseline_lock' needs a 'baseline' section");
+          for (const baseline::Profile* p : baselines->profiles()) baselines->lock(p->key(), ts, "command");
+        }
         alerts.clear();
         pipe.process(ev);
         Expectation per = expectation(e["expect"]);

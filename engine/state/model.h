@@ -10,6 +10,7 @@
 #include <map>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "engine/event/event.h"
@@ -129,6 +130,10 @@ struct Pod {
   std::map<std::string, std::string> annotations;
   std::vector<PodContainer> containers;
   std::string resource_version;
+  // The pod's controller, from metadata.ownerReferences (the entry with
+  // controller: true, else the first); both "" when the pod has none.
+  std::string owner_kind;  // "ReplicaSet", "StatefulSet", "DaemonSet", "Job", ...
+  std::string owner_name;
 };
 
 // One GPU as the driver describes it in /proc/driver/nvidia/gpus/<pci>/information.
@@ -161,6 +166,7 @@ struct GpuAllocation {
 };
 
 class StateView;
+class BaselineView;
 
 // Everything the rule engine may read for one event, resolved once by the
 // state component before rules run. Pointers are null when unknown (a process
@@ -173,6 +179,31 @@ struct EvalContext {
   const Pod* pod = nullptr;
   const PodContainer* pod_container = nullptr;  // this container's entry in pod->containers
   const StateView* state = nullptr;             // for ancestry and per-pod facts
+  const BaselineView* baseline = nullptr;       // per-workload baselines; null when they are off
+};
+
+// Per-workload baselines (engine/baseline, docs/baselines.md) as the rules
+// read them: the profile of the event's workload and whether the event's own
+// fact (the program it runs, the destination it connects to, the file it
+// opens for writing, the GPU class it allocates) is in it.
+enum class BaselinePhase : std::uint8_t { kNone, kLearning, kLocked };
+enum class BaselineFact : std::uint8_t { kExe, kDestination, kFile, kGpuClass };
+enum class BaselineAnswer : std::uint8_t {
+  kNoValue,  // no locked profile, or the event has no such fact
+  kIn,       // the locked profile has it
+  kOut,      // the locked profile does not: a deviation
+};
+class BaselineView {
+ public:
+  virtual ~BaselineView() = default;
+  // Before the rules, once per event (the pipeline calls it when baselines
+  // are on): finds the event's workload, locks a profile whose learning time
+  // is over, and learns the event's facts into a profile still learning.
+  virtual void observe(const EvalContext& ctx) noexcept = 0;
+  // About the event last observed (ctx is that event's).
+  virtual BaselinePhase phase(const EvalContext& ctx) const noexcept = 0;
+  virtual std::string_view workload(const EvalContext& ctx) const noexcept = 0;
+  virtual BaselineAnswer has(const EvalContext& ctx, BaselineFact fact) const noexcept = 0;
 };
 
 // Read access to the whole state, for fields that need more than the event's

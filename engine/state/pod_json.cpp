@@ -105,6 +105,28 @@ void add_containers(const json& spec, const json& status, const char* spec_key,
   }
 }
 
+// metadata.ownerReferences: the controller (controller: true), else the
+// first entry. Entries past the 64th are not looked at.
+void owner_of(const json& meta, Pod& p) {
+  const json* refs = field(meta, "ownerReferences");
+  if (!refs || !refs->is_array()) return;
+  const json* pick = nullptr;
+  std::size_t seen = 0;
+  for (const json& r : *refs) {
+    if (++seen > 64) break;
+    if (!r.is_object() || str(r, "kind").empty() || str(r, "name").empty()) continue;
+    if (!pick) pick = &r;
+    const json* c = field(r, "controller");
+    if (c && c->is_boolean() && c->get<bool>()) {
+      pick = &r;
+      break;
+    }
+  }
+  if (!pick) return;
+  p.owner_kind = str(*pick, "kind").substr(0, 64);
+  p.owner_name = str(*pick, "name").substr(0, 253);
+}
+
 }  // namespace
 
 Result<Pod> pod_from_json(const json& j) {
@@ -119,6 +141,7 @@ Result<Pod> pod_from_json(const json& j) {
   p.resource_version = str(*meta, "resourceVersion");
   p.labels = string_map(*meta, "labels");
   p.annotations = string_map(*meta, "annotations");
+  owner_of(*meta, p);
   static const json kEmpty = json::object();
   const json* spec = field(j, "spec");
   const json* status = field(j, "status");

@@ -6,6 +6,7 @@
 //   nvalloc PATH CLASS   open PATH read-write and issue NV_ESC_RM_ALLOC (NVOS64)
 //                        of RM class CLASS (hex) on it
 //   open PATH            open PATH read-only (the fd is kept)
+//   write PATH           create or truncate PATH (0644), write a byte, close it
 //   wait                 block until a byte (or EOF) arrives on stdin
 //   sleep MS             sleep MS milliseconds
 //   note TEXT            nothing (an argument for the command line to carry)
@@ -147,6 +148,11 @@ int main(int argc, char** argv) {
       int fd = open(argv[i + 1], O_WRONLY | O_APPEND | O_CLOEXEC);
       ok = fd >= 0;
       if (ok) close(fd);
+      i += 2;
+    } else if (op == "write" && i + 1 < argc) {
+      int fd = open(argv[i + 1], O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+      ok = fd >= 0 && write(fd, "x", 1) == 1;
+      if (fd >= 0) close(fd);
       i += 2;
     } else if (op == "wait") {
       char c;

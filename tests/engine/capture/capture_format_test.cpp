@@ -444,6 +444,28 @@ TEST(CaptureFormat, OpenRawPathRoundTripsAndIsEmptyInOlderRecords) {
   EXPECT_EQ(std::get<event::Event>(out).as<event::OpenData>()->path, "/dev/nvidia0");
 }
 
+// The pod's controller (baselines keyed by owner) is appended to the pod
+// record: it round-trips, and a record written before it reads as none.
+TEST(CaptureFormat, PodOwnerRoundTripsAndOlderPodRecordsHaveNone) {
+  state::Pod pod = std::get<state::Pod>(sample_records()[1]);
+  pod.owner_kind = "StatefulSet";
+  pod.owner_name = "trainer";
+  const std::string rec = encoded(RecordData(pod));
+  const auto type = static_cast<std::uint8_t>(rec[0]);
+  RecordData out;
+  std::string why;
+  ASSERT_EQ(decode_record(type, std::string_view(rec).substr(kRecordHeaderSize), out, why), DecodeOutcome::kOk)
+      << why;
+  EXPECT_EQ(std::get<state::Pod>(out).owner_kind, "StatefulSet");
+  EXPECT_EQ(std::get<state::Pod>(out).owner_name, "trainer");
+  EXPECT_EQ(encoded(out), rec);
+  const std::size_t tail = 2 * 4 + std::string("StatefulSet").size() + std::string("trainer").size();
+  const std::string_view older = std::string_view(rec).substr(kRecordHeaderSize, rec.size() - kRecordHeaderSize - tail);
+  ASSERT_EQ(decode_record(type, older, out, why), DecodeOutcome::kOk) << why;
+  EXPECT_EQ(std::get<state::Pod>(out).owner_kind, "");
+  EXPECT_EQ(std::get<state::Pod>(out).resource_version, "12345");
+}
+
 // The committed fixture was written by format version 1 (see
 // tests/engine/capture/fixtures/README.md); every later reader must read it.
 TEST(CaptureFormat, CommittedVersion1FixtureStillReads) {

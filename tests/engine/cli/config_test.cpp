@@ -167,7 +167,13 @@ TEST(ConfigSchema, TyposInEverySectionAreErrorsWithFileLineAndKey) {
                              "node_name)"},
       {"state_dir: /var/lib/vigil\nstatedir: /x\n",
        "2:1: statedir: unknown key (known: rules, hostname, state_dir, outputs, sensor, k8s, plugins, "
-       "load_plugins, heartbeat, webserver, flight_recorder)"},
+       "load_plugins, heartbeat, webserver, flight_recorder, baseline)"},
+      {"baseline:\n  enabled: true\n  learn_for: 3600\n",
+       "3:3: baseline.learn_for: unknown key (known: enabled, dir, key, learn_for_s, save_interval_s, v4_prefix, "
+       "v6_prefix, ephemeral_from, watch_paths, max_workloads, max_exes, max_destinations, max_files, "
+       "max_gpu_classes)"},
+      {"baseline:\n  key: pod\n", "2:8: baseline.key: expected image, image_digest or owner, got 'pod'"},
+      {"baseline:\n  v4_prefix: 33\n", "2:14: baseline.v4_prefix: must be from 0 to 32, got 33"},
       {"plugins:\n  - {name: nvml, libary_path: x.so}\n",
        "2:18: plugins[0].libary_path: unknown key (known: name, library_path, init_config)"},
       {"outputs:\n  - type: stdout\n    formt: json\n", "3:5: outputs[0].formt: unknown key"},
@@ -219,7 +225,7 @@ TEST(ConfigSchema, OverridesAreCheckedAndNamedInErrors) {
   } cases[] = {
       {{"nonexistent.key=1"},
        "-o nonexistent.key=1: nonexistent: unknown key (known: rules, hostname, state_dir, outputs, sensor, "
-       "k8s, plugins, load_plugins, heartbeat, webserver, flight_recorder)"},
+       "k8s, plugins, load_plugins, heartbeat, webserver, flight_recorder, baseline)"},
       {{"sensor.ringbuf_mib=abc"},
        "-o sensor.ringbuf_mib=abc: sensor.ringbuf_mib: expected a whole number from 1 to 1024, got 'abc'"},
       {{"sensor.ringbuff_mib=8"}, "-o sensor.ringbuff_mib=8: sensor.ringbuff_mib: unknown key (known: "

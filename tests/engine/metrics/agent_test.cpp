@@ -75,6 +75,31 @@ TEST(AgentMetrics, NoSequenceViewNoFamily) {
   Exposition out;
   collect_agent(v, out);
   EXPECT_EQ(out.text().find("vigil_sequence_evictions_total"), std::string::npos);
+  EXPECT_EQ(out.text().find("vigil_baseline_"), std::string::npos);  // baselines off: no family
+}
+
+// Baselines: what did not fit is counted where an operator looks.
+TEST(AgentMetrics, BaselineCountsAreExposed) {
+  AgentView v;
+  v.baselines = [] {
+    BaselineInfo b;
+    b.learning = 2;
+    b.locked = 5;
+    b.workloads_refused = 1;
+    b.not_learnt = {{"exes", 0}, {"destinations", 9}};
+    b.files_refused = 3;
+    return b;
+  };
+  Exposition out;
+  collect_agent(v, out);
+  const std::string t = out.text();
+  EXPECT_NE(t.find("vigil_baseline_workloads{state=\"locked\"} 5"), std::string::npos) << t;
+  EXPECT_NE(t.find("vigil_baseline_workloads{state=\"learning\"} 2"), std::string::npos) << t;
+  EXPECT_NE(t.find("vigil_baseline_workloads_refused_total 1"), std::string::npos) << t;
+  EXPECT_NE(t.find("vigil_baseline_not_learnt_total{set=\"destinations\"} 9"), std::string::npos) << t;
+  EXPECT_NE(t.find("vigil_baseline_files_refused_total 3"), std::string::npos) << t;
+  EXPECT_NE(t.find("vigil_baseline_save_failures_total 0"), std::string::npos) << t;
+  EXPECT_EQ(out.errors(), 0u);
 }
 
 }  // namespace

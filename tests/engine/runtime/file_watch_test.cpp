@@ -105,5 +105,23 @@ TEST_F(FileWatchTest, TheNumberOfWatchedDirectoriesIsCapped) {
   EXPECT_EQ(w_->watched_dirs(), 16u);
 }
 
+// dir_suffixes (the baseline profiles): a rewritten *.json in the watched
+// directory is a change; other files there are not.
+TEST_F(FileWatchTest, DirectorySuffixesPickTheFilesThatCount) {
+  auto w = FileWatch::create({.quiet = 50ms, .max_delay = 1000ms, .max_dirs = 16, .dir_suffixes = {".json"}});
+  ASSERT_TRUE(w) << w.error().message;
+  w_ = std::move(*w);
+  dir_.write("profiles/a.json", "{}");
+  const std::string d = dir_.path() + "/profiles";
+  w_->set_paths({d});
+  EXPECT_EQ(settle(150ms), std::nullopt);
+  dir_.write("profiles/notes.yaml", "x: 1\n");
+  EXPECT_EQ(settle(), std::nullopt);
+  dir_.write("profiles/a.json", "{\"state\": \"locked\"}");  // replaced by rename, as vigil baseline lock does
+  EXPECT_EQ(settle(), d);
+  dir_.write("profiles/b.json", "{}");
+  EXPECT_EQ(settle(), d);
+}
+
 }  // namespace
 }  // namespace vigil::runtime

@@ -51,6 +51,26 @@ TEST(ParsePodJson, ReadsWhatRulesNeed) {
   EXPECT_EQ(p.containers[2].id, "ghi");
 }
 
+// metadata.ownerReferences: the controller, else the first; none when absent or malformed.
+TEST(ParsePodJson, OwnerIsTheControllerReference) {
+  auto r = parse_pod_json(R"({"metadata": {"uid": "u", "ownerReferences": [
+      {"kind": "Node", "name": "n1"},
+      {"kind": "ReplicaSet", "name": "web-7d4b9c8f6", "controller": true}]}})");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->owner_kind, "ReplicaSet");
+  EXPECT_EQ(r->owner_name, "web-7d4b9c8f6");
+  r = parse_pod_json(R"({"metadata": {"uid": "u", "ownerReferences": [{"kind": "Job", "name": "etl"}]}})");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->owner_kind, "Job");
+  for (const char* bad : {R"({"metadata": {"uid": "u"}})", R"({"metadata": {"uid": "u", "ownerReferences": 5}})",
+                          R"({"metadata": {"uid": "u", "ownerReferences": [{"kind": 3, "name": "x"}, 7]}})"}) {
+    r = parse_pod_json(bad);
+    ASSERT_TRUE(r.ok()) << bad;
+    EXPECT_EQ(r->owner_kind, "") << bad;
+    EXPECT_EQ(r->owner_name, "") << bad;
+  }
+}
+
 TEST(ParsePodJson, HostileInputIsRejectedOrIgnoredNeverThrown) {
   EXPECT_FALSE(parse_pod_json("").ok());
   EXPECT_FALSE(parse_pod_json("{").ok());
