@@ -513,11 +513,25 @@ struct {
 
 /* RM control commands already reported for a process: each distinct command
  * a process issues is sent once, so management commands (clocks, power, ECC,
- * reset, MIG) are seen without a list of them in the kernel. */
+ * reset, MIG) are seen without a list of them in the kernel. The process's
+ * start time is in the key, as in vg_seen_key: a later process with the same
+ * pid has its own first uses and commands. */
 struct vg_ctl_key {
   __u32 pid;
   __u32 cmd;
+  __u64 start;
 };
+
+/* The start time of the current task's process (its group leader's). */
+static __always_inline __u64 proc_start(struct task_struct *t)
+{
+  if (t) {
+    struct task_struct *leader = VG_KREAD(t, struct task_struct, group_leader);
+    return VG_KREAD(leader, struct task_struct, start_time);
+  }
+  struct task_struct *c = (struct task_struct *)bpf_get_current_task();
+  return BPF_CORE_READ(c, group_leader, start_time);
+}
 
 struct {
   __uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -745,8 +759,9 @@ static __always_inline int ioctl_decode(struct task_struct *t, struct file *f, i
    * CPU at the same moment finds the mark made (-EEXIST). A mark that cannot
    * be made for another reason still lets the call be sent. */
   int first = 0;
+  const __u64 start = (!known || !ctl_known) ? proc_start(t) : 0;
   if (!known) {
-    struct vg_seen_key sk = {.pid = pid, .dev = VG_MKDEV(major, minor)};
+    struct vg_seen_key sk = {.pid = pid, .dev = VG_MKDEV(major, minor), .start = start};
     __u8 one = 1;
     if (!bpf_map_lookup_elem(&gpu_seen, &sk) &&
         bpf_map_update_elem(&gpu_seen, &sk, &one, BPF_NOEXIST) != -EEXIST) {
@@ -758,7 +773,7 @@ static __always_inline int ioctl_decode(struct task_struct *t, struct file *f, i
     iflags |= VG_IOCTL_ALLOC;
   int new_ctl = 0;
   if (!ctl_known) {
-    struct vg_ctl_key ck = {.pid = pid, .cmd = rm_control};
+    struct vg_ctl_key ck = {.pid = pid, .cmd = rm_control, .start = start};
     __u8 one = 1;
     if (!bpf_map_lookup_elem(&ctl_seen, &ck) &&
         bpf_map_update_elem(&ctl_seen, &ck, &one, BPF_NOEXIST) != -EEXIST)

@@ -349,9 +349,12 @@ struct vg_ioctl_slot {
 };
 
 /* "first use of a device by a process" (LRU hash "gpu_seen"). */
+/* A process is its pid and its start time (the group leader's, in ns): a
+ * pid reused by a later process is another key. */
 struct vg_seen_key {
   __u32 pid;
   __u32 dev;
+  __u64 start;
 };
 
 #define VG_MKDEV(ma, mi) (((__u32)(ma) << 20) | ((__u32)(mi) & 0xfffff))
@@ -385,7 +388,7 @@ VG_STATIC_ASSERT(sizeof(struct vg_sockfd) == 128, "vg_sockfd size");
 VG_STATIC_ASSERT(sizeof(struct vg_sys) == 120, "vg_sys size");
 VG_STATIC_ASSERT(sizeof(struct vg_module) == 96, "vg_module size");
 VG_STATIC_ASSERT(sizeof(struct vg_usage_key) == 16, "vg_usage_key size");
-VG_STATIC_ASSERT(sizeof(struct vg_seen_key) == 8, "vg_seen_key size");
+VG_STATIC_ASSERT(sizeof(struct vg_seen_key) == 16, "vg_seen_key size");
 VG_STATIC_ASSERT(sizeof(struct vg_usage_val) == 16, "vg_usage_val size");
 VG_STATIC_ASSERT(sizeof(struct vg_ioctl_slot) == 40, "vg_ioctl_slot size");
 #endif

@@ -10,11 +10,13 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <map>
 #include <string>
 #include <thread>
@@ -334,6 +336,57 @@ TEST_P(IoctlCounts, AControlCommandIssuedOnTwoCpusAtOnceIsSentOnce) {
   for (const auto& [cmd, n] : per_command) twice += n > 1;
   EXPECT_EQ(per_command.size(), kCommands);
   EXPECT_EQ(twice, 0) << "control commands sent more than once";
+}
+
+// A pid the kernel gives again to a later process: that process's first use
+// of the device and its first control command are sent too (the marks of
+// what a process was already seen doing are kept per pid and start time; a
+// pid alone made the later process invisible until the marks were evicted).
+// The pid is reused through the root namespace's ns_last_pid.
+TEST_P(IoctlCounts, APidReusedByALaterProcessHasItsOwnFirstUses) {
+  REQUIRE_ROOT();
+  TempDir dir("vigil-ioctl");
+  const std::string node = make_standin_node(dir);
+  ASSERT_FALSE(node.empty());
+  const auto interval = std::chrono::milliseconds(200);
+  auto s = open_sensor(config(interval));
+  ASSERT_TRUE(s);
+  Recorder rec(*s);
+  constexpr std::uint32_t kCtl = 0x20800a11;
+  auto use = [&](pid_t want) {
+    if (want != 0 && getpid() != want) return 2;  // not the pid asked for: try again
+    const int fd = open(node.c_str(), O_RDWR);
+    if (fd < 0) return 1;
+    std::uint32_t ctl[8] = {};
+    ctl[2] = kCtl;
+    ioctl(fd, kRmControl, ctl);
+    close(fd);
+    return 0;
+  };
+  Child a = Child::run([&] { return use(0); });
+  ASSERT_EQ(a.wait(), 0);
+  const pid_t pid = a.pid();
+  const auto upid = static_cast<std::uint32_t>(pid);
+  // Its one call is its first use of the device and its first use of the
+  // command: one event.
+  ASSERT_TRUE(rec.wait_for([&](const Event& e) { return e.hdr.pid == upid && e.as<event::IoctlData>(); }));
+  rec.events_of(upid, static_cast<int>(3 * interval.count()));  // the usage reports of the interval pass
+  ASSERT_EQ(sent(rec, upid, 0x2A, kCtl), 1);
+
+  bool reused = false;
+  for (int attempt = 0; attempt < 200 && !reused; ++attempt) {
+    FILE* f = std::fopen("/proc/sys/kernel/ns_last_pid", "w");
+    if (!f) GTEST_SKIP() << "cannot write /proc/sys/kernel/ns_last_pid";
+    std::fprintf(f, "%d", pid - 1);
+    std::fclose(f);
+    Child b = Child::run([&] { return use(pid); });
+    const int st = b.wait();
+    reused = b.pid() == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+  }
+  if (!reused) GTEST_SKIP() << "pid " << pid << " was not given again in 200 tries (a busy machine)";
+  rec.events_of(upid, 1000);
+  EXPECT_EQ(sent(rec, upid, 0x2A, kCtl), 2)
+      << "the later process with pid " << pid << " was not sent its first use of the device and command";
 }
 
 INSTANTIATE_TEST_SUITE_P(SensorIntegration, IoctlCounts,
