@@ -588,13 +588,14 @@ static __always_inline int usage_add(const struct vg_usage_key *k, __u64 n)
  * with control command `ctl` where `is_ctl`; what the slot held moves to
  * gpu_usage. */
 static __always_inline void slot_take(struct vg_ioctl_slot *s, const struct vg_usage_key *k,
-                                      __u32 ctl, int is_ctl)
+                                      __u32 ctl, int is_ctl, __u32 start_lo)
 {
   s->busy = 1;
   barrier();
   struct vg_usage_key old = s->key;
   __u64 n = s->count;
   s->key = *k;
+  s->start_lo = start_lo;
   s->count = 0;
   s->last_ctl = ctl;
   s->ctl_set = is_ctl;
@@ -712,7 +713,11 @@ static __always_inline int ioctl_decode(struct task_struct *t, struct file *f, i
     slot = bpf_map_lookup_elem(&ioctl_slot, &zero);
   }
   int known = 0, ctl_known = !is_ctl;
-  if (slot && slot->key.pid == pid && slot->key.dev == uk.dev && slot->key.nr == nr) {
+  /* The slot outlives its process: the start time tells a later process
+   * given the same pid from it. */
+  const __u64 start = proc_start(t);
+  if (slot && slot->key.pid == pid && slot->key.dev == uk.dev && slot->key.nr == nr &&
+      slot->start_lo == (__u32)start) {
     known = 1;
     if (is_ctl)
       ctl_known = slot->ctl_set && slot->last_ctl == rm_control;
@@ -746,7 +751,7 @@ static __always_inline int ioctl_decode(struct task_struct *t, struct file *f, i
       }
     }
     if (slot)
-      slot_take(slot, &uk, rm_control, is_ctl);
+      slot_take(slot, &uk, rm_control, is_ctl, (__u32)start);
   }
   if (known && ctl_known && !alloc)
     return 0;
@@ -759,7 +764,6 @@ static __always_inline int ioctl_decode(struct task_struct *t, struct file *f, i
    * CPU at the same moment finds the mark made (-EEXIST). A mark that cannot
    * be made for another reason still lets the call be sent. */
   int first = 0;
-  const __u64 start = (!known || !ctl_known) ? proc_start(t) : 0;
   if (!known) {
     struct vg_seen_key sk = {.pid = pid, .dev = VG_MKDEV(major, minor), .start = start};
     __u8 one = 1;

@@ -345,7 +345,7 @@ struct vg_ioctl_slot {
   __u32 last_ctl;          /* the last RM control command of `key` seen here */
   __u32 ctl_set;           /* last_ctl is set */
   __u32 busy;              /* an ioctl program is changing the slot */
-  __u32 pad0;
+  __u32 start_lo;          /* low 32 bits of `key`'s process start time: a reused pid is another key */
 };
 
 /* "first use of a device by a process" (LRU hash "gpu_seen"). */

@@ -344,6 +344,8 @@ TEST_P(IoctlCounts, AControlCommandIssuedOnTwoCpusAtOnceIsSentOnce) {
 // pid alone made the later process invisible until the marks were evicted).
 // The pid is reused through the root namespace's ns_last_pid.
 TEST_P(IoctlCounts, APidReusedByALaterProcessHasItsOwnFirstUses) {
+  // (the per-CPU slot keeps the last key across reports, so it holds the
+  // process's start time too)
   REQUIRE_ROOT();
   TempDir dir("vigil-ioctl");
   const std::string node = make_standin_node(dir);
@@ -353,8 +355,13 @@ TEST_P(IoctlCounts, APidReusedByALaterProcessHasItsOwnFirstUses) {
   ASSERT_TRUE(s);
   Recorder rec(*s);
   constexpr std::uint32_t kCtl = 0x20800a11;
+  // Both on one CPU, so that with the per-CPU slots the later process finds
+  // the slot its predecessor left.
+  const std::vector<int> cpus = allowed_cpus();
+  ASSERT_FALSE(cpus.empty());
   auto use = [&](pid_t want) {
     if (want != 0 && getpid() != want) return 2;  // not the pid asked for: try again
+    pin(cpus[0]);
     const int fd = open(node.c_str(), O_RDWR);
     if (fd < 0) return 1;
     std::uint32_t ctl[8] = {};
