@@ -70,12 +70,7 @@ int validate(const std::vector<std::string>& files, const std::string& config) {
     const rules::OpenPaths& p = r.ruleset->open_paths();
     if (p.size() > 0) {
       std::cout << "open filter: " << p.size() << " of " << VG_OPEN_PREFIXES << " kernel slots";
-      if (!p.prefixes.empty()) std::cout << "; prefixes of the resolved path: " << join(p.prefixes, ", ");
-      if (!p.write_prefixes.empty())
-        std::cout << "; the same, for opens for writing only: " << join(p.write_prefixes, ", ");
-      if (!p.given.empty()) std::cout << "; prefixes of the path as given: " << join(p.given, ", ");
-      if (!p.whole.empty()) std::cout << "; whole paths: " << join(p.whole, ", ");
-      if (!p.directories.empty()) std::cout << "; directories: " << join(p.directories, ", ");
+      std::cout << "; " << p.describe();
       std::cout << std::endl;
     }
     if (p.size() > VG_OPEN_PREFIXES) {

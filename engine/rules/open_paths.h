@@ -41,6 +41,25 @@ struct OpenPaths {
     return prefixes.size() + write_prefixes.size() + given.size() + whole.size() + directories.size();
   }
   bool operator==(const OpenPaths&) const = default;
+  // One line for `vigil rules validate`: each kind that has paths, named.
+  std::string describe() const {
+    std::string out;
+    auto add = [&out](const char* kind, const std::vector<std::string>& paths) {
+      if (paths.empty()) return;
+      out += out.empty() ? "" : "; ";
+      out += kind;
+      out += ": ";
+      for (std::size_t i = 0; i < paths.size(); ++i) out += (i ? ", " : "") + paths[i];
+    };
+    add("prefixes of the resolved path", prefixes);
+    add(prefixes.empty() ? "prefixes of the resolved path, for opens for writing only"
+                         : "the same, for opens for writing only",
+        write_prefixes);
+    add("prefixes of the path as given", given);
+    add("whole paths", whole);
+    add("directories", directories);
+    return out;
+  }
 };
 OpenPaths open_paths_of(std::vector<PathLiteral> literals);
 

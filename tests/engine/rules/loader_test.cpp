@@ -542,6 +542,24 @@ TEST(RulesetIndex, ANameFromDnsAnswersNeedsTheDnsEvents) {
   EXPECT_FALSE(r.ruleset->event_types().count(event::Type::kDns));
 }
 
+// `vigil rules validate` names each kind of path the open filter gets; a
+// rule set with write-only prefixes and no others once said "the same" of
+// nothing.
+TEST(RulesetIndex, OpenPathsDescribeNamesEachKind) {
+  OpenPaths p;
+  p.write_prefixes = {"/tmp/"};
+  p.given = {"../"};
+  EXPECT_EQ(p.describe(),
+            "prefixes of the resolved path, for opens for writing only: /tmp/; prefixes of the path as given: ../");
+  p.prefixes = {"/etc/", "/root/.ssh"};
+  p.whole = {"/etc/shadow"};
+  p.directories = {"/var/log"};
+  EXPECT_EQ(p.describe(),
+            "prefixes of the resolved path: /etc/, /root/.ssh; the same, for opens for writing only: /tmp/; "
+            "prefixes of the path as given: ../; whole paths: /etc/shadow; directories: /var/log");
+  EXPECT_EQ(OpenPaths{}.describe(), "");
+}
+
 TEST(RulesetIndex, OpenPathPrefixes) {
   auto r = testing::load_one(
       "- rule: A\n  desc: d\n  priority: INFO\n  condition: evt.type = openat and (fd.name in (/etc/shadow, /etc/sudoers) or fd.directory = /root/.ssh)\n  output: o\n"
