@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <map>
 
 #include <CLI/CLI.hpp>
 #include <spdlog/sinks/stdout_color_sinks.h>
@@ -202,6 +203,87 @@ Result<LiveSourcesConfig> live_sources_config(const YAML::Node& cfg, std::set<ev
   if (!kmsg) return kmsg.error();
   out.kmsg_path = *kmsg;
   out.kmsg_syslog_fallback = out.kmsg_path == "/dev/kmsg";
+  return out;
+}
+
+namespace {
+
+// Would the kernel's open filter, given `before`, already send the opens a
+// literal of this kind in `now` names? A path is covered by a prefix of the
+// resolved path that starts it, or by the same literal of its own kind.
+std::vector<std::string> uncovered_paths(const rules::OpenPaths& now, const rules::OpenPaths& before) {
+  auto starts_one = [](const std::string& p, const std::vector<std::string>& list) {
+    return std::any_of(list.begin(), list.end(), [&p](const std::string& q) { return p.starts_with(q); });
+  };
+  std::vector<std::string> out;
+  auto check = [&](const std::vector<std::string>& paths, const std::vector<std::string>& same_kind) {
+    for (const std::string& p : paths) {
+      if (!starts_one(p, before.prefixes) && !starts_one(p, same_kind)) out.push_back(p);
+    }
+  };
+  check(now.prefixes, {});
+  check(now.write_prefixes, before.write_prefixes);
+  for (const std::string& p : now.given) {
+    if (!starts_one(p, before.given)) out.push_back(p);
+  }
+  check(now.whole, before.whole);
+  check(now.directories, before.directories);
+  return out;
+}
+
+}  // namespace
+
+std::string sensor_gaps(const std::set<event::Type>& collected, const rules::OpenPaths& filtered,
+                        const rules::Ruleset& next) {
+  using event::Type;
+  std::set<Type> have = collected;
+  // Always on (process state), or from sources that do not depend on the
+  // rules (plugins); ioctl and gpu_usage come from the same hooks.
+  have.insert({Type::kExec, Type::kFork, Type::kExit, Type::kPlugin});
+  if (have.count(Type::kIoctl) || have.count(Type::kGpuUsage)) have.insert({Type::kIoctl, Type::kGpuUsage});
+  std::map<Type, std::vector<std::string>> missing;  // type -> who needs it
+  for (Type t : next.event_types()) {
+    if (!have.count(t)) missing[t];
+  }
+  auto needs = [&missing](const std::string& who, const std::vector<std::string>& types) {
+    std::set<Type> seen;
+    for (const std::string& n : types) {
+      Type t = event::type_from_name(n);
+      auto it = missing.find(t);
+      if (it != missing.end() && seen.insert(t).second) it->second.push_back(who);
+    }
+  };
+  if (!missing.empty()) {
+    for (const auto& r : next.rules()) {
+      if (r.enabled) needs("'" + r.name + "'", r.event_types);
+    }
+    for (const auto& s : next.sequences()) {
+      if (!s.enabled) continue;
+      std::vector<std::string> all;
+      for (const auto& step : s.step_event_types) all.insert(all.end(), step.begin(), step.end());
+      needs("sequence '" + s.name + "'", all);
+    }
+  }
+  std::string out;
+  for (const auto& [t, who] : missing) {
+    out += out.empty() ? "events the sensor does not collect: " : ", ";
+    out += std::string(event::type_name(t));
+    if (who.empty()) continue;
+    out += " (";
+    for (std::size_t i = 0; i < who.size() && i < 3; ++i) out += (i ? ", " : "") + who[i];
+    if (who.size() > 3) out += " and " + std::to_string(who.size() - 3) + " more";
+    out += ")";
+  }
+  // New paths matter only where the opens are collected at all.
+  if (have.count(Type::kOpen)) {
+    std::vector<std::string> paths = uncovered_paths(next.open_paths(), filtered);
+    if (!paths.empty()) {
+      out += out.empty() ? "" : "; ";
+      out += "open paths the kernel's open filter was not given: ";
+      for (std::size_t i = 0; i < paths.size(); ++i) out += (i ? ", " : "") + paths[i];
+    }
+  }
+  if (!out.empty()) out += "; restart vigil to collect them";
   return out;
 }
 

@@ -121,6 +121,15 @@ struct LiveSourcesConfig {
 // of a filter) plus the `sensor:` section of the configuration.
 Result<LiveSourcesConfig> live_sources_config(const YAML::Node& cfg, std::set<event::Type> types,
                                               const rules::OpenPaths& open_paths);
+// What a reloaded rule set (`next`) needs that the live sources, set up at
+// start for the event types `collected` and the open filter's paths
+// `filtered`, do not give it: the event types no hook was attached for, with
+// the rules and sequences that need them, and the open paths the kernel's
+// open filter was not given. Hooks and the filter are fixed when the sensor
+// loads, so those rules see nothing new until vigil restarts. One line for
+// the reload's warning; empty when nothing is missing.
+std::string sensor_gaps(const std::set<event::Type>& collected, const rules::OpenPaths& filtered,
+                        const rules::Ruleset& next);
 // Opens the sources and adds them to the runner. A source that cannot run (no
 // capability, no BTF, a hook missing, /dev/kmsg unreadable) is left out: its
 // part ("bpf", "bpf_cgroup", "kmsg"; parts.h) is recorded off with one log line

@@ -163,6 +163,9 @@ int cmd_run(int argc, char** argv) {
   // watch on its directory that picks up `vigil baseline lock`.
   std::unique_ptr<baseline::Store> baselines;
   std::unique_ptr<runtime::FileWatch> baseline_watch;
+  // What the sensor was set up for at start (a reload cannot change it).
+  std::set<event::Type> collected_in_force;
+  rules::OpenPaths filtered_in_force;
   runtime::RunnerOptions ropts;
   ropts.log = log;
   // SIGHUP or a watched file changed: the configuration (same file, same -o)
@@ -184,6 +187,7 @@ int cmd_run(int argc, char** argv) {
     if (!loaded) return loaded.error();
     counts.enabled_in_force = enabled_in_force;
     if (Status ok = check_rule_counts(counts, count_policy); !ok) return ok.error();
+    std::string gaps = sensor_gaps(collected_in_force, filtered_in_force, **loaded);
     auto plan = router_in_force->prepare((*cfg)["outputs"]);
     if (!plan) return plan.error();
     runtime::Reloaded r;
@@ -191,8 +195,9 @@ int cmd_run(int argc, char** argv) {
     r.summary = "outputs: " + (*plan)->describe();
     auto held = std::make_shared<std::unique_ptr<outputs::Router::Plan>>(std::move(*plan));
     r.commit = [&, held, enabled = counts.enabled, skipped = counts.skipped,
-                skipped_rules = counts.skipped_rules, files = watched_files(args, *paths)] {
+                skipped_rules = counts.skipped_rules, files = watched_files(args, *paths), gaps] {
       router_in_force->commit(std::move(*held));
+      if (!gaps.empty()) log->warn("reload: {}", gaps);
       enabled_in_force = enabled;
       rules_in_force.set({enabled, skipped, skipped_rules});
       if (watch && files != watched) watch->set_paths(files);
@@ -315,6 +320,8 @@ int cmd_run(int argc, char** argv) {
   //    at all, runtime failure → 1.
   auto sources = live_sources_config(*cfg, ruleset->event_types(), ruleset->open_paths());
   if (!sources) return stop_outputs(fail(*log, sources.error()));
+  collected_in_force = ruleset->event_types();
+  filtered_in_force = ruleset->open_paths();
   // vigil's own files and directories (vigil.file): the rules judge them;
   // the sensor sends the write opens of its files (not of what is inside its
   // directories: docs/events.md, "open").

@@ -97,6 +97,27 @@ TEST_F(e2eReload, SighupAddsAFileOutputAndTheNextAlertsLandThere) {
   EXPECT_EQ(v.stop(), 0) << v.diag();
 }
 
+// A reload that adds a rule on a syscall the sensor did not hook at start
+// (its hooks and open filter are set when it loads) loads the rule and says,
+// by name, that it sees nothing until a restart.
+TEST_F(e2eReload, ARuleOnASyscallNotHookedAtStartIsNamedOnReload) {
+  VIGIL_E2E_REQUIRE_ROOT();
+  const std::string rules = dir_.write("rules.yaml", exec_rule("e2e reload", name_));
+  const std::string cfg = dir_.write("vigil.yaml", config(rules, "  - type: stdout\n"));
+  Vigil v;
+  ASSERT_TRUE(v.start({"-c", cfg}));
+  ASSERT_TRUE(v.wait_ready()) << v.diag();
+  dir_.write("rules.yaml", exec_rule("e2e reload", name_) +
+                               "- rule: e2e reload ptrace\n  desc: d\n  condition: evt.type = ptrace and proc.name = \"" +
+                               name_ + "\"\n  output: traced\n  priority: WARNING\n");
+  v.signal(SIGHUP);
+  ASSERT_TRUE(v.wait_stderr("reload: events the sensor does not collect: ptrace ('e2e reload ptrace'); "
+                            "restart vigil to collect them"))
+      << v.diag();
+  ASSERT_TRUE(v.wait_stderr("rules reloaded")) << v.diag();
+  EXPECT_EQ(v.stop(), 0) << v.diag();
+}
+
 // (b) A broken configuration on reload (an unknown key, a bad output, bad
 // YAML, a bad rule): the failure names the file, line and column, and the
 // old rules and outputs go on.
