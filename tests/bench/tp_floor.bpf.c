@@ -59,3 +59,27 @@ int BPF_PROG(floor_exit_handler, struct pt_regs *regs, long ret)
   __sync_fetch_and_add(&runs, 1);
   return 0;
 }
+
+/* The same on every syscall entry too: sensors that collect both halves of
+ * each syscall from the raw tracepoints (Falco's modern eBPF probe does)
+ * pay both dispatches. */
+struct {
+  __uint(type, BPF_MAP_TYPE_PROG_ARRAY);
+  __uint(max_entries, 512);
+  __type(key, __u32);
+  __type(value, __u32);
+} floor_enter_progs SEC(".maps");
+
+SEC("tp_btf/sys_enter")
+int BPF_PROG(floor_enter_dispatch, struct pt_regs *regs, long id)
+{
+  bpf_tail_call(ctx, &floor_enter_progs, (__u32)id);
+  return 0;
+}
+
+SEC("tp_btf/sys_enter")
+int BPF_PROG(floor_enter_handler, struct pt_regs *regs, long id)
+{
+  __sync_fetch_and_add(&runs, 1);
+  return 0;
+}

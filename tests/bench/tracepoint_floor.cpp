@@ -5,11 +5,14 @@
 //   tracepoint_floor sys_exit_ioctl:16 sys_exit_openat:257 ...
 //       one empty program on each syscalls:<name> tracepoint (vigil's design)
 //   tracepoint_floor --read sys_exit_ioctl:16 ...
-//       the same, each program also reading the 4-byte word at its syscall's
-//       third argument + 8 (an RM control's command, as vigil reads it)
+//       the same, the program on sys_exit_ioctl also reading the 4-byte word
+//       at the ioctl's third argument + 8 (an RM control's command, as vigil
+//       reads it)
 //   tracepoint_floor --raw sys_exit_ioctl:16 ...
 //       one program on the BTF tracepoint sys_exit, for every syscall, that
 //       tail-calls an empty program for the numbers given
+//   tracepoint_floor --raw-both sys_exit_ioctl:16 ...
+//       the same on sys_enter too (both halves of every syscall)
 //
 // Prints "ready" once attached, and on exit how many times the empty
 // programs ran.
@@ -49,11 +52,15 @@ bool parse(const char* arg, Target& t) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool raw = false, read = false;
+  bool raw = false, read = false, both = false;
   std::vector<Target> targets;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--raw") == 0) {
       raw = true;
+      continue;
+    }
+    if (std::strcmp(argv[i], "--raw-both") == 0) {
+      raw = both = true;
       continue;
     }
     if (std::strcmp(argv[i], "--read") == 0) {
@@ -68,7 +75,7 @@ int main(int argc, char** argv) {
     targets.push_back(t);
   }
   if (targets.empty()) {
-    std::fprintf(stderr, "usage: tracepoint_floor [--raw | --read] sys_exit_NAME:NR...\n");
+    std::fprintf(stderr, "usage: tracepoint_floor [--raw | --raw-both | --read] sys_exit_NAME:NR...\n");
     return 2;
   }
 
@@ -77,10 +84,12 @@ int main(int argc, char** argv) {
     std::perror("tracepoint_floor: open");
     return 1;
   }
-  bpf_program__set_autoload(skel->progs.floor_syscall, !raw && !read);
+  bpf_program__set_autoload(skel->progs.floor_syscall, !raw);
   bpf_program__set_autoload(skel->progs.floor_syscall_read, !raw && read);
   bpf_program__set_autoload(skel->progs.floor_dispatch, raw);
   bpf_program__set_autoload(skel->progs.floor_exit_handler, raw);
+  bpf_program__set_autoload(skel->progs.floor_enter_dispatch, both);
+  bpf_program__set_autoload(skel->progs.floor_enter_handler, both);
   if (tp_floor__load(skel) != 0) {
     std::fprintf(stderr, "tracepoint_floor: load failed\n");
     tp_floor__destroy(skel);
@@ -89,20 +98,31 @@ int main(int argc, char** argv) {
   std::vector<bpf_link*> links;
   bool ok = true;
   if (raw) {
-    const int handler = bpf_program__fd(skel->progs.floor_exit_handler);
-    for (const auto& t : targets) {
-      __u32 key = t.nr;
-      if (bpf_map__update_elem(skel->maps.floor_exit_progs, &key, sizeof(key), &handler, sizeof(handler), 0) != 0) {
-        std::fprintf(stderr, "tracepoint_floor: syscall %u: %s\n", t.nr, std::strerror(errno));
-        ok = false;
+    struct Half {
+      bpf_map* progs;
+      bpf_program* handler;
+      bpf_program* dispatch;
+    };
+    std::vector<Half> halves = {{skel->maps.floor_exit_progs, skel->progs.floor_exit_handler, skel->progs.floor_dispatch}};
+    if (both) halves.push_back({skel->maps.floor_enter_progs, skel->progs.floor_enter_handler, skel->progs.floor_enter_dispatch});
+    for (const Half& h : halves) {
+      const int handler = bpf_program__fd(h.handler);
+      for (const auto& t : targets) {
+        __u32 key = t.nr;
+        if (bpf_map__update_elem(h.progs, &key, sizeof(key), &handler, sizeof(handler), 0) != 0) {
+          std::fprintf(stderr, "tracepoint_floor: syscall %u: %s\n", t.nr, std::strerror(errno));
+          ok = false;
+        }
       }
+      bpf_link* l = bpf_program__attach(h.dispatch);
+      if (l) links.push_back(l);
+      else ok = false;
     }
-    bpf_link* l = bpf_program__attach(skel->progs.floor_dispatch);
-    if (l) links.push_back(l);
-    else ok = false;
   } else {
     for (const auto& t : targets) {
-      bpf_program* prog = read ? skel->progs.floor_syscall_read : skel->progs.floor_syscall;
+      // The read is an NVIDIA ioctl's: on the other syscalls the empty program.
+      bpf_program* prog =
+          read && t.tracepoint == "sys_exit_ioctl" ? skel->progs.floor_syscall_read : skel->progs.floor_syscall;
       bpf_link* l = bpf_program__attach_tracepoint(prog, "syscalls", t.tracepoint.c_str());
       if (!l) {
         std::fprintf(stderr, "tracepoint_floor: syscalls:%s: %s\n", t.tracepoint.c_str(), std::strerror(errno));
@@ -115,7 +135,7 @@ int main(int argc, char** argv) {
   if (ok) {
     std::signal(SIGINT, on_signal);
     std::signal(SIGTERM, on_signal);
-    std::printf("ready: %zu attached (%s)\n", links.size(), raw ? "raw sys_exit" : read ? "syscall tracepoints, reading" : "syscall tracepoints");
+    std::printf("ready: %zu attached (%s)\n", links.size(), both ? "raw sys_enter and sys_exit" : raw ? "raw sys_exit" : read ? "syscall tracepoints, reading" : "syscall tracepoints");
     std::fflush(stdout);
     while (!g_stop) pause();
     std::printf("runs=%llu\n", static_cast<unsigned long long>(skel->bss->runs));

@@ -13,9 +13,10 @@
 #
 # READ=1 adds the floor plus reading an RM control's command as vigil does on
 # every NVIDIA ioctl (the saved registers, one 4-byte user read). RAW=1 adds
-# another design: one BTF tracepoint program on every syscall exit
-# that tail-calls an empty program for the same syscalls (how sensors built on
-# the raw sys_enter/sys_exit tracepoints dispatch). Needs root, bpftool and a
+# the other design: one BTF tracepoint program on every syscall exit that
+# tail-calls an empty program for the same syscalls, and the same on both
+# halves of every syscall (sys_enter too: the dispatch of Falco's modern eBPF
+# probe, before any of its work). Needs root, bpftool and a
 # built tree (scripts/build.sh). Each round runs a phase without anything
 # attached, with the floor, (with the raw floor,) with vigil; one more run
 # without closes the last round; a round's ratios are over the mean of the
@@ -91,6 +92,8 @@ for p in $PHASES; do
     if [ -n "${RAW:-}" ]; then
       # shellcheck disable=SC2086
       start_floor --raw $exits; run_mix "$r" raw "$p"; stop_floor
+      # shellcheck disable=SC2086
+      start_floor --raw-both $exits; run_mix "$r" rawboth "$p"; stop_floor
     fi
     start_vigil; run_mix "$r" vigil "$p"; stop_vigil
   done
@@ -103,8 +106,9 @@ vals = collections.defaultdict(dict)  # (phase, mode) -> {round: ns/op}
 for line in open(sys.argv[1]):
     kv = dict(p.split("=", 1) for p in line.split())
     vals[(kv["phase"], kv["mode"])][int(kv["round"])] = float(kv["cpu_ns_per_op"])
-modes = ["floor"] + (["read"] if sys.argv[3] else []) + (["raw"] if sys.argv[2] else []) + ["vigil"]
+modes = ["floor"] + (["read"] if sys.argv[3] else []) + (["raw", "rawboth"] if sys.argv[2] else []) + ["vigil"]
 names = {"floor": "empty programs on vigil's tracepoints", "raw": "raw sys_exit + tail call",
+         "rawboth": "raw sys_enter and sys_exit + tail call",
          "read": "the same + the RM control read",
          "vigil": "vigil"}
 print("| phase | without (ns/op) | " + " | ".join(names[m] for m in modes) + " | vigil − floor (ns/op) |")
