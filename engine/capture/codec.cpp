@@ -473,6 +473,7 @@ void append_process(const state::Process& p, std::string& out) {
     put_u64(out, p.exe_dev);
     put_u64(out, static_cast<std::uint64_t>(p.exe_ctime_ns));
     put_bool(out, p.image_unknown);
+    put_i64(out, p.exe_mtime_ns);  // appended: absent in older files
   });
 }
 
@@ -639,6 +640,7 @@ DecodeOutcome decode_record(std::uint8_t type, std::string_view body, RecordData
         p.exe_ctime_ns = static_cast<std::int64_t>(c.u64("process.exe_ctime_ns"));
         p.image_unknown = c.boolean("process.image_unknown");
       }
+      if (c.left() > 0) p.exe_mtime_ns = c.i64("process.exe_mtime_ns");
       if (c.failed()) break;
       out = std::move(p);
       return DecodeOutcome::kOk;

@@ -68,6 +68,7 @@ struct Process {
   std::uint64_t exe_ino = 0;         // the program file's inode at exec (0: unknown)
   std::uint64_t exe_dev = 0;
   std::int64_t exe_ctime_ns = 0;
+  std::int64_t exe_mtime_ns = 0;
   // Command lines of the images this process ran before its current one
   // (most recent first; at most kMaxPriorImages, each cut to kMaxPriorImageBytes):
   // "what it was" through exec chains.
