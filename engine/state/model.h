@@ -120,6 +120,9 @@ struct PodContainer {
   std::string nvidia_visible_devices;   // env NVIDIA_VISIBLE_DEVICES, "" if unset
   std::vector<std::string> gpu_devices; // device ids from the kubelet pod-resources API
   bool privileged = false;
+  // status.containerStatuses[].state.running.startedAt, ns since the epoch;
+  // 0 when the container is not running or the API did not say.
+  std::int64_t started_at_ns = 0;
 };
 
 struct Pod {

@@ -497,11 +497,46 @@ TEST(CaptureFormat, PodOwnerRoundTripsAndOlderPodRecordsHaveNone) {
   EXPECT_EQ(std::get<state::Pod>(out).owner_kind, "StatefulSet");
   EXPECT_EQ(std::get<state::Pod>(out).owner_name, "trainer");
   EXPECT_EQ(encoded(out), rec);
-  const std::size_t tail = 2 * 4 + std::string("StatefulSet").size() + std::string("trainer").size();
+  // Cut before the owner (and the container start times appended after it).
+  const std::size_t tail = 2 * 4 + std::string("StatefulSet").size() + std::string("trainer").size() +
+                           4 + 8 * pod.containers.size();
   const std::string_view older = std::string_view(rec).substr(kRecordHeaderSize, rec.size() - kRecordHeaderSize - tail);
   ASSERT_EQ(decode_record(type, older, out, why), DecodeOutcome::kOk) << why;
   EXPECT_EQ(std::get<state::Pod>(out).owner_kind, "");
   EXPECT_EQ(std::get<state::Pod>(out).resource_version, "12345");
+}
+
+// The containers' start times (container.start_ts) are appended to the pod
+// record after the owner: they round-trip, and a record written before them
+// reads as 0 (no value) with everything else intact.
+TEST(CaptureFormat, PodContainerStartTimesRoundTripAndOlderPodRecordsHaveNone) {
+  state::Pod pod = std::get<state::Pod>(sample_records()[1]);
+  pod.owner_kind = "StatefulSet";
+  pod.owner_name = "trainer";
+  pod.containers.push_back(pod.containers[0]);
+  pod.containers[1].name = "sidecar";
+  pod.containers[0].started_at_ns = 1'764'150'000'000'000'000;
+  pod.containers[1].started_at_ns = 0;  // not running
+  const std::string rec = encoded(RecordData(pod));
+  const auto type = static_cast<std::uint8_t>(rec[0]);
+  RecordData out;
+  std::string why;
+  ASSERT_EQ(decode_record(type, std::string_view(rec).substr(kRecordHeaderSize), out, why), DecodeOutcome::kOk)
+      << why;
+  EXPECT_EQ(std::get<state::Pod>(out).containers.at(0).started_at_ns, 1'764'150'000'000'000'000);
+  EXPECT_EQ(std::get<state::Pod>(out).containers.at(1).started_at_ns, 0);
+  EXPECT_EQ(encoded(out), rec);
+  const std::size_t tail = 4 + 8 * 2;
+  const std::string_view older = std::string_view(rec).substr(kRecordHeaderSize, rec.size() - kRecordHeaderSize - tail);
+  ASSERT_EQ(decode_record(type, older, out, why), DecodeOutcome::kOk) << why;
+  const auto& p = std::get<state::Pod>(out);
+  ASSERT_EQ(p.containers.size(), 2u);
+  EXPECT_EQ(p.containers[0].started_at_ns, 0);
+  EXPECT_EQ(p.containers[0].gpu_devices, pod.containers[0].gpu_devices);
+  EXPECT_EQ(p.owner_name, "trainer");
+  // A count that claims more than the body holds is malformed, not a crash.
+  std::string bad = rec.substr(kRecordHeaderSize, rec.size() - kRecordHeaderSize - 8);
+  ASSERT_NE(decode_record(type, bad, out, why), DecodeOutcome::kOk);
 }
 
 // The committed fixture was written by format version 1 (see
