@@ -82,6 +82,29 @@ static __always_inline __s64 vg_inode_ctime_ns(struct inode *ino)
   return 0;
 }
 
+/* The modification time moved likewise, one release later: __i_mtime (6.7
+ * to 6.10), i_mtime before, i_mtime_sec/nsec since 6.11. Its nsec carries
+ * no flag bit. */
+struct inode___mtime_6_7 {
+  struct timespec64 __i_mtime;
+};
+struct inode___mtime_old {
+  struct timespec64 i_mtime;
+};
+
+static __always_inline __s64 vg_inode_mtime_ns(struct inode *ino)
+{
+  if (bpf_core_field_exists(ino->i_mtime_sec))
+    return BPF_CORE_READ(ino, i_mtime_sec) * 1000000000LL + BPF_CORE_READ(ino, i_mtime_nsec);
+  struct inode___mtime_6_7 *mid = (void *)ino;
+  if (bpf_core_field_exists(mid->__i_mtime))
+    return BPF_CORE_READ(mid, __i_mtime.tv_sec) * 1000000000LL + BPF_CORE_READ(mid, __i_mtime.tv_nsec);
+  struct inode___mtime_old *old = (void *)ino;
+  if (bpf_core_field_exists(old->i_mtime))
+    return BPF_CORE_READ(old, i_mtime.tv_sec) * 1000000000LL + BPF_CORE_READ(old, i_mtime.tv_nsec);
+  return 0;
+}
+
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(vg_sched_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
@@ -137,6 +160,7 @@ int BPF_PROG(vg_sched_exec, struct task_struct *p, pid_t old_pid, struct linux_b
   e->exe_dev = BPF_CORE_READ(exe_inode, i_sb, s_dev);
   e->exe_ctime_ns = vg_inode_ctime_ns(exe_inode);
   e->pad2 = 0;
+  e->exe_mtime_ns = vg_inode_mtime_ns(exe_inode);
 
   /* Session and process group: the session by the host's number, the group
    * as the process's own pid namespace numbers it. */

@@ -25,7 +25,7 @@
 #include <linux/types.h>
 #endif
 
-#define VG_ABI_VERSION 2
+#define VG_ABI_VERSION 3
 
 /* Record ids: derived from the event schema (event_types.h), the same numbers
  * as vigil::event::Type. */
@@ -107,6 +107,7 @@ struct vg_exec {
   __s64 exe_ctime_ns; /* inode change time (any write changes it) */
   __u32 exe_dev;      /* the kernel's dev_t of its filesystem: major << 20 | minor */
   __u32 pad2;
+  __s64 exe_mtime_ns; /* inode modification time (writes to its data) */
 };
 #define VG_EXEC_STDIN_SOCK 0x01
 #define VG_EXEC_STDOUT_SOCK 0x02
@@ -372,7 +373,8 @@ VG_STATIC_ASSERT(VG_OFFSETOF(struct vg_hdr, ts_ns) == 8, "vg_hdr.ts_ns");
 VG_STATIC_ASSERT(VG_OFFSETOF(struct vg_hdr, pid) == 16, "vg_hdr.pid");
 VG_STATIC_ASSERT(VG_OFFSETOF(struct vg_hdr, cgroup_id) == 48, "vg_hdr.cgroup_id");
 VG_STATIC_ASSERT(VG_OFFSETOF(struct vg_hdr, comm) == 56, "vg_hdr.comm");
-VG_STATIC_ASSERT(sizeof(struct vg_exec) == 152, "vg_exec size");
+VG_STATIC_ASSERT(sizeof(struct vg_exec) == 160, "vg_exec size");
+VG_STATIC_ASSERT(VG_OFFSETOF(struct vg_exec, exe_mtime_ns) == 152, "vg_exec.exe_mtime_ns");
 VG_STATIC_ASSERT(sizeof(struct vg_fork) == 88, "vg_fork size");
 VG_STATIC_ASSERT(sizeof(struct vg_exit) == 80, "vg_exit size");
 VG_STATIC_ASSERT(sizeof(struct vg_connect) == 120, "vg_connect size");

@@ -473,6 +473,7 @@ void append_process(const state::Process& p, std::string& out) {
     put_u64(out, p.exe_dev);
     put_u64(out, static_cast<std::uint64_t>(p.exe_ctime_ns));
     put_bool(out, p.image_unknown);
+    put_i64(out, p.exe_mtime_ns);  // appended: absent in older files
   });
 }
 
@@ -511,6 +512,10 @@ void append_pod(const state::Pod& p, std::string& out) {
     put_str(out, p.resource_version);
     put_str(out, p.owner_kind);  // appended: absent in older files
     put_str(out, p.owner_name);
+    // Appended later, after everything older readers read: the containers'
+    // start times, in the order of the containers above.
+    put_u32(out, static_cast<std::uint32_t>(p.containers.size()));
+    for (const auto& pc : p.containers) put_i64(out, pc.started_at_ns);
   });
 }
 
@@ -639,6 +644,7 @@ DecodeOutcome decode_record(std::uint8_t type, std::string_view body, RecordData
         p.exe_ctime_ns = static_cast<std::int64_t>(c.u64("process.exe_ctime_ns"));
         p.image_unknown = c.boolean("process.image_unknown");
       }
+      if (c.left() > 0) p.exe_mtime_ns = c.i64("process.exe_mtime_ns");
       if (c.failed()) break;
       out = std::move(p);
       return DecodeOutcome::kOk;
@@ -682,6 +688,13 @@ DecodeOutcome decode_record(std::uint8_t type, std::string_view body, RecordData
       if (c.left() > 0) {  // appended later: absent in older files
         c.str(p.owner_kind, "pod.owner_kind");
         c.str(p.owner_name, "pod.owner_name");
+      }
+      if (c.left() > 0) {  // appended later: absent in older files
+        std::uint32_t m = c.count(8, "pod.container_started_at");
+        for (std::uint32_t i = 0; i < m && !c.failed(); ++i) {
+          std::int64_t t = c.i64("pod.container_started_at");
+          if (i < p.containers.size()) p.containers[i].started_at_ns = t;
+        }
       }
       if (c.failed()) break;
       out = std::move(p);

@@ -97,6 +97,7 @@ struct ExecData {
   std::uint64_t exe_ino = 0;
   std::uint64_t exe_dev = 0;       // st_dev numbering (makedev(major, minor))
   std::int64_t exe_ctime_ns = 0;   // inode change time, ns since the epoch
+  std::int64_t exe_mtime_ns = 0;   // inode modification time (its data last written), ns since the epoch
 
   static constexpr std::string_view kKey = "exec";
   template <class V, class Self>
@@ -130,6 +131,7 @@ struct ExecData {
     v("exe_ino", d.exe_ino);
     v("exe_dev", d.exe_dev);
     v("exe_ctime_ns", d.exe_ctime_ns);
+    v("exe_mtime_ns", d.exe_mtime_ns);
   }
 };
 

@@ -813,6 +813,21 @@ void x_exe_ino(const X& x, const F&, E& o) noexcept {
 void x_exe_ino_ctime(const X& x, const F&, E& o) noexcept {
   exe_fact(x, o, [](const auto& s, E& out) { if (s.exe_ino) num(out, s.exe_ctime_ns); });
 }
+void x_exe_ino_mtime(const X& x, const F&, E& o) noexcept {
+  // 0: not recorded (a capture written before vigil kept it).
+  exe_fact(x, o, [](const auto& s, E& out) { if (s.exe_ino && s.exe_mtime_ns) num(out, s.exe_mtime_ns); });
+}
+// Falco's proc.exe_ino.ctime_duration_proc_start: the process's start (its
+// fork, or when vigil first saw it) less its program file's ctime; negative
+// when the file changed after the fork (Falco prints that wrapped unsigned).
+void x_exe_ino_ctime_to_start(const X& x, const F&, E& o) noexcept {
+  auto* p = proc_of(x);
+  if (!p || p->start_ts_ns == 0) return;
+  exe_fact(x, o, [p](const auto& s, E& out) {
+    if (s.exe_ino && s.exe_ctime_ns)
+      num(out, static_cast<std::int64_t>(p->start_ts_ns) - s.exe_ctime_ns);
+  });
+}
 void x_aexe_known_as(const X& x, const F& f, E& o) noexcept {
   ancestors(x, f, o, [](const state::Process& p, E& out) {
     if (!p.exe_known_as.empty()) str(out, p.exe_known_as);
@@ -907,6 +922,24 @@ void x_caps(const X& x, const F&, E& o) noexcept {
 void x_sid(const X& x, const F&, E& o) noexcept {
   if (auto* e = ev(x).as<event::ExecData>(); e && e->sid) { num(o, e->sid); return; }
   if (auto* p = proc_of(x); p && p->sid) num(o, p->sid);
+}
+// The session leader is the process whose pid is the session id: its comm.
+// No value when the session id or the leader is not known, or when the pid
+// now belongs to a process of another session (a reused pid). Falco falls
+// back to the eldest ancestor in the same session; vigil does not guess.
+void x_sname(const X& x, const F&, E& o) noexcept {
+  const auto* e = ev(x).as<event::ExecData>();
+  const auto* p = proc_of(x);
+  const std::uint32_t sid = e && e->sid ? e->sid : p ? p->sid : 0;
+  if (sid == 0) return;
+  if (sid == ev(x).hdr.pid) {
+    auto c = comm_of(x);
+    if (!c.empty()) str(o, c);
+    return;
+  }
+  const state::Process* leader = lookup(x, sid);
+  if (!leader || leader->comm.empty() || (leader->sid != 0 && leader->sid != sid)) return;
+  str(o, leader->comm);
 }
 void x_vpgid(const X& x, const F&, E& o) noexcept {
   if (auto* e = ev(x).as<event::ExecData>(); e && e->vpgid) { num(o, e->vpgid); return; }
@@ -1345,6 +1378,12 @@ void x_privileged(const X& x, const F&, E& o) noexcept {
                    (x.ctx->pod_container && x.ctx->pod_container->privileged));
   }
 }
+// When the container started: its pod's status.containerStatuses[].state.
+// running.startedAt. vigil reads no runtime metadata, so no value for
+// containers outside known pods.
+void x_container_start_ts(const X& x, const F&, E& o) noexcept {
+  if (auto* pc = x.ctx->pod_container; pc && pc->started_at_ns > 0) num(o, pc->started_at_ns);
+}
 void x_ns(const X& x, const F&, E& o) noexcept {
   if (x.ctx->pod) str(o, x.ctx->pod->ns);
 }
@@ -1776,11 +1815,14 @@ FieldCatalog::FieldCatalog() {
       {"proc.is_exe_name_mismatch", T::kBool, A::kNone, false, "*", "A known shell or interpreter was started under a name (proc.name) it is not installed as: a renamed copy, or a link of another name. #! scripts (named after the script) and busybox applets are not counted.", x_exe_name_mismatch},
       {"proc.exe_ino", T::kInt, A::kNone, false, "*", "Inode number of the program file, as the kernel saw it at exec (Falco's proc.exe_ino); no value for processes found at start.", x_exe_ino},
       {"proc.exe_ino.ctime", T::kInt, A::kNone, false, "*", "Change time of the program file's inode at exec, ns since the epoch (Falco's proc.exe_ino.ctime): a file written just before it ran has a recent one.", x_exe_ino_ctime},
+      {"proc.exe_ino.mtime", T::kInt, A::kNone, false, "*", "Modification time of the program file's inode at exec (when its data was last written), ns since the epoch (Falco's proc.exe_ino.mtime); no value for processes found at start and in captures written before vigil recorded it. Unlike the ctime, touch -d can set it to any time.", x_exe_ino_mtime},
+      {"proc.exe_ino.ctime_duration_proc_start", T::kInt, A::kNone, false, "*", "ns from the program file's inode change (proc.exe_ino.ctime) to the process's start, its fork or when vigil first saw it (as Falco's proc.exe_ino.ctime_duration_proc_start): small for a binary written just before it ran. Negative when the file changed after the fork (Falco prints that as a huge unsigned number). No value when either time is unknown.", x_exe_ino_ctime_to_start},
       {"proc.exe_kind", T::kString, A::kNone, false, "*", "Where the program file lives: memfd, deleted, devshm (/dev/shm, /run/shm), upper_layer (written in the container), tmp (/tmp, /var/tmp) or regular; the first that holds, in that order.", x_exe_kind},
       {"proc.is_exe_fileless", T::kBool, A::kNone, false, "*", "The program runs from no file on a disk: a memfd, a deleted file or a file in /dev/shm (proc.exe_kind is memfd, deleted or devshm).", x_exe_fileless},
       {"proc.aexe_known_as", T::kString, A::kOptionalIndex, true, "*", "Ancestor identity: proc.aexe_known_as[N] is proc.exe_known_as of the Nth ancestor; without N, any ancestor (up to 32).", x_aexe_known_as},
       {"proc.acmdline", T::kString, A::kOptionalIndex, true, "*", "Ancestor command lines: proc.acmdline[N] is the Nth ancestor's (1 = parent); without N, any ancestor's (up to 32). Each ancestor also gives the command lines of the images it exec'd from (proc.prior_cmdline), so a server that exec'd into something else is still seen. Each value is cut to 256 bytes.", x_acmdline},
       {"proc.prior_cmdline", T::kString, A::kNone, true, "*", "Command lines of the images this process ran before its current one (exec chains), most recent first, at most 4, each cut to 512 bytes.", x_prior_cmdline},
+      {"proc.sname", T::kString, A::kNone, false, "*", "Name (comm) of the process's session leader, the process whose pid is proc.sid. No value when vigil does not know the leader (it exited before vigil saw it, or the pid was reused); Falco then names the eldest ancestor in the same session.", x_sname},
       {"proc.sid", T::kInt, A::kNone, false, "*", "Session id of the process (the host's number), as of its last exec.", x_sid},
       {"proc.vpgid", T::kInt, A::kNone, false, "*", "Process group id, as seen in the process's pid namespace, as of its last exec.", x_vpgid},
       {"proc.is_sid_leader", T::kBool, A::kNone, false, "*", "The process leads its session (proc.pid = proc.sid).", x_is_sid_leader},
@@ -1832,6 +1874,7 @@ FieldCatalog::FieldCatalog() {
       {"container.image.repository", T::kString, A::kNone, false, "*", "Image repository without the tag.", x_image_repo},
       {"container.image.tag", T::kString, A::kNone, false, "*", "Image tag.", x_image_tag},
       {"container.type", T::kString, A::kNone, false, "*", "Container runtime (containerd, cri-o, docker, podman).", x_container_type},
+      {"container.start_ts", T::kInt, A::kNone, false, "*", "When the container started, ns since the epoch: its pod's status.containerStatuses[].state.running.startedAt (whole seconds, as the API gives it). No value for host processes and containers of pods the API has not reported (vigil reads no container runtime metadata).", x_container_start_ts},
       {"container.privileged", T::kBool, A::kNone, false, "*", "The container runs privileged.", x_privileged},
       {"k8s.ns.name", T::kString, A::kNone, false, "*", "Kubernetes namespace of the pod.", x_ns},
       {"k8s.pod.name", T::kString, A::kNone, false, "*", "Kubernetes pod name.", x_pod_name},

@@ -220,6 +220,7 @@ Result<event::Event> decode_record(std::span<const std::uint8_t> rec, const Time
       // The kernel's dev_t (major << 20 | minor) as stat's st_dev numbers it.
       d.exe_dev = makedev(b.exe_dev >> 20, b.exe_dev & 0xfffff);
       d.exe_ctime_ns = b.exe_ctime_ns;
+      d.exe_mtime_ns = b.exe_mtime_ns;
       ev.hdr.type = event::Type::kExec;
       ev.data = std::move(d);
       break;

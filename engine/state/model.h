@@ -68,6 +68,7 @@ struct Process {
   std::uint64_t exe_ino = 0;         // the program file's inode at exec (0: unknown)
   std::uint64_t exe_dev = 0;
   std::int64_t exe_ctime_ns = 0;
+  std::int64_t exe_mtime_ns = 0;
   // Command lines of the images this process ran before its current one
   // (most recent first; at most kMaxPriorImages, each cut to kMaxPriorImageBytes):
   // "what it was" through exec chains.
@@ -119,6 +120,9 @@ struct PodContainer {
   std::string nvidia_visible_devices;   // env NVIDIA_VISIBLE_DEVICES, "" if unset
   std::vector<std::string> gpu_devices; // device ids from the kubelet pod-resources API
   bool privileged = false;
+  // status.containerStatuses[].state.running.startedAt, ns since the epoch;
+  // 0 when the container is not running or the API did not say.
+  std::int64_t started_at_ns = 0;
 };
 
 struct Pod {

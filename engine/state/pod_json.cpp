@@ -1,5 +1,6 @@
 #include "engine/state/pod_json.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <utility>
@@ -63,6 +64,61 @@ std::int64_t gpu_quantity(const json& limits) {
   return total;
 }
 
+// Days from 1970-01-01 to the civil date y-m-d (proleptic Gregorian).
+std::int64_t days_from_civil(std::int64_t y, unsigned m, unsigned d) {
+  y -= m <= 2;
+  const std::int64_t era = (y >= 0 ? y : y - 399) / 400;
+  const auto yoe = static_cast<unsigned>(y - era * 400);
+  const unsigned doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
+  const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + static_cast<std::int64_t>(doe) - 719468;
+}
+
+// A metav1.Time, RFC 3339 ("2026-11-26T10:00:00Z"; the API writes whole
+// seconds and UTC, but a fraction and a ±hh:mm offset are read too), as ns
+// since the epoch; 0 when it is not one or before 1970.
+std::int64_t rfc3339_ns(std::string_view s) {
+  auto digits = [&s](std::size_t at, std::size_t n, unsigned& out) {
+    if (at + n > s.size()) return false;
+    out = 0;
+    for (std::size_t i = at; i < at + n; ++i) {
+      if (s[i] < '0' || s[i] > '9') return false;
+      out = out * 10 + static_cast<unsigned>(s[i] - '0');
+    }
+    return true;
+  };
+  unsigned Y, M, D, h, m, sec;
+  if (!digits(0, 4, Y) || s.size() < 20 || s[4] != '-' || !digits(5, 2, M) || s[7] != '-' ||
+      !digits(8, 2, D) || (s[10] != 'T' && s[10] != 't' && s[10] != ' ') || !digits(11, 2, h) ||
+      s[13] != ':' || !digits(14, 2, m) || s[16] != ':' || !digits(17, 2, sec))
+    return 0;
+  if (Y < 1970 || M < 1 || M > 12 || D < 1 || D > 31 || h > 23 || m > 59 || sec > 60) return 0;
+  std::size_t i = 19;
+  std::int64_t frac = 0;
+  if (s[i] == '.') {
+    std::int64_t scale = 100'000'000;
+    std::size_t start = ++i;
+    for (; i < s.size() && s[i] >= '0' && s[i] <= '9'; ++i) {
+      frac += (s[i] - '0') * scale;
+      scale /= 10;
+    }
+    if (i == start) return 0;
+  }
+  std::int64_t offset = 0;
+  std::string_view zone = s.substr(std::min(i, s.size()));
+  if (zone == "Z" || zone == "z") {
+    offset = 0;
+  } else if (zone.size() == 6 && (zone[0] == '+' || zone[0] == '-') && zone[3] == ':') {
+    unsigned oh, om;
+    if (!digits(i + 1, 2, oh) || !digits(i + 4, 2, om) || oh > 23 || om > 59) return 0;
+    offset = (zone[0] == '+' ? 1 : -1) * (oh * 3600 + om * 60);
+  } else {
+    return 0;
+  }
+  const std::int64_t secs = days_from_civil(Y, M, D) * 86400 + h * 3600 + m * 60 + sec - offset;
+  return secs < 0 ? 0 : secs * 1'000'000'000 + frac;
+}
+
 // "containerd://<id>" → "<id>"
 std::string strip_runtime_prefix(std::string id) {
   std::size_t p = id.find("://");
@@ -98,6 +154,10 @@ void add_containers(const json& spec, const json& status, const char* spec_key,
       for (const auto& st : *statuses) {
         if (str(st, "name") != pc.name) continue;
         pc.id = strip_runtime_prefix(str(st, "containerID"));
+        if (const json* cstate = field(st, "state")) {
+          if (const json* running = field(*cstate, "running"))
+            pc.started_at_ns = rfc3339_ns(str(*running, "startedAt"));
+        }
         break;
       }
     }

@@ -401,6 +401,7 @@ void State::apply(const event::Event& ev) {
       p->exe_ino = ed->exe_ino;
       p->exe_dev = ed->exe_dev;
       p->exe_ctime_ns = ed->exe_ctime_ns;
+      p->exe_mtime_ns = ed->exe_mtime_ns;
       p->cap_effective = ed->cap_effective;
       p->cap_permitted = ed->cap_permitted;
       p->cap_inheritable = ed->cap_inheritable;

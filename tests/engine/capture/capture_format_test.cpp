@@ -325,10 +325,11 @@ TEST(CaptureFormat, ExtraTrailingFieldsInARecordAreIgnored) {
 
 // The bytes of the program identity appended to a process record or an exec
 // payload when its strings (and prior command lines) are empty: three strings,
-// the class, two flags, the inode (ino, dev, ctime); the process adds its prior
-// command lines (a count) and image_unknown, the exec its interpreted flag.
+// the class, two flags, the inode (ino, dev, ctime, and its mtime appended
+// after the rest); the process adds its prior command lines (a count) and
+// image_unknown, the exec its interpreted flag.
 std::size_t identity_bytes(const RecordData& rd) {
-  const std::size_t common = 3 * 4 + 1 + 2 + 3 * 8;
+  const std::size_t common = 3 * 4 + 1 + 2 + 4 * 8;
   return std::holds_alternative<state::Process>(rd) ? common + 4 + 1 : common + 1;
 }
 
@@ -377,6 +378,43 @@ TEST(CaptureFormat, ProgramIdentityRoundTripsAndIsEmptyInOlderRecords) {
       EXPECT_EQ(e->as<event::ExecData>()->exe_known_as, "");
       EXPECT_FALSE(e->as<event::ExecData>()->interpreted);
       EXPECT_EQ(e->as<event::ExecData>()->vpgid, ed->vpgid);
+    }
+  }
+}
+
+// The program file's mtime was appended to the exec payload and the process
+// record after the identity: it round trips, and a body written before it
+// reads as 0 (proc.exe_ino.mtime has no value then) with the rest intact.
+TEST(CaptureFormat, ExeMtimeRoundTripsAndIsZeroInOlderRecords) {
+  auto recs = sample_records();
+  auto proc = std::get<state::Process>(recs[2]);
+  event::Event exec = std::get<event::Event>(recs[3]);
+  auto* ed = exec.as<event::ExecData>();
+  ASSERT_NE(ed, nullptr);
+  proc.exe_ino = ed->exe_ino = 393224;
+  proc.exe_ctime_ns = ed->exe_ctime_ns = 1'700'000'000'123'456'789LL;
+  proc.exe_mtime_ns = ed->exe_mtime_ns = 1'699'000'000'000'000'007LL;
+  for (const RecordData& rd : {RecordData(proc), RecordData(exec)}) {
+    const std::string rec = encoded(rd);
+    const auto type = static_cast<std::uint8_t>(rec[0]);
+    RecordData out;
+    std::string why;
+    ASSERT_EQ(decode_record(type, std::string_view(rec).substr(kRecordHeaderSize), out, why),
+              DecodeOutcome::kOk) << why;
+    EXPECT_EQ(encoded(out), rec);
+    if (auto* p = std::get_if<state::Process>(&out)) EXPECT_EQ(p->exe_mtime_ns, 1'699'000'000'000'000'007LL);
+    if (auto* e = std::get_if<event::Event>(&out))
+      EXPECT_EQ(e->as<event::ExecData>()->exe_mtime_ns, 1'699'000'000'000'000'007LL);
+    // Without its last 8 bytes: what a writer before the mtime wrote.
+    const std::string_view older = std::string_view(rec).substr(kRecordHeaderSize, rec.size() - kRecordHeaderSize - 8);
+    ASSERT_EQ(decode_record(type, older, out, why), DecodeOutcome::kOk) << why;
+    if (auto* p = std::get_if<state::Process>(&out)) {
+      EXPECT_EQ(p->exe_mtime_ns, 0);
+      EXPECT_EQ(p->exe_ctime_ns, 1'700'000'000'123'456'789LL);  // what came before is intact
+    }
+    if (auto* e = std::get_if<event::Event>(&out)) {
+      EXPECT_EQ(e->as<event::ExecData>()->exe_mtime_ns, 0);
+      EXPECT_EQ(e->as<event::ExecData>()->exe_ctime_ns, 1'700'000'000'123'456'789LL);
     }
   }
 }
@@ -459,11 +497,46 @@ TEST(CaptureFormat, PodOwnerRoundTripsAndOlderPodRecordsHaveNone) {
   EXPECT_EQ(std::get<state::Pod>(out).owner_kind, "StatefulSet");
   EXPECT_EQ(std::get<state::Pod>(out).owner_name, "trainer");
   EXPECT_EQ(encoded(out), rec);
-  const std::size_t tail = 2 * 4 + std::string("StatefulSet").size() + std::string("trainer").size();
+  // Cut before the owner (and the container start times appended after it).
+  const std::size_t tail = 2 * 4 + std::string("StatefulSet").size() + std::string("trainer").size() +
+                           4 + 8 * pod.containers.size();
   const std::string_view older = std::string_view(rec).substr(kRecordHeaderSize, rec.size() - kRecordHeaderSize - tail);
   ASSERT_EQ(decode_record(type, older, out, why), DecodeOutcome::kOk) << why;
   EXPECT_EQ(std::get<state::Pod>(out).owner_kind, "");
   EXPECT_EQ(std::get<state::Pod>(out).resource_version, "12345");
+}
+
+// The containers' start times (container.start_ts) are appended to the pod
+// record after the owner: they round-trip, and a record written before them
+// reads as 0 (no value) with everything else intact.
+TEST(CaptureFormat, PodContainerStartTimesRoundTripAndOlderPodRecordsHaveNone) {
+  state::Pod pod = std::get<state::Pod>(sample_records()[1]);
+  pod.owner_kind = "StatefulSet";
+  pod.owner_name = "trainer";
+  pod.containers.push_back(pod.containers[0]);
+  pod.containers[1].name = "sidecar";
+  pod.containers[0].started_at_ns = 1'764'150'000'000'000'000;
+  pod.containers[1].started_at_ns = 0;  // not running
+  const std::string rec = encoded(RecordData(pod));
+  const auto type = static_cast<std::uint8_t>(rec[0]);
+  RecordData out;
+  std::string why;
+  ASSERT_EQ(decode_record(type, std::string_view(rec).substr(kRecordHeaderSize), out, why), DecodeOutcome::kOk)
+      << why;
+  EXPECT_EQ(std::get<state::Pod>(out).containers.at(0).started_at_ns, 1'764'150'000'000'000'000);
+  EXPECT_EQ(std::get<state::Pod>(out).containers.at(1).started_at_ns, 0);
+  EXPECT_EQ(encoded(out), rec);
+  const std::size_t tail = 4 + 8 * 2;
+  const std::string_view older = std::string_view(rec).substr(kRecordHeaderSize, rec.size() - kRecordHeaderSize - tail);
+  ASSERT_EQ(decode_record(type, older, out, why), DecodeOutcome::kOk) << why;
+  const auto& p = std::get<state::Pod>(out);
+  ASSERT_EQ(p.containers.size(), 2u);
+  EXPECT_EQ(p.containers[0].started_at_ns, 0);
+  EXPECT_EQ(p.containers[0].gpu_devices, pod.containers[0].gpu_devices);
+  EXPECT_EQ(p.owner_name, "trainer");
+  // A count that claims more than the body holds is malformed, not a crash.
+  std::string bad = rec.substr(kRecordHeaderSize, rec.size() - kRecordHeaderSize - 8);
+  ASSERT_NE(decode_record(type, bad, out, why), DecodeOutcome::kOk);
 }
 
 // The committed fixture was written by format version 1 (see

@@ -10,6 +10,8 @@
 #include "engine/rules/ast.h"
 #include "engine/rules/compiler.h"
 #include "engine/rules/fields.h"
+#include "engine/rules/ruleset.h"
+#include "tests/engine/rules/test_util.h"
 
 namespace vigil::rules {
 namespace {
@@ -198,6 +200,88 @@ TEST(FieldHelpers, ConditionTypeMasks) {
   EXPECT_EQ(mask("evt.type != execve"), ~event::types("execve"));
   EXPECT_EQ(mask("proc.name = bash"), event::TypeMask::all());
   EXPECT_TRUE(mask("evt.type = mmap").none());
+}
+
+// What an alert's output prints for these fields on the world's event: the
+// rule fires on every event of its process.
+std::string printed(const testing::World& w, const std::string& fields) {
+  auto r = testing::load_one(testing::rule_yaml("proc.pid > 0", fields));
+  EXPECT_TRUE(r.ruleset) << testing::diags(r);
+  if (!r.ruleset) return "";
+  std::vector<event::Alert> out;
+  r.ruleset->evaluate(w.ctx(), out);
+  return out.size() == 1 ? out[0].output : "(" + std::to_string(out.size()) + " alerts)";
+}
+
+// proc.sname: the comm of the process whose pid is the session id.
+TEST(FieldValues, SessionLeaderName) {
+  testing::World w;
+  w.st.procs[50].sid = 50;  // bash leads the session
+  w.proc.sid = 50;
+  w.open("/etc/hosts");
+  EXPECT_EQ(printed(w, "sname=%proc.sname"), "sname=bash");
+  // At an exec the event's own session id counts.
+  w.exec();
+  std::get<event::ExecData>(w.ev.data).sid = 100;
+  EXPECT_EQ(printed(w, "sname=%proc.sname"), "sname=python3");  // its own leader
+  std::get<event::ExecData>(w.ev.data).sid = 1;
+  EXPECT_EQ(printed(w, "sname=%proc.sname"), "sname=containerd-shim");  // sid unknown on the leader's record
+  // A leader vigil does not know, a pid reused by another session's process,
+  // or no session id at all: no value.
+  std::get<event::ExecData>(w.ev.data).sid = 77;
+  EXPECT_EQ(printed(w, "sname=%proc.sname"), "sname=<NA>");
+  w.st.procs[77].pid = 77;
+  w.st.procs[77].comm = "sleep";
+  w.st.procs[77].sid = 50;
+  EXPECT_EQ(printed(w, "sname=%proc.sname"), "sname=<NA>");
+  std::get<event::ExecData>(w.ev.data).sid = 0;
+  w.proc.sid = 0;
+  EXPECT_EQ(printed(w, "sname=%proc.sname"), "sname=<NA>");
+}
+
+// proc.exe_ino.mtime and proc.exe_ino.ctime_duration_proc_start, from the
+// exec event and, for later events, the process table.
+TEST(FieldValues, ExeInodeTimes) {
+  testing::World w;
+  w.proc.start_ts_ns = 1'700'000'010'000'000'000;
+  w.exec();
+  auto& d = std::get<event::ExecData>(w.ev.data);
+  d.exe_ino = 393224;
+  d.exe_ctime_ns = 1'700'000'009'750'000'000;  // written 250 ms before the fork
+  d.exe_mtime_ns = 1'700'000'009'500'000'000;
+  const std::string out =
+      "ctime=%proc.exe_ino.ctime mtime=%proc.exe_ino.mtime to_start=%proc.exe_ino.ctime_duration_proc_start";
+  EXPECT_EQ(printed(w, out), "ctime=1700000009750000000 mtime=1700000009500000000 to_start=250000000");
+  // Changed after the fork (between fork and exec): negative.
+  d.exe_ctime_ns = 1'700'000'010'000'000'100;
+  EXPECT_EQ(printed(w, "to_start=%proc.exe_ino.ctime_duration_proc_start"), "to_start=-100");
+  // Other events read the process's last exec.
+  w.proc.exe_ino = 393224;
+  w.proc.exe_ctime_ns = 1'600'000'000'000'000'000;
+  w.proc.exe_mtime_ns = 1'500'000'000'000'000'000;
+  w.open("/etc/hosts");
+  EXPECT_EQ(printed(w, out), "ctime=1600000000000000000 mtime=1500000000000000000 to_start=100000010000000000");
+  // No inode (a process found at start), no mtime recorded (an older
+  // capture), no start time: no value.
+  w.proc.exe_mtime_ns = 0;
+  EXPECT_EQ(printed(w, "mtime=%proc.exe_ino.mtime"), "mtime=<NA>");
+  w.proc.start_ts_ns = 0;
+  EXPECT_EQ(printed(w, "to_start=%proc.exe_ino.ctime_duration_proc_start"), "to_start=<NA>");
+  w.proc.start_ts_ns = 1'700'000'010'000'000'000;
+  w.proc.exe_ino = 0;
+  EXPECT_EQ(printed(w, out), "ctime=<NA> mtime=<NA> to_start=<NA>");
+}
+
+// container.start_ts: the pod's containerStatuses startedAt.
+TEST(FieldValues, ContainerStartTime) {
+  testing::World w;
+  w.exec();
+  w.pod.containers[0].started_at_ns = 1'795'687'200'000'000'000;
+  EXPECT_EQ(printed(w, "start=%container.start_ts"), "start=1795687200000000000");
+  w.pod.containers[0].started_at_ns = 0;  // not running, or an older capture
+  EXPECT_EQ(printed(w, "start=%container.start_ts"), "start=<NA>");
+  w.in_container = false;  // a host process, or a pod the API has not reported
+  EXPECT_EQ(printed(w, "start=%container.start_ts"), "start=<NA>");
 }
 
 }  // namespace

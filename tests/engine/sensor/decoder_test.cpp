@@ -69,6 +69,7 @@ TEST(Decoder, ExecWithArgsPathsAndFlags) {
   b.exe_ino = 393224;
   b.exe_dev = (259u << 20) | 2;  // the kernel's dev_t of the file's filesystem
   b.exe_ctime_ns = 1'700'000'000'123'456'789LL;
+  b.exe_mtime_ns = 1'699'999'000'000'000'042LL;
   auto ev = decode(record(b, filename + exe + args + cwd));
   ASSERT_TRUE(ev) << ev.error().message;
   EXPECT_EQ(ev->hdr.type, event::Type::kExec);
@@ -99,6 +100,7 @@ TEST(Decoder, ExecWithArgsPathsAndFlags) {
   EXPECT_EQ(x->exe_ino, 393224u);
   EXPECT_EQ(x->exe_dev, makedev(259, 2));  // as stat's st_dev
   EXPECT_EQ(x->exe_ctime_ns, 1'700'000'000'123'456'789LL);
+  EXPECT_EQ(x->exe_mtime_ns, 1'699'999'000'000'000'042LL);
   EXPECT_FALSE(x->interpreted);  // no interpreter path: not a #! script
 }
 

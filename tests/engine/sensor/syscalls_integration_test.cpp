@@ -496,8 +496,9 @@ TEST(SensorExec, AProgramWrittenIntoAnOverlaysUpperLayerIsFlagged) {
 
 // Identity (engine/ident): a renamed copy of dash that exits at once is
 // still known as dash. The exec record's inode is the file's (as stat gives
-// it), and the process is gone by the time its exec is read, so the file is
-// found by that inode in its parent's root.
+// it: its mtime, set far in the past so it cannot be taken for the ctime,
+// included), and the process is gone by the time its exec is read, so the
+// file is found by that inode in its parent's root.
 TEST(SensorExec, ARenamedCopyOfDashIsKnownAsDash) {
   REQUIRE_ROOT();
   if (access("/bin/dash", X_OK) != 0) GTEST_SKIP() << "no /bin/dash here";
@@ -505,6 +506,8 @@ TEST(SensorExec, ARenamedCopyOfDashIsKnownAsDash) {
   const std::string copy = dir.path() + "/e2kworker";
   ASSERT_TRUE(copy_file("/bin/dash", copy));
   ASSERT_EQ(chmod(copy.c_str(), 0755), 0);
+  const struct timespec times[2] = {{0, UTIME_OMIT}, {1'600'000'000, 123'456'789}};
+  ASSERT_EQ(utimensat(AT_FDCWD, copy.c_str(), times, 0), 0);
   struct stat st {};
   ASSERT_EQ(stat(copy.c_str(), &st), 0);
   int fd = open("/bin/dash", O_RDONLY | O_CLOEXEC);
@@ -524,6 +527,8 @@ TEST(SensorExec, ARenamedCopyOfDashIsKnownAsDash) {
   EXPECT_EQ(x->exe_ino, st.st_ino);
   EXPECT_EQ(x->exe_dev, st.st_dev);
   EXPECT_EQ(x->exe_ctime_ns, ident::FileKey::of(st).ctime_ns);
+  EXPECT_EQ(x->exe_mtime_ns, st.st_mtim.tv_sec * 1'000'000'000LL + st.st_mtim.tv_nsec);
+  EXPECT_NE(x->exe_mtime_ns, x->exe_ctime_ns);
   EXPECT_EQ(x->exe_sha256, dash_sha);
   EXPECT_EQ(x->exe_known_as, "dash");
   EXPECT_EQ(x->exe_class, static_cast<std::uint8_t>(ident::ExeClass::kShell));

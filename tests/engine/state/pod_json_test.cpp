@@ -51,6 +51,39 @@ TEST(ParsePodJson, ReadsWhatRulesNeed) {
   EXPECT_EQ(p.containers[2].id, "ghi");
 }
 
+// container.start_ts: status.containerStatuses[].state.running.startedAt, as
+// ns since the epoch; 0 for a container that is not running or a time that is
+// not RFC 3339.
+TEST(ParsePodJson, RunningContainersStartTime) {
+  auto r = parse_pod_json(R"({"metadata": {"uid": "u"},
+    "spec": {"containers": [{"name": "a"}, {"name": "b"}, {"name": "c"}, {"name": "d"}, {"name": "e"}],
+             "initContainers": [{"name": "init"}]},
+    "status": {"containerStatuses": [
+        {"name": "a", "containerID": "containerd://1", "state": {"running": {"startedAt": "2026-11-26T10:00:00Z"}}},
+        {"name": "b", "state": {"running": {"startedAt": "2024-02-29T23:59:59.123456789+05:30"}}},
+        {"name": "c", "state": {"waiting": {"reason": "CrashLoopBackOff"}}},
+        {"name": "d", "state": {"running": {"startedAt": "yesterday"}}},
+        {"name": "e", "state": {"running": {"startedAt": 1764150000}}}],
+      "initContainerStatuses": [{"name": "init", "state": {"terminated": {"startedAt": "2026-11-26T09:59:00Z"}}}]}})");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_EQ(r->containers.size(), 6u);
+  EXPECT_EQ(r->containers[0].started_at_ns, 1'795'687'200'000'000'000);
+  EXPECT_EQ(r->containers[1].started_at_ns, 1'709'231'399'123'456'789);  // the offset taken off
+  EXPECT_EQ(r->containers[2].started_at_ns, 0);
+  EXPECT_EQ(r->containers[3].started_at_ns, 0);
+  EXPECT_EQ(r->containers[4].started_at_ns, 0);
+  EXPECT_EQ(r->containers[5].started_at_ns, 0);  // terminated: not running
+  for (const char* bad : {"2026-11-26T10:00:00", "2026-13-01T00:00:00Z", "1969-12-31T23:59:59Z",
+                          "2026-11-26T10:00:00.Z", "2026-11-26T10:00:00+0530", "2026-11-26"}) {
+    std::string text = R"({"metadata": {"uid": "u"}, "spec": {"containers": [{"name": "a"}]},
+      "status": {"containerStatuses": [{"name": "a", "state": {"running": {"startedAt": ")" +
+                       std::string(bad) + R"("}}}]}})";
+    r = parse_pod_json(text);
+    ASSERT_TRUE(r.ok()) << bad;
+    EXPECT_EQ(r->containers.at(0).started_at_ns, 0) << bad;
+  }
+}
+
 // metadata.ownerReferences: the controller, else the first; none when absent or malformed.
 TEST(ParsePodJson, OwnerIsTheControllerReference) {
   auto r = parse_pod_json(R"({"metadata": {"uid": "u", "ownerReferences": [
