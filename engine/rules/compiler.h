@@ -98,7 +98,10 @@ class Expr {
 // field replaces one test per rule. A rule with no such guard may get a
 // literal guard instead: `F startswith`, `endswith` or `contains` literals
 // (one walk of a byte trie, or one search per literal, per field) or
-// `F pmatch (...)` (the path's first component, looked up). The guards stay
+// `F pmatch (...)` (the path's first component, looked up), or a flag guard:
+// `F = true` on a boolean field (proc.is_exe_shell, proc.is_32bit...), alone
+// or or'd with value and literal tests, looked up from the event's value of
+// the flag (a rule that tests a flag first would read it anyway). The guards stay
 // in the conditions: a rule let through is evaluated in full, so results are
 // unchanged.
 class GuardIndex {

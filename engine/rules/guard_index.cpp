@@ -179,6 +179,14 @@ bool literal_guard(const CCheck& c, LitMode& mode, std::vector<std::string>* lit
   return true;
 }
 
+// A flag guard: `F = true` on a boolean field (proc.is_exe_shell = true,
+// proc.is_32bit = true): the value a rule needs is the one most events do
+// not have, and its lookup is one extraction and no search.
+bool is_flag_term(const CCheck& c) {
+  return c.ltype == FieldType::kBool && c.op == Op::kEq && c.boolean && !c.rhs_field && c.mod == Modifier::kNone &&
+         c.ltr.empty() && !c.multi && c.lhs.def;
+}
+
 bool is_literal_term(const CCheck& c) {
   LitMode m;
   return c.op != Op::kEq && c.op != Op::kIn && c.op != Op::kExists && literal_guard(c, m);
@@ -378,43 +386,62 @@ void GuardIndex::build(const std::vector<const Expr*>& exprs, event::Type t) {
     }
     return c->ltype != FieldType::kBool && keys.size() >= 2;
   };
-  auto literal_choice = [&](std::size_t r) {
+  // The lookup a guard term costs: its field, and how it is compared (-1:
+  // by value, else the literal mode).
+  using Lookup = std::tuple<const FieldDef*, std::string, std::int64_t, int>;
+  auto lookup_of = [](const CCheck* c) {
+    LitMode m = LitMode::kPrefix;
+    bool lit = is_literal_term(*c) && literal_guard(*c, m);
+    return Lookup{c->lhs.def, c->lhs.arg, c->lhs.index, lit ? static_cast<int>(m) : -1};
+  };
+  std::set<Lookup> in_use;  // the lookups of the guards chosen so far
+  // With `flags`, a candidate must have a flag term (`F = true`), and it may
+  // also have literal terms; it may add at most two lookups to those the
+  // guards chosen before it use. Without, it is a literal guard as above.
+  auto literal_choice = [&](std::size_t r, bool flags) {
     std::vector<const CCheck*> g;
-    std::pair<std::size_t, std::size_t> best{SIZE_MAX, SIZE_MAX};
+    std::tuple<std::size_t, std::size_t, std::size_t> best{SIZE_MAX, SIZE_MAX, SIZE_MAX};
     const Expr* e = exprs[r];
     const CNode* root = e && ti < e->by_type_.size() ? e->by_type_[ti].get() : nullptr;
     if (!root) return g;
     for (const auto& cand : guard_candidates(*root, true)) {
-      bool usable = true, literal = false;
+      bool usable = true, wanted = false;
       std::size_t searches = 0;
       for (const CCheck* c : cand) {
         if (is_literal_term(*c)) {
-          literal = true;
+          wanted = wanted || !flags;
           LitMode m;
           literal_guard(*c, m);
           if (m == LitMode::kContains) ++searches;
+        } else if (flags && is_flag_term(*c)) {
+          wanted = true;
         } else if (c->op != Op::kExists && (c->ltype == FieldType::kBool || !strong(c))) {
           usable = false;
         }
       }
       // Each field (and way of comparing it) is one lookup per event: more
       // than two for one rule cost more than running the rule.
-      std::set<std::tuple<const FieldDef*, std::string, std::int64_t, int>> lookups;
+      std::set<Lookup> lookups;
       for (const CCheck* c : cand) {
-        LitMode m = LitMode::kPrefix;
-        bool lit = is_literal_term(*c) && literal_guard(*c, m);
-        lookups.emplace(c->lhs.def, c->lhs.arg, c->lhs.index, lit ? static_cast<int>(m) : -1);
+        Lookup l = lookup_of(c);
+        if (!flags || !in_use.count(l)) lookups.insert(std::move(l));
       }
-      std::pair<std::size_t, std::size_t> cost{searches, cand.size()};
-      if (usable && literal && lookups.size() <= 2 && cost < best) {
+      std::tuple<std::size_t, std::size_t, std::size_t> cost{searches, lookups.size(), cand.size()};
+      if (!flags) std::get<1>(cost) = 0;  // literal guards: as before, fewest searches, then terms
+      if (usable && wanted && lookups.size() <= 2 && cost < best) {
         g = cand;
         best = cost;
       }
     }
+    for (const CCheck* c : g) in_use.insert(lookup_of(c));
     return g;
   };
-  // Value guards first, for every rule; literal guards then, for the rules
-  // left without one, when value guards alone make the index worth using.
+  // Value guards first, for every rule; then, for the rules left without
+  // one, literal guards (when value guards alone make the index worth using)
+  // and flag guards; literal guards after flag guards when value and flag
+  // guards together make the index worth using. A literal guard keeps out
+  // more events than a flag guard (only the events with that value for the
+  // field get through), so it goes first where it can.
   std::vector<std::vector<const CCheck*>> chosen(n);
   std::size_t value_guarded = 0;
   for (std::size_t r = 0; r < n; ++r) {
@@ -432,16 +459,23 @@ void GuardIndex::build(const std::vector<const Expr*>& exprs, event::Type t) {
         best = w;
       }
     }
-    if (!g.empty()) ++value_guarded;
-  }
-  std::size_t guarded = value_guarded;
-  if (value_guarded >= 2) {
-    for (std::size_t r = 0; r < n; ++r) {
-      if (!chosen[r].empty()) continue;
-      chosen[r] = literal_choice(r);
-      if (!chosen[r].empty()) ++guarded;
+    if (!g.empty()) {
+      ++value_guarded;
+      for (const CCheck* c : g) in_use.insert(lookup_of(c));
     }
   }
+  std::size_t guarded = value_guarded;
+  auto more = [&](bool flags) {
+    for (std::size_t r = 0; r < n; ++r) {
+      if (!chosen[r].empty()) continue;
+      chosen[r] = literal_choice(r, flags);
+      if (!chosen[r].empty()) ++guarded;
+    }
+  };
+  const bool literal_first = value_guarded >= 2;
+  if (literal_first) more(false);
+  more(true);
+  if (!literal_first && guarded >= 2) more(false);
   auto set_bit = [&](std::vector<std::uint64_t>& m, std::size_t r) {
     if (m.empty()) m.assign(words_, 0);
     m[r / 64] |= std::uint64_t{1} << (r % 64);
