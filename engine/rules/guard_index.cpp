@@ -17,6 +17,8 @@ struct GuardIndex::Field {
   LiteralSet values;                 // string values some guard compares with
   std::vector<std::uint64_t> masks;  // words() words per member of `values`
   std::vector<std::uint64_t> exists; // rules that only need a value; empty: none
+  // A boolean field: the members of `values` for true and false (-1: none).
+  std::int32_t true_id = -1, false_id = -1;
   std::vector<std::pair<std::string, std::uint32_t>> pending_rules;  // while building
 };
 
@@ -532,25 +534,62 @@ void GuardIndex::build(const std::vector<const Expr*>& exprs, event::Type t) {
     }
     f.pending_rules.clear();
     f.pending_rules.shrink_to_fit();
+    f.true_id = f.values.find(bool_key(true));
+    f.false_id = f.values.find(bool_key(false));
   }
   for (auto& f : lit_fields_) f.build(words_);
   active_ = guarded >= 2;
 }
 
+namespace {
+
+// A guard field's values through the event's FieldCache (no transformers):
+// extract_field without its transformer loop, inlined into the lookups.
+inline void extract_plain(const ExtractCtx& x, const FieldInst& f, Extracted& out) noexcept {
+  out.n = 0;
+  FieldCache* c = x.cache;
+  if (!c || f.slot < 0) {
+    f.def->fn(x, f, out);
+    return;
+  }
+  const auto s = static_cast<unsigned>(f.slot);
+  const std::uint64_t bit = std::uint64_t{1} << (s % 64);
+  if (c->done[s / 64] & bit) {
+    out.n = c->count[s];
+    if (out.n) out.v[0] = c->val[s];
+    return;
+  }
+  f.def->fn(x, f, out);
+  if (out.n <= 1) {
+    c->done[s / 64] |= bit;
+    c->count[s] = static_cast<std::uint8_t>(out.n);
+    if (out.n) c->val[s] = out.v[0];
+  }
+}
+
+inline void or_row(const std::uint64_t* m, std::size_t words, std::uint64_t* out) noexcept {
+  if (words == 1) {
+    out[0] |= m[0];
+    return;
+  }
+  for (std::size_t w = 0; w < words; ++w) out[w] |= m[w];
+}
+
+}  // namespace
+
 void GuardIndex::candidates(const ExtractCtx& x, std::uint64_t* out) const noexcept {
-  for (std::size_t w = 0; w < words_; ++w) out[w] = always_[w];
-  static const std::vector<Transformer> kNone;
+  const std::size_t words = words_;
+  for (std::size_t w = 0; w < words; ++w) out[w] = always_[w];
+  Extracted e;
   for (const auto& f : fields_) {
-    Extracted e;
-    extract_field(x, f.inst, kNone, e);
+    extract_plain(x, f.inst, e);
     if (e.n == 0) continue;
-    if (!f.exists.empty()) {
-      for (std::size_t w = 0; w < words_; ++w) out[w] |= f.exists[w];
-    }
+    if (!f.exists.empty()) or_row(f.exists.data(), words, out);
     if (f.masks.empty()) continue;
+    const FieldType type = f.inst.def->type;
     for (std::size_t i = 0; i < e.n; ++i) {
       std::int32_t id = -1;
-      switch (f.inst.def->type) {
+      switch (type) {
         case FieldType::kString: id = f.values.find(e.v[i].s); break;
         case FieldType::kInt:
         case FieldType::kUint: {
@@ -559,22 +598,16 @@ void GuardIndex::candidates(const ExtractCtx& x, std::uint64_t* out) const noexc
           id = f.values.find(std::string_view(k, 8));
           break;
         }
-        case FieldType::kBool: {
-          char k = e.v[i].b ? '\1' : '\0';
-          id = f.values.find(std::string_view(&k, 1));
-          break;
-        }
+        case FieldType::kBool: id = e.v[i].b ? f.true_id : f.false_id; break;
         default: break;
       }
       if (id < 0) continue;
-      const std::uint64_t* m = f.masks.data() + static_cast<std::size_t>(id) * words_;
-      for (std::size_t w = 0; w < words_; ++w) out[w] |= m[w];
+      or_row(f.masks.data() + static_cast<std::size_t>(id) * words, words, out);
     }
   }
   for (const auto& f : lit_fields_) {
-    Extracted e;
-    extract_field(x, f.inst, kNone, e);
-    for (std::size_t i = 0; i < e.n; ++i) f.lookup(e.v[i].s, words_, out);
+    extract_plain(x, f.inst, e);
+    for (std::size_t i = 0; i < e.n; ++i) f.lookup(e.v[i].s, words, out);
   }
 }
 
