@@ -101,8 +101,22 @@ class LiteralSet {
       p += 8;
       n -= 8;
     }
+    // The last 0 to 7 bytes: with 8 or more in all, the last eight (some
+    // hashed already; the length is in h, so equal strings still agree);
+    // else two loads of up to four, overlapping. No byte loop.
     std::uint64_t w = 0;
-    for (std::size_t i = 0; i < n; ++i) w |= static_cast<std::uint64_t>(static_cast<unsigned char>(p[i])) << (8 * i);
+    if (s.size() >= 8) {
+      if (n) std::memcpy(&w, s.data() + s.size() - 8, 8);
+    } else if (n >= 4) {
+      std::uint32_t a, b;
+      std::memcpy(&a, p, 4);
+      std::memcpy(&b, p + n - 4, 4);
+      w = (static_cast<std::uint64_t>(b) << 32) | a;
+    } else if (n) {
+      w = static_cast<std::uint64_t>(static_cast<unsigned char>(p[0])) |
+          static_cast<std::uint64_t>(static_cast<unsigned char>(p[n / 2])) << 8 |
+          static_cast<std::uint64_t>(static_cast<unsigned char>(p[n - 1])) << 16;
+    }
     h = (h ^ w) * kMul;
     h ^= h >> 32;
     h *= 0xbf58476d1ce4e5b9ull;
