@@ -1,6 +1,7 @@
 // The string matchers compiled checks hold (engine/rules/matchers.h), against
 // plain comparisons: LiteralSet (`in` lists and guard values), whose hash
-// reads a value's tail with whole-word loads rather than byte by byte.
+// reads a value's tail with whole-word loads rather than byte by byte, and
+// LiteralMatcher (anyof contains/icontains/startswith/endswith).
 #include "engine/rules/matchers.h"
 
 #include <gtest/gtest.h>
@@ -57,6 +58,71 @@ TEST(LiteralSet, AgreesWithAPlainSetOnRandomStrings) {
     bool in = std::find(members.begin(), members.end(), w) != members.end();
     EXPECT_EQ(set.contains(w), in) << w;
   }
+}
+
+bool naive(const std::vector<std::string>& lits, Op op, std::string_view v) {
+  std::string low(v);
+  for (auto& c : low) c = lower(c);
+  for (const auto& l : lits) {
+    switch (op) {
+      case Op::kContains: if (v.find(l) != std::string_view::npos) return true; break;
+      case Op::kIContains: if (std::string_view(low).find(l) != std::string_view::npos) return true; break;
+      case Op::kStartsWith: if (starts_with(v, l)) return true; break;
+      case Op::kEndsWith: if (ends_with(v, l)) return true; break;
+      default: break;
+    }
+  }
+  return false;
+}
+
+// Random literal sets over a small alphabet (so literals overlap, nest and
+// share prefixes and suffixes) against one comparison per literal, for
+// every mode; icontains literals are lower case, as the compiler makes them.
+TEST(LiteralMatcher, AgreesWithOneComparisonPerLiteral) {
+  std::mt19937 rng(11);
+  const std::string alphabet = "abAB -/";
+  auto word = [&](std::size_t max) {
+    std::string s(rng() % (max + 1), 'x');
+    for (auto& c : s) c = alphabet[rng() % alphabet.size()];
+    return s;
+  };
+  for (Op op : {Op::kContains, Op::kIContains, Op::kStartsWith, Op::kEndsWith}) {
+    for (int set = 0; set < 200; ++set) {
+      std::vector<std::string> lits;
+      const int k = 1 + static_cast<int>(rng() % 8);
+      for (int i = 0; i < k; ++i) {
+        std::string l = word(5);
+        if (l.empty()) l = "a";  // an empty literal matches everything; tested below
+        if (op == Op::kIContains)
+          for (auto& c : l) c = lower(c);
+        lits.push_back(l);
+      }
+      LiteralMatcher m(lits, op);
+      for (int i = 0; i < 200; ++i) {
+        std::string v = word(24);
+        ASSERT_EQ(m.match(v), naive(lits, op, v)) << "op " << static_cast<int>(op) << " value '" << v << "' first literal '"
+                                                  << lits[0] << "' of " << lits.size();
+      }
+    }
+  }
+}
+
+// `contains` scans: a literal inside another, a match that starts inside an
+// unfinished longer literal, case folding of the input, a match at the very
+// end, and an empty literal.
+TEST(LiteralMatcher, ContainsScanEdgeCases) {
+  LiteralMatcher m({"abcd", "bc", "xbcy"}, Op::kContains);
+  EXPECT_TRUE(m.match("xxabcx"));   // "bc" inside an unfinished "abcd"
+  EXPECT_TRUE(m.match("xbc"));      // "bc" at the end, inside an unfinished "xbcy"
+  EXPECT_FALSE(m.match("abxcd b c"));
+  LiteralMatcher i({"stratum+tcp://", "xmr"}, Op::kIContains);
+  EXPECT_TRUE(i.match("run --url STRATUM+TCP://pool"));
+  EXPECT_TRUE(i.match("sstratum+tcp://"));
+  EXPECT_TRUE(i.match("XmR"));
+  EXPECT_FALSE(i.match("stratum+tcp:/ xm r"));
+  LiteralMatcher e({"", "zz"}, Op::kContains);
+  EXPECT_TRUE(e.match(""));
+  EXPECT_TRUE(e.match("abc"));
 }
 
 }  // namespace
