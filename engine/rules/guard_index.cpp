@@ -373,10 +373,11 @@ void GuardIndex::build(const std::vector<const Expr*>& exprs, event::Type t) {
   };
   // A rule with no value guard worth its lookup may have a literal one: of
   // the candidates whose every term is a literal test, `exists` or a strong
-  // value test, on at most two fields, the one with the fewest `contains`
-  // terms (each a search of the value), then the fewest terms. Value guards
-  // are picked first, so literal guards only add lookups for rules that
-  // would otherwise run for every event.
+  // value test, adding at most two lookups (a field, and how it is
+  // compared) to those of the guards chosen before it, the one with the
+  // fewest `contains` terms (each a search of the value), then the fewest
+  // terms. Value guards are picked first, so literal guards only add lookups
+  // for rules that would otherwise run for every event.
   auto strong = [&](const CCheck* c) {
     auto it = stats.find(FieldKey{c->lhs.def, c->lhs.arg, c->lhs.index});
     if (it != stats.end()) {
@@ -398,8 +399,8 @@ void GuardIndex::build(const std::vector<const Expr*>& exprs, event::Type t) {
   };
   std::set<Lookup> in_use;  // the lookups of the guards chosen so far
   // With `flags`, a candidate must have a flag term (`F = true`), and it may
-  // also have literal terms; it may add at most two lookups to those the
-  // guards chosen before it use. Without, it is a literal guard as above.
+  // also have literal terms; without, it is a literal guard as above. Either
+  // may add at most two lookups to those the guards chosen before it use.
   auto literal_choice = [&](std::size_t r, bool flags) {
     std::vector<const CCheck*> g;
     std::tuple<std::size_t, std::size_t, std::size_t> best{SIZE_MAX, SIZE_MAX, SIZE_MAX};
@@ -422,11 +423,12 @@ void GuardIndex::build(const std::vector<const Expr*>& exprs, event::Type t) {
         }
       }
       // Each field (and way of comparing it) is one lookup per event: more
-      // than two for one rule cost more than running the rule.
+      // than two new ones for one rule cost more than running the rule; one
+      // that other guards already need costs nothing more.
       std::set<Lookup> lookups;
       for (const CCheck* c : cand) {
         Lookup l = lookup_of(c);
-        if (!flags || !in_use.count(l)) lookups.insert(std::move(l));
+        if (!in_use.count(l)) lookups.insert(std::move(l));
       }
       std::tuple<std::size_t, std::size_t, std::size_t> cost{searches, lookups.size(), cand.size()};
       if (!flags) std::get<1>(cost) = 0;  // literal guards: as before, fewest searches, then terms
