@@ -122,10 +122,28 @@ bool compare_vals(Op op, FieldType t, const Val& a, const Val& b) noexcept {
   }
   return false;
 }
+// `tolower(F) regex ...` with a prefilter: the prefilter's literals are
+// matched ASCII-case-insensitively, and tolower changes only ASCII case, so
+// it gives the same answer on F as on tolower(F). It runs on F first, and F
+// is lower-cased (a copy of the whole value) only when it passes. True for
+// other checks.
+[[gnu::noinline]] bool lowered_prefilter_passes(const CCheck& c, const ExtractCtx& x) noexcept {
+  if (c.ltr.size() != 1 || c.ltr[0] != Transformer::kToLower || c.mod != Modifier::kNone || c.rhs_field ||
+      c.res.size() != 1 || c.re_pre.size() != 1 || !c.re_pre[0])
+    return true;
+  static const std::vector<Transformer> kNone;
+  Extracted raw;
+  extract_field(x, c.lhs, kNone, raw);
+  for (std::size_t i = 0; i < raw.n; ++i)
+    if (c.re_pre[0]->match(raw.v[i].s)) return true;
+  return false;
+}
+
 }  // namespace
 
 bool eval_check(const CCheck& c, const ExtractCtx& x) noexcept {
   Extracted l;
+  if (c.op == Op::kRegex && !lowered_prefilter_passes(c, x)) return false;
   extract_field(x, c.lhs, c.ltr, l);
   if (c.op == Op::kExists) return l.n > 0;
   if (l.n == 0) return false;

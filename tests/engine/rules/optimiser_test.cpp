@@ -494,17 +494,21 @@ TEST(Optimiser, RegexPrefiltersNeverChangeTheAnswer) {
   Pair p(rule("algo", "proc.cmdline regex \".* (-a|--algo)[ =](kawpow|ethash|equihash[0-9_]*)( .*)?\"") +
          rule("caseless", "proc.cmdline regex \"(?i).*stratum.*\"") +
          rule("noliteral", "proc.cmdline regex \"[a-c]+ [0-9]{2,}\"") +
-         rule("utf8", "proc.cmdline regex \".*Élan.*\""));
+         rule("utf8", "proc.cmdline regex \".*Élan.*\"") +
+         // The prefilter runs on the value before tolower (it folds ASCII case itself).
+         rule("lowered", "tolower(proc.cmdline) regex \".* (-a|--algo)[ =](kawpow|ethash)( .*)?\""));
   ASSERT_TRUE(p.fast.ruleset) << summary_line(p.fast);
   ASSERT_TRUE(p.plain.ruleset);
   using V = std::vector<std::string>;
-  EXPECT_EQ(p.exec("miner", {"--algo", "kawpow"}), (V{"algo"}));
-  EXPECT_EQ(p.exec("miner", {"-a=ethash", "-o", "x"}), (V{"algo"}));
+  EXPECT_EQ(p.exec("miner", {"--algo", "kawpow"}), (V{"algo", "lowered"}));
+  EXPECT_EQ(p.exec("miner", {"-a=ethash", "-o", "x"}), (V{"algo", "lowered"}));
   EXPECT_EQ(p.exec("miner", {"--algo", "equihash144_5"}), (V{"algo"}));
-  EXPECT_EQ(p.exec("miner", {"--ALGO", "kawpow"}), (V{}));               // the regex is case-sensitive
-  EXPECT_EQ(p.exec("miner", {"--algo", "KAWPOW"}), (V{}));
+  EXPECT_EQ(p.exec("miner", {"--ALGO", "kawpow"}), (V{"lowered"}));      // the regex is case-sensitive
+  EXPECT_EQ(p.exec("miner", {"--algo", "KAWPOW"}), (V{"lowered"}));
+  EXPECT_EQ(p.exec("miner", {"-A=EtHash"}), (V{"lowered"}));
   EXPECT_EQ(p.exec("miner", {"kawpow", "--algo"}), (V{}));               // atoms present, no match
   EXPECT_EQ(p.exec("miner", {"--algox", "kawpow"}), (V{}));
+  EXPECT_EQ(p.exec("miner", {"--ALGOX", "KAWPOW"}), (V{}));
   EXPECT_EQ(p.exec("x", {"STRATUM"}), (V{"caseless"}));
   EXPECT_EQ(p.exec("abc", {"42"}), (V{"noliteral"}));
   EXPECT_EQ(p.exec("x", {"\xc3\x89lan"}), (V{"utf8"}));
