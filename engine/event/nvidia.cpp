@@ -31,11 +31,20 @@ constexpr bool sorted_unique(const std::array<T, N>& a) {
   return true;
 }
 
+// A lower_bound whose halving picks the half with a conditional move rather
+// than a branch (the rule engine's ioctl guards look up every ioctl's names).
 template <typename T, std::size_t N>
 const T* find(const std::array<T, N>& a, std::uint32_t value) {
-  auto it = std::lower_bound(a.begin(), a.end(), value,
-                             [](const T& e, std::uint32_t v) { return e.value < v; });
-  return (it != a.end() && it->value == value) ? &*it : nullptr;
+  static_assert(N > 0);
+  const T* base = a.data();
+  std::size_t n = N;
+  while (n > 1) {
+    const std::size_t half = n / 2;
+    base = base[half].value < value ? base + half : base;
+    n -= half;
+  }
+  const T* it = base + (base->value < value);
+  return (it != a.data() + N && it->value == value) ? it : nullptr;
 }
 
 bool iequals(std::string_view a, std::string_view b) {
