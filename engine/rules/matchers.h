@@ -187,6 +187,7 @@ class LiteralMatcher {
       unsigned char b = edges_[nodes_[0].first].byte;
       if (!(icase_ && b >= 'a' && b <= 'z')) single_first_ = b;
     }
+    if (mode_ == Mode::kAnywhere && !always_) build_dfa();
   }
 
   bool match(std::string_view s) const noexcept {
@@ -194,6 +195,7 @@ class LiteralMatcher {
     const std::size_t n = s.size();
     if (mode_ == Mode::kPrefix) return walk(s, 0, +1);
     if (mode_ == Mode::kSuffix) return n > 0 && walk(s, n - 1, -1);
+    if (!dfa_.empty()) return scan(s);
     if (single_first_ >= 0) {
       const char* base = s.data();
       const char* p = base;
@@ -261,8 +263,83 @@ class LiteralMatcher {
     return false;
   }
 
+  // The trie as an Aho-Corasick automaton over byte classes (bytes no
+  // literal has are one class; with icase_, a letter's two cases are one):
+  // dfa_[state * classes + class] is the next state, times `classes`, with
+  // kHit set when a literal ends there. A `contains` scan then takes one
+  // table step a byte, where walking the trie from every byte that may
+  // start a literal went over the same bytes again (" --port" against
+  // " --par", " --algo", ...). Built when it has at most kMaxDfa entries
+  // (else the scan walks the trie).
+  static constexpr std::uint32_t kHit = 0x80000000u;
+  static constexpr std::size_t kMaxDfa = 16384;
+  void build_dfa() {
+    std::array<std::uint32_t, 256> class_of{};  // literal byte -> class (0: none)
+    std::uint32_t classes = 1;
+    for (const auto& e : edges_) {
+      if (class_of[e.byte] == 0) class_of[e.byte] = classes++;
+    }
+    const std::size_t states = nodes_.size();
+    if (states * classes > kMaxDfa) return;
+    for (unsigned b = 0; b < 256; ++b) cls_[b] = static_cast<std::uint16_t>(class_of[fold(static_cast<char>(b))]);
+    std::vector<std::uint32_t> delta(states * classes, 0);  // unscaled next states
+    std::vector<std::uint32_t> fail(states, 0);
+    std::vector<bool> hit(states, false);
+    for (std::size_t i = 0; i < states; ++i) hit[i] = nodes_[i].terminal;
+    // Breadth first: a state's failure state is shallower, so already complete.
+    std::vector<std::uint32_t> queue;
+    queue.push_back(0);
+    for (std::size_t q = 0; q < queue.size(); ++q) {
+      const std::uint32_t u = queue[q];
+      const Node& nu = nodes_[u];
+      // Transitions the trie lacks follow the failure state's.
+      for (std::uint32_t c = 0; c < classes; ++c) delta[u * classes + c] = u == 0 ? 0 : delta[fail[u] * classes + c];
+      for (std::uint32_t k = 0; k < nu.count; ++k) {
+        const Edge& e = edges_[nu.first + k];
+        const std::uint32_t c = class_of[e.byte];
+        const std::uint32_t v = e.child;
+        fail[v] = u == 0 ? 0 : delta[fail[u] * classes + c];
+        hit[v] = hit[v] || hit[fail[v]];
+        delta[u * classes + c] = v;
+        queue.push_back(v);
+      }
+    }
+    dfa_.resize(states * classes);
+    for (std::size_t i = 0; i < dfa_.size(); ++i) {
+      const std::uint32_t v = delta[i];
+      dfa_[i] = v * classes | (hit[v] ? kHit : 0);
+    }
+  }
+  // The automaton's scan. In the start state it skips to the next byte that
+  // may begin a literal (memchr when only one can), as the walks did.
+  bool scan(std::string_view s) const noexcept {
+    const auto* b = reinterpret_cast<const unsigned char*>(s.data());
+    const std::size_t n = s.size();
+    const std::uint32_t* d = dfa_.data();
+    std::uint32_t st = 0;
+    std::size_t i = 0;
+    while (i < n) {
+      if (st == 0) {
+        if (single_first_ >= 0) {
+          const void* p = std::memchr(b + i, single_first_, n - i);
+          if (!p) return false;
+          i = static_cast<std::size_t>(static_cast<const unsigned char*>(p) - b);
+        } else {
+          while (i < n && !starts_[b[i]]) ++i;
+          if (i == n) return false;
+        }
+      }
+      st = d[st + cls_[b[i]]];
+      if (st & kHit) return true;
+      ++i;
+    }
+    return false;
+  }
+
   Mode mode_;
   bool icase_;
+  std::vector<std::uint32_t> dfa_;
+  std::array<std::uint16_t, 256> cls_{};
   bool always_ = false;  // an empty literal: every value matches
   int single_first_ = -1;  // the only byte a literal starts with, -1: several
   std::vector<Node> nodes_;

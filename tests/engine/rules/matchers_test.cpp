@@ -1,7 +1,9 @@
 // The string matchers compiled checks hold (engine/rules/matchers.h), against
 // plain comparisons: LiteralSet (`in` lists and guard values), whose hash
 // reads a value's tail with whole-word loads rather than byte by byte, and
-// LiteralMatcher (anyof contains/icontains/startswith/endswith).
+// LiteralMatcher (anyof contains/icontains/startswith/endswith), whose
+// `contains` scans run as an Aho-Corasick automaton when it is small enough
+// and walk the literal trie otherwise.
 #include "engine/rules/matchers.h"
 
 #include <gtest/gtest.h>
@@ -103,6 +105,27 @@ TEST(LiteralMatcher, AgreesWithOneComparisonPerLiteral) {
         ASSERT_EQ(m.match(v), naive(lits, op, v)) << "op " << static_cast<int>(op) << " value '" << v << "' first literal '"
                                                   << lits[0] << "' of " << lits.size();
       }
+    }
+  }
+}
+
+// A literal set too large for the automaton (the scan walks the trie) gives
+// the same answers.
+TEST(LiteralMatcher, LargeSetsWithoutTheAutomatonAgreeToo) {
+  std::mt19937 rng(5);
+  auto word = [&](std::size_t len) {
+    std::string s(len, 'x');
+    for (auto& c : s) c = static_cast<char>('a' + rng() % 26);
+    return s;
+  };
+  std::vector<std::string> lits;
+  for (int i = 0; i < 3000; ++i) lits.push_back(word(4 + rng() % 6));
+  for (Op op : {Op::kContains, Op::kIContains}) {
+    LiteralMatcher m(lits, op);
+    for (int i = 0; i < 3000; ++i) {
+      std::string v = word(rng() % 40);
+      if (i % 3 == 0) v += lits[rng() % lits.size()] + word(3);
+      ASSERT_EQ(m.match(v), naive(lits, op, v)) << v;
     }
   }
 }
