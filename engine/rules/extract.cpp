@@ -73,8 +73,9 @@ void apply_transformer(Transformer t, FieldType in, Extracted& e, Arena& a, Fiel
         break;
       }
       case Transformer::kBasename: {
-        auto p = s.rfind('/');
-        e.v[i].s = p == std::string_view::npos ? s : s.substr(p + 1);
+        // memrchr, not string_view::rfind's byte loop (every exec's path).
+        const void* p = s.empty() ? nullptr : ::memrchr(s.data(), '/', s.size());
+        e.v[i].s = p ? s.substr(static_cast<std::size_t>(static_cast<const char*>(p) - s.data()) + 1) : s;
         break;
       }
       case Transformer::kB64: {

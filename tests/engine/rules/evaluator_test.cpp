@@ -164,6 +164,15 @@ TEST(Evaluator, Transformers) {
   EXPECT_TRUE(fires(w, "b64(proc.args) = train"));
   w.proc.args = {"not base64 !"};
   EXPECT_FALSE(fires(w, "b64(proc.args) exists"));
+  // basename: what follows the last '/', all of a value without one.
+  w.proc.cwd = "/srv/a/";
+  EXPECT_TRUE(fires(w, "len(basename(proc.cwd)) = 0"));
+  w.proc.cwd = "relative";
+  EXPECT_TRUE(fires(w, "basename(proc.cwd) = relative"));
+  w.proc.cwd = "/";
+  EXPECT_TRUE(fires(w, "len(basename(proc.cwd)) = 0"));
+  w.proc.cwd = "a/b/c";
+  EXPECT_TRUE(fires(w, "basename(proc.cwd) = c"));
 }
 
 // tolower/toupper change ASCII letters only, eight bytes at a time and then
