@@ -72,13 +72,19 @@ class LiteralSet {
   // The members, in first-seen order; find() returns an index into it.
   const std::vector<std::string>& members() const noexcept { return members_; }
   bool contains(std::string_view s) const noexcept { return find(s) >= 0; }
-  std::int32_t find(std::string_view s) const noexcept {
+  // The filters inline (most lookups of guard values miss), the hash and
+  // probe out of line.
+  [[gnu::always_inline]] std::int32_t find(std::string_view s) const noexcept {
     const std::size_t n = s.size();
     if (n == 0) return empty_id_;
     if (!((len_mask_ >> (n < 63 ? n : 63)) & 1u)) return -1;
     auto f = static_cast<unsigned char>(s.front());
     auto l = static_cast<unsigned char>(s.back());
     if (!((first_[f >> 6] >> (f & 63)) & 1u) || !((last_[l >> 6] >> (l & 63)) & 1u)) return -1;
+    return probe(s);
+  }
+  [[gnu::noinline]] std::int32_t probe(std::string_view s) const noexcept {
+    const std::size_t n = s.size();
     const std::uint64_t h = hash(s);
     for (std::size_t i = h & mask_;; i = (i + 1) & mask_) {
       const Slot& sl = slots_[i];
