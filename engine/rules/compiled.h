@@ -73,6 +73,31 @@ struct CNode {
   std::shared_ptr<const CCheck> check;  // shared by the per-event-type copies
 };
 
+// A field's values through the event's FieldCache, without transformers:
+// extract_field without its call and transformer loop, for the lookups and
+// checks that have none (most).
+inline void extract_cached(const ExtractCtx& x, const FieldInst& f, Extracted& out) noexcept {
+  out.n = 0;
+  FieldCache* c = x.cache;
+  if (!c || f.slot < 0) {
+    f.def->fn(x, f, out);
+    return;
+  }
+  const auto s = static_cast<unsigned>(f.slot);
+  const std::uint64_t bit = std::uint64_t{1} << (s % 64);
+  if (c->done[s / 64] & bit) {
+    out.n = c->count[s];
+    if (out.n) out.v[0] = c->val[s];
+    return;
+  }
+  f.def->fn(x, f, out);
+  if (out.n <= 1) {
+    c->done[s / 64] |= bit;
+    c->count[s] = static_cast<std::uint8_t>(out.n);
+    if (out.n) c->val[s] = out.v[0];
+  }
+}
+
 // One check against the current event (evaluator.cpp).
 bool eval_check(const CCheck& c, const ExtractCtx& x) noexcept;
 // Appends the subtree of `n` to `out` in evaluation order (evaluator.cpp).

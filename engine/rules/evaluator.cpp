@@ -144,7 +144,8 @@ bool compare_vals(Op op, FieldType t, const Val& a, const Val& b) noexcept {
 bool eval_check(const CCheck& c, const ExtractCtx& x) noexcept {
   Extracted l;
   if (c.op == Op::kRegex && !lowered_prefilter_passes(c, x)) return false;
-  extract_field(x, c.lhs, c.ltr, l);
+  if (c.ltr.empty()) extract_cached(x, c.lhs, l);
+  else extract_field(x, c.lhs, c.ltr, l);
   if (c.op == Op::kExists) return l.n > 0;
   if (l.n == 0) return false;
   if (c.rhs_field) {

@@ -545,30 +545,6 @@ void GuardIndex::build(const std::vector<const Expr*>& exprs, event::Type t) {
 
 namespace {
 
-// A guard field's values through the event's FieldCache (no transformers):
-// extract_field without its transformer loop, inlined into the lookups.
-inline void extract_plain(const ExtractCtx& x, const FieldInst& f, Extracted& out) noexcept {
-  out.n = 0;
-  FieldCache* c = x.cache;
-  if (!c || f.slot < 0) {
-    f.def->fn(x, f, out);
-    return;
-  }
-  const auto s = static_cast<unsigned>(f.slot);
-  const std::uint64_t bit = std::uint64_t{1} << (s % 64);
-  if (c->done[s / 64] & bit) {
-    out.n = c->count[s];
-    if (out.n) out.v[0] = c->val[s];
-    return;
-  }
-  f.def->fn(x, f, out);
-  if (out.n <= 1) {
-    c->done[s / 64] |= bit;
-    c->count[s] = static_cast<std::uint8_t>(out.n);
-    if (out.n) c->val[s] = out.v[0];
-  }
-}
-
 inline void or_row(const std::uint64_t* m, std::size_t words, std::uint64_t* out) noexcept {
   if (words == 1) {
     out[0] |= m[0];
@@ -584,7 +560,7 @@ void GuardIndex::candidates(const ExtractCtx& x, std::uint64_t* out) const noexc
   for (std::size_t w = 0; w < words; ++w) out[w] = always_[w];
   Extracted e;
   for (const auto& f : fields_) {
-    extract_plain(x, f.inst, e);
+    extract_cached(x, f.inst, e);
     if (e.n == 0) continue;
     if (!f.exists.empty()) or_row(f.exists.data(), words, out);
     if (f.masks.empty()) continue;
@@ -608,7 +584,7 @@ void GuardIndex::candidates(const ExtractCtx& x, std::uint64_t* out) const noexc
     }
   }
   for (const auto& f : lit_fields_) {
-    extract_plain(x, f.inst, e);
+    extract_cached(x, f.inst, e);
     for (std::size_t i = 0; i < e.n; ++i) f.lookup(e.v[i].s, words, out);
   }
 }
