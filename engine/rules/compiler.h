@@ -93,7 +93,8 @@ class Expr {
 // event. For each rule indexed under one event type it picks a guard: a test
 // the specialised condition needs (the condition itself or one of its
 // top-level `and` terms) of the form `F = v`, `F in (...)` or `F exists` on a
-// single-valued field without transformers, or an `or` of such tests. It maps
+// single-valued field without transformers (for an address field, when every
+// value is a single address, not a wider network), or an `or` of such tests. It maps
 // every guard field's values to the rules they let through, so one lookup per
 // field replaces one test per rule. A rule with no such guard may get a
 // literal guard instead: `F startswith`, `endswith` or `contains` literals

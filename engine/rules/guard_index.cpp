@@ -1,5 +1,7 @@
 // The guard index (GuardIndex, compiler.h): per event type, a map from the
 // values of guard fields to the rules whose conditions need them.
+#include <sys/socket.h>
+
 #include <algorithm>
 #include <cstring>
 #include <map>
@@ -194,6 +196,17 @@ bool is_literal_term(const CCheck& c) {
   return c.op != Op::kEq && c.op != Op::kIn && c.op != Op::kExists && literal_guard(c, m);
 }
 
+// An address test (`fd.sip in (169.254.169.254, fd00:ec2::254)`) whose
+// networks are all single addresses (/32, /128): a guard by value, keyed by
+// the address. A wider network is not a single value.
+bool whole_addresses(const CCheck& c) {
+  if (c.nets.empty()) return false;
+  for (const auto& n : c.nets) {
+    if (!((n.net.family == AF_INET && n.prefix == 32) || (n.net.family == AF_INET6 && n.prefix == 128))) return false;
+  }
+  return true;
+}
+
 bool guard_check(const CCheck& c, bool allow_literal) {
   if (allow_literal) {
     LitMode m;
@@ -202,6 +215,7 @@ bool guard_check(const CCheck& c, bool allow_literal) {
   if (c.rhs_field || c.mod != Modifier::kNone || !c.ltr.empty() || c.multi || !c.lhs.def) return false;
   if (c.op == Op::kExists) return true;
   if (c.op != Op::kEq && c.op != Op::kIn) return false;
+  if (c.ltype == FieldType::kIp) return whole_addresses(c);
   return c.ltype == FieldType::kString || c.ltype == FieldType::kInt || c.ltype == FieldType::kUint ||
          c.ltype == FieldType::kBool;
 }
@@ -214,6 +228,14 @@ std::string int_key(std::int64_t v) {
   return k;
 }
 std::string bool_key(bool b) { return std::string(1, b ? '\1' : '\0'); }
+// An address: its family byte, then its 4 or 16 bytes (what Cidr::contains
+// compares for a whole-address network).
+std::size_t ip_key(const event::IpAddr& a, char* out) noexcept {
+  const std::size_t n = a.family == AF_INET ? 4 : 16;
+  out[0] = static_cast<char>(a.family);
+  std::memcpy(out + 1, a.bytes.data(), n);
+  return n + 1;
+}
 
 // The values a guard check lets through, as keys.
 std::vector<std::string> guard_keys(const CCheck& c) {
@@ -231,6 +253,12 @@ std::vector<std::string> guard_keys(const CCheck& c) {
     case FieldType::kBool:
       if (c.op == Op::kEq) keys.push_back(bool_key(c.boolean));
       else for (auto v : c.nums) keys.push_back(bool_key(v != 0));
+      break;
+    case FieldType::kIp:
+      for (const auto& n : c.nets) {
+        char k[17];
+        keys.emplace_back(k, ip_key(n.net, k));
+      }
       break;
     default: break;
   }
@@ -364,7 +392,7 @@ void GuardIndex::build(const std::vector<const Expr*>& exprs, event::Type t) {
       std::tuple<int, std::size_t, std::size_t> k{c->ltype == FieldType::kBool && c->op != Op::kExists ? 0 : 1, 1,
                                                   st.popular};
       if (c->op != Op::kExists && c->ltype != FieldType::kBool) {
-        bool strong = c->ltype == FieldType::kString ? st.long_string : st.distinct >= 2;
+        bool strong = c->ltype == FieldType::kString || c->ltype == FieldType::kIp ? st.long_string : st.distinct >= 2;
         k = {strong ? 2 : 1, st.distinct, st.popular};
       }
       w = std::min(w, k);
@@ -381,10 +409,11 @@ void GuardIndex::build(const std::vector<const Expr*>& exprs, event::Type t) {
   auto strong = [&](const CCheck* c) {
     auto it = stats.find(FieldKey{c->lhs.def, c->lhs.arg, c->lhs.index});
     if (it != stats.end()) {
-      return c->ltype == FieldType::kString ? it->second.long_string : it->second.distinct >= 2;
+      return c->ltype == FieldType::kString || c->ltype == FieldType::kIp ? it->second.long_string
+                                                                           : it->second.distinct >= 2;
     }
     auto keys = guard_keys(*c);
-    if (c->ltype == FieldType::kString) {
+    if (c->ltype == FieldType::kString || c->ltype == FieldType::kIp) {
       return std::any_of(keys.begin(), keys.end(), [](const std::string& k) { return k.size() > 3; });
     }
     return c->ltype != FieldType::kBool && keys.size() >= 2;
@@ -577,6 +606,11 @@ void GuardIndex::candidates(const ExtractCtx& x, std::uint64_t* out) const noexc
           break;
         }
         case FieldType::kBool: id = e.v[i].b ? f.true_id : f.false_id; break;
+        case FieldType::kIp: {
+          char k[17];
+          id = f.values.find(std::string_view(k, ip_key(*e.v[i].ip, k)));
+          break;
+        }
         default: break;
       }
       if (id < 0) continue;
