@@ -94,7 +94,52 @@ class LiteralSet {
       }
     }
   }
-  static std::uint64_t hash(std::string_view s) noexcept {
+  static std::uint64_t hash(std::string_view s) noexcept { return hash_as<false>(s); }
+  // find(tolower(s)) without lower-casing a copy of s: the hash and the
+  // comparison lower-case ASCII letters as they read. A member with an
+  // upper-case letter (which no lower-cased value equals) is never found.
+  [[gnu::always_inline]] std::int32_t find_lower(std::string_view s) const noexcept {
+    const std::size_t n = s.size();
+    if (n == 0) return empty_id_;
+    if (!((len_mask_ >> (n < 63 ? n : 63)) & 1u)) return -1;
+    auto f = fold(static_cast<unsigned char>(s.front()));
+    auto l = fold(static_cast<unsigned char>(s.back()));
+    if (!((first_[f >> 6] >> (f & 63)) & 1u) || !((last_[l >> 6] >> (l & 63)) & 1u)) return -1;
+    return probe_lower(s);
+  }
+  [[gnu::noinline]] std::int32_t probe_lower(std::string_view s) const noexcept {
+    const std::size_t n = s.size();
+    const std::uint64_t h = hash_as<true>(s);
+    for (std::size_t i = h & mask_;; i = (i + 1) & mask_) {
+      const Slot& sl = slots_[i];
+      if (sl.len == kEmpty) return -1;
+      if (sl.hash == h && sl.len == n) {
+        const char* m = data_.data() + sl.off;
+        std::size_t k = 0;
+        while (k < n && static_cast<unsigned char>(m[k]) == fold(static_cast<unsigned char>(s[k]))) ++k;
+        if (k == n) return static_cast<std::int32_t>(sl.id);
+      }
+    }
+  }
+
+ private:
+  static unsigned char fold(unsigned char b) noexcept {
+    return b >= 'A' && b <= 'Z' ? static_cast<unsigned char>(b + ('a' - 'A')) : b;
+  }
+  // Eight bytes with their ASCII upper-case letters lowered (as tolower()
+  // does, eight at a time): bit 7 of `letter` marks the bytes in 'A'..'Z'.
+  static std::uint64_t lower8(std::uint64_t w) noexcept {
+    constexpr std::uint64_t kOnes = 0x0101010101010101ull;
+    constexpr std::uint64_t kHigh = 0x8080808080808080ull;
+    const std::uint64_t low7 = w & ~kHigh;
+    const std::uint64_t ge_a = low7 + (0x80u - 'A') * kOnes;
+    const std::uint64_t gt_z = low7 + (0x80u - 'A' - 26) * kOnes;
+    const std::uint64_t letter = ge_a & ~gt_z & ~w & kHigh;
+    return w ^ (letter >> 2);
+  }
+  // hash(s), or with kLower hash(tolower(s)).
+  template <bool kLower>
+  static std::uint64_t hash_as(std::string_view s) noexcept {
     constexpr std::uint64_t kMul = 0x9e3779b97f4a7c15ull;
     std::uint64_t h = 0x84222325cbf29ce4ull ^ (s.size() * kMul);
     const char* p = s.data();
@@ -102,6 +147,7 @@ class LiteralSet {
     while (n >= 8) {
       std::uint64_t w;
       std::memcpy(&w, p, 8);
+      if constexpr (kLower) w = lower8(w);
       h = (h ^ w) * kMul;
       h ^= h >> 29;
       p += 8;
@@ -123,13 +169,13 @@ class LiteralSet {
           static_cast<std::uint64_t>(static_cast<unsigned char>(p[n / 2])) << 8 |
           static_cast<std::uint64_t>(static_cast<unsigned char>(p[n - 1])) << 16;
     }
+    if constexpr (kLower) w = lower8(w);
     h = (h ^ w) * kMul;
     h ^= h >> 32;
     h *= 0xbf58476d1ce4e5b9ull;
     return h ^ (h >> 31);
   }
 
- private:
   static constexpr std::uint32_t kEmpty = 0xffffffffu;
   struct Slot {
     std::uint64_t hash = 0;

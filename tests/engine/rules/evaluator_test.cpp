@@ -175,6 +175,35 @@ TEST(Evaluator, Transformers) {
   EXPECT_TRUE(fires(w, "basename(proc.cwd) = c"));
 }
 
+// tolower(F) in (...) and tolower(basename(F)) in (...) look the value up
+// lower-casing as they go, without a lower-cased copy: the same answers as
+// comparing tolower's result with each member. A member with an upper-case
+// letter never equals a lower-cased value.
+TEST(Evaluator, LowerCasedInLists) {
+  World w;
+  w.proc.comm = "PyThOn3";
+  w.exec();
+  EXPECT_TRUE(fires(w, "tolower(proc.name) in (xmrig, python3)"));
+  EXPECT_FALSE(fires(w, "tolower(proc.name) in (xmrig, python)"));
+  EXPECT_FALSE(fires(w, "tolower(proc.name) in (xmrig, python3x)"));
+  EXPECT_FALSE(fires(w, "tolower(proc.name) in (Python3, PYTHON3)"));
+  EXPECT_TRUE(fires(w, "not tolower(proc.name) in (Python3, PYTHON3)"));
+  w.proc.comm = "a-Longer_Name.With.Dots";  // more than eight bytes: whole words hashed
+  EXPECT_TRUE(fires(w, "tolower(proc.name) in (a-longer_name.with.dots, b)"));
+  EXPECT_FALSE(fires(w, "tolower(proc.name) in (a-longer_name.with.dotz, b)"));
+  w.proc.exepath = "/USR/Bin/XMRig";
+  EXPECT_TRUE(fires(w, "tolower(basename(proc.exepath)) in (xmrig, t-rex)"));
+  EXPECT_FALSE(fires(w, "tolower(basename(proc.exepath)) in (bin/xmrig, usr)"));
+  w.proc.exepath = "XMRIG";
+  EXPECT_TRUE(fires(w, "tolower(basename(proc.exepath)) in (xmrig, t-rex)"));
+  w.proc.exepath = "/opt/xmrig/";
+  EXPECT_FALSE(fires(w, "tolower(basename(proc.exepath)) in (xmrig, t-rex)"));
+  // Several values (the ancestors' names): any one will do.
+  w.st.procs[50].comm = "BaSh";
+  EXPECT_TRUE(fires(w, "tolower(proc.aname) in (bash, zsh)"));
+  EXPECT_FALSE(fires(w, "tolower(proc.aname) in (fish, zsh)"));
+}
+
 // tolower/toupper change ASCII letters only, eight bytes at a time and then
 // byte by byte: every printable byte (the letters' neighbours @ [ ` { among
 // them) and UTF-8 bytes, at each offset of the 8-byte steps.

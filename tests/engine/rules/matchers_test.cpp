@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -60,6 +61,32 @@ TEST(LiteralSet, AgreesWithAPlainSetOnRandomStrings) {
     bool in = std::find(members.begin(), members.end(), w) != members.end();
     EXPECT_EQ(set.contains(w), in) << w;
   }
+}
+
+// find_lower(s) is find(tolower(s)) for random mixed-case values of every
+// length, with members in lower case, and never finds a member with an
+// upper-case letter.
+TEST(LiteralSet, FindLowerIsFindOfTheLowerCasedValue) {
+  std::mt19937 rng(3);
+  auto word = [&](const char* alphabet) {
+    std::string s(rng() % 20, 'x');
+    const std::size_t k = std::strlen(alphabet);
+    for (auto& c : s) c = alphabet[rng() % k];
+    return s;
+  };
+  std::vector<std::string> members;
+  for (int i = 0; i < 200; ++i) members.push_back(word("ab-z@["));
+  members.push_back("Upper");
+  LiteralSet set;
+  set.build(members);
+  for (int i = 0; i < 20000; ++i) {
+    std::string v = word("abAB-zZ@[");
+    std::string low = v;
+    for (auto& c : low) c = lower(c);
+    EXPECT_EQ(set.find_lower(v), set.find(low)) << v;
+  }
+  EXPECT_EQ(set.find_lower("Upper"), -1);
+  EXPECT_EQ(set.find_lower("UPPER"), -1);
 }
 
 bool naive(const std::vector<std::string>& lits, Op op, std::string_view v) {
