@@ -126,8 +126,10 @@ class GuardIndex {
  private:
   struct Field;
   struct LitField;
+  struct Lookup;
   std::vector<Field> fields_;
   std::vector<LitField> lit_fields_;
+  std::vector<Lookup> lookups_;  // what candidates() reads of fields_, laid out flat
   std::vector<std::uint64_t> always_;  // rules without a guard
   std::size_t words_ = 0;
   bool active_ = false;

@@ -146,6 +146,19 @@ struct GuardIndex::LitField {
   }
 };
 
+// What a lookup of one value guard field reads, in one place: candidates()
+// walks these rather than the Fields (their build-time members in between).
+struct GuardIndex::Lookup {
+  ExtractFn fn = nullptr;
+  const FieldInst* inst = nullptr;
+  int slot = -1;
+  FieldType type = FieldType::kString;
+  std::int32_t true_id = -1, false_id = -1;
+  const std::uint64_t* exists = nullptr;  // null: no rule needs only a value
+  const std::uint64_t* masks = nullptr;   // null: no values
+  const LiteralSet* values = nullptr;
+};
+
 GuardIndex::GuardIndex() = default;
 GuardIndex::~GuardIndex() = default;
 GuardIndex::GuardIndex(GuardIndex&&) noexcept = default;
@@ -420,13 +433,13 @@ void GuardIndex::build(const std::vector<const Expr*>& exprs, event::Type t) {
   };
   // The lookup a guard term costs: its field, and how it is compared (-1:
   // by value, else the literal mode).
-  using Lookup = std::tuple<const FieldDef*, std::string, std::int64_t, int>;
+  using LookupKey = std::tuple<const FieldDef*, std::string, std::int64_t, int>;
   auto lookup_of = [](const CCheck* c) {
     LitMode m = LitMode::kPrefix;
     bool lit = is_literal_term(*c) && literal_guard(*c, m);
-    return Lookup{c->lhs.def, c->lhs.arg, c->lhs.index, lit ? static_cast<int>(m) : -1};
+    return LookupKey{c->lhs.def, c->lhs.arg, c->lhs.index, lit ? static_cast<int>(m) : -1};
   };
-  std::set<Lookup> in_use;  // the lookups of the guards chosen so far
+  std::set<LookupKey> in_use;  // the lookups of the guards chosen so far
   // With `flags`, a candidate must have a flag term (`F = true`), and it may
   // also have literal terms; without, it is a literal guard as above. Either
   // may add at most two lookups to those the guards chosen before it use.
@@ -454,9 +467,9 @@ void GuardIndex::build(const std::vector<const Expr*>& exprs, event::Type t) {
       // Each field (and way of comparing it) is one lookup per event: more
       // than two new ones for one rule cost more than running the rule; one
       // that other guards already need costs nothing more.
-      std::set<Lookup> lookups;
+      std::set<LookupKey> lookups;
       for (const CCheck* c : cand) {
-        Lookup l = lookup_of(c);
+        LookupKey l = lookup_of(c);
         if (!in_use.count(l)) lookups.insert(std::move(l));
       }
       std::tuple<std::size_t, std::size_t, std::size_t> cost{searches, lookups.size(), cand.size()};
@@ -569,6 +582,20 @@ void GuardIndex::build(const std::vector<const Expr*>& exprs, event::Type t) {
     f.false_id = f.values.find(bool_key(false));
   }
   for (auto& f : lit_fields_) f.build(words_);
+  lookups_.clear();
+  for (const auto& f : fields_) {
+    Lookup l;
+    l.fn = f.inst.def->fn;
+    l.inst = &f.inst;
+    l.slot = f.inst.slot;
+    l.type = f.inst.def->type;
+    l.true_id = f.true_id;
+    l.false_id = f.false_id;
+    l.exists = f.exists.empty() ? nullptr : f.exists.data();
+    l.masks = f.masks.empty() ? nullptr : f.masks.data();
+    l.values = &f.values;
+    lookups_.push_back(l);
+  }
   active_ = guarded >= 2;
 }
 
@@ -588,33 +615,51 @@ void GuardIndex::candidates(const ExtractCtx& x, std::uint64_t* out) const noexc
   const std::size_t words = words_;
   for (std::size_t w = 0; w < words; ++w) out[w] = always_[w];
   Extracted e;
-  for (const auto& f : fields_) {
-    extract_cached(x, f.inst, e);
+  FieldCache* cache = x.cache;
+  for (const Lookup& f : lookups_) {
+    // extract_cached, with the lookup's own copies of what it reads.
+    e.n = 0;
+    if (cache && f.slot >= 0) {
+      const auto s = static_cast<unsigned>(f.slot);
+      const std::uint64_t bit = std::uint64_t{1} << (s % 64);
+      if (cache->done[s / 64] & bit) {
+        e.n = cache->count[s];
+        if (e.n) e.v[0] = cache->val[s];
+      } else {
+        f.fn(x, *f.inst, e);
+        if (e.n <= 1) {
+          cache->done[s / 64] |= bit;
+          cache->count[s] = static_cast<std::uint8_t>(e.n);
+          if (e.n) cache->val[s] = e.v[0];
+        }
+      }
+    } else {
+      f.fn(x, *f.inst, e);
+    }
     if (e.n == 0) continue;
-    if (!f.exists.empty()) or_row(f.exists.data(), words, out);
-    if (f.masks.empty()) continue;
-    const FieldType type = f.inst.def->type;
+    if (f.exists) or_row(f.exists, words, out);
+    if (!f.masks) continue;
     for (std::size_t i = 0; i < e.n; ++i) {
       std::int32_t id = -1;
-      switch (type) {
-        case FieldType::kString: id = f.values.find(e.v[i].s); break;
+      switch (f.type) {
+        case FieldType::kString: id = f.values->find(e.v[i].s); break;
         case FieldType::kInt:
         case FieldType::kUint: {
           char k[8];
           std::memcpy(k, &e.v[i].i, 8);
-          id = f.values.find(std::string_view(k, 8));
+          id = f.values->find(std::string_view(k, 8));
           break;
         }
         case FieldType::kBool: id = e.v[i].b ? f.true_id : f.false_id; break;
         case FieldType::kIp: {
           char k[17];
-          id = f.values.find(std::string_view(k, ip_key(*e.v[i].ip, k)));
+          id = f.values->find(std::string_view(k, ip_key(*e.v[i].ip, k)));
           break;
         }
         default: break;
       }
       if (id < 0) continue;
-      or_row(f.masks.data() + static_cast<std::size_t>(id) * words, words, out);
+      or_row(f.masks + static_cast<std::size_t>(id) * words, words, out);
     }
   }
   for (const auto& f : lit_fields_) {
