@@ -238,6 +238,7 @@ class LiteralMatcher {
     if (nodes_[0].count == 1) {
       unsigned char b = edges_[nodes_[0].first].byte;
       if (!(icase_ && b >= 'a' && b <= 'z')) single_first_ = b;
+      else pair_first_ = b;  // a letter, matched in either case
     }
     if (mode_ == Mode::kAnywhere && !always_) build_dfa();
   }
@@ -370,12 +371,24 @@ class LiteralMatcher {
     const std::uint32_t* d = dfa_.data();
     std::uint32_t st = 0;
     std::size_t i = 0;
+    std::size_t next_lo = 0, next_up = 0;  // pair_first_: next of each case at or after i (n: none)
+    if (pair_first_ >= 0) {
+      next_lo = find_from(b, n, 0, pair_first_);
+      next_up = find_from(b, n, 0, pair_first_ - ('a' - 'A'));
+    }
     while (i < n) {
       if (st == 0) {
         if (single_first_ >= 0) {
           const void* p = std::memchr(b + i, single_first_, n - i);
           if (!p) return false;
           i = static_cast<std::size_t>(static_cast<const unsigned char*>(p) - b);
+        } else if (pair_first_ >= 0) {
+          // The next of either case of the one first letter: each case's
+          // next position is searched for again only once passed.
+          if (next_lo < i) next_lo = find_from(b, n, i, pair_first_);
+          if (next_up < i) next_up = find_from(b, n, i, pair_first_ - ('a' - 'A'));
+          i = next_lo < next_up ? next_lo : next_up;
+          if (i >= n) return false;
         } else {
           while (i < n && !starts_[b[i]]) ++i;
           if (i == n) return false;
@@ -388,8 +401,16 @@ class LiteralMatcher {
     return false;
   }
 
+  // The first position at or after `from` of byte c, or n.
+  static std::size_t find_from(const unsigned char* b, std::size_t n, std::size_t from, int c) noexcept {
+    if (from >= n) return n;
+    const void* p = std::memchr(b + from, c, n - from);
+    return p ? static_cast<std::size_t>(static_cast<const unsigned char*>(p) - b) : n;
+  }
+
   Mode mode_;
   bool icase_;
+  int pair_first_ = -1;  // with icase_: the only (lower-case) letter a literal starts with, -1: none
   std::vector<std::uint32_t> dfa_;
   std::array<std::uint16_t, 256> cls_{};
   bool always_ = false;  // an empty literal: every value matches
