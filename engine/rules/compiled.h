@@ -73,6 +73,27 @@ struct CNode {
   std::shared_ptr<const CCheck> check;  // shared by the per-event-type copies
 };
 
+// Copies the member of `v` that a field of type `t` fills into `d`, with
+// loads of the widths the extractor stored (a whole-Val copy reads its
+// string as one 16-byte load, which cannot be forwarded from the two 8-byte
+// stores that wrote it a moment before, and waits for them to retire).
+inline void store_val(Val& d, const Val& v, FieldType t) noexcept {
+  switch (t) {
+    case FieldType::kString:
+    case FieldType::kList: {
+      const char* p = v.s.data();
+      std::size_t n = v.s.size();
+      asm("" : "+r"(p), "+r"(n));  // two scalar loads, not one vector load
+      d.s = std::string_view(p, n);
+      return;
+    }
+    case FieldType::kInt:
+    case FieldType::kUint: d.i = v.i; return;
+    case FieldType::kBool: d.b = v.b; return;
+    case FieldType::kIp: d.ip = v.ip; return;
+  }
+}
+
 // A field's values through the event's FieldCache, without transformers:
 // extract_field without its call and transformer loop, for the lookups and
 // checks that have none (most).
@@ -94,7 +115,7 @@ inline void extract_cached(const ExtractCtx& x, const FieldInst& f, Extracted& o
   if (out.n <= 1) {
     c->done[s / 64] |= bit;
     c->count[s] = static_cast<std::uint8_t>(out.n);
-    if (out.n) c->val[s] = out.v[0];
+    if (out.n) store_val(c->val[s], out.v[0], f.def->type);
   }
 }
 

@@ -4,7 +4,7 @@
 #include <cstring>
 #include <vector>
 
-#include "engine/rules/compiler.h"
+#include "engine/rules/compiled.h"
 
 namespace vigil::rules {
 
@@ -125,7 +125,7 @@ FieldType extract_field(const ExtractCtx& x, const FieldInst& f,
       if (out.n <= 1) {
         c->done[s / 64] |= std::uint64_t{1} << (s % 64);
         c->count[s] = static_cast<std::uint8_t>(out.n);
-        if (out.n) c->val[s] = out.v[0];
+        if (out.n) store_val(c->val[s], out.v[0], f.def->type);
       }
     }
   } else {

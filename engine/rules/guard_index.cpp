@@ -630,7 +630,7 @@ void GuardIndex::candidates(const ExtractCtx& x, std::uint64_t* out) const noexc
         if (e.n <= 1) {
           cache->done[s / 64] |= bit;
           cache->count[s] = static_cast<std::uint8_t>(e.n);
-          if (e.n) cache->val[s] = e.v[0];
+          if (e.n) store_val(cache->val[s], e.v[0], f.type);
         }
       }
     } else {
