@@ -1,7 +1,8 @@
 // NVIDIA number -> name tables. Every number here is from
 // ../shared/reference/nvidia.md (escape table §2.2, RM classes §3.1, RM controls
-// §3.3, UVM ioctls §4, device numbers §1.1). Tables are sorted by number and
-// searched by binary search; a static_assert keeps them sorted.
+// §3.3, UVM ioctls §4, device numbers §1.1). Tables are sorted by number (a
+// static_assert keeps them sorted) and looked up through a hash index built
+// at compile time.
 #include "engine/event/nvidia.h"
 
 #include <algorithm>
@@ -31,12 +32,43 @@ constexpr bool sorted_unique(const std::array<T, N>& a) {
   return true;
 }
 
-template <typename T, std::size_t N>
-const T* find(const std::array<T, N>& a, std::uint32_t value) {
-  auto it = std::lower_bound(a.begin(), a.end(), value,
-                             [](const T& e, std::uint32_t v) { return e.value < v; });
-  return (it != a.end() && it->value == value) ? &*it : nullptr;
+// A table's entries by number, found through an open-addressing hash of
+// the number (at most a quarter full), built when vigil compiles: one or
+// two probes, where a binary search took six or seven data-dependent
+// branches (the rule engine's ioctl guards look up every ioctl's escape,
+// control name and control kind).
+constexpr unsigned index_bits(std::size_t n) {
+  unsigned b = 0;
+  while ((std::size_t{1} << b) < 4 * n) ++b;
+  return b;
 }
+constexpr std::uint32_t index_slot(std::uint32_t v, unsigned bits) { return (v * 0x9E3779B1u) >> (32 - bits); }
+
+template <typename T, std::size_t N>
+class Indexed {
+ public:
+  constexpr explicit Indexed(const std::array<T, N>& a) : table_(&a) {
+    for (std::size_t k = 0; k < N; ++k) {
+      std::uint32_t i = index_slot(a[k].value, kBits);
+      while (slots_[i] != 0) i = (i + 1) & kMask;
+      slots_[i] = static_cast<std::uint16_t>(k + 1);
+    }
+  }
+  const T* find(std::uint32_t value) const noexcept {
+    for (std::uint32_t i = index_slot(value, kBits);; i = (i + 1) & kMask) {
+      const std::uint16_t s = slots_[i];
+      if (s == 0) return nullptr;
+      const T& e = (*table_)[s - 1];
+      if (e.value == value) return &e;
+    }
+  }
+
+ private:
+  static constexpr unsigned kBits = index_bits(N);
+  static constexpr std::uint32_t kMask = (1u << kBits) - 1;
+  const std::array<T, N>* table_;
+  std::array<std::uint16_t, std::size_t{1} << kBits> slots_{};  // entry + 1; 0: empty
+};
 
 bool iequals(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
@@ -99,6 +131,7 @@ constexpr std::array<Named, 37> kEscapes = {{
     {0xDA, "NV_ESC_WAIT_OPEN_COMPLETE"},
 }};
 static_assert(sorted_unique(kEscapes), "kEscapes must be sorted by nr");
+constexpr Indexed kEscapesIndex(kEscapes);
 
 // §4: UVM ioctls. Raw cmd values (not _IOC encoded) except INITIALIZE/DEINITIALIZE.
 constexpr std::array<Named, 70> kUvm = {{
@@ -174,6 +207,7 @@ constexpr std::array<Named, 70> kUvm = {{
     {0x30000002, "UVM_DEINITIALIZE"},
 }};
 static_assert(sorted_unique(kUvm), "kUvm must be sorted by cmd");
+constexpr Indexed kUvmIndex(kUvm);
 
 // UVM_TEST_* ioctls are 200 + i (only with uvm_enable_builtin_tests=1). The
 // reference gives no upper bound; 200..1023 covers every test index with room.
@@ -298,6 +332,7 @@ constexpr std::array<Kinded, 99> kClasses = {{
     {0x0000D1B7, "NVD1B7_VIDEO_ENCODER", kVideo},
 }};
 static_assert(sorted_unique(kClasses), "kClasses must be sorted by class id");
+constexpr Indexed kClassesIndex(kClasses);
 
 // §3.3: RM control commands. kind = what the command changes; queries are "other".
 constexpr std::string_view kClock = "clock";
@@ -382,11 +417,12 @@ constexpr std::array<Kinded, 74> kControls = {{
     {0x83DE0326, "NV83DE_CTRL_CMD_DEBUG_READ_BATCH_MEMORY", kOther},
 }};
 static_assert(sorted_unique(kControls), "kControls must be sorted by command");
+constexpr Indexed kControlsIndex(kControls);
 
 }  // namespace
 
 std::string_view escape_name(std::uint32_t nr) {
-  const auto* e = find(kEscapes, nr);
+  const auto* e = kEscapesIndex.find(nr);
   return e ? e->name : std::string_view{};
 }
 
@@ -395,13 +431,13 @@ std::optional<std::uint32_t> escape_from_name(std::string_view name) {
 }
 
 std::string_view uvm_ioctl_name(std::uint32_t cmd) {
-  if (const auto* e = find(kUvm, cmd)) return e->name;
+  if (const auto* e = kUvmIndex.find(cmd)) return e->name;
   if (cmd >= kUvmTestFirst && cmd <= kUvmTestLast) return "UVM_TEST";
   return {};
 }
 
 std::string_view class_name(std::uint32_t cls) {
-  const auto* e = find(kClasses, cls);
+  const auto* e = kClassesIndex.find(cls);
   return e ? e->name : std::string_view{};
 }
 
@@ -410,7 +446,7 @@ std::optional<std::uint32_t> class_from_name(std::string_view name) {
 }
 
 std::string_view class_kind(std::uint32_t cls) {
-  const auto* e = find(kClasses, cls);
+  const auto* e = kClassesIndex.find(cls);
   return e ? e->kind : std::string_view{};
 }
 
@@ -420,12 +456,12 @@ bool is_compute_or_channel(std::uint32_t cls) {
 }
 
 std::string_view control_name(std::uint32_t cmd) {
-  const auto* e = find(kControls, cmd);
+  const auto* e = kControlsIndex.find(cmd);
   return e ? e->name : std::string_view{};
 }
 
 std::string_view control_kind(std::uint32_t cmd) {
-  const auto* e = find(kControls, cmd);
+  const auto* e = kControlsIndex.find(cmd);
   return e ? e->kind : std::string_view{};
 }
 

@@ -73,6 +73,52 @@ struct CNode {
   std::shared_ptr<const CCheck> check;  // shared by the per-event-type copies
 };
 
+// Copies the member of `v` that a field of type `t` fills into `d`, with
+// loads of the widths the extractor stored (a whole-Val copy reads its
+// string as one 16-byte load, which cannot be forwarded from the two 8-byte
+// stores that wrote it a moment before, and waits for them to retire).
+inline void store_val(Val& d, const Val& v, FieldType t) noexcept {
+  switch (t) {
+    case FieldType::kString:
+    case FieldType::kList: {
+      const char* p = v.s.data();
+      std::size_t n = v.s.size();
+      asm("" : "+r"(p), "+r"(n));  // two scalar loads, not one vector load
+      d.s = std::string_view(p, n);
+      return;
+    }
+    case FieldType::kInt:
+    case FieldType::kUint: d.i = v.i; return;
+    case FieldType::kBool: d.b = v.b; return;
+    case FieldType::kIp: d.ip = v.ip; return;
+  }
+}
+
+// A field's values through the event's FieldCache, without transformers:
+// extract_field without its call and transformer loop, for the lookups and
+// checks that have none (most).
+inline void extract_cached(const ExtractCtx& x, const FieldInst& f, Extracted& out) noexcept {
+  out.n = 0;
+  FieldCache* c = x.cache;
+  if (!c || f.slot < 0) {
+    f.def->fn(x, f, out);
+    return;
+  }
+  const auto s = static_cast<unsigned>(f.slot);
+  const std::uint64_t bit = std::uint64_t{1} << (s % 64);
+  if (c->done[s / 64] & bit) {
+    out.n = c->count[s];
+    if (out.n) out.v[0] = c->val[s];
+    return;
+  }
+  f.def->fn(x, f, out);
+  if (out.n <= 1) {
+    c->done[s / 64] |= bit;
+    c->count[s] = static_cast<std::uint8_t>(out.n);
+    if (out.n) store_val(c->val[s], out.v[0], f.def->type);
+  }
+}
+
 // One check against the current event (evaluator.cpp).
 bool eval_check(const CCheck& c, const ExtractCtx& x) noexcept;
 // Appends the subtree of `n` to `out` in evaluation order (evaluator.cpp).

@@ -93,12 +93,16 @@ class Expr {
 // event. For each rule indexed under one event type it picks a guard: a test
 // the specialised condition needs (the condition itself or one of its
 // top-level `and` terms) of the form `F = v`, `F in (...)` or `F exists` on a
-// single-valued field without transformers, or an `or` of such tests. It maps
+// single-valued field without transformers (for an address field, when every
+// value is a single address, not a wider network), or an `or` of such tests. It maps
 // every guard field's values to the rules they let through, so one lookup per
 // field replaces one test per rule. A rule with no such guard may get a
 // literal guard instead: `F startswith`, `endswith` or `contains` literals
 // (one walk of a byte trie, or one search per literal, per field) or
-// `F pmatch (...)` (the path's first component, looked up). The guards stay
+// `F pmatch (...)` (the path's first component, looked up), or a flag guard:
+// `F = true` on a boolean field (proc.is_exe_shell, proc.is_32bit...), alone
+// or or'd with value and literal tests, looked up from the event's value of
+// the flag (a rule that tests a flag first would read it anyway). The guards stay
 // in the conditions: a rule let through is evaluated in full, so results are
 // unchanged.
 class GuardIndex {
@@ -122,8 +126,10 @@ class GuardIndex {
  private:
   struct Field;
   struct LitField;
+  struct Lookup;
   std::vector<Field> fields_;
   std::vector<LitField> lit_fields_;
+  std::vector<Lookup> lookups_;  // what candidates() reads of fields_, laid out flat
   std::vector<std::uint64_t> always_;  // rules without a guard
   std::size_t words_ = 0;
   bool active_ = false;

@@ -2,6 +2,7 @@
 // specialised conditions (with the per-event CheckCache), and what Expr tells
 // about a condition: its type masks, path prefixes and per-type plan.
 #include <algorithm>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -122,11 +123,61 @@ bool compare_vals(Op op, FieldType t, const Val& a, const Val& b) noexcept {
   }
   return false;
 }
+// `tolower(F) regex ...` with a prefilter: the prefilter's literals are
+// matched ASCII-case-insensitively, and tolower changes only ASCII case, so
+// it gives the same answer on F as on tolower(F). It runs on F first, and F
+// is lower-cased (a copy of the whole value) only when it passes. True for
+// other checks.
+[[gnu::noinline]] bool lowered_prefilter_passes(const CCheck& c, const ExtractCtx& x) noexcept {
+  if (c.ltr.size() != 1 || c.ltr[0] != Transformer::kToLower || c.mod != Modifier::kNone || c.rhs_field ||
+      c.res.size() != 1 || c.re_pre.size() != 1 || !c.re_pre[0])
+    return true;
+  static const std::vector<Transformer> kNone;
+  Extracted raw;
+  extract_field(x, c.lhs, kNone, raw);
+  for (std::size_t i = 0; i < raw.n; ++i)
+    if (c.re_pre[0]->match(raw.v[i].s)) return true;
+  return false;
+}
+
+// `tolower(F) in (...)` and `tolower(basename(F)) in (...)` (the bundled
+// miner rule, on every exec): looked up with the list's find_lower, which
+// lower-cases as it hashes and compares, instead of lower-casing a copy of
+// each value in the arena. -1: not such a check; else its result.
+int lowered_in(const CCheck& c, const ExtractCtx& x) noexcept {
+  if (c.op != Op::kIn || c.ltype != FieldType::kString || c.mod != Modifier::kNone || c.rhs_field ||
+      c.multi_all_in || c.ltr.empty() || c.ltr.back() != Transformer::kToLower)
+    return -1;
+  for (std::size_t i = 0; i + 1 < c.ltr.size(); ++i)
+    if (c.ltr[i] != Transformer::kBasename) return -1;
+  if (c.lhs.def->type != FieldType::kString) return -1;
+  const bool base = c.ltr.size() > 1;
+  Extracted l;
+  extract_cached(x, c.lhs, l);
+  for (std::size_t i = 0; i < l.n; ++i) {
+    std::string_view v = l.v[i].s;
+    if (base && !v.empty()) {
+      if (const void* p = ::memrchr(v.data(), '/', v.size()))
+        v.remove_prefix(static_cast<std::size_t>(static_cast<const char*>(p) - v.data()) + 1);
+    }
+    if (c.set.find_lower(v) >= 0) return 1;
+  }
+  return 0;
+}
+
 }  // namespace
 
 bool eval_check(const CCheck& c, const ExtractCtx& x) noexcept {
   Extracted l;
-  extract_field(x, c.lhs, c.ltr, l);
+  if (c.ltr.empty()) {
+    extract_cached(x, c.lhs, l);
+  } else {
+    if (c.op == Op::kRegex && !lowered_prefilter_passes(c, x)) return false;
+    if (c.op == Op::kIn) {
+      if (int r = lowered_in(c, x); r >= 0) return r != 0;
+    }
+    extract_field(x, c.lhs, c.ltr, l);
+  }
   if (c.op == Op::kExists) return l.n > 0;
   if (l.n == 0) return false;
   if (c.rhs_field) {

@@ -4,7 +4,7 @@
 #include <cstring>
 #include <vector>
 
-#include "engine/rules/compiler.h"
+#include "engine/rules/compiled.h"
 
 namespace vigil::rules {
 
@@ -73,8 +73,9 @@ void apply_transformer(Transformer t, FieldType in, Extracted& e, Arena& a, Fiel
         break;
       }
       case Transformer::kBasename: {
-        auto p = s.rfind('/');
-        e.v[i].s = p == std::string_view::npos ? s : s.substr(p + 1);
+        // memrchr, not string_view::rfind's byte loop (every exec's path).
+        const void* p = s.empty() ? nullptr : ::memrchr(s.data(), '/', s.size());
+        e.v[i].s = p ? s.substr(static_cast<std::size_t>(static_cast<const char*>(p) - s.data()) + 1) : s;
         break;
       }
       case Transformer::kB64: {
@@ -124,7 +125,7 @@ FieldType extract_field(const ExtractCtx& x, const FieldInst& f,
       if (out.n <= 1) {
         c->done[s / 64] |= std::uint64_t{1} << (s % 64);
         c->count[s] = static_cast<std::uint8_t>(out.n);
-        if (out.n) c->val[s] = out.v[0];
+        if (out.n) store_val(c->val[s], out.v[0], f.def->type);
       }
     }
   } else {

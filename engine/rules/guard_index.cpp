@@ -1,5 +1,7 @@
 // The guard index (GuardIndex, compiler.h): per event type, a map from the
 // values of guard fields to the rules whose conditions need them.
+#include <sys/socket.h>
+
 #include <algorithm>
 #include <cstring>
 #include <map>
@@ -17,6 +19,8 @@ struct GuardIndex::Field {
   LiteralSet values;                 // string values some guard compares with
   std::vector<std::uint64_t> masks;  // words() words per member of `values`
   std::vector<std::uint64_t> exists; // rules that only need a value; empty: none
+  // A boolean field: the members of `values` for true and false (-1: none).
+  std::int32_t true_id = -1, false_id = -1;
   std::vector<std::pair<std::string, std::uint32_t>> pending_rules;  // while building
 };
 
@@ -142,6 +146,19 @@ struct GuardIndex::LitField {
   }
 };
 
+// What a lookup of one value guard field reads, in one place: candidates()
+// walks these rather than the Fields (their build-time members in between).
+struct GuardIndex::Lookup {
+  ExtractFn fn = nullptr;
+  const FieldInst* inst = nullptr;
+  int slot = -1;
+  FieldType type = FieldType::kString;
+  std::int32_t true_id = -1, false_id = -1;
+  const std::uint64_t* exists = nullptr;  // null: no rule needs only a value
+  const std::uint64_t* masks = nullptr;   // null: no values
+  const LiteralSet* values = nullptr;
+};
+
 GuardIndex::GuardIndex() = default;
 GuardIndex::~GuardIndex() = default;
 GuardIndex::GuardIndex(GuardIndex&&) noexcept = default;
@@ -179,9 +196,28 @@ bool literal_guard(const CCheck& c, LitMode& mode, std::vector<std::string>* lit
   return true;
 }
 
+// A flag guard: `F = true` on a boolean field (proc.is_exe_shell = true,
+// proc.is_32bit = true): the value a rule needs is the one most events do
+// not have, and its lookup is one extraction and no search.
+bool is_flag_term(const CCheck& c) {
+  return c.ltype == FieldType::kBool && c.op == Op::kEq && c.boolean && !c.rhs_field && c.mod == Modifier::kNone &&
+         c.ltr.empty() && !c.multi && c.lhs.def;
+}
+
 bool is_literal_term(const CCheck& c) {
   LitMode m;
   return c.op != Op::kEq && c.op != Op::kIn && c.op != Op::kExists && literal_guard(c, m);
+}
+
+// An address test (`fd.sip in (169.254.169.254, fd00:ec2::254)`) whose
+// networks are all single addresses (/32, /128): a guard by value, keyed by
+// the address. A wider network is not a single value.
+bool whole_addresses(const CCheck& c) {
+  if (c.nets.empty()) return false;
+  for (const auto& n : c.nets) {
+    if (!((n.net.family == AF_INET && n.prefix == 32) || (n.net.family == AF_INET6 && n.prefix == 128))) return false;
+  }
+  return true;
 }
 
 bool guard_check(const CCheck& c, bool allow_literal) {
@@ -192,6 +228,7 @@ bool guard_check(const CCheck& c, bool allow_literal) {
   if (c.rhs_field || c.mod != Modifier::kNone || !c.ltr.empty() || c.multi || !c.lhs.def) return false;
   if (c.op == Op::kExists) return true;
   if (c.op != Op::kEq && c.op != Op::kIn) return false;
+  if (c.ltype == FieldType::kIp) return whole_addresses(c);
   return c.ltype == FieldType::kString || c.ltype == FieldType::kInt || c.ltype == FieldType::kUint ||
          c.ltype == FieldType::kBool;
 }
@@ -204,6 +241,14 @@ std::string int_key(std::int64_t v) {
   return k;
 }
 std::string bool_key(bool b) { return std::string(1, b ? '\1' : '\0'); }
+// An address: its family byte, then its 4 or 16 bytes (what Cidr::contains
+// compares for a whole-address network).
+std::size_t ip_key(const event::IpAddr& a, char* out) noexcept {
+  const std::size_t n = a.family == AF_INET ? 4 : 16;
+  out[0] = static_cast<char>(a.family);
+  std::memcpy(out + 1, a.bytes.data(), n);
+  return n + 1;
+}
 
 // The values a guard check lets through, as keys.
 std::vector<std::string> guard_keys(const CCheck& c) {
@@ -221,6 +266,12 @@ std::vector<std::string> guard_keys(const CCheck& c) {
     case FieldType::kBool:
       if (c.op == Op::kEq) keys.push_back(bool_key(c.boolean));
       else for (auto v : c.nums) keys.push_back(bool_key(v != 0));
+      break;
+    case FieldType::kIp:
+      for (const auto& n : c.nets) {
+        char k[17];
+        keys.emplace_back(k, ip_key(n.net, k));
+      }
       break;
     default: break;
   }
@@ -354,7 +405,7 @@ void GuardIndex::build(const std::vector<const Expr*>& exprs, event::Type t) {
       std::tuple<int, std::size_t, std::size_t> k{c->ltype == FieldType::kBool && c->op != Op::kExists ? 0 : 1, 1,
                                                   st.popular};
       if (c->op != Op::kExists && c->ltype != FieldType::kBool) {
-        bool strong = c->ltype == FieldType::kString ? st.long_string : st.distinct >= 2;
+        bool strong = c->ltype == FieldType::kString || c->ltype == FieldType::kIp ? st.long_string : st.distinct >= 2;
         k = {strong ? 2 : 1, st.distinct, st.popular};
       }
       w = std::min(w, k);
@@ -363,58 +414,80 @@ void GuardIndex::build(const std::vector<const Expr*>& exprs, event::Type t) {
   };
   // A rule with no value guard worth its lookup may have a literal one: of
   // the candidates whose every term is a literal test, `exists` or a strong
-  // value test, on at most two fields, the one with the fewest `contains`
-  // terms (each a search of the value), then the fewest terms. Value guards
-  // are picked first, so literal guards only add lookups for rules that
-  // would otherwise run for every event.
+  // value test, adding at most two lookups (a field, and how it is
+  // compared) to those of the guards chosen before it, the one with the
+  // fewest `contains` terms (each a search of the value), then the fewest
+  // terms. Value guards are picked first, so literal guards only add lookups
+  // for rules that would otherwise run for every event.
   auto strong = [&](const CCheck* c) {
     auto it = stats.find(FieldKey{c->lhs.def, c->lhs.arg, c->lhs.index});
     if (it != stats.end()) {
-      return c->ltype == FieldType::kString ? it->second.long_string : it->second.distinct >= 2;
+      return c->ltype == FieldType::kString || c->ltype == FieldType::kIp ? it->second.long_string
+                                                                           : it->second.distinct >= 2;
     }
     auto keys = guard_keys(*c);
-    if (c->ltype == FieldType::kString) {
+    if (c->ltype == FieldType::kString || c->ltype == FieldType::kIp) {
       return std::any_of(keys.begin(), keys.end(), [](const std::string& k) { return k.size() > 3; });
     }
     return c->ltype != FieldType::kBool && keys.size() >= 2;
   };
-  auto literal_choice = [&](std::size_t r) {
+  // The lookup a guard term costs: its field, and how it is compared (-1:
+  // by value, else the literal mode).
+  using LookupKey = std::tuple<const FieldDef*, std::string, std::int64_t, int>;
+  auto lookup_of = [](const CCheck* c) {
+    LitMode m = LitMode::kPrefix;
+    bool lit = is_literal_term(*c) && literal_guard(*c, m);
+    return LookupKey{c->lhs.def, c->lhs.arg, c->lhs.index, lit ? static_cast<int>(m) : -1};
+  };
+  std::set<LookupKey> in_use;  // the lookups of the guards chosen so far
+  // With `flags`, a candidate must have a flag term (`F = true`), and it may
+  // also have literal terms; without, it is a literal guard as above. Either
+  // may add at most two lookups to those the guards chosen before it use.
+  auto literal_choice = [&](std::size_t r, bool flags) {
     std::vector<const CCheck*> g;
-    std::pair<std::size_t, std::size_t> best{SIZE_MAX, SIZE_MAX};
+    std::tuple<std::size_t, std::size_t, std::size_t> best{SIZE_MAX, SIZE_MAX, SIZE_MAX};
     const Expr* e = exprs[r];
     const CNode* root = e && ti < e->by_type_.size() ? e->by_type_[ti].get() : nullptr;
     if (!root) return g;
     for (const auto& cand : guard_candidates(*root, true)) {
-      bool usable = true, literal = false;
+      bool usable = true, wanted = false;
       std::size_t searches = 0;
       for (const CCheck* c : cand) {
         if (is_literal_term(*c)) {
-          literal = true;
+          wanted = wanted || !flags;
           LitMode m;
           literal_guard(*c, m);
           if (m == LitMode::kContains) ++searches;
+        } else if (flags && is_flag_term(*c)) {
+          wanted = true;
         } else if (c->op != Op::kExists && (c->ltype == FieldType::kBool || !strong(c))) {
           usable = false;
         }
       }
       // Each field (and way of comparing it) is one lookup per event: more
-      // than two for one rule cost more than running the rule.
-      std::set<std::tuple<const FieldDef*, std::string, std::int64_t, int>> lookups;
+      // than two new ones for one rule cost more than running the rule; one
+      // that other guards already need costs nothing more.
+      std::set<LookupKey> lookups;
       for (const CCheck* c : cand) {
-        LitMode m = LitMode::kPrefix;
-        bool lit = is_literal_term(*c) && literal_guard(*c, m);
-        lookups.emplace(c->lhs.def, c->lhs.arg, c->lhs.index, lit ? static_cast<int>(m) : -1);
+        LookupKey l = lookup_of(c);
+        if (!in_use.count(l)) lookups.insert(std::move(l));
       }
-      std::pair<std::size_t, std::size_t> cost{searches, cand.size()};
-      if (usable && literal && lookups.size() <= 2 && cost < best) {
+      std::tuple<std::size_t, std::size_t, std::size_t> cost{searches, lookups.size(), cand.size()};
+      if (!flags) std::get<1>(cost) = 0;  // literal guards: as before, fewest searches, then terms
+      if (usable && wanted && lookups.size() <= 2 && cost < best) {
         g = cand;
         best = cost;
       }
     }
+    for (const CCheck* c : g) in_use.insert(lookup_of(c));
     return g;
   };
-  // Value guards first, for every rule; literal guards then, for the rules
-  // left without one, when value guards alone make the index worth using.
+  // Value guards first, for every rule; then, for the rules left without
+  // one, literal guards (when value guards alone make the index worth using)
+  // and flag guards; literal guards after flag guards when value and flag
+  // guards together make the index worth using. A literal guard keeps out
+  // more events than a flag guard (only the events with that value for the
+  // field get through), so it goes first where it can.
   std::vector<std::vector<const CCheck*>> chosen(n);
   std::size_t value_guarded = 0;
   for (std::size_t r = 0; r < n; ++r) {
@@ -432,16 +505,23 @@ void GuardIndex::build(const std::vector<const Expr*>& exprs, event::Type t) {
         best = w;
       }
     }
-    if (!g.empty()) ++value_guarded;
-  }
-  std::size_t guarded = value_guarded;
-  if (value_guarded >= 2) {
-    for (std::size_t r = 0; r < n; ++r) {
-      if (!chosen[r].empty()) continue;
-      chosen[r] = literal_choice(r);
-      if (!chosen[r].empty()) ++guarded;
+    if (!g.empty()) {
+      ++value_guarded;
+      for (const CCheck* c : g) in_use.insert(lookup_of(c));
     }
   }
+  std::size_t guarded = value_guarded;
+  auto more = [&](bool flags) {
+    for (std::size_t r = 0; r < n; ++r) {
+      if (!chosen[r].empty()) continue;
+      chosen[r] = literal_choice(r, flags);
+      if (!chosen[r].empty()) ++guarded;
+    }
+  };
+  const bool literal_first = value_guarded >= 2;
+  if (literal_first) more(false);
+  more(true);
+  if (!literal_first && guarded >= 2) more(false);
   auto set_bit = [&](std::vector<std::uint64_t>& m, std::size_t r) {
     if (m.empty()) m.assign(words_, 0);
     m[r / 64] |= std::uint64_t{1} << (r % 64);
@@ -498,49 +578,93 @@ void GuardIndex::build(const std::vector<const Expr*>& exprs, event::Type t) {
     }
     f.pending_rules.clear();
     f.pending_rules.shrink_to_fit();
+    f.true_id = f.values.find(bool_key(true));
+    f.false_id = f.values.find(bool_key(false));
   }
   for (auto& f : lit_fields_) f.build(words_);
+  lookups_.clear();
+  for (const auto& f : fields_) {
+    Lookup l;
+    l.fn = f.inst.def->fn;
+    l.inst = &f.inst;
+    l.slot = f.inst.slot;
+    l.type = f.inst.def->type;
+    l.true_id = f.true_id;
+    l.false_id = f.false_id;
+    l.exists = f.exists.empty() ? nullptr : f.exists.data();
+    l.masks = f.masks.empty() ? nullptr : f.masks.data();
+    l.values = &f.values;
+    lookups_.push_back(l);
+  }
   active_ = guarded >= 2;
 }
 
+namespace {
+
+inline void or_row(const std::uint64_t* m, std::size_t words, std::uint64_t* out) noexcept {
+  if (words == 1) {
+    out[0] |= m[0];
+    return;
+  }
+  for (std::size_t w = 0; w < words; ++w) out[w] |= m[w];
+}
+
+}  // namespace
+
 void GuardIndex::candidates(const ExtractCtx& x, std::uint64_t* out) const noexcept {
-  for (std::size_t w = 0; w < words_; ++w) out[w] = always_[w];
-  static const std::vector<Transformer> kNone;
-  for (const auto& f : fields_) {
-    Extracted e;
-    extract_field(x, f.inst, kNone, e);
-    if (e.n == 0) continue;
-    if (!f.exists.empty()) {
-      for (std::size_t w = 0; w < words_; ++w) out[w] |= f.exists[w];
+  const std::size_t words = words_;
+  for (std::size_t w = 0; w < words; ++w) out[w] = always_[w];
+  Extracted e;
+  FieldCache* cache = x.cache;
+  for (const Lookup& f : lookups_) {
+    // extract_cached, with the lookup's own copies of what it reads.
+    e.n = 0;
+    if (cache && f.slot >= 0) {
+      const auto s = static_cast<unsigned>(f.slot);
+      const std::uint64_t bit = std::uint64_t{1} << (s % 64);
+      if (cache->done[s / 64] & bit) {
+        e.n = cache->count[s];
+        if (e.n) e.v[0] = cache->val[s];
+      } else {
+        f.fn(x, *f.inst, e);
+        if (e.n <= 1) {
+          cache->done[s / 64] |= bit;
+          cache->count[s] = static_cast<std::uint8_t>(e.n);
+          if (e.n) store_val(cache->val[s], e.v[0], f.type);
+        }
+      }
+    } else {
+      f.fn(x, *f.inst, e);
     }
-    if (f.masks.empty()) continue;
+    if (e.n == 0) continue;
+    if (f.exists) or_row(f.exists, words, out);
+    if (!f.masks) continue;
     for (std::size_t i = 0; i < e.n; ++i) {
       std::int32_t id = -1;
-      switch (f.inst.def->type) {
-        case FieldType::kString: id = f.values.find(e.v[i].s); break;
+      switch (f.type) {
+        case FieldType::kString: id = f.values->find(e.v[i].s); break;
         case FieldType::kInt:
         case FieldType::kUint: {
           char k[8];
           std::memcpy(k, &e.v[i].i, 8);
-          id = f.values.find(std::string_view(k, 8));
+          id = f.values->find(std::string_view(k, 8));
           break;
         }
-        case FieldType::kBool: {
-          char k = e.v[i].b ? '\1' : '\0';
-          id = f.values.find(std::string_view(&k, 1));
+        case FieldType::kBool: id = e.v[i].b ? f.true_id : f.false_id; break;
+        case FieldType::kIp: {
+          char k[17];
+          id = f.values->find(std::string_view(k, ip_key(*e.v[i].ip, k)));
           break;
         }
         default: break;
       }
       if (id < 0) continue;
-      const std::uint64_t* m = f.masks.data() + static_cast<std::size_t>(id) * words_;
-      for (std::size_t w = 0; w < words_; ++w) out[w] |= m[w];
+      or_row(f.masks + static_cast<std::size_t>(id) * words, words, out);
     }
   }
   for (const auto& f : lit_fields_) {
-    Extracted e;
-    extract_field(x, f.inst, kNone, e);
-    for (std::size_t i = 0; i < e.n; ++i) f.lookup(e.v[i].s, words_, out);
+    extract_cached(x, f.inst, e);
+    for (std::size_t i = 0; i < e.n; ++i) f.lookup(e.v[i].s, words, out);
   }
 }
 

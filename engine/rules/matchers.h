@@ -72,13 +72,19 @@ class LiteralSet {
   // The members, in first-seen order; find() returns an index into it.
   const std::vector<std::string>& members() const noexcept { return members_; }
   bool contains(std::string_view s) const noexcept { return find(s) >= 0; }
-  std::int32_t find(std::string_view s) const noexcept {
+  // The filters inline (most lookups of guard values miss), the hash and
+  // probe out of line.
+  [[gnu::always_inline]] std::int32_t find(std::string_view s) const noexcept {
     const std::size_t n = s.size();
     if (n == 0) return empty_id_;
     if (!((len_mask_ >> (n < 63 ? n : 63)) & 1u)) return -1;
     auto f = static_cast<unsigned char>(s.front());
     auto l = static_cast<unsigned char>(s.back());
     if (!((first_[f >> 6] >> (f & 63)) & 1u) || !((last_[l >> 6] >> (l & 63)) & 1u)) return -1;
+    return probe(s);
+  }
+  [[gnu::noinline]] std::int32_t probe(std::string_view s) const noexcept {
+    const std::size_t n = s.size();
     const std::uint64_t h = hash(s);
     for (std::size_t i = h & mask_;; i = (i + 1) & mask_) {
       const Slot& sl = slots_[i];
@@ -88,7 +94,52 @@ class LiteralSet {
       }
     }
   }
-  static std::uint64_t hash(std::string_view s) noexcept {
+  static std::uint64_t hash(std::string_view s) noexcept { return hash_as<false>(s); }
+  // find(tolower(s)) without lower-casing a copy of s: the hash and the
+  // comparison lower-case ASCII letters as they read. A member with an
+  // upper-case letter (which no lower-cased value equals) is never found.
+  [[gnu::always_inline]] std::int32_t find_lower(std::string_view s) const noexcept {
+    const std::size_t n = s.size();
+    if (n == 0) return empty_id_;
+    if (!((len_mask_ >> (n < 63 ? n : 63)) & 1u)) return -1;
+    auto f = fold(static_cast<unsigned char>(s.front()));
+    auto l = fold(static_cast<unsigned char>(s.back()));
+    if (!((first_[f >> 6] >> (f & 63)) & 1u) || !((last_[l >> 6] >> (l & 63)) & 1u)) return -1;
+    return probe_lower(s);
+  }
+  [[gnu::noinline]] std::int32_t probe_lower(std::string_view s) const noexcept {
+    const std::size_t n = s.size();
+    const std::uint64_t h = hash_as<true>(s);
+    for (std::size_t i = h & mask_;; i = (i + 1) & mask_) {
+      const Slot& sl = slots_[i];
+      if (sl.len == kEmpty) return -1;
+      if (sl.hash == h && sl.len == n) {
+        const char* m = data_.data() + sl.off;
+        std::size_t k = 0;
+        while (k < n && static_cast<unsigned char>(m[k]) == fold(static_cast<unsigned char>(s[k]))) ++k;
+        if (k == n) return static_cast<std::int32_t>(sl.id);
+      }
+    }
+  }
+
+ private:
+  static unsigned char fold(unsigned char b) noexcept {
+    return b >= 'A' && b <= 'Z' ? static_cast<unsigned char>(b + ('a' - 'A')) : b;
+  }
+  // Eight bytes with their ASCII upper-case letters lowered (as tolower()
+  // does, eight at a time): bit 7 of `letter` marks the bytes in 'A'..'Z'.
+  static std::uint64_t lower8(std::uint64_t w) noexcept {
+    constexpr std::uint64_t kOnes = 0x0101010101010101ull;
+    constexpr std::uint64_t kHigh = 0x8080808080808080ull;
+    const std::uint64_t low7 = w & ~kHigh;
+    const std::uint64_t ge_a = low7 + (0x80u - 'A') * kOnes;
+    const std::uint64_t gt_z = low7 + (0x80u - 'A' - 26) * kOnes;
+    const std::uint64_t letter = ge_a & ~gt_z & ~w & kHigh;
+    return w ^ (letter >> 2);
+  }
+  // hash(s), or with kLower hash(tolower(s)).
+  template <bool kLower>
+  static std::uint64_t hash_as(std::string_view s) noexcept {
     constexpr std::uint64_t kMul = 0x9e3779b97f4a7c15ull;
     std::uint64_t h = 0x84222325cbf29ce4ull ^ (s.size() * kMul);
     const char* p = s.data();
@@ -96,20 +147,35 @@ class LiteralSet {
     while (n >= 8) {
       std::uint64_t w;
       std::memcpy(&w, p, 8);
+      if constexpr (kLower) w = lower8(w);
       h = (h ^ w) * kMul;
       h ^= h >> 29;
       p += 8;
       n -= 8;
     }
+    // The last 0 to 7 bytes: with 8 or more in all, the last eight (some
+    // hashed already; the length is in h, so equal strings still agree);
+    // else two loads of up to four, overlapping. No byte loop.
     std::uint64_t w = 0;
-    for (std::size_t i = 0; i < n; ++i) w |= static_cast<std::uint64_t>(static_cast<unsigned char>(p[i])) << (8 * i);
+    if (s.size() >= 8) {
+      if (n) std::memcpy(&w, s.data() + s.size() - 8, 8);
+    } else if (n >= 4) {
+      std::uint32_t a, b;
+      std::memcpy(&a, p, 4);
+      std::memcpy(&b, p + n - 4, 4);
+      w = (static_cast<std::uint64_t>(b) << 32) | a;
+    } else if (n) {
+      w = static_cast<std::uint64_t>(static_cast<unsigned char>(p[0])) |
+          static_cast<std::uint64_t>(static_cast<unsigned char>(p[n / 2])) << 8 |
+          static_cast<std::uint64_t>(static_cast<unsigned char>(p[n - 1])) << 16;
+    }
+    if constexpr (kLower) w = lower8(w);
     h = (h ^ w) * kMul;
     h ^= h >> 32;
     h *= 0xbf58476d1ce4e5b9ull;
     return h ^ (h >> 31);
   }
 
- private:
   static constexpr std::uint32_t kEmpty = 0xffffffffu;
   struct Slot {
     std::uint64_t hash = 0;
@@ -172,7 +238,9 @@ class LiteralMatcher {
     if (nodes_[0].count == 1) {
       unsigned char b = edges_[nodes_[0].first].byte;
       if (!(icase_ && b >= 'a' && b <= 'z')) single_first_ = b;
+      else pair_first_ = b;  // a letter, matched in either case
     }
+    if (mode_ == Mode::kAnywhere && !always_) build_dfa();
   }
 
   bool match(std::string_view s) const noexcept {
@@ -180,6 +248,7 @@ class LiteralMatcher {
     const std::size_t n = s.size();
     if (mode_ == Mode::kPrefix) return walk(s, 0, +1);
     if (mode_ == Mode::kSuffix) return n > 0 && walk(s, n - 1, -1);
+    if (!dfa_.empty()) return scan(s);
     if (single_first_ >= 0) {
       const char* base = s.data();
       const char* p = base;
@@ -247,8 +316,103 @@ class LiteralMatcher {
     return false;
   }
 
+  // The trie as an Aho-Corasick automaton over byte classes (bytes no
+  // literal has are one class; with icase_, a letter's two cases are one):
+  // dfa_[state * classes + class] is the next state, times `classes`, with
+  // kHit set when a literal ends there. A `contains` scan then takes one
+  // table step a byte, where walking the trie from every byte that may
+  // start a literal went over the same bytes again (" --port" against
+  // " --par", " --algo", ...). Built when it has at most kMaxDfa entries
+  // (else the scan walks the trie).
+  static constexpr std::uint32_t kHit = 0x80000000u;
+  static constexpr std::size_t kMaxDfa = 16384;
+  void build_dfa() {
+    std::array<std::uint32_t, 256> class_of{};  // literal byte -> class (0: none)
+    std::uint32_t classes = 1;
+    for (const auto& e : edges_) {
+      if (class_of[e.byte] == 0) class_of[e.byte] = classes++;
+    }
+    const std::size_t states = nodes_.size();
+    if (states * classes > kMaxDfa) return;
+    for (unsigned b = 0; b < 256; ++b) cls_[b] = static_cast<std::uint16_t>(class_of[fold(static_cast<char>(b))]);
+    std::vector<std::uint32_t> delta(states * classes, 0);  // unscaled next states
+    std::vector<std::uint32_t> fail(states, 0);
+    std::vector<bool> hit(states, false);
+    for (std::size_t i = 0; i < states; ++i) hit[i] = nodes_[i].terminal;
+    // Breadth first: a state's failure state is shallower, so already complete.
+    std::vector<std::uint32_t> queue;
+    queue.push_back(0);
+    for (std::size_t q = 0; q < queue.size(); ++q) {
+      const std::uint32_t u = queue[q];
+      const Node& nu = nodes_[u];
+      // Transitions the trie lacks follow the failure state's.
+      for (std::uint32_t c = 0; c < classes; ++c) delta[u * classes + c] = u == 0 ? 0 : delta[fail[u] * classes + c];
+      for (std::uint32_t k = 0; k < nu.count; ++k) {
+        const Edge& e = edges_[nu.first + k];
+        const std::uint32_t c = class_of[e.byte];
+        const std::uint32_t v = e.child;
+        fail[v] = u == 0 ? 0 : delta[fail[u] * classes + c];
+        hit[v] = hit[v] || hit[fail[v]];
+        delta[u * classes + c] = v;
+        queue.push_back(v);
+      }
+    }
+    dfa_.resize(states * classes);
+    for (std::size_t i = 0; i < dfa_.size(); ++i) {
+      const std::uint32_t v = delta[i];
+      dfa_[i] = v * classes | (hit[v] ? kHit : 0);
+    }
+  }
+  // The automaton's scan. In the start state it skips to the next byte that
+  // may begin a literal (memchr when only one can), as the walks did.
+  bool scan(std::string_view s) const noexcept {
+    const auto* b = reinterpret_cast<const unsigned char*>(s.data());
+    const std::size_t n = s.size();
+    const std::uint32_t* d = dfa_.data();
+    std::uint32_t st = 0;
+    std::size_t i = 0;
+    std::size_t next_lo = 0, next_up = 0;  // pair_first_: next of each case at or after i (n: none)
+    if (pair_first_ >= 0) {
+      next_lo = find_from(b, n, 0, pair_first_);
+      next_up = find_from(b, n, 0, pair_first_ - ('a' - 'A'));
+    }
+    while (i < n) {
+      if (st == 0) {
+        if (single_first_ >= 0) {
+          const void* p = std::memchr(b + i, single_first_, n - i);
+          if (!p) return false;
+          i = static_cast<std::size_t>(static_cast<const unsigned char*>(p) - b);
+        } else if (pair_first_ >= 0) {
+          // The next of either case of the one first letter: each case's
+          // next position is searched for again only once passed.
+          if (next_lo < i) next_lo = find_from(b, n, i, pair_first_);
+          if (next_up < i) next_up = find_from(b, n, i, pair_first_ - ('a' - 'A'));
+          i = next_lo < next_up ? next_lo : next_up;
+          if (i >= n) return false;
+        } else {
+          while (i < n && !starts_[b[i]]) ++i;
+          if (i == n) return false;
+        }
+      }
+      st = d[st + cls_[b[i]]];
+      if (st & kHit) return true;
+      ++i;
+    }
+    return false;
+  }
+
+  // The first position at or after `from` of byte c, or n.
+  static std::size_t find_from(const unsigned char* b, std::size_t n, std::size_t from, int c) noexcept {
+    if (from >= n) return n;
+    const void* p = std::memchr(b + from, c, n - from);
+    return p ? static_cast<std::size_t>(static_cast<const unsigned char*>(p) - b) : n;
+  }
+
   Mode mode_;
   bool icase_;
+  int pair_first_ = -1;  // with icase_: the only (lower-case) letter a literal starts with, -1: none
+  std::vector<std::uint32_t> dfa_;
+  std::array<std::uint16_t, 256> cls_{};
   bool always_ = false;  // an empty literal: every value matches
   int single_first_ = -1;  // the only byte a literal starts with, -1: several
   std::vector<Node> nodes_;

@@ -213,21 +213,22 @@ void Ruleset::evaluate(const state::EvalContext& ctx, std::vector<event::Alert>&
       arena.reset();
       cache.clear();
     }
-    const Rule& r = *rules_[entry.rule];
     // A plugin event reaches only the rules of its own source.
-    if (plugin_source && r.source != *plugin_source) continue;
-    if (r.sequence >= 0) {
+    if (plugin_source && rules_[entry.rule]->source != *plugin_source) continue;
+    if (entry.sequence >= 0) {
       // A later step can only advance a partial match: with none held, its
       // condition is not evaluated at all.
-      if (!sequences || (r.step > 0 && sequences->table(static_cast<std::size_t>(r.sequence)).size() == 0)) continue;
-      if (r.sequence != step_seq) {
+      if (!sequences || (entry.step > 0 && sequences->table(static_cast<std::size_t>(entry.sequence)).size() == 0))
+        continue;
+      if (entry.sequence != step_seq) {
         flush_steps();
-        step_seq = r.sequence;
+        step_seq = entry.sequence;
       }
-      if (eval_program(programs + entry.at, x)) step_mask |= 1u << r.step;
+      if (eval_program(programs + entry.at, x)) step_mask |= 1u << entry.step;
       continue;
     }
     if (!eval_program(programs + entry.at, x)) continue;
+    const Rule& r = *rules_[entry.rule];
     try {
       event::Alert a;
       a.time_ns = ctx.ev->hdr.ts_ns;
@@ -946,7 +947,7 @@ class RulesetBuilder {
       for (unsigned t = 1; t < static_cast<unsigned>(event::Type::kCount); ++t) {
         if (!eval_mask.test(static_cast<event::Type>(t))) continue;
         auto& prog = rs->programs_[t];
-        rs->index_[t].push_back({i, static_cast<std::uint32_t>(prog.size())});
+        rs->index_[t].push_back({i, static_cast<std::uint32_t>(prog.size()), r.sequence, r.step});
         const std::size_t from = prog.size();
         r.expr->append_program(static_cast<event::Type>(t), prog);
         for (std::size_t k = from; k < prog.size(); ++k) {

@@ -169,6 +169,10 @@ class Ruleset {
   struct IndexEntry {
     std::uint32_t rule;
     std::uint32_t at;  // offset of its program in programs_[type]
+    // The rule's Rule::sequence and Rule::step, here so that a rule that
+    // does not match is evaluated without reading its Rule at all.
+    std::int32_t sequence;
+    std::uint32_t step;
   };
   std::vector<IndexEntry> index_[static_cast<std::size_t>(event::Type::kCount)];
   std::vector<FNode> programs_[static_cast<std::size_t>(event::Type::kCount)];

@@ -131,6 +131,23 @@ TEST(NvidiaClass, NamesRoundTrip) {
   EXPECT_FALSE(class_from_name("").has_value());
 }
 
+// Every class id up to 0xFFFF: the named ones (the whole table, 99) round
+// trip through their names, so the table search finds each entry and no
+// neighbour of one.
+TEST(NvidiaClass, EveryNamedClassRoundTrips) {
+  int named = 0;
+  for (std::uint32_t cls = 0; cls <= 0xFFFF; ++cls) {
+    auto name = class_name(cls);
+    if (name.empty()) {
+      EXPECT_EQ(class_kind(cls), "") << std::hex << cls;
+      continue;
+    }
+    ++named;
+    EXPECT_EQ(class_from_name(name), cls) << name;
+  }
+  EXPECT_EQ(named, 99);
+}
+
 TEST(NvidiaControl, ManagementControlsHaveTheirKind) {
   EXPECT_EQ(control_kind(0x20800134), "ecc");    // SET_ECC_CONFIGURATION
   EXPECT_EQ(control_kind(0x20800136), "ecc");    // RESET_ECC_ERROR_STATUS

@@ -164,6 +164,44 @@ TEST(Evaluator, Transformers) {
   EXPECT_TRUE(fires(w, "b64(proc.args) = train"));
   w.proc.args = {"not base64 !"};
   EXPECT_FALSE(fires(w, "b64(proc.args) exists"));
+  // basename: what follows the last '/', all of a value without one.
+  w.proc.cwd = "/srv/a/";
+  EXPECT_TRUE(fires(w, "len(basename(proc.cwd)) = 0"));
+  w.proc.cwd = "relative";
+  EXPECT_TRUE(fires(w, "basename(proc.cwd) = relative"));
+  w.proc.cwd = "/";
+  EXPECT_TRUE(fires(w, "len(basename(proc.cwd)) = 0"));
+  w.proc.cwd = "a/b/c";
+  EXPECT_TRUE(fires(w, "basename(proc.cwd) = c"));
+}
+
+// tolower(F) in (...) and tolower(basename(F)) in (...) look the value up
+// lower-casing as they go, without a lower-cased copy: the same answers as
+// comparing tolower's result with each member. A member with an upper-case
+// letter never equals a lower-cased value.
+TEST(Evaluator, LowerCasedInLists) {
+  World w;
+  w.proc.comm = "PyThOn3";
+  w.exec();
+  EXPECT_TRUE(fires(w, "tolower(proc.name) in (xmrig, python3)"));
+  EXPECT_FALSE(fires(w, "tolower(proc.name) in (xmrig, python)"));
+  EXPECT_FALSE(fires(w, "tolower(proc.name) in (xmrig, python3x)"));
+  EXPECT_FALSE(fires(w, "tolower(proc.name) in (Python3, PYTHON3)"));
+  EXPECT_TRUE(fires(w, "not tolower(proc.name) in (Python3, PYTHON3)"));
+  w.proc.comm = "a-Longer_Name.With.Dots";  // more than eight bytes: whole words hashed
+  EXPECT_TRUE(fires(w, "tolower(proc.name) in (a-longer_name.with.dots, b)"));
+  EXPECT_FALSE(fires(w, "tolower(proc.name) in (a-longer_name.with.dotz, b)"));
+  w.proc.exepath = "/USR/Bin/XMRig";
+  EXPECT_TRUE(fires(w, "tolower(basename(proc.exepath)) in (xmrig, t-rex)"));
+  EXPECT_FALSE(fires(w, "tolower(basename(proc.exepath)) in (bin/xmrig, usr)"));
+  w.proc.exepath = "XMRIG";
+  EXPECT_TRUE(fires(w, "tolower(basename(proc.exepath)) in (xmrig, t-rex)"));
+  w.proc.exepath = "/opt/xmrig/";
+  EXPECT_FALSE(fires(w, "tolower(basename(proc.exepath)) in (xmrig, t-rex)"));
+  // Several values (the ancestors' names): any one will do.
+  w.st.procs[50].comm = "BaSh";
+  EXPECT_TRUE(fires(w, "tolower(proc.aname) in (bash, zsh)"));
+  EXPECT_FALSE(fires(w, "tolower(proc.aname) in (fish, zsh)"));
 }
 
 // tolower/toupper change ASCII letters only, eight bytes at a time and then

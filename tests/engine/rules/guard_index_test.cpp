@@ -205,6 +205,183 @@ TEST(GuardIndex, LiteralGuardsAloneDoNotTurnTheIndexOn) {
   EXPECT_FALSE(ix.index.active());
 }
 
+// Exec rules compiled into one GuardIndex for execs, as OpenIndex does for opens.
+struct ExecIndex {
+  FieldSlots slots;
+  std::vector<std::unique_ptr<Expr>> exprs;
+  GuardIndex index;
+
+  explicit ExecIndex(const std::vector<std::string>& conditions) {
+    std::vector<const Expr*> ptrs;
+    for (const auto& c : conditions) {
+      auto p = parse_condition("evt.type = execve and " + c);
+      EXPECT_TRUE(p.ok()) << c;
+      auto r = compile_condition(std::move(p.root), {}, {}, FieldCatalog::builtin(), &slots);
+      EXPECT_TRUE(r.expr) << c;
+      exprs.push_back(std::move(r.expr));
+      ptrs.push_back(exprs.back().get());
+    }
+    index.build(ptrs, event::Type::kExec);
+  }
+  // Which rules may match an exec of `comm`, with the identity facts given.
+  std::vector<bool> let_through(const std::string& comm, bool shell, bool elf32 = false,
+                                bool fileless = false) const {
+    World w;
+    w.proc.comm = comm;
+    w.ev.hdr.comm = comm;
+    w.exec();
+    auto& d = std::get<event::ExecData>(w.ev.data);
+    d.exe_class = shell ? 1 : 0;
+    d.elf32 = elf32;
+    d.exe_from_memfd = fileless;
+    auto ctx = w.ctx();
+    Arena arena;
+    FieldCache cache;
+    cache.clear();
+    CheckCache checks;
+    checks.clear();
+    ExtractCtx x{&ctx, &arena, &cache, &checks};
+    std::uint64_t bits[GuardIndex::kMaxRules / 64] = {};
+    index.candidates(x, bits);
+    std::vector<bool> out;
+    for (std::size_t i = 0; i < exprs.size(); ++i) {
+      out.push_back((bits[i / 64] >> (i % 64)) & 1u);
+      if (!out.back()) {
+        cache.clear();
+        checks.clear();
+        EXPECT_FALSE(exprs[i]->eval(x)) << "rule " << i << " matches " << comm << " but was kept out";
+      }
+    }
+    return out;
+  }
+};
+
+// Flag guards: a rule whose condition needs `F = true` on a boolean field
+// (alone, or or'd with value and literal tests) is let through when the
+// flag holds or one of the other tests can, and kept out otherwise. A rule
+// guarded by the flag still fires on a process of any name; one that needs
+// `F = false`, or a boolean behind a transformer-free `!=`, has no guard.
+TEST(GuardIndex, FlagGuardsLetThroughWhatCanMatchAndKeepOutTheRest) {
+  ExecIndex ix({
+      "proc.name in (xmrig, t-rex)",                                               // 0: value
+      "(proc.is_exe_shell = true or proc.name in (bash, sh)) and container.id != host",  // 1
+      "proc.is_32bit = true and not proc.name in (steam)",                         // 2
+      "proc.is_exe_fileless = true and proc.name != runc",                         // 3
+      "(proc.is_exe_shell = true or proc.name startswith py) and proc.tty = 0",    // 4: flag + literal
+      "proc.is_exe_shell = false and proc.name != cat",                            // 5: no guard
+  });
+  ASSERT_TRUE(ix.index.active());
+  auto f = ix.index.fields();
+  std::sort(f.begin(), f.end());
+  EXPECT_EQ(f, (std::vector<std::string>{"proc.is_32bit", "proc.is_exe_fileless", "proc.is_exe_shell", "proc.name",
+                                         "proc.name startswith"}));
+  using B = std::vector<bool>;
+  //                                           xmrig  shell  32bit  fless  shpy   always
+  EXPECT_EQ(ix.let_through("train", false), (B{false, false, false, false, false, true}));
+  EXPECT_EQ(ix.let_through("xmrig", false), (B{true, false, false, false, false, true}));
+  // A shell by identity, whatever it is called.
+  EXPECT_EQ(ix.let_through("kworker", true), (B{false, true, false, false, true, true}));
+  EXPECT_EQ(ix.let_through("bash", false), (B{false, true, false, false, false, true}));
+  EXPECT_EQ(ix.let_through("python3", false), (B{false, false, false, false, true, true}));
+  EXPECT_EQ(ix.let_through("train", false, true), (B{false, false, true, false, false, true}));
+  EXPECT_EQ(ix.let_through("train", false, false, true), (B{false, false, false, true, false, true}));
+}
+
+// Through the whole Ruleset: a rule guarded by its flag fires for a process
+// the flag holds for and no other of its tests names.
+TEST(GuardIndex, FlagGuardedRuleStillFires) {
+  const char* yaml =
+      "- rule: shell\n  desc: d\n  priority: WARNING\n"
+      "  condition: evt.type = execve and (proc.is_exe_shell = true or proc.name in (bash, sh))\n  output: o\n"
+      "- rule: bits\n  desc: d\n  priority: WARNING\n"
+      "  condition: evt.type = execve and proc.is_32bit = true and proc.name != steam\n  output: o\n";
+  auto r = load_rules_text({{"t.yaml", std::string(yaml) + kOther}}, LoadOptions{});
+  ASSERT_TRUE(r.ruleset) << testing::diags(r);
+  auto g = r.ruleset->guard_fields(event::Type::kExec);
+  EXPECT_NE(std::find(g.begin(), g.end(), "proc.is_exe_shell"), g.end());
+  auto fire = [&](const std::string& comm, int exe_class, bool elf32) {
+    World w;
+    w.proc.comm = comm;
+    w.exec();
+    auto& d = std::get<event::ExecData>(w.ev.data);
+    d.exe_class = exe_class;
+    d.elf32 = elf32;
+    std::vector<event::Alert> out;
+    r.ruleset->evaluate(w.ctx(), out);
+    std::vector<std::string> names;
+    for (const auto& a : out) names.push_back(a.rule);
+    return names;
+  };
+  using V = std::vector<std::string>;
+  EXPECT_EQ(fire("renamed", 1, false), V{"shell"});
+  EXPECT_EQ(fire("bash", 0, false), V{"shell"});
+  EXPECT_EQ(fire("renamed", 0, false), V{});
+  EXPECT_EQ(fire("game", 0, true), V{"bits"});
+  EXPECT_EQ(fire("steam", 0, true), V{});
+  EXPECT_EQ(fire("xmrig", 1, true), (V{"shell", "bits", "other"}));
+}
+
+// Address guards: `fd.sip in (...)` or `=` on single addresses is a guard
+// keyed by the address (IPv4 and IPv6); a network wider than one address is
+// not, and its rule runs for every connect.
+TEST(GuardIndex, SingleAddressesGuardByValue) {
+  FieldSlots slots;
+  std::vector<std::unique_ptr<Expr>> exprs;
+  std::vector<const Expr*> ptrs;
+  for (const char* c : {
+           "fd.sip in (169.254.169.254, fd00:ec2::254) and container.id != host",  // 0
+           "fd.sip = 10.0.0.5 and proc.name != cat",                              // 1
+           "fd.snet in (10.0.0.0/8) and proc.name != cat",                        // 2: a network, no guard
+           "fd.sport in (3333, 4444)",                                            // 3: value (port)
+       }) {
+    auto p = parse_condition(std::string("evt.type = connect and ") + c);
+    ASSERT_TRUE(p.ok()) << c;
+    auto r = compile_condition(std::move(p.root), {}, {}, FieldCatalog::builtin(), &slots);
+    ASSERT_TRUE(r.expr) << c;
+    exprs.push_back(std::move(r.expr));
+    ptrs.push_back(exprs.back().get());
+  }
+  GuardIndex index;
+  index.build(ptrs, event::Type::kConnect);
+  ASSERT_TRUE(index.active());
+  auto f = index.fields();
+  std::sort(f.begin(), f.end());
+  EXPECT_EQ(f, (std::vector<std::string>{"fd.sip", "fd.sport"}));
+  auto let_through = [&](const char* addr, std::uint16_t port) {
+    World w;
+    w.connect(addr, port);
+    auto ctx = w.ctx();
+    Arena arena;
+    FieldCache cache;
+    cache.clear();
+    CheckCache checks;
+    checks.clear();
+    ExtractCtx x{&ctx, &arena, &cache, &checks};
+    std::uint64_t bits[GuardIndex::kMaxRules / 64] = {};
+    index.candidates(x, bits);
+    std::vector<bool> out;
+    for (std::size_t i = 0; i < exprs.size(); ++i) {
+      out.push_back((bits[i / 64] >> (i % 64)) & 1u);
+      if (!out.back()) {
+        cache.clear();
+        checks.clear();
+        EXPECT_FALSE(exprs[i]->eval(x)) << "rule " << i << " matches " << addr << " but was kept out";
+      } else {
+        cache.clear();
+        checks.clear();
+      }
+    }
+    return out;
+  };
+  using B = std::vector<bool>;
+  EXPECT_EQ(let_through("169.254.169.254", 80), (B{true, false, true, false}));
+  EXPECT_EQ(let_through("fd00:ec2::254", 80), (B{true, false, true, false}));
+  EXPECT_EQ(let_through("169.254.169.253", 80), (B{false, false, true, false}));
+  EXPECT_EQ(let_through("fd00:ec2::255", 80), (B{false, false, true, false}));
+  EXPECT_EQ(let_through("10.0.0.5", 3333), (B{false, true, true, true}));
+  EXPECT_EQ(let_through("10.0.0.6", 443), (B{false, false, true, false}));
+}
+
 double cpu_seconds() {
   timespec ts{};
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);

@@ -142,6 +142,14 @@ struct Corpus {
     w.proc.stdin_is_socket = coin(10);
     w.proc.stdout_is_socket = coin(10);
     w.proc.gpu_compute = coin(30);
+    // The program's identity facts, which flag guards (F = true) read.
+    w.proc.exe_class = static_cast<std::uint8_t>(coin(15) ? 1 + rng() % 2 : 0);
+    w.proc.exe_known_as = w.proc.exe_class == 1 ? "bash" : w.proc.exe_class == 2 ? "python3" : "";
+    w.proc.elf32 = coin(10);
+    w.proc.exe_from_memfd = coin(10);
+    w.proc.exe_upper_layer = coin(10);
+    w.proc.exe_deleted = coin(10);
+    w.proc.exe_name_mismatch = coin(10);
     w.st.procs[50].comm = name();
     w.st.procs[50].exe = w.st.procs[50].comm;
     w.st.procs[50].exepath = "/usr/bin/" + w.st.procs[50].comm;
@@ -159,7 +167,18 @@ struct Corpus {
     w.ev.hdr.comm = w.proc.comm;
     w.ev.hdr.uid = w.proc.uid;
     switch (rng() % 6) {
-      case 0: w.exec(); break;
+      case 0: {
+        w.exec();
+        auto& d = std::get<event::ExecData>(w.ev.data);
+        d.exe_class = w.proc.exe_class;
+        d.exe_known_as = w.proc.exe_known_as;
+        d.elf32 = w.proc.elf32;
+        d.exe_from_memfd = w.proc.exe_from_memfd;
+        d.exe_upper_layer = w.proc.exe_upper_layer;
+        d.exe_deleted = w.proc.exe_deleted;
+        d.exe_name_mismatch = w.proc.exe_name_mismatch;
+        break;
+      }
       case 1: {
         std::uint32_t flags = coin(50) ? O_RDONLY : (coin(50) ? O_WRONLY | O_CREAT : O_RDWR);
         w.open(path(), flags, coin(90) ? 3 : -2);
@@ -475,17 +494,21 @@ TEST(Optimiser, RegexPrefiltersNeverChangeTheAnswer) {
   Pair p(rule("algo", "proc.cmdline regex \".* (-a|--algo)[ =](kawpow|ethash|equihash[0-9_]*)( .*)?\"") +
          rule("caseless", "proc.cmdline regex \"(?i).*stratum.*\"") +
          rule("noliteral", "proc.cmdline regex \"[a-c]+ [0-9]{2,}\"") +
-         rule("utf8", "proc.cmdline regex \".*Élan.*\""));
+         rule("utf8", "proc.cmdline regex \".*Élan.*\"") +
+         // The prefilter runs on the value before tolower (it folds ASCII case itself).
+         rule("lowered", "tolower(proc.cmdline) regex \".* (-a|--algo)[ =](kawpow|ethash)( .*)?\""));
   ASSERT_TRUE(p.fast.ruleset) << summary_line(p.fast);
   ASSERT_TRUE(p.plain.ruleset);
   using V = std::vector<std::string>;
-  EXPECT_EQ(p.exec("miner", {"--algo", "kawpow"}), (V{"algo"}));
-  EXPECT_EQ(p.exec("miner", {"-a=ethash", "-o", "x"}), (V{"algo"}));
+  EXPECT_EQ(p.exec("miner", {"--algo", "kawpow"}), (V{"algo", "lowered"}));
+  EXPECT_EQ(p.exec("miner", {"-a=ethash", "-o", "x"}), (V{"algo", "lowered"}));
   EXPECT_EQ(p.exec("miner", {"--algo", "equihash144_5"}), (V{"algo"}));
-  EXPECT_EQ(p.exec("miner", {"--ALGO", "kawpow"}), (V{}));               // the regex is case-sensitive
-  EXPECT_EQ(p.exec("miner", {"--algo", "KAWPOW"}), (V{}));
+  EXPECT_EQ(p.exec("miner", {"--ALGO", "kawpow"}), (V{"lowered"}));      // the regex is case-sensitive
+  EXPECT_EQ(p.exec("miner", {"--algo", "KAWPOW"}), (V{"lowered"}));
+  EXPECT_EQ(p.exec("miner", {"-A=EtHash"}), (V{"lowered"}));
   EXPECT_EQ(p.exec("miner", {"kawpow", "--algo"}), (V{}));               // atoms present, no match
   EXPECT_EQ(p.exec("miner", {"--algox", "kawpow"}), (V{}));
+  EXPECT_EQ(p.exec("miner", {"--ALGOX", "KAWPOW"}), (V{}));
   EXPECT_EQ(p.exec("x", {"STRATUM"}), (V{"caseless"}));
   EXPECT_EQ(p.exec("abc", {"42"}), (V{"noliteral"}));
   EXPECT_EQ(p.exec("x", {"\xc3\x89lan"}), (V{"utf8"}));
