@@ -72,32 +72,30 @@ TEST(GuardIndex, NotEqualChainRunsForEveryEvent) {
   EXPECT_EQ(fired(*r.ruleset, "xmrig"), (V{"chain", "other"}));
 }
 
-// Open rules compiled one by one into a GuardIndex for opens, as the loader
-// does (shared check ids through one FieldSlots), so a test can ask which
-// rules the index lets through for an event.
-struct OpenIndex {
+// Rules of one event type compiled one by one into a GuardIndex, as the
+// loader does (shared check ids through one FieldSlots), so a test can ask
+// which rules the index lets through for an event.
+struct TypeIndex {
   FieldSlots slots;
   std::vector<std::unique_ptr<Expr>> exprs;
   GuardIndex index;
 
-  explicit OpenIndex(const std::vector<std::string>& conditions) {
+  TypeIndex(const std::vector<std::string>& conditions, const std::string& evt_type, event::Type type) {
     std::vector<const Expr*> ptrs;
     for (const auto& c : conditions) {
-      auto p = parse_condition("evt.type = openat and " + c);
+      auto p = parse_condition("evt.type = " + evt_type + " and " + c);
       EXPECT_TRUE(p.ok()) << c;
       auto r = compile_condition(std::move(p.root), {}, {}, FieldCatalog::builtin(), &slots);
       EXPECT_TRUE(r.expr) << c;
       exprs.push_back(std::move(r.expr));
       ptrs.push_back(exprs.back().get());
     }
-    index.build(ptrs, event::Type::kOpen);
+    index.build(ptrs, type);
   }
-  // Which rules may match an open of `path` (as given: `raw`, if not empty).
-  std::vector<bool> let_through(const std::string& path, std::uint32_t flags = O_RDONLY,
-                                const std::string& raw = "") const {
-    World w;
-    w.open(path, flags);
-    std::get<event::OpenData>(w.ev.data).raw = raw;
+  // Which rules the index lets through for the event in `w` (`what` names it
+  // in failures). Soundness, whatever the test expects: a rule the index
+  // keeps out must not match.
+  std::vector<bool> let_through(const World& w, const std::string& what) const {
     auto ctx = w.ctx();
     Arena arena;
     FieldCache cache;
@@ -110,15 +108,27 @@ struct OpenIndex {
     std::vector<bool> out;
     for (std::size_t i = 0; i < exprs.size(); ++i) {
       out.push_back((bits[i / 64] >> (i % 64)) & 1u);
-      // Soundness, whatever the test expects: a rule the index keeps out
-      // must not match.
       if (!out.back()) {
         cache.clear();
         checks.clear();
-        EXPECT_FALSE(exprs[i]->eval(x)) << "rule " << i << " matches " << path << " but was kept out";
+        EXPECT_FALSE(exprs[i]->eval(x)) << "rule " << i << " matches " << what << " but was kept out";
       }
     }
     return out;
+  }
+};
+
+// Open rules in a GuardIndex for opens.
+struct OpenIndex : TypeIndex {
+  explicit OpenIndex(const std::vector<std::string>& conditions)
+      : TypeIndex(conditions, "openat", event::Type::kOpen) {}
+  // Which rules may match an open of `path` (as given: `raw`, if not empty).
+  std::vector<bool> let_through(const std::string& path, std::uint32_t flags = O_RDONLY,
+                                const std::string& raw = "") const {
+    World w;
+    w.open(path, flags);
+    std::get<event::OpenData>(w.ev.data).raw = raw;
+    return TypeIndex::let_through(w, path);
   }
 };
 
@@ -205,24 +215,10 @@ TEST(GuardIndex, LiteralGuardsAloneDoNotTurnTheIndexOn) {
   EXPECT_FALSE(ix.index.active());
 }
 
-// Exec rules compiled into one GuardIndex for execs, as OpenIndex does for opens.
-struct ExecIndex {
-  FieldSlots slots;
-  std::vector<std::unique_ptr<Expr>> exprs;
-  GuardIndex index;
-
-  explicit ExecIndex(const std::vector<std::string>& conditions) {
-    std::vector<const Expr*> ptrs;
-    for (const auto& c : conditions) {
-      auto p = parse_condition("evt.type = execve and " + c);
-      EXPECT_TRUE(p.ok()) << c;
-      auto r = compile_condition(std::move(p.root), {}, {}, FieldCatalog::builtin(), &slots);
-      EXPECT_TRUE(r.expr) << c;
-      exprs.push_back(std::move(r.expr));
-      ptrs.push_back(exprs.back().get());
-    }
-    index.build(ptrs, event::Type::kExec);
-  }
+// Exec rules in a GuardIndex for execs.
+struct ExecIndex : TypeIndex {
+  explicit ExecIndex(const std::vector<std::string>& conditions)
+      : TypeIndex(conditions, "execve", event::Type::kExec) {}
   // Which rules may match an exec of `comm`, with the identity facts given.
   std::vector<bool> let_through(const std::string& comm, bool shell, bool elf32 = false,
                                 bool fileless = false) const {
@@ -234,25 +230,7 @@ struct ExecIndex {
     d.exe_class = shell ? 1 : 0;
     d.elf32 = elf32;
     d.exe_from_memfd = fileless;
-    auto ctx = w.ctx();
-    Arena arena;
-    FieldCache cache;
-    cache.clear();
-    CheckCache checks;
-    checks.clear();
-    ExtractCtx x{&ctx, &arena, &cache, &checks};
-    std::uint64_t bits[GuardIndex::kMaxRules / 64] = {};
-    index.candidates(x, bits);
-    std::vector<bool> out;
-    for (std::size_t i = 0; i < exprs.size(); ++i) {
-      out.push_back((bits[i / 64] >> (i % 64)) & 1u);
-      if (!out.back()) {
-        cache.clear();
-        checks.clear();
-        EXPECT_FALSE(exprs[i]->eval(x)) << "rule " << i << " matches " << comm << " but was kept out";
-      }
-    }
-    return out;
+    return TypeIndex::let_through(w, comm);
   }
 };
 
