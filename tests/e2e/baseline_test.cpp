@@ -46,12 +46,6 @@ bool is_baseline_rule(const json& a) {
   return false;
 }
 
-std::string field(const json& alert, const std::string& name) {
-  const json& f = alert.at("output_fields");
-  if (!f.contains(name)) return "<missing>";
-  return f[name].is_string() ? f[name].get<std::string>() : f[name].dump();
-}
-
 class e2eBaseline : public ::testing::Test {
  protected:
   void SetUp() override {

@@ -51,6 +51,22 @@ inline std::string unique_name(const std::string& role) {
   return n.substr(0, 15);
 }
 
+// An alert's output field as text ("<missing>" where the alert has none).
+inline std::string field(const json& alert, const std::string& name) {
+  const json& f = alert.at("output_fields");
+  if (!f.contains(name)) return "<missing>";
+  return f[name].is_string() ? f[name].get<std::string>() : f[name].dump();
+}
+
+// Does the alert come from one of `rules` and name `proc_name` as proc.name?
+template <class Rules>
+bool alert_of(const json& a, const Rules& rules, const std::string& proc_name) {
+  bool ours = false;
+  for (const auto& r : rules) ours = ours || a.value("rule", "") == r;
+  const json& f = a.at("output_fields");
+  return ours && f.contains("proc.name") && f["proc.name"] == proc_name;
+}
+
 // A temporary directory named vigil-e2e-XXXXXX.
 class TempDir : public support::TempDir {
  public:

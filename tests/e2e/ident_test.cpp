@@ -69,14 +69,7 @@ class e2eIdent : public ::testing::Test {
 
   // Alerts of the identity rules naming `name` as proc.name.
   std::vector<json> alerts_for(const std::string& name, std::chrono::milliseconds wait) {
-    return v_.alerts(
-        [&](const json& a) {
-          bool ours = false;
-          for (const char* r : kIdentityRules) ours = ours || a.value("rule", "") == r;
-          const json& f = a.at("output_fields");
-          return ours && f.contains("proc.name") && f["proc.name"] == name;
-        },
-        wait);
+    return v_.alerts([&](const json& a) { return alert_of(a, kIdentityRules, name); }, wait);
   }
 
   TempDir dir_;
@@ -84,12 +77,6 @@ class e2eIdent : public ::testing::Test {
   std::optional<PodCgroup> cgroup_;
   Vigil v_;
 };
-
-std::string field(const json& alert, const std::string& name) {
-  const json& f = alert.at("output_fields");
-  if (!f.contains(name)) return "<missing>";
-  return f[name].is_string() ? f[name].get<std::string>() : f[name].dump();
-}
 
 bool has_rule(const std::vector<json>& alerts, const std::string& rule) {
   for (const auto& a : alerts)

@@ -71,12 +71,6 @@ std::string ready_line(const std::string& log) {
   return "";
 }
 
-std::string field(const json& alert, const std::string& name) {
-  const json& f = alert.at("output_fields");
-  if (!f.contains(name)) return "<missing>";
-  return f[name].is_string() ? f[name].get<std::string>() : f[name].dump();
-}
-
 // The configuration of the issue: the plugin by its bare library name (found
 // in the build tree's plugins/ beside the vigil binary), sampling every 200 ms.
 std::string nvml_config(const std::string& nvml_library) {

@@ -61,12 +61,6 @@ class e2eRun : public ::testing::Test {
   std::optional<PodCgroup> cgroup_;
 };
 
-std::string field(const json& alert, const std::string& name) {
-  const json& f = alert.at("output_fields");
-  if (!f.contains(name)) return "<missing>";
-  return f[name].is_string() ? f[name].get<std::string>() : f[name].dump();
-}
-
 // 1. exec argv and ancestry: grandparent -> parent -> leaf, three copies of
 //    the actor under unique names; the leaf's alert names all three.
 TEST_F(e2eRun, ExecArgvAndAncestry) {

@@ -69,14 +69,7 @@ class e2eTamper : public ::testing::Test {
 
   // The tamper alerts naming `name` as proc.name.
   std::vector<json> alerts_for(const std::string& name, std::chrono::milliseconds wait) {
-    return v_.alerts(
-        [&](const json& a) {
-          bool ours = false;
-          for (const char* r : kTamperRules) ours = ours || a.value("rule", "") == r;
-          const json& f = a.at("output_fields");
-          return ours && f.contains("proc.name") && f["proc.name"] == name;
-        },
-        wait);
+    return v_.alerts([&](const json& a) { return alert_of(a, kTamperRules, name); }, wait);
   }
 
   TempDir dir_;
@@ -85,12 +78,6 @@ class e2eTamper : public ::testing::Test {
   Vigil v_;
   std::string rules_;
 };
-
-std::string field(const json& alert, const std::string& name) {
-  const json& f = alert.at("output_fields");
-  if (!f.contains(name)) return "<missing>";
-  return f[name].is_string() ? f[name].get<std::string>() : f[name].dump();
-}
 
 // bpf(BPF_PROG_GET_NEXT_ID) walked from a pod: one alert, however many ids.
 TEST_F(e2eTamper, BpfEnumerationFromAPodIsOneAlert) {
