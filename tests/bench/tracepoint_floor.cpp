@@ -8,6 +8,10 @@
 //       the same, the program on sys_exit_ioctl also reading the 4-byte word
 //       at the ioctl's third argument + 8 (an RM control's command, as vigil
 //       reads it)
+//   tracepoint_floor --read-path sys_exit_openat:257 ...
+//       the same, the programs on sys_exit_open, sys_exit_openat and
+//       sys_exit_openat2 also reading the first 8 bytes of the path as given
+//       (what vigil reads where a rule compares that path)
 //   tracepoint_floor --raw sys_exit_ioctl:16 ...
 //       one program on the BTF tracepoint sys_exit, for every syscall, that
 //       tail-calls an empty program for the numbers given
@@ -52,7 +56,7 @@ bool parse(const char* arg, Target& t) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool raw = false, read = false, both = false;
+  bool raw = false, read = false, read_path = false, both = false;
   std::vector<Target> targets;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--raw") == 0) {
@@ -67,6 +71,10 @@ int main(int argc, char** argv) {
       read = true;
       continue;
     }
+    if (std::strcmp(argv[i], "--read-path") == 0) {
+      read_path = true;
+      continue;
+    }
     Target t;
     if (!parse(argv[i], t)) {
       std::fprintf(stderr, "tracepoint_floor: expected TRACEPOINT:NR (sys_exit_ioctl:16), got '%s'\n", argv[i]);
@@ -75,7 +83,7 @@ int main(int argc, char** argv) {
     targets.push_back(t);
   }
   if (targets.empty()) {
-    std::fprintf(stderr, "usage: tracepoint_floor [--raw | --raw-both | --read] sys_exit_NAME:NR...\n");
+    std::fprintf(stderr, "usage: tracepoint_floor [--raw | --raw-both | [--read] [--read-path]] sys_exit_NAME:NR...\n");
     return 2;
   }
 
@@ -86,6 +94,8 @@ int main(int argc, char** argv) {
   }
   bpf_program__set_autoload(skel->progs.floor_syscall, !raw);
   bpf_program__set_autoload(skel->progs.floor_syscall_read, !raw && read);
+  bpf_program__set_autoload(skel->progs.floor_openat_read, !raw && read_path);
+  bpf_program__set_autoload(skel->progs.floor_open_read, !raw && read_path);
   bpf_program__set_autoload(skel->progs.floor_dispatch, raw);
   bpf_program__set_autoload(skel->progs.floor_exit_handler, raw);
   bpf_program__set_autoload(skel->progs.floor_enter_dispatch, both);
@@ -120,9 +130,13 @@ int main(int argc, char** argv) {
     }
   } else {
     for (const auto& t : targets) {
-      // The read is an NVIDIA ioctl's: on the other syscalls the empty program.
-      bpf_program* prog =
-          read && t.tracepoint == "sys_exit_ioctl" ? skel->progs.floor_syscall_read : skel->progs.floor_syscall;
+      // The reads are an NVIDIA ioctl's and an open's: on the other syscalls
+      // the empty program.
+      bpf_program* prog = skel->progs.floor_syscall;
+      if (read && t.tracepoint == "sys_exit_ioctl") prog = skel->progs.floor_syscall_read;
+      if (read_path && (t.tracepoint == "sys_exit_openat" || t.tracepoint == "sys_exit_openat2"))
+        prog = skel->progs.floor_openat_read;
+      if (read_path && t.tracepoint == "sys_exit_open") prog = skel->progs.floor_open_read;
       bpf_link* l = bpf_program__attach_tracepoint(prog, "syscalls", t.tracepoint.c_str());
       if (!l) {
         std::fprintf(stderr, "tracepoint_floor: syscalls:%s: %s\n", t.tracepoint.c_str(), std::strerror(errno));
@@ -135,7 +149,7 @@ int main(int argc, char** argv) {
   if (ok) {
     std::signal(SIGINT, on_signal);
     std::signal(SIGTERM, on_signal);
-    std::printf("ready: %zu attached (%s)\n", links.size(), both ? "raw sys_enter and sys_exit" : raw ? "raw sys_exit" : read ? "syscall tracepoints, reading" : "syscall tracepoints");
+    std::printf("ready: %zu attached (%s)\n", links.size(), both ? "raw sys_enter and sys_exit" : raw ? "raw sys_exit" : read || read_path ? "syscall tracepoints, reading" : "syscall tracepoints");
     std::fflush(stdout);
     while (!g_stop) pause();
     std::printf("runs=%llu\n", static_cast<unsigned long long>(skel->bss->runs));

@@ -11,8 +11,11 @@
 #   sudo RAW=1 tests/bench/tracepoint_floor.sh      # also the raw sys_exit design
 #   sudo READ=1 PHASES=ioctl tests/bench/tracepoint_floor.sh   # and the RM control read
 #
-# READ=1 adds the floor plus reading an RM control's command as vigil does on
-# every NVIDIA ioctl (the saved registers, one 4-byte user read). RAW=1 adds
+# READ=1 adds the floor plus the user reads vigil cannot skip with these
+# rules: an RM control's command, as vigil reads it on every NVIDIA ioctl (the
+# saved registers, one 4-byte user read), and, where a rule compares an
+# open's path as given (`vigil rules validate` names "prefixes of the path as
+# given"), the first 8 bytes of that path on each open. RAW=1 adds
 # the other design: one BTF tracepoint program on every syscall exit that
 # tail-calls an empty program for the same syscalls, and the same on both
 # halves of every syscall (sys_enter too: the dispatch of Falco's modern eBPF
@@ -62,6 +65,15 @@ print(" ".join(sorted(out)))
 stop_vigil
 [ -n "$tps" ] || { echo "$BENCH: vigil attached no syscall tracepoint" >&2; exit 1; }
 echo "floor: $(echo "$tps" | wc -w) syscall tracepoints: $tps" >&2
+# Does a rule compare the path as given? Then each open costs vigil a read of
+# it, and READ=1's programs make that read too.
+read_args="--read"
+rule_files=$(set -- ${RULES:--r rules/}; while [ $# -gt 1 ]; do [ "$1" = -r ] && { echo "$2"; shift; }; shift; done)
+# shellcheck disable=SC2086
+filter=$("$VIGIL" rules validate $rule_files 2>&1 || true)
+if grep -q "prefixes of the path as given" <<<"$filter"; then
+  read_args="--read --read-path"
+fi
 exits=$(for t in $tps; do case $t in sys_exit_*) echo "$t";; esac; done | tr '\n' ' ')
 
 start_floor() { # args for tracepoint_floor
@@ -87,7 +99,7 @@ for p in $PHASES; do
     start_floor $tps; run_mix "$r" floor "$p"; stop_floor
     if [ -n "${READ:-}" ]; then
       # shellcheck disable=SC2086
-      start_floor --read $tps; run_mix "$r" read "$p"; stop_floor
+      start_floor $read_args $tps; run_mix "$r" read "$p"; stop_floor
     fi
     if [ -n "${RAW:-}" ]; then
       # shellcheck disable=SC2086
@@ -109,7 +121,7 @@ for line in open(sys.argv[1]):
 modes = ["floor"] + (["read"] if sys.argv[3] else []) + (["raw", "rawboth"] if sys.argv[2] else []) + ["vigil"]
 names = {"floor": "empty programs on vigil's tracepoints", "raw": "raw sys_exit + tail call",
          "rawboth": "raw sys_enter and sys_exit + tail call",
-         "read": "the same + the RM control read",
+         "read": "the same + the user reads the rules need",
          "vigil": "vigil"}
 print("| phase | without (ns/op) | " + " | ".join(names[m] for m in modes) + " | vigil − floor (ns/op) |")
 print("|---" * (len(modes) + 3) + "|")
