@@ -119,6 +119,7 @@ class GuardIndex {
   bool active() const noexcept { return active_; }
   std::size_t words() const noexcept { return words_; }
   // Sets bit i of `out` (words() words) when rule i may match the event.
+  // x.cache must not be null (the values it extracts go there, for the rules).
   void candidates(const ExtractCtx& x, std::uint64_t* out) const noexcept;
   // The guard fields, for tests and `plan` output.
   std::vector<std::string> fields() const;

@@ -152,6 +152,8 @@ struct GuardIndex::Lookup {
   ExtractFn fn = nullptr;
   const FieldInst* inst = nullptr;
   int slot = -1;
+  std::uint32_t slot_word = 0;  // slot / 64
+  std::uint64_t slot_bit = 0;   // 1 << (slot % 64)
   FieldType type = FieldType::kString;
   std::int32_t true_id = -1, false_id = -1;
   const std::uint64_t* exists = nullptr;  // null: no rule needs only a value
@@ -588,6 +590,10 @@ void GuardIndex::build(const std::vector<const Expr*>& exprs, event::Type t) {
     l.fn = f.inst.def->fn;
     l.inst = &f.inst;
     l.slot = f.inst.slot;
+    if (l.slot >= 0) {
+      l.slot_word = static_cast<std::uint32_t>(l.slot) / 64;
+      l.slot_bit = std::uint64_t{1} << (static_cast<unsigned>(l.slot) % 64);
+    }
     l.type = f.inst.def->type;
     l.true_id = f.true_id;
     l.false_id = f.false_id;
@@ -615,22 +621,20 @@ void GuardIndex::candidates(const ExtractCtx& x, std::uint64_t* out) const noexc
   const std::size_t words = words_;
   for (std::size_t w = 0; w < words; ++w) out[w] = always_[w];
   Extracted e;
-  FieldCache* cache = x.cache;
+  FieldCache* cache = x.cache;  // evaluate() always has one
   for (const Lookup& f : lookups_) {
     // extract_cached, with the lookup's own copies of what it reads.
     e.n = 0;
-    if (cache && f.slot >= 0) {
-      const auto s = static_cast<unsigned>(f.slot);
-      const std::uint64_t bit = std::uint64_t{1} << (s % 64);
-      if (cache->done[s / 64] & bit) {
-        e.n = cache->count[s];
-        if (e.n) e.v[0] = cache->val[s];
+    if (f.slot >= 0) {
+      if (cache->done[f.slot_word] & f.slot_bit) {
+        e.n = cache->count[f.slot];
+        if (e.n) e.v[0] = cache->val[f.slot];
       } else {
         f.fn(x, *f.inst, e);
         if (e.n <= 1) {
-          cache->done[s / 64] |= bit;
-          cache->count[s] = static_cast<std::uint8_t>(e.n);
-          if (e.n) store_val(cache->val[s], e.v[0], f.type);
+          cache->done[f.slot_word] |= f.slot_bit;
+          cache->count[f.slot] = static_cast<std::uint8_t>(e.n);
+          if (e.n) store_val(cache->val[f.slot], e.v[0], f.type);
         }
       }
     } else {

@@ -227,7 +227,9 @@ TEST(LiteralScan, FindsEachSetAsItsOwnMatcherDoes) {
       const std::uint32_t stop = static_cast<std::uint32_t>(rng()) & all;
       const std::uint32_t got = scan.scan(v, stop);
       ASSERT_EQ(got & ~want, 0u) << v;
-      if ((got & stop) == 0) ASSERT_EQ(got, want) << v;
+      if ((got & stop) == 0) {
+        ASSERT_EQ(got, want) << v;
+      }
     }
   }
 }
