@@ -164,14 +164,14 @@ void Ruleset::evaluate(const state::EvalContext& ctx, std::vector<event::Alert>&
                        SequenceState* sequences) const noexcept {
   if (!ctx.ev) return;
   // The event's payload, the variant's index (after the payload's storage,
-  // a cache line of its own: every as<T>() reads it) and the process's
+  // on a cache line of its own: every as<T>() reads it) and the process's
   // first lines (comm, exe, exepath) are asked for at once, before the
   // header's type is read: each is a cache miss for an event that is not
   // fresh, and waited for one after another they were the largest share
   // of the time (perf: the first read of the index, behind the header's).
   {
     const char* d = reinterpret_cast<const char*>(&ctx.ev->data);
-    __builtin_prefetch(d + sizeof(event::Payload) - 1);
+    __builtin_prefetch(d + sizeof(event::Payload) - alignof(event::Payload));  // the index: after the storage
     __builtin_prefetch(d);
     __builtin_prefetch(d + 64);
     if (const char* p = reinterpret_cast<const char*>(ctx.proc)) {
