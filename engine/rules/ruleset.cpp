@@ -181,6 +181,16 @@ void Ruleset::evaluate(const state::EvalContext& ctx, std::vector<event::Alert>&
   }
   auto t = static_cast<std::size_t>(ctx.ev->hdr.type);
   if (t >= static_cast<std::size_t>(event::Type::kCount)) return;
+  // An exec's rules read the whole payload (320 bytes: file, argv, cwd,
+  // identity) and most of the process (argv, cwd, the program's identity
+  // facts and flags, capabilities): the rest of both, at once as well.
+  if (ctx.ev->hdr.type == event::Type::kExec) {
+    const char* d = reinterpret_cast<const char*>(&ctx.ev->data);
+    for (std::size_t k = 2; k * 64 < sizeof(event::ExecData); ++k) __builtin_prefetch(d + 64 * k);
+    if (const char* p = reinterpret_cast<const char*>(ctx.proc)) {
+      for (std::size_t k = 2; k * 64 < sizeof(state::Process); ++k) __builtin_prefetch(p + 64 * k);
+    }
+  }
   const auto& idx = index_[t];
   if (idx.empty()) return;
   Arena arena;
