@@ -337,6 +337,17 @@ std::vector<std::vector<const CCheck*>> guard_candidates(const CNode& root, bool
   return out;
 }
 
+// A check whose negation, as a term of a rule's `and`, keeps the rule out of
+// the events for which the check holds: an address field (one value, no
+// transformers) `in` or `=` a list of networks. Such a check is one
+// extraction (shared with the rules through the FieldCache) and a few
+// network comparisons; it is evaluated as the rules evaluate it.
+bool exclusion_check(const CCheck& c) {
+  return c.ltype == FieldType::kIp && (c.op == Op::kIn || c.op == Op::kEq) && !c.rhs_field &&
+         c.mod == Modifier::kNone && c.ltr.empty() && !c.multi && !c.multi_all_in && c.lhs.def && !c.nets.empty() &&
+         c.constant < 0;
+}
+
 bool same_field(const FieldInst& a, const FieldInst& b) {
   return a.def == b.def && a.arg == b.arg && a.has_arg == b.has_arg && a.index == b.index;
 }
@@ -584,6 +595,27 @@ void GuardIndex::build(const std::vector<const Expr*>& exprs, event::Type t) {
     f.false_id = f.values.find(bool_key(false));
   }
   for (auto& f : lit_fields_) f.build(words_);
+  // Exceptions on addresses (exclusion_check), per distinct check.
+  exclusions_.clear();
+  for (std::size_t r = 0; r < n; ++r) {
+    const Expr* e = exprs[r];
+    const CNode* root = e && ti < e->by_type_.size() ? e->by_type_[ti].get() : nullptr;
+    if (!root || root->kind != CNode::Kind::kAnd) continue;
+    for (const auto& k : root->kids) {
+      if (k.kind != CNode::Kind::kNot || k.kids.size() != 1 || k.kids[0].kind != CNode::Kind::kCheck) continue;
+      const CCheck* c = k.kids[0].check.get();
+      if (!c || !exclusion_check(*c)) continue;
+      Exclusion* x = nullptr;
+      for (auto& have : exclusions_) {
+        if (have.check == c) x = &have;
+      }
+      if (!x) {
+        exclusions_.push_back(Exclusion{c, std::vector<std::uint64_t>(words_, 0)});
+        x = &exclusions_.back();
+      }
+      x->rules[r / 64] |= std::uint64_t{1} << (r % 64);
+    }
+  }
   lookups_.clear();
   for (const auto& f : fields_) {
     Lookup l;
@@ -669,6 +701,14 @@ void GuardIndex::candidates(const ExtractCtx& x, std::uint64_t* out) const noexc
   for (const auto& f : lit_fields_) {
     extract_cached(x, f.inst, e);
     for (std::size_t i = 0; i < e.n; ++i) f.lookup(e.v[i].s, words, out);
+  }
+  // Exceptions that hold keep their rules out (only rules let through so far
+  // need the check).
+  for (const auto& ex : exclusions_) {
+    bool any = false;
+    for (std::size_t w = 0; w < words; ++w) any = any || (out[w] & ex.rules[w]) != 0;
+    if (!any || !eval_check(*ex.check, x)) continue;
+    for (std::size_t w = 0; w < words; ++w) out[w] &= ~ex.rules[w];
   }
 }
 
