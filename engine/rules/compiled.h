@@ -52,6 +52,14 @@ struct CCheck {
   // `anyof` over contains/icontains/startswith/endswith, and or-chains of
   // contains on one field, as one literal matcher (one pass).
   std::unique_ptr<LiteralMatcher> any_lit;
+  // An `or` of contains/icontains checks and prefiltered regexes on one
+  // field, as one check that scans the field once (group_scans,
+  // compiler.cpp): scan_parts[i] is the check scan's set i stands for;
+  // scan_stop has the sets whose hit decides the or (all but the regexes',
+  // whose prefilter hit only lets their expression run).
+  std::unique_ptr<LiteralScan> scan;
+  std::vector<std::shared_ptr<const CCheck>> scan_parts;
+  std::uint32_t scan_stop = 0;
   std::vector<std::string> strs; // modifier values
   FieldInst rf;
   std::vector<Transformer> rtr;

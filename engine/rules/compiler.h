@@ -102,7 +102,10 @@ class Expr {
 // `F pmatch (...)` (the path's first component, looked up), or a flag guard:
 // `F = true` on a boolean field (proc.is_exe_shell, proc.is_32bit...), alone
 // or or'd with value and literal tests, looked up from the event's value of
-// the flag (a rule that tests a flag first would read it anyway). The guards stay
+// the flag (a rule that tests a flag first would read it anyway). A rule
+// whose condition is an `and` with a term `not F in (networks)` (an exception
+// on addresses: `not fd.snet in (rfc_1918_addresses)`) is also kept out of an
+// event for which that check holds, as its condition cannot. The guards stay
 // in the conditions: a rule let through is evaluated in full, so results are
 // unchanged.
 class GuardIndex {
@@ -119,6 +122,7 @@ class GuardIndex {
   bool active() const noexcept { return active_; }
   std::size_t words() const noexcept { return words_; }
   // Sets bit i of `out` (words() words) when rule i may match the event.
+  // x.cache must not be null (the values it extracts go there, for the rules).
   void candidates(const ExtractCtx& x, std::uint64_t* out) const noexcept;
   // The guard fields, for tests and `plan` output.
   std::vector<std::string> fields() const;
@@ -130,6 +134,14 @@ class GuardIndex {
   std::vector<Field> fields_;
   std::vector<LitField> lit_fields_;
   std::vector<Lookup> lookups_;  // what candidates() reads of fields_, laid out flat
+  // Exceptions on addresses: a rule whose condition is an `and` with a term
+  // `not F in (networks)` cannot match an event for which the check holds;
+  // per distinct check, the rules it keeps out when it holds.
+  struct Exclusion {
+    const CCheck* check = nullptr;
+    std::vector<std::uint64_t> rules;  // words_ words
+  };
+  std::vector<Exclusion> exclusions_;
   std::vector<std::uint64_t> always_;  // rules without a guard
   std::size_t words_ = 0;
   bool active_ = false;

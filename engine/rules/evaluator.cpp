@@ -165,6 +165,20 @@ int lowered_in(const CCheck& c, const ExtractCtx& x) noexcept {
   return 0;
 }
 
+// A group of contains/icontains checks and prefiltered regexes on one field
+// (CCheck::scan), given the field's values `l`: one scan of each value finds
+// which of them may hold; a contains or icontains set found decides it, a
+// regex whose prefilter found something runs as its own check.
+[[gnu::noinline]] bool eval_scan(const CCheck& c, const Extracted& l, const ExtractCtx& x) noexcept {
+  std::uint32_t found = 0;
+  for (std::size_t i = 0; i < l.n; ++i) found |= c.scan->scan(l.v[i].s, c.scan_stop);
+  if (found & c.scan_stop) return true;
+  for (std::size_t k = 0; found != 0 && k < c.scan_parts.size(); ++k) {
+    if ((found >> k & 1u) && eval_check(*c.scan_parts[k], x)) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 bool eval_check(const CCheck& c, const ExtractCtx& x) noexcept {
@@ -192,6 +206,7 @@ bool eval_check(const CCheck& c, const ExtractCtx& x) noexcept {
     return false;
   }
   if (c.mod != Modifier::kNone) {
+    if (c.scan) return eval_scan(c, l, x);  // a scan group (its mod is anyof, its field has no transformers)
     for (std::size_t i = 0; i < l.n; ++i) {
       if (test_modifier(c, l.v[i])) return true;
     }

@@ -800,12 +800,18 @@ void x_exe_kind(const X& x, const F&, E& o) noexcept {
   if (auto* p = proc_of(x); p && !p->exepath.empty())
     str(o, exe_kind(p->exe_from_memfd, p->exe_deleted, p->exe_upper_layer, p->exepath));
 }
-void x_exe_fileless(const X& x, const F& f, E& o) noexcept {
-  x_exe_kind(x, f, o);
-  if (o.n == 1) {
-    auto k = o.v[0].s;
-    o.v[0].b = k == "memfd" || k == "deleted" || k == "devshm";
+// exe_kind() is memfd, deleted or devshm (a flag guard on every exec: no
+// kind string is made and compared).
+bool exe_fileless(bool memfd, bool deleted, std::string_view path) noexcept {
+  return memfd || deleted || path.starts_with("/dev/shm/") || path.starts_with("/run/shm/");
+}
+void x_exe_fileless(const X& x, const F&, E& o) noexcept {
+  if (auto* e = ev(x).as<event::ExecData>()) {
+    boolean(o, exe_fileless(e->exe_from_memfd, e->exe_deleted, e->exe));
+    return;
   }
+  if (auto* p = proc_of(x); p && !p->exepath.empty())
+    boolean(o, exe_fileless(p->exe_from_memfd, p->exe_deleted, p->exepath));
 }
 void x_exe_ino(const X& x, const F&, E& o) noexcept {
   exe_fact(x, o, [](const auto& s, E& out) { if (s.exe_ino) num(out, static_cast<std::int64_t>(s.exe_ino)); });

@@ -152,6 +152,8 @@ struct GuardIndex::Lookup {
   ExtractFn fn = nullptr;
   const FieldInst* inst = nullptr;
   int slot = -1;
+  std::uint32_t slot_word = 0;  // slot / 64
+  std::uint64_t slot_bit = 0;   // 1 << (slot % 64)
   FieldType type = FieldType::kString;
   std::int32_t true_id = -1, false_id = -1;
   const std::uint64_t* exists = nullptr;  // null: no rule needs only a value
@@ -333,6 +335,17 @@ std::vector<std::vector<const CCheck*>> guard_candidates(const CNode& root, bool
     consider(root);
   }
   return out;
+}
+
+// A check whose negation, as a term of a rule's `and`, keeps the rule out of
+// the events for which the check holds: an address field (one value, no
+// transformers) `in` or `=` a list of networks. Such a check is one
+// extraction (shared with the rules through the FieldCache) and a few
+// network comparisons; it is evaluated as the rules evaluate it.
+bool exclusion_check(const CCheck& c) {
+  return c.ltype == FieldType::kIp && (c.op == Op::kIn || c.op == Op::kEq) && !c.rhs_field &&
+         c.mod == Modifier::kNone && c.ltr.empty() && !c.multi && !c.multi_all_in && c.lhs.def && !c.nets.empty() &&
+         c.constant < 0;
 }
 
 bool same_field(const FieldInst& a, const FieldInst& b) {
@@ -582,12 +595,37 @@ void GuardIndex::build(const std::vector<const Expr*>& exprs, event::Type t) {
     f.false_id = f.values.find(bool_key(false));
   }
   for (auto& f : lit_fields_) f.build(words_);
+  // Exceptions on addresses (exclusion_check), per distinct check.
+  exclusions_.clear();
+  for (std::size_t r = 0; r < n; ++r) {
+    const Expr* e = exprs[r];
+    const CNode* root = e && ti < e->by_type_.size() ? e->by_type_[ti].get() : nullptr;
+    if (!root || root->kind != CNode::Kind::kAnd) continue;
+    for (const auto& k : root->kids) {
+      if (k.kind != CNode::Kind::kNot || k.kids.size() != 1 || k.kids[0].kind != CNode::Kind::kCheck) continue;
+      const CCheck* c = k.kids[0].check.get();
+      if (!c || !exclusion_check(*c)) continue;
+      Exclusion* x = nullptr;
+      for (auto& have : exclusions_) {
+        if (have.check == c) x = &have;
+      }
+      if (!x) {
+        exclusions_.push_back(Exclusion{c, std::vector<std::uint64_t>(words_, 0)});
+        x = &exclusions_.back();
+      }
+      x->rules[r / 64] |= std::uint64_t{1} << (r % 64);
+    }
+  }
   lookups_.clear();
   for (const auto& f : fields_) {
     Lookup l;
     l.fn = f.inst.def->fn;
     l.inst = &f.inst;
     l.slot = f.inst.slot;
+    if (l.slot >= 0) {
+      l.slot_word = static_cast<std::uint32_t>(l.slot) / 64;
+      l.slot_bit = std::uint64_t{1} << (static_cast<unsigned>(l.slot) % 64);
+    }
     l.type = f.inst.def->type;
     l.true_id = f.true_id;
     l.false_id = f.false_id;
@@ -615,22 +653,20 @@ void GuardIndex::candidates(const ExtractCtx& x, std::uint64_t* out) const noexc
   const std::size_t words = words_;
   for (std::size_t w = 0; w < words; ++w) out[w] = always_[w];
   Extracted e;
-  FieldCache* cache = x.cache;
+  FieldCache* cache = x.cache;  // evaluate() always has one
   for (const Lookup& f : lookups_) {
     // extract_cached, with the lookup's own copies of what it reads.
     e.n = 0;
-    if (cache && f.slot >= 0) {
-      const auto s = static_cast<unsigned>(f.slot);
-      const std::uint64_t bit = std::uint64_t{1} << (s % 64);
-      if (cache->done[s / 64] & bit) {
-        e.n = cache->count[s];
-        if (e.n) e.v[0] = cache->val[s];
+    if (f.slot >= 0) {
+      if (cache->done[f.slot_word] & f.slot_bit) {
+        e.n = cache->count[f.slot];
+        if (e.n) e.v[0] = cache->val[f.slot];
       } else {
         f.fn(x, *f.inst, e);
         if (e.n <= 1) {
-          cache->done[s / 64] |= bit;
-          cache->count[s] = static_cast<std::uint8_t>(e.n);
-          if (e.n) store_val(cache->val[s], e.v[0], f.type);
+          cache->done[f.slot_word] |= f.slot_bit;
+          cache->count[f.slot] = static_cast<std::uint8_t>(e.n);
+          if (e.n) store_val(cache->val[f.slot], e.v[0], f.type);
         }
       }
     } else {
@@ -665,6 +701,14 @@ void GuardIndex::candidates(const ExtractCtx& x, std::uint64_t* out) const noexc
   for (const auto& f : lit_fields_) {
     extract_cached(x, f.inst, e);
     for (std::size_t i = 0; i < e.n; ++i) f.lookup(e.v[i].s, words, out);
+  }
+  // Exceptions that hold keep their rules out (only rules let through so far
+  // need the check).
+  for (const auto& ex : exclusions_) {
+    bool any = false;
+    for (std::size_t w = 0; w < words; ++w) any = any || (out[w] & ex.rules[w]) != 0;
+    if (!any || !eval_check(*ex.check, x)) continue;
+    for (std::size_t w = 0; w < words; ++w) out[w] &= ~ex.rules[w];
   }
 }
 

@@ -202,7 +202,7 @@ class LiteralMatcher {
  public:
   LiteralMatcher(const std::vector<std::string>& lits, Op op)
       : mode_(op == Op::kStartsWith ? Mode::kPrefix : op == Op::kEndsWith ? Mode::kSuffix : Mode::kAnywhere),
-        icase_(op == Op::kIContains) {
+        icase_(op == Op::kIContains), lits_(lits) {
     nodes_.emplace_back();
     for (const auto& l : lits) {
       if (l.empty()) {
@@ -242,6 +242,11 @@ class LiteralMatcher {
     }
     if (mode_ == Mode::kAnywhere && !always_) build_dfa();
   }
+
+  // The literals it was built from, as given (LiteralScan combines them).
+  const std::vector<std::string>& literals() const noexcept { return lits_; }
+  bool icase() const noexcept { return icase_; }
+  bool anywhere() const noexcept { return mode_ == Mode::kAnywhere; }
 
   bool match(std::string_view s) const noexcept {
     if (always_) return true;
@@ -410,6 +415,7 @@ class LiteralMatcher {
 
   Mode mode_;
   bool icase_;
+  std::vector<std::string> lits_;
   int pair_first_ = -1;  // with icase_: the only (lower-case) letter a literal starts with, -1: none
   std::vector<std::uint32_t> dfa_;
   std::array<std::uint16_t, 256> cls_{};
@@ -419,6 +425,51 @@ class LiteralMatcher {
   std::vector<Edge> edges_;
   std::array<std::uint32_t, 256> root_{};
   std::array<std::uint8_t, 256> starts_{};  // input bytes (unfolded) that begin a literal
+};
+
+// Several `contains` literal sets looked for in one pass over a value (an
+// `or` of contains, icontains and regex prefilters on one field, such as the
+// bundled miner rule's pool URLs, flags and algorithm flags on
+// proc.cmdline): an Aho-Corasick automaton over the union of their
+// literals, ASCII-folded, that reports which sets have a literal in the
+// value. A set is matched as LiteralMatcher matches it: an icase set's
+// literals are lower case and compared with the value folded (one with an
+// upper-case letter, which no folded value holds, is never found); a
+// case-sensitive set's literal found by the folded automaton is confirmed
+// against the value's own bytes. At most kMaxSets sets; ok() is false when
+// a set has no literals or an empty one (every value holds it), or when the
+// automaton would have more than kMaxDfa entries. Lookups are const,
+// noexcept and never allocate.
+class LiteralScan {
+ public:
+  static constexpr std::size_t kMaxSets = 32;
+  static constexpr std::size_t kMaxDfa = 32768;
+  struct Set {
+    std::vector<std::string> lits;
+    bool icase = false;
+  };
+  explicit LiteralScan(const std::vector<Set>& sets);
+  bool ok() const noexcept { return ok_; }
+  std::size_t states() const noexcept { return mask_.size(); }
+  // The sets with a literal in `s` (bit i: sets[i]). The scan ends early
+  // once it has found a set in `stop`, or every set.
+  std::uint32_t scan(std::string_view s, std::uint32_t stop) const noexcept;
+
+ private:
+  static constexpr std::uint32_t kHit = 0x80000000u;
+  struct Verify {
+    std::uint32_t set;
+    std::string lit;  // as given: compared with the value's bytes
+  };
+  bool ok_ = false;
+  std::uint32_t classes_ = 1;
+  std::uint32_t all_ = 0;                 // every set's bit
+  std::array<std::uint16_t, 256> cls_{};  // input byte -> class of its folded byte (0: in no literal)
+  std::array<std::uint8_t, 256> starts_{};  // input bytes that may begin a literal
+  std::vector<std::uint32_t> dfa_;        // [state * classes + class]: next state * classes, kHit
+  std::vector<std::uint32_t> mask_;       // per state: the sets found there without a check
+  std::vector<std::uint32_t> verify_at_;  // per state + 1: its checks are verify_[at[s], at[s + 1])
+  std::vector<Verify> verify_;
 };
 
 inline char lower(char c) noexcept { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c + ('a' - 'A')) : c; }

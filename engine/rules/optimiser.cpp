@@ -30,6 +30,17 @@ int cost(const CNode& n) {
     }
     case CNode::Kind::kCheck: {
       const CCheck& k = *n.check;
+      // A scan group costs what the or it stands for did.
+      if (k.scan) {
+        int c = 0;
+        for (const auto& p : k.scan_parts) {
+          CNode part;
+          part.kind = CNode::Kind::kCheck;
+          part.check = p;
+          c += cost(part);
+        }
+        return c;
+      }
       int c = 2;
       if (!k.ltr.empty()) c += 4;
       if (k.multi) c += 4;
@@ -74,6 +85,17 @@ double true_share(const CNode& n) {
     }
     case CNode::Kind::kCheck: {
       const CCheck& k = *n.check;
+      // A scan group: as likely as the or it stands for.
+      if (k.scan) {
+        double q = 1.0;
+        for (const auto& p : k.scan_parts) {
+          CNode part;
+          part.kind = CNode::Kind::kCheck;
+          part.check = p;
+          q *= 1.0 - true_share(part);
+        }
+        return 1.0 - q;
+      }
       // A field only some events of a type fill (gpu.device: opens of NVIDIA
       // device nodes; fd.sip.name: servers a DNS answer named) is rarely there.
       const bool narrow = k.lhs.def && !k.lhs.def->events.all();

@@ -163,8 +163,34 @@ void capture_token(const ExtractCtx& x, const OutputFormat::Token& tok, StepFiel
 void Ruleset::evaluate(const state::EvalContext& ctx, std::vector<event::Alert>& out,
                        SequenceState* sequences) const noexcept {
   if (!ctx.ev) return;
+  // The event's payload, the variant's index (after the payload's storage,
+  // on a cache line of its own: every as<T>() reads it) and the process's
+  // first lines (comm, exe, exepath) are asked for at once, before the
+  // header's type is read: each is a cache miss for an event that is not
+  // fresh, and waited for one after another they were the largest share
+  // of the time (perf: the first read of the index, behind the header's).
+  {
+    const char* d = reinterpret_cast<const char*>(&ctx.ev->data);
+    __builtin_prefetch(d + sizeof(event::Payload) - alignof(event::Payload));  // the index: after the storage
+    __builtin_prefetch(d);
+    __builtin_prefetch(d + 64);
+    if (const char* p = reinterpret_cast<const char*>(ctx.proc)) {
+      __builtin_prefetch(p);
+      __builtin_prefetch(p + 64);
+    }
+  }
   auto t = static_cast<std::size_t>(ctx.ev->hdr.type);
   if (t >= static_cast<std::size_t>(event::Type::kCount)) return;
+  // An exec's rules read the whole payload (320 bytes: file, argv, cwd,
+  // identity) and most of the process (argv, cwd, the program's identity
+  // facts and flags, capabilities): the rest of both, at once as well.
+  if (ctx.ev->hdr.type == event::Type::kExec) {
+    const char* d = reinterpret_cast<const char*>(&ctx.ev->data);
+    for (std::size_t k = 2; k * 64 < sizeof(event::ExecData); ++k) __builtin_prefetch(d + 64 * k);
+    if (const char* p = reinterpret_cast<const char*>(ctx.proc)) {
+      for (std::size_t k = 2; k * 64 < sizeof(state::Process); ++k) __builtin_prefetch(p + 64 * k);
+    }
+  }
   const auto& idx = index_[t];
   if (idx.empty()) return;
   Arena arena;

@@ -284,5 +284,40 @@ TEST(FieldValues, ContainerStartTime) {
   EXPECT_EQ(printed(w, "start=%container.start_ts"), "start=<NA>");
 }
 
+// proc.is_exe_fileless is proc.exe_kind in (memfd, deleted, devshm), at an
+// exec (from the event) and at later events (from the process), for every
+// combination of the facts exe_kind weighs (it is worked out without the
+// kind's string, as a guard lookup on every exec).
+TEST(FieldValues, ExeFilelessIsExeKindMemfdDeletedOrDevshm) {
+  const char* paths[] = {"/dev/shm/x", "/run/shm/x", "/dev/shmx", "/tmp/x", "/usr/bin/x", "/run/shm", ""};
+  for (int bits = 0; bits < 8; ++bits) {
+    for (const char* path : paths) {
+      for (bool at_exec : {true, false}) {
+        testing::World w;
+        w.proc.exe_from_memfd = bits & 1;
+        w.proc.exe_deleted = bits & 2;
+        w.proc.exe_upper_layer = bits & 4;
+        w.proc.exepath = path;
+        if (at_exec) {
+          w.exec();
+          auto& d = std::get<event::ExecData>(w.ev.data);
+          d.exe_from_memfd = bits & 1;
+          d.exe_deleted = bits & 2;
+          d.exe_upper_layer = bits & 4;
+          d.exe = path;
+        } else {
+          w.open("/etc/hosts");
+        }
+        const std::string kind = printed(w, "%proc.exe_kind");
+        const std::string want = kind == "<NA>"                                         ? "<NA>"
+                                 : kind == "memfd" || kind == "deleted" || kind == "devshm" ? "true"
+                                                                                            : "false";
+        EXPECT_EQ(printed(w, "%proc.is_exe_fileless"), want) << "facts " << bits << " path '" << path << "' kind "
+                                                            << kind << (at_exec ? " at exec" : " later");
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace vigil::rules

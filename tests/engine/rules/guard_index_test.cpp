@@ -185,6 +185,46 @@ TEST(GuardIndex, LiteralGuardsLetThroughWhatCanMatchAndKeepOutTheRest) {
   EXPECT_EQ(ix.let_through(""), (B{false, false, false, false, false, false, false, true}));
 }
 
+// Exceptions on addresses: a rule with a term `not F in (networks)` is kept
+// out of an event whose F is in one of them, whatever guard lets it through
+// otherwise; one without an address, one outside the networks, a network
+// test that is not a term of the rule's `and` (inside an `or`), and a list
+// test on another type of field are not kept out. Soundness (a rule kept
+// out does not match) is checked for every event by let_through.
+TEST(GuardIndex, AddressExceptionsKeepTheirRulesOutOfTheEventsTheyExclude) {
+  TypeIndex ix({"fd.sport = 22 and proc.name != sshd",                                      // 0
+                "fd.sip in (169.254.169.254)",                                              // 1
+                "fd.sip exists and not fd.snet in (10.0.0.0/8, 192.168.0.0/16, fd00::/8)",   // 2
+                "fd.sport = 443 and not fd.snet in (10.0.0.0/8) and not fd.sip = 8.8.8.8",  // 3
+                "fd.sip exists and (proc.name = curl or not fd.snet in (10.0.0.0/8))",      // 4
+                "not fd.sport in (80, 443)"},                                               // 5
+               "connect", event::Type::kConnect);
+  ASSERT_TRUE(ix.index.active());
+  auto through = [&](const char* daddr, std::uint16_t dport) {
+    World w;
+    w.connect(daddr, dport);
+    return ix.let_through(w, std::string(daddr) + ":" + std::to_string(dport));
+  };
+  using B = std::vector<bool>;
+  // Rule 5 has no guard and its exception is on a port: always let through.
+  EXPECT_EQ(through("10.0.0.5", 443), (B{false, false, false, false, true, true}));
+  EXPECT_EQ(through("192.168.1.4", 22), (B{true, false, false, false, true, true}));
+  EXPECT_EQ(through("fd00::1", 443), (B{false, false, false, true, true, true}));
+  EXPECT_EQ(through("8.8.8.8", 443), (B{false, false, true, false, true, true}));
+  EXPECT_EQ(through("1.2.3.4", 443), (B{false, false, true, true, true, true}));
+  EXPECT_EQ(through("169.254.169.254", 80), (B{false, true, true, false, true, true}));
+  EXPECT_EQ(through("2001:db8::7", 22), (B{true, false, true, false, true, true}));
+  // A unix socket: no server address, so nothing is excluded (and the rules
+  // that need one are not let through by their guards).
+  World u;
+  u.connect("10.0.0.5", 443);
+  auto& d = std::get<event::ConnectData>(u.ev.data);
+  d.family = AF_UNIX;
+  d.unix_path = "/run/x.sock";
+  auto b = ix.let_through(u, "unix");
+  EXPECT_FALSE(b[2]);
+}
+
 // Literal tests that cannot guard: an empty literal (every value holds it),
 // a pmatch pattern starting with a glob or "/" (any path), a transformer, a
 // case-insensitive test, and a rule needing three lookups. Those rules run

@@ -3,7 +3,8 @@
 // reads a value's tail with whole-word loads rather than byte by byte, and
 // LiteralMatcher (anyof contains/icontains/startswith/endswith), whose
 // `contains` scans run as an Aho-Corasick automaton when it is small enough
-// and walk the literal trie otherwise.
+// and walk the literal trie otherwise; and LiteralScan, several contains
+// and icontains sets found in one scan.
 #include "engine/rules/matchers.h"
 
 #include <gtest/gtest.h>
@@ -173,6 +174,118 @@ TEST(LiteralMatcher, ContainsScanEdgeCases) {
   LiteralMatcher e({"", "zz"}, Op::kContains);
   EXPECT_TRUE(e.match(""));
   EXPECT_TRUE(e.match("abc"));
+}
+
+// ---------------------------------------------------------------- LiteralScan
+
+// What LiteralScan::scan must give with no early stop: the sets with a
+// literal in v, each as its own LiteralMatcher finds it.
+std::uint32_t separate(const std::vector<LiteralScan::Set>& sets, std::string_view v) {
+  std::uint32_t m = 0;
+  for (std::size_t k = 0; k < sets.size(); ++k) {
+    LiteralMatcher one(sets[k].lits, sets[k].icase ? Op::kIContains : Op::kContains);
+    if (one.match(v)) m |= 1u << k;
+  }
+  return m;
+}
+
+// Random sets over a small alphabet (literals overlap, nest, share prefixes
+// and suffixes, and one set's literal is another's in another case),
+// case-sensitive and icase sets mixed (icase literals lower case, as the
+// compiler makes them, and now and then one with an upper-case letter,
+// which neither finds), against one LiteralMatcher per set; with an early
+// stop, a set found is found by its matcher too, and the scan gives every
+// set unless it found one in `stop`.
+TEST(LiteralScan, FindsEachSetAsItsOwnMatcherDoes) {
+  std::mt19937 rng(23);
+  const std::string alphabet = "abAB -+/";
+  auto word = [&](std::size_t max) {
+    std::string s(rng() % (max + 1), 'x');
+    for (auto& c : s) c = alphabet[rng() % alphabet.size()];
+    return s;
+  };
+  for (int round = 0; round < 400; ++round) {
+    std::vector<LiteralScan::Set> sets(1 + rng() % 5);
+    for (auto& set : sets) {
+      set.icase = rng() % 2;
+      const int k = 1 + static_cast<int>(rng() % 5);
+      for (int i = 0; i < k; ++i) {
+        std::string l = word(5);
+        if (l.empty()) l = "a";
+        if (set.icase && rng() % 8 != 0)
+          for (auto& c : l) c = lower(c);
+        set.lits.push_back(l);
+      }
+    }
+    LiteralScan scan(sets);
+    ASSERT_TRUE(scan.ok());
+    const auto all = static_cast<std::uint32_t>((std::uint64_t{1} << sets.size()) - 1);
+    for (int i = 0; i < 100; ++i) {
+      std::string v = word(i % 10 == 0 ? 300 : 30);
+      const std::uint32_t want = separate(sets, v);
+      ASSERT_EQ(scan.scan(v, 0), want) << "value '" << v << "' round " << round;
+      const std::uint32_t stop = static_cast<std::uint32_t>(rng()) & all;
+      const std::uint32_t got = scan.scan(v, stop);
+      ASSERT_EQ(got & ~want, 0u) << v;
+      if ((got & stop) == 0) {
+        ASSERT_EQ(got, want) << v;
+      }
+    }
+  }
+}
+
+// Overlapping literals of different sets ending at one place, a
+// case-sensitive literal found only in its own case (also where the folded
+// automaton sees it), literals without letters (no check needed), matches
+// at the very start and end, and empty and very long values.
+TEST(LiteralScan, EdgeCases) {
+  LiteralScan s({{{"stratum+tcp://", "xmr"}, true},  // 0: icontains
+                 {{" --Donate", " -a "}, false},     // 1: contains
+                 {{"tcp://", "--donate"}, true},     // 2: icontains (as a prefilter is)
+                 {{"+tcp", "://"}, false}});         // 3: contains; "://" has no letter to check
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s.scan("", 0), 0u);
+  EXPECT_EQ(s.scan("x", 0), 0u);
+  EXPECT_EQ(s.scan("STRATUM+TCP://pool", 0), 0b1101u);  // set 3 by "://", not by "+TCP"
+  EXPECT_EQ(s.scan("STRATUM+TCP:/pool", 0), 0u);
+  EXPECT_EQ(s.scan("Stratum+tcp:pool", 0), 0b1000u);    // "+tcp" as written
+  EXPECT_EQ(s.scan("miner --Donate 1", 0), 0b0110u);
+  EXPECT_EQ(s.scan("miner --donate 1", 0), 0b0100u);    // set 1 wants "--Donate" as written
+  EXPECT_EQ(s.scan("miner --DONATE", 0), 0b0100u);
+  EXPECT_EQ(s.scan("x -a y", 0), 0b0010u);
+  EXPECT_EQ(s.scan("x -A y", 0), 0u);
+  EXPECT_EQ(s.scan(" -a x", 0), 0b0010u);               // at the very start
+  EXPECT_EQ(s.scan("x -a", 0), 0u);                     // " -a " needs its space
+  EXPECT_EQ(s.scan("XMR", 0), 0b0001u);
+  // A long value with the literal only at its end, and one without any.
+  std::string lng(100000, 'q');
+  EXPECT_EQ(s.scan(lng, 0), 0u);
+  EXPECT_EQ(s.scan(lng + "xMr", 0), 0b0001u);
+  EXPECT_EQ(s.scan("xmr" + lng, 0), 0b0001u);
+  // An early stop: set 0 found first ends the scan.
+  EXPECT_EQ(s.scan("xmr --Donate", 0b0001u), 0b0001u);
+  EXPECT_EQ(s.scan("xmr --Donate", 0), 0b0111u);
+}
+
+// No sets, a set without literals or with an empty one (which every value
+// holds), more than kMaxSets sets, or an automaton over kMaxDfa entries: not
+// built (the checks stay separate).
+TEST(LiteralScan, RefusesWhatItCannotStandFor) {
+  EXPECT_FALSE(LiteralScan({}).ok());
+  EXPECT_FALSE(LiteralScan({{{"a"}, false}, {{}, true}}).ok());
+  EXPECT_FALSE(LiteralScan({{{"a", ""}, false}, {{"b"}, true}}).ok());
+  std::vector<LiteralScan::Set> many(LiteralScan::kMaxSets + 1, LiteralScan::Set{{"a"}, false});
+  EXPECT_FALSE(LiteralScan(many).ok());
+  many.pop_back();
+  EXPECT_TRUE(LiteralScan(many).ok());
+  std::mt19937 rng(3);
+  LiteralScan::Set big;
+  for (int i = 0; i < 2000; ++i) {
+    std::string l(12, 'x');
+    for (auto& c : l) c = static_cast<char>('a' + rng() % 26);
+    big.lits.push_back(l);
+  }
+  EXPECT_FALSE(LiteralScan({big, {{"b"}, true}}).ok());
 }
 
 }  // namespace

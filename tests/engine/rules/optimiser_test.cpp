@@ -515,6 +515,48 @@ TEST(Optimiser, RegexPrefiltersNeverChangeTheAnswer) {
   EXPECT_EQ(p.exec("x", {"\xc3\xa9lan"}), (V{}));
 }
 
+// An or of contains, icontains and prefiltered regexes on one field runs as
+// one scan of the field (the bundled miner rule's pool URLs, flags and
+// algorithm regex on proc.cmdline): each part's hits as its own check finds
+// them, a regex only where it matches (not where its prefilter's literal
+// merely occurs), with other terms of the or kept, and an or of plain
+// contains checks left as it is (the guard index may guard a rule by it).
+TEST(Optimiser, OneScanForAnOrOfLiteralChecksOnOneField) {
+  Pair p(rule("miner", "proc.cmdline icontains \"stratum+tcp://\" or proc.cmdline icontains \"stratum+ssl://\" or "
+                       "proc.cmdline contains \" --donate-level\" or proc.cmdline contains \" -wal \" or "
+                       "tolower(proc.cmdline) regex \".* (-a|--algo)[ =](kawpow|ethash)( .*)?\"") +
+         rule("mixed", "proc.name = xmrig or proc.cmdline icontains XMR or proc.cmdline contains \"--Pool\" or "
+                       "proc.exe contains \"--Pool\"") +
+         rule("plain", "proc.cmdline contains \" --rig\" or proc.cmdline contains zz"));
+  ASSERT_TRUE(p.fast.ruleset) << summary_line(p.fast);
+  ASSERT_TRUE(p.plain.ruleset);
+  EXPECT_NE(p.fast.ruleset->plan("miner", event::Type::kExec).find("[one scan]"), std::string::npos)
+      << p.fast.ruleset->plan("miner", event::Type::kExec);
+  EXPECT_NE(p.fast.ruleset->plan("mixed", event::Type::kExec).find("[one scan]"), std::string::npos);
+  EXPECT_EQ(p.fast.ruleset->plan("plain", event::Type::kExec).find("[one scan]"), std::string::npos);
+  using V = std::vector<std::string>;
+  EXPECT_EQ(p.exec("x", {"-o", "STRATUM+TCP://pool:3333"}), (V{"miner"}));
+  EXPECT_EQ(p.exec("x", {"-o", "stratum+ssl://pool"}), (V{"miner"}));
+  EXPECT_EQ(p.exec("x", {"-o", "stratum+tcp:/pool"}), (V{}));
+  EXPECT_EQ(p.exec("x", {"--donate-level", "1"}), (V{"miner"}));
+  EXPECT_EQ(p.exec("x", {"--DONATE-LEVEL", "1"}), (V{}));           // contains is case-sensitive
+  EXPECT_EQ(p.exec("x", {"-wal", "w"}), (V{"miner"}));
+  EXPECT_EQ(p.exec("x", {"-wal"}), (V{}));                          // " -wal " needs the space after
+  EXPECT_EQ(p.exec("x", {"--ALGO", "KawPow"}), (V{"miner"}));       // the regex sees the value lowered
+  EXPECT_EQ(p.exec("x", {"--algo", "scrypt"}), (V{}));              // prefilter literal, no match
+  EXPECT_EQ(p.exec("x", {"kawpow", "--algo"}), (V{}));
+  EXPECT_EQ(p.exec("x", {"--algo", "ethash", "--donate-level"}), (V{"miner"}));
+  EXPECT_EQ(p.exec("xmrig", {}), (V{"mixed"}));
+  EXPECT_EQ(p.exec("a", {"Xmr"}), (V{"mixed"}));
+  EXPECT_EQ(p.exec("a", {"--Pool"}), (V{"mixed"}));
+  EXPECT_EQ(p.exec("a", {"--pool"}), (V{}));
+  EXPECT_EQ(p.exec("a", {"--rig"}), (V{"plain"}));
+  EXPECT_EQ(p.exec("a", {}), (V{}));
+  std::string lng(8000, 'k');  // long, within what the arena holds of a command line
+  EXPECT_EQ(p.exec("a", {lng}), (V{}));
+  EXPECT_EQ(p.exec("a", {lng, "-o", "Stratum+Ssl://x"}), (V{"miner"}));
+}
+
 // The guard index picks rules by the values of the fields they require;
 // rules it lets through still run in full, and rules without a guard always
 // run.
