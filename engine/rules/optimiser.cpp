@@ -15,6 +15,15 @@ Expr::Expr() { flat_start_.fill(kNoProgram); }
 
 namespace {
 
+// One part of a scan group as a node of its own, to cost it or weigh it as
+// the or the group stands for did.
+CNode part_node(const std::shared_ptr<const CCheck>& p) {
+  CNode part;
+  part.kind = CNode::Kind::kCheck;
+  part.check = p;
+  return part;
+}
+
 // A rough cost of evaluating a node, to evaluate cheap tests of an and/or
 // first (both are pure, so their order does not change the result).
 int cost(const CNode& n) {
@@ -33,12 +42,7 @@ int cost(const CNode& n) {
       // A scan group costs what the or it stands for did.
       if (k.scan) {
         int c = 0;
-        for (const auto& p : k.scan_parts) {
-          CNode part;
-          part.kind = CNode::Kind::kCheck;
-          part.check = p;
-          c += cost(part);
-        }
+        for (const auto& p : k.scan_parts) c += cost(part_node(p));
         return c;
       }
       int c = 2;
@@ -88,12 +92,7 @@ double true_share(const CNode& n) {
       // A scan group: as likely as the or it stands for.
       if (k.scan) {
         double q = 1.0;
-        for (const auto& p : k.scan_parts) {
-          CNode part;
-          part.kind = CNode::Kind::kCheck;
-          part.check = p;
-          q *= 1.0 - true_share(part);
-        }
+        for (const auto& p : k.scan_parts) q *= 1.0 - true_share(part_node(p));
         return 1.0 - q;
       }
       // A field only some events of a type fill (gpu.device: opens of NVIDIA
