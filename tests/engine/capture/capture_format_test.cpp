@@ -323,6 +323,21 @@ TEST(CaptureFormat, ExtraTrailingFieldsInARecordAreIgnored) {
   EXPECT_NE(why.find("event."), std::string::npos) << why;
 }
 
+// The body of encoded record `rec` (after its header) without its last
+// `tail` bytes: with a tail, what a writer before those fields wrote.
+std::string_view body_of(const std::string& rec, std::size_t tail = 0) {
+  return std::string_view(rec).substr(kRecordHeaderSize, rec.size() - kRecordHeaderSize - tail);
+}
+
+// Decodes `body` as a record of rec's type into `out`; the reader's reason
+// when it refuses it.
+::testing::AssertionResult decodes(const std::string& rec, std::string_view body, RecordData& out) {
+  std::string why;
+  if (decode_record(static_cast<std::uint8_t>(rec[0]), body, out, why) == DecodeOutcome::kOk)
+    return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << why;
+}
+
 // The bytes of the program identity appended to a process record or an exec
 // payload when its strings (and prior command lines) are empty: three strings,
 // the class, two flags, the inode (ino, dev, ctime, and its mtime appended
@@ -358,16 +373,13 @@ TEST(CaptureFormat, ProgramIdentityRoundTripsAndIsEmptyInOlderRecords) {
   int i = 0;
   for (const RecordData& rd : {RecordData(proc), RecordData(exec)}) {
     const std::string rec = encoded(rd);
-    const auto type = static_cast<std::uint8_t>(rec[0]);
     RecordData out;
-    std::string why;
-    ASSERT_EQ(decode_record(type, std::string_view(rec).substr(kRecordHeaderSize), out, why),
-              DecodeOutcome::kOk) << why;
+    ASSERT_TRUE(decodes(rec, body_of(rec), out));
     EXPECT_EQ(encoded(out), rec);
     // Cut where the identity begins: what a writer before it wrote.
     const std::size_t cut = plain_sizes[i++] - identity_bytes(rd);
-    const std::string_view older = std::string_view(rec).substr(kRecordHeaderSize, cut - kRecordHeaderSize);
-    ASSERT_EQ(decode_record(type, older, out, why), DecodeOutcome::kOk) << why;
+    const std::string_view older = body_of(rec, rec.size() - cut);
+    ASSERT_TRUE(decodes(rec, older, out));
     if (auto* p = std::get_if<state::Process>(&out)) {
       EXPECT_EQ(p->exe_known_as, "");
       EXPECT_EQ(p->exe_ino, 0u);
@@ -396,18 +408,18 @@ TEST(CaptureFormat, ExeMtimeRoundTripsAndIsZeroInOlderRecords) {
   proc.exe_mtime_ns = ed->exe_mtime_ns = 1'699'000'000'000'000'007LL;
   for (const RecordData& rd : {RecordData(proc), RecordData(exec)}) {
     const std::string rec = encoded(rd);
-    const auto type = static_cast<std::uint8_t>(rec[0]);
     RecordData out;
-    std::string why;
-    ASSERT_EQ(decode_record(type, std::string_view(rec).substr(kRecordHeaderSize), out, why),
-              DecodeOutcome::kOk) << why;
+    ASSERT_TRUE(decodes(rec, body_of(rec), out));
     EXPECT_EQ(encoded(out), rec);
-    if (auto* p = std::get_if<state::Process>(&out)) EXPECT_EQ(p->exe_mtime_ns, 1'699'000'000'000'000'007LL);
-    if (auto* e = std::get_if<event::Event>(&out))
+    if (auto* p = std::get_if<state::Process>(&out)) {
+      EXPECT_EQ(p->exe_mtime_ns, 1'699'000'000'000'000'007LL);
+    }
+    if (auto* e = std::get_if<event::Event>(&out)) {
       EXPECT_EQ(e->as<event::ExecData>()->exe_mtime_ns, 1'699'000'000'000'000'007LL);
+    }
     // Without its last 8 bytes: what a writer before the mtime wrote.
-    const std::string_view older = std::string_view(rec).substr(kRecordHeaderSize, rec.size() - kRecordHeaderSize - 8);
-    ASSERT_EQ(decode_record(type, older, out, why), DecodeOutcome::kOk) << why;
+    const std::string_view older = body_of(rec, 8);
+    ASSERT_TRUE(decodes(rec, older, out));
     if (auto* p = std::get_if<state::Process>(&out)) {
       EXPECT_EQ(p->exe_mtime_ns, 0);
       EXPECT_EQ(p->exe_ctime_ns, 1'700'000'000'123'456'789LL);  // what came before is intact
@@ -430,21 +442,22 @@ TEST(CaptureFormat, Elf32FlagRoundTripsAndIsFalseInOlderRecords) {
   exec.as<event::ExecData>()->elf32 = true;
   for (const RecordData& rd : {RecordData(proc), RecordData(exec)}) {
     const std::string rec = encoded(rd);
-    const auto type = static_cast<std::uint8_t>(rec[0]);
     RecordData out;
-    std::string why;
-    ASSERT_EQ(decode_record(type, std::string_view(rec).substr(kRecordHeaderSize), out, why),
-              DecodeOutcome::kOk) << why;
+    ASSERT_TRUE(decodes(rec, body_of(rec), out));
     EXPECT_EQ(encoded(out), rec);
     // The same body without elf32 and what follows it (three flags, three
     // 64-bit capability sets, the session and process group, and the program
     // identity, empty here: identity_bytes): what a writer before elf32 wrote.
     const std::size_t after = 1 + 3 + 3 * 8 + 2 * 4 + identity_bytes(rd);
     const std::string_view older =
-        std::string_view(rec).substr(kRecordHeaderSize, rec.size() - kRecordHeaderSize - after);
-    ASSERT_EQ(decode_record(type, older, out, why), DecodeOutcome::kOk) << why;
-    if (auto* p = std::get_if<state::Process>(&out)) EXPECT_FALSE(p->elf32);
-    if (auto* e = std::get_if<event::Event>(&out)) EXPECT_FALSE(e->as<event::ExecData>()->elf32);
+        body_of(rec, after);
+    ASSERT_TRUE(decodes(rec, older, out));
+    if (auto* p = std::get_if<state::Process>(&out)) {
+      EXPECT_FALSE(p->elf32);
+    }
+    if (auto* e = std::get_if<event::Event>(&out)) {
+      EXPECT_FALSE(e->as<event::ExecData>()->elf32);
+    }
   }
 }
 
@@ -461,23 +474,20 @@ TEST(CaptureFormat, OpenRawPathRoundTripsAndIsEmptyInOlderRecords) {
   open.as<event::OpenData>()->raw = "../dev/nvidia0";
   open.as<event::OpenData>()->file_type = event::OpenData::kFileDevice;
   const std::string rec = encoded(RecordData(open));
-  const auto type = static_cast<std::uint8_t>(rec[0]);
   RecordData out;
-  std::string why;
-  ASSERT_EQ(decode_record(type, std::string_view(rec).substr(kRecordHeaderSize), out, why), DecodeOutcome::kOk)
-      << why;
+  ASSERT_TRUE(decodes(rec, body_of(rec), out));
   EXPECT_EQ(std::get<event::Event>(out).as<event::OpenData>()->raw, "../dev/nvidia0");
   EXPECT_EQ(encoded(out), rec);
   EXPECT_EQ(std::get<event::Event>(out).as<event::OpenData>()->file_type, event::OpenData::kFileDevice);
   // Without the file type (appended after raw): its type is unknown.
-  std::string_view older = std::string_view(rec).substr(kRecordHeaderSize, rec.size() - kRecordHeaderSize - 1);
-  ASSERT_EQ(decode_record(type, older, out, why), DecodeOutcome::kOk) << why;
+  std::string_view older = body_of(rec, 1);
+  ASSERT_TRUE(decodes(rec, older, out));
   EXPECT_EQ(std::get<event::Event>(out).as<event::OpenData>()->raw, "../dev/nvidia0");
   EXPECT_EQ(std::get<event::Event>(out).as<event::OpenData>()->file_type, event::OpenData::kFileUnknown);
   // Without raw either: what a writer before both wrote.
   const std::size_t tail = 1 + 4 + std::string("../dev/nvidia0").size();
-  older = std::string_view(rec).substr(kRecordHeaderSize, rec.size() - kRecordHeaderSize - tail);
-  ASSERT_EQ(decode_record(type, older, out, why), DecodeOutcome::kOk) << why;
+  older = body_of(rec, tail);
+  ASSERT_TRUE(decodes(rec, older, out));
   EXPECT_EQ(std::get<event::Event>(out).as<event::OpenData>()->raw, "");
   EXPECT_EQ(std::get<event::Event>(out).as<event::OpenData>()->path, "/dev/nvidia0");
 }
@@ -489,19 +499,16 @@ TEST(CaptureFormat, PodOwnerRoundTripsAndOlderPodRecordsHaveNone) {
   pod.owner_kind = "StatefulSet";
   pod.owner_name = "trainer";
   const std::string rec = encoded(RecordData(pod));
-  const auto type = static_cast<std::uint8_t>(rec[0]);
   RecordData out;
-  std::string why;
-  ASSERT_EQ(decode_record(type, std::string_view(rec).substr(kRecordHeaderSize), out, why), DecodeOutcome::kOk)
-      << why;
+  ASSERT_TRUE(decodes(rec, body_of(rec), out));
   EXPECT_EQ(std::get<state::Pod>(out).owner_kind, "StatefulSet");
   EXPECT_EQ(std::get<state::Pod>(out).owner_name, "trainer");
   EXPECT_EQ(encoded(out), rec);
   // Cut before the owner (and the container start times appended after it).
   const std::size_t tail = 2 * 4 + std::string("StatefulSet").size() + std::string("trainer").size() +
                            4 + 8 * pod.containers.size();
-  const std::string_view older = std::string_view(rec).substr(kRecordHeaderSize, rec.size() - kRecordHeaderSize - tail);
-  ASSERT_EQ(decode_record(type, older, out, why), DecodeOutcome::kOk) << why;
+  const std::string_view older = body_of(rec, tail);
+  ASSERT_TRUE(decodes(rec, older, out));
   EXPECT_EQ(std::get<state::Pod>(out).owner_kind, "");
   EXPECT_EQ(std::get<state::Pod>(out).resource_version, "12345");
 }
@@ -518,25 +525,21 @@ TEST(CaptureFormat, PodContainerStartTimesRoundTripAndOlderPodRecordsHaveNone) {
   pod.containers[0].started_at_ns = 1'764'150'000'000'000'000;
   pod.containers[1].started_at_ns = 0;  // not running
   const std::string rec = encoded(RecordData(pod));
-  const auto type = static_cast<std::uint8_t>(rec[0]);
   RecordData out;
-  std::string why;
-  ASSERT_EQ(decode_record(type, std::string_view(rec).substr(kRecordHeaderSize), out, why), DecodeOutcome::kOk)
-      << why;
+  ASSERT_TRUE(decodes(rec, body_of(rec), out));
   EXPECT_EQ(std::get<state::Pod>(out).containers.at(0).started_at_ns, 1'764'150'000'000'000'000);
   EXPECT_EQ(std::get<state::Pod>(out).containers.at(1).started_at_ns, 0);
   EXPECT_EQ(encoded(out), rec);
   const std::size_t tail = 4 + 8 * 2;
-  const std::string_view older = std::string_view(rec).substr(kRecordHeaderSize, rec.size() - kRecordHeaderSize - tail);
-  ASSERT_EQ(decode_record(type, older, out, why), DecodeOutcome::kOk) << why;
+  const std::string_view older = body_of(rec, tail);
+  ASSERT_TRUE(decodes(rec, older, out));
   const auto& p = std::get<state::Pod>(out);
   ASSERT_EQ(p.containers.size(), 2u);
   EXPECT_EQ(p.containers[0].started_at_ns, 0);
   EXPECT_EQ(p.containers[0].gpu_devices, pod.containers[0].gpu_devices);
   EXPECT_EQ(p.owner_name, "trainer");
   // A count that claims more than the body holds is malformed, not a crash.
-  std::string bad = rec.substr(kRecordHeaderSize, rec.size() - kRecordHeaderSize - 8);
-  ASSERT_NE(decode_record(type, bad, out, why), DecodeOutcome::kOk);
+  ASSERT_FALSE(decodes(rec, body_of(rec, 8), out));
 }
 
 // The committed fixture was written by format version 1 (see
