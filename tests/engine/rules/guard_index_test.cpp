@@ -42,11 +42,7 @@ std::vector<std::string> fired(const Ruleset& rs, const std::string& comm) {
   World w;
   w.proc.comm = comm;
   w.exec();
-  std::vector<event::Alert> out;
-  rs.evaluate(w.ctx(), out);
-  std::vector<std::string> names;
-  for (const auto& a : out) names.push_back(a.rule);
-  return names;
+  return fired_rules(rs, w);
 }
 
 // A long chain on one field is guarded by that field: only events with one of
@@ -324,11 +320,7 @@ TEST(GuardIndex, FlagGuardedRuleStillFires) {
     auto& d = std::get<event::ExecData>(w.ev.data);
     d.exe_class = exe_class;
     d.elf32 = elf32;
-    std::vector<event::Alert> out;
-    r.ruleset->evaluate(w.ctx(), out);
-    std::vector<std::string> names;
-    for (const auto& a : out) names.push_back(a.rule);
-    return names;
+    return fired_rules(*r.ruleset, w);
   };
   using V = std::vector<std::string>;
   EXPECT_EQ(fire("renamed", 1, false), V{"shell"});

@@ -581,11 +581,7 @@ TEST(Optimiser, GuardIndexPicksRulesByRequiredValues) {
     w.proc.comm = comm;
     if (device) w.open_dev(path, 195, 0);
     else w.open(path);
-    std::vector<event::Alert> out;
-    r.ruleset->evaluate(w.ctx(), out);
-    std::vector<std::string> names;
-    for (const auto& a : out) names.push_back(a.rule);
-    return names;
+    return fired_rules(*r.ruleset, w);
   };
   using V = std::vector<std::string>;
   EXPECT_EQ(fires("python3", "/etc/shadow", false), (V{"shadow", "pam", "python_any", "any"}));

@@ -183,6 +183,15 @@ struct World {
   }
 };
 
+// The rules `rs` raises on w's event, by name, in the order it raises them.
+inline std::vector<std::string> fired_rules(const Ruleset& rs, const World& w) {
+  std::vector<event::Alert> out;
+  rs.evaluate(w.ctx(), out);
+  std::vector<std::string> names;
+  for (const auto& a : out) names.push_back(a.rule);
+  return names;
+}
+
 inline std::string sq(const std::string& s) {
   std::string o;
   for (char c : s) {
