@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 if [ "$(id -u)" -eq 0 ]; then
   scripts/install-deps.sh
 fi
-scripts/build.sh
+scripts/build.sh -DVIGIL_BUILD_TESTS=ON -DVIGIL_BUILD_BENCH=ON
 if [ -x scripts/build-fuzz.sh ]; then
   scripts/build-fuzz.sh
 fi
