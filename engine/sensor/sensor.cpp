@@ -78,7 +78,7 @@ const std::vector<Hook>& hooks() {
       {"vg_signal_generate", "tp_btf/signal_generate", AttachKind::kAuto, {Type::kVigilSignal}, nullptr, false},
       {"vg_nvidia_xid", "nvidia:nvidia_dev_xid", AttachKind::kXidTracepoint, {Type::kXid}, "nvidia/nvidia_dev_xid", true},
   };
-  // The rarer syscalls (bpf/progs/sys.bpf.c, dup in file.bpf.c): an exit
+  // The rarer syscalls (bpf/progs/sys.bpf.c, dup in fd/socket.bpf.c): an exit
   // program each, and the one generic enter program on each enter tracepoint
   // where the exits cannot read the registers. The older call of a pair
   // (symlink beside symlinkat) is missing on some architectures, and the
@@ -222,16 +222,16 @@ class Sensor::Impl {
 
   Status open(const Config& cfg);
   const CgroupPrograms& cgroup_programs() const { return cgroup_; }
-  Result<std::size_t> poll(std::size_t budget, const runtime::EventSource::Emit& emit);
+  Result<std::size_t> poll(std::size_t budget, const source::EventSource::Emit& emit);
   DropCounters drops() const;
   std::vector<std::string> attached() const { return attached_; }
   int epoll_fd() const { return epoll_fd_; }
   const std::string& failure() const { return failure_; }
-  std::optional<runtime::Backlog> backlog() const;
+  std::optional<source::Backlog> backlog() const;
 
  private:
   static int on_record(void* ctx, void* data, size_t size);
-  std::size_t report_usage(const runtime::EventSource::Emit& emit);
+  std::size_t report_usage(const source::EventSource::Emit& emit);
   void drain_ioctl_slots();
   Status attach_one(const Hook& h, bpf_program* prog);
   Error load_refused(int err, util::CapSet have) const;
@@ -254,7 +254,7 @@ class Sensor::Impl {
   int epoll_fd_ = -1;
   TimeBase tb_;
   std::uint64_t decode_failed_ = 0;
-  const runtime::EventSource::Emit* emit_ = nullptr;  // valid during poll()
+  const source::EventSource::Emit* emit_ = nullptr;  // valid during poll()
   std::size_t polled_ = 0;
   std::size_t budget_ = 0;
   std::string failure_;  // the ring buffer could not be read
@@ -589,7 +589,7 @@ int Sensor::Impl::on_record(void* ctx, void* data, size_t size) {
 }
 
 // Moves the calls that wait in each CPU's ioctl slot into gpu_usage
-// (bpf/progs/file.bpf.c, vg_ioctl_slot_drain), on the CPUs whose slot holds
+// (bpf/progs/fd/nvidia_ioctl.bpf.c, vg_ioctl_slot_drain), on the CPUs whose slot holds
 // any: a program run on that CPU (from an interrupt where it is not this
 // thread's). A slot the CPU's ioctl program was changing at that instant, or
 // whose count gpu_usage refused, is asked again a few times; what stays goes
@@ -613,7 +613,7 @@ void Sensor::Impl::drain_ioctl_slots() {
   }
 }
 
-std::size_t Sensor::Impl::report_usage(const runtime::EventSource::Emit& emit) {
+std::size_t Sensor::Impl::report_usage(const source::EventSource::Emit& emit) {
   if (skel_->rodata->cfg_ioctl_slot) drain_ioctl_slots();
   int fd = bpf_map__fd(skel_->maps.gpu_usage);
   std::vector<vg_usage_key> keys;
@@ -653,7 +653,7 @@ std::size_t Sensor::Impl::report_usage(const runtime::EventSource::Emit& emit) {
   return n;
 }
 
-Result<std::size_t> Sensor::Impl::poll(std::size_t budget, const runtime::EventSource::Emit& emit) {
+Result<std::size_t> Sensor::Impl::poll(std::size_t budget, const source::EventSource::Emit& emit) {
   if (!failure_.empty()) return Error::runtime(failure_);
   std::size_t total = 0;
   // The timers: never blocks (their fds are non-blocking).
@@ -723,12 +723,12 @@ Result<std::unique_ptr<Sensor>> Sensor::open(const Config& cfg) {
   return std::unique_ptr<Sensor>(new Sensor(std::move(impl)));
 }
 
-std::optional<runtime::Backlog> Sensor::Impl::backlog() const {
+std::optional<source::Backlog> Sensor::Impl::backlog() const {
   if (consumer_page_ == MAP_FAILED || producer_page_ == MAP_FAILED) return std::nullopt;
   // The kernel and libbpf update these positions with release stores; an
   // acquire load of each is enough for a gauge (they may be a few records
   // apart, never inconsistent in a way that matters here).
-  runtime::Backlog b;
+  source::Backlog b;
   b.consumed = __atomic_load_n(static_cast<const std::uint64_t*>(consumer_page_), __ATOMIC_ACQUIRE);
   b.produced = __atomic_load_n(static_cast<const std::uint64_t*>(producer_page_), __ATOMIC_ACQUIRE);
   b.pending = b.produced >= b.consumed ? b.produced - b.consumed : 0;
@@ -739,16 +739,16 @@ std::optional<runtime::Backlog> Sensor::Impl::backlog() const {
 }
 
 int Sensor::wait_fd() const { return impl_->epoll_fd(); }
-std::optional<runtime::Backlog> Sensor::backlog() const { return impl_->backlog(); }
+std::optional<source::Backlog> Sensor::backlog() const { return impl_->backlog(); }
 Result<std::size_t> Sensor::poll(std::size_t budget, const Emit& emit) { return impl_->poll(budget, emit); }
-runtime::EventSource::Health Sensor::health() const {
+source::EventSource::Health Sensor::health() const {
   return impl_->failure().empty() ? Health::kRunning : Health::kFailed;
 }
 std::string Sensor::failure() const { return impl_->failure(); }
 DropCounters Sensor::counters() const { return impl_->drops(); }
-runtime::Drops Sensor::drops() const {
+source::Drops Sensor::drops() const {
   const DropCounters c = impl_->drops();
-  runtime::Drops d;
+  source::Drops d;
   d.add("ringbuf_full", c.ringbuf_full);
   d.add("map_full", c.map_full);
   d.add("read_failed", c.read_failed);
