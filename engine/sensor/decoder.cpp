@@ -542,6 +542,21 @@ Status decode_syscall(std::span<const std::uint8_t> rec, std::uint16_t type, eve
   return {};
 }
 
+// The common header of every record (all but its type).
+void fill_header(const vg_hdr& h, const TimeBase& tb, event::Event& ev) {
+  ev.hdr.ts_ns = tb.from_boot(h.ts_ns);
+  ev.hdr.pid = h.pid;
+  ev.hdr.tid = h.tid;
+  ev.hdr.ppid = h.ppid;
+  ev.hdr.uid = h.uid;
+  ev.hdr.gid = h.gid;
+  ev.hdr.cgroup_id = h.cgroup_id;
+  ev.hdr.pid_ns = h.pid_ns;
+  ev.hdr.mnt_ns = h.mnt_ns;
+  ev.hdr.net_ns = h.net_ns;
+  ev.hdr.comm = c_string(std::string_view(h.comm, std::min<std::size_t>(sizeof(h.comm), 15)));
+}
+
 }  // namespace
 
 // The header, then the body by its type.
@@ -554,17 +569,7 @@ Result<event::Event> decode_record(std::span<const std::uint8_t> rec, const Time
   rec = rec.first(h.len);
 
   event::Event ev;
-  ev.hdr.ts_ns = tb.from_boot(h.ts_ns);
-  ev.hdr.pid = h.pid;
-  ev.hdr.tid = h.tid;
-  ev.hdr.ppid = h.ppid;
-  ev.hdr.uid = h.uid;
-  ev.hdr.gid = h.gid;
-  ev.hdr.cgroup_id = h.cgroup_id;
-  ev.hdr.pid_ns = h.pid_ns;
-  ev.hdr.mnt_ns = h.mnt_ns;
-  ev.hdr.net_ns = h.net_ns;
-  ev.hdr.comm = c_string(std::string_view(h.comm, std::min<std::size_t>(sizeof(h.comm), 15)));
+  fill_header(h, tb, ev);
 
   // Every record id of the schema needs a case here: a new row in
   // bpf/shared/event_types.h without one fails the build (-Wswitch-enum).
