@@ -6,7 +6,7 @@
  * (signal:signal_generate, a non-syscall tracepoint); perf_event_open of
  * tracepoints, kprobes, uprobes and breakpoints (syscalls:sys_exit_perf_event_open);
  * and the NVIDIA driver's nvidia:nvidia_dev_xid tracepoint where the driver has it. */
-#include "bpf/progs/vigil.bpf.h"
+#include "bpf/progs/helpers.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /* Unconnected UDP sends, DNS and the first bytes of new TCP connections (the
- * connect syscall itself is reported from file.bpf.c, which reads the
+ * connect syscall itself is reported from fd/socket.bpf.c, which reads the
  * destination from the socket behind the fd).
  *
  * cgroup/sendmsg4|6 on the cgroup v2 root see every unconnected UDP send of
@@ -10,7 +10,7 @@
  * the first data segment of the marked sockets. Every other packet is judged
  * from its socket before a byte of it is read: a TCP packet costs one storage
  * lookup, a packet of any other protocol none. */
-#include "bpf/progs/vigil.bpf.h"
+#include "bpf/progs/helpers.bpf.h"
 #include <bpf/bpf_endian.h>
 
 char LICENSE[] SEC("license") = "GPL";

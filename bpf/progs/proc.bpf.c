@@ -2,7 +2,7 @@
 /* Process lifecycle: exec, fork/clone, exit. BTF tracepoints on sched_*:
  * they cost nothing measurable on system calls (DESIGN.md) and are always
  * attached, because the process table depends on them. */
-#include "bpf/progs/vigil.bpf.h"
+#include "bpf/progs/helpers.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 

@@ -5,9 +5,9 @@
  * saved user registers (vg_sys_args); user space attaches a syscall's
  * programs only when a loaded rule asks for its event type. None of these
  * calls is frequent enough for the per-syscall tracepoint to matter
- * (DESIGN.md "Pick hooks by what they cost"); dup is in file.bpf.c, beside
+ * (DESIGN.md "Pick hooks by what they cost"); dup is in fd/socket.bpf.c, beside
  * the socket reads it shares with connect. */
-#include "bpf/progs/vigil.bpf.h"
+#include "bpf/progs/helpers.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 

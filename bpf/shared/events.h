@@ -339,7 +339,7 @@ struct vg_usage_val {
 };
 
 /* Value of the per-CPU array "ioctl_slot": the last usage key counted on a
- * CPU and its calls not yet in "gpu_usage" (bpf/progs/file.bpf.c). */
+ * CPU and its calls not yet in "gpu_usage" (bpf/progs/fd/nvidia_ioctl.bpf.c). */
 struct vg_ioctl_slot {
   struct vg_usage_key key; /* pid 0: none yet */
   __u64 count;             /* calls of `key` counted here, not yet in gpu_usage */

@@ -334,7 +334,7 @@ Status add_live_sources(runtime::Runner& runner, const LiveSourcesConfig& cfg, r
   return {};
 }
 
-void add_plugin_sources(runtime::Runner& runner, std::vector<std::unique_ptr<runtime::EventSource>> sources,
+void add_plugin_sources(runtime::Runner& runner, std::vector<std::unique_ptr<source::EventSource>> sources,
                         runtime::Parts& parts, spdlog::logger& log) {
   for (auto& s : sources) {
     record_part(parts, log, s->name(), true);

@@ -141,7 +141,7 @@ Status add_live_sources(runtime::Runner& runner, const LiveSourcesConfig& cfg, r
 
 // Adds the plugins' sources to the runner, not essential (a plugin that fails
 // leaves detection going), and records each as the part "plugin:NAME".
-void add_plugin_sources(runtime::Runner& runner, std::vector<std::unique_ptr<runtime::EventSource>> sources,
+void add_plugin_sources(runtime::Runner& runner, std::vector<std::unique_ptr<source::EventSource>> sources,
                         runtime::Parts& parts, spdlog::logger& log);
 
 // The Kubernetes flags of run and capture (they win over the `k8s:` section).

@@ -17,7 +17,7 @@
 #include <cstdint>
 #include <string>
 
-#include "engine/state/lru.h"
+#include "engine/util/lru.h"
 
 namespace vigil::ident {
 
@@ -68,7 +68,7 @@ class FileIdentityCache {
   std::size_t size() const { return map_.size(); }
 
  private:
-  state::LruMap<FileKey, FileIdentity, FileKeyHash> map_;
+  util::LruMap<FileKey, FileIdentity, FileKeyHash> map_;
   std::uint64_t max_hash_bytes_;
   Stats stats_;
 };

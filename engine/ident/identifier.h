@@ -30,7 +30,7 @@
 #include "engine/event/event.h"
 #include "engine/ident/file_identity.h"
 #include "engine/ident/known.h"
-#include "engine/state/lru.h"
+#include "engine/util/lru.h"
 
 namespace vigil::ident {
 
@@ -77,7 +77,7 @@ class ExeIdentifier {
   Options opt_;
   FileIdentityCache cache_;
   KnownPrograms known_;
-  state::LruMap<std::uint32_t, bool> roots_;
+  util::LruMap<std::uint32_t, bool> roots_;
   std::uint32_t host_mnt_ns_ = 0;
   Stats stats_;
 };

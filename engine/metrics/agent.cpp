@@ -8,11 +8,11 @@ namespace {
 
 double d(std::uint64_t v) { return static_cast<double>(v); }
 
-std::string_view health_name(runtime::EventSource::Health h) {
+std::string_view health_name(source::EventSource::Health h) {
   switch (h) {
-    case runtime::EventSource::Health::kRunning: return "running";
-    case runtime::EventSource::Health::kDone: return "done";
-    case runtime::EventSource::Health::kFailed: return "failed";
+    case source::EventSource::Health::kRunning: return "running";
+    case source::EventSource::Health::kDone: return "done";
+    case source::EventSource::Health::kFailed: return "failed";
   }
   return "running";
 }
@@ -31,7 +31,7 @@ void collect_loop(const runtime::LoopStatus& loop, Exposition& out) {
       out.sample("vigil_drops_total", {{"source", s.name}, {"reason", reason}}, d(n));
     }
     out.sample("vigil_source_up", {{"source", s.name}, {"state", health_name(s.health)}},
-               s.health == runtime::EventSource::Health::kRunning ? 1 : 0);
+               s.health == source::EventSource::Health::kRunning ? 1 : 0);
     if (s.backlog) {
       out.sample("vigil_source_backlog", {{"source", s.name}, {"unit", s.backlog->unit}}, d(s.backlog->pending));
       out.sample("vigil_source_backlog_capacity", {{"source", s.name}, {"unit", s.backlog->unit}},

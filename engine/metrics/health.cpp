@@ -23,11 +23,11 @@ Verdict HealthMonitor::observe(const runtime::LoopStatus& loop, std::uint64_t ev
   Verdict v;
   bool arriving = false;
   for (const runtime::SourceStatus& s : loop.sources) {
-    if (s.health == runtime::EventSource::Health::kFailed) {
+    if (s.health == source::EventSource::Health::kFailed) {
       v.reasons.push_back(fmt::format("source {} failed: {}", s.name, s.failure.empty() ? "no reason given" : s.failure));
     }
     if (!s.backlog) continue;
-    const runtime::Backlog& b = *s.backlog;
+    const source::Backlog& b = *s.backlog;
     auto [it, fresh] = tracks_.try_emplace(s.name);
     Track& t = it->second;
     if (fresh) {
@@ -41,7 +41,7 @@ Verdict HealthMonitor::observe(const runtime::LoopStatus& loop, std::uint64_t ev
     t.consumed = b.consumed;
     t.produced = b.produced;
     if (now - t.produced_at < stall_) arriving = true;
-    if (s.health == runtime::EventSource::Health::kRunning && b.pending > 0 && now - t.drained_at >= stall_) {
+    if (s.health == source::EventSource::Health::kRunning && b.pending > 0 && now - t.drained_at >= stall_) {
       v.reasons.push_back(fmt::format("source {}: {} {} wait to be read and none was read for {:.0f} s", s.name,
                                       b.pending, b.unit, seconds(now - t.drained_at)));
     }

@@ -250,8 +250,8 @@ std::set<std::string> Host::event_sources() const {
   return out;
 }
 
-Result<std::vector<std::unique_ptr<runtime::EventSource>>> Host::start_sources(const SourceOptions& opts) {
-  std::vector<std::unique_ptr<runtime::EventSource>> out;
+Result<std::vector<std::unique_ptr<source::EventSource>>> Host::start_sources(const SourceOptions& opts) {
+  std::vector<std::unique_ptr<source::EventSource>> out;
   for (const auto& p : plugins_) {
     if (!p->is_source()) continue;
     auto s = PluginSource::start(*p, opts, log_);

@@ -75,7 +75,7 @@ class Host {
   std::set<std::string> event_sources() const;
 
   // A runtime source for each initialised source plugin.
-  Result<std::vector<std::unique_ptr<runtime::EventSource>>> start_sources(const SourceOptions& opts);
+  Result<std::vector<std::unique_ptr<source::EventSource>>> start_sources(const SourceOptions& opts);
 
   const std::vector<std::unique_ptr<Plugin>>& plugins() const { return plugins_; }
   bool empty() const { return plugins_.empty(); }

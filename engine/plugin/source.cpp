@@ -184,7 +184,7 @@ Result<std::size_t> PluginSource::poll(std::size_t budget, const Emit& emit) {
   return batch.size();
 }
 
-runtime::EventSource::Health PluginSource::health() const {
+source::EventSource::Health PluginSource::health() const {
   std::lock_guard<std::mutex> lock(impl_->mu);
   if (!impl_->queue.empty()) return Health::kRunning;  // what came before the end is delivered first
   if (impl_->failed.load()) return Health::kFailed;
@@ -197,17 +197,17 @@ std::string PluginSource::failure() const {
   return impl_->failure;
 }
 
-runtime::Drops PluginSource::drops() const {
-  runtime::Drops d;
+source::Drops PluginSource::drops() const {
+  source::Drops d;
   d.add("queue_full", impl_->queue_full.load());
   d.add("oversize", impl_->oversize.load());
   d.add("malformed", impl_->malformed.load());
   return d;
 }
 
-std::optional<runtime::Backlog> PluginSource::backlog() const {
+std::optional<source::Backlog> PluginSource::backlog() const {
   std::lock_guard<std::mutex> lock(impl_->mu);
-  runtime::Backlog b;
+  source::Backlog b;
   b.pending = impl_->queue.size();
   b.capacity = impl_->opts.queue_events;
   b.consumed = impl_->popped;

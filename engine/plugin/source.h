@@ -1,4 +1,4 @@
-// A source plugin as a runtime::EventSource.
+// A source plugin as a source::EventSource.
 //
 // The plugin's vigil_plugin_next_batch() runs on a thread of its own, which
 // copies each event into a bounded queue (by events and by bytes) and wakes
@@ -21,7 +21,7 @@
 #include <string>
 
 #include "engine/plugin/plugin.h"
-#include "engine/runtime/source.h"
+#include "engine/source/source.h"
 
 namespace spdlog {
 class logger;
@@ -37,7 +37,7 @@ struct SourceOptions {
   std::chrono::milliseconds stop_grace{2000};  // how long a stop waits for a blocked plugin
 };
 
-class PluginSource final : public runtime::EventSource {
+class PluginSource final : public source::EventSource {
  public:
   // Starts the source thread. `plugin` must be initialised, a source, and
   // outlive this object.
@@ -50,9 +50,9 @@ class PluginSource final : public runtime::EventSource {
   Result<std::size_t> poll(std::size_t budget, const Emit& emit) override;
   Health health() const override;
   std::string failure() const override;
-  runtime::Drops drops() const override;
+  source::Drops drops() const override;
   // The queue between the plugin's thread and the loop, in events (any thread).
-  std::optional<runtime::Backlog> backlog() const override;
+  std::optional<source::Backlog> backlog() const override;
   std::vector<std::string> attached() const override { return {name_}; }
 
   // Stops asking the plugin for events (the queue still drains). Idempotent.

@@ -24,7 +24,7 @@
 #include "engine/capture/format.h"
 #include "engine/capture/reader.h"
 #include "engine/pipeline/pipeline.h"
-#include "engine/runtime/source.h"
+#include "engine/source/source.h"
 #include "engine/state/state.h"
 
 namespace vigil::rules {
@@ -63,7 +63,7 @@ struct CaptureSourceOptions {
 // file order. Done at the end (a capture cut off mid-write ends after its last
 // whole block: truncated()), failed (bad input naming the file and offset) on
 // a corrupt block. Its clock is the time of the last event read.
-class CaptureSource final : public EventSource {
+class CaptureSource final : public source::EventSource {
  public:
   struct Stats {
     std::uint64_t records = 0;

@@ -114,7 +114,7 @@ Result<std::unique_ptr<Runner>> Runner::create(RunnerOptions opts) {
   return r;
 }
 
-void Runner::add_source(std::unique_ptr<EventSource> source, bool essential) {
+void Runner::add_source(std::unique_ptr<source::EventSource> source, bool essential) {
   if (!source) return;
   const int fd = source->wait_fd();
   if (fd >= 0) {
@@ -284,7 +284,7 @@ void Runner::publish_status(bool force) {
   bool changed = force || published_size_ != slots_.size();
   for (Slot& s : slots_) {
     if (!s.source) continue;
-    const EventSource::Health h = s.source->health();
+    const source::EventSource::Health h = s.source->health();
     if (h != s.health) changed = true;
     s.health = h;
   }
@@ -299,7 +299,7 @@ void Runner::publish_status(bool force) {
     if (s.source) {
       ss.name = std::string(s.source->name());
       ss.health = s.health;
-      if (s.health == EventSource::Health::kFailed) ss.failure = s.source->failure();
+      if (s.health == source::EventSource::Health::kFailed) ss.failure = s.source->failure();
       ss.drops = s.source->drops();
     }
     out.push_back(std::move(ss));
@@ -362,8 +362,8 @@ int Runner::wait_ms() const {
   return static_cast<int>(std::max<std::int64_t>(ms, 0));
 }
 
-void Runner::poll_source(Slot& s, const EventSource::Emit& emit) {
-  EventSource& src = *s.source;
+void Runner::poll_source(Slot& s, const source::EventSource::Emit& emit) {
+  source::EventSource& src = *s.source;
   auto got = src.poll(opts_.budget, emit);
   if (got) s.events += *got;
   s.ready = false;
@@ -376,15 +376,15 @@ void Runner::poll_source(Slot& s, const EventSource::Emit& emit) {
   }
   if (!err) {
     switch (src.health()) {
-      case EventSource::Health::kRunning:
+      case source::EventSource::Health::kRunning:
         return;
-      case EventSource::Health::kDone:
+      case source::EventSource::Health::kDone:
         if (log_) log_->info("source {}: done", src.name());
         s.active = false;
         s.ready = false;
         if (src.wait_fd() >= 0) epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, src.wait_fd(), nullptr);
         return;
-      case EventSource::Health::kFailed:
+      case source::EventSource::Health::kFailed:
         err = Error::runtime(src.failure());
         break;
     }
@@ -408,7 +408,7 @@ void Runner::report_drops(bool final_report, RunReport& rep) {
   if (final_report) rep.drops.clear();
   for (Slot& s : slots_) {
     if (!s.source) continue;
-    Drops d = s.source->drops();
+    source::Drops d = s.source->drops();
     const std::uint64_t total = d.total();
     all += total;
     if (total > s.reported) {
@@ -429,7 +429,7 @@ void Runner::report_drops(bool final_report, RunReport& rep) {
 RunReport Runner::run(pipeline::Pipeline& pipe) {
   RunReport rep;
   pipe_ = &pipe;
-  const EventSource::Emit emit = [&](event::Event&& ev) {
+  const source::EventSource::Emit emit = [&](event::Event&& ev) {
     ++rep.events;
     pipe.process(ev);
   };

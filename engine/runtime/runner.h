@@ -64,7 +64,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "engine/runtime/source.h"
+#include "engine/source/source.h"
 #include "engine/util/result.h"
 
 namespace vigil::pipeline {
@@ -107,7 +107,7 @@ struct RunnerOptions {
 
 struct SourceDrops {
   std::string source;
-  Drops drops;
+  source::Drops drops;
 };
 
 struct RunReport {
@@ -135,11 +135,11 @@ struct ReloadStats {
 struct SourceStatus {
   std::string name;
   bool essential = true;
-  EventSource::Health health = EventSource::Health::kRunning;
+  source::EventSource::Health health = source::EventSource::Health::kRunning;
   std::string failure;
   std::uint64_t events = 0;        // handed to the pipeline so far
-  Drops drops;
-  std::optional<Backlog> backlog;  // read when status() is called
+  source::Drops drops;
+  std::optional<source::Backlog> backlog;  // read when status() is called
 };
 
 // The loop's heartbeat and its sources, for /metrics and /healthz.
@@ -160,7 +160,7 @@ class Runner {
 
   // REQUIRES: before run(). Sources are polled in the order added. The
   // failure of an `essential` source stops the run; any other is dropped.
-  void add_source(std::unique_ptr<EventSource> source, bool essential = true);
+  void add_source(std::unique_ptr<source::EventSource> source, bool essential = true);
   // `fn(now_ns)` runs every `every` of the runner's clock (0: every turn),
   // on the loop thread, first at `every` after run() starts (every turn: at
   // the first turn).
@@ -213,18 +213,18 @@ class Runner {
     std::uint64_t due_ns = 0;
   };
   struct Slot {
-    std::unique_ptr<EventSource> source;
+    std::unique_ptr<source::EventSource> source;
     bool essential = true;
     bool ready = false;      // its fd was readable, or it has more to give
     bool active = true;      // not done, not failed
     std::uint64_t reported = 0;  // lost events already in a drop report
     std::uint64_t events = 0;    // handed to the pipeline
-    EventSource::Health health = EventSource::Health::kRunning;  // at the last publish
+    source::EventSource::Health health = source::EventSource::Health::kRunning;  // at the last publish
   };
   // Each turn: the heartbeat, and the sources' status when due (or forced).
   void publish_status(bool force);
   void advance_clock();
-  void poll_source(Slot& s, const EventSource::Emit& emit);
+  void poll_source(Slot& s, const source::EventSource::Emit& emit);
   void report_drops(bool final_report, RunReport& rep);
   int wait_ms() const;
   void start_reload(const std::string& why);

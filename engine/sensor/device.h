@@ -1,5 +1,5 @@
 // Device classification shared by the sensor's user-space side and its tests:
-// the same decisions the BPF filter makes on an fd's inode (bpf/progs/file.bpf.c).
+// the same decisions the BPF filter makes on an fd's inode (bpf/progs/fd/*.bpf.c).
 #pragma once
 
 #include <cstdint>

@@ -157,8 +157,8 @@ Result<std::size_t> KlogSource::poll(std::size_t budget, const Emit& emit) {
   return n;
 }
 
-runtime::Drops KlogSource::drops() const {
-  runtime::Drops d;
+source::Drops KlogSource::drops() const {
+  source::Drops d;
   d.add("overwritten", lost_);
   return d;
 }

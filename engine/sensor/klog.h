@@ -23,7 +23,7 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/runtime/source.h"
+#include "engine/source/source.h"
 #include "engine/sensor/decoder.h"
 #include "engine/util/result.h"
 
@@ -52,7 +52,7 @@ struct KlogNews {
 };
 KlogNews klog_news(std::string_view text, KlogCursor& cursor);
 
-class KlogSource final : public runtime::EventSource {
+class KlogSource final : public source::EventSource {
  public:
   // An error (with *open_errno set when a system call failed) when syslog(2)
   // refuses (EPERM without CAP_SYSLOG) or the log has no timestamps.
@@ -65,7 +65,7 @@ class KlogSource final : public runtime::EventSource {
   Result<std::size_t> poll(std::size_t budget, const Emit& emit) override;
   Health health() const override { return failure_.empty() ? Health::kRunning : Health::kFailed; }
   std::string failure() const override { return failure_; }
-  runtime::Drops drops() const override;
+  source::Drops drops() const override;
   std::vector<std::string> attached() const override { return {"kmsg:syslog(2)"}; }
 
  private:

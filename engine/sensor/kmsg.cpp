@@ -251,8 +251,8 @@ Result<std::size_t> KmsgSource::poll(std::size_t budget, const Emit& emit) {
   return static_cast<std::size_t>(n);
 }
 
-runtime::Drops KmsgSource::drops() const {
-  runtime::Drops d;
+source::Drops KmsgSource::drops() const {
+  source::Drops d;
   d.add("overwritten", reader_.lost());
   return d;
 }

@@ -1,7 +1,7 @@
 // /dev/kmsg: the record parser, the NVRM Xid line parser (pure functions,
 // every format of ../shared/reference/nvidia.md §5.1), a non-blocking reader
 // that turns new Xid lines into event::Event (XidData, source "kmsg"), and
-// KmsgSource, that reader as a runtime::EventSource ("kmsg").
+// KmsgSource, that reader as a source::EventSource ("kmsg").
 #pragma once
 
 #include <cstdint>
@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "engine/event/event.h"
-#include "engine/runtime/source.h"
+#include "engine/source/source.h"
 #include "engine/sensor/decoder.h"
 #include "engine/util/result.h"
 
@@ -71,7 +71,7 @@ class KmsgReader {
 // The Xid lines of a kmsg-like file as an event source. Only lines written
 // after open() are seen. wait_fd() is the file; a read error other than
 // "records overwritten" (counted as the drop reason "overwritten") fails it.
-class KmsgSource final : public runtime::EventSource {
+class KmsgSource final : public source::EventSource {
  public:
   // A failed open sets *open_errno (when given) to its errno.
   static Result<std::unique_ptr<KmsgSource>> open(const std::string& path, int* open_errno = nullptr);
@@ -83,7 +83,7 @@ class KmsgSource final : public runtime::EventSource {
   Result<std::size_t> poll(std::size_t budget, const Emit& emit) override;
   Health health() const override { return failure_.empty() ? Health::kRunning : Health::kFailed; }
   std::string failure() const override { return failure_; }
-  runtime::Drops drops() const override;
+  source::Drops drops() const override;
   std::vector<std::string> attached() const override { return {"kmsg:" + path_}; }
 
  private:

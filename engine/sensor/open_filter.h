@@ -1,5 +1,5 @@
 // How the kernel's open filter judges a prefix of the resolved path
-// (bpf/progs/file.bpf.c, resolved_prefix_match): by the first components of
+// (bpf/progs/fd/open.bpf.c, resolved_prefix_match): by the first components of
 // the opened file's path, walked from its dentry up to the root, compared by
 // length and first 16 bytes. This unit turns a rule's literal prefix into
 // those components; the sensor writes them into the program's configuration.

@@ -78,7 +78,7 @@ const std::vector<Hook>& hooks() {
       {"vg_signal_generate", "tp_btf/signal_generate", AttachKind::kAuto, {Type::kVigilSignal}, nullptr, false},
       {"vg_nvidia_xid", "nvidia:nvidia_dev_xid", AttachKind::kXidTracepoint, {Type::kXid}, "nvidia/nvidia_dev_xid", true},
   };
-  // The rarer syscalls (bpf/progs/sys.bpf.c, dup in file.bpf.c): an exit
+  // The rarer syscalls (bpf/progs/sys.bpf.c, dup in fd/socket.bpf.c): an exit
   // program each, and the one generic enter program on each enter tracepoint
   // where the exits cannot read the registers. The older call of a pair
   // (symlink beside symlinkat) is missing on some architectures, and the
@@ -222,19 +222,28 @@ class Sensor::Impl {
 
   Status open(const Config& cfg);
   const CgroupPrograms& cgroup_programs() const { return cgroup_; }
-  Result<std::size_t> poll(std::size_t budget, const runtime::EventSource::Emit& emit);
+  Result<std::size_t> poll(std::size_t budget, const source::EventSource::Emit& emit);
   DropCounters drops() const;
   std::vector<std::string> attached() const { return attached_; }
   int epoll_fd() const { return epoll_fd_; }
   const std::string& failure() const { return failure_; }
-  std::optional<runtime::Backlog> backlog() const;
+  std::optional<source::Backlog> backlog() const;
 
  private:
   static int on_record(void* ctx, void* data, size_t size);
-  std::size_t report_usage(const runtime::EventSource::Emit& emit);
+  std::size_t report_usage(const source::EventSource::Emit& emit);
   void drain_ioctl_slots();
   Status attach_one(const Hook& h, bpf_program* prog);
   Error load_refused(int err, util::CapSet have) const;
+  // The steps of open(), in order.
+  Status configure(bool& args_at_exit);
+  std::string find_cgroup_root(util::CapSet caps);
+  Result<std::vector<std::pair<const Hook*, bpf_program*>>> choose_programs(const std::string& tracefs,
+                                                                            bool args_at_exit);
+  Status attach_all(const std::vector<std::pair<const Hook*, bpf_program*>>& to_attach,
+                    const std::string& cgroup_root);
+  Status open_ring_buffer();
+  Status open_wait_fd();
 
   Config cfg_;
   std::unique_ptr<ident::ExeIdentifier> ident_;  // null when cfg_.identify_exe is off
@@ -254,7 +263,7 @@ class Sensor::Impl {
   int epoll_fd_ = -1;
   TimeBase tb_;
   std::uint64_t decode_failed_ = 0;
-  const runtime::EventSource::Emit* emit_ = nullptr;  // valid during poll()
+  const source::EventSource::Emit* emit_ = nullptr;  // valid during poll()
   std::size_t polled_ = 0;
   std::size_t budget_ = 0;
   std::string failure_;  // the ring buffer could not be read
@@ -311,53 +320,111 @@ Error Sensor::Impl::load_refused(int err, util::CapSet have) const {
   return Error::runtime(msg + " (libbpf/verifier output above)");
 }
 
-Status Sensor::Impl::open(const Config& cfg) {
-  cfg_ = cfg;
-  cfg_.event_types.insert({Type::kExec, Type::kFork, Type::kExit});
-  const util::CapSet caps = own_caps();
+namespace {
+
+// --- Sensor::Impl::open, step by step -------------------------------------
+
+// Whether this host can load vigil's programs at all: the capabilities and
+// the kernel's BTF.
+Status host_can_load(util::CapSet caps) {
   if (std::string m = util::missing_caps(caps, {util::Cap::kBpf, util::Cap::kPerfmon}, util::Cap::kSysAdmin); !m.empty())
     return Error::runtime("sensor: the kernel loads no BPF program for vigil without " + m + " (uid " +
                           std::to_string(geteuid()) + ")");
   if (access("/sys/kernel/btf/vmlinux", R_OK) != 0)
     return Error::runtime("sensor: no kernel BTF at /sys/kernel/btf/vmlinux (needs a kernel >= 5.8 built with CONFIG_DEBUG_INFO_BTF=y)");
-  libbpf_set_print(libbpf_print);
+  return {};
+}
 
-  bool need_tracefs = false;
+// Where tracefs is mounted, when a wanted hook is a tracepoint ("" otherwise).
+Result<std::string> tracefs_for(const Config& cfg) {
   for (const Hook& h : hooks())
-    if (wanted(h, cfg_) && h.tracepoint) need_tracefs = true;
-  std::string tracefs;
-  if (need_tracefs) {
-    auto tf = ensure_tracefs();
-    if (!tf) return tf.error();
-    tracefs = *tf;
-  }
+    if (wanted(h, cfg) && h.tracepoint) return ensure_tracefs();
+  return std::string();
+}
 
-  skel_ = vigil_bpf__open();
-  if (!skel_) return Error::runtime(std::string("sensor: cannot open the BPF object: ") + std::strerror(errno));
-
-  // Read-only configuration, fixed at load.
-  skel_->rodata->cfg_vigil_tgid = static_cast<std::uint32_t>(getpid());
-  skel_->rodata->cfg_uvm_major = read_uvm_major();
-  skel_->rodata->cfg_perf_kprobe_type = read_pmu_type("kprobe");
-  skel_->rodata->cfg_perf_uprobe_type = read_pmu_type("uprobe");
-  skel_->rodata->cfg_payload_bytes = std::min<std::uint32_t>(cfg_.payload_bytes, VG_PAYLOAD_MAX);
-  // vigil's own files join the whole paths (those a rule's resolved prefix
-  // covers are sent already; the rule on them wants writes).
-  for (const std::string& own : cfg_.own_files) {
+// vigil's own files join the whole paths (those a rule's resolved prefix
+// covers are sent already; the rule on them wants writes).
+void add_own_files(Config& cfg) {
+  for (const std::string& own : cfg.own_files) {
     if (own.empty() || own[0] != '/' || own.size() >= VG_PREFIX_LEN || own.back() == '/') continue;
     auto starts = [&](const std::string& q) { return !q.empty() && own.compare(0, q.size(), q) == 0; };
-    const bool covered = std::any_of(cfg_.open_path_prefixes.begin(), cfg_.open_path_prefixes.end(), starts) ||
-                         std::any_of(cfg_.open_write_prefixes.begin(), cfg_.open_write_prefixes.end(), starts);
-    if (!covered && std::find(cfg_.open_path_whole.begin(), cfg_.open_path_whole.end(), own) == cfg_.open_path_whole.end())
-      cfg_.open_path_whole.push_back(own);
+    const bool covered = std::any_of(cfg.open_path_prefixes.begin(), cfg.open_path_prefixes.end(), starts) ||
+                         std::any_of(cfg.open_write_prefixes.begin(), cfg.open_write_prefixes.end(), starts);
+    if (!covered && std::find(cfg.open_path_whole.begin(), cfg.open_path_whole.end(), own) == cfg.open_path_whole.end())
+      cfg.open_path_whole.push_back(own);
   }
-  // The given prefixes first, then the resolved ones (with their first
-  // components), then the whole paths and directories (with their last).
-  const std::vector<std::string>* const kLists[] = {&cfg_.open_given_prefixes, &cfg_.open_path_prefixes,
-                                                   &cfg_.open_write_prefixes, &cfg_.open_path_whole,
-                                                   &cfg_.open_dirs};
-  if (std::size_t n = cfg_.open_given_prefixes.size() + cfg_.open_path_prefixes.size() +
-                      cfg_.open_write_prefixes.size() + cfg_.open_path_whole.size() + cfg_.open_dirs.size();
+}
+
+using Rodata = vigil_bpf::vigil_bpf__rodata;
+
+// Open path slot np holds whole path or directory p: its last component's
+// length and first 16 bytes, and the slot ranges by that length.
+Status write_whole_path(Rodata& ro, std::uint32_t np, const std::string& p, bool dir) {
+  const std::string leaf = p.substr(p.rfind('/') + 1);
+  if (leaf.empty()) return Error::bad_input("sensor: whole open path without a file name: " + p);
+  ro.cfg_leaf_len[np] = static_cast<std::uint32_t>(leaf.size());
+  static_assert(VG_PREFIX_LEN <= 64, "cfg_leaf_len_mask has a bit per length");
+  (dir ? ro.cfg_dir_len_mask : ro.cfg_leaf_len_mask) |= std::uint64_t{1} << leaf.size();
+  auto* lo = dir ? ro.cfg_dir_lo : ro.cfg_whole_lo;
+  auto* hi = dir ? ro.cfg_dir_hi : ro.cfg_whole_hi;
+  if (hi[leaf.size()] == 0) lo[leaf.size()] = static_cast<std::uint8_t>(np);
+  hi[leaf.size()] = static_cast<std::uint8_t>(np + 1);
+  if (!dir) ro.cfg_n_whole_end = np + 1;
+  std::uint64_t head[2] = {0, 0};
+  std::memcpy(head, leaf.data(), std::min<std::size_t>(leaf.size(), sizeof(head)));
+  ro.cfg_leaf_head[np][0] = head[0];
+  ro.cfg_leaf_head[np][1] = head[1];
+  return {};
+}
+
+// Open path slot np holds resolved prefix p (`any`: for any open, else for
+// opens for writing): its first components, and the lengths its first
+// component may have.
+Status write_resolved_prefix(Rodata& ro, std::uint32_t np, const std::string& p, bool any) {
+  auto comps = prefix_components(p, VG_RP_COMPS);
+  if (!comps) return comps.error();
+  ro.cfg_rp_ncomp[np] = static_cast<std::uint32_t>(comps->size());
+  ro.cfg_rp_maxcomp = std::max<std::uint32_t>(ro.cfg_rp_maxcomp, static_cast<std::uint32_t>(comps->size()));
+  for (std::size_t k = 0; k < comps->size(); ++k) {
+    const PrefixComponent& c = (*comps)[k];
+    ro.cfg_rp_clen[np][k] = c.len;
+    ro.cfg_rp_cpartial[np][k] = c.partial ? 1 : 0;
+    for (int w = 0; w < 2; ++w) {
+      ro.cfg_rp_chead[np][k][w] = c.head[w];
+      ro.cfg_rp_cmask[np][k][w] = c.mask[w];
+    }
+  }
+  std::uint64_t lens = 0;
+  if (comps->empty()) {
+    lens = ~std::uint64_t{0};  // "/": every path
+  } else {
+    const PrefixComponent& c = comps->front();
+    for (std::uint32_t l = std::min<std::uint32_t>(c.len, 63); l < 64; ++l) {
+      lens |= std::uint64_t{1} << l;
+      if (!c.partial && l < 63) break;  // a whole name: its length (63: 63 and longer)
+    }
+  }
+  ro.cfg_rp_top_len_mask |= lens;
+  if (any) {
+    ro.cfg_rp_any_len_mask |= lens;
+    ro.cfg_n_any_prefixes = np + 1;
+  }
+  ro.cfg_n_path_prefixes = np + 1;
+  return {};
+}
+
+// The open filter's paths, into the read-only data: the given prefixes
+// first, then the resolved ones (with their first components), then the
+// whole paths and directories (with their last), each sorted by its last
+// component's length (the kernel compares a name with those of its length
+// only).
+Status write_open_paths(Config& cfg, Rodata& ro) {
+  add_own_files(cfg);
+  const std::vector<std::string>* const kLists[] = {&cfg.open_given_prefixes, &cfg.open_path_prefixes,
+                                                   &cfg.open_write_prefixes, &cfg.open_path_whole,
+                                                   &cfg.open_dirs};
+  if (std::size_t n = cfg.open_given_prefixes.size() + cfg.open_path_prefixes.size() +
+                      cfg.open_write_prefixes.size() + cfg.open_path_whole.size() + cfg.open_dirs.size();
       n > VG_OPEN_PREFIXES) {
     std::string all;
     for (const auto* l : kLists)
@@ -365,14 +432,11 @@ Status Sensor::Impl::open(const Config& cfg) {
     return Error::bad_input("sensor: more than " + std::to_string(VG_OPEN_PREFIXES) + " open paths (" +
                             std::to_string(n) + "): " + all);
   }
-  // Whole paths and directories by their last component's length (the kernel
-  // compares a name with those of its length only).
   auto last_len = [](const std::string& p) { return p.size() - (p.rfind('/') + 1); };
-  for (auto* l : {&cfg_.open_path_whole, &cfg_.open_dirs})
+  for (auto* l : {&cfg.open_path_whole, &cfg.open_dirs})
     std::stable_sort(l->begin(), l->end(),
                      [&](const std::string& a, const std::string& b) { return last_len(a) < last_len(b); });
   std::uint32_t np = 0;
-  auto& ro = *skel_->rodata;
   for (const auto* list : kLists) {
     for (const std::string& p : *list) {
       if (p.empty()) continue;
@@ -380,97 +444,80 @@ Status Sensor::Impl::open(const Config& cfg) {
         return Error::bad_input("sensor: open path longer than " + std::to_string(VG_PREFIX_LEN - 1) + " bytes: " + p);
       std::memcpy(const_cast<char*>(ro.cfg_prefix[np]), p.data(), p.size());
       ro.cfg_prefix_len[np] = static_cast<std::uint32_t>(p.size());
-      if (list == &cfg_.open_path_whole || list == &cfg_.open_dirs) {
-        const std::string leaf = p.substr(p.rfind('/') + 1);
-        if (leaf.empty()) return Error::bad_input("sensor: whole open path without a file name: " + p);
-        ro.cfg_leaf_len[np] = static_cast<std::uint32_t>(leaf.size());
-        static_assert(VG_PREFIX_LEN <= 64, "cfg_leaf_len_mask has a bit per length");
-        const bool dir = list == &cfg_.open_dirs;
-        (dir ? ro.cfg_dir_len_mask : ro.cfg_leaf_len_mask) |= std::uint64_t{1} << leaf.size();
-        auto* lo = dir ? ro.cfg_dir_lo : ro.cfg_whole_lo;
-        auto* hi = dir ? ro.cfg_dir_hi : ro.cfg_whole_hi;
-        if (hi[leaf.size()] == 0) lo[leaf.size()] = static_cast<std::uint8_t>(np);
-        hi[leaf.size()] = static_cast<std::uint8_t>(np + 1);
-        if (list == &cfg_.open_path_whole) ro.cfg_n_whole_end = np + 1;
-        std::uint64_t head[2] = {0, 0};
-        std::memcpy(head, leaf.data(), std::min<std::size_t>(leaf.size(), sizeof(head)));
-        ro.cfg_leaf_head[np][0] = head[0];
-        ro.cfg_leaf_head[np][1] = head[1];
-      } else if (list == &cfg_.open_path_prefixes || list == &cfg_.open_write_prefixes) {
-        const bool any = list == &cfg_.open_path_prefixes;
-        auto comps = prefix_components(p, VG_RP_COMPS);
-        if (!comps) return comps.error();
-        ro.cfg_rp_ncomp[np] = static_cast<std::uint32_t>(comps->size());
-        ro.cfg_rp_maxcomp = std::max<std::uint32_t>(ro.cfg_rp_maxcomp, static_cast<std::uint32_t>(comps->size()));
-        for (std::size_t k = 0; k < comps->size(); ++k) {
-          const PrefixComponent& c = (*comps)[k];
-          ro.cfg_rp_clen[np][k] = c.len;
-          ro.cfg_rp_cpartial[np][k] = c.partial ? 1 : 0;
-          for (int w = 0; w < 2; ++w) {
-            ro.cfg_rp_chead[np][k][w] = c.head[w];
-            ro.cfg_rp_cmask[np][k][w] = c.mask[w];
-          }
-        }
-        std::uint64_t lens = 0;
-        if (comps->empty()) {
-          lens = ~std::uint64_t{0};  // "/": every path
-        } else {
-          const PrefixComponent& c = comps->front();
-          for (std::uint32_t l = std::min<std::uint32_t>(c.len, 63); l < 64; ++l) {
-            lens |= std::uint64_t{1} << l;
-            if (!c.partial && l < 63) break;  // a whole name: its length (63: 63 and longer)
-          }
-        }
-        ro.cfg_rp_top_len_mask |= lens;
-        if (any) {
-          ro.cfg_rp_any_len_mask |= lens;
-          ro.cfg_n_any_prefixes = np + 1;
-        }
-        ro.cfg_n_path_prefixes = np + 1;
+      const bool whole = list == &cfg.open_path_whole || list == &cfg.open_dirs;
+      Status st;
+      if (whole) {
+        st = write_whole_path(ro, np, p, list == &cfg.open_dirs);
+      } else if (list == &cfg.open_path_prefixes || list == &cfg.open_write_prefixes) {
+        st = write_resolved_prefix(ro, np, p, list == &cfg.open_path_prefixes);
       } else {
         ro.cfg_n_given = np + 1;
         ro.cfg_n_any_prefixes = np + 1;
         ro.cfg_n_path_prefixes = np + 1;
       }
-      if (list != &cfg_.open_path_whole && list != &cfg_.open_dirs) ro.cfg_n_whole_end = np + 1;
+      if (!st) return st;
+      if (!whole) ro.cfg_n_whole_end = np + 1;
       ++np;
     }
   }
   ro.cfg_n_prefixes = np;
-  skel_->rodata->cfg_want_payload = cfg_.event_types.count(Type::kPayload) ? 1 : 0;
-  const bool args_at_exit =
+  return {};
+}
+
+}  // namespace
+
+// The read-only configuration, fixed at load: vigil's pid, device numbers,
+// the open filter, and what the kernel can do (arguments at the exit, the
+// task in cgroup programs, the per-CPU ioctl slots); the ring buffer's size.
+Status Sensor::Impl::configure(bool& args_at_exit) {
+  auto& ro = *skel_->rodata;
+  ro.cfg_vigil_tgid = static_cast<std::uint32_t>(getpid());
+  ro.cfg_uvm_major = read_uvm_major();
+  ro.cfg_perf_kprobe_type = read_pmu_type("kprobe");
+  ro.cfg_perf_uprobe_type = read_pmu_type("uprobe");
+  ro.cfg_payload_bytes = std::min<std::uint32_t>(cfg_.payload_bytes, VG_PAYLOAD_MAX);
+  if (Status st = write_open_paths(cfg_, ro); !st) return st;
+  ro.cfg_want_payload = cfg_.event_types.count(Type::kPayload) ? 1 : 0;
+  args_at_exit =
       !cfg_.enter_exit_pairs && libbpf_probe_bpf_helper(BPF_PROG_TYPE_TRACEPOINT, BPF_FUNC_task_pt_regs, nullptr) == 1;
-  skel_->rodata->cfg_args_at_exit = args_at_exit ? 1 : 0;
-  skel_->rodata->cfg_sock_task_btf =
+  ro.cfg_args_at_exit = args_at_exit ? 1 : 0;
+  ro.cfg_sock_task_btf =
       libbpf_probe_bpf_helper(BPF_PROG_TYPE_CGROUP_SOCK_ADDR, BPF_FUNC_get_current_task_btf, nullptr) == 1 ? 1 : 0;
   // The per-CPU ioctl slots, where user space can empty them on every CPU.
   const bool ioctl_slots = cfg_.ioctl_cache &&
                            (cfg_.event_types.count(Type::kIoctl) || cfg_.event_types.count(Type::kGpuUsage)) &&
                            can_run_on_a_cpu();
-  skel_->rodata->cfg_ioctl_slot = ioctl_slots ? 1 : 0;
+  ro.cfg_ioctl_slot = ioctl_slots ? 1 : 0;
   bpf_program__set_autoload(skel_->progs.vg_ioctl_slot_drain, ioctl_slots);
-  skel_->rodata->cfg_wakeup_bytes =
+  ro.cfg_wakeup_bytes =
       static_cast<std::uint32_t>(std::min<std::size_t>(cfg_.wakeup_bytes, round_up_pow2(cfg_.ringbuf_bytes) / 2));
   if (int err = bpf_map__set_max_entries(skel_->maps.events, round_up_pow2(cfg_.ringbuf_bytes)); err != 0)
     return Error::runtime(std::string("sensor: cannot size the ring buffer: ") + std::strerror(-err));
+  return {};
+}
 
-  // The cgroup socket programs (connect, sendmsg, skb: network events) need
-  // CAP_NET_ADMIN and a cgroup v2 mount; without either the tracing programs
-  // still run, and cgroup_programs() says why the others do not.
-  std::string cgroup_root;
+// The cgroup socket programs (connect, sendmsg, skb: network events) need
+// CAP_NET_ADMIN and a cgroup v2 mount; without either the tracing programs
+// still run, and cgroup_programs() says why the others do not. Returns the
+// cgroup v2 root they attach to ("" when they are off).
+std::string Sensor::Impl::find_cgroup_root(util::CapSet caps) {
   cgroup_.wanted = std::any_of(hooks().begin(), hooks().end(),
                                [&](const Hook& h) { return h.kind == AttachKind::kCgroup && wanted(h, cfg_); });
-  if (cgroup_.wanted) {
-    if (std::string m = missing_caps_to_load(BPF_PROG_TYPE_CGROUP_SKB, caps); !m.empty()) {
-      cgroup_.off = "the cgroup socket programs need " + m;
-    } else if (auto root = cgroup2_root(); !root) {
-      cgroup_.off = root.error().message;
-    } else {
-      cgroup_root = *root;
-    }
+  if (!cgroup_.wanted) return {};
+  if (std::string m = missing_caps_to_load(BPF_PROG_TYPE_CGROUP_SKB, caps); !m.empty()) {
+    cgroup_.off = "the cgroup socket programs need " + m;
+  } else if (auto root = cgroup2_root(); !root) {
+    cgroup_.off = root.error().message;
+  } else {
+    return *root;
   }
+  return {};
+}
 
-  // Only the programs the ruleset needs are loaded and attached.
+// Only the programs the ruleset needs are loaded and attached: the hooks to
+// attach, with their programs; every other program is not loaded.
+Result<std::vector<std::pair<const Hook*, bpf_program*>>> Sensor::Impl::choose_programs(const std::string& tracefs,
+                                                                                       bool args_at_exit) {
   std::vector<std::pair<const Hook*, bpf_program*>> to_attach;
   for (const Hook& h : hooks()) {
     bpf_program* prog = bpf_object__find_program_by_name(skel_->obj, h.prog);
@@ -514,9 +561,12 @@ Status Sensor::Impl::open(const Config& cfg) {
       bpf_program__set_autoload(prog, any);
     }
   }
+  return to_attach;
+}
 
-  if (int err = vigil_bpf__load(skel_); err != 0) return load_refused(-err, caps);
-
+// Attaches the chosen programs, the cgroup ones to `cgroup_root`.
+Status Sensor::Impl::attach_all(const std::vector<std::pair<const Hook*, bpf_program*>>& to_attach,
+                                const std::string& cgroup_root) {
   bool need_cgroup = std::any_of(to_attach.begin(), to_attach.end(),
                                  [](const auto& p) { return p.first->kind == AttachKind::kCgroup; });
   if (need_cgroup) {
@@ -528,18 +578,26 @@ Status Sensor::Impl::open(const Config& cfg) {
     Status st = attach_one(*h, prog);
     if (!st) return st;
   }
+  return {};
+}
 
+// The ring buffer's reader, and its positions mapped a second time for
+// backlog().
+Status Sensor::Impl::open_ring_buffer() {
   rb_ = ring_buffer__new(bpf_map__fd(skel_->maps.events), &Impl::on_record, this, nullptr);
   if (!rb_) return Error::runtime(std::string("sensor: cannot map the ring buffer: ") + std::strerror(errno));
-  {
-    // Not fatal: without them the ring buffer's fill is simply not reported.
-    const int rb_fd = bpf_map__fd(skel_->maps.events);
-    page_size_ = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
-    ring_bytes_ = bpf_map__max_entries(skel_->maps.events);
-    consumer_page_ = mmap(nullptr, page_size_, PROT_READ, MAP_SHARED, rb_fd, 0);
-    producer_page_ = mmap(nullptr, page_size_, PROT_READ, MAP_SHARED, rb_fd, static_cast<off_t>(page_size_));
-  }
+  // Not fatal: without them the ring buffer's fill is simply not reported.
+  const int rb_fd = bpf_map__fd(skel_->maps.events);
+  page_size_ = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  ring_bytes_ = bpf_map__max_entries(skel_->maps.events);
+  consumer_page_ = mmap(nullptr, page_size_, PROT_READ, MAP_SHARED, rb_fd, 0);
+  producer_page_ = mmap(nullptr, page_size_, PROT_READ, MAP_SHARED, rb_fd, static_cast<off_t>(page_size_));
+  return {};
+}
 
+// wait_fd(): one epoll fd over the ring buffer (tag 0), the batch timer (1)
+// and the usage report timer (2).
+Status Sensor::Impl::open_wait_fd() {
   epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
   if (epoll_fd_ < 0) return Error::runtime(std::string("sensor: epoll: ") + std::strerror(errno));
   auto add = [&](int fd, std::uint32_t tag) -> Status {
@@ -568,6 +626,32 @@ Status Sensor::Impl::open(const Config& cfg) {
   if (cfg_.event_types.count(Type::kIoctl) || cfg_.event_types.count(Type::kGpuUsage)) {
     if (Status st = periodic(timer_fd_, std::max<std::int64_t>(cfg_.usage_interval.count(), 10), 2); !st) return st;
   }
+  return {};
+}
+
+// Checks the host, opens and configures the object, loads the programs the
+// ruleset needs and attaches them, then opens what poll() reads.
+Status Sensor::Impl::open(const Config& cfg) {
+  cfg_ = cfg;
+  cfg_.event_types.insert({Type::kExec, Type::kFork, Type::kExit});
+  const util::CapSet caps = own_caps();
+  if (Status st = host_can_load(caps); !st) return st;
+  libbpf_set_print(libbpf_print);
+  auto tracefs = tracefs_for(cfg_);
+  if (!tracefs) return tracefs.error();
+
+  skel_ = vigil_bpf__open();
+  if (!skel_) return Error::runtime(std::string("sensor: cannot open the BPF object: ") + std::strerror(errno));
+  bool args_at_exit = false;
+  if (Status st = configure(args_at_exit); !st) return st;
+  const std::string cgroup_root = find_cgroup_root(caps);
+  auto to_attach = choose_programs(*tracefs, args_at_exit);
+  if (!to_attach) return to_attach.error();
+  if (int err = vigil_bpf__load(skel_); err != 0) return load_refused(-err, caps);
+  if (Status st = attach_all(*to_attach, cgroup_root); !st) return st;
+
+  if (Status st = open_ring_buffer(); !st) return st;
+  if (Status st = open_wait_fd(); !st) return st;
   tb_ = TimeBase::now();
   if (cfg_.identify_exe) {
     ident_ = std::make_unique<ident::ExeIdentifier>(cfg_.ident);
@@ -589,7 +673,7 @@ int Sensor::Impl::on_record(void* ctx, void* data, size_t size) {
 }
 
 // Moves the calls that wait in each CPU's ioctl slot into gpu_usage
-// (bpf/progs/file.bpf.c, vg_ioctl_slot_drain), on the CPUs whose slot holds
+// (bpf/progs/fd/nvidia_ioctl.bpf.c, vg_ioctl_slot_drain), on the CPUs whose slot holds
 // any: a program run on that CPU (from an interrupt where it is not this
 // thread's). A slot the CPU's ioctl program was changing at that instant, or
 // whose count gpu_usage refused, is asked again a few times; what stays goes
@@ -613,7 +697,7 @@ void Sensor::Impl::drain_ioctl_slots() {
   }
 }
 
-std::size_t Sensor::Impl::report_usage(const runtime::EventSource::Emit& emit) {
+std::size_t Sensor::Impl::report_usage(const source::EventSource::Emit& emit) {
   if (skel_->rodata->cfg_ioctl_slot) drain_ioctl_slots();
   int fd = bpf_map__fd(skel_->maps.gpu_usage);
   std::vector<vg_usage_key> keys;
@@ -653,7 +737,7 @@ std::size_t Sensor::Impl::report_usage(const runtime::EventSource::Emit& emit) {
   return n;
 }
 
-Result<std::size_t> Sensor::Impl::poll(std::size_t budget, const runtime::EventSource::Emit& emit) {
+Result<std::size_t> Sensor::Impl::poll(std::size_t budget, const source::EventSource::Emit& emit) {
   if (!failure_.empty()) return Error::runtime(failure_);
   std::size_t total = 0;
   // The timers: never blocks (their fds are non-blocking).
@@ -723,12 +807,12 @@ Result<std::unique_ptr<Sensor>> Sensor::open(const Config& cfg) {
   return std::unique_ptr<Sensor>(new Sensor(std::move(impl)));
 }
 
-std::optional<runtime::Backlog> Sensor::Impl::backlog() const {
+std::optional<source::Backlog> Sensor::Impl::backlog() const {
   if (consumer_page_ == MAP_FAILED || producer_page_ == MAP_FAILED) return std::nullopt;
   // The kernel and libbpf update these positions with release stores; an
   // acquire load of each is enough for a gauge (they may be a few records
   // apart, never inconsistent in a way that matters here).
-  runtime::Backlog b;
+  source::Backlog b;
   b.consumed = __atomic_load_n(static_cast<const std::uint64_t*>(consumer_page_), __ATOMIC_ACQUIRE);
   b.produced = __atomic_load_n(static_cast<const std::uint64_t*>(producer_page_), __ATOMIC_ACQUIRE);
   b.pending = b.produced >= b.consumed ? b.produced - b.consumed : 0;
@@ -739,16 +823,16 @@ std::optional<runtime::Backlog> Sensor::Impl::backlog() const {
 }
 
 int Sensor::wait_fd() const { return impl_->epoll_fd(); }
-std::optional<runtime::Backlog> Sensor::backlog() const { return impl_->backlog(); }
+std::optional<source::Backlog> Sensor::backlog() const { return impl_->backlog(); }
 Result<std::size_t> Sensor::poll(std::size_t budget, const Emit& emit) { return impl_->poll(budget, emit); }
-runtime::EventSource::Health Sensor::health() const {
+source::EventSource::Health Sensor::health() const {
   return impl_->failure().empty() ? Health::kRunning : Health::kFailed;
 }
 std::string Sensor::failure() const { return impl_->failure(); }
 DropCounters Sensor::counters() const { return impl_->drops(); }
-runtime::Drops Sensor::drops() const {
+source::Drops Sensor::drops() const {
   const DropCounters c = impl_->drops();
-  runtime::Drops d;
+  source::Drops d;
   d.add("ringbuf_full", c.ringbuf_full);
   d.add("map_full", c.map_full);
   d.add("read_failed", c.read_failed);

@@ -1,7 +1,7 @@
 // The live eBPF sensor: loads the programs of bpf/progs (one libbpf skeleton),
 // attaches the hooks the ruleset needs, and turns ring-buffer records and the
 // periodic GPU ioctl counts (a timer reading the usage map) into event::Event.
-// It is a runtime::EventSource ("bpf"); the Xid lines of /dev/kmsg are another
+// It is a source::EventSource ("bpf"); the Xid lines of /dev/kmsg are another
 // one (kmsg.h).
 //
 //   auto s = vigil::sensor::Sensor::open(cfg);
@@ -27,7 +27,7 @@
 
 #include "engine/event/event.h"
 #include "engine/ident/identifier.h"
-#include "engine/runtime/source.h"
+#include "engine/source/source.h"
 #include "engine/util/result.h"
 
 namespace vigil::sensor {
@@ -108,14 +108,14 @@ struct CgroupPrograms {
   std::string off;
 };
 
-class Sensor final : public runtime::EventSource {
+class Sensor final : public source::EventSource {
  public:
   // Loads and attaches everything. On failure an Error::runtime with one
   // clear line saying why (a capability missing, naming it; the program the
   // kernel refused; no BTF; a hook missing...).
   static Result<std::unique_ptr<Sensor>> open(const Config& cfg);
 
-  // runtime::EventSource. poll() does not block: it reads the timers, sends
+  // source::EventSource. poll() does not block: it reads the timers, sends
   // the GPU usage report when due, and hands over up to `budget` ring-buffer
   // records, in order per CPU. A ring buffer that cannot be read fails the
   // source.
@@ -125,10 +125,10 @@ class Sensor final : public runtime::EventSource {
   Health health() const override;
   std::string failure() const override;
   // Lost events by reason (truncated strings are not losses: counters() has them).
-  runtime::Drops drops() const override;
+  source::Drops drops() const override;
   std::vector<std::string> attached() const override;  // hook names, for the "ready" log line
   // The ring buffer's fill, in bytes (any thread).
-  std::optional<runtime::Backlog> backlog() const override;
+  std::optional<source::Backlog> backlog() const override;
   // The cgroup socket programs (connect/sendmsg/skb: network events).
   const CgroupPrograms& cgroup_programs() const;
 

@@ -12,7 +12,7 @@
 #include <string_view>
 
 #include "engine/event/event.h"
-#include "engine/state/lru.h"
+#include "engine/util/lru.h"
 
 namespace vigil::state {
 
@@ -39,7 +39,7 @@ class DnsMemory {
     std::size_t operator()(const Key& k) const noexcept;
   };
   static Key make_key(std::string_view scope, const event::IpAddr& addr);
-  LruMap<Key, std::string, KeyHash> names_;
+  util::LruMap<Key, std::string, KeyHash> names_;
 };
 
 }  // namespace vigil::state

@@ -11,7 +11,7 @@
 #include "engine/state/cgroup.h"
 #include "engine/state/dns.h"
 #include "engine/state/gpu.h"
-#include "engine/state/lru.h"
+#include "engine/util/lru.h"
 #include "engine/state/procfs.h"
 #include "engine/state/users.h"
 
@@ -72,10 +72,10 @@ struct State::Impl {
         dns(cfg.max_dns_names) {}
 
   Config cfg;
-  LruMap<std::uint32_t, ProcSlot> procs;
-  LruMap<std::string, Container> containers;
-  LruMap<std::uint64_t, CgroupEntry> cgroups;
-  LruMap<std::string, Pod> pods;
+  util::LruMap<std::uint32_t, ProcSlot> procs;
+  util::LruMap<std::string, Container> containers;
+  util::LruMap<std::uint64_t, CgroupEntry> cgroups;
+  util::LruMap<std::string, Pod> pods;
   // Per pod uid, the allocation of each entry of pod.containers (same order).
   std::unordered_map<std::string, std::vector<GpuAllocation>> allocations;
   DnsMemory dns;

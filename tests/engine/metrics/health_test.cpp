@@ -7,8 +7,8 @@ namespace {
 
 using namespace std::chrono_literals;
 using Clock = HealthMonitor::Clock;
-using runtime::Backlog;
-using runtime::EventSource;
+using source::Backlog;
+using source::EventSource;
 using runtime::LoopStatus;
 using runtime::SourceStatus;
 

@@ -48,7 +48,7 @@ std::unique_ptr<Host> example_host(const std::string& init_config, Logged& l) {
 }
 
 // Polls `src` (waiting on its fd) until it is no longer running or `max` events came.
-std::vector<event::Event> drain(runtime::EventSource& src, std::size_t max,
+std::vector<event::Event> drain(source::EventSource& src, std::size_t max,
                                 std::chrono::milliseconds limit = std::chrono::milliseconds(5000)) {
   std::vector<event::Event> out;
   const auto end = std::chrono::steady_clock::now() + limit;
@@ -57,7 +57,7 @@ std::vector<event::Event> drain(runtime::EventSource& src, std::size_t max,
     ::poll(&p, 1, 50);
     auto n = src.poll(64, [&](event::Event&& ev) { out.push_back(std::move(ev)); });
     EXPECT_TRUE(n);
-    if (src.health() != runtime::EventSource::Health::kRunning) break;
+    if (src.health() != source::EventSource::Health::kRunning) break;
   }
   return out;
 }
@@ -131,11 +131,11 @@ TEST(PluginSource, EventsArriveWithTheirSourceAndFieldsReadThemBack) {
   auto sources = h->start_sources({});
   ASSERT_TRUE(sources);
   ASSERT_EQ(sources->size(), 1u);
-  runtime::EventSource& src = *(*sources)[0];
+  source::EventSource& src = *(*sources)[0];
   EXPECT_EQ(src.name(), "plugin:example");
   auto evs = drain(src, 100);
   ASSERT_EQ(evs.size(), 20u);
-  EXPECT_EQ(src.health(), runtime::EventSource::Health::kDone);
+  EXPECT_EQ(src.health(), source::EventSource::Health::kDone);
   const auto* d = evs[6].as<event::PluginData>();
   ASSERT_NE(d, nullptr);
   EXPECT_EQ(evs[6].hdr.type, event::Type::kPlugin);
@@ -230,7 +230,7 @@ TEST(PluginSource, AFloodLosesOnlyItsOwnEventsAndCountsThem) {
   o.queue_events = 100;
   auto sources = h->start_sources(o);
   ASSERT_TRUE(sources);
-  runtime::EventSource& src = *(*sources)[0];
+  source::EventSource& src = *(*sources)[0];
   std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the pipeline is "busy"
   std::size_t got = 0;
   auto n = src.poll(1000000, [&](event::Event&&) { ++got; });
@@ -274,7 +274,7 @@ TEST(PluginSource, AFailingSourceDeliversWhatItGaveThenReportsWhy) {
   ASSERT_TRUE(sources);
   auto evs = drain(*(*sources)[0], 100);
   EXPECT_EQ(evs.size(), 3u);
-  EXPECT_EQ((*sources)[0]->health(), runtime::EventSource::Health::kFailed);
+  EXPECT_EQ((*sources)[0]->health(), source::EventSource::Health::kFailed);
   EXPECT_EQ((*sources)[0]->failure(), "the source broke");
 }
 

@@ -135,7 +135,7 @@ std::vector<event::Event> scenario() {
 }
 
 // A live source stand-in: hands over `evs` (wall-clock style), then is done.
-class VectorSource final : public EventSource {
+class VectorSource final : public source::EventSource {
  public:
   explicit VectorSource(std::vector<event::Event> evs) : evs_(std::move(evs)) {}
   std::string_view name() const override { return "bpf"; }

@@ -41,7 +41,7 @@ event::Event exec_event(std::uint64_t ts, std::uint32_t pid, const std::string& 
 
 // Hands over its events in order, `budget` at a time; its clock is the time
 // of the last event handed over. Done when empty (unless `forever`).
-class ScriptedSource final : public EventSource {
+class ScriptedSource final : public source::EventSource {
  public:
   ScriptedSource(std::string name, std::vector<event::Event> evs) : name_(std::move(name)) {
     for (auto& e : evs) evs_.push_back(std::move(e));
@@ -66,9 +66,9 @@ class ScriptedSource final : public EventSource {
   std::uint64_t now_ns() const override { return clock_; }
   Health health() const override { return health_; }
   std::string failure() const override { return "scripted failure"; }
-  Drops drops() const override { return drops_; }
+  source::Drops drops() const override { return drops_; }
 
-  Drops drops_;
+  source::Drops drops_;
   bool forever = false;
   int polls = 0;
   int fail_at_poll = 0;
@@ -358,7 +358,7 @@ TEST_F(RunnerTest, EventsFlowThroughTheOldRulesWhileAReloadCompiles) {
 }
 
 // Hands over `budget` bash execs per poll, without end.
-class ExecStormSource final : public EventSource {
+class ExecStormSource final : public source::EventSource {
  public:
   std::string_view name() const override { return "storm"; }
   Result<std::size_t> poll(std::size_t budget, const Emit& emit) override {
@@ -371,7 +371,7 @@ class ExecStormSource final : public EventSource {
   std::uint64_t now_ns() const override { return 1000 + n_; }
   Health health() const override { return Health::kRunning; }
   std::string failure() const override { return ""; }
-  Drops drops() const override { return {}; }
+  source::Drops drops() const override { return {}; }
 
  private:
   std::uint64_t n_ = 0;
@@ -588,7 +588,7 @@ TEST_F(RunnerTest, SigtermFromTheSignalfdStopsCleanly) {
 
 // A source with an fd (as a plugin's eventfd): the runner sleeps until it is
 // readable, and wakes for it.
-class EventFdSource final : public EventSource {
+class EventFdSource final : public source::EventSource {
  public:
   EventFdSource() : fd_(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {}
   ~EventFdSource() override { close(fd_); }

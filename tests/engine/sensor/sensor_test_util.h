@@ -45,7 +45,7 @@ class SyscallArgs : public ::testing::TestWithParam<bool> {};
 // What the runner does for one source, for tests that drive it alone: waits
 // up to timeout_ms for its wait_fd(), then polls it. Returns the number of
 // events, or -1 after an error (reported to gtest).
-inline int wait_and_poll(runtime::EventSource& s, int timeout_ms, const runtime::EventSource::Emit& emit) {
+inline int wait_and_poll(source::EventSource& s, int timeout_ms, const source::EventSource::Emit& emit) {
   pollfd p{s.wait_fd(), POLLIN, 0};
   if (p.fd >= 0 && ::poll(&p, 1, timeout_ms) < 0 && errno != EINTR) {
     ADD_FAILURE() << "poll: " << std::strerror(errno);
@@ -63,7 +63,7 @@ inline int wait_and_poll(runtime::EventSource& s, int timeout_ms, const runtime:
 // order (the ring buffer orders events per CPU only).
 class Recorder {
  public:
-  explicit Recorder(runtime::EventSource& s) : s_(s) {}
+  explicit Recorder(source::EventSource& s) : s_(s) {}
   // Polls until an event accepted by `pred` has been seen or the deadline passes.
   std::optional<Event> wait_for(const std::function<bool(const Event&)>& pred, int ms = 5000) {
     auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
@@ -99,7 +99,7 @@ class Recorder {
   }
 
  private:
-  runtime::EventSource& s_;
+  source::EventSource& s_;
   std::vector<Event> seen_;
 };
 

@@ -1,5 +1,5 @@
 // The rarer syscalls Falco's rules ask about (bpf/progs/sys.bpf.c, dup in
-// file.bpf.c) and the exec facts (memfd, overlay upper layer, capabilities),
+// fd/socket.bpf.c) and the exec facts (memfd, overlay upper layer, capabilities),
 // reported by the real BPF programs for a real child. Needs root.
 #include <arpa/inet.h>
 #include <fcntl.h>

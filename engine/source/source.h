@@ -1,8 +1,9 @@
 // EventSource: where events come from. The live BPF sensor, the /dev/kmsg
 // reader, a capture file being replayed and a plugin's source all implement
-// it, and one Runner (runner.h) drives any set of them through the pipeline.
+// it, and one Runner (engine/runtime/runner.h) drives any set of them through
+// the pipeline. It sits below both: a source depends on it, never on the runtime.
 //
-//   class MySource final : public runtime::EventSource { ... };
+//   class MySource final : public source::EventSource { ... };
 //   runner.add_source(std::make_unique<MySource>(...));
 //
 // Contract:
@@ -34,7 +35,7 @@
 #include "engine/event/event.h"
 #include "engine/util/result.h"
 
-namespace vigil::runtime {
+namespace vigil::source {
 
 // Lost events by reason ("ringbuf_full", "queue_full", ...), cumulative.
 struct Drops {
@@ -99,4 +100,4 @@ class EventSource {
   virtual std::vector<std::string> attached() const { return {}; }
 };
 
-}  // namespace vigil::runtime
+}  // namespace vigil::source

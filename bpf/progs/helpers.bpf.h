@@ -1,22 +1,17 @@
-/* Shared by every BPF program source in bpf/progs: maps, read-only configuration, and the
- * helpers that fill the common header, append variable-length data to the
- * per-CPU scratch record and submit it to the ring buffer.
- *
- * Maps and configuration are __weak so that the objects of several .bpf.c
- * files link (bpftool gen object) into one with a single copy of each.
+/* The helpers shared by the BPF programs of bpf/progs: they fill the common
+ * header, append variable-length data to the per-CPU scratch record and
+ * submit it to the ring buffer, walk paths, read files, fds and saved
+ * registers of the current task. A program file includes this header, which
+ * brings the configuration (config.bpf.h) and the shared maps (maps.bpf.h).
  * Verifier workarounds used here are explained in docs/bpf/verifier.md.
  */
-#ifndef VIGIL_BPF_PROGS_VIGIL_BPF_H
-#define VIGIL_BPF_PROGS_VIGIL_BPF_H
+#ifndef VIGIL_BPF_PROGS_HELPERS_BPF_H
+#define VIGIL_BPF_PROGS_HELPERS_BPF_H
 
-#include "vmlinux.h"
+#include "bpf/progs/maps.bpf.h"
 
 #include <bpf/bpf_core_read.h>
-#include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
-
-#define __VIGIL_BPF__ 1
-#include "bpf/shared/events.h"
 
 #ifndef S_IFMT
 #define S_IFMT 00170000
@@ -36,121 +31,14 @@
 #define IPPROTO_TCP 6
 #define IPPROTO_UDP 17
 
-/* Offsets inside the scratch buffer are masked with VG_OFF_MASK, and no single
- * read appends more than VG_CHUNK_MAX bytes, so buf[off .. off+VG_CHUNK_MAX)
- * is always inside the buffer (the verifier can prove it). */
-#define VG_OFF_MASK 8191
-#define VG_CHUNK_MAX 4096
-#define VG_SCRATCH_SIZE VG_RECORD_MAX /* >= VG_OFF_MASK + 1 + VG_CHUNK_MAX */
-
-/* ---- configuration, set by user space before load (rodata) ---- */
-const volatile __u32 cfg_vigil_tgid __weak = 0;       /* vigil's own pid: never traced */
-const volatile __u32 cfg_uvm_major __weak = 0;        /* nvidia-uvm's dynamic major */
-const volatile __u32 cfg_payload_bytes __weak = 256;  /* first bytes of a TCP connection */
-const volatile __u32 cfg_n_prefixes __weak = 0;       /* open path prefixes in use */
-const volatile __u32 cfg_prefix_len[VG_OPEN_PREFIXES] __weak = {};
-const volatile char cfg_prefix[VG_OPEN_PREFIXES][VG_PREFIX_LEN] __weak __attribute__((aligned(8))) = {};
-/* cfg_prefix[0, cfg_n_given) are prefixes of the path as given,
- * [cfg_n_given, cfg_n_path_prefixes) prefixes of the resolved path (from
- * cfg_n_any_prefixes on, those only opens for writing can match), then to
- * cfg_n_whole_end whole paths and from there directories (fd.directory =),
- * each with its last component's length and first 16 bytes (zero-padded),
- * which a successful open's name (its parent's, for a directory) is judged
- * by. */
-const volatile __u32 cfg_n_given __weak = 0;
-const volatile __u32 cfg_n_any_prefixes __weak = 0;
-const volatile __u32 cfg_n_path_prefixes __weak = 0;
-const volatile __u32 cfg_n_whole_end __weak = 0;
-const volatile __u64 cfg_dir_len_mask __weak = 0; /* bit n: some directory's last component has n bytes */
-/* Whole paths and directories are each sorted by their last component's
- * length: those of n bytes are cfg_prefix[lo[n], hi[n]). */
-const volatile __u8 cfg_whole_lo[64] __weak = {};
-const volatile __u8 cfg_whole_hi[64] __weak = {};
-const volatile __u8 cfg_dir_lo[64] __weak = {};
-const volatile __u8 cfg_dir_hi[64] __weak = {};
-/* A resolved prefix as the first path components it names, compared with the
- * components of the opened file's path below the root: for component k of
- * prefix i, its length, its first 16 bytes and which of them to compare
- * (mask), and whether it is whole (the name must be that long) or a name
- * prefix (at least that long: "/etc/ld.so" names "ld.so..."). A prefix of
- * more components, or a longer name, is compared by its first ones: the
- * kernel sends a superset, user space judges the exact path. */
-const volatile __u32 cfg_rp_ncomp[VG_OPEN_PREFIXES] __weak = {};
-const volatile __u32 cfg_rp_clen[VG_OPEN_PREFIXES][VG_RP_COMPS] __weak = {};
-const volatile __u32 cfg_rp_cpartial[VG_OPEN_PREFIXES][VG_RP_COMPS] __weak = {};
-const volatile __u64 cfg_rp_chead[VG_OPEN_PREFIXES][VG_RP_COMPS][2] __weak = {};
-const volatile __u64 cfg_rp_cmask[VG_OPEN_PREFIXES][VG_RP_COMPS][2] __weak = {};
-const volatile __u32 cfg_rp_maxcomp __weak = 0;      /* the most components any prefix compares */
-/* bit n: a resolved prefix's first component may be n bytes (63: longer);
- * of all of them, and of those for any open. */
-const volatile __u64 cfg_rp_top_len_mask __weak = 0;
-const volatile __u64 cfg_rp_any_len_mask __weak = 0;
-const volatile __u32 cfg_leaf_len[VG_OPEN_PREFIXES] __weak = {};
-const volatile __u64 cfg_leaf_head[VG_OPEN_PREFIXES][2] __weak = {};
-const volatile __u64 cfg_leaf_len_mask __weak = 0; /* bit n: some whole path's last component has n bytes */
-/* nvidia:nvidia_dev_xid field offsets, read from its format file (module BTF
- * is usually absent, so CO-RE cannot relocate them). */
-const volatile __u32 cfg_xid_dev_off __weak = 0;
-const volatile __u32 cfg_xid_code_off __weak = 0;
-const volatile __u32 cfg_xid_msg_off __weak = 0;
-/* The dynamic PMU types of kprobe and uprobe perf events
- * (/sys/bus/event_source/devices/{kprobe,uprobe}/type; 0: none). */
-const volatile __u32 cfg_perf_kprobe_type __weak = 0;
-const volatile __u32 cfg_perf_uprobe_type __weak = 0;
-/* 1: the sys_exit programs read the syscall's arguments from the saved user
- * registers (vg_syscall_regs) and no sys_enter program is attached; 0: the
- * sys_enter programs keep the arguments in per-thread maps for the exit. */
-const volatile __u32 cfg_args_at_exit __weak = 0;
-/* Wake the reader only once this many bytes wait in the ring buffer (0: for
- * every record). A wake-up costs about a microsecond on the traced thread
- * (irq_work + wake_up); user space also drains on a short timer, so a quiet
- * node's events wait at most that long. */
-const volatile __u32 cfg_wakeup_bytes __weak = 0;
-/* 1: the cgroup socket programs may call bpf_get_current_task_btf (probed by
- * user space at load: tracing programs have it from 5.11, the cgroup ones
- * only on later kernels) and fill the header with direct loads. */
-const volatile __u32 cfg_sock_task_btf __weak = 0;
-
 /* A typed read-only view of kernel memory (kernels 6.2+; the verifier turns
  * the call into a move). Loads through it are plain fault-handled loads, a
  * few ns each instead of one bpf_probe_read_kernel call per field: this
  * matters on paths that run for every ioctl. __weak: NULL where the kernel
  * lacks it, and the BPF_CORE_READ branch runs instead. Use it from one
- * object only (file.bpf.c): bpftool's linker in libbpf 1.1 cannot link one
+ * object only (fd.bpf.c): bpftool's linker in libbpf 1.1 cannot link one
  * extern kfunc referenced from two objects. */
 extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym __weak;
-
-/* ---- maps ---- */
-struct {
-  __uint(type, BPF_MAP_TYPE_RINGBUF);
-  __uint(max_entries, 8 << 20); /* resized by user space before load */
-} events SEC(".maps") __weak;
-
-struct {
-  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-  __uint(max_entries, VG_DROP_COUNT);
-  __type(key, __u32);
-  __type(value, __u64);
-} drops SEC(".maps") __weak;
-
-struct vg_scratch {
-  __u8 buf[VG_SCRATCH_SIZE];
-};
-
-struct {
-  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-  __uint(max_entries, 1);
-  __type(key, __u32);
-  __type(value, struct vg_scratch);
-} scratch SEC(".maps") __weak;
-
-/* NVIDIA ioctl counts, per process / device / command; drained by user space. */
-struct {
-  __uint(type, BPF_MAP_TYPE_HASH);
-  __uint(max_entries, 16384);
-  __type(key, struct vg_usage_key);
-  __type(value, struct vg_usage_val);
-} gpu_usage SEC(".maps") __weak;
 
 static __always_inline void vg_drop(__u32 reason)
 {
@@ -257,27 +145,6 @@ static __always_inline __u32 vg_put_str(__u8 *buf, __u32 off, const void *src, _
 #define vg_put_user_str(buf, off, src, max, trunc) vg_put_str((buf), (off), (src), (max), (trunc), 1)
 #define vg_put_kernel_str(buf, off, src, max, trunc) vg_put_str((buf), (off), (src), (max), (trunc), 0)
 
-/* Loop state of vg_put_dpath, kept in map memory rather than registers: the
- * verifier does not track values loaded from a map, so every iteration looks
- * alike and its states prune (see docs/bpf/verifier.md). */
-struct vg_walk {
-  __u64 d;
-  __u64 vm;
-  __u64 mnt;
-  __u64 root_d;
-  __u64 root_m;
-  __u32 pos;
-  __u32 done;
-  __u32 rooted; /* the walk ended at a root (the task's or the filesystem's) */
-  __u32 pad;
-};
-
-struct {
-  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-  __uint(max_entries, 1);
-  __type(key, __u32);
-  __type(value, struct vg_walk);
-} walk_state SEC(".maps") __weak;
 
 /* Appends the path of (dentry, vfsmount) relative to the current task's root,
  * as components from the leaf up, each NUL-terminated. Crosses mount points.
@@ -598,21 +465,12 @@ static __always_inline struct file *vg_fd_file(int fd)
   return vg_task_fd_file(bpf_get_current_task_btf(), fd);
 }
 
-/* ---- arguments of the rarer syscalls (sys.bpf.c, dup in file.bpf.c) ----
+/* ---- arguments of the rarer syscalls (sys.bpf.c; dup and the socket-fd
+ * calls in fd/socket.bpf.c) ----
  * Their exit programs read the arguments from the saved user registers; where
  * the kernel cannot give those (cfg_args_at_exit 0), one generic enter
  * program, vg_enter_args, attached to each of their sys_enter tracepoints,
  * keeps the six raw arguments per thread until the exit. */
-struct vg_sys_args {
-  __u64 a[6];
-};
-
-struct {
-  __uint(type, BPF_MAP_TYPE_LRU_HASH);
-  __uint(max_entries, 4096);
-  __type(key, __u32);
-  __type(value, struct vg_sys_args);
-} pending_args SEC(".maps") __weak;
 
 /* The current syscall's arguments, at its exit. 0: nothing to report
  * (vigil's own call, or the enter program kept nothing). */
@@ -639,4 +497,4 @@ static __always_inline int vg_sys_args(struct vg_sys_args *out)
   return 1;
 }
 
-#endif /* VIGIL_BPF_PROGS_VIGIL_BPF_H */
+#endif /* VIGIL_BPF_PROGS_HELPERS_BPF_H */

@@ -1,5 +1,6 @@
-// A bounded map that forgets its least recently used entry when full. Used for
-// every table of the state component so its memory has a fixed ceiling.
+// A bounded map that forgets its least recently used entry when full: every
+// table of engine/state and the caches of engine/ident use one, so their
+// memory has a fixed ceiling.
 //
 //   LruMap<std::uint32_t, Process> m(1000);
 //   m.put(42, p);            // inserts or replaces; may evict the oldest entry
@@ -18,7 +19,7 @@
 #include <unordered_map>
 #include <utility>
 
-namespace vigil::state {
+namespace vigil::util {
 
 template <typename K, typename V, typename Hash = std::hash<K>>
 class LruMap {
@@ -98,4 +99,4 @@ class LruMap {
   std::unordered_map<K, typename List::iterator, Hash> index_;
 };
 
-}  // namespace vigil::state
+}  // namespace vigil::util
