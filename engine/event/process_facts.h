@@ -234,4 +234,13 @@ void for_each_exec_fact(P& p, E& e, F&& f) {
 #undef VG_FACT_PAIR
 }
 
+// Calls f(name, a_member, b_member) for each fact two processes keep (the
+// table's Process rows), in table order: comparisons fact by fact.
+template <class A, class B, class F>
+void for_each_process_fact(A& a, B& b, F&& f) {
+#define VG_FACT_BOTH(T, name, init, exec, rec, opts) VG_FACT_IN_PROCESS_##rec(f(#name, a.name, b.name);)
+  VG_PROCESS_FACTS(VG_FACT_BOTH)
+#undef VG_FACT_BOTH
+}
+
 }  // namespace vigil::event
