@@ -13,8 +13,9 @@
 //           E_  not in ExecData
 //   rec   where state::Process keeps it:
 //           P0  in the process record of the first capture format
-//           Pn  appended to the process record in revision n (absent in older
-//               capture files: a revision's facts are all there or all absent)
+//           Pn  appended to the process record in revision n, 1 to 9 (absent
+//               in older capture files: a revision's facts are all there or
+//               all absent)
 //           P_  not in state::Process
 //   opts  how the JSON form writes it (event::FieldOpt)
 //
@@ -28,8 +29,8 @@
 // and the process keeps is one row at the end, `E1, P<last + 1>`, then the
 // sensor (bpf/shared/events.h, the BPF program, engine/sensor/decoder.cpp)
 // and the rule fields that read it. The build checks the table's own rules
-// (facts_table_ok() below): revisions only grow, a written revision is frozen,
-// the exec head lists exactly the E0 rows.
+// (the static_asserts below): revisions only grow, a written revision is
+// frozen (kRevisionSizes), the exec head lists exactly the E0 rows.
 //
 // Two rows share a name twice: ExecData's exe and args (the file the kernel
 // runs, the whole argv) are not Process's (argv[0], the arguments after it);
@@ -38,7 +39,6 @@
 // Thread-safety: macros, constants and templates.
 #pragma once
 
-#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -135,6 +135,10 @@
 #define VG_FACT_IN_PROCESS_P3(...) __VA_ARGS__
 #define VG_FACT_IN_PROCESS_P4(...) __VA_ARGS__
 #define VG_FACT_IN_PROCESS_P5(...) __VA_ARGS__
+#define VG_FACT_IN_PROCESS_P6(...) __VA_ARGS__
+#define VG_FACT_IN_PROCESS_P7(...) __VA_ARGS__
+#define VG_FACT_IN_PROCESS_P8(...) __VA_ARGS__
+#define VG_FACT_IN_PROCESS_P9(...) __VA_ARGS__
 #define VG_FACT_IN_PROCESS_P_(...)
 #define VG_FACT_EXEC_E0 0
 #define VG_FACT_EXEC_E1 1
@@ -145,9 +149,13 @@
 #define VG_FACT_REV_P3 3
 #define VG_FACT_REV_P4 4
 #define VG_FACT_REV_P5 5
+#define VG_FACT_REV_P6 6
+#define VG_FACT_REV_P7 7
+#define VG_FACT_REV_P8 8
+#define VG_FACT_REV_P9 9
 #define VG_FACT_REV_P_ (-1)
 
-// The members of a struct, for the rows `select` keeps.
+// A struct's members: ExecData's rows, Process's rows.
 #define VG_FACT_MEMBER_EXEC(T, name, init, exec, rec, opts) VG_FACT_IN_EXEC_##exec(T name = init;)
 #define VG_FACT_MEMBER_PROCESS(T, name, init, exec, rec, opts) VG_FACT_IN_PROCESS_##rec(T name = init;)
 
