@@ -23,7 +23,9 @@ std::string body_of(const std::string& record) { return record.substr(5); }
 DecodeOutcome decode(RecordType type, std::string_view body, RecordData& out) {
   std::string why;
   DecodeOutcome o = decode_record(static_cast<std::uint8_t>(type), body, out, why);
-  if (o == DecodeOutcome::kBad) EXPECT_FALSE(why.empty());
+  if (o == DecodeOutcome::kBad) {
+    EXPECT_FALSE(why.empty());
+  }
   return o;
 }
 
