@@ -146,13 +146,20 @@ void set_vigil_files(const YAML::Node& v, state::State& st) {
   st.set_vigil_paths(std::move(files));
 }
 
+// A state that never reads /proc or cgroupfs: a test's world is its file.
+state::Config offline() {
+  state::Config cfg;
+  cfg.live = false;
+  return cfg;
+}
+
 // One test: its events through a fresh state and the pipeline, each
 // event's expectations checked after it, the test's after the last.
 class TestRun {
  public:
   TestRun(const YAML::Node& root, const YAML::Node& t, const FileRules& fr, const std::string& path,
           RuleTestReport& rep)
-      : t_(t), path_(path), rep_(rep), st_(state::Config{.live = false}) {
+      : t_(t), path_(path), rep_(rep), st_(offline()) {
     name_ = t["name"] ? scalar(t["name"], "name") : "";
     if (name_.empty()) bad(t, "a test needs a 'name'");
     whole_ = expectation(t["expect"]);
