@@ -14,7 +14,6 @@
 #include "engine/ident/known.h"
 #include "engine/rules/document.h"
 #include "engine/rules/fields.h"
-#include "engine/rules/ruleset.h"
 
 namespace vigil::runtime::test_file {
 
