@@ -124,6 +124,7 @@ void put_value(std::string& out, const T& x);
 struct PutField {
   std::string& out;
   void appended() {}
+  void revision(int) {}
   template <class V>
   void operator()(std::string_view, const V& v, unsigned = 0) {
     put_value(out, v);
@@ -370,6 +371,24 @@ bool get_payload(Cursor& c, std::uint8_t kind, event::Payload& data) {
   return true;
 }
 
+// Reads the process record's facts in order. A revision appended after the
+// first format is all there or all absent: when the body ends where one
+// begins (a record written before it), its facts keep their defaults.
+struct GetRecordField {
+  Cursor& c;
+  int rev = 0;
+  bool absent = false;
+  void revision(int r) {
+    if (r == rev) return;
+    rev = r;
+    absent = !c.failed() && c.left() == 0;
+  }
+  template <class V>
+  void operator()(const char* name, V& v, unsigned = 0) {
+    if (!absent) get_value(c, v, name);
+  }
+};
+
 }  // namespace
 
 void put_u16(std::string& out, std::uint16_t v) {
@@ -428,52 +447,8 @@ void append_event(const event::Event& ev, std::string& out) {
 
 void append_process(const state::Process& p, std::string& out) {
   with_record(out, RecordType::kProcess, [&] {
-    put_u32(out, p.pid);
-    put_u32(out, p.ppid);
-    put_u32(out, p.uid);
-    put_u32(out, p.gid);
-    put_u32(out, p.loginuid);
-    put_str(out, p.comm);
-    put_str(out, p.exe);
-    put_str(out, p.exepath);
-    put_strs(out, p.args);
-    put_bool(out, p.args_truncated);
-    put_str(out, p.cwd);
-    put_u32(out, p.tty);
-    put_u64(out, p.cgroup_id);
-    put_str(out, p.container_id);
-    put_u32(out, p.pid_ns);
-    put_u32(out, p.mnt_ns);
-    put_u32(out, p.net_ns);
-    put_u32(out, p.vpid);
-    put_u64(out, p.start_ts_ns);
-    put_u64(out, p.exec_ts_ns);
-    put_bool(out, p.stdin_is_socket);
-    put_bool(out, p.stdout_is_socket);
-    put_bool(out, p.from_proc);
-    put_bool(out, p.gpu_compute);
-    put_u32(out, p.gpu_devices_opened);
-    put_bool(out, p.elf32);
-    put_bool(out, p.exe_from_memfd);
-    put_bool(out, p.exe_upper_layer);
-    put_bool(out, p.exe_writable);
-    put_u64(out, p.cap_effective);
-    put_u64(out, p.cap_permitted);
-    put_u64(out, p.cap_inheritable);
-    put_u32(out, p.sid);
-    put_u32(out, p.vpgid);
-    put_str(out, p.exe_sha256);
-    put_str(out, p.exe_build_id);
-    put_str(out, p.exe_known_as);
-    put_u8(out, p.exe_class);
-    put_bool(out, p.exe_deleted);
-    put_bool(out, p.exe_name_mismatch);
-    put_strs(out, p.prior_cmdlines);
-    put_u64(out, p.exe_ino);
-    put_u64(out, p.exe_dev);
-    put_u64(out, static_cast<std::uint64_t>(p.exe_ctime_ns));
-    put_bool(out, p.image_unknown);
-    put_i64(out, p.exe_mtime_ns);  // appended: absent in older files
+    PutField put{out};
+    state::Process::fields(put, p);
   });
 }
 
@@ -554,188 +529,159 @@ void append_record(const RecordData& rec, std::string& out) {
       rec);
 }
 
+namespace {
+
+// Each decode_* reads one record's body. The first field that does not fit
+// fails the cursor; malformed() then says which.
+DecodeOutcome malformed(const Cursor& c, std::string& why) {
+  why = std::string("record body too short or malformed at field ") + c.failure();
+  return DecodeOutcome::kBad;
+}
+
+// Decoded in place when `out` already holds an event: replay reuses one
+// Record, so strings and vectors keep their capacity across events.
+DecodeOutcome decode_event(Cursor& c, RecordData& out, std::string& why) {
+  auto* evp = std::get_if<event::Event>(&out);
+  event::Event& ev = evp ? *evp : out.emplace<event::Event>();
+  auto& h = ev.hdr;
+  h.ts_ns = c.u64("event.ts");
+  std::uint8_t t = c.u8("event.type");
+  h.pid = c.u32("event.pid");
+  h.tid = c.u32("event.tid");
+  h.ppid = c.u32("event.ppid");
+  h.uid = c.u32("event.uid");
+  h.gid = c.u32("event.gid");
+  h.cgroup_id = c.u64("event.cgroup_id");
+  h.pid_ns = c.u32("event.pid_ns");
+  h.mnt_ns = c.u32("event.mnt_ns");
+  h.net_ns = c.u32("event.net_ns");
+  c.str(h.comm, "event.comm");
+  std::uint8_t kind = c.u8("event.payload_kind");
+  if (c.failed()) return malformed(c, why);
+  // An event type or payload kind from a later version: skip the record.
+  if (t >= static_cast<std::uint8_t>(event::Type::kCount)) return DecodeOutcome::kSkipped;
+  h.type = static_cast<event::Type>(t);
+  if (kind < event::kPayloadKinds && kind != event::info(h.type).payload_kind) {
+    why = "event.payload_kind: kind " + std::to_string(kind) + " does not belong to event type " +
+          std::string(event::type_name(h.type));
+    return DecodeOutcome::kBad;
+  }
+  if (!get_payload(c, kind, ev.data)) return DecodeOutcome::kSkipped;
+  if (c.failed()) return malformed(c, why);
+  return DecodeOutcome::kOk;
+}
+
+// The facts in the order of the process facts table (process_facts.h).
+DecodeOutcome decode_process(Cursor& c, RecordData& out, std::string& why) {
+  state::Process p;
+  c.set_context("process");
+  GetRecordField get{c};
+  state::Process::fields(get, p);
+  c.set_context({});
+  if (c.failed()) return malformed(c, why);
+  out = std::move(p);
+  return DecodeOutcome::kOk;
+}
+
+DecodeOutcome decode_container(Cursor& c, RecordData& out, std::string& why) {
+  state::Container k;
+  c.str(k.id, "container.id");
+  c.str(k.runtime, "container.runtime");
+  c.str(k.pod_uid, "container.pod_uid");
+  c.str(k.cgroup_path, "container.cgroup_path");
+  k.cgroup_id = c.u64("container.cgroup_id");
+  c.str(k.name, "container.name");
+  c.str(k.image, "container.image");
+  c.str(k.image_id, "container.image_id");
+  k.privileged = c.boolean("container.privileged");
+  if (c.failed()) return malformed(c, why);
+  out = std::move(k);
+  return DecodeOutcome::kOk;
+}
+
+void get_pod_container(Cursor& c, state::PodContainer& pc) {
+  c.str(pc.name, "pod.container.name");
+  c.str(pc.image, "pod.container.image");
+  c.str(pc.id, "pod.container.id");
+  pc.gpu_limit = c.i64("pod.container.gpu_limit");
+  c.str(pc.nvidia_visible_devices, "pod.container.nvidia_visible_devices");
+  c.strs(pc.gpu_devices, "pod.container.gpu_devices");
+  pc.privileged = c.boolean("pod.container.privileged");
+}
+
+DecodeOutcome decode_pod(Cursor& c, RecordData& out, std::string& why) {
+  state::Pod p;
+  c.str(p.uid, "pod.uid");
+  c.str(p.name, "pod.name");
+  c.str(p.ns, "pod.ns");
+  c.str(p.node, "pod.node");
+  c.map(p.labels, "pod.labels");
+  c.map(p.annotations, "pod.annotations");
+  std::uint32_t n = c.count(29, "pod.containers");
+  p.containers.reserve(n);
+  for (std::uint32_t i = 0; i < n && !c.failed(); ++i) get_pod_container(c, p.containers.emplace_back());
+  c.str(p.resource_version, "pod.resource_version");
+  if (c.left() > 0) {  // appended later: absent in older files
+    c.str(p.owner_kind, "pod.owner_kind");
+    c.str(p.owner_name, "pod.owner_name");
+  }
+  if (c.left() > 0) {  // appended later: absent in older files
+    std::uint32_t m = c.count(8, "pod.container_started_at");
+    for (std::uint32_t i = 0; i < m && !c.failed(); ++i) {
+      std::int64_t t = c.i64("pod.container_started_at");
+      if (i < p.containers.size()) p.containers[i].started_at_ns = t;
+    }
+  }
+  if (c.failed()) return malformed(c, why);
+  out = std::move(p);
+  return DecodeOutcome::kOk;
+}
+
+DecodeOutcome decode_pod_removed(Cursor& c, RecordData& out, std::string& why) {
+  PodRemoved r;
+  c.str(r.uid, "pod_removed.uid");
+  if (c.failed()) return malformed(c, why);
+  out = std::move(r);
+  return DecodeOutcome::kOk;
+}
+
+DecodeOutcome decode_nvidia(Cursor& c, RecordData& out, std::string& why) {
+  state::NvidiaInfo n;
+  n.uvm_major = c.u32("nvidia.uvm_major");
+  n.caps_major = c.u32("nvidia.caps_major");
+  // Each GPU is at least 16 bytes (three empty strings and the minor).
+  std::uint32_t count = c.count(16, "nvidia.gpus");
+  if (count > kMaxNvidiaGpus) {
+    why = "nvidia.gpus: " + std::to_string(count) + " GPUs (at most " + std::to_string(kMaxNvidiaGpus) + ")";
+    return DecodeOutcome::kBad;
+  }
+  n.gpus.reserve(count);
+  for (std::uint32_t i = 0; i < count && !c.failed(); ++i) {
+    state::GpuInfo& g = n.gpus.emplace_back();
+    c.bounded_str(g.uuid, kMaxNvidiaString, "nvidia.gpu.uuid");
+    c.bounded_str(g.pci, kMaxNvidiaString, "nvidia.gpu.pci");
+    g.minor = c.u32("nvidia.gpu.minor");
+    c.bounded_str(g.model, kMaxNvidiaString, "nvidia.gpu.model");
+  }
+  if (c.failed()) return malformed(c, why);
+  out = std::move(n);
+  return DecodeOutcome::kOk;
+}
+
+}  // namespace
+
 DecodeOutcome decode_record(std::uint8_t type, std::string_view body, RecordData& out,
                             std::string& why) {
   Cursor c(body);
   switch (static_cast<RecordType>(type)) {
-    case RecordType::kEvent: {
-      // Decoded in place when `out` already holds an event: replay reuses one
-      // Record, so strings and vectors keep their capacity across events.
-      auto* evp = std::get_if<event::Event>(&out);
-      event::Event& ev = evp ? *evp : out.emplace<event::Event>();
-      auto& h = ev.hdr;
-      h.ts_ns = c.u64("event.ts");
-      std::uint8_t t = c.u8("event.type");
-      h.pid = c.u32("event.pid");
-      h.tid = c.u32("event.tid");
-      h.ppid = c.u32("event.ppid");
-      h.uid = c.u32("event.uid");
-      h.gid = c.u32("event.gid");
-      h.cgroup_id = c.u64("event.cgroup_id");
-      h.pid_ns = c.u32("event.pid_ns");
-      h.mnt_ns = c.u32("event.mnt_ns");
-      h.net_ns = c.u32("event.net_ns");
-      c.str(h.comm, "event.comm");
-      std::uint8_t kind = c.u8("event.payload_kind");
-      if (c.failed()) break;
-      // An event type or payload kind from a later version: skip the record.
-      if (t >= static_cast<std::uint8_t>(event::Type::kCount)) return DecodeOutcome::kSkipped;
-      h.type = static_cast<event::Type>(t);
-      if (kind < event::kPayloadKinds && kind != event::info(h.type).payload_kind) {
-        why = "event.payload_kind: kind " + std::to_string(kind) + " does not belong to event type " +
-              std::string(event::type_name(h.type));
-        return DecodeOutcome::kBad;
-      }
-      if (!get_payload(c, kind, ev.data)) return DecodeOutcome::kSkipped;
-      if (c.failed()) break;
-      return DecodeOutcome::kOk;
-    }
-    case RecordType::kProcess: {
-      state::Process p;
-      p.pid = c.u32("process.pid");
-      p.ppid = c.u32("process.ppid");
-      p.uid = c.u32("process.uid");
-      p.gid = c.u32("process.gid");
-      p.loginuid = c.u32("process.loginuid");
-      c.str(p.comm, "process.comm");
-      c.str(p.exe, "process.exe");
-      c.str(p.exepath, "process.exepath");
-      c.strs(p.args, "process.args");
-      p.args_truncated = c.boolean("process.args_truncated");
-      c.str(p.cwd, "process.cwd");
-      p.tty = c.u32("process.tty");
-      p.cgroup_id = c.u64("process.cgroup_id");
-      c.str(p.container_id, "process.container_id");
-      p.pid_ns = c.u32("process.pid_ns");
-      p.mnt_ns = c.u32("process.mnt_ns");
-      p.net_ns = c.u32("process.net_ns");
-      p.vpid = c.u32("process.vpid");
-      p.start_ts_ns = c.u64("process.start_ts");
-      p.exec_ts_ns = c.u64("process.exec_ts");
-      p.stdin_is_socket = c.boolean("process.stdin_is_socket");
-      p.stdout_is_socket = c.boolean("process.stdout_is_socket");
-      p.from_proc = c.boolean("process.from_proc");
-      p.gpu_compute = c.boolean("process.gpu_compute");
-      p.gpu_devices_opened = c.u32("process.gpu_devices_opened");
-      // Appended later: absent in older files.
-      p.elf32 = c.left() > 0 && c.boolean("process.elf32");
-      if (c.left() > 0) {
-        p.exe_from_memfd = c.boolean("process.exe_from_memfd");
-        p.exe_upper_layer = c.boolean("process.exe_upper_layer");
-        p.exe_writable = c.boolean("process.exe_writable");
-        p.cap_effective = c.u64("process.cap_effective");
-        p.cap_permitted = c.u64("process.cap_permitted");
-        p.cap_inheritable = c.u64("process.cap_inheritable");
-      }
-      if (c.left() > 0) {
-        p.sid = c.u32("process.sid");
-        p.vpgid = c.u32("process.vpgid");
-      }
-      if (c.left() > 0) {
-        c.str(p.exe_sha256, "process.exe_sha256");
-        c.str(p.exe_build_id, "process.exe_build_id");
-        c.str(p.exe_known_as, "process.exe_known_as");
-        p.exe_class = c.u8("process.exe_class");
-        p.exe_deleted = c.boolean("process.exe_deleted");
-        p.exe_name_mismatch = c.boolean("process.exe_name_mismatch");
-        c.strs(p.prior_cmdlines, "process.prior_cmdlines");
-        p.exe_ino = c.u64("process.exe_ino");
-        p.exe_dev = c.u64("process.exe_dev");
-        p.exe_ctime_ns = static_cast<std::int64_t>(c.u64("process.exe_ctime_ns"));
-        p.image_unknown = c.boolean("process.image_unknown");
-      }
-      if (c.left() > 0) p.exe_mtime_ns = c.i64("process.exe_mtime_ns");
-      if (c.failed()) break;
-      out = std::move(p);
-      return DecodeOutcome::kOk;
-    }
-    case RecordType::kContainer: {
-      state::Container k;
-      c.str(k.id, "container.id");
-      c.str(k.runtime, "container.runtime");
-      c.str(k.pod_uid, "container.pod_uid");
-      c.str(k.cgroup_path, "container.cgroup_path");
-      k.cgroup_id = c.u64("container.cgroup_id");
-      c.str(k.name, "container.name");
-      c.str(k.image, "container.image");
-      c.str(k.image_id, "container.image_id");
-      k.privileged = c.boolean("container.privileged");
-      if (c.failed()) break;
-      out = std::move(k);
-      return DecodeOutcome::kOk;
-    }
-    case RecordType::kPod: {
-      state::Pod p;
-      c.str(p.uid, "pod.uid");
-      c.str(p.name, "pod.name");
-      c.str(p.ns, "pod.ns");
-      c.str(p.node, "pod.node");
-      c.map(p.labels, "pod.labels");
-      c.map(p.annotations, "pod.annotations");
-      std::uint32_t n = c.count(29, "pod.containers");
-      p.containers.reserve(n);
-      for (std::uint32_t i = 0; i < n && !c.failed(); ++i) {
-        auto& pc = p.containers.emplace_back();
-        c.str(pc.name, "pod.container.name");
-        c.str(pc.image, "pod.container.image");
-        c.str(pc.id, "pod.container.id");
-        pc.gpu_limit = c.i64("pod.container.gpu_limit");
-        c.str(pc.nvidia_visible_devices, "pod.container.nvidia_visible_devices");
-        c.strs(pc.gpu_devices, "pod.container.gpu_devices");
-        pc.privileged = c.boolean("pod.container.privileged");
-      }
-      c.str(p.resource_version, "pod.resource_version");
-      if (c.left() > 0) {  // appended later: absent in older files
-        c.str(p.owner_kind, "pod.owner_kind");
-        c.str(p.owner_name, "pod.owner_name");
-      }
-      if (c.left() > 0) {  // appended later: absent in older files
-        std::uint32_t m = c.count(8, "pod.container_started_at");
-        for (std::uint32_t i = 0; i < m && !c.failed(); ++i) {
-          std::int64_t t = c.i64("pod.container_started_at");
-          if (i < p.containers.size()) p.containers[i].started_at_ns = t;
-        }
-      }
-      if (c.failed()) break;
-      out = std::move(p);
-      return DecodeOutcome::kOk;
-    }
-    case RecordType::kPodRemoved: {
-      PodRemoved r;
-      c.str(r.uid, "pod_removed.uid");
-      if (c.failed()) break;
-      out = std::move(r);
-      return DecodeOutcome::kOk;
-    }
-    case RecordType::kNvidia: {
-      state::NvidiaInfo n;
-      n.uvm_major = c.u32("nvidia.uvm_major");
-      n.caps_major = c.u32("nvidia.caps_major");
-      // Each GPU is at least 16 bytes (three empty strings and the minor).
-      std::uint32_t count = c.count(16, "nvidia.gpus");
-      if (count > kMaxNvidiaGpus) {
-        why = "nvidia.gpus: " + std::to_string(count) + " GPUs (at most " +
-              std::to_string(kMaxNvidiaGpus) + ")";
-        return DecodeOutcome::kBad;
-      }
-      n.gpus.reserve(count);
-      for (std::uint32_t i = 0; i < count && !c.failed(); ++i) {
-        state::GpuInfo& g = n.gpus.emplace_back();
-        c.bounded_str(g.uuid, kMaxNvidiaString, "nvidia.gpu.uuid");
-        c.bounded_str(g.pci, kMaxNvidiaString, "nvidia.gpu.pci");
-        g.minor = c.u32("nvidia.gpu.minor");
-        c.bounded_str(g.model, kMaxNvidiaString, "nvidia.gpu.model");
-      }
-      if (c.failed()) break;
-      out = std::move(n);
-      return DecodeOutcome::kOk;
-    }
-    default:
-      return DecodeOutcome::kSkipped;
+    case RecordType::kEvent: return decode_event(c, out, why);
+    case RecordType::kProcess: return decode_process(c, out, why);
+    case RecordType::kContainer: return decode_container(c, out, why);
+    case RecordType::kPod: return decode_pod(c, out, why);
+    case RecordType::kPodRemoved: return decode_pod_removed(c, out, why);
+    case RecordType::kNvidia: return decode_nvidia(c, out, why);
+    default: return DecodeOutcome::kSkipped;
   }
-  why = std::string("record body too short or malformed at field ") +
-        c.failure();
-  return DecodeOutcome::kBad;
 }
 
 }  // namespace vigil::capture

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "bpf/shared/event_types.h"
+#include "engine/event/process_facts.h"
 
 namespace vigil::event {
 
@@ -64,74 +65,21 @@ enum FieldOpt : unsigned {
   kNullIfMin = 4,  // INT64_MIN (not known) is written as null
 };
 
+// What an exec reports: its rows of the process facts table
+// (engine/event/process_facts.h), which says what each member is.
 struct ExecData {
-  std::string filename;           // the path given to execve (the script, for #! scripts)
-  std::string exe;                // the executable now running (the interpreter, for scripts)
-  std::vector<std::string> args;  // argv, argv[0] included; bounded by the sensor
-  bool args_truncated = false;    // argv was longer than the sensor keeps
-  std::string cwd;
-  std::uint32_t tty = 0;          // controlling tty (0 = none), numbered as /proc/PID/stat's tty_nr and Falco's proc.tty
-  std::uint32_t loginuid = 0xffffffff;
-  bool stdin_is_socket = false;   // fd 0 of the new program is a socket
-  bool stdout_is_socket = false;  // fd 1 of the new program is a socket
-  bool elf32 = false;             // a 32-bit ELF: its open/ioctl/bpf syscalls are not traced
-  bool exe_from_memfd = false;    // the program runs from a memfd (memfd_create), not a file on disk
-  bool exe_upper_layer = false;   // the program file is in an overlay's upper (writable) layer
-  bool exe_writable = false;      // the program file is writable by the user who runs it
-  // The new program's capability sets (bit n: capability n), after exec.
-  std::uint64_t cap_effective = 0;
-  std::uint64_t cap_permitted = 0;
-  std::uint64_t cap_inheritable = 0;
-  std::uint32_t sid = 0;    // session id (host numbering)
-  std::uint32_t vpgid = 0;  // process group id in its pid namespace
-  // What the program file is (engine/ident, filled by the live sensor from
-  // /proc/<pid>/exe; empty when it could not be read in time):
-  bool interpreted = false;     // a #! script (or binfmt_misc): filename is the script, exe its interpreter
-  std::string exe_sha256;       // SHA-256 of the file (its first 64 MiB when longer), hex
-  std::string exe_build_id;     // ELF GNU build-id, hex ("" when none)
-  std::string exe_known_as;     // the known shell/interpreter it is ("dash", "python3"), "" if none
-  std::uint8_t exe_class = 0;   // 0 none, 1 shell, 2 interpreter (ident::ExeClass)
-  bool exe_deleted = false;     // the file was deleted (not a memfd) when vigil read it
-  bool exe_name_mismatch = false;  // a known program started under a name it is not installed as
-  // The program file's inode as the kernel saw it at exec (0: unknown).
-  std::uint64_t exe_ino = 0;
-  std::uint64_t exe_dev = 0;       // st_dev numbering (makedev(major, minor))
-  std::int64_t exe_ctime_ns = 0;   // inode change time, ns since the epoch
-  std::int64_t exe_mtime_ns = 0;   // inode modification time (its data last written), ns since the epoch
+  VG_PROCESS_FACTS(VG_FACT_MEMBER_EXEC)
 
   static constexpr std::string_view kKey = "exec";
   template <class V, class Self>
   static void fields(V& v, Self& d) {
-    v("filename", d.filename);
-    v("exe", d.exe);
-    v("args", d.args);
-    v("args_truncated", d.args_truncated);
-    v("cwd", d.cwd);
-    v("tty", d.tty);
-    v("loginuid", d.loginuid);
-    v("stdin_is_socket", d.stdin_is_socket);
-    v("stdout_is_socket", d.stdout_is_socket);
+#define VIGIL_EXEC_HEAD_FIELD(name) v(#name, d.name);
+#define VIGIL_EXEC_APPENDED_FIELD(T, name, init, exec, rec, opts) VG_FACT_APPENDED_##exec(v(#name, d.name, opts);)
+    VG_EXEC_HEAD(VIGIL_EXEC_HEAD_FIELD)
     v.appended();
-    v("elf32", d.elf32);
-    v("exe_from_memfd", d.exe_from_memfd);
-    v("exe_upper_layer", d.exe_upper_layer);
-    v("exe_writable", d.exe_writable);
-    v("cap_effective", d.cap_effective);
-    v("cap_permitted", d.cap_permitted);
-    v("cap_inheritable", d.cap_inheritable);
-    v("sid", d.sid);
-    v("vpgid", d.vpgid);
-    v("interpreted", d.interpreted);
-    v("exe_sha256", d.exe_sha256, kOmitEmpty);
-    v("exe_build_id", d.exe_build_id, kOmitEmpty);
-    v("exe_known_as", d.exe_known_as, kOmitEmpty);
-    v("exe_class", d.exe_class);
-    v("exe_deleted", d.exe_deleted);
-    v("exe_name_mismatch", d.exe_name_mismatch);
-    v("exe_ino", d.exe_ino);
-    v("exe_dev", d.exe_dev);
-    v("exe_ctime_ns", d.exe_ctime_ns);
-    v("exe_mtime_ns", d.exe_mtime_ns);
+    VG_PROCESS_FACTS(VIGIL_EXEC_APPENDED_FIELD)
+#undef VIGIL_EXEC_HEAD_FIELD
+#undef VIGIL_EXEC_APPENDED_FIELD
   }
 };
 

@@ -1,40 +1,30 @@
 #include "engine/runtime/rule_test.h"
 
-#include <fstream>
-#include <sstream>
-
-#include "engine/ident/known.h"
-#include "engine/util/yaml_gate.h"
-
-#include <arpa/inet.h>
-#include <fcntl.h>
-#include <sys/socket.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
-#include <charconv>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <sstream>
-#include <type_traits>
 
 #include "engine/baseline/store.h"
-#include "engine/event/nvidia.h"
-#include "engine/event/schema.h"
-#include "engine/plugin/host.h"
 #include "engine/pipeline/pipeline.h"
+#include "engine/plugin/host.h"
 #include "engine/rules/document.h"
-#include "engine/rules/fields.h"
 #include "engine/rules/rule_files.h"
 #include "engine/rules/ruleset.h"
+#include "engine/runtime/rule_test_reader.h"
 #include "engine/state/state.h"
+#include "engine/util/yaml_gate.h"
 
 namespace vigil::runtime {
 
 using namespace vigil::rules;
+using namespace vigil::runtime::test_file;
 
 std::string RuleTestFailure::to_string() const {
   return file + ":" + std::to_string(line) + ": test '" + test + "': " + message;
@@ -54,722 +44,6 @@ namespace {
 
 // 2026-01-01T00:00:00Z
 constexpr std::uint64_t kFirstEventNs = 1767225600ull * 1000000000ull;
-
-struct BadTest {
-  YAML::Mark mark;
-  std::string message;
-};
-
-[[noreturn]] void bad(const YAML::Node& n, std::string msg) { throw BadTest{n.Mark(), std::move(msg)}; }
-
-std::string scalar(const YAML::Node& n, const char* what) {
-  if (!n.IsScalar()) bad(n, std::string("'") + what + "' must be a scalar");
-  return n.Scalar();
-}
-
-std::uint64_t number(const YAML::Node& n, const char* what) {
-  std::string s = scalar(n, what);
-  std::uint64_t v = 0;
-  int base = 10;
-  std::string_view t = s;
-  if (t.size() > 2 && t[0] == '0' && (t[1] == 'x' || t[1] == 'X')) {
-    base = 16;
-    t.remove_prefix(2);
-  }
-  auto r = std::from_chars(t.data(), t.data() + t.size(), v, base);
-  if (r.ec != std::errc() || r.ptr != t.data() + t.size()) bad(n, std::string("'") + what + "' must be a number");
-  return v;
-}
-
-std::int64_t signed_number(const YAML::Node& n, const char* what) {
-  std::string s = scalar(n, what);
-  std::int64_t v = 0;
-  auto r = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (r.ec != std::errc() || r.ptr != s.data() + s.size()) bad(n, std::string("'") + what + "' must be a number");
-  return v;
-}
-
-bool boolean(const YAML::Node& n, const char* what) {
-  std::string s = scalar(n, what);
-  if (s == "true") return true;
-  if (s == "false") return false;
-  bad(n, std::string("'") + what + "' must be true or false");
-}
-
-std::vector<std::string> strings(const YAML::Node& n, const char* what) {
-  std::vector<std::string> v;
-  if (!n || n.IsNull()) return v;
-  if (n.IsScalar()) {
-    v.push_back(n.Scalar());
-    return v;
-  }
-  if (!n.IsSequence()) bad(n, std::string("'") + what + "' must be a list");
-  for (const auto& e : n) v.push_back(scalar(e, what));
-  return v;
-}
-
-event::IpAddr ip(const YAML::Node& n, const char* what) {
-  event::IpAddr a;
-  if (!parse_ip(scalar(n, what), a)) bad(n, std::string("'") + what + "' must be an IP address");
-  return a;
-}
-
-std::uint32_t open_flags(const YAML::Node& n) {
-  std::string s = scalar(n, "flags");
-  if (!s.empty() && std::isdigit(static_cast<unsigned char>(s[0]))) return static_cast<std::uint32_t>(number(n, "flags"));
-  static const std::map<std::string, std::uint32_t> kFlags = {
-      {"O_RDONLY", O_RDONLY}, {"O_WRONLY", O_WRONLY}, {"O_RDWR", O_RDWR}, {"O_CREAT", O_CREAT},
-      {"O_EXCL", O_EXCL}, {"O_TRUNC", O_TRUNC}, {"O_APPEND", O_APPEND}, {"O_NONBLOCK", O_NONBLOCK},
-      {"O_CLOEXEC", O_CLOEXEC}, {"O_DIRECTORY", O_DIRECTORY}, {"O_NOFOLLOW", O_NOFOLLOW},
-      {"O_PATH", O_PATH}, {"O_NOCTTY", O_NOCTTY}, {"O_SYNC", O_SYNC}};
-  std::uint32_t v = 0;
-  std::string_view rest = s;
-  while (!rest.empty()) {
-    auto bar = rest.find('|');
-    std::string name(rest.substr(0, bar));
-    name.erase(std::remove(name.begin(), name.end(), ' '), name.end());
-    auto it = kFlags.find(name);
-    if (it == kFlags.end()) bad(n, "unknown open flag '" + name + "'");
-    v |= it->second;
-    if (bar == std::string_view::npos) break;
-    rest.remove_prefix(bar + 1);
-  }
-  return v;
-}
-
-// A context (process, parents, container, pod) as YAML nodes: tests set it,
-// events may override any part of it.
-struct Context {
-  YAML::Node process, parents, container, pod;
-};
-
-struct Built {
-  state::Process proc;
-  std::vector<state::Process> parents;
-  std::optional<state::Container> container;
-  std::optional<state::Pod> pod;
-};
-
-// exe_class: shell, interpreter or none (ident::ExeClass).
-std::uint8_t exe_class(const YAML::Node& v) {
-  std::string c = scalar(v, "exe_class");
-  if (c == "shell") return static_cast<std::uint8_t>(ident::ExeClass::kShell);
-  if (c == "interpreter") return static_cast<std::uint8_t>(ident::ExeClass::kInterpreter);
-  if (c == "none") return static_cast<std::uint8_t>(ident::ExeClass::kNone);
-  bad(v, "exe_class must be shell, interpreter or none");
-}
-
-state::Process make_process(const YAML::Node& n, bool leaf) {
-  state::Process p;
-  if (!n || !n.IsMap()) bad(n, "a process must be a map");
-  for (auto kv = n.begin(); kv != n.end(); ++kv) {
-    std::string k = scalar(kv->first, "key");
-    const YAML::Node v = kv->second;
-    if (k == "pid") p.pid = static_cast<std::uint32_t>(number(v, "pid"));
-    else if (k == "ppid") p.ppid = static_cast<std::uint32_t>(number(v, "ppid"));
-    else if (k == "vpid") p.vpid = static_cast<std::uint32_t>(number(v, "vpid"));
-    else if (k == "name") p.comm = scalar(v, "name").substr(0, 15);
-    else if (k == "exepath") p.exepath = scalar(v, "exepath");
-    else if (k == "exe") p.exe = scalar(v, "exe");
-    else if (k == "args") p.args = strings(v, "args");
-    else if (k == "cwd") p.cwd = scalar(v, "cwd");
-    else if (k == "uid") p.uid = static_cast<std::uint32_t>(number(v, "uid"));
-    else if (k == "gid") p.gid = static_cast<std::uint32_t>(number(v, "gid"));
-    else if (k == "tty") p.tty = static_cast<std::uint32_t>(number(v, "tty"));
-    else if (k == "loginuid") p.loginuid = static_cast<std::uint32_t>(signed_number(v, "loginuid"));
-    else if (k == "stdin_is_socket") p.stdin_is_socket = boolean(v, k.c_str());
-    else if (k == "stdout_is_socket") p.stdout_is_socket = boolean(v, k.c_str());
-    else if (k == "is_32bit") p.elf32 = boolean(v, k.c_str());
-    else if (k == "start_ns") p.start_ts_ns = number(v, "start_ns");
-    else if (k == "exe_sha256") p.exe_sha256 = scalar(v, "exe_sha256");
-    else if (k == "exe_build_id") p.exe_build_id = scalar(v, "exe_build_id");
-    else if (k == "exe_known_as") p.exe_known_as = scalar(v, "exe_known_as");
-    else if (k == "exe_class") p.exe_class = exe_class(v);
-    else if (k == "exe_deleted") p.exe_deleted = boolean(v, k.c_str());
-    else if (k == "exe_from_memfd") p.exe_from_memfd = boolean(v, k.c_str());
-    else if (k == "exe_upper_layer") p.exe_upper_layer = boolean(v, k.c_str());
-    else if (k == "exe_name_mismatch") p.exe_name_mismatch = boolean(v, k.c_str());
-    else if (k == "prior_cmdlines") p.prior_cmdlines = strings(v, "prior_cmdlines");
-    else bad(kv->first, "unknown process key '" + k + "'");
-  }
-  if (p.pid == 0) bad(n, "a process needs a 'pid'");
-  if (p.exe.empty()) p.exe = p.exepath;
-  // A known program's class follows from its name unless the test says.
-  if (!p.exe_known_as.empty() && !n["exe_class"]) {
-    for (const auto& c : ident::candidates())
-      if (c.name == p.exe_known_as) p.exe_class = static_cast<std::uint8_t>(c.cls);
-  }
-  if (p.comm.empty() && !p.exepath.empty()) {
-    auto s = p.exepath.rfind('/');
-    p.comm = p.exepath.substr(s == std::string::npos ? 0 : s + 1).substr(0, 15);
-  }
-  // The test's own process is what its exec made: the image it ran before
-  // is only what prior_cmdlines says.
-  p.image_unknown = leaf;
-  return p;
-}
-
-Built build_context(const Context& c) {
-  Built b;
-  if (!c.process) bad(YAML::Node(), "the test has no 'process'");
-  b.proc = make_process(c.process, true);
-  if (c.parents) {
-    if (!c.parents.IsSequence()) bad(c.parents, "'parents' must be a list");
-    for (const auto& p : c.parents) b.parents.push_back(make_process(p, false));
-  }
-  // Chain: the process's parent is parents[0], whose parent is parents[1], ...
-  if (!b.parents.empty() && b.proc.ppid == 0) b.proc.ppid = b.parents[0].pid;
-  for (std::size_t i = 0; i + 1 < b.parents.size(); ++i) {
-    if (b.parents[i].ppid == 0) b.parents[i].ppid = b.parents[i + 1].pid;
-  }
-  if (c.container && !c.container.IsNull()) {
-    state::Container ct;
-    const YAML::Node& n = c.container;
-    if (!n.IsMap()) bad(n, "'container' must be a map");
-    for (auto kv = n.begin(); kv != n.end(); ++kv) {
-      std::string k = scalar(kv->first, "key");
-      const YAML::Node v = kv->second;
-      if (k == "id") ct.id = scalar(v, "id");
-      else if (k == "name") ct.name = scalar(v, "name");
-      else if (k == "image") ct.image = scalar(v, "image");
-      else if (k == "image_id") ct.image_id = scalar(v, "image_id");
-      else if (k == "runtime") ct.runtime = scalar(v, "runtime");
-      else if (k == "privileged") ct.privileged = boolean(v, "privileged");
-      else bad(kv->first, "unknown container key '" + k + "'");
-    }
-    if (ct.id.empty()) bad(n, "a container needs an 'id'");
-    if (ct.runtime.empty()) ct.runtime = state::ContainerRuntime::kContainerd;
-    b.container = ct;
-  }
-  if (c.pod && !c.pod.IsNull()) {
-    if (!b.container) bad(c.pod, "a 'pod' needs a 'container'");
-    state::Pod pod;
-    state::PodContainer pc;
-    pc.id = b.container->id;
-    pc.name = b.container->name;
-    pc.image = b.container->image;
-    pc.privileged = b.container->privileged;
-    const YAML::Node& n = c.pod;
-    if (!n.IsMap()) bad(n, "'pod' must be a map");
-    for (auto kv = n.begin(); kv != n.end(); ++kv) {
-      std::string k = scalar(kv->first, "key");
-      const YAML::Node v = kv->second;
-      if (k == "name") pod.name = scalar(v, "name");
-      else if (k == "namespace") pod.ns = scalar(v, "namespace");
-      else if (k == "uid") pod.uid = scalar(v, "uid");
-      else if (k == "node") pod.node = scalar(v, "node");
-      else if (k == "labels" || k == "annotations") {
-        if (!v.IsMap()) bad(v, "'" + k + "' must be a map");
-        auto& m = k == "labels" ? pod.labels : pod.annotations;
-        for (auto l = v.begin(); l != v.end(); ++l) m[scalar(l->first, "label")] = scalar(l->second, "label");
-      } else if (k == "gpu_limit") pc.gpu_limit = signed_number(v, "gpu_limit");
-      else if (k == "nvidia_visible_devices") pc.nvidia_visible_devices = scalar(v, k.c_str());
-      else if (k == "gpu_devices") pc.gpu_devices = strings(v, "gpu_devices");
-      else if (k == "owner_kind") pod.owner_kind = scalar(v, "owner_kind");
-      else if (k == "owner_name") pod.owner_name = scalar(v, "owner_name");
-      else bad(kv->first, "unknown pod key '" + k + "'");
-    }
-    if (pod.uid.empty()) pod.uid = "pod-" + pod.ns + "-" + pod.name;
-    pod.containers.push_back(pc);
-    b.container->pod_uid = pod.uid;
-    b.pod = pod;
-  }
-  if (b.container) {
-    b.proc.container_id = b.container->id;
-    for (auto& p : b.parents) {
-      // Ancestors inside the container share it until the runtime's shim.
-      if (p.exepath.find("containerd-shim") == std::string::npos && p.pid != 1) p.container_id = b.container->id;
-    }
-  }
-  return b;
-}
-
-bool same(const state::Process& a, const state::Process& b) {
-  return a.pid == b.pid && a.ppid == b.ppid && a.comm == b.comm && a.exepath == b.exepath &&
-         a.exe == b.exe && a.args == b.args && a.cwd == b.cwd && a.uid == b.uid && a.gid == b.gid &&
-         a.tty == b.tty && a.loginuid == b.loginuid && a.container_id == b.container_id &&
-         a.vpid == b.vpid && a.stdin_is_socket == b.stdin_is_socket &&
-         a.stdout_is_socket == b.stdout_is_socket && a.elf32 == b.elf32 &&
-         a.exe_sha256 == b.exe_sha256 && a.exe_build_id == b.exe_build_id &&
-         a.exe_known_as == b.exe_known_as && a.exe_class == b.exe_class &&
-         a.exe_deleted == b.exe_deleted && a.exe_from_memfd == b.exe_from_memfd &&
-         a.exe_upper_layer == b.exe_upper_layer && a.exe_name_mismatch == b.exe_name_mismatch &&
-         a.prior_cmdlines == b.prior_cmdlines;
-}
-
-YAML::Node merged(const YAML::Node& base, const YAML::Node& over) {
-  if (!over) return base;
-  if (!base || !base.IsMap() || !over.IsMap()) return over;
-  YAML::Node m = YAML::Clone(base);
-  for (auto kv = over.begin(); kv != over.end(); ++kv) m[kv->first.Scalar()] = kv->second;
-  return m;
-}
-
-// Reads the payload of a test event from its map `e` (the key named like the
-// payload: exec:, open:...). Payloads with an overload below accept the
-// shorthand the rule tests use (names for NVIDIA numbers, defaults from the
-// test's process); every other payload reads its fields by their names in
-// event.h (fields()), so a new event type is readable without a case here.
-struct PayloadInput {
-  const YAML::Node& n;  // the whole event
-  const YAML::Node& e;  // its payload map
-  const Built& b;
-  const std::string& type;
-};
-
-template <class T>
-void read_fields(const YAML::Node& e, T& d);
-
-template <class T>
-void read_value(const YAML::Node& v, const char* name, T& x) {
-  if constexpr (std::is_same_v<T, bool>) {
-    x = boolean(v, name);
-  } else if constexpr (std::is_same_v<T, event::Syscall>) {
-    // By name ("symlink") as evt.type shows it.
-    std::string s = scalar(v, name);
-    x = event::Syscall::kNone;
-    for (auto i = 1; i < static_cast<int>(event::Syscall::kCount); ++i) {
-      if (event::syscall_name(static_cast<event::Syscall>(i)) == s) x = static_cast<event::Syscall>(i);
-    }
-    if (x == event::Syscall::kNone) bad(v, std::string("'") + name + "': not a syscall vigil reports: " + s);
-  } else if constexpr (std::is_same_v<T, event::L4>) {
-    std::string s = scalar(v, name);
-    x = s == "tcp" ? event::L4::kTcp : s == "udp" ? event::L4::kUdp : s == "unix" ? event::L4::kUnix : event::L4::kUnknown;
-    if (x == event::L4::kUnknown) bad(v, std::string("'") + name + "' must be tcp, udp or unix");
-  } else if constexpr (std::is_enum_v<T>) {
-    x = static_cast<T>(number(v, name));
-  } else if constexpr (std::is_integral_v<T> && std::is_signed_v<T>) {
-    x = static_cast<T>(signed_number(v, name));
-  } else if constexpr (std::is_same_v<T, std::uint64_t>) {
-    // A raw register word (a0..a3): a negative number is its two's
-    // complement, as the kernel stores an int argument (-1, an si_code).
-    const std::string t = scalar(v, name);
-    x = !t.empty() && t[0] == '-' ? static_cast<std::uint64_t>(signed_number(v, name)) : number(v, name);
-  } else if constexpr (std::is_integral_v<T>) {
-    x = static_cast<T>(number(v, name));
-  } else if constexpr (std::is_same_v<T, std::string>) {
-    x = scalar(v, name);
-  } else if constexpr (std::is_same_v<T, event::IpAddr>) {
-    x = ip(v, name);
-  } else if constexpr (event::kIsVector<T>) {
-    if (!v.IsSequence()) bad(v, std::string("'") + name + "' must be a list");
-    x.clear();
-    for (const auto& item : v) read_value(item, name, x.emplace_back());
-  } else {
-    if (!v.IsMap()) bad(v, std::string("'") + name + "' must be a map");
-    read_fields(v, x);
-  }
-}
-
-struct YamlField {
-  const std::string& key;
-  const YAML::Node& value;
-  bool& found;
-  std::string& names;
-  void appended() {}
-  template <class V>
-  void operator()(const char* name, V& member, unsigned = 0) {
-    names += names.empty() ? name : std::string(", ") + name;
-    if (key != name) return;
-    read_value(value, name, member);
-    found = true;
-  }
-};
-
-template <class T>
-void read_fields(const YAML::Node& e, T& d) {
-  for (auto kv = e.begin(); kv != e.end(); ++kv) {
-    std::string key = scalar(kv->first, "key");
-    bool found = false;
-    std::string names;
-    YamlField field{key, kv->second, found, names};
-    T::fields(field, d);
-    if (!found) bad(kv->first, "unknown key '" + key + "' (its fields: " + names + ")");
-  }
-}
-
-template <class T>
-void read_payload(T& d, const PayloadInput& in) {
-  if (in.e.IsMap()) read_fields(in.e, d);
-}
-
-void read_payload(event::ExecData& d, const PayloadInput& in) {
-  [[maybe_unused]] const YAML::Node& n = in.n;
-  [[maybe_unused]] const YAML::Node& e = in.e;
-  [[maybe_unused]] const Built& b = in.b;
-  [[maybe_unused]] const std::string& type = in.type;
-  d.filename = e["filename"] ? scalar(e["filename"], "filename") : b.proc.exepath;
-  d.exe = b.proc.exepath;
-  d.args.push_back(b.proc.exe);
-  d.args.insert(d.args.end(), b.proc.args.begin(), b.proc.args.end());
-  d.cwd = b.proc.cwd;
-  d.tty = b.proc.tty;
-  d.loginuid = b.proc.loginuid;
-  d.stdin_is_socket = e["stdin_is_socket"] ? boolean(e["stdin_is_socket"], "stdin_is_socket") : b.proc.stdin_is_socket;
-  d.stdout_is_socket = e["stdout_is_socket"] ? boolean(e["stdout_is_socket"], "stdout_is_socket") : b.proc.stdout_is_socket;
-  d.elf32 = e["is_32bit"] ? boolean(e["is_32bit"], "is_32bit") : b.proc.elf32;
-  if (e["args_truncated"]) d.args_truncated = boolean(e["args_truncated"], "args_truncated");
-  d.exe_sha256 = b.proc.exe_sha256;
-  d.exe_build_id = b.proc.exe_build_id;
-  d.exe_known_as = b.proc.exe_known_as;
-  d.exe_class = b.proc.exe_class;
-  d.exe_deleted = b.proc.exe_deleted;
-  d.exe_from_memfd = b.proc.exe_from_memfd;
-  d.exe_upper_layer = b.proc.exe_upper_layer;
-  d.exe_name_mismatch = b.proc.exe_name_mismatch;
-}
-
-void read_payload(event::ForkData& d, const PayloadInput& in) {
-  [[maybe_unused]] const YAML::Node& n = in.n;
-  [[maybe_unused]] const YAML::Node& e = in.e;
-  [[maybe_unused]] const Built& b = in.b;
-  [[maybe_unused]] const std::string& type = in.type;
-  if (e["child_pid"]) d.child_pid = static_cast<std::uint32_t>(number(e["child_pid"], "child_pid"));
-  d.child_tid = d.child_pid;
-  if (e["is_thread"]) d.is_thread = boolean(e["is_thread"], "is_thread");
-}
-
-void read_payload(event::ExitData& d, const PayloadInput& in) {
-  [[maybe_unused]] const YAML::Node& n = in.n;
-  [[maybe_unused]] const YAML::Node& e = in.e;
-  [[maybe_unused]] const Built& b = in.b;
-  [[maybe_unused]] const std::string& type = in.type;
-  if (e["code"]) d.exit_code = static_cast<std::int32_t>(signed_number(e["code"], "code"));
-  if (e["signal"]) d.signal = static_cast<std::int32_t>(signed_number(e["signal"], "signal"));
-}
-
-void read_payload(event::ConnectData& d, const PayloadInput& in) {
-  [[maybe_unused]] const YAML::Node& n = in.n;
-  [[maybe_unused]] const YAML::Node& e = in.e;
-  [[maybe_unused]] const Built& b = in.b;
-  [[maybe_unused]] const std::string& type = in.type;
-  if (e["proto"]) {
-    std::string p = scalar(e["proto"], "proto");
-    if (p == "tcp") d.proto = event::L4::kTcp;
-    else if (p == "udp") d.proto = event::L4::kUdp;
-    else if (p == "unix") d.proto = event::L4::kUnix;
-    else bad(e["proto"], "proto must be tcp, udp or unix");
-  } else {
-    d.proto = type == "connect" ? event::L4::kTcp : event::L4::kUdp;
-  }
-  if (d.proto == event::L4::kUnix || e["path"]) {
-    d.family = AF_UNIX;
-    d.proto = event::L4::kUnix;
-    if (e["path"]) d.unix_path = scalar(e["path"], "path");
-  } else {
-    if (!e["daddr"]) bad(n, "a connect event needs 'daddr'");
-    d.daddr = ip(e["daddr"], "daddr");
-    d.family = d.daddr.family;
-    if (e["saddr"]) d.saddr = ip(e["saddr"], "saddr");
-    else parse_ip(d.family == AF_INET ? "10.0.0.2" : "fd00::2", d.saddr);
-    d.dport = static_cast<std::uint16_t>(e["dport"] ? number(e["dport"], "dport") : 0);
-    d.sport = static_cast<std::uint16_t>(e["sport"] ? number(e["sport"], "sport") : 40000);
-  }
-  if (e["family"]) {
-    std::string f = scalar(e["family"], "family");
-    d.family = f == "inet6" || f == "ipv6" || f == "AF_INET6" ? AF_INET6 : f == "unix" || f == "AF_UNIX" ? AF_UNIX : AF_INET;
-  }
-  d.result = e["result"] ? signed_number(e["result"], "result") : 0;
-}
-
-void read_payload(event::OpenData& d, const PayloadInput& in) {
-  [[maybe_unused]] const YAML::Node& n = in.n;
-  [[maybe_unused]] const YAML::Node& e = in.e;
-  [[maybe_unused]] const Built& b = in.b;
-  [[maybe_unused]] const std::string& type = in.type;
-  if (!e["path"]) bad(n, "an open event needs 'path'");
-  d.path = scalar(e["path"], "path");
-  if (e["raw"]) d.raw = scalar(e["raw"], "raw");
-  d.flags = e["flags"] ? open_flags(e["flags"]) : O_RDONLY;
-  if (e["mode"]) d.mode = static_cast<std::uint32_t>(number(e["mode"], "mode"));
-  if (e["major"] || e["minor"]) {
-    d.is_device = true;
-    d.dev_major = static_cast<std::uint32_t>(e["major"] ? number(e["major"], "major") : event::nvidia::kMajor);
-    d.dev_minor = static_cast<std::uint32_t>(e["minor"] ? number(e["minor"], "minor") : 0);
-  } else if (d.path.rfind("/dev/nvidia", 0) == 0) {
-    // A stand-in device node: the conventional numbers for its name.
-    int idx = event::nvidia::gpu_index_from_path(d.path);
-    d.is_device = true;
-    d.dev_major = event::nvidia::kMajor;
-    if (idx >= 0) d.dev_minor = static_cast<std::uint32_t>(idx);
-    else if (d.path == "/dev/nvidiactl") d.dev_minor = event::nvidia::kCtlMinor;
-    else if (d.path == "/dev/nvidia-modeset") d.dev_minor = event::nvidia::kModesetMinor;
-    else d.is_device = false;
-  }
-  d.result = e["result"] ? signed_number(e["result"], "result") : 3;
-  if (e["file_type"]) {
-    const std::string t = scalar(e["file_type"], "file_type");
-    if (t == "file") d.file_type = event::OpenData::kFileRegular;
-    else if (t == "directory") d.file_type = event::OpenData::kFileDirectory;
-    else if (t == "pipe") d.file_type = event::OpenData::kFileFifo;
-    else if (t == "device") d.file_type = event::OpenData::kFileDevice;
-    else bad(e["file_type"], "file_type must be file, directory, pipe or device");
-  } else if (d.result >= 0) {
-    d.file_type = d.is_device ? event::OpenData::kFileDevice : event::OpenData::kFileRegular;
-  }
-}
-
-void read_payload(event::IoctlData& d, const PayloadInput& in) {
-  [[maybe_unused]] const YAML::Node& n = in.n;
-  [[maybe_unused]] const YAML::Node& e = in.e;
-  [[maybe_unused]] const Built& b = in.b;
-  [[maybe_unused]] const std::string& type = in.type;
-  if (e["nr"]) {
-    std::string s = scalar(e["nr"], "nr");
-    if (auto v = event::nvidia::escape_from_name(s)) d.nr = *v;
-    else d.nr = static_cast<std::uint32_t>(number(e["nr"], "nr"));
-  }
-  if (e["rm_class"]) {
-    std::string s = scalar(e["rm_class"], "rm_class");
-    if (auto v = event::nvidia::class_from_name(s)) d.rm_class = *v;
-    else d.rm_class = static_cast<std::uint32_t>(number(e["rm_class"], "rm_class"));
-    if (!e["nr"]) d.nr = event::nvidia::kEscRmAlloc;
-  }
-  if (e["rm_control"]) {
-    d.rm_control = static_cast<std::uint32_t>(number(e["rm_control"], "rm_control"));
-    if (!e["nr"]) d.nr = event::nvidia::kEscRmControl;
-  }
-  d.dev_major = static_cast<std::uint32_t>(e["major"] ? number(e["major"], "major") : event::nvidia::kMajor);
-  d.dev_minor = static_cast<std::uint32_t>(e["minor"] ? number(e["minor"], "minor") : event::nvidia::kCtlMinor);
-  if (e["uvm"]) d.uvm = boolean(e["uvm"], "uvm");
-  if (e["cmd"]) d.cmd = static_cast<std::uint32_t>(number(e["cmd"], "cmd"));
-  if (e["fd"]) d.fd = static_cast<std::int32_t>(signed_number(e["fd"], "fd"));
-  if (e["result"]) d.result = signed_number(e["result"], "result");
-}
-
-void read_payload(event::GpuUsageData& d, const PayloadInput& in) {
-  [[maybe_unused]] const YAML::Node& n = in.n;
-  [[maybe_unused]] const YAML::Node& e = in.e;
-  [[maybe_unused]] const Built& b = in.b;
-  [[maybe_unused]] const std::string& type = in.type;
-  if (e["interval_ms"]) d.interval_ns = number(e["interval_ms"], "interval_ms") * 1000000ull;
-  if (e["entries"]) {
-    for (const auto& en : e["entries"]) {
-      event::GpuUsageData::Entry x;
-      x.dev_major = event::nvidia::kMajor;
-      if (en["minor"]) x.dev_minor = static_cast<std::uint32_t>(number(en["minor"], "minor"));
-      if (en["nr"]) {
-        std::string s = scalar(en["nr"], "nr");
-        if (auto v = event::nvidia::escape_from_name(s)) x.nr = *v;
-        else x.nr = static_cast<std::uint32_t>(number(en["nr"], "nr"));
-      }
-      if (en["count"]) x.count = number(en["count"], "count");
-      d.entries.push_back(x);
-    }
-  }
-}
-
-void read_payload(event::XidData& d, const PayloadInput& in) {
-  [[maybe_unused]] const YAML::Node& n = in.n;
-  [[maybe_unused]] const YAML::Node& e = in.e;
-  [[maybe_unused]] const Built& b = in.b;
-  [[maybe_unused]] const std::string& type = in.type;
-  if (e["code"]) d.code = static_cast<std::uint32_t>(number(e["code"], "code"));
-  if (e["pci"]) d.pci = scalar(e["pci"], "pci");
-  if (e["text"]) d.text = scalar(e["text"], "text");
-  if (e["pid"]) d.xid_pid = static_cast<std::uint32_t>(number(e["pid"], "pid"));
-  if (e["comm"]) d.xid_comm = scalar(e["comm"], "comm");
-  d.source = e["source"] ? scalar(e["source"], "source") : "kmsg";
-  if (e["facility"]) d.facility = static_cast<std::int32_t>(signed_number(e["facility"], "facility"));
-  else if (d.source == "kmsg") d.facility = 0;
-  if (e["level"]) d.level = static_cast<std::int32_t>(signed_number(e["level"], "level"));
-}
-
-void read_payload(event::DnsData& d, const PayloadInput& in) {
-  [[maybe_unused]] const YAML::Node& n = in.n;
-  [[maybe_unused]] const YAML::Node& e = in.e;
-  [[maybe_unused]] const Built& b = in.b;
-  [[maybe_unused]] const std::string& type = in.type;
-  if (e["name"]) d.name = scalar(e["name"], "name");
-  d.qtype = 1;
-  if (e["qtype"]) {
-    std::string q = scalar(e["qtype"], "qtype");
-    if (q == "A") d.qtype = 1;
-    else if (q == "AAAA") d.qtype = 28;
-    else if (q == "TXT") d.qtype = 16;
-    else if (q == "CNAME") d.qtype = 5;
-    else d.qtype = static_cast<std::uint16_t>(number(e["qtype"], "qtype"));
-  }
-  if (e["answers"]) {
-    for (const auto& a : e["answers"]) d.answers.push_back(ip(a, "answers"));
-    d.is_response = true;
-  }
-  if (e["response"]) d.is_response = boolean(e["response"], "response");
-  if (e["rcode"]) d.rcode = static_cast<std::uint16_t>(number(e["rcode"], "rcode"));
-  if (e["server"]) d.server = ip(e["server"], "server");
-  else parse_ip("10.96.0.10", d.server);
-  d.server_port = 53;
-}
-
-void read_payload(event::PayloadData& d, const PayloadInput& in) {
-  [[maybe_unused]] const YAML::Node& n = in.n;
-  [[maybe_unused]] const YAML::Node& e = in.e;
-  [[maybe_unused]] const Built& b = in.b;
-  [[maybe_unused]] const std::string& type = in.type;
-  if (!e["daddr"]) bad(n, "a payload event needs 'daddr'");
-  d.daddr = ip(e["daddr"], "daddr");
-  d.family = d.daddr.family;
-  parse_ip(d.family == AF_INET ? "10.0.0.2" : "fd00::2", d.saddr);
-  d.sport = 40000;
-  if (e["dport"]) d.dport = static_cast<std::uint16_t>(number(e["dport"], "dport"));
-  if (e["bytes"]) d.bytes = scalar(e["bytes"], "bytes");
-}
-
-// A plugin event: its envelope, and its data as text (`data`) or as the hex
-// that capture JSON writes (`data_hex`), for binary encodings.
-void read_payload(event::PluginData& d, const PayloadInput& in) {
-  const YAML::Node& e = in.e;
-  if (e["plugin"]) d.plugin = scalar(e["plugin"], "plugin");
-  if (e["source"]) d.source = scalar(e["source"], "source");
-  if (d.source.empty()) d.source = d.plugin;
-  if (d.source.empty()) bad(in.n, "a pluginevent needs its 'source' (or 'plugin')");
-  if (d.plugin.empty()) d.plugin = d.source;
-  d.name = e["name"] ? scalar(e["name"], "name") : "event";
-  if (e["gpu_minor"]) d.gpu_minor = static_cast<std::int32_t>(signed_number(e["gpu_minor"], "gpu_minor"));
-  if (e["data"] && e["data_hex"]) bad(e, "a pluginevent has 'data' or 'data_hex', not both");
-  if (e["data"]) d.data = scalar(e["data"], "data");
-  if (e["data_hex"]) {
-    const std::string hex = scalar(e["data_hex"], "data_hex");
-    if (hex.size() % 2 != 0) bad(e["data_hex"], "'data_hex' must have an even number of hex digits");
-    auto digit = [&](char c) -> int {
-      if (c >= '0' && c <= '9') return c - '0';
-      if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-      if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-      bad(e["data_hex"], std::string("'data_hex' holds a non-hex character '") + c + "'");
-    };
-    d.data.reserve(hex.size() / 2);
-    for (std::size_t i = 0; i < hex.size(); i += 2) {
-      d.data.push_back(static_cast<char>(digit(hex[i]) * 16 + digit(hex[i + 1])));
-    }
-  }
-}
-
-void read_payload(event::BpfData& d, const PayloadInput& in) {
-  [[maybe_unused]] const YAML::Node& n = in.n;
-  [[maybe_unused]] const YAML::Node& e = in.e;
-  [[maybe_unused]] const Built& b = in.b;
-  [[maybe_unused]] const std::string& type = in.type;
-  if (e["cmd"]) {
-    static const std::map<std::string, std::uint32_t> kCmds = {
-        {"BPF_MAP_CREATE", 0},          {"BPF_PROG_LOAD", 5},          {"BPF_OBJ_PIN", 6},
-        {"BPF_OBJ_GET", 7},             {"BPF_PROG_ATTACH", 8},        {"BPF_PROG_DETACH", 9},
-        {"BPF_PROG_GET_NEXT_ID", 11},   {"BPF_MAP_GET_NEXT_ID", 12},   {"BPF_PROG_GET_FD_BY_ID", 13},
-        {"BPF_MAP_GET_FD_BY_ID", 14},   {"BPF_OBJ_GET_INFO_BY_FD", 15}, {"BPF_PROG_QUERY", 16},
-        {"BPF_RAW_TRACEPOINT_OPEN", 17}, {"BPF_BTF_GET_FD_BY_ID", 19}, {"BPF_TASK_FD_QUERY", 20},
-        {"BPF_BTF_GET_NEXT_ID", 23},    {"BPF_LINK_CREATE", 28},       {"BPF_LINK_UPDATE", 29},
-        {"BPF_LINK_GET_FD_BY_ID", 30},  {"BPF_LINK_GET_NEXT_ID", 31},  {"BPF_LINK_DETACH", 34}};
-    std::string s = scalar(e["cmd"], "cmd");
-    auto it = kCmds.find(s);
-    d.cmd = it != kCmds.end() ? it->second : static_cast<std::uint32_t>(number(e["cmd"], "cmd"));
-  }
-  if (e["prog_type"]) d.prog_type = static_cast<std::uint32_t>(number(e["prog_type"], "prog_type"));
-  if (e["prog_name"]) d.prog_name = scalar(e["prog_name"], "prog_name");
-  if (e["result"]) d.result = signed_number(e["result"], "result");
-}
-
-// `after: 30s`: the time since the previous event, as a sequence's `within`
-// is written (ms, s, m, h); `0s` is the same instant.
-std::uint64_t after_ns(const YAML::Node& n) {
-  const std::string s = scalar(n, "after");
-  if (s == "0s" || s == "0ms" || s == "0") return 0;
-  std::uint64_t ns = 0;
-  std::string err;
-  if (!rules::parse_window(s, ns, err)) bad(n, "'after': a duration such as 30s or 500ms (at most 24h)");
-  return ns;
-}
-
-event::Event make_event(const YAML::Node& n, const Built& b, std::uint64_t ts) {
-  event::Event ev;
-  std::string type = scalar(n["type"], "type");
-  ev.hdr.ts_ns = ts;
-  ev.hdr.pid = b.proc.pid;
-  ev.hdr.tid = b.proc.pid;
-  ev.hdr.ppid = b.proc.ppid;
-  ev.hdr.uid = b.proc.uid;
-  ev.hdr.gid = b.proc.gid;
-  ev.hdr.comm = b.proc.comm;
-  ev.hdr.type = event::type_from_name(type);
-  if (ev.hdr.type == event::Type::kUnknown) bad(n["type"], "unknown event type '" + type + "'");
-  ev.data = event::make_payload(ev.hdr.type);
-  const std::string_view key = event::info(ev.hdr.type).payload_key;
-  const YAML::Node e = n[std::string(key)] ? n[std::string(key)] : YAML::Node(YAML::NodeType::Map);
-  std::visit(
-      [&](auto& d) {
-        if constexpr (!std::is_same_v<std::decay_t<decltype(d)>, std::monostate>) {
-          read_payload(d, PayloadInput{n, e, b, type});
-        }
-      },
-      ev.data);
-  return ev;
-}
-
-// `baseline:` (the file's, then the test's keys over it): baselines on for
-// the test, profiles in memory only (docs/rules-testing.md).
-std::optional<baseline::Config> baseline_config(const YAML::Node& file_level, const YAML::Node& test_level) {
-  if ((!file_level || file_level.IsNull()) && (!test_level || test_level.IsNull())) return std::nullopt;
-  if (test_level && test_level.IsScalar()) {  // `baseline: off` in a test: baselines off for it
-    if (test_level.Scalar() == "off" || test_level.Scalar() == "false") return std::nullopt;
-    bad(test_level, "'baseline' must be a map, or off");
-  }
-  baseline::Config c;
-  for (const YAML::Node& n : {file_level, test_level}) {
-    if (!n || n.IsNull()) continue;
-    if (!n.IsMap()) bad(n, "'baseline' must be a map");
-    for (auto kv = n.begin(); kv != n.end(); ++kv) {
-      const std::string k = scalar(kv->first, "key");
-      const YAML::Node v = kv->second;
-      if (k == "key") {
-        auto m = baseline::key_mode_from_name(scalar(v, "key"));
-        if (!m) bad(v, "baseline key: image, image_digest or owner");
-        c.key = *m;
-      } else if (k == "learn_for") {
-        c.learn_for_ns = scalar(v, "learn_for") == "0" ? 0 : after_ns(v);
-      } else if (k == "v4_prefix") {
-        c.v4_prefix = static_cast<int>(std::min<std::uint64_t>(number(v, "v4_prefix"), 32));
-      } else if (k == "v6_prefix") {
-        c.v6_prefix = static_cast<int>(std::min<std::uint64_t>(number(v, "v6_prefix"), 128));
-      } else if (k == "ephemeral_from") {
-        c.ephemeral_from = static_cast<std::uint32_t>(std::min<std::uint64_t>(number(v, "ephemeral_from"), 65535));
-      } else if (k == "watch_paths") {
-        c.watch_paths = strings(v, "watch_paths");
-      } else if (k == "max_workloads") {
-        c.max_workloads = number(v, "max_workloads");
-      } else if (k == "max_exes") {
-        c.caps.exes = number(v, "max_exes");
-      } else if (k == "max_destinations") {
-        c.caps.destinations = number(v, "max_destinations");
-      } else if (k == "max_files") {
-        c.caps.files = number(v, "max_files");
-      } else if (k == "max_gpu_classes") {
-        c.caps.gpu_classes = number(v, "max_gpu_classes");
-      } else {
-        bad(kv->first, "unknown baseline key '" + k + "' (key, learn_for, v4_prefix, v6_prefix, ephemeral_from, watch_paths, "
-                       "max_workloads, max_exes, max_destinations, max_files, max_gpu_classes)");
-      }
-    }
-  }
-  return c;
-}
-
-struct Expectation {
-  std::vector<std::string> fire, not_fire;
-  std::map<std::string, std::string> output;
-};
-
-Expectation expectation(const YAML::Node& n) {
-  Expectation e;
-  if (!n || n.IsNull()) return e;
-  if (!n.IsMap()) bad(n, "'expect' must be a map");
-  e.fire = strings(n["fire"], "fire");
-  e.not_fire = strings(n["not_fire"], "not_fire");
-  if (n["output"]) {
-    if (!n["output"].IsMap()) bad(n["output"], "'output' must be a map of rule: text");
-    for (auto kv = n["output"].begin(); kv != n["output"].end(); ++kv) {
-      e.output[scalar(kv->first, "rule")] = scalar(kv->second, "output");
-    }
-  }
-  return e;
-}
 
 void check(const Expectation& e, const std::vector<event::Alert>& alerts, const std::string& file,
            int line, const std::string& test, const char* where, RuleTestReport& rep, bool& ok) {
@@ -810,162 +84,225 @@ void check(const Expectation& e, const std::vector<event::Alert>& alerts, const 
   }
 }
 
-void run_file(const std::string& path, RuleTestReport& rep) {
+// What every test of one file shares: its rules (and the plugins they
+// need), and the names of its rules and sequences.
+struct FileRules {
+  std::unique_ptr<plugin::Host> plugins;
+  LoadResult lr;
+  std::set<std::string> known;
+};
+
+// `plugins:` as in the configuration: each listed plugin is loaded (and
+// initialised) for its fields and sources; it lives for this file's tests.
+std::unique_ptr<plugin::Host> load_plugins(const YAML::Node& pl, const std::string& path, LoadOptions& opts) {
+  YAML::Node cfg;
+  cfg["plugins"] = pl;
+  if (pl.IsSequence()) {
+    for (const auto& p : pl) {
+      if (p.IsMap() && p["name"]) cfg["load_plugins"].push_back(p["name"]);
+    }
+  }
+  auto specs = plugin::parse_config(cfg, path);
+  if (!specs) bad(pl, specs.error().message);
+  auto host = plugin::Host::load(*specs, nullptr);
+  if (!host) bad(pl, host.error().message);
+  if (Status st = (*host)->init_all(); !st) bad(pl, st.error().message);
+  std::unique_ptr<plugin::Host> plugins = std::move(*host);
+  plugins->configure(opts);
+  return plugins;
+}
+
+// The rules files `rules:` names (relative to the test file), loaded.
+FileRules load_file_rules(const YAML::Node& root, const std::string& path) {
   namespace fs = std::filesystem;
-  auto problem = [&](int line, int col, std::string msg) {
-    Diagnostic d;
-    d.severity = Severity::kError;
-    d.code = code::kYamlValidate;
-    d.file = path;
-    d.line = line;
-    d.col = col;
-    d.message = std::move(msg);
-    rep.problems.push_back(std::move(d));
-  };
-  YAML::Node root;
+  FileRules fr;
+  std::vector<std::string> rule_files;
+  fs::path base = fs::path(path).parent_path();
+  for (const auto& r : strings(root["rules"], "rules")) {
+    fs::path p(r);
+    rule_files.push_back((p.is_absolute() ? p : base / p).lexically_normal().string());
+  }
+  if (rule_files.empty()) bad(root, "'rules' must name at least one rules file");
+  LoadOptions load_opts;
+  if (const YAML::Node pl = root["plugins"]; pl) fr.plugins = load_plugins(pl, path, load_opts);
+  fr.lr = load_rules(rule_files, load_opts);
+  if (fr.lr.ruleset) {
+    // A rule named in an expectation that does not exist is a test error.
+    for (const auto& ri : fr.lr.ruleset->rules()) fr.known.insert(ri.name);
+    for (const auto& si : fr.lr.ruleset->sequences()) fr.known.insert(si.name);
+  }
+  return fr;
+}
+
+// vigil: {files: [...]}: the agent's own files and directories (vigil.file).
+void set_vigil_files(const YAML::Node& v, state::State& st) {
+  if (!v) return;
+  if (!v.IsMap()) bad(v, "'vigil' must be a map (files: [...])");
+  std::vector<std::string> files;
+  if (const YAML::Node f = v["files"]) {
+    if (!f.IsSequence()) bad(f, "'vigil.files' must be a list of paths");
+    for (const auto& p : f) files.push_back(scalar(p, "vigil.files"));
+  }
+  st.set_vigil_paths(std::move(files));
+}
+
+// A state that never reads /proc or cgroupfs: a test's world is its file.
+state::Config offline() {
+  state::Config cfg;
+  cfg.live = false;
+  return cfg;
+}
+
+// One test: its events through a fresh state and the pipeline, each
+// event's expectations checked after it, the test's after the last.
+class TestRun {
+ public:
+  TestRun(const YAML::Node& root, const YAML::Node& t, const FileRules& fr, const std::string& path,
+          RuleTestReport& rep)
+      : t_(t), path_(path), rep_(rep), st_(offline()) {
+    name_ = t["name"] ? scalar(t["name"], "name") : "";
+    if (name_.empty()) bad(t, "a test needs a 'name'");
+    whole_ = expectation(t["expect"]);
+    for (const auto* list : {&whole_.fire, &whole_.not_fire}) {
+      for (const auto& r : *list) {
+        if (!fr.known.count(r)) bad(t["expect"], "test '" + name_ + "' names rule '" + r + "', which the rules files do not define");
+      }
+    }
+    if (!t["events"] || !t["events"].IsSequence() || t["events"].size() == 0) bad(t, "test '" + name_ + "' has no events");
+    set_vigil_files(t["vigil"], st_);
+    if (auto bc = baseline_config(root["baseline"], t["baseline"])) baselines_ = std::make_unique<baseline::Store>(*bc);
+    pipe_ = std::make_unique<pipeline::Pipeline>(
+        pipeline::Deps{st_, [this](std::shared_ptr<const event::Alert> a) { alerts_.push_back(*a); }, "",
+                                    baselines_.get()},
+        fr.lr.ruleset);
+  }
+
+  void run() {
+    for (const auto& e : t_["events"]) event(e);
+    check(whole_, all_, path_, t_.Mark().line + 1, name_, "", rep_, ok_);
+    ++rep_.tests;
+    if (ok_) ++rep_.passed;
+    else ++rep_.failed;
+  }
+
+ private:
+  // Processes are injected when first seen or when the test changes them, so
+  // facts the state learns from events (proc.gpu.compute) carry over.
+  void inject(state::Process p) {
+    if (!p.start_ts_ns) p.start_ts_ns = kFirstEventNs;
+    auto it = injected_.find(p.pid);
+    if (it != injected_.end() && same(it->second, p)) return;
+    injected_[p.pid] = p;
+    st_.upsert_process(std::move(p));
+  }
+
+  // The event's time: time_ns, after the previous one, or 1 ms after it.
+  void advance(const YAML::Node& e) {
+    if (e["time_ns"] && e["after"]) bad(e["after"], "an event has 'time_ns' or 'after', not both");
+    if (e["time_ns"]) ts_ = number(e["time_ns"], "time_ns");
+    else if (e["after"]) ts_ += after_ns(e["after"]);
+    else if (!first_) ts_ += 1000000;
+    first_ = false;
+  }
+
+  void event(const YAML::Node& e) {
+    if (!e.IsMap() || !e["type"]) bad(e, "an event must be a map with a 'type'");
+    Context c{merged(t_["process"], e["process"]), e["parents"] ? e["parents"] : t_["parents"],
+              e["container"] ? e["container"] : t_["container"], e["pod"] ? e["pod"] : t_["pod"]};
+    Built b = build_context(c);
+    advance(e);
+    if (b.container) st_.upsert_container(*b.container);
+    if (b.pod) st_.upsert_pod(*b.pod);
+    for (auto it = b.parents.rbegin(); it != b.parents.rend(); ++it) inject(*it);
+    inject(b.proc);
+    event::Event ev = make_event(e, b, ts_);
+    // `baseline_lock: true`: `vigil baseline lock --all` just before this event.
+    if (e["baseline_lock"] && e["baseline_lock"].as<bool>(false)) {
+      if (!baselines_) bad(e["baseline_lock"], "'baseline_lock' needs a 'baseline' section");
+      for (const baseline::Profile* p : baselines_->profiles()) baselines_->lock(p->key(), ts_, "command");
+    }
+    alerts_.clear();
+    pipe_->process(ev);
+    check(expectation(e["expect"]), alerts_, path_, e.Mark().line + 1, name_, "event: ", rep_, ok_);
+    all_.insert(all_.end(), alerts_.begin(), alerts_.end());
+  }
+
+  const YAML::Node& t_;
+  const std::string& path_;
+  RuleTestReport& rep_;
+  std::string name_;
+  Expectation whole_;
+  state::State st_;
+  std::unique_ptr<baseline::Store> baselines_;
+  std::unique_ptr<pipeline::Pipeline> pipe_;
+  std::vector<event::Alert> alerts_;  // of the event being processed
+  std::vector<event::Alert> all_;
+  std::map<std::uint32_t, state::Process> injected_;
+  std::uint64_t ts_ = kFirstEventNs;
+  bool first_ = true;
+  bool ok_ = true;
+};
+
+// The file's text as YAML; nullopt (and a problem) when it cannot be read.
+std::optional<YAML::Node> load_yaml(const std::string& path, Diagnostic& problem) {
   try {
     std::ifstream in(path, std::ios::binary);
     if (!in) {
-      problem(0, 0, "cannot read the test file");
-      return;
+      problem.message = "cannot read the test file";
+      return std::nullopt;
     }
     std::stringstream ss;
     ss << in.rdbuf();
     const std::string text = ss.str();
     // libyaml first: yaml-cpp 0.7 can loop without bound on some malformed input.
     if (YamlSyntaxError se; !yaml_syntax_ok(text, &se)) {
-      problem(se.line, se.column, "invalid YAML: " + se.message);
-      return;
+      problem.line = se.line;
+      problem.col = se.column;
+      problem.message = "invalid YAML: " + se.message;
+      return std::nullopt;
     }
-    root = YAML::Load(text);
+    return YAML::Load(text);
   } catch (const YAML::Exception& e) {
-    problem(e.mark.line + 1, e.mark.column + 1, "invalid YAML: " + e.msg);
+    problem.line = e.mark.line + 1;
+    problem.col = e.mark.column + 1;
+    problem.message = "invalid YAML: " + e.msg;
+    return std::nullopt;
+  }
+}
+
+void run_file(const std::string& path, RuleTestReport& rep) {
+  Diagnostic problem;
+  problem.severity = Severity::kError;
+  problem.code = code::kYamlValidate;
+  problem.file = path;
+  auto fail = [&](int line, int col, std::string msg) {
+    problem.line = line;
+    problem.col = col;
+    problem.message = std::move(msg);
+    rep.problems.push_back(problem);
+  };
+  std::optional<YAML::Node> root = load_yaml(path, problem);
+  if (!root) {
+    rep.problems.push_back(problem);
     return;
   }
   try {
-    if (!root.IsMap()) bad(root, "a rule test file must be a map with 'rules' and 'tests'");
-    std::vector<std::string> rule_files;
-    fs::path base = fs::path(path).parent_path();
-    for (const auto& r : strings(root["rules"], "rules")) {
-      fs::path p(r);
-      rule_files.push_back((p.is_absolute() ? p : base / p).lexically_normal().string());
-    }
-    if (rule_files.empty()) bad(root, "'rules' must name at least one rules file");
-    // `plugins:` as in the configuration: each listed plugin is loaded (and
-    // initialised) for its fields and sources; it lives for this file's tests.
-    LoadOptions load_opts;
-    std::unique_ptr<plugin::Host> plugins;
-    if (const YAML::Node pl = root["plugins"]; pl) {
-      YAML::Node cfg;
-      cfg["plugins"] = pl;
-      if (pl.IsSequence()) {
-        for (const auto& p : pl) {
-          if (p.IsMap() && p["name"]) cfg["load_plugins"].push_back(p["name"]);
-        }
-      }
-      auto specs = plugin::parse_config(cfg, path);
-      if (!specs) bad(pl, specs.error().message);
-      auto host = plugin::Host::load(*specs, nullptr);
-      if (!host) bad(pl, host.error().message);
-      if (Status st = (*host)->init_all(); !st) bad(pl, st.error().message);
-      plugins = std::move(*host);
-      plugins->configure(load_opts);
-    }
-    LoadResult lr = load_rules(rule_files, load_opts);
-    for (auto& d : lr.diagnostics) {
+    if (!root->IsMap()) bad(*root, "a rule test file must be a map with 'rules' and 'tests'");
+    FileRules fr = load_file_rules(*root, path);
+    for (auto& d : fr.lr.diagnostics) {
       if (d.severity == Severity::kError) rep.problems.push_back(d);
     }
-    if (!lr.ruleset) return;
-    // A rule named in an expectation that does not exist is a test error.
-    std::set<std::string> known;
-    for (const auto& ri : lr.ruleset->rules()) known.insert(ri.name);
-    for (const auto& si : lr.ruleset->sequences()) known.insert(si.name);
-
-    const YAML::Node tests = root["tests"];
-    if (!tests || !tests.IsSequence()) bad(root, "'tests' must be a list");
+    if (!fr.lr.ruleset) return;
+    const YAML::Node tests = (*root)["tests"];
+    if (!tests || !tests.IsSequence()) bad(*root, "'tests' must be a list");
     for (const auto& t : tests) {
       if (!t.IsMap()) bad(t, "a test must be a map");
-      std::string name = t["name"] ? scalar(t["name"], "name") : "";
-      if (name.empty()) bad(t, "a test needs a 'name'");
-      int line = t.Mark().line + 1;
-      Expectation whole = expectation(t["expect"]);
-      for (const auto* list : {&whole.fire, &whole.not_fire}) {
-        for (const auto& r : *list) {
-          if (!known.count(r)) bad(t["expect"], "test '" + name + "' names rule '" + r + "', which the rules files do not define");
-        }
-      }
-      const YAML::Node events = t["events"];
-      if (!events || !events.IsSequence() || events.size() == 0) bad(t, "test '" + name + "' has no events");
-
-      state::Config cfg;
-      cfg.live = false;
-      state::State st(cfg);
-      // vigil: {files: [...]}: the agent's own files and directories (vigil.file).
-      if (const YAML::Node v = t["vigil"]) {
-        if (!v.IsMap()) bad(v, "'vigil' must be a map (files: [...])");
-        std::vector<std::string> files;
-        if (const YAML::Node f = v["files"]) {
-          if (!f.IsSequence()) bad(f, "'vigil.files' must be a list of paths");
-          for (const auto& p : f) files.push_back(scalar(p, "vigil.files"));
-        }
-        st.set_vigil_paths(std::move(files));
-      }
-      std::unique_ptr<baseline::Store> baselines;
-      if (auto bc = baseline_config(root["baseline"], t["baseline"])) baselines = std::make_unique<baseline::Store>(*bc);
-      std::vector<event::Alert> alerts;  // of the event being processed
-      pipeline::Pipeline pipe({st, [&alerts](std::shared_ptr<const event::Alert> a) { alerts.push_back(*a); }, "",
-                               baselines.get()},
-                              lr.ruleset);
-      Context base_ctx{t["process"], t["parents"], t["container"], t["pod"]};
-      std::uint64_t ts = kFirstEventNs;
-      bool first = true;
-      bool ok = true;
-      std::vector<event::Alert> all;
-      // Processes are injected when first seen or when the test changes them, so
-      // facts the state learns from events (proc.gpu.compute) carry over.
-      std::map<std::uint32_t, state::Process> injected;
-      auto inject = [&](state::Process p) {
-        if (!p.start_ts_ns) p.start_ts_ns = kFirstEventNs;
-        auto it = injected.find(p.pid);
-        if (it != injected.end() && same(it->second, p)) return;
-        injected[p.pid] = p;
-        st.upsert_process(std::move(p));
-      };
-      for (const auto& e : events) {
-        if (!e.IsMap() || !e["type"]) bad(e, "an event must be a map with a 'type'");
-        Context c{merged(base_ctx.process, e["process"]), e["parents"] ? e["parents"] : base_ctx.parents,
-                  e["container"] ? e["container"] : base_ctx.container, e["pod"] ? e["pod"] : base_ctx.pod};
-        Built b = build_context(c);
-        if (e["time_ns"] && e["after"]) bad(e["after"], "an event has 'time_ns' or 'after', not both");
-        if (e["time_ns"]) ts = number(e["time_ns"], "time_ns");
-        else if (e["after"]) ts += after_ns(e["after"]);
-        else if (!first) ts += 1000000;
-        first = false;
-        if (b.container) st.upsert_container(*b.container);
-        if (b.pod) st.upsert_pod(*b.pod);
-        for (auto it = b.parents.rbegin(); it != b.parents.rend(); ++it) inject(*it);
-        inject(b.proc);
-        event::Event ev = make_event(e, b, ts);
-        // `baseline_lock: true`: `vigil baseline lock --all` just before this event.
-        if (e["baseline_lock"] && e["baseline_lock"].as<bool>(false)) {
-          if (!baselines) bad(e["baseline_lock"], "'baseline_lock' needs a 'baseline' section");
-          for (const baseline::Profile* p : baselines->profiles()) baselines->lock(p->key(), ts, "command");
-        }
-        alerts.clear();
-        pipe.process(ev);
-        Expectation per = expectation(e["expect"]);
-        check(per, alerts, path, e.Mark().line + 1, name, "event: ", rep, ok);
-        all.insert(all.end(), alerts.begin(), alerts.end());
-      }
-      check(whole, all, path, line, name, "", rep, ok);
-      ++rep.tests;
-      if (ok) ++rep.passed;
-      else ++rep.failed;
+      TestRun(*root, t, fr, path, rep).run();
     }
   } catch (const BadTest& b) {
-    problem(b.mark.line >= 0 ? b.mark.line + 1 : 0, b.mark.column >= 0 ? b.mark.column + 1 : 0, b.message);
+    fail(b.mark.line >= 0 ? b.mark.line + 1 : 0, b.mark.column >= 0 ? b.mark.column + 1 : 0, b.message);
   } catch (const YAML::Exception& e) {
-    problem(e.mark.line + 1, e.mark.column + 1, "invalid test file: " + e.msg);
+    fail(e.mark.line + 1, e.mark.column + 1, "invalid test file: " + e.msg);
   }
 }
 

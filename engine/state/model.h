@@ -30,66 +30,28 @@ struct GpuFd {
   bool operator==(const GpuFd&) const = default;
 };
 
+// A process as the state knows it: its rows of the process facts table
+// (engine/event/process_facts.h), which says what each member is, and the
+// NVIDIA device fds it holds.
 struct Process {
-  std::uint32_t pid = 0;
-  std::uint32_t ppid = 0;
-  std::uint32_t uid = 0;
-  std::uint32_t gid = 0;
-  std::uint32_t loginuid = 0xffffffff;
-  std::string comm;                  // the kernel's task comm (15 bytes max)
-  std::string exe;                   // first argument of the last exec (Falco's proc.exe)
-  std::string exepath;               // the executable file (Falco's proc.exepath)
-  std::vector<std::string> args;     // argv without argv[0] (Falco's proc.args is joined)
-  bool args_truncated = false;
-  std::string cwd;
-  std::uint32_t tty = 0;
-  std::uint64_t cgroup_id = 0;
-  std::string container_id;          // "" for host processes
-  std::uint32_t pid_ns = 0;
-  std::uint32_t mnt_ns = 0;
-  std::uint32_t net_ns = 0;
-  std::uint32_t vpid = 0;            // pid inside its pid namespace, where known
-  std::uint64_t start_ts_ns = 0;     // when it was forked (or first seen)
-  std::uint64_t exec_ts_ns = 0;      // when it last exec'd
-  bool stdin_is_socket = false;
-  bool stdout_is_socket = false;
-  bool from_proc = false;            // seeded from /proc rather than seen forking
-  bool elf32 = false;                // runs a 32-bit ELF: its compat syscalls escape syscalls:*
-  bool exe_from_memfd = false;       // its program runs from a memfd (memfd_create)
-  bool exe_upper_layer = false;      // its program file is in an overlay's upper layer (seen at exec only)
-  bool exe_writable = false;         // its program file is writable by the user running it
-  // Identity of its program file, as of its last exec (event::ExecData):
-  std::string exe_sha256;
-  std::string exe_build_id;
-  std::string exe_known_as;          // known shell/interpreter it is ("dash"), "" if none
-  std::uint8_t exe_class = 0;        // 0 none, 1 shell, 2 interpreter
-  bool exe_deleted = false;
-  bool exe_name_mismatch = false;
-  std::uint64_t exe_ino = 0;         // the program file's inode at exec (0: unknown)
-  std::uint64_t exe_dev = 0;
-  std::int64_t exe_ctime_ns = 0;
-  std::int64_t exe_mtime_ns = 0;
-  // Command lines of the images this process ran before its current one
-  // (most recent first; at most kMaxPriorImages, each cut to kMaxPriorImageBytes):
-  // "what it was" through exec chains.
-  // The image it runs is none of its own that vigil saw: a forked child still
-  // running its parent's, or a process first seen at its exec (built from
-  // the event's header). Its next exec remembers nothing of it.
-  bool image_unknown = false;
+  VG_PROCESS_FACTS(VG_FACT_MEMBER_PROCESS)
+  // prior_cmdlines: at most kMaxPriorImages, each cut to kMaxPriorImageBytes.
   static constexpr std::size_t kMaxPriorImages = 4;
   static constexpr std::size_t kMaxPriorImageBytes = 512;
-  std::vector<std::string> prior_cmdlines;
-  // Capability sets (bit n: capability n) as of its last exec, or /proc at start.
-  std::uint64_t cap_effective = 0;
-  std::uint64_t cap_permitted = 0;
-  std::uint64_t cap_inheritable = 0;
-  std::uint32_t sid = 0;             // session id, as of its last exec (or /proc at start)
-  std::uint32_t vpgid = 0;           // process group id in its pid namespace, likewise
-  // Facts the state keeps from the process's own events, for rules that span
-  // several events of one process:
-  bool gpu_compute = false;          // it allocated a GPU compute/channel class (RM_ALLOC)
-  std::uint32_t gpu_devices_opened = 0;  // count of distinct NVIDIA device minors opened
-  std::vector<GpuFd> gpu_fds;        // its NVIDIA device fds; bounded (State: kMaxGpuFds)
+  // Its NVIDIA device fds; bounded (State: kMaxGpuFds). Not a recorded fact:
+  // what it holds now, learnt again from its open events.
+  std::vector<GpuFd> gpu_fds;
+
+  // The process record (capture files, rule tests): v(name, member) for each
+  // fact in record order, each after v.revision(n), n the record revision that
+  // appended it (0: the first format).
+  template <class V, class Self>
+  static void fields(V& v, Self& d) {
+#define VIGIL_PROCESS_FIELD(T, name, init, exec, rec, opts) \
+  VG_FACT_IN_PROCESS_##rec(v.revision(VG_FACT_REV_##rec); v(#name, d.name);)
+    VG_PROCESS_FACTS(VIGIL_PROCESS_FIELD)
+#undef VIGIL_PROCESS_FIELD
+  }
 };
 
 struct ContainerRuntime {

@@ -271,50 +271,52 @@ Process process_from_header(const event::Header& h) {
 
 }  // namespace
 
-void State::apply(const event::Event& ev) {
-  Impl& s = *impl_;
-  const event::Header& h = ev.hdr;
-  if (h.cgroup_id != 0 && !s.cgroups.contains(h.cgroup_id) && s.cfg.live) {
-    resolve_cgroup(h.cgroup_id);
-  }
-  if (h.cgroup_id != 0) {
-    if (const CgroupEntry* e = s.cgroups.get(h.cgroup_id)) {
-      // The container record was evicted (LRU) while its cgroup is still in
-      // use: rebuild it from the cgroup path.
-      if (!e->container_id.empty() && !s.containers.contains(e->container_id)) {
-        if (auto m = parse_cgroup_path(e->path); m && m->id == e->container_id) {
-          Container c;
-          c.id = m->id;
-          c.runtime = m->runtime;
-          c.pod_uid = m->pod_uid;
-          c.cgroup_path = e->path;
-          c.cgroup_id = h.cgroup_id;
-          upsert_container(std::move(c));
-        }
-      }
-    }
-  }
+// One event applied to the state: the event's process found (or made) and
+// brought up to date with the header, then what the event's type changes.
+struct State::Apply {
+  State& st;
+  Impl& s;
+  const event::Event& ev;
+  const event::Header& h;
 
   // The container the header's cgroup belongs to ("" for host cgroups).
   // Looked up only where a record changes, not on every event.
-  auto hdr_container = [&]() -> std::string {
+  std::string hdr_container() const {
     if (h.cgroup_id == 0) return {};
     const CgroupEntry* e = s.cgroups.peek(h.cgroup_id);
     return e ? e->container_id : std::string();
-  };
+  }
+
+  // The header's cgroup resolved (live), and its container rebuilt from the
+  // cgroup path when the record was evicted (LRU) while the cgroup is in use.
+  void cgroup() {
+    if (h.cgroup_id == 0) return;
+    if (!s.cgroups.contains(h.cgroup_id) && s.cfg.live) st.resolve_cgroup(h.cgroup_id);
+    const CgroupEntry* e = s.cgroups.get(h.cgroup_id);
+    if (!e || e->container_id.empty() || s.containers.contains(e->container_id)) return;
+    if (auto m = parse_cgroup_path(e->path); m && m->id == e->container_id) {
+      Container c;
+      c.id = m->id;
+      c.runtime = m->runtime;
+      c.pod_uid = m->pod_uid;
+      c.cgroup_path = e->path;
+      c.cgroup_id = h.cgroup_id;
+      st.upsert_container(std::move(c));
+    }
+  }
 
   // The event's own process, created when unknown: from /proc (live, once),
   // else from the header.
-  auto ensure = [&](std::uint32_t pid) -> Process* {
+  Process* ensure(std::uint32_t pid) {
     if (pid == 0) return nullptr;
     if (ProcSlot* slot = s.procs.get(pid)) return &slot->p;
-    if (s.cfg.live && ev.hdr.type != event::Type::kExit) {
+    if (s.cfg.live && h.type != event::Type::kExit) {
       if (auto rec = read_process(s.cfg.proc_root, pid, s.read_opts)) {
         if (h.cgroup_id != 0) {
           rec->proc.cgroup_id = h.cgroup_id;
           rec->proc.container_id = hdr_container();
         }
-        upsert_process(std::move(rec->proc));
+        st.upsert_process(std::move(rec->proc));
         if (ProcSlot* slot = s.procs.get(pid)) return &slot->p;
       }
     }
@@ -323,9 +325,10 @@ void State::apply(const event::Event& ev) {
     ProcSlot* where = nullptr;
     s.procs.put(pid, ProcSlot{std::move(p), false}, &where);
     return &where->p;
-  };
+  }
+
   // What the header says now about who did it.
-  auto refresh = [&](Process* p) {
+  void refresh(Process* p) const {
     if (!p) return;
     p->uid = h.uid;
     p->gid = h.gid;
@@ -338,159 +341,146 @@ void State::apply(const event::Event& ev) {
     if (h.net_ns) p->net_ns = h.net_ns;
     if (h.mnt_ns) p->mnt_ns = h.mnt_ns;
     if (h.pid_ns) p->pid_ns = h.pid_ns;
-  };
+  }
 
-  switch (h.type) {
-    case event::Type::kFork: {
-      const auto* fd = ev.as<event::ForkData>();
-      if (!fd || fd->is_thread || fd->child_pid == 0 || fd->child_pid == h.pid) {
-        refresh(ensure(h.pid));
-        break;
+  // The header's process, made known and up to date.
+  Process* own() {
+    Process* p = ensure(h.pid);
+    refresh(p);
+    return p;
+  }
+
+  void on_fork() {
+    const auto* fd = ev.as<event::ForkData>();
+    Process* parent = own();
+    if (!fd || fd->is_thread || fd->child_pid == 0 || fd->child_pid == h.pid) return;
+    // Falco behaviour: the child is the parent's copy until it execs.
+    Process child = parent ? *parent : process_from_header(h);
+    child.pid = fd->child_pid;
+    child.ppid = h.pid;
+    child.vpid = fd->child_pid;
+    child.start_ts_ns = h.ts_ns;
+    child.from_proc = false;
+    child.gpu_compute = false;
+    child.image_unknown = true;
+    child.prior_cmdlines.clear();
+    s.procs.put(fd->child_pid, ProcSlot{std::move(child), false});
+  }
+
+  void on_exec() {
+    const auto* ed = ev.as<event::ExecData>();
+    // A process first seen now (read from /proc after its exec, or built
+    // from the header) shows its new image already: nothing to remember.
+    const bool seen_before = s.procs.peek(h.pid) != nullptr;
+    Process* p = own();
+    if (!p || !ed) return;
+    if (seen_before) remember_prior_image(*p);
+    else p->image_unknown = false;
+    p->comm = h.comm;
+    if (h.ppid != 0 && h.ppid != h.pid) p->ppid = h.ppid;
+    p->exepath = !ed->exe.empty() ? ed->exe : ed->filename;
+    if (!ed->args.empty()) {
+      p->exe = ed->args.front();
+      p->args.assign(ed->args.begin() + 1, ed->args.end());
+    } else {
+      p->exe = ed->filename;
+      p->args.clear();
+    }
+    // Every fact the exec reports and the process keeps (process_facts.h).
+    event::for_each_exec_fact(*p, *ed, [](auto& kept, const auto& reported) { kept = reported; });
+    p->exec_ts_ns = h.ts_ns;
+    p->from_proc = false;
+    p->gpu_compute = false;
+    // Close-on-exec fds are gone in the new image.
+    std::erase_if(p->gpu_fds, [](const GpuFd& g) { return g.cloexec; });
+    count_gpu_devices(p);
+  }
+
+  // The sets after a successful capset (the sensor reads them from the
+  // task's credentials).
+  void on_capset() {
+    const auto* cd = ev.as<event::CapsData>();
+    if (!cd || cd->result != 0) return;
+    Process* p = ensure(h.pid);
+    if (!p) return;
+    p->cap_effective = cd->effective;
+    p->cap_permitted = cd->permitted;
+    p->cap_inheritable = cd->inheritable;
+  }
+
+  // Marked, not removed: after() reaps it once the rules saw the exit.
+  void on_exit() {
+    if (ProcSlot* slot = s.procs.get(h.pid)) {
+      refresh(&slot->p);
+      slot->exited = true;
+      return;
+    }
+    Process p = process_from_header(h);
+    p.container_id = hdr_container();
+    s.procs.put(h.pid, ProcSlot{std::move(p), true});
+  }
+
+  void on_open() {
+    Process* p = own();
+    const auto* od = ev.as<event::OpenData>();
+    if (!p || !od || od->result < 0 || od->result > INT32_MAX) return;
+    auto fdnum = static_cast<std::int32_t>(od->result);
+    // The fd number now names this file, whatever it named before.
+    std::erase_if(p->gpu_fds, [&](const GpuFd& g) { return g.fd == fdnum; });
+    if (od->is_device || od->dev_major != 0) {  // never a regular file named nvidia*
+      NvidiaNode n = nvidia_node(od->dev_major, od->dev_minor, od->path, s.nvidia);
+      if (n.kind != NvidiaNodeKind::kNone && p->gpu_fds.size() < kMaxGpuFds) {
+        p->gpu_fds.push_back({fdnum, n.major, n.minor, (od->flags & O_CLOEXEC) != 0});
       }
-      Process* parent = ensure(h.pid);
-      refresh(parent);
-      // Falco behaviour: the child is the parent's copy until it execs.
-      Process child = parent ? *parent : process_from_header(h);
-      child.pid = fd->child_pid;
-      child.ppid = h.pid;
-      child.vpid = fd->child_pid;
-      child.start_ts_ns = h.ts_ns;
-      child.from_proc = false;
-      child.gpu_compute = false;
-      child.image_unknown = true;
-      child.prior_cmdlines.clear();
-      s.procs.put(fd->child_pid, ProcSlot{std::move(child), false});
-      break;
     }
-    case event::Type::kExec: {
-      const auto* ed = ev.as<event::ExecData>();
-      // A process first seen now (read from /proc after its exec, or built
-      // from the header) shows its new image already: nothing to remember.
-      const bool seen_before = s.procs.peek(h.pid) != nullptr;
-      Process* p = ensure(h.pid);
-      refresh(p);
-      if (!p || !ed) break;
-      if (seen_before) remember_prior_image(*p);
-      else p->image_unknown = false;
-      p->comm = h.comm;
-      if (h.ppid != 0 && h.ppid != h.pid) p->ppid = h.ppid;
-      p->exepath = !ed->exe.empty() ? ed->exe : ed->filename;
-      if (!ed->args.empty()) {
-        p->exe = ed->args.front();
-        p->args.assign(ed->args.begin() + 1, ed->args.end());
-      } else {
-        p->exe = ed->filename;
-        p->args.clear();
-      }
-      p->args_truncated = ed->args_truncated;
-      p->cwd = ed->cwd;
-      p->tty = ed->tty;
-      p->loginuid = ed->loginuid;
-      p->stdin_is_socket = ed->stdin_is_socket;
-      p->stdout_is_socket = ed->stdout_is_socket;
-      p->elf32 = ed->elf32;
-      p->exe_from_memfd = ed->exe_from_memfd;
-      p->exe_upper_layer = ed->exe_upper_layer;
-      p->exe_writable = ed->exe_writable;
-      p->exe_sha256 = ed->exe_sha256;
-      p->exe_build_id = ed->exe_build_id;
-      p->exe_known_as = ed->exe_known_as;
-      p->exe_class = ed->exe_class;
-      p->exe_deleted = ed->exe_deleted;
-      p->exe_name_mismatch = ed->exe_name_mismatch;
-      p->exe_ino = ed->exe_ino;
-      p->exe_dev = ed->exe_dev;
-      p->exe_ctime_ns = ed->exe_ctime_ns;
-      p->exe_mtime_ns = ed->exe_mtime_ns;
-      p->cap_effective = ed->cap_effective;
-      p->cap_permitted = ed->cap_permitted;
-      p->cap_inheritable = ed->cap_inheritable;
-      p->sid = ed->sid;
-      p->vpgid = ed->vpgid;
-      p->exec_ts_ns = h.ts_ns;
-      p->from_proc = false;
-      p->gpu_compute = false;
-      // Close-on-exec fds are gone in the new image.
-      std::erase_if(p->gpu_fds, [](const GpuFd& g) { return g.cloexec; });
-      count_gpu_devices(p);
-      break;
+    count_gpu_devices(p);
+  }
+
+  void on_ioctl() {
+    Process* p = own();
+    const auto* id = ev.as<event::IoctlData>();
+    if (!p || !id) return;
+    if (id->nr == event::nvidia::kEscRmAlloc && id->result == 0 && id->rm_status == 0 &&
+        event::nvidia::is_compute_or_channel(id->rm_class)) {
+      p->gpu_compute = true;
     }
-    case event::Type::kCapset: {
-      // The sets after a successful capset (the sensor reads them from the
-      // task's credentials).
-      const auto* cd = ev.as<event::CapsData>();
-      if (cd && cd->result == 0) {
-        Process* p = ensure(h.pid);
-        p->cap_effective = cd->effective;
-        p->cap_permitted = cd->permitted;
-        p->cap_inheritable = cd->inheritable;
-      }
-      break;
+  }
+
+  void on_dns() {
+    own();
+    const auto* dd = ev.as<event::DnsData>();
+    if (!dd || !dd->is_response || dd->rcode != 0 || dd->name.empty()) return;
+    EvalContext ctx = st.enrich(ev);
+    std::string scope = s.dns_scope(ctx);
+    for (const auto& a : dd->answers) s.dns.remember(scope, a, dd->name);
+  }
+
+  // The header names whoever logged it; the line may name the faulting
+  // process, which enrich() attributes the alert to.
+  void on_xid() {
+    const auto* xd = ev.as<event::XidData>();
+    if (!xd || xd->xid_pid == 0 || !s.cfg.live || s.procs.contains(xd->xid_pid)) return;
+    if (auto rec = read_process(s.cfg.proc_root, xd->xid_pid, s.read_opts)) {
+      std::uint64_t cg = rec->proc.cgroup_id;
+      if (cg != 0 && !s.cgroups.contains(cg)) st.resolve_cgroup(cg);
+      st.upsert_process(std::move(rec->proc));
     }
-    case event::Type::kExit: {
-      if (ProcSlot* slot = s.procs.get(h.pid)) {
-        refresh(&slot->p);
-        slot->exited = true;
-      } else {
-        Process p = process_from_header(h);
-        p.container_id = hdr_container();
-        s.procs.put(h.pid, ProcSlot{std::move(p), true});
-      }
-      break;
-    }
-    case event::Type::kOpen: {
-      Process* p = ensure(h.pid);
-      refresh(p);
-      const auto* od = ev.as<event::OpenData>();
-      if (!p || !od || od->result < 0 || od->result > INT32_MAX) break;
-      auto fdnum = static_cast<std::int32_t>(od->result);
-      // The fd number now names this file, whatever it named before.
-      std::erase_if(p->gpu_fds, [&](const GpuFd& g) { return g.fd == fdnum; });
-      if (od->is_device || od->dev_major != 0) {  // never a regular file named nvidia*
-        NvidiaNode n = nvidia_node(od->dev_major, od->dev_minor, od->path, s.nvidia);
-        if (n.kind != NvidiaNodeKind::kNone && p->gpu_fds.size() < kMaxGpuFds) {
-          p->gpu_fds.push_back({fdnum, n.major, n.minor, (od->flags & O_CLOEXEC) != 0});
-        }
-      }
-      count_gpu_devices(p);
-      break;
-    }
-    case event::Type::kIoctl: {
-      Process* p = ensure(h.pid);
-      refresh(p);
-      const auto* id = ev.as<event::IoctlData>();
-      if (!p || !id) break;
-      if (id->nr == event::nvidia::kEscRmAlloc && id->result == 0 && id->rm_status == 0 &&
-          event::nvidia::is_compute_or_channel(id->rm_class)) {
-        p->gpu_compute = true;
-      }
-      break;
-    }
-    case event::Type::kDns: {
-      refresh(ensure(h.pid));
-      const auto* dd = ev.as<event::DnsData>();
-      if (!dd || !dd->is_response || dd->rcode != 0 || dd->name.empty()) break;
-      EvalContext ctx = enrich(ev);
-      std::string scope = s.dns_scope(ctx);
-      for (const auto& a : dd->answers) s.dns.remember(scope, a, dd->name);
-      break;
-    }
-    case event::Type::kXid: {
-      // The header names whoever logged it; the line may name the faulting
-      // process, which enrich() attributes the alert to.
-      const auto* xd = ev.as<event::XidData>();
-      if (xd && xd->xid_pid != 0 && s.cfg.live && !s.procs.contains(xd->xid_pid)) {
-        if (auto rec = read_process(s.cfg.proc_root, xd->xid_pid, s.read_opts)) {
-          std::uint64_t cg = rec->proc.cgroup_id;
-          if (cg != 0 && !s.cgroups.contains(cg)) resolve_cgroup(cg);
-          upsert_process(std::move(rec->proc));
-        }
-      }
-      break;
-    }
-    default:
-      refresh(ensure(h.pid));
-      break;
+  }
+};
+
+void State::apply(const event::Event& ev) {
+  Apply a{*this, *impl_, ev, ev.hdr};
+  a.cgroup();
+  switch (ev.hdr.type) {
+    case event::Type::kFork: return a.on_fork();
+    case event::Type::kExec: return a.on_exec();
+    case event::Type::kCapset: return a.on_capset();
+    case event::Type::kExit: return a.on_exit();
+    case event::Type::kOpen: return a.on_open();
+    case event::Type::kIoctl: return a.on_ioctl();
+    case event::Type::kDns: return a.on_dns();
+    case event::Type::kXid: return a.on_xid();
+    default: a.own(); return;
   }
 }
 

@@ -117,6 +117,7 @@ class State final : public StateView {
 
  private:
   struct Impl;
+  struct Apply;  // apply(), one step per event type (state.cpp)
   // Maps a cgroup id to its path and container by walking the cgroup tree
   // (live only, bounded by cfg.max_cgroup_walk); caches what it saw.
   void resolve_cgroup(std::uint64_t id);

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "engine/event/nvidia.h"
+#include "tests/engine/event/fact_values.h"
 #include "tests/engine/state/test_util.h"
 #include "tests/support/temp_dir.h"
 
@@ -167,6 +168,29 @@ TEST(ProcessTable, ExecKeepsPriorImagesAndTakesTheNewIdentity) {
   apply_all(s, exec_event(811, {"sh", "-c", "id"}, "/bin/sh"));
   ASSERT_NE(s.process(811), nullptr);
   EXPECT_TRUE(s.process(811)->prior_cmdlines.empty());
+}
+
+// Every fact an exec reports and the process keeps (the process facts
+// table) is the process's after its exec, each set to a value of its own.
+TEST(ProcessTable, ExecCopiesEveryFactTheProcessKeeps) {
+  State s(replay_config());
+  event::Event ev = exec_event(820, {"app", "--serve"}, "/usr/bin/app");
+  vigil::testing::fill_facts(*ev.as<event::ExecData>());
+  apply_all(s, ev);
+  const Process* p = s.process(820);
+  ASSERT_NE(p, nullptr);
+  int copied = 0;
+  event::for_each_exec_fact(*p, *ev.as<event::ExecData>(), [&](const auto& kept, const auto& reported) {
+    EXPECT_EQ(kept, reported) << "fact #" << copied;
+    ++copied;
+  });
+  int shared = 0;
+  for (const auto& row : event::facts::kRows) shared += row.exec >= 0 && row.rec >= 0 ? 1 : 0;
+  EXPECT_EQ(copied, shared);
+  // The facts the state derives from the exec rather than copies.
+  EXPECT_EQ(p->exepath, "v_exe");
+  EXPECT_EQ(p->exe, "a_args");
+  EXPECT_EQ(p->args, std::vector<std::string>{"b_args"});
 }
 
 TEST(ProcessTable, LruCapEvictsLeastRecentlyUsed) {
