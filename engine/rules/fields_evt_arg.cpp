@@ -1,14 +1,19 @@
 // evt.arg.NAME, evt.arg[NAME] and evt.args: the arguments of the calls vigil
 // collects, by Falco's argument names, printed as Falco prints them (flags
-// and requests by name, modes in octal). The rows are in fields_evt.cpp.
+// and requests by name, modes in octal). Which names each event type has and
+// the payload field each reads are the event schema's (event::kFalcoArgs,
+// engine/event/schema.h); this file renders them. The rows are in
+// fields_evt.cpp.
 #include <sys/socket.h>
 
+#include <array>
 #include <charconv>
 #include <cstdint>
 #include <span>
-#include <string>
 #include <string_view>
+#include <vector>
 
+#include "engine/event/schema.h"
 #include "engine/rules/field_extractors.h"
 
 namespace vigil::rules {
@@ -17,8 +22,9 @@ using namespace fx;
 
 namespace {
 
-// execve's flags as Falco names them: what the program file is.
-void exec_flags(const X& x, const event::ExecData& e, E& o) noexcept {
+// execve's flags as Falco names them: what the program file is (bits as
+// event::ArgForm::kExecFlags packs them).
+void exec_flags(const X& x, std::int64_t bits, E& o) noexcept {
   Arena& a = *x.arena;
   a.begin();
   bool any = false;
@@ -28,18 +34,13 @@ void exec_flags(const X& x, const event::ExecData& e, E& o) noexcept {
     a.append(name);
     any = true;
   };
-  add(e.exe_writable, "EXE_WRITABLE");
-  add(e.exe_upper_layer, "EXE_UPPER_LAYER");
-  add(e.exe_from_memfd, "EXE_FROM_MEMFD");
+  add(bits & 1, "EXE_WRITABLE");
+  add(bits & 2, "EXE_UPPER_LAYER");
+  add(bits & 4, "EXE_FROM_MEMFD");
   str(o, a.finish());
 }
-
-}  // namespace
-
-void fx::x_arg_flags(const X& x, const F&, E& o) noexcept {
-  if (auto* e = ev(x).as<event::ExecData>()) { exec_flags(x, *e, o); return; }
-  auto* p = ev(x).as<event::OpenData>();
-  if (!p) return;
+// An open's flags as names: O_WRONLY|O_CREAT...
+void open_flags(const X& x, std::uint32_t flags, E& o) noexcept {
   static constexpr std::pair<std::uint32_t, std::string_view> kFlags[] = {
       {0100, "O_CREAT"},      {0200, "O_EXCL"},       {0400, "O_NOCTTY"},
       {01000, "O_TRUNC"},     {02000, "O_APPEND"},    {04000, "O_NONBLOCK"},
@@ -48,24 +49,16 @@ void fx::x_arg_flags(const X& x, const F&, E& o) noexcept {
       {010000000, "O_PATH"},  {020000000, "O_TMPFILE"}};
   Arena& a = *x.arena;
   a.begin();
-  auto acc = p->flags & 3u;
+  auto acc = flags & 3u;
   a.append(acc == 0 ? "O_RDONLY" : acc == 1 ? "O_WRONLY" : acc == 2 ? "O_RDWR" : "O_ACCMODE");
   for (const auto& [bit, name] : kFlags) {
-    if ((p->flags & bit) == bit && !(bit == 020000000 && (p->flags & 0200000))) {
+    if ((flags & bit) == bit && !(bit == 020000000 && (flags & 0200000))) {
       a.append('|');
       a.append(name);
     }
   }
   str(o, a.finish());
 }
-void fx::x_arg_path(const X& x, const F&, E& o) noexcept {
-  if (auto* p = ev(x).as<event::OpenData>()) { str(o, given_path(*p)); return; }
-  if (auto* p = ev(x).as<event::ExecData>()) { str(o, p->filename); return; }
-  if (auto* p = ev(x).as<event::FileOpData>(); p && !p->path.empty()) str(o, p->path);
-}
-
-namespace {
-
 void int_arg(const X& x, std::int64_t v, E& o) noexcept {
   Arena& ar = *x.arena;
   ar.begin();
@@ -175,246 +168,108 @@ void clone_flags_arg(const X& x, std::uint64_t f, E& o) noexcept {
   if (first) a.append_uint(f);
   str(o, a.finish());
 }
-// Falco's argument names for the path calls.
-void file_op_arg(const X& x, const event::FileOpData& p, std::string_view a, E& o) noexcept {
-  using S = event::Syscall;
-  const bool two_paths = !p.path2.empty() || p.syscall == S::kSymlink || p.syscall == S::kSymlinkat ||
-                         p.syscall == S::kLink || p.syscall == S::kLinkat || p.syscall == S::kRename ||
-                         p.syscall == S::kRenameat || p.syscall == S::kRenameat2;
-  const bool symlink = p.syscall == S::kSymlink || p.syscall == S::kSymlinkat;
-  if (two_paths) {
-    if (a == (symlink ? "target" : "oldpath")) { str(o, p.path); return; }
-    if (a == (symlink ? "linkpath" : "newpath")) { str(o, p.path2); return; }
-    if (a == (symlink ? "linkdirfd" : "newdirfd") || a == "newdir") { int_arg(x, p.fd2, o); return; }
-    if (!symlink && (a == "olddirfd" || a == "olddir")) { int_arg(x, p.fd, o); return; }
-  } else if (a == "name" || a == "path" || a == "pathname" || a == "filename") {
-    if (!p.path.empty()) str(o, p.path);
+
+// An argument's value, printed as its form says.
+void render(const X& x, event::ArgForm form, const event::ArgValue& v, E& o) noexcept {
+  using event::ArgForm;
+  const auto u32 = static_cast<std::uint32_t>(v.num);
+  const auto u64 = static_cast<std::uint64_t>(v.num);
+  switch (form) {
+    case ArgForm::kInt: int_arg(x, v.num, o); return;
+    case ArgForm::kText: str(o, v.text); return;
+    case ArgForm::kOctal: octal_arg(x, u32, o); return;
+    case ArgForm::kOpenFlags: open_flags(x, u32, o); return;
+    case ArgForm::kExecFlags: exec_flags(x, v.num, o); return;
+    case ArgForm::kBpfCmd: symbol_or_number(x, bpf_cmd_name(u32), v.num, o); return;
+    case ArgForm::kPtraceRequest: symbol_or_number(x, ptrace_request_name(u32), v.num, o); return;
+    case ArgForm::kSocketDomain: symbol_or_number(x, socket_domain_name(u32), v.num, o); return;
+    case ArgForm::kSocketType: socket_type_arg(x, u32, o); return;
+    case ArgForm::kNsFlags: clone_flags_arg(x, u64, o); return;
+    case ArgForm::kCaps: caps_string(x, u64, o); return;
+    case ArgForm::kSignal: symbol_or_number(x, signal_name(u64), v.num, o); return;
+    case ArgForm::kPerfType: symbol_or_number(x, perf_kind_name(v.aux), v.num, o); return;
+  }
+}
+
+// Whether `names` (space-separated) has `name`.
+bool has_name(std::string_view names, std::string_view name) noexcept {
+  while (!names.empty()) {
+    auto sp = names.find(' ');
+    if (names.substr(0, sp) == name) return true;
+    if (sp == std::string_view::npos) break;
+    names.remove_prefix(sp + 1);
+  }
+  return false;
+}
+
+// The rows of each event type, in table order: a lookup reads only its type's.
+std::span<const event::FalcoArg* const> rows_of(event::Type t) noexcept {
+  struct ByType {
+    std::array<std::vector<const event::FalcoArg*>, event::kTypeCount> rows;
+    ByType() {
+      for (const event::FalcoArg& a : event::kFalcoArgs) {
+        a.types.for_each([&](event::Type t) { rows[static_cast<std::size_t>(t)].push_back(&a); });
+      }
+    }
+  };
+  static const ByType kByType;
+  const auto i = static_cast<std::size_t>(t);
+  if (i >= event::kTypeCount) return {};
+  return kByType.rows[i];
+}
+
+// The argument `name` of the event: the first row of its type with that
+// name, for its call.
+void arg_value(const X& x, std::string_view name, E& o) noexcept {
+  const event::Event& e = ev(x);
+  for (const event::FalcoArg* a : rows_of(e.hdr.type)) {
+    if (!has_name(a->names, name) || (a->when && !a->when(e))) continue;
+    event::ArgValue v;
+    if (a->get(e, v)) render(x, a->form, v, o);
     return;
   }
-  if (a == "dirfd" || a == "fd") { int_arg(x, p.fd, o); return; }
-  if (a == "flags") { int_arg(x, p.flags, o); return; }
-  if (a == "mode") { octal_arg(x, p.mode, o); return; }
-  if (a == "res") int_arg(x, p.result, o);
 }
 
 }  // namespace
+
+void fx::x_arg_flags(const X& x, const F&, E& o) noexcept {
+  if (event::ArgValue v; event::args::exec_flags(ev(x), v)) {
+    exec_flags(x, v.num, o);
+    return;
+  }
+  if (auto* p = ev(x).as<event::OpenData>()) open_flags(x, p->flags, o);
+}
+void fx::x_arg_path(const X& x, const F&, E& o) noexcept {
+  if (auto* p = ev(x).as<event::OpenData>()) { str(o, given_path(*p)); return; }
+  if (auto* p = ev(x).as<event::ExecData>()) { str(o, p->filename); return; }
+  if (auto* p = ev(x).as<event::FileOpData>(); p && !p->path.empty()) str(o, p->path);
+}
 
 // evt.arg.NAME / evt.arg[NAME]: the named argument of the calls vigil
 // collects; other names (arguments of syscalls vigil does not collect) have no value.
-void fx::x_arg_generic(const X& x, const F& f, E& o) noexcept {
-  std::string_view a = f.arg;
-  const event::Event& e = ev(x);
-  if (auto* p = e.as<event::OpenData>()) {
-    if (a == "name" || a == "path" || a == "pathname" || a == "filename") { str(o, given_path(*p)); return; }
-    if (a == "flags") { x_arg_flags(x, f, o); return; }
-    if (a == "mode") { octal_arg(x, p->mode, o); return; }
-    if (a == "fd") int_arg(x, p->result, o);
-    return;
-  }
-  if (auto* p = e.as<event::ExecData>()) {
-    if (a == "flags") { exec_flags(x, *p, o); return; }
-    if (a == "filename" || a == "path" || a == "name") str(o, p->filename);
-    else if (a == "exe") str(o, p->exe);
-    else if (a == "cwd") str(o, p->cwd);
-    return;
-  }
-  if (auto* p = e.as<event::BpfData>()) {
-    if (a == "cmd") symbol_or_number(x, bpf_cmd_name(p->cmd), p->cmd, o);
-    else if (a == "res") int_arg(x, p->result, o);
-    return;
-  }
-  if (auto* p = e.as<event::IoctlData>()) {
-    Arena& ar = *x.arena;
-    ar.begin();
-    if (a == "request") ar.append_uint(p->cmd);
-    else if (a == "fd") ar.append_int(p->fd);
-    else return;
-    str(o, ar.finish());
-    return;
-  }
-  if (auto* p = e.as<event::FileOpData>()) { file_op_arg(x, *p, a, o); return; }
-  if (auto* p = e.as<event::PtraceData>()) {
-    if (a == "request") { symbol_or_number(x, ptrace_request_name(p->request), p->request, o); return; }
-    if (a == "pid") int_arg(x, p->target, o);
-    else if (a == "addr") int_arg(x, static_cast<std::int64_t>(p->addr), o);
-    else if (a == "res") int_arg(x, p->result, o);
-    return;
-  }
-  if (auto* p = e.as<event::SocketData>()) {
-    if (a == "domain") symbol_or_number(x, socket_domain_name(p->domain), p->domain, o);
-    else if (a == "type") socket_type_arg(x, p->type, o);
-    else if (a == "proto") int_arg(x, p->protocol, o);
-    else if (a == "fd" || a == "res") int_arg(x, p->result, o);
-    return;
-  }
-  if (auto* p = e.as<event::DupData>()) {
-    if (a == "fd" || a == "oldfd") int_arg(x, p->oldfd, o);
-    else if (a == "res" || a == "newfd") int_arg(x, p->result, o);
-    else if (a == "flags") int_arg(x, p->flags, o);
-    return;
-  }
-  if (auto* p = e.as<event::CredData>()) {
-    using S = event::Syscall;
-    const bool single = p->syscall == S::kSetuid || p->syscall == S::kSetgid;
-    const bool gid = p->syscall == S::kSetgid || p->syscall == S::kSetregid || p->syscall == S::kSetresgid;
-    if (single && a == (gid ? "gid" : "uid")) int_arg(x, p->effective, o);
-    else if (!single && a == (gid ? "rgid" : "ruid")) int_arg(x, p->real, o);
-    else if (!single && a == (gid ? "egid" : "euid")) int_arg(x, p->effective, o);
-    else if (!single && a == (gid ? "sgid" : "suid")) int_arg(x, p->saved, o);
-    else if (a == "res") int_arg(x, p->result, o);
-    return;
-  }
-  if (auto* p = e.as<event::NsData>()) {
-    if (a == "fd") int_arg(x, p->fd, o);
-    else if (a == "nstype" || a == "flags") clone_flags_arg(x, p->flags, o);
-    else if (a == "res") int_arg(x, p->result, o);
-    return;
-  }
-  if (auto* p = e.as<event::InboundData>()) {
-    if (a == "fd") int_arg(x, p->fd, o);
-    else if (a == "backlog" || a == "flags") int_arg(x, p->flags, o);
-    else if (a == "res") int_arg(x, p->result, o);
-    return;
-  }
-  if (auto* p = e.as<event::SysCallData>()) {
-    const event::Type t = e.hdr.type;
-    if (a == "res") int_arg(x, p->result, o);
-    else if (t == event::Type::kMemfdCreate && a == "name") str(o, p->name);
-    else if (t == event::Type::kMemfdCreate && a == "flags") int_arg(x, static_cast<std::int64_t>(p->a1), o);
-    else if (t == event::Type::kUserfaultfd && a == "flags") int_arg(x, static_cast<std::int64_t>(p->a0), o);
-    else if (t == event::Type::kPrctl && a == "option") int_arg(x, static_cast<std::int64_t>(p->a0), o);
-    else if (t == event::Type::kPrctl && a == "arg2_int") int_arg(x, static_cast<std::int64_t>(p->a1), o);
-    else if (t == event::Type::kIoUringSetup && a == "entries") int_arg(x, static_cast<std::int64_t>(p->a0), o);
-    else if (t == event::Type::kVigilSignal && a == "sig") symbol_or_number(x, signal_name(p->a0), static_cast<std::int64_t>(p->a0), o);
-    else if (t == event::Type::kVigilSignal && a == "pid") int_arg(x, static_cast<std::int64_t>(p->a1), o);
-    else if (t == event::Type::kVigilSignal && a == "code") int_arg(x, static_cast<std::int64_t>(p->a2), o);
-    else if (t == event::Type::kVigilSignal && a == "tid") int_arg(x, static_cast<std::int64_t>(p->a3 & 0xffffffffu), o);
-    else if (t == event::Type::kPerfEventOpen && a == "type") symbol_or_number(x, perf_kind_name(p->a3), static_cast<std::int64_t>(p->a0), o);
-    else if (t == event::Type::kPerfEventOpen && a == "config") int_arg(x, static_cast<std::int64_t>(p->a1), o);
-    else if (t == event::Type::kPerfEventOpen && a == "pid") int_arg(x, static_cast<std::int64_t>(p->a2), o);
-    else if (t == event::Type::kPerfEventOpen && a == "fd") int_arg(x, p->result, o);
-    return;
-  }
-  if (auto* p = e.as<event::CapsData>()) {
-    if (a == "cap_effective") caps_string(x, p->effective, o);
-    else if (a == "cap_permitted") caps_string(x, p->permitted, o);
-    else if (a == "cap_inheritable") caps_string(x, p->inheritable, o);
-    else if (a == "res") int_arg(x, p->result, o);
-    return;
-  }
-  if (auto* p = e.as<event::ModuleData>(); p && p->syscall == event::Syscall::kDeleteModule) {
-    if (a == "name") str(o, p->args);
-    else if (a == "flags") int_arg(x, p->flags, o);
-    else if (a == "res") int_arg(x, p->result, o);
-    return;
-  }
-  if (auto* p = e.as<event::ModuleData>()) {
-    if (a == "fd") int_arg(x, p->fd, o);
-    else if (a == "uargs") str(o, p->args);
-    else if (a == "flags") int_arg(x, p->flags, o);
-    else if (a == "res") int_arg(x, p->result, o);
-  }
-}
-
-namespace {
-
+void fx::x_arg_generic(const X& x, const F& f, E& o) noexcept { arg_value(x, f.arg, o); }
 
 // evt.args: the call's arguments as Falco prints them, "name=value" pairs
-// (the result first), from the same names evt.arg.NAME reads.
-std::span<const std::string_view> arg_names(const event::Event& e) noexcept {
-  using T = event::Type;
-  using S = event::Syscall;
-  static constexpr std::string_view kOpen[] = {"fd", "name", "flags", "mode"};
-  static constexpr std::string_view kExec[] = {"filename", "flags"};
-  static constexpr std::string_view kIoctl[] = {"fd", "request"};
-  static constexpr std::string_view kBpf[] = {"cmd"};
-  static constexpr std::string_view kSymlink[] = {"target", "linkpath"};
-  static constexpr std::string_view kTwoPaths[] = {"oldpath", "newpath", "flags"};
-  static constexpr std::string_view kPath[] = {"path", "flags", "mode"};
-  static constexpr std::string_view kChmod[] = {"filename", "mode"};
-  static constexpr std::string_view kFchmod[] = {"fd", "mode"};
-  static constexpr std::string_view kPtrace[] = {"request", "pid"};
-  static constexpr std::string_view kSocket[] = {"domain", "type", "proto"};
-  static constexpr std::string_view kFd[] = {"fd", "flags"};
-  static constexpr std::string_view kModule[] = {"fd", "uargs", "flags"};
-  static constexpr std::string_view kDelModule[] = {"name", "flags"};
-  static constexpr std::string_view kCapset[] = {"cap_effective", "cap_permitted", "cap_inheritable"};
-  static constexpr std::string_view kUid[] = {"uid"};
-  static constexpr std::string_view kGid[] = {"gid"};
-  static constexpr std::string_view kResuid[] = {"ruid", "euid", "suid"};
-  static constexpr std::string_view kResgid[] = {"rgid", "egid", "sgid"};
-  static constexpr std::string_view kSetns[] = {"fd", "nstype"};
-  static constexpr std::string_view kFlags[] = {"flags"};
-  static constexpr std::string_view kMemfd[] = {"name", "flags"};
-  static constexpr std::string_view kPrctl[] = {"option"};
-  static constexpr std::string_view kUring[] = {"entries"};
-  static constexpr std::string_view kKill[] = {"pid", "sig"};
-  static constexpr std::string_view kPerf[] = {"type", "config", "pid"};
-  switch (e.hdr.type) {
-    case T::kOpen: return kOpen;
-    case T::kExec: return kExec;
-    case T::kIoctl: return kIoctl;
-    case T::kBpf: return kBpf;
-    case T::kSymlink: return kSymlink;
-    case T::kLink:
-    case T::kRename: return kTwoPaths;
-    case T::kUnlink:
-    case T::kMkdir:
-    case T::kRmdir: return kPath;
-    case T::kChmod: {
-      auto* p = e.as<event::FileOpData>();
-      if (p && p->syscall == S::kFchmod) return kFchmod;
-      return kChmod;
-    }
-    case T::kPtrace: return kPtrace;
-    case T::kSocket: return kSocket;
-    case T::kDup:
-    case T::kAccept:
-    case T::kListen:
-    case T::kBind: return kFd;
-    case T::kModule: return kModule;
-    case T::kDeleteModule: return kDelModule;
-    case T::kCapset: return kCapset;
-    case T::kSetuid:
-    case T::kSetgid: {
-      auto* p = e.as<event::CredData>();
-      const bool single = p && (p->syscall == S::kSetuid || p->syscall == S::kSetgid);
-      if (e.hdr.type == T::kSetuid) return single ? std::span<const std::string_view>(kUid) : kResuid;
-      return single ? std::span<const std::string_view>(kGid) : kResgid;
-    }
-    case T::kSetns: return kSetns;
-    case T::kUnshare:
-    case T::kUserfaultfd: return kFlags;
-    case T::kMemfdCreate: return kMemfd;
-    case T::kPrctl: return kPrctl;
-    case T::kIoUringSetup: return kUring;
-    case T::kVigilSignal: return kKill;
-    case T::kPerfEventOpen: return kPerf;
-    default: return {};
-  }
-}
-
-}  // namespace
-
+// (the result first), the rows the schema lists for the event's type, each
+// read as evt.arg.NAME reads it.
 void fx::x_evt_args(const X& x, const F&, E& o) noexcept {
   const event::Event& e = ev(x);
-  auto names = arg_names(e);
   std::int64_t res = 0;
   const bool has_res = result_of(e, res) && !e.as<event::ExecData>();
-  if (names.empty() && !has_res) return;
   // Each value is extracted into the arena first, then the whole string is
   // composed after them (a composition cannot nest).
+  std::string_view names[8];
   std::string_view vals[8];
   std::size_t n = 0;
-  for (auto name : names) {
+  for (const event::FalcoArg* a : rows_of(e.hdr.type)) {
     if (n == std::size(vals)) break;
-    FieldInst fi;
-    fi.arg = std::string(name);  // short: no allocation
-    fi.has_arg = true;
+    if (!a->listed.test(e.hdr.type) || (a->listed_when && !a->listed_when(e))) continue;
+    names[n] = a->names.substr(0, a->names.find(' '));
     Extracted one;
-    x_arg_generic(x, fi, one);
+    arg_value(x, names[n], one);
     vals[n++] = one.n ? one.v[0].s : std::string_view("<NA>");
   }
+  if (n == 0 && !has_res) return;
   Arena& a = *x.arena;
   a.begin();
   bool first = true;

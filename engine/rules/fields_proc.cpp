@@ -365,7 +365,10 @@ void x_gpu_compute(const X& x, const F&, E& o) noexcept {
 
 }  // namespace
 
-void append_proc_fields(std::vector<FieldDef>& fields) {
+namespace {
+
+// The process and its ancestors.
+void append_process_rows(std::vector<FieldDef>& fields) {
   using T = FieldType;
   using A = ArgMode;
   fields.insert(fields.end(), {
@@ -400,6 +403,14 @@ void append_proc_fields(std::vector<FieldDef>& fields) {
       {"proc.aexepath", T::kString, A::kOptionalIndex, true, "*",
        "Ancestor executable path: proc.aexepath[N]; without N, any ancestor.",
        x_aexepath},
+  });
+}
+
+// The program the process runs: its file, its identity, what it ran before.
+void append_program_rows(std::vector<FieldDef>& fields) {
+  using T = FieldType;
+  using A = ArgMode;
+  fields.insert(fields.end(), {
       {"proc.stdin.socket", T::kBool, A::kNone, false, "execve",
        "fd 0 of the program was a socket at exec.",
        x_stdin_socket},
@@ -496,6 +507,14 @@ void append_proc_fields(std::vector<FieldDef>& fields) {
        "Command lines of the images this process ran before its current one (exec chains), most recent "
        "first, at most 4, each cut to 512 bytes.",
        x_prior_cmdline},
+  });
+}
+
+// Its session and process group, its capabilities, its GPU use.
+void append_session_rows(std::vector<FieldDef>& fields) {
+  using T = FieldType;
+  using A = ArgMode;
+  fields.insert(fields.end(), {
       {"proc.sname", T::kString, A::kNone, false, "*",
        "Name (comm) of the process's session leader, the process whose pid is proc.sid. No value when "
        "vigil does not know the leader (it exited before vigil saw it, or the pid was reused); Falco "
@@ -527,6 +546,14 @@ void append_proc_fields(std::vector<FieldDef>& fields) {
        "The process allocated a GPU compute or channel class earlier.",
        x_gpu_compute},
   });
+}
+
+}  // namespace
+
+void append_proc_fields(std::vector<FieldDef>& fields) {
+  append_process_rows(fields);
+  append_program_rows(fields);
+  append_session_rows(fields);
 }
 
 }  // namespace vigil::rules
