@@ -9,9 +9,7 @@
 #include <array>
 #include <charconv>
 #include <cstdint>
-#include <span>
 #include <string_view>
-#include <vector>
 
 #include "engine/event/schema.h"
 #include "engine/rules/field_extractors.h"
@@ -202,32 +200,46 @@ bool has_name(std::string_view names, std::string_view name) noexcept {
   return false;
 }
 
-// The rows of each event type, in table order: a lookup reads only its type's.
-std::span<const event::FalcoArg* const> rows_of(event::Type t) noexcept {
-  struct ByType {
-    std::array<std::vector<const event::FalcoArg*>, event::kTypeCount> rows;
-    ByType() {
-      for (const event::FalcoArg& a : event::kFalcoArgs) {
-        a.types.for_each([&](event::Type t) { rows[static_cast<std::size_t>(t)].push_back(&a); });
-      }
+// The rows of each event type, in table order (indexes into kFalcoArgs),
+// made when vigil builds: a lookup reads only its type's rows.
+struct RowsByType {
+  static constexpr std::size_t kMax = 16;
+  std::array<std::array<std::uint8_t, kMax>, event::kTypeCount> row{};
+  std::array<std::uint8_t, event::kTypeCount> count{};
+};
+constexpr RowsByType rows_by_type() {
+  static_assert(std::size(event::kFalcoArgs) < 256);
+  RowsByType r;
+  for (std::size_t i = 0; i < std::size(event::kFalcoArgs); ++i) {
+    for (std::size_t t = 1; t < event::kTypeCount; ++t) {
+      if (!event::kFalcoArgs[i].types.test(static_cast<event::Type>(t))) continue;
+      if (r.count[t] == RowsByType::kMax) throw "kFalcoArgs: more rows for one type than RowsByType::kMax";
+      r.row[t][r.count[t]++] = static_cast<std::uint8_t>(i);
     }
-  };
-  static const ByType kByType;
+  }
+  return r;
+}
+constexpr RowsByType kRowsByType = rows_by_type();
+
+template <class Fn>
+void for_each_row(event::Type t, Fn fn) noexcept {
   const auto i = static_cast<std::size_t>(t);
-  if (i >= event::kTypeCount) return {};
-  return kByType.rows[i];
+  if (i >= event::kTypeCount) return;
+  for (std::size_t k = 0; k < kRowsByType.count[i]; ++k) {
+    if (!fn(event::kFalcoArgs[kRowsByType.row[i][k]])) return;
+  }
 }
 
 // The argument `name` of the event: the first row of its type with that
 // name, for its call.
 void arg_value(const X& x, std::string_view name, E& o) noexcept {
   const event::Event& e = ev(x);
-  for (const event::FalcoArg* a : rows_of(e.hdr.type)) {
-    if (!has_name(a->names, name) || (a->when && !a->when(e))) continue;
+  for_each_row(e.hdr.type, [&](const event::FalcoArg& a) {
+    if (!has_name(a.names, name) || (a.when && !a.when(e))) return true;
     event::ArgValue v;
-    if (a->get(e, v)) render(x, a->form, v, o);
-    return;
-  }
+    if (a.get(e, v)) render(x, a.form, v, o);
+    return false;
+  });
 }
 
 }  // namespace
@@ -261,14 +273,15 @@ void fx::x_evt_args(const X& x, const F&, E& o) noexcept {
   std::string_view names[8];
   std::string_view vals[8];
   std::size_t n = 0;
-  for (const event::FalcoArg* a : rows_of(e.hdr.type)) {
-    if (n == std::size(vals)) break;
-    if (!a->listed.test(e.hdr.type) || (a->listed_when && !a->listed_when(e))) continue;
-    names[n] = a->names.substr(0, a->names.find(' '));
+  for_each_row(e.hdr.type, [&](const event::FalcoArg& a) {
+    if (n == std::size(vals)) return false;
+    if (!a.listed.test(e.hdr.type) || (a.listed_when && !a.listed_when(e))) return true;
+    names[n] = a.names.substr(0, a.names.find(' '));
     Extracted one;
     arg_value(x, names[n], one);
     vals[n++] = one.n ? one.v[0].s : std::string_view("<NA>");
-  }
+    return true;
+  });
   if (n == 0 && !has_res) return;
   Arena& a = *x.arena;
   a.begin();
