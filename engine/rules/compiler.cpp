@@ -500,37 +500,14 @@ class Compiler {
     out.emplace_back(text);
   }
 
+  // One comparison: evt.type tests become type masks; any other check is
+  // resolved, its operator checked against its field's type, its right-hand
+  // side prepared for its type, and shared with identical checks.
   CNode compile_check(const Node& n) {
     CNode c;
     c.kind = CNode::Kind::kBool;
     c.value = false;
-    const std::string& fname = n.field.name;
-    // evt.type compares against event types: a bitmask test, no strings.
-    if (fname == "evt.type" && n.field.transformers.empty() && !n.field.has_arg &&
-        n.modifier == Modifier::kNone && (n.op == Op::kEq || n.op == Op::kNe || n.op == Op::kIn) &&
-        n.value.kind != Value::Kind::kField) {
-      std::vector<std::string> names;
-      flatten(n.value, names);
-      event::TypeMask mask;
-      for (const auto& s : names) {
-        bool known = false;
-        mask |= evt_type_mask(s, known);
-        if (!known) {
-          if (std::find(r_.unknown_evttypes.begin(), r_.unknown_evttypes.end(), s) == r_.unknown_evttypes.end()) {
-            r_.unknown_evttypes.push_back(s);
-          }
-        }
-      }
-      c.kind = CNode::Kind::kTypeMask;
-      c.mask = mask;
-      if (n.op == Op::kNe) {
-        CNode neg;
-        neg.kind = CNode::Kind::kNot;
-        neg.kids.push_back(std::move(c));
-        return neg;
-      }
-      return c;
-    }
+    if (is_type_test(n)) return compile_type_test(n);
     // An identical check compiled before (same text, same lists) is shared.
     const std::string key = n.to_string();
     if (slots_) {
@@ -545,211 +522,286 @@ class Compiler {
     chk->ltr = n.field.transformers;
     chk->op = n.op;
     chk->mod = n.modifier;
-    FieldType t = chk->ltype;
-    bool list_type = t == FieldType::kList;
+    const FieldType t = chk->ltype;
+    const bool list_type = t == FieldType::kList;
     chk->multi = list_type || (chk->lhs.def->any_of && chk->lhs.index < 0);
     chk->multi_all_in = list_type && n.op == Op::kIn && chk->ltr.empty();
-    const std::string op = std::string(op_name(n.op));
-    auto bad_op = [&]() {
-      error(code::kTypeError, n.offset, "operator '" + op + "' cannot be used with " +
-                                            std::string(field_type_name(t)) + " field '" +
-                                            n.field.to_string() + "'");
-    };
-    // Which operators each type takes.
-    switch (t) {
-      case FieldType::kString:
-      case FieldType::kList:
-        if (n.op == Op::kLt || n.op == Op::kLe || n.op == Op::kGt || n.op == Op::kGe) { bad_op(); return c; }
-        break;
-      case FieldType::kInt:
-      case FieldType::kUint:
-      case FieldType::kBool:
-      case FieldType::kIp: {
-        bool ok = n.op == Op::kEq || n.op == Op::kNe || n.op == Op::kIn || n.op == Op::kIntersects ||
-                  n.op == Op::kExists;
-        if ((t == FieldType::kInt || t == FieldType::kUint) &&
-            (n.op == Op::kLt || n.op == Op::kLe || n.op == Op::kGt || n.op == Op::kGe)) {
-          ok = true;
-        }
-        if (!ok || n.modifier != Modifier::kNone) { bad_op(); return c; }
-        break;
-      }
-    }
+    if (!operator_fits(n, t)) return c;
     if (n.op == Op::kExists) return finish(c, key, std::move(chk));
     if (n.value.kind == Value::Kind::kField) {
-      FieldType rt;
-      if (!resolve_field(n.value.field, n.offset, chk->rf, rt)) return c;
-      bool compatible = rt == t || (rt == FieldType::kList && t == FieldType::kString) ||
-                        (t == FieldType::kList && rt == FieldType::kString) ||
-                        ((rt == FieldType::kInt || rt == FieldType::kUint) &&
-                         (t == FieldType::kInt || t == FieldType::kUint));
-      if (!compatible || n.op == Op::kRegex || n.op == Op::kPMatch || n.op == Op::kBContains ||
-          n.op == Op::kBStartsWith) {
-        error(code::kTypeError, n.offset, "cannot compare " + std::string(field_type_name(t)) + " field '" +
-                                              n.field.to_string() + "' with '" +
-                                              n.value.field.to_string() + "' using '" + op + "'");
-        return c;
-      }
-      chk->rhs_field = true;
-      chk->rtr = n.value.field.transformers;
-      chk->rtype = rt;
+      if (!compile_field_rhs(n, *chk)) return c;
       return finish(c, key, std::move(chk));
     }
     std::vector<std::string> vals;
     flatten(n.value, vals);
     bool is_list_op = op_takes_list(n.op) || n.modifier != Modifier::kNone;
     if (!is_list_op && vals.size() != 1) {
-      error(code::kTypeError, n.offset, "operator '" + op + "' takes a single value");
+      error(code::kTypeError, n.offset, "operator '" + std::string(op_name(n.op)) + "' takes a single value");
       return c;
     }
+    bool ok = true;
     switch (t) {
       case FieldType::kString:
-      case FieldType::kList: {
-        for (auto& v : vals) {
-          if (n.op == Op::kIContains || n.op == Op::kIGlob) {
-            std::transform(v.begin(), v.end(), v.begin(), lower);
-          }
-          if (n.op == Op::kBContains || n.op == Op::kBStartsWith) {
-            std::string bytes;
-            if (!hex_decode(v, bytes)) {
-              error(code::kTypeError, n.offset, "'" + v + "' is not a hex byte string for '" + op + "'");
-              return c;
-            }
-            v = bytes;
-          }
-          if (n.op == Op::kRegex) {
-            RE2::Options o;
-            o.set_log_errors(false);
-            o.set_max_mem(8 << 20);
-            auto re = std::make_unique<RE2>(v, o);
-            if (!re->ok()) {
-              error(code::kRegex, n.offset, "bad regular expression '" + v + "': " + re->error());
-              return c;
-            }
-            chk->re_pre.push_back(optimise_ ? regex_prefilter(v, o) : nullptr);
-            chk->res.push_back(std::move(re));
-          }
-        }
-        if (n.op == Op::kIn || n.op == Op::kIntersects) {
-          chk->set.build(vals);
-        } else if (n.op == Op::kPMatch) {
-          chk->trie = std::make_unique<PathTrie>();
-          for (auto& v : vals) chk->trie->add(v);
-        } else if (n.modifier != Modifier::kNone) {
-          chk->strs = vals;
-          if (n.modifier == Modifier::kAnyOf &&
-              (n.op == Op::kContains || n.op == Op::kIContains || n.op == Op::kStartsWith ||
-               n.op == Op::kEndsWith)) {
-            if (optimise_) chk->any_lit = literal_set(vals, n.op);
-          }
-        } else {
-          chk->str = vals[0];
-        }
-        // A file name (fd.filename = / in): the sensor judges a successful
-        // open by the opened file's name, as it does the last component of a
-        // whole path, so it is one ("/name"). So is fd.name endswith NAME
-        // (no '/'; Falco's release_agent rule), for the file named exactly
-        // NAME: a longer name that ends so is not sent.
-        const bool name_suffix = fname == "fd.name" && n.op == Op::kEndsWith && vals.size() == 1 &&
-                                 !vals[0].empty() && vals[0].find('/') == std::string::npos;
-        if ((fname == "fd.filename" || name_suffix) && chk->ltr.empty() && n.modifier == Modifier::kNone &&
-            (n.op == Op::kEq || n.op == Op::kIn || name_suffix)) {
-          std::vector<PathLiteral> leaves;
-          for (const auto& v : vals) {
-            if (v.empty() || v.find('/') != std::string::npos) break;
-            leaves.push_back(PathLiteral{"/" + v, true});
-          }
-          if (leaves.size() == vals.size()) {  // every value a plain file name
-            chk->path_check = true;
-            chk->path_literals = std::move(leaves);
-          }
-        }
-        // A path given with "../" (Falco's directory_traversal: fd.nameraw
-        // contains "../"): the sensor sends the opens whose given path starts
-        // with "../", judged by its first bytes like any prefix. A traversal
-        // inside a longer given path ("/srv/www/../../etc/x") is not sent.
-        if (fname == "fd.nameraw" && chk->ltr.empty() && n.modifier == Modifier::kNone &&
-            ((n.op == Op::kContains && vals.size() == 1 && vals[0] == "../") ||
-             (n.op == Op::kGlob && vals.size() == 1 && vals[0].starts_with("*../")))) {
-          chk->path_check = true;
-          chk->path_literals = {PathLiteral{"../", false, true}};
-        }
-        // Literal path prefixes for the sensor's open filter.
-        if ((fname == "fd.name" || fname == "fd.directory" || fname == "evt.arg.path" ||
-             fname == "evt.arg.name" || fname == "fd.nameraw") &&
-            chk->ltr.empty() && n.modifier != Modifier::kAnyOf) {
-          bool usable = true;
-          // fd.name holds the resolved path of a successful open: equality
-          // with a literal is a whole-path match, a prefix one of the
-          // resolved path (so is fd.directory's). The path arguments
-          // (evt.arg.path, as Falco gives them) and fd.nameraw compare the
-          // path as given: prefixes of the given string only.
-          const bool whole_field = fname == "fd.name";
-          const bool given = fname != "fd.name" && fname != "fd.directory";
-          std::vector<PathLiteral> pre;
-          for (const auto& v : vals) {
-            PathLiteral p{v, false, given};
-            if (n.op == Op::kGlob) p.path = p.path.substr(0, p.path.find_first_of("*?["));
-            else if (n.op != Op::kEq && n.op != Op::kIn && n.op != Op::kStartsWith &&
-                     n.op != Op::kPMatch) usable = false;
-            if (n.op == Op::kPMatch) p.path = p.path.substr(0, p.path.find_first_of("*?["));
-            if (p.path.empty() || p.path[0] != '/') usable = false;
-            p.whole = whole_field && (n.op == Op::kEq || n.op == Op::kIn) && p.path.back() != '/';
-            // fd.directory = / in: the whole directory, judged by the name of
-            // the file's parent ("/" has none: a prefix of every path).
-            if (fname == "fd.directory" && (n.op == Op::kEq || n.op == Op::kIn)) {
-              while (p.path.size() > 1 && p.path.back() == '/') p.path.pop_back();
-              p.dir = p.path != "/";
-            }
-            pre.push_back(std::move(p));
-          }
-          if (usable && n.modifier == Modifier::kNone) {
-            chk->path_check = true;
-            chk->path_literals = std::move(pre);
-          }
-        }
+      case FieldType::kList:
+        ok = compile_strings(n, *chk, vals);
+        if (ok) find_path_literals(n, *chk, vals);
         break;
+      case FieldType::kInt:
+      case FieldType::kUint: ok = compile_numbers(n, t, *chk, vals); break;
+      case FieldType::kBool: ok = compile_bools(n, *chk, vals); break;
+      case FieldType::kIp: ok = compile_networks(n, *chk, vals); break;
+    }
+    if (!ok) return c;
+    return finish(c, key, std::move(chk));
+  }
+
+  // evt.type compares against event types: a bitmask test, no strings.
+  static bool is_type_test(const Node& n) {
+    return n.field.name == "evt.type" && n.field.transformers.empty() && !n.field.has_arg &&
+           n.modifier == Modifier::kNone && (n.op == Op::kEq || n.op == Op::kNe || n.op == Op::kIn) &&
+           n.value.kind != Value::Kind::kField;
+  }
+  CNode compile_type_test(const Node& n) {
+    std::vector<std::string> names;
+    flatten(n.value, names);
+    event::TypeMask mask;
+    for (const auto& s : names) {
+      bool known = false;
+      mask |= evt_type_mask(s, known);
+      if (!known) {
+        if (std::find(r_.unknown_evttypes.begin(), r_.unknown_evttypes.end(), s) == r_.unknown_evttypes.end()) {
+          r_.unknown_evttypes.push_back(s);
+        }
       }
+    }
+    CNode c;
+    c.kind = CNode::Kind::kTypeMask;
+    c.mask = mask;
+    if (n.op == Op::kNe) {
+      CNode neg;
+      neg.kind = CNode::Kind::kNot;
+      neg.kids.push_back(std::move(c));
+      return neg;
+    }
+    return c;
+  }
+
+  // Which operators each field type takes; an error when `n`'s does not fit.
+  bool operator_fits(const Node& n, FieldType t) {
+    bool ok = true;
+    switch (t) {
+      case FieldType::kString:
+      case FieldType::kList:
+        ok = !(n.op == Op::kLt || n.op == Op::kLe || n.op == Op::kGt || n.op == Op::kGe);
+        break;
       case FieldType::kInt:
       case FieldType::kUint:
-        for (const auto& v : vals) {
-          std::int64_t x;
-          if (!parse_int(v, x)) {
-            error(code::kTypeError, n.offset, "'" + v + "' is not a number, but '" + n.field.to_string() +
-                                                  "' is an " + std::string(field_type_name(t)) + " field");
-            return c;
-          }
-          chk->nums.push_back(x);
-          chk->numset.push_back(x);
-        }
-        std::sort(chk->numset.begin(), chk->numset.end());
-        chk->numset.erase(std::unique(chk->numset.begin(), chk->numset.end()), chk->numset.end());
-        break;
       case FieldType::kBool:
-        for (const auto& v : vals) {
-          bool b;
-          if (!parse_bool(v, b)) {
-            error(code::kTypeError, n.offset, "'" + v + "' is not true or false, but '" +
-                                                  n.field.to_string() + "' is a bool field");
-            return c;
-          }
-          chk->boolean = b;
-          chk->nums.push_back(b ? 1 : 0);
+      case FieldType::kIp: {
+        ok = n.op == Op::kEq || n.op == Op::kNe || n.op == Op::kIn || n.op == Op::kIntersects ||
+             n.op == Op::kExists;
+        if ((t == FieldType::kInt || t == FieldType::kUint) &&
+            (n.op == Op::kLt || n.op == Op::kLe || n.op == Op::kGt || n.op == Op::kGe)) {
+          ok = true;
         }
+        if (n.modifier != Modifier::kNone) ok = false;
         break;
-      case FieldType::kIp:
-        for (const auto& v : vals) {
-          Cidr net;
-          if (!parse_cidr(v, net)) {
-            error(code::kTypeError, n.offset, "'" + v + "' is not an IP address or network, but '" +
-                                                  n.field.to_string() + "' is an ip field");
-            return c;
-          }
-          chk->nets.push_back(net);
-        }
-        break;
+      }
     }
-    return finish(c, key, std::move(chk));
+    if (!ok) {
+      error(code::kTypeError, n.offset, "operator '" + std::string(op_name(n.op)) + "' cannot be used with " +
+                                            std::string(field_type_name(t)) + " field '" +
+                                            n.field.to_string() + "'");
+    }
+    return ok;
+  }
+
+  // A field on the right (val(), a transformer): a field-to-field comparison.
+  bool compile_field_rhs(const Node& n, CCheck& chk) {
+    const FieldType t = chk.ltype;
+    FieldType rt;
+    if (!resolve_field(n.value.field, n.offset, chk.rf, rt)) return false;
+    bool compatible = rt == t || (rt == FieldType::kList && t == FieldType::kString) ||
+                      (t == FieldType::kList && rt == FieldType::kString) ||
+                      ((rt == FieldType::kInt || rt == FieldType::kUint) &&
+                       (t == FieldType::kInt || t == FieldType::kUint));
+    if (!compatible || n.op == Op::kRegex || n.op == Op::kPMatch || n.op == Op::kBContains ||
+        n.op == Op::kBStartsWith) {
+      error(code::kTypeError, n.offset, "cannot compare " + std::string(field_type_name(t)) + " field '" +
+                                            n.field.to_string() + "' with '" + n.value.field.to_string() +
+                                            "' using '" + std::string(op_name(n.op)) + "'");
+      return false;
+    }
+    chk.rhs_field = true;
+    chk.rtr = n.value.field.transformers;
+    chk.rtype = rt;
+    return true;
+  }
+
+  // A string (or list) field's values: lower-cased, hex-decoded or compiled
+  // as the operator needs, then held as a set, a path trie, a literal set
+  // or one string.
+  bool compile_strings(const Node& n, CCheck& chk, std::vector<std::string>& vals) {
+    const std::string op = std::string(op_name(n.op));
+    for (auto& v : vals) {
+      if (n.op == Op::kIContains || n.op == Op::kIGlob) {
+        std::transform(v.begin(), v.end(), v.begin(), lower);
+      }
+      if (n.op == Op::kBContains || n.op == Op::kBStartsWith) {
+        std::string bytes;
+        if (!hex_decode(v, bytes)) {
+          error(code::kTypeError, n.offset, "'" + v + "' is not a hex byte string for '" + op + "'");
+          return false;
+        }
+        v = bytes;
+      }
+      if (n.op == Op::kRegex) {
+        RE2::Options o;
+        o.set_log_errors(false);
+        o.set_max_mem(8 << 20);
+        auto re = std::make_unique<RE2>(v, o);
+        if (!re->ok()) {
+          error(code::kRegex, n.offset, "bad regular expression '" + v + "': " + re->error());
+          return false;
+        }
+        chk.re_pre.push_back(optimise_ ? regex_prefilter(v, o) : nullptr);
+        chk.res.push_back(std::move(re));
+      }
+    }
+    if (n.op == Op::kIn || n.op == Op::kIntersects) {
+      chk.set.build(vals);
+    } else if (n.op == Op::kPMatch) {
+      chk.trie = std::make_unique<PathTrie>();
+      for (auto& v : vals) chk.trie->add(v);
+    } else if (n.modifier != Modifier::kNone) {
+      chk.strs = vals;
+      if (n.modifier == Modifier::kAnyOf &&
+          (n.op == Op::kContains || n.op == Op::kIContains || n.op == Op::kStartsWith ||
+           n.op == Op::kEndsWith)) {
+        if (optimise_) chk.any_lit = literal_set(vals, n.op);
+      }
+    } else {
+      chk.str = vals[0];
+    }
+    return true;
+  }
+
+  // The paths the sensor's open filter can judge this check by (CCheck::
+  // path_check, path_literals): a file name, a "../" traversal, or literal
+  // path prefixes; the last that applies wins.
+  void find_path_literals(const Node& n, CCheck& chk, const std::vector<std::string>& vals) {
+    const std::string& fname = n.field.name;
+    // A file name (fd.filename = / in): the sensor judges a successful
+    // open by the opened file's name, as it does the last component of a
+    // whole path, so it is one ("/name"). So is fd.name endswith NAME
+    // (no '/'; Falco's release_agent rule), for the file named exactly
+    // NAME: a longer name that ends so is not sent.
+    const bool name_suffix = fname == "fd.name" && n.op == Op::kEndsWith && vals.size() == 1 &&
+                             !vals[0].empty() && vals[0].find('/') == std::string::npos;
+    if ((fname == "fd.filename" || name_suffix) && chk.ltr.empty() && n.modifier == Modifier::kNone &&
+        (n.op == Op::kEq || n.op == Op::kIn || name_suffix)) {
+      std::vector<PathLiteral> leaves;
+      for (const auto& v : vals) {
+        if (v.empty() || v.find('/') != std::string::npos) break;
+        leaves.push_back(PathLiteral{"/" + v, true});
+      }
+      if (leaves.size() == vals.size()) {  // every value a plain file name
+        chk.path_check = true;
+        chk.path_literals = std::move(leaves);
+      }
+    }
+    // A path given with "../" (Falco's directory_traversal: fd.nameraw
+    // contains "../"): the sensor sends the opens whose given path starts
+    // with "../", judged by its first bytes like any prefix. A traversal
+    // inside a longer given path ("/srv/www/../../etc/x") is not sent.
+    if (fname == "fd.nameraw" && chk.ltr.empty() && n.modifier == Modifier::kNone &&
+        ((n.op == Op::kContains && vals.size() == 1 && vals[0] == "../") ||
+         (n.op == Op::kGlob && vals.size() == 1 && vals[0].starts_with("*../")))) {
+      chk.path_check = true;
+      chk.path_literals = {PathLiteral{"../", false, true}};
+    }
+    if ((fname == "fd.name" || fname == "fd.directory" || fname == "evt.arg.path" ||
+         fname == "evt.arg.name" || fname == "fd.nameraw") &&
+        chk.ltr.empty() && n.modifier != Modifier::kAnyOf) {
+      path_prefixes(n, chk, vals);
+    }
+  }
+
+  // Literal path prefixes for the sensor's open filter.
+  void path_prefixes(const Node& n, CCheck& chk, const std::vector<std::string>& vals) {
+    const std::string& fname = n.field.name;
+    bool usable = true;
+    // fd.name holds the resolved path of a successful open: equality
+    // with a literal is a whole-path match, a prefix one of the
+    // resolved path (so is fd.directory's). The path arguments
+    // (evt.arg.path, as Falco gives them) and fd.nameraw compare the
+    // path as given: prefixes of the given string only.
+    const bool whole_field = fname == "fd.name";
+    const bool given = fname != "fd.name" && fname != "fd.directory";
+    std::vector<PathLiteral> pre;
+    for (const auto& v : vals) {
+      PathLiteral p{v, false, given};
+      if (n.op == Op::kGlob) p.path = p.path.substr(0, p.path.find_first_of("*?["));
+      else if (n.op != Op::kEq && n.op != Op::kIn && n.op != Op::kStartsWith &&
+               n.op != Op::kPMatch) usable = false;
+      if (n.op == Op::kPMatch) p.path = p.path.substr(0, p.path.find_first_of("*?["));
+      if (p.path.empty() || p.path[0] != '/') usable = false;
+      p.whole = whole_field && (n.op == Op::kEq || n.op == Op::kIn) && p.path.back() != '/';
+      // fd.directory = / in: the whole directory, judged by the name of
+      // the file's parent ("/" has none: a prefix of every path).
+      if (fname == "fd.directory" && (n.op == Op::kEq || n.op == Op::kIn)) {
+        while (p.path.size() > 1 && p.path.back() == '/') p.path.pop_back();
+        p.dir = p.path != "/";
+      }
+      pre.push_back(std::move(p));
+    }
+    if (usable && n.modifier == Modifier::kNone) {
+      chk.path_check = true;
+      chk.path_literals = std::move(pre);
+    }
+  }
+
+  bool compile_numbers(const Node& n, FieldType t, CCheck& chk, const std::vector<std::string>& vals) {
+    for (const auto& v : vals) {
+      std::int64_t x;
+      if (!parse_int(v, x)) {
+        error(code::kTypeError, n.offset, "'" + v + "' is not a number, but '" + n.field.to_string() +
+                                              "' is an " + std::string(field_type_name(t)) + " field");
+        return false;
+      }
+      chk.nums.push_back(x);
+      chk.numset.push_back(x);
+    }
+    std::sort(chk.numset.begin(), chk.numset.end());
+    chk.numset.erase(std::unique(chk.numset.begin(), chk.numset.end()), chk.numset.end());
+    return true;
+  }
+
+  bool compile_bools(const Node& n, CCheck& chk, const std::vector<std::string>& vals) {
+    for (const auto& v : vals) {
+      bool b;
+      if (!parse_bool(v, b)) {
+        error(code::kTypeError, n.offset, "'" + v + "' is not true or false, but '" +
+                                              n.field.to_string() + "' is a bool field");
+        return false;
+      }
+      chk.boolean = b;
+      chk.nums.push_back(b ? 1 : 0);
+    }
+    return true;
+  }
+
+  bool compile_networks(const Node& n, CCheck& chk, const std::vector<std::string>& vals) {
+    for (const auto& v : vals) {
+      Cidr net;
+      if (!parse_cidr(v, net)) {
+        error(code::kTypeError, n.offset, "'" + v + "' is not an IP address or network, but '" +
+                                              n.field.to_string() + "' is an ip field");
+        return false;
+      }
+      chk.nets.push_back(net);
+    }
+    return true;
   }
 
   CNode finish(CNode& c, const std::string& key, std::shared_ptr<CCheck> chk) {

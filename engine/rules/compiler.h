@@ -131,6 +131,11 @@ class GuardIndex {
   struct Field;
   struct LitField;
   struct Lookup;
+  // The steps of build(), after each rule's guard is chosen.
+  void add_guards(const std::vector<std::vector<const CCheck*>>& chosen);
+  void index_values();
+  void add_exclusions(const std::vector<const CNode*>& roots);
+  void lay_out_lookups();
   std::vector<Field> fields_;
   std::vector<LitField> lit_fields_;
   std::vector<Lookup> lookups_;  // what candidates() reads of fields_, laid out flat

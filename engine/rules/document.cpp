@@ -218,6 +218,8 @@ class Reader {
     return true;
   }
 
+  // One top-level item: its kind, then the version items whole, or the
+  // named items (rule, macro, list, sequence) key by key.
   void item(const YAML::Node& n, std::vector<ItemDoc>& out) {
     if (!n.IsMap()) {
       d_.error(code::kYamlValidate, pos_of(n, file_), "", "each item of a rules file must be a map");
@@ -225,21 +227,7 @@ class Reader {
     }
     ItemDoc it;
     it.pos = pos_of(n, file_);
-    static const std::pair<const char*, ItemDoc::Kind> kKinds[] = {
-        {"rule", ItemDoc::Kind::kRule},
-        {"macro", ItemDoc::Kind::kMacro},
-        {"list", ItemDoc::Kind::kList},
-        {"sequence", ItemDoc::Kind::kSequence},
-        {"required_engine_version", ItemDoc::Kind::kEngineVersion},
-        {"required_plugin_versions", ItemDoc::Kind::kPluginVersions}};
-    const char* kind_key = nullptr;
-    for (const auto& [k, kind] : kKinds) {
-      if (n[k]) {
-        kind_key = k;
-        it.kind = kind;
-        break;
-      }
-    }
+    const char* kind_key = kind_of(n, it);
     if (!kind_key) {
       std::string first = n.begin() != n.end() && n.begin()->first.IsScalar() ? n.begin()->first.Scalar() : "?";
       d_.warning(code::kUnknownItem, it.pos, "", "unknown top-level item '" + first + "' ignored");
@@ -247,38 +235,11 @@ class Reader {
     }
     const YAML::Node head = n[kind_key];
     if (it.kind == ItemDoc::Kind::kEngineVersion) {
-      if (!head.IsScalar()) {
-        d_.error(code::kYamlValidate, pos_of(head, file_), "", "required_engine_version must be a version");
-        return;
-      }
-      it.version = head.Scalar();
-      out.push_back(std::move(it));
+      if (engine_version(head, it)) out.push_back(std::move(it));
       return;
     }
     if (it.kind == ItemDoc::Kind::kPluginVersions) {
-      if (!head.IsSequence()) {
-        d_.error(code::kYamlValidate, pos_of(head, file_), "", "required_plugin_versions must be a list");
-        return;
-      }
-      for (const auto& p : head) {
-        if (!p.IsMap() || !p["name"] || !p["name"].IsScalar()) {
-          d_.error(code::kYamlValidate, pos_of(p, file_), "", "a required plugin needs a 'name' and a 'version'");
-          continue;
-        }
-        PluginRequirement r;
-        r.name = p["name"].Scalar();
-        if (p["version"] && p["version"].IsScalar()) r.version = p["version"].Scalar();
-        if (p["alternatives"] && p["alternatives"].IsSequence()) {
-          for (const auto& a : p["alternatives"]) {
-            if (a.IsMap() && a["name"] && a["name"].IsScalar()) {
-              r.alternatives.emplace_back(a["name"].Scalar(),
-                                          a["version"] && a["version"].IsScalar() ? a["version"].Scalar() : "");
-            }
-          }
-        }
-        it.plugins.push_back(std::move(r));
-      }
-      out.push_back(std::move(it));
+      if (plugin_versions(head, it)) out.push_back(std::move(it));
       return;
     }
     if (!head.IsScalar() || head.Scalar().empty()) {
@@ -288,18 +249,7 @@ class Reader {
     }
     it.name = head.Scalar();
     bool ok = true;
-    static const std::set<std::string> kRuleKeys = {
-        "rule", "desc", "condition", "output", "priority", "tags", "enabled", "source",
-        "exceptions", "warn_evttypes", "skip-if-unknown-filter", "append", "override",
-        "capture", "capture_duration"};
-    static const std::set<std::string> kMacroKeys = {"macro", "condition", "append", "override"};
-    static const std::set<std::string> kListKeys = {"list", "items", "append", "override"};
-    static const std::set<std::string> kSequenceKeys = {"sequence", "desc", "by", "within", "steps",
-                                                        "output", "priority", "tags", "enabled"};
-    const auto& allowed = it.kind == ItemDoc::Kind::kRule       ? kRuleKeys
-                          : it.kind == ItemDoc::Kind::kMacro    ? kMacroKeys
-                          : it.kind == ItemDoc::Kind::kSequence ? kSequenceKeys
-                                                                : kListKeys;
+    const auto& allowed = allowed_keys(it.kind);
     for (auto kv = n.begin(); kv != n.end(); ++kv) {
       if (!kv->first.IsScalar()) continue;
       const std::string k = kv->first.Scalar();
@@ -310,43 +260,124 @@ class Reader {
         continue;
       }
       it.key_pos[k] = pos_of(v, file_);
-      std::string s;
-      bool b = false;
       if (k == "rule" || k == "macro" || k == "list" || k == "sequence") continue;
-      if (k == "condition") { if ((ok = scalar(v, s, it, "condition") && ok)) it.condition = s; }
-      else if (k == "desc") { if (scalar(v, s, it, "desc")) it.desc = s; else ok = false; }
-      else if (k == "output") { if (scalar(v, s, it, "output")) it.output = s; else ok = false; }
-      else if (k == "priority") { if (scalar(v, s, it, "priority")) it.priority = s; else ok = false; }
-      else if (k == "source") { if (scalar(v, s, it, "source")) it.source = s; else ok = false; }
-      else if (k == "enabled") { if (boolean(v, b, it, "enabled")) it.enabled = b; else ok = false; }
-      else if (k == "warn_evttypes") { if (boolean(v, b, it, "warn_evttypes")) it.warn_evttypes = b; else ok = false; }
-      else if (k == "skip-if-unknown-filter") { if (boolean(v, b, it, "skip-if-unknown-filter")) it.skip_if_unknown_filter = b; else ok = false; }
-      else if (k == "append") { if (boolean(v, b, it, "append")) it.append = b; else ok = false; }
-      else if (k == "capture") { ok = boolean(v, b, it, "capture") && ok; }
-      else if (k == "capture_duration") { ok = scalar(v, s, it, "capture_duration") && ok; }
-      else if (k == "tags") {
-        std::vector<std::string> t;
-        if (string_list(v, t, it, "tags")) it.tags = std::move(t); else ok = false;
-      } else if (k == "items") {
-        ok = string_list(v, it.items, it, "items") && ok;
-      } else if (k == "exceptions") {
-        std::vector<ExceptionDoc> ex;
-        if (exceptions(v, ex, it)) it.exceptions = std::move(ex); else ok = false;
-      } else if (k == "override") {
-        ok = overrides(v, it) && ok;
-      } else if (k == "by") {
-        std::vector<std::string> f;
-        if (v.IsScalar()) f.push_back(v.Scalar());
-        else if (!string_list(v, f, it, "by")) { ok = false; continue; }
-        it.by = std::move(f);
-      } else if (k == "within") {
-        if (scalar(v, s, it, "within")) it.within = s; else ok = false;
-      } else if (k == "steps") {
-        std::vector<StepDoc> st;
-        if (steps(v, st, it)) it.steps = std::move(st); else ok = false;
-      }
+      ok = key(k, v, it) && ok;
     }
     if (ok) out.push_back(std::move(it));
+  }
+
+  // The item's kind, by its first key that names one; null when none does.
+  static const char* kind_of(const YAML::Node& n, ItemDoc& it) {
+    static const std::pair<const char*, ItemDoc::Kind> kKinds[] = {
+        {"rule", ItemDoc::Kind::kRule},
+        {"macro", ItemDoc::Kind::kMacro},
+        {"list", ItemDoc::Kind::kList},
+        {"sequence", ItemDoc::Kind::kSequence},
+        {"required_engine_version", ItemDoc::Kind::kEngineVersion},
+        {"required_plugin_versions", ItemDoc::Kind::kPluginVersions}};
+    for (const auto& [k, kind] : kKinds) {
+      if (n[k]) {
+        it.kind = kind;
+        return k;
+      }
+    }
+    return nullptr;
+  }
+
+  bool engine_version(const YAML::Node& head, ItemDoc& it) {
+    if (!head.IsScalar()) {
+      d_.error(code::kYamlValidate, pos_of(head, file_), "", "required_engine_version must be a version");
+      return false;
+    }
+    it.version = head.Scalar();
+    return true;
+  }
+
+  bool plugin_versions(const YAML::Node& head, ItemDoc& it) {
+    if (!head.IsSequence()) {
+      d_.error(code::kYamlValidate, pos_of(head, file_), "", "required_plugin_versions must be a list");
+      return false;
+    }
+    for (const auto& p : head) {
+      if (!p.IsMap() || !p["name"] || !p["name"].IsScalar()) {
+        d_.error(code::kYamlValidate, pos_of(p, file_), "", "a required plugin needs a 'name' and a 'version'");
+        continue;
+      }
+      PluginRequirement r;
+      r.name = p["name"].Scalar();
+      if (p["version"] && p["version"].IsScalar()) r.version = p["version"].Scalar();
+      if (p["alternatives"] && p["alternatives"].IsSequence()) {
+        for (const auto& a : p["alternatives"]) {
+          if (a.IsMap() && a["name"] && a["name"].IsScalar()) {
+            r.alternatives.emplace_back(a["name"].Scalar(),
+                                        a["version"] && a["version"].IsScalar() ? a["version"].Scalar() : "");
+          }
+        }
+      }
+      it.plugins.push_back(std::move(r));
+    }
+    return true;
+  }
+
+  static const std::set<std::string>& allowed_keys(ItemDoc::Kind kind) {
+    static const std::set<std::string> kRuleKeys = {
+        "rule", "desc", "condition", "output", "priority", "tags", "enabled", "source",
+        "exceptions", "warn_evttypes", "skip-if-unknown-filter", "append", "override",
+        "capture", "capture_duration"};
+    static const std::set<std::string> kMacroKeys = {"macro", "condition", "append", "override"};
+    static const std::set<std::string> kListKeys = {"list", "items", "append", "override"};
+    static const std::set<std::string> kSequenceKeys = {"sequence", "desc", "by", "within", "steps",
+                                                        "output", "priority", "tags", "enabled"};
+    return kind == ItemDoc::Kind::kRule       ? kRuleKeys
+           : kind == ItemDoc::Kind::kMacro    ? kMacroKeys
+           : kind == ItemDoc::Kind::kSequence ? kSequenceKeys
+                                              : kListKeys;
+  }
+
+  // One key of a named item into `it`; false when its value is not valid.
+  bool key(const std::string& k, const YAML::Node& v, ItemDoc& it) {
+    std::string s;
+    bool b = false;
+    if (k == "condition") { if (!scalar(v, s, it, "condition")) return false; it.condition = s; }
+    else if (k == "desc") { if (!scalar(v, s, it, "desc")) return false; it.desc = s; }
+    else if (k == "output") { if (!scalar(v, s, it, "output")) return false; it.output = s; }
+    else if (k == "priority") { if (!scalar(v, s, it, "priority")) return false; it.priority = s; }
+    else if (k == "source") { if (!scalar(v, s, it, "source")) return false; it.source = s; }
+    else if (k == "enabled") { if (!boolean(v, b, it, "enabled")) return false; it.enabled = b; }
+    else if (k == "warn_evttypes") { if (!boolean(v, b, it, "warn_evttypes")) return false; it.warn_evttypes = b; }
+    else if (k == "skip-if-unknown-filter") {
+      if (!boolean(v, b, it, "skip-if-unknown-filter")) return false;
+      it.skip_if_unknown_filter = b;
+    }
+    else if (k == "append") { if (!boolean(v, b, it, "append")) return false; it.append = b; }
+    else if (k == "capture") { return boolean(v, b, it, "capture"); }
+    else if (k == "capture_duration") { return scalar(v, s, it, "capture_duration"); }
+    else if (k == "tags") {
+      std::vector<std::string> t;
+      if (!string_list(v, t, it, "tags")) return false;
+      it.tags = std::move(t);
+    } else if (k == "items") {
+      return string_list(v, it.items, it, "items");
+    } else if (k == "exceptions") {
+      std::vector<ExceptionDoc> ex;
+      if (!exceptions(v, ex, it)) return false;
+      it.exceptions = std::move(ex);
+    } else if (k == "override") {
+      return overrides(v, it);
+    } else if (k == "by") {
+      std::vector<std::string> f;
+      if (v.IsScalar()) f.push_back(v.Scalar());
+      else if (!string_list(v, f, it, "by")) return false;
+      it.by = std::move(f);
+    } else if (k == "within") {
+      if (!scalar(v, s, it, "within")) return false;
+      it.within = s;
+    } else if (k == "steps") {
+      std::vector<StepDoc> st;
+      if (!steps(v, st, it)) return false;
+      it.steps = std::move(st);
+    }
+    return true;
   }
 
  private:
@@ -645,93 +676,77 @@ void Collector::apply_macro(const ItemDoc& it, Diagnostics& d) {
   }
 }
 
-void Collector::apply_rule(const ItemDoc& it, Diagnostics& d) {
-  const std::string lbl = label("rule", it.name);
-  static const std::set<std::string> kAppendable = {"condition", "output", "desc", "tags", "exceptions"};
-  static const std::set<std::string> kReplaceable = {
-      "condition", "output", "desc", "priority", "tags", "exceptions", "enabled",
-      "warn_evttypes", "skip-if-unknown-filter", "capture", "capture_duration"};
-  if (!check_overrides(it, kAppendable, kReplaceable, lbl, d)) return;
-  auto found = rule_index_.find(it.name);
-  auto priority_of = [&](const std::string& s, event::Priority& p) {
-    auto v = event::priority_from_name(s);
-    if (!v) {
-      d.error(code::kPriority, key_pos(it, "priority"), lbl,
-              "unknown priority '" + s + "' (Emergency, Alert, Critical, Error, Warning, Notice, Informational, Debug)");
-      return false;
-    }
-    p = *v;
-    return true;
+namespace {
+
+const std::set<std::string> kRuleAppendable = {"condition", "output", "desc", "tags", "exceptions"};
+const std::set<std::string> kRuleReplaceable = {
+    "condition", "output", "desc", "priority", "tags", "exceptions", "enabled",
+    "warn_evttypes", "skip-if-unknown-filter", "capture", "capture_duration"};
+
+bool rule_priority(const ItemDoc& it, const std::string& s, event::Priority& p, const std::string& lbl,
+                   Diagnostics& d) {
+  auto v = event::priority_from_name(s);
+  if (!v) {
+    d.error(code::kPriority, key_pos(it, "priority"), lbl,
+            "unknown priority '" + s + "' (Emergency, Alert, Critical, Error, Warning, Notice, Informational, Debug)");
+    return false;
+  }
+  p = *v;
+  return true;
+}
+
+// An `override` (or deprecated `append: true`) item applied to rule `r`.
+void change_rule(const ItemDoc& it, RuleDef& r, const std::string& lbl, Diagnostics& d) {
+  if (it.source && *it.source != r.source) {
+    d.error(code::kOverride, key_pos(it, "source"), lbl, "a rule cannot be changed under a different source");
+    return;
+  }
+  auto mode = [&](const char* k) {
+    if (it.append) return it.key_pos.count(k) ? OverrideMode::kAppend : OverrideMode::kNone;
+    auto m = it.overrides.find(k);
+    return m == it.overrides.end() ? OverrideMode::kNone : m->second;
   };
-
-  if (it.append || !it.overrides.empty()) {
-    if (it.append) d.warning(code::kDeprecated, key_pos(it, "append"), lbl, "'append: true' is deprecated; use 'override'");
-    if (found == rule_index_.end()) {
-      d.error(code::kOverride, it.pos, lbl, std::string(it.append ? "append" : "override") + " to a rule that is not defined");
-      return;
-    }
-    RuleDef& r = rules_[found->second];
-    if (it.source && *it.source != r.source) {
-      d.error(code::kOverride, key_pos(it, "source"), lbl, "a rule cannot be changed under a different source");
-      return;
-    }
-    auto mode = [&](const char* k) {
-      if (it.append) return it.key_pos.count(k) ? OverrideMode::kAppend : OverrideMode::kNone;
-      auto m = it.overrides.find(k);
-      return m == it.overrides.end() ? OverrideMode::kNone : m->second;
-    };
-    if (it.append) {
-      for (const auto& [k, p] : it.key_pos) {
-        if (k != "rule" && k != "append" && !kAppendable.count(k)) {
-          d.error(code::kOverride, p, lbl, "'" + k + "' cannot be appended to");
-          return;
-        }
+  if (it.append) {
+    for (const auto& [k, p] : it.key_pos) {
+      if (k != "rule" && k != "append" && !kRuleAppendable.count(k)) {
+        d.error(code::kOverride, p, lbl, "'" + k + "' cannot be appended to");
+        return;
       }
     }
-    if (auto m = mode("condition"); m != OverrideMode::kNone) {
-      if (m == OverrideMode::kAppend) r.condition += " " + *it.condition;
-      else {
-        r.condition = *it.condition;
-        r.condition_pos = key_pos(it, "condition");
-      }
-    }
-    if (auto m = mode("output"); m != OverrideMode::kNone) {
-      if (m == OverrideMode::kAppend) r.output += " " + *it.output;
-      else {
-        r.output = *it.output;
-        r.output_pos = key_pos(it, "output");
-      }
-    }
-    if (auto m = mode("desc"); m != OverrideMode::kNone) r.desc = m == OverrideMode::kAppend ? r.desc + " " + *it.desc : *it.desc;
-    if (auto m = mode("tags"); m != OverrideMode::kNone) {
-      if (m == OverrideMode::kReplace) r.tags.clear();
-      for (const auto& t : *it.tags) {
-        if (std::find(r.tags.begin(), r.tags.end(), t) == r.tags.end()) r.tags.push_back(t);
-      }
-    }
-    if (auto m = mode("exceptions"); m != OverrideMode::kNone) {
-      if (m == OverrideMode::kReplace) r.exceptions = *it.exceptions;
-      else merge_exceptions(r.exceptions, *it.exceptions, lbl, d);
-    }
-    if (mode("priority") == OverrideMode::kReplace) priority_of(*it.priority, r.priority);
-    if (mode("enabled") == OverrideMode::kReplace) r.enabled = *it.enabled;
-    if (mode("warn_evttypes") == OverrideMode::kReplace) r.warn_evttypes = *it.warn_evttypes;
-    if (mode("skip-if-unknown-filter") == OverrideMode::kReplace) r.skip_if_unknown_filter = *it.skip_if_unknown_filter;
-    return;
   }
-
-  // `- rule: X` + `enabled: false` only: the deprecated way to toggle a rule.
-  bool only_enabled = it.enabled && it.key_pos.size() == 2 && it.key_pos.count("enabled");
-  if (only_enabled) {
-    if (found == rule_index_.end()) {
-      d.error(code::kOverride, it.pos, lbl, "enabling or disabling a rule that is not defined");
-      return;
+  if (auto m = mode("condition"); m != OverrideMode::kNone) {
+    if (m == OverrideMode::kAppend) r.condition += " " + *it.condition;
+    else {
+      r.condition = *it.condition;
+      r.condition_pos = key_pos(it, "condition");
     }
-    d.warning(code::kDeprecated, key_pos(it, "enabled"), lbl,
-              "changing 'enabled' without 'override' is deprecated; use 'override: {enabled: replace}'");
-    rules_[found->second].enabled = *it.enabled;
-    return;
   }
+  if (auto m = mode("output"); m != OverrideMode::kNone) {
+    if (m == OverrideMode::kAppend) r.output += " " + *it.output;
+    else {
+      r.output = *it.output;
+      r.output_pos = key_pos(it, "output");
+    }
+  }
+  if (auto m = mode("desc"); m != OverrideMode::kNone) r.desc = m == OverrideMode::kAppend ? r.desc + " " + *it.desc : *it.desc;
+  if (auto m = mode("tags"); m != OverrideMode::kNone) {
+    if (m == OverrideMode::kReplace) r.tags.clear();
+    for (const auto& t : *it.tags) {
+      if (std::find(r.tags.begin(), r.tags.end(), t) == r.tags.end()) r.tags.push_back(t);
+    }
+  }
+  if (auto m = mode("exceptions"); m != OverrideMode::kNone) {
+    if (m == OverrideMode::kReplace) r.exceptions = *it.exceptions;
+    else merge_exceptions(r.exceptions, *it.exceptions, lbl, d);
+  }
+  if (mode("priority") == OverrideMode::kReplace) rule_priority(it, *it.priority, r.priority, lbl, d);
+  if (mode("enabled") == OverrideMode::kReplace) r.enabled = *it.enabled;
+  if (mode("warn_evttypes") == OverrideMode::kReplace) r.warn_evttypes = *it.warn_evttypes;
+  if (mode("skip-if-unknown-filter") == OverrideMode::kReplace) r.skip_if_unknown_filter = *it.skip_if_unknown_filter;
+}
+
+// A rule defined by `it` (all of it); false when it lacks a key or has a bad priority.
+bool rule_from(const ItemDoc& it, RuleDef& r, const std::string& lbl, Diagnostics& d) {
   bool ok = true;
   for (const char* k : {"condition", "output", "desc", "priority"}) {
     if (!it.key_pos.count(k)) {
@@ -739,8 +754,7 @@ void Collector::apply_rule(const ItemDoc& it, Diagnostics& d) {
       ok = false;
     }
   }
-  if (!ok) return;
-  RuleDef r;
+  if (!ok) return false;
   r.name = it.name;
   r.pos = it.pos;
   r.desc = *it.desc;
@@ -748,7 +762,7 @@ void Collector::apply_rule(const ItemDoc& it, Diagnostics& d) {
   r.condition_pos = key_pos(it, "condition");
   r.output = *it.output;
   r.output_pos = key_pos(it, "output");
-  if (!priority_of(*it.priority, r.priority)) return;
+  if (!rule_priority(it, *it.priority, r.priority, lbl, d)) return false;
   if (it.tags) r.tags = *it.tags;
   if (it.source && !it.source->empty()) r.source = *it.source;
   if (it.enabled) r.enabled = *it.enabled;
@@ -764,6 +778,38 @@ void Collector::apply_rule(const ItemDoc& it, Diagnostics& d) {
       r.exceptions.push_back(e);
     }
   }
+  return true;
+}
+
+}  // namespace
+
+void Collector::apply_rule(const ItemDoc& it, Diagnostics& d) {
+  const std::string lbl = label("rule", it.name);
+  if (!check_overrides(it, kRuleAppendable, kRuleReplaceable, lbl, d)) return;
+  auto found = rule_index_.find(it.name);
+  if (it.append || !it.overrides.empty()) {
+    if (it.append) d.warning(code::kDeprecated, key_pos(it, "append"), lbl, "'append: true' is deprecated; use 'override'");
+    if (found == rule_index_.end()) {
+      d.error(code::kOverride, it.pos, lbl, std::string(it.append ? "append" : "override") + " to a rule that is not defined");
+      return;
+    }
+    change_rule(it, rules_[found->second], lbl, d);
+    return;
+  }
+  // `- rule: X` + `enabled: false` only: the deprecated way to toggle a rule.
+  bool only_enabled = it.enabled && it.key_pos.size() == 2 && it.key_pos.count("enabled");
+  if (only_enabled) {
+    if (found == rule_index_.end()) {
+      d.error(code::kOverride, it.pos, lbl, "enabling or disabling a rule that is not defined");
+      return;
+    }
+    d.warning(code::kDeprecated, key_pos(it, "enabled"), lbl,
+              "changing 'enabled' without 'override' is deprecated; use 'override: {enabled: replace}'");
+    rules_[found->second].enabled = *it.enabled;
+    return;
+  }
+  RuleDef r;
+  if (!rule_from(it, r, lbl, d)) return;
   if (found != rule_index_.end()) {
     r.pos = rules_[found->second].pos;
     rules_[found->second] = std::move(r);

@@ -5,7 +5,7 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/rules/fields.h"
+#include "engine/rules/field_extractors.h"
 
 namespace vigil::rules {
 

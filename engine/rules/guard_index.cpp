@@ -352,30 +352,53 @@ bool same_field(const FieldInst& a, const FieldInst& b) {
   return a.def == b.def && a.arg == b.arg && a.has_arg == b.has_arg && a.index == b.index;
 }
 
-}  // namespace
-
-void GuardIndex::build(const std::vector<const Expr*>& exprs, event::Type t) {
-  fields_.clear();
-  lit_fields_.clear();
-  active_ = false;
-  const std::size_t n = exprs.size();
-  words_ = (n + 63) / 64;
-  always_.assign(words_, 0);
-  if (n > kMaxRules) return;
-  auto ti = static_cast<std::size_t>(t);
-  std::vector<std::vector<std::vector<const CCheck*>>> cands(n);
-  for (std::size_t r = 0; r < n; ++r) {
-    const Expr* e = exprs[r];
-    const CNode* root = e && ti < e->by_type_.size() ? e->by_type_[ti].get() : nullptr;
-    if (root) cands[r] = guard_candidates(*root, false);
+// Chooses each rule's guard: the terms of its condition whose values pick
+// the rule (guard_candidates), weighed by how well their fields sort events.
+// Value guards first, for every rule; then, for the rules left without one,
+// literal guards (when value guards alone make the index worth using) and
+// flag guards; literal guards after flag guards when value and flag guards
+// together make the index worth using. A literal guard keeps out more events
+// than a flag guard (only the events with that value for the field get
+// through), so it goes first where it can.
+class GuardChooser {
+ public:
+  // `roots`: each rule's condition specialised for the index's event type
+  // (null: none).
+  explicit GuardChooser(const std::vector<const CNode*>& roots) : roots_(roots), cands_(roots.size()) {
+    for (std::size_t r = 0; r < roots.size(); ++r) {
+      if (roots[r]) cands_[r] = guard_candidates(*roots[r], false);
+    }
+    count_values();
   }
-  // Per guard field: how many distinct values the rules compare it with (a
-  // field with few, fd.typechar = f in every open rule, lets nearly every
-  // event through; one with many, fd.name, sorts events well), whether one
-  // of them is a string longer than 3 bytes, and how many rules could be
-  // guarded by it. Summarised once per field, so weighing a candidate costs
-  // a lookup and not a walk over the field's values (a rule of n terms on
-  // one field would otherwise cost n^2).
+
+  // Each rule's guard (empty: none); `guarded`: how many rules have one.
+  std::vector<std::vector<const CCheck*>> choose(std::size_t& guarded) {
+    const std::size_t n = roots_.size();
+    std::vector<std::vector<const CCheck*>> chosen(n);
+    std::size_t value_guarded = 0;
+    for (std::size_t r = 0; r < n; ++r) {
+      chosen[r] = value_choice(r);
+      if (!chosen[r].empty()) {
+        ++value_guarded;
+        for (const CCheck* c : chosen[r]) in_use_.insert(lookup_of(c));
+      }
+    }
+    guarded = value_guarded;
+    auto more = [&](bool flags) {
+      for (std::size_t r = 0; r < n; ++r) {
+        if (!chosen[r].empty()) continue;
+        chosen[r] = literal_choice(r, flags);
+        if (!chosen[r].empty()) ++guarded;
+      }
+    };
+    const bool literal_first = value_guarded >= 2;
+    if (literal_first) more(false);
+    more(true);
+    if (!literal_first && guarded >= 2) more(false);
+    return chosen;
+  }
+
+ private:
   using FieldKey = std::tuple<const FieldDef*, std::string, std::int64_t>;
   struct FieldStats {
     std::set<std::string> values;  // while counting
@@ -383,26 +406,42 @@ void GuardIndex::build(const std::vector<const Expr*>& exprs, event::Type t) {
     bool long_string = false;
     std::size_t popular = 0;
   };
-  std::map<FieldKey, FieldStats> stats;
-  for (const auto& rc : cands) {
-    std::set<FieldKey> mine;
-    for (const auto& g : rc) {
-      for (const CCheck* c : g) {
-        FieldKey key{c->lhs.def, c->lhs.arg, c->lhs.index};
-        auto& st = stats[key];
-        if (mine.insert(key).second) ++st.popular;
-        if (c->op == Op::kExists) continue;
-        for (auto& k : guard_keys(*c)) {
-          if (k.size() > 3) st.long_string = true;
-          st.values.insert(std::move(k));
+  // The lookup a guard term costs: its field, and how it is compared (-1:
+  // by value, else the literal mode).
+  using LookupKey = std::tuple<const FieldDef*, std::string, std::int64_t, int>;
+  using Worth = std::tuple<int, std::size_t, std::size_t>;
+
+  static FieldKey key_of(const CCheck* c) { return FieldKey{c->lhs.def, c->lhs.arg, c->lhs.index}; }
+
+  // Per guard field: how many distinct values the rules compare it with (a
+  // field with few, fd.typechar = f in every open rule, lets nearly every
+  // event through; one with many, fd.name, sorts events well), whether one
+  // of them is a string longer than 3 bytes, and how many rules could be
+  // guarded by it. Summarised once per field, so weighing a candidate costs
+  // a lookup and not a walk over the field's values (a rule of n terms on
+  // one field would otherwise cost n^2).
+  void count_values() {
+    for (const auto& rc : cands_) {
+      std::set<FieldKey> mine;
+      for (const auto& g : rc) {
+        for (const CCheck* c : g) {
+          FieldKey key = key_of(c);
+          auto& st = stats_[key];
+          if (mine.insert(key).second) ++st.popular;
+          if (c->op == Op::kExists) continue;
+          for (auto& k : guard_keys(*c)) {
+            if (k.size() > 3) st.long_string = true;
+            st.values.insert(std::move(k));
+          }
         }
       }
     }
+    for (auto& [key, st] : stats_) {
+      st.distinct = st.values.size();
+      std::set<std::string>().swap(st.values);
+    }
   }
-  for (auto& [key, st] : stats) {
-    st.distinct = st.values.size();
-    std::set<std::string>().swap(st.values);
-  }
+
   // A guard's worth, compared as (strong, cardinality): a term is strong
   // when its field is compared with several numbers or with some string
   // longer than 3 bytes (fd.typechar = f, fd.l4proto = tcp, gpu.limit = 0,
@@ -410,13 +449,12 @@ void GuardIndex::build(const std::vector<const Expr*>& exprs, event::Type t) {
   // terms of an `or`, the weakest.
   // Ties go to fields more rules can be guarded by (one extraction serves
   // them all).
-  auto worth = [&](const std::vector<const CCheck*>& g) {
-    std::tuple<int, std::size_t, std::size_t> w{2, SIZE_MAX, SIZE_MAX};
+  Worth worth(const std::vector<const CCheck*>& g) const {
+    Worth w{2, SIZE_MAX, SIZE_MAX};
     for (const CCheck* c : g) {
-      const FieldStats& st = stats.at(FieldKey{c->lhs.def, c->lhs.arg, c->lhs.index});
+      const FieldStats& st = stats_.at(key_of(c));
       // A boolean is weakest of all (evt.failed = false holds for most events).
-      std::tuple<int, std::size_t, std::size_t> k{c->ltype == FieldType::kBool && c->op != Op::kExists ? 0 : 1, 1,
-                                                  st.popular};
+      Worth k{c->ltype == FieldType::kBool && c->op != Op::kExists ? 0 : 1, 1, st.popular};
       if (c->op != Op::kExists && c->ltype != FieldType::kBool) {
         bool strong = c->ltype == FieldType::kString || c->ltype == FieldType::kIp ? st.long_string : st.distinct >= 2;
         k = {strong ? 2 : 1, st.distinct, st.popular};
@@ -424,17 +462,30 @@ void GuardIndex::build(const std::vector<const Expr*>& exprs, event::Type t) {
       w = std::min(w, k);
     }
     return w;
-  };
-  // A rule with no value guard worth its lookup may have a literal one: of
-  // the candidates whose every term is a literal test, `exists` or a strong
-  // value test, adding at most two lookups (a field, and how it is
-  // compared) to those of the guards chosen before it, the one with the
-  // fewest `contains` terms (each a search of the value), then the fewest
-  // terms. Value guards are picked first, so literal guards only add lookups
-  // for rules that would otherwise run for every event.
-  auto strong = [&](const CCheck* c) {
-    auto it = stats.find(FieldKey{c->lhs.def, c->lhs.arg, c->lhs.index});
-    if (it != stats.end()) {
+  }
+
+  // The best value guard of rule r: only strong value tests and `exists` pay
+  // for their lookup (a weak value test or a boolean lets most events through
+  // anyway); empty when none.
+  std::vector<const CCheck*> value_choice(std::size_t r) const {
+    std::vector<const CCheck*> g;
+    Worth best{0, 0, 0};
+    for (const auto& cand : cands_[r]) {
+      auto w = worth(cand);
+      bool all_exists = true;
+      for (const CCheck* c : cand) all_exists = all_exists && c->op == Op::kExists;
+      if (std::get<0>(w) < 2 && !all_exists) continue;
+      if (g.empty() || w > best) {
+        g = cand;
+        best = w;
+      }
+    }
+    return g;
+  }
+
+  bool strong(const CCheck* c) const {
+    auto it = stats_.find(key_of(c));
+    if (it != stats_.end()) {
       return c->ltype == FieldType::kString || c->ltype == FieldType::kIp ? it->second.long_string
                                                                            : it->second.distinct >= 2;
     }
@@ -443,26 +494,29 @@ void GuardIndex::build(const std::vector<const Expr*>& exprs, event::Type t) {
       return std::any_of(keys.begin(), keys.end(), [](const std::string& k) { return k.size() > 3; });
     }
     return c->ltype != FieldType::kBool && keys.size() >= 2;
-  };
-  // The lookup a guard term costs: its field, and how it is compared (-1:
-  // by value, else the literal mode).
-  using LookupKey = std::tuple<const FieldDef*, std::string, std::int64_t, int>;
-  auto lookup_of = [](const CCheck* c) {
+  }
+
+  static LookupKey lookup_of(const CCheck* c) {
     LitMode m = LitMode::kPrefix;
     bool lit = is_literal_term(*c) && literal_guard(*c, m);
     return LookupKey{c->lhs.def, c->lhs.arg, c->lhs.index, lit ? static_cast<int>(m) : -1};
-  };
-  std::set<LookupKey> in_use;  // the lookups of the guards chosen so far
+  }
+
+  // A rule with no value guard worth its lookup may have a literal one: of
+  // the candidates whose every term is a literal test, `exists` or a strong
+  // value test, adding at most two lookups (a field, and how it is
+  // compared) to those of the guards chosen before it, the one with the
+  // fewest `contains` terms (each a search of the value), then the fewest
+  // terms. Value guards are picked first, so literal guards only add lookups
+  // for rules that would otherwise run for every event.
   // With `flags`, a candidate must have a flag term (`F = true`), and it may
   // also have literal terms; without, it is a literal guard as above. Either
   // may add at most two lookups to those the guards chosen before it use.
-  auto literal_choice = [&](std::size_t r, bool flags) {
+  std::vector<const CCheck*> literal_choice(std::size_t r, bool flags) {
     std::vector<const CCheck*> g;
     std::tuple<std::size_t, std::size_t, std::size_t> best{SIZE_MAX, SIZE_MAX, SIZE_MAX};
-    const Expr* e = exprs[r];
-    const CNode* root = e && ti < e->by_type_.size() ? e->by_type_[ti].get() : nullptr;
-    if (!root) return g;
-    for (const auto& cand : guard_candidates(*root, true)) {
+    if (!roots_[r]) return g;
+    for (const auto& cand : guard_candidates(*roots_[r], true)) {
       bool usable = true, wanted = false;
       std::size_t searches = 0;
       for (const CCheck* c : cand) {
@@ -483,7 +537,7 @@ void GuardIndex::build(const std::vector<const Expr*>& exprs, event::Type t) {
       std::set<LookupKey> lookups;
       for (const CCheck* c : cand) {
         LookupKey l = lookup_of(c);
-        if (!in_use.count(l)) lookups.insert(std::move(l));
+        if (!in_use_.count(l)) lookups.insert(std::move(l));
       }
       std::tuple<std::size_t, std::size_t, std::size_t> cost{searches, lookups.size(), cand.size()};
       if (!flags) std::get<1>(cost) = 0;  // literal guards: as before, fewest searches, then terms
@@ -492,54 +546,49 @@ void GuardIndex::build(const std::vector<const Expr*>& exprs, event::Type t) {
         best = cost;
       }
     }
-    for (const CCheck* c : g) in_use.insert(lookup_of(c));
+    for (const CCheck* c : g) in_use_.insert(lookup_of(c));
     return g;
-  };
-  // Value guards first, for every rule; then, for the rules left without
-  // one, literal guards (when value guards alone make the index worth using)
-  // and flag guards; literal guards after flag guards when value and flag
-  // guards together make the index worth using. A literal guard keeps out
-  // more events than a flag guard (only the events with that value for the
-  // field get through), so it goes first where it can.
-  std::vector<std::vector<const CCheck*>> chosen(n);
-  std::size_t value_guarded = 0;
-  for (std::size_t r = 0; r < n; ++r) {
-    std::vector<const CCheck*>& g = chosen[r];
-    std::tuple<int, std::size_t, std::size_t> best{0, 0, 0};
-    for (const auto& cand : cands[r]) {
-      auto w = worth(cand);
-      // Only strong value tests and `exists` pay for their lookup: a weak
-      // value test or a boolean lets most events through anyway.
-      bool all_exists = true;
-      for (const CCheck* c : cand) all_exists = all_exists && c->op == Op::kExists;
-      if (std::get<0>(w) < 2 && !all_exists) continue;
-      if (g.empty() || w > best) {
-        g = cand;
-        best = w;
-      }
-    }
-    if (!g.empty()) {
-      ++value_guarded;
-      for (const CCheck* c : g) in_use.insert(lookup_of(c));
-    }
   }
-  std::size_t guarded = value_guarded;
-  auto more = [&](bool flags) {
-    for (std::size_t r = 0; r < n; ++r) {
-      if (!chosen[r].empty()) continue;
-      chosen[r] = literal_choice(r, flags);
-      if (!chosen[r].empty()) ++guarded;
-    }
-  };
-  const bool literal_first = value_guarded >= 2;
-  if (literal_first) more(false);
-  more(true);
-  if (!literal_first && guarded >= 2) more(false);
+
+  const std::vector<const CNode*>& roots_;
+  std::vector<std::vector<std::vector<const CCheck*>>> cands_;  // guard_candidates of each rule
+  std::map<FieldKey, FieldStats> stats_;
+  std::set<LookupKey> in_use_;  // the lookups of the guards chosen so far
+};
+
+}  // namespace
+
+void GuardIndex::build(const std::vector<const Expr*>& exprs, event::Type t) {
+  fields_.clear();
+  lit_fields_.clear();
+  active_ = false;
+  const std::size_t n = exprs.size();
+  words_ = (n + 63) / 64;
+  always_.assign(words_, 0);
+  if (n > kMaxRules) return;
+  auto ti = static_cast<std::size_t>(t);
+  std::vector<const CNode*> roots(n);
+  for (std::size_t r = 0; r < n; ++r) {
+    const Expr* e = exprs[r];
+    roots[r] = e && ti < e->by_type_.size() ? e->by_type_[ti].get() : nullptr;
+  }
+  std::size_t guarded = 0;
+  add_guards(GuardChooser(roots).choose(guarded));
+  index_values();
+  add_exclusions(roots);
+  lay_out_lookups();
+  active_ = guarded >= 2;
+}
+
+// Files each rule under its guard's terms: a literal term under its field and
+// mode, a value term under its field by value (or as needing only a value,
+// for `exists`); a rule without a guard is always a candidate.
+void GuardIndex::add_guards(const std::vector<std::vector<const CCheck*>>& chosen) {
   auto set_bit = [&](std::vector<std::uint64_t>& m, std::size_t r) {
     if (m.empty()) m.assign(words_, 0);
     m[r / 64] |= std::uint64_t{1} << (r % 64);
   };
-  for (std::size_t r = 0; r < n; ++r) {
+  for (std::size_t r = 0; r < chosen.size(); ++r) {
     const std::vector<const CCheck*>& g = chosen[r];
     if (g.empty()) {
       always_[r / 64] |= std::uint64_t{1} << (r % 64);
@@ -579,6 +628,11 @@ void GuardIndex::build(const std::vector<const Expr*>& exprs, event::Type t) {
       }
     }
   }
+}
+
+// Turns the rules filed under each field's values into a value set and a
+// rule mask per value.
+void GuardIndex::index_values() {
   for (auto& f : fields_) {
     std::vector<std::string> vals;
     vals.reserve(f.pending_rules.size());
@@ -595,11 +649,13 @@ void GuardIndex::build(const std::vector<const Expr*>& exprs, event::Type t) {
     f.false_id = f.values.find(bool_key(false));
   }
   for (auto& f : lit_fields_) f.build(words_);
-  // Exceptions on addresses (exclusion_check), per distinct check.
+}
+
+// Exceptions on addresses (exclusion_check), per distinct check.
+void GuardIndex::add_exclusions(const std::vector<const CNode*>& roots) {
   exclusions_.clear();
-  for (std::size_t r = 0; r < n; ++r) {
-    const Expr* e = exprs[r];
-    const CNode* root = e && ti < e->by_type_.size() ? e->by_type_[ti].get() : nullptr;
+  for (std::size_t r = 0; r < roots.size(); ++r) {
+    const CNode* root = roots[r];
     if (!root || root->kind != CNode::Kind::kAnd) continue;
     for (const auto& k : root->kids) {
       if (k.kind != CNode::Kind::kNot || k.kids.size() != 1 || k.kids[0].kind != CNode::Kind::kCheck) continue;
@@ -616,6 +672,10 @@ void GuardIndex::build(const std::vector<const Expr*>& exprs, event::Type t) {
       x->rules[r / 64] |= std::uint64_t{1} << (r % 64);
     }
   }
+}
+
+// What candidates() reads of each value field, laid out flat.
+void GuardIndex::lay_out_lookups() {
   lookups_.clear();
   for (const auto& f : fields_) {
     Lookup l;
@@ -634,7 +694,6 @@ void GuardIndex::build(const std::vector<const Expr*>& exprs, event::Type t) {
     l.values = &f.values;
     lookups_.push_back(l);
   }
-  active_ = guarded >= 2;
 }
 
 namespace {
