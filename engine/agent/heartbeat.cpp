@@ -1,4 +1,4 @@
-#include "engine/cli/heartbeat.h"
+#include "engine/agent/heartbeat.h"
 
 #include <unistd.h>
 
@@ -8,7 +8,8 @@
 #include "engine/event/event.h"
 #include "engine/rules/ruleset.h"
 
-namespace vigil::cli {
+namespace vigil::agent {
+using cli::get_or;
 
 Result<std::chrono::seconds> heartbeat_interval(const YAML::Node& cfg) {
   auto s = get_or<std::uint64_t>(cfg, "heartbeat.interval_s", 0);
@@ -41,4 +42,4 @@ event::Alert make_heartbeat(const HeartbeatInfo& h) {
   return a;
 }
 
-}  // namespace vigil::cli
+}  // namespace vigil::agent

@@ -1,14 +1,17 @@
-#include "engine/cli/webserver.h"
+#include "engine/agent/webserver.h"
 
+#include "engine/agent/agent.h"
 #include "engine/baseline/store.h"
 #include "engine/cli/config.h"
 #include "engine/pipeline/pipeline.h"
 #include "engine/rules/sequence.h"
 #include "engine/state/pod_watcher.h"
+#include "engine/state/pods.h"
 #include "engine/util/version.h"
 #include "outputs/router.h"
 
-namespace vigil::cli {
+namespace vigil::agent {
+using cli::get_or;
 
 Result<WebserverConfig> webserver_config(const YAML::Node& cfg) {
   WebserverConfig out;
@@ -25,23 +28,24 @@ Result<WebserverConfig> webserver_config(const YAML::Node& cfg) {
   return out;
 }
 
-Result<std::unique_ptr<metrics::Server>> start_webserver(const WebserverConfig& cfg, const AgentObjects& a,
+Result<std::unique_ptr<metrics::Server>> start_webserver(const WebserverConfig& cfg, const Agent& a,
                                                          metrics::HealthMonitor& health,
                                                          std::shared_ptr<spdlog::logger> log) {
   metrics::AgentView v;
   v.version = kVersion;
-  v.loop = [&r = a.runner] { return r.status(); };
-  v.reloads = [&r = a.runner] { return r.reload_stats(); };
-  v.sinks = [&r = a.router] { return r.stats(); };
+  v.loop = [&r = *a.runner] { return r.status(); };
+  v.reloads = [&r = *a.runner] { return r.reload_stats(); };
+  v.sinks = [&r = *a.router] { return r.stats(); };
   v.parts = [&p = a.parts] { return p.snapshot(); };
-  v.rules = [&r = a.rules] { return r.get(); };
-  v.sequences = [&p = a.pipe] {
+  v.rules = [&r = a.rules_in_force] { return r.get(); };
+  v.sequences = [&p = *a.pipe] {
     std::vector<metrics::SequenceEvictions> out;
     for (const auto& s : p.sequence_stats().snapshot()) out.push_back({s.sequence, s.expired, s.capacity});
     return out;
   };
   if (a.pods != nullptr) {
-    v.k8s = [a]() -> std::optional<metrics::K8sInfo> {
+    const bool tls_verified = !(a.k8s && a.k8s->api_tls_verification_off());
+    v.k8s = [&a, tls_verified]() -> std::optional<metrics::K8sInfo> {
       const state::PodWatcher::Stats s = a.pods->stats();
       metrics::K8sInfo k;
       k.synced = s.synced;
@@ -50,12 +54,12 @@ Result<std::unique_ptr<metrics::Server>> start_webserver(const WebserverConfig& 
       k.watch_events = s.events;
       k.errors = s.errors + s.pod_resources_errors;
       k.relists = s.relists_gone;
-      k.tls_verified = a.k8s_tls_verified;
+      k.tls_verified = tls_verified;
       return k;
     };
   }
   if (a.baselines != nullptr) {
-    v.baselines = [b = a.baselines] {
+    v.baselines = [b = a.baselines.get()] {
       const baseline::Stats s = b->stats();
       metrics::BaselineInfo out;
       out.learning = s.learning;
@@ -70,7 +74,7 @@ Result<std::unique_ptr<metrics::Server>> start_webserver(const WebserverConfig& 
     };
   }
   v.health = [&health] { return health.verdict(); };
-  v.ready = [&r = a.runner] {
+  v.ready = [&r = *a.runner] {
     metrics::Verdict out;
     if (!r.status().running) {
       out.ok = false;
@@ -84,8 +88,8 @@ Result<std::unique_ptr<metrics::Server>> start_webserver(const WebserverConfig& 
   h.metrics = [v] { return metrics::scrape(v); };
   h.health = [&health] { return health.verdict(); };
   h.ready = v.ready;
-  h.sample = [a, &health] { health.observe(a.runner.status(), a.pipe.stats().events, std::chrono::steady_clock::now()); };
+  h.sample = [&a, &health] { health.observe(a.runner->status(), a.pipe->stats().events, std::chrono::steady_clock::now()); };
   return metrics::Server::start({cfg.listen, std::move(log)}, std::move(h));
 }
 
-}  // namespace vigil::cli
+}  // namespace vigil::agent

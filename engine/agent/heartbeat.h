@@ -13,7 +13,7 @@
 #include "engine/event/alert.h"
 #include "engine/util/result.h"
 
-namespace vigil::cli {
+namespace vigil::agent {
 
 inline constexpr const char* kHeartbeatRule = "vigil heartbeat";
 
@@ -35,4 +35,4 @@ struct HeartbeatInfo {
 
 event::Alert make_heartbeat(const HeartbeatInfo& h);
 
-}  // namespace vigil::cli
+}  // namespace vigil::agent

@@ -1,14 +1,15 @@
-// check_rule_counts (engine/cli/common.h): when vigil run refuses a loaded
+// check_rule_counts (engine/agent/rules_load.h): when vigil run refuses a loaded
 // rule set for the rules it would leave (issue 16: zero rules were accepted
 // silently, at start and on a reload that skipped every rule).
-#include "engine/cli/common.h"
+#include "engine/agent/rules_load.h"
+#include "engine/agent/live_sources.h"
 
 #include <gtest/gtest.h>
 
 #include "engine/rules/ruleset.h"
 #include "tests/engine/rules/test_util.h"
 
-namespace vigil::cli {
+namespace vigil::agent {
 namespace {
 
 std::string why(const RuleCounts& c, const RuleCountPolicy& p = {}) {
@@ -92,4 +93,4 @@ TEST(SensorGaps, NewOpenPathsAreNamed) {
 }
 
 }  // namespace
-}  // namespace vigil::cli
+}  // namespace vigil::agent

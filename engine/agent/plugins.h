@@ -15,7 +15,7 @@ namespace spdlog {
 class logger;
 }
 
-namespace vigil::cli {
+namespace vigil::agent {
 
 // Loads the plugins `load_plugins` chooses (none: an empty host), and runs
 // their init when `init` is set. Errors: bad input (exit 2) for the
@@ -23,4 +23,4 @@ namespace vigil::cli {
 Result<std::unique_ptr<plugin::Host>> load_plugins(const YAML::Node& cfg, const std::string& config_path,
                                                    std::shared_ptr<spdlog::logger> log, bool init);
 
-}  // namespace vigil::cli
+}  // namespace vigil::agent

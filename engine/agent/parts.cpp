@@ -1,9 +1,9 @@
-#include "engine/cli/parts.h"
+#include "engine/agent/parts.h"
 
 #include <cerrno>
 #include <cstring>
 
-namespace vigil::cli {
+namespace vigil::agent {
 namespace {
 
 // One row per part of docs/install.md, "Privileges" (measured on a 6.x kernel
@@ -111,4 +111,4 @@ std::string procfs_off(util::CapSet have) {
   return "cannot read " + lost + " without " + m;
 }
 
-}  // namespace vigil::cli
+}  // namespace vigil::agent

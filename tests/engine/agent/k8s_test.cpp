@@ -1,5 +1,5 @@
 // The k8s: section and the Kubernetes flags as run and capture read them
-// (engine/cli/common.h, discover_k8s): what is logged at start.
+// (engine/agent/k8s.h, discover_k8s): what is logged at start.
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -10,13 +10,14 @@
 #include <sstream>
 #include <string>
 
-#include "engine/cli/common.h"
+#include "engine/agent/k8s.h"
+#include "engine/agent/parts.h"
 #include "engine/cli/config.h"
 #include "engine/runtime/parts.h"
 #include "engine/state/k8s_config.h"
 #include "tests/support/temp_dir.h"
 
-namespace vigil::cli {
+namespace vigil::agent {
 namespace {
 
 struct Logged {
@@ -82,4 +83,4 @@ TEST(K8sSection, AVerifiedServerIsNotWarnedAbout) {
 }
 
 }  // namespace
-}  // namespace vigil::cli
+}  // namespace vigil::agent

@@ -1,11 +1,11 @@
-#include "engine/cli/heartbeat.h"
+#include "engine/agent/heartbeat.h"
 
 #include <gtest/gtest.h>
 
 #include "engine/cli/config.h"
 #include "outputs/sink.h"
 
-namespace vigil::cli {
+namespace vigil::agent {
 namespace {
 
 HeartbeatInfo info() {
@@ -73,4 +73,4 @@ TEST(Heartbeat, IntervalIsOffByDefaultAndChecked) {
 }
 
 }  // namespace
-}  // namespace vigil::cli
+}  // namespace vigil::agent

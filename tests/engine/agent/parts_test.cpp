@@ -1,7 +1,7 @@
-// What vigil says about a part that cannot run (engine/cli/parts.h): the
+// What vigil says about a part that cannot run (engine/agent/parts.h): the
 // reason a file cannot be opened, the one log line per part, and the refusal
 // to start only when no event source runs.
-#include "engine/cli/parts.h"
+#include "engine/agent/parts.h"
 
 #include <cerrno>
 #include <filesystem>
@@ -12,7 +12,7 @@
 #include <gtest/gtest.h>
 #include <spdlog/sinks/ostream_sink.h>
 
-namespace vigil::cli {
+namespace vigil::agent {
 namespace {
 
 using util::Cap;
@@ -128,4 +128,4 @@ TEST(Parts, OneEventSourceIsEnoughToRun) {
 }
 
 }  // namespace
-}  // namespace vigil::cli
+}  // namespace vigil::agent

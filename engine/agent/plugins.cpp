@@ -1,8 +1,8 @@
-#include "engine/cli/plugins.h"
+#include "engine/agent/plugins.h"
 
 #include <spdlog/spdlog.h>
 
-namespace vigil::cli {
+namespace vigil::agent {
 
 Result<std::unique_ptr<plugin::Host>> load_plugins(const YAML::Node& cfg, const std::string& config_path,
                                                    std::shared_ptr<spdlog::logger> log, bool init) {
@@ -16,4 +16,4 @@ Result<std::unique_ptr<plugin::Host>> load_plugins(const YAML::Node& cfg, const 
   return std::move(*host);
 }
 
-}  // namespace vigil::cli
+}  // namespace vigil::agent

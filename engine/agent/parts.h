@@ -21,7 +21,7 @@
 #include "engine/util/caps.h"
 #include "engine/util/result.h"
 
-namespace vigil::cli {
+namespace vigil::agent {
 
 struct PartInfo {
   std::string_view name;
@@ -64,4 +64,4 @@ std::string open_failure(std::string_view path, int err, std::string_view mount_
 // lists and environ of other users' processes CAP_DAC_READ_SEARCH.
 std::string procfs_off(util::CapSet have);
 
-}  // namespace vigil::cli
+}  // namespace vigil::agent

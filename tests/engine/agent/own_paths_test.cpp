@@ -1,4 +1,4 @@
-// own_paths and own_files (engine/cli/common.h): which paths are vigil's own
+// own_paths and own_files (engine/agent/own_paths.h): which paths are vigil's own
 // (vigil.file) and which of them the sensor's open filter takes as whole
 // paths. A ConfigMap mounts files through symlinks (rules.yaml ->
 // ..data/rules.yaml): a write through the link opens the real file, so both
@@ -11,10 +11,10 @@
 
 #include <gtest/gtest.h>
 
-#include "engine/cli/common.h"
+#include "engine/agent/own_paths.h"
 #include "tests/support/temp_dir.h"
 
-namespace vigil::cli {
+namespace vigil::agent {
 namespace {
 
 bool has(const std::vector<std::string>& v, const std::string& s) {
@@ -56,4 +56,4 @@ TEST(OwnPaths, TheFlightRecorderOffAddsNoDirectory) {
 }
 
 }  // namespace
-}  // namespace vigil::cli
+}  // namespace vigil::agent

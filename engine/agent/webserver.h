@@ -4,6 +4,7 @@
 //   auto ws = webserver_config(cfg);                 // bad input -> exit 2
 //   metrics::HealthMonitor health(ws->stall_after);
 //   auto server = start_webserver(*ws, agent, health, log);   // after the pipeline exists
+// (engine/agent/steps/start_webserver.cpp)
 #pragma once
 
 #include <atomic>
@@ -19,20 +20,9 @@
 #include "engine/metrics/server.h"
 #include "engine/util/result.h"
 
-namespace vigil::pipeline {
-class Pipeline;
-}
-namespace vigil::outputs {
-class Router;
-}
-namespace vigil::baseline {
-class Store;
-}
-namespace vigil::state {
-class PodWatcher;
-}
+namespace vigil::agent {
 
-namespace vigil::cli {
+struct Agent;
 
 struct WebserverConfig {
   bool enabled = false;
@@ -44,27 +34,13 @@ struct WebserverConfig {
 // one stops vigil before anything starts).
 Result<WebserverConfig> webserver_config(const YAML::Node& cfg);
 
-// What the endpoint reads (copied into the server's handlers: every
-// reference must outlive the server).
-struct AgentObjects {
-  runtime::Runner& runner;
-  pipeline::Pipeline& pipe;
-  outputs::Router& router;
-  runtime::Parts& parts;
-  metrics::EventCounters& counters;
-  const state::PodWatcher* pods = nullptr;  // null without a Kubernetes API
-  bool k8s_tls_verified = true;
-  // Kept up to date by the owner (the start, each reload; the pod count by a
-  // tick on the loop thread, which owns the state).
-  const metrics::RulesInForce& rules;
-  const std::atomic<std::uint64_t>& pods_known;
-  const baseline::Store* baselines = nullptr;  // null: baselines off
-};
-
 // Starts the server: /metrics from the objects, /healthz from `health`
 // (sampled each second), /readyz ready while the loop runs.
-Result<std::unique_ptr<metrics::Server>> start_webserver(const WebserverConfig& cfg, const AgentObjects& agent,
+// The objects it reads are the agent's (runner, pipeline, router, parts,
+// counters, pod watcher, rules in force, baselines): the agent must outlive
+// the server.
+Result<std::unique_ptr<metrics::Server>> start_webserver(const WebserverConfig& cfg, const Agent& agent,
                                                          metrics::HealthMonitor& health,
                                                          std::shared_ptr<spdlog::logger> log);
 
-}  // namespace vigil::cli
+}  // namespace vigil::agent
