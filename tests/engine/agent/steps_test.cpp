@@ -140,7 +140,6 @@ Options run_options(const support::TempDir& dir, const std::string& rules) {
   Options o;
   o.rules = {rules};
   o.overrides = {"state_dir=" + dir.path()};
-  (void)dir;
   return o;
 }
 
