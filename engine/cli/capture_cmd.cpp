@@ -1,20 +1,12 @@
 #include "engine/cli/capture_cmd.h"
 
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <charconv>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
+#include <cstdlib>
 #include <ctime>
 #include <string>
-#include <set>
 #include <tuple>
-#include <unordered_set>
-#include <vector>
 
 #include <CLI/CLI.hpp>
 
