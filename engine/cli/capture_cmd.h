@@ -11,6 +11,9 @@
 // write error); 2 bad usage or bad input (an unreadable or corrupt capture, a
 // rule file or --filter that does not compile), with a message naming the
 // file and byte offset.
+//
+// Both turn their flags into agent::Options and run the agent's plan
+// (engine/agent/plan.h: capture_plan, replay_plan).
 #pragma once
 
 #include <cstdint>

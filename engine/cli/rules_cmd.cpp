@@ -11,8 +11,8 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/cli/config.h"
-#include "engine/cli/plugins.h"
+#include "engine/config/config.h"
+#include "engine/agent/plugins.h"
 #include "bpf/shared/events.h"
 #include "engine/event/schema.h"
 #include "engine/rules/fields.h"
@@ -34,7 +34,7 @@ Result<WithPlugins> with_plugins(const std::string& config, bool init) {
   if (config.empty()) return w;
   auto cfg = load_config(config);
   if (!cfg) return cfg.error();
-  auto h = load_plugins(*cfg, config, nullptr, init);
+  auto h = agent::load_plugins(*cfg, config, nullptr, init);
   if (!h) return h.error();
   w.host = std::move(*h);
   w.host->configure(w.opts);

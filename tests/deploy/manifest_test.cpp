@@ -7,7 +7,7 @@
 #include <set>
 #include <string>
 
-#include "engine/cli/config.h"
+#include "engine/config/config.h"
 #include "engine/util/version.h"
 #include "tests/deploy/manifest.h"
 #include "tests/support/temp_dir.h"
@@ -148,7 +148,7 @@ TEST_F(Manifest, HostPathsAreDocumentedAndMountedInPlace) {
 TEST_F(Manifest, ConfigMapPassesTheSchemaAndIsTheFileVigilReads) {
   support::TempDir dir("vigil-manifest");
   const std::string path = dir.write("vigil.yaml", agent_.config_text);
-  const auto loaded = cli::load_config(path);
+  const auto loaded = config::load_config(path);
   ASSERT_TRUE(loaded.ok()) << loaded.error().message;
 
   const auto args = agent_.container["args"].as<std::vector<std::string>>();

@@ -1,0 +1,93 @@
+#include "engine/agent/k8s.h"
+
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "engine/agent/parts.h"
+#include "engine/config/config.h"
+#include "engine/runtime/runner.h"
+#include "engine/state/pods.h"
+#include "engine/state/state.h"
+
+namespace vigil::agent {
+using config::get_or;
+
+Result<state::K8sOptions> k8s_options(const YAML::Node& cfg, const K8sFlags& flags) {
+  state::K8sOptions o;
+  struct Key {
+    const char* key;
+    std::string* dst;
+  } keys[] = {{"k8s.api", &o.api_url},       {"k8s.token_file", &o.token_file},
+              {"k8s.ca_file", &o.ca_file},   {"k8s.kubeconfig", &o.kubeconfig},
+              {"k8s.node_name", &o.node_name}};
+  for (const Key& k : keys) {
+    auto v = get_or<std::string>(cfg, k.key, "");
+    if (!v) return v.error();
+    *k.dst = *v;
+  }
+  if (!flags.api.empty()) o.api_url = flags.api;
+  if (!flags.token_file.empty()) o.token_file = flags.token_file;
+  if (!flags.ca.empty()) o.ca_file = flags.ca;
+  if (!flags.kubeconfig.empty()) o.kubeconfig = flags.kubeconfig;
+  return o;
+}
+
+Result<std::optional<state::K8sConfig>> discover_k8s(const YAML::Node& cfg, const K8sFlags& flags,
+                                                     spdlog::logger& log, runtime::Parts& parts) {
+  auto opts = k8s_options(cfg, flags);
+  if (!opts) return opts.error();
+  auto k8s = state::k8s_config_discover(*opts);
+  if (k8s) {
+    if (std::string w = state::tls_warning(*k8s); !w.empty()) log.warn("{}", w);
+    return std::optional<state::K8sConfig>(std::move(*k8s));
+  }
+  if (k8s.error().kind == Error::Kind::kBadInput) return k8s.error();
+  // Outside Kubernetes these parts have nothing to do: said at info.
+  record_part(parts, log, "k8s", false, k8s.error().message, /*warn=*/false);
+  record_part(parts, log, "pod_resources", false, "no Kubernetes API", /*warn=*/false);
+  return std::optional<state::K8sConfig>();
+}
+
+namespace {
+
+// Whether the kubelet's pod-resources socket takes a connection: "" when it
+// does, else why not.
+std::string pod_resources_off(const std::string& path, util::CapSet caps) {
+  sockaddr_un addr{};
+  if (path.size() >= sizeof(addr.sun_path)) return "socket path too long: " + path;
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return std::string("socket: ") + std::strerror(errno);
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, path.c_str(), path.size());
+  const int rc = ::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr));
+  const int err = errno;
+  ::close(fd);
+  if (rc == 0) return "";
+  // Write access to the socket file is what connect needs: the owner's bits
+  // as root, else CAP_DAC_OVERRIDE.
+  return open_failure(path, err, "mount the host's /var/lib/kubelet/pod-resources", caps, {});
+}
+
+}  // namespace
+
+Result<std::unique_ptr<state::PodWatcher>> watch_pods(const state::K8sConfig& k8s, state::State& st,
+                                                      runtime::Runner& runner, spdlog::logger& log,
+                                                      runtime::Parts& parts) {
+  auto pods = std::make_unique<state::PodWatcher>(k8s);
+  if (Status s = pods->start(); !s) return s.error();
+  log.info("watching pods of node {} at {}", k8s.node_name, k8s.api_url);
+  record_part(parts, log, "k8s", true);
+  const std::string pr_off =
+      pod_resources_off(k8s.pod_resources_socket, util::effective_caps().value_or(util::CapSet::all()));
+  record_part(parts, log, "pod_resources", pr_off.empty(), pr_off);
+  state::PodWatcher* w = pods.get();
+  // Every turn: pods reach the state (and a capture) before most events that need them.
+  runner.add_tick("pods", std::chrono::nanoseconds(0), [w, &st](std::uint64_t) { w->drain(st); });
+  return pods;
+}
+
+}  // namespace vigil::agent

@@ -1,0 +1,54 @@
+// Where pods come from: the Kubernetes settings of run and capture (flags win
+// over the k8s: section; with neither, in-cluster discovery), and the pod
+// watcher that drains into the state on every turn of the loop.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <spdlog/spdlog.h>
+#include <yaml-cpp/yaml.h>
+
+#include "engine/util/result.h"
+
+namespace vigil::state {
+struct K8sOptions;
+struct K8sConfig;
+class PodWatcher;
+class State;
+}  // namespace vigil::state
+namespace vigil::runtime {
+class Runner;
+class Parts;
+}  // namespace vigil::runtime
+
+namespace vigil::agent {
+
+// The Kubernetes flags of run and capture (they win over the `k8s:` section).
+struct K8sFlags {
+  std::string api;
+  std::string token_file;
+  std::string ca;
+  std::string kubeconfig;
+};
+
+// Where pods come from: command-line flags win over the `k8s:` section; with
+// neither, in-cluster discovery (KUBERNETES_SERVICE_HOST, service account).
+Result<state::K8sOptions> k8s_options(const YAML::Node& cfg, const K8sFlags& flags);
+
+// The API server to watch: nullopt when there is none (the parts "k8s" and
+// "pod_resources" are recorded off, logged at info); Error::bad_input for bad
+// settings (a kubeconfig without a server, a missing token file), before
+// anything starts.
+Result<std::optional<state::K8sConfig>> discover_k8s(const YAML::Node& cfg, const K8sFlags& flags,
+                                                     spdlog::logger& log, runtime::Parts& parts);
+
+// Starts the pod watcher and drains it into `st` on every runner turn. Records
+// the part "k8s" on, and "pod_resources" on when the kubelet's socket accepts
+// a connection (off, with the reason, otherwise).
+Result<std::unique_ptr<state::PodWatcher>> watch_pods(const state::K8sConfig& k8s, state::State& st,
+                                                      runtime::Runner& runner, spdlog::logger& log,
+                                                      runtime::Parts& parts);
+
+}  // namespace vigil::agent

@@ -1,0 +1,76 @@
+// Step "build pipeline": the pipeline each command runs the loop over, with
+// its taps. vigil run: the rules, alerts to the router, the baselines, and
+// the counters (for the web server), the capture and the flight recorder.
+// vigil capture: no rules, the capture tap records. vigil replay: a state
+// that is not live, the capture file as the source, the selector, alerts to
+// the router (none with --events) and the timeline.
+#include "engine/agent/steps/steps.h"
+
+#include "engine/agent/own_paths.h"
+#include "engine/baseline/store.h"
+#include "engine/capture/reader.h"
+#include "engine/capture/timeline.h"
+#include "engine/pipeline/pipeline.h"
+#include "engine/state/state.h"
+#include "outputs/router.h"
+
+namespace vigil::agent::steps {
+namespace {
+
+// Alerts on the timeline (the rules run only on selected events).
+struct TimelineAlerts final : pipeline::EventTap {
+  explicit TimelineAlerts(capture::TimelineBuilder& t) : tl(t) {}
+  void on_event(const event::Event&, const state::EvalContext&) override {}
+  void on_alert(const event::Event& ev, const state::EvalContext&, event::Alert& a) override { tl.add_alert(ev, a); }
+  capture::TimelineBuilder& tl;
+};
+
+}  // namespace
+
+Status build_pipeline(Agent& a) {
+  outputs::Router* rt = a.router.get();
+  a.pipe = std::make_unique<pipeline::Pipeline>(
+      pipeline::Deps{*a.state, [rt](std::shared_ptr<const event::Alert> al) { rt->publish(std::move(al)); },
+                     a.hostname, a.baselines.get()},
+      a.ruleset);
+  if (a.web.enabled) a.pipe->add_tap(&a.counters);
+  if (a.capture_tap) a.pipe->add_tap(a.capture_tap.get());
+  if (a.recorder_tap) a.pipe->add_tap(a.recorder_tap.get());
+  return {};
+}
+
+Status build_capture_pipeline(Agent& a) {
+  a.pipe = std::make_unique<pipeline::Pipeline>(pipeline::Deps{*a.state, nullptr, a.hostname}, nullptr);
+  a.pipe->add_tap(a.capture_tap.get());
+  return {};
+}
+
+Status build_replay_pipeline(Agent& a) {
+  state::Config replay_state;
+  replay_state.live = false;
+  a.state = std::make_unique<state::State>(replay_state);
+  // vigil.file judges paths by the replay's own configuration (-c, -r), as
+  // `vigil run` with the same ones would (docs/fields.md).
+  a.state->set_vigil_paths(own_paths(a.opts.config, a.rule_paths, a.cfg, ""));
+  a.replay_sink = std::make_unique<runtime::StateApplier>(*a.state);
+  auto source = std::make_unique<runtime::CaptureSource>(std::move(a.reader), *a.replay_sink, a.opts.replay);
+  a.replay_source = source.get();
+  a.runner->add_source(std::move(source));
+  a.opts.select.filter = a.filter;
+  a.selector = std::make_unique<runtime::ReplaySelector>(std::move(a.opts.select));
+  outputs::Router* rt = a.router.get();
+  a.pipe = std::make_unique<pipeline::Pipeline>(pipeline::Deps{*a.state,
+                                                               [rt](std::shared_ptr<const event::Alert> al) {
+                                                                 if (rt) rt->publish(std::move(al));
+                                                               },
+                                                               a.hostname, a.baselines.get()},
+                                                a.ruleset);
+  a.pipe->set_selector(a.selector.get());
+  if (a.timeline) {
+    a.timeline_alerts = std::make_unique<TimelineAlerts>(*a.timeline);
+    a.pipe->add_tap(a.timeline_alerts.get());
+  }
+  return {};
+}
+
+}  // namespace vigil::agent::steps

@@ -1,0 +1,95 @@
+#include "engine/agent/webserver.h"
+
+#include "engine/agent/agent.h"
+#include "engine/baseline/store.h"
+#include "engine/config/config.h"
+#include "engine/pipeline/pipeline.h"
+#include "engine/rules/sequence.h"
+#include "engine/state/pod_watcher.h"
+#include "engine/state/pods.h"
+#include "engine/util/version.h"
+#include "outputs/router.h"
+
+namespace vigil::agent {
+using config::get_or;
+
+Result<WebserverConfig> webserver_config(const YAML::Node& cfg) {
+  WebserverConfig out;
+  auto enabled = get_or<bool>(cfg, "webserver.enabled", out.enabled);
+  if (!enabled) return enabled.error();
+  out.enabled = *enabled;
+  auto listen = get_or<std::string>(cfg, "webserver.listen", out.listen);
+  if (!listen) return listen.error();
+  out.listen = *listen;
+  auto stall = get_or<double>(cfg, "webserver.stall_after_s", 10.0);
+  if (!stall) return stall.error();
+  out.stall_after = std::chrono::milliseconds(static_cast<std::int64_t>(*stall * 1000));
+  if (auto addr = metrics::parse_listen(out.listen); !addr) return addr.error();
+  return out;
+}
+
+Result<std::unique_ptr<metrics::Server>> start_webserver(const WebserverConfig& cfg, const Agent& a,
+                                                         metrics::HealthMonitor& health,
+                                                         std::shared_ptr<spdlog::logger> log) {
+  metrics::AgentView v;
+  v.version = kVersion;
+  v.loop = [&r = *a.runner] { return r.status(); };
+  v.reloads = [&r = *a.runner] { return r.reload_stats(); };
+  v.sinks = [&r = *a.router] { return r.stats(); };
+  v.parts = [&p = a.parts] { return p.snapshot(); };
+  v.rules = [&r = a.rules_in_force] { return r.get(); };
+  v.sequences = [&p = *a.pipe] {
+    std::vector<metrics::SequenceEvictions> out;
+    for (const auto& s : p.sequence_stats().snapshot()) out.push_back({s.sequence, s.expired, s.capacity});
+    return out;
+  };
+  if (a.pods != nullptr) {
+    const bool tls_verified = !(a.k8s && a.k8s->api_tls_verification_off());
+    v.k8s = [&a, tls_verified]() -> std::optional<metrics::K8sInfo> {
+      const state::PodWatcher::Stats s = a.pods->stats();
+      metrics::K8sInfo k;
+      k.synced = s.synced;
+      k.watching = s.watching;
+      k.pods = a.pods_known.load(std::memory_order_relaxed);
+      k.watch_events = s.events;
+      k.errors = s.errors + s.pod_resources_errors;
+      k.relists = s.relists_gone;
+      k.tls_verified = tls_verified;
+      return k;
+    };
+  }
+  if (a.baselines != nullptr) {
+    v.baselines = [b = a.baselines.get()] {
+      const baseline::Stats s = b->stats();
+      metrics::BaselineInfo out;
+      out.learning = s.learning;
+      out.locked = s.locked;
+      out.workloads_refused = s.workloads_refused;
+      for (std::size_t i = 0; i < baseline::kSets; ++i) {
+        out.not_learnt.emplace_back(std::string(baseline::set_name(static_cast<baseline::Set>(i))), s.full[i]);
+      }
+      out.files_refused = s.files_refused;
+      out.save_failures = s.save_failures;
+      return out;
+    };
+  }
+  v.health = [&health] { return health.verdict(); };
+  v.ready = [&r = *a.runner] {
+    metrics::Verdict out;
+    if (!r.status().running) {
+      out.ok = false;
+      out.reasons.push_back("starting or stopping: the event loop is not running");
+    }
+    return out;
+  };
+  v.counters = &a.counters;
+
+  metrics::Handlers h;
+  h.metrics = [v] { return metrics::scrape(v); };
+  h.health = [&health] { return health.verdict(); };
+  h.ready = v.ready;
+  h.sample = [&a, &health] { health.observe(a.runner->status(), a.pipe->stats().events, std::chrono::steady_clock::now()); };
+  return metrics::Server::start({cfg.listen, std::move(log)}, std::move(h));
+}
+
+}  // namespace vigil::agent
