@@ -62,9 +62,10 @@ void print_profile(const baseline::Profile& p) {
 int cmd_baseline(int argc, char** argv) {
   std::string dir, config_path, workload;
   bool all = false, json = false;
-  CLI::App app("Per-workload baselines: list, show and lock the profiles in a directory (docs/baselines.md). "
-               "Works while an agent runs: it picks up a lock within a second.",
-               "vigil baseline");
+  CLI::App app(
+      "Per-workload baselines: list, show and lock the profiles in a directory (docs/baselines.md). "
+      "Works while an agent runs: it picks up a lock within a second.",
+      "vigil baseline");
   app.require_subcommand(1);
   auto common = [&](CLI::App* c) {
     c->add_option("--dir", dir, "the profile directory (default: baseline.dir of -c, else /var/lib/vigil/baseline)")
@@ -85,9 +86,9 @@ int cmd_baseline(int argc, char** argv) {
   if (int rc = parse_cli(app, argc, argv); rc >= 0) return rc;
   auto log = agent::make_logger("baseline", "warn");
 
-  auto cfg = load_config(config_path);
+  auto cfg = config::load_config(config_path);
   if (!cfg) return agent::fail(*log, cfg.error());
-  auto state_dir = get_or<std::string>(*cfg, "state_dir", "/var/lib/vigil");
+  auto state_dir = config::get_or<std::string>(*cfg, "state_dir", "/var/lib/vigil");
   if (!state_dir) return agent::fail(*log, state_dir.error());
   auto settings = agent::baseline_settings(*cfg, *state_dir);
   if (!settings) return agent::fail(*log, settings.error());
@@ -119,14 +120,16 @@ int cmd_baseline(int argc, char** argv) {
     return 2;
   }
   const auto now = static_cast<std::uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count());
   std::vector<std::string> keys;
   if (all) {
     for (const baseline::Profile* p : store.profiles()) {
       if (p->phase() == baseline::Phase::kLearning) keys.push_back(p->key());
     }
   } else {
-    if (!store.find(workload)) return agent::fail(*log, Error::bad_input("no profile for workload '" + workload + "' in " + sc.dir));
+    if (!store.find(workload))
+      return agent::fail(*log, Error::bad_input("no profile for workload '" + workload + "' in " + sc.dir));
     keys.push_back(workload);
   }
   for (const std::string& k : keys) {

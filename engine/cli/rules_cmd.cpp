@@ -32,7 +32,7 @@ struct WithPlugins {
 Result<WithPlugins> with_plugins(const std::string& config, bool init) {
   WithPlugins w;
   if (config.empty()) return w;
-  auto cfg = load_config(config);
+  auto cfg = vigil::config::load_config(config);
   if (!cfg) return cfg.error();
   auto h = agent::load_plugins(*cfg, config, nullptr, init);
   if (!h) return h.error();
@@ -81,7 +81,6 @@ int validate(const std::vector<std::string>& files, const std::string& config) {
   }
   return r.errors == 0 ? 0 : 2;
 }
-
 
 int list(std::vector<std::string> files, bool json, const std::string& config) {
   if (files.empty()) files.push_back("rules");
@@ -230,18 +229,16 @@ void add_rules_commands(CLI::App& app, int* exit_code) {
   };
   const char* kPluginsConfig = "a configuration whose load_plugins add fields and sources";
 
-  CLI::App* v = rules->add_subcommand(
-      "validate",
-      "compile the rules, print every diagnostic and a summary line;\n"
-      "exit 0 when they compile, 2 otherwise");
+  CLI::App* v = rules->add_subcommand("validate",
+                                      "compile the rules, print every diagnostic and a summary line;\n"
+                                      "exit 0 when they compile, 2 otherwise");
   v->add_option("paths", args->paths, "rule files, or directories of *.yaml/*.yml rule files")
       ->required()
       ->type_name("FILE|DIR");
   config_option(v, kPluginsConfig);
   v->callback([args, exit_code] { *exit_code = validate(args->paths, args->config); });
 
-  CLI::App* l = rules->add_subcommand(
-      "list", "the rules: name, priority, tags, source, enabled, event types");
+  CLI::App* l = rules->add_subcommand("list", "the rules: name, priority, tags, source, enabled, event types");
   l->add_option("-r,--rules", args->rules,
                 "a rule file or directory (repeatable; default: the bundled rules in ./rules)")
       ->allow_extra_args(false)
@@ -250,17 +247,13 @@ void add_rules_commands(CLI::App& app, int* exit_code) {
   config_option(l, kPluginsConfig);
   l->callback([args, exit_code] { *exit_code = list(args->rules, args->json, args->config); });
 
-  CLI::App* t = rules->add_subcommand(
-      "test",
-      "run rule tests (docs/rules-testing.md); a directory runs its *.yaml/*.yml\n"
-      "test files in name order; exit 0 pass, 1 fail, 2 invalid");
-  t->add_option("paths", args->paths, "rule test files, or directories of them")
-      ->required()
-      ->type_name("FILE|DIR");
+  CLI::App* t = rules->add_subcommand("test",
+                                      "run rule tests (docs/rules-testing.md); a directory runs its *.yaml/*.yml\n"
+                                      "test files in name order; exit 0 pass, 1 fail, 2 invalid");
+  t->add_option("paths", args->paths, "rule test files, or directories of them")->required()->type_name("FILE|DIR");
   t->callback([args, exit_code] { *exit_code = test(args->paths); });
 
-  CLI::App* f =
-      app.add_subcommand("fields", "the field catalogue: name, type, events, description");
+  CLI::App* f = app.add_subcommand("fields", "the field catalogue: name, type, events, description");
   f->add_flag("--json", args->json, "one JSON array of the fields");
   config_option(f, "also list the fields of the plugins this configuration loads");
   f->callback([args, exit_code] { *exit_code = fields(args->json, args->config); });
