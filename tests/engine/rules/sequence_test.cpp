@@ -18,8 +18,12 @@ constexpr std::uint64_t kSec = 1000000000ull;
 std::string shell_then_connect(const std::string& within = "60s", const std::string& by = "[container.id]") {
   return "- sequence: S\n"
          "  desc: d\n"
-         "  by: " + by + "\n"
-         "  within: " + within + "\n"
+         "  by: " +
+         by +
+         "\n"
+         "  within: " +
+         within +
+         "\n"
          "  steps:\n"
          "    - condition: evt.type = execve and proc.name = sh\n"
          "    - condition: evt.type = connect and fd.sport > 0\n"
@@ -28,9 +32,7 @@ std::string shell_then_connect(const std::string& within = "60s", const std::str
          "  tags: [t]\n";
 }
 
-LoadResult load(const std::string& yaml, LoadOptions opts = {}) {
-  return load_rules_text({{"seq.yaml", yaml}}, opts);
-}
+LoadResult load(const std::string& yaml, LoadOptions opts = {}) { return load_rules_text({{"seq.yaml", yaml}}, opts); }
 
 bool has_diag(const LoadResult& r, const std::string& code, const std::string& where, const std::string& text) {
   for (const auto& d : r.diagnostics) {
@@ -80,11 +82,11 @@ TEST(SequenceLoad, LoadsAndLists) {
 }
 
 TEST(SequenceLoad, MacrosAndListsWorkInSteps) {
-  auto r = load("- list: shells\n  items: [sh, bash]\n"
-                "- macro: spawned_shell\n  condition: evt.type = execve and proc.name in (shells)\n" +
-                shell_then_connect().replace(shell_then_connect().find("evt.type = execve and proc.name = sh"),
-                                             std::string("evt.type = execve and proc.name = sh").size(),
-                                             "spawned_shell"));
+  auto r = load(
+      "- list: shells\n  items: [sh, bash]\n"
+      "- macro: spawned_shell\n  condition: evt.type = execve and proc.name in (shells)\n" +
+      shell_then_connect().replace(shell_then_connect().find("evt.type = execve and proc.name = sh"),
+                                   std::string("evt.type = execve and proc.name = sh").size(), "spawned_shell"));
   ASSERT_TRUE(r.ruleset) << testing::diags(r);
   EXPECT_FALSE(has_diag(r, code::kUnusedMacro, "", "spawned_shell")) << testing::diags(r);
   EXPECT_FALSE(has_diag(r, code::kUnusedList, "", "shells")) << testing::diags(r);
@@ -92,12 +94,14 @@ TEST(SequenceLoad, MacrosAndListsWorkInSteps) {
 
 TEST(SequenceLoad, ErrorsNameTheirPlace) {
   // Fewer than two steps.
-  auto r = load("- sequence: S\n  desc: d\n  by: [proc.pid]\n  within: 1s\n  output: o\n  priority: INFO\n"
-                "  steps:\n    - condition: evt.type = execve\n");
+  auto r = load(
+      "- sequence: S\n  desc: d\n  by: [proc.pid]\n  within: 1s\n  output: o\n  priority: INFO\n"
+      "  steps:\n    - condition: evt.type = execve\n");
   EXPECT_FALSE(r.ruleset);
   EXPECT_TRUE(has_diag(r, code::kSequence, "seq.yaml:8:5", "2 to 8 steps")) << testing::diags(r);
   // More than eight.
-  std::string many = "- sequence: S\n  desc: d\n  by: [proc.pid]\n  within: 1s\n  output: o\n  priority: INFO\n  steps:\n";
+  std::string many =
+      "- sequence: S\n  desc: d\n  by: [proc.pid]\n  within: 1s\n  output: o\n  priority: INFO\n  steps:\n";
   for (int i = 0; i < 9; ++i) many += "    - condition: evt.type = execve\n";
   r = load(many);
   EXPECT_TRUE(has_diag(r, code::kSequence, "seq.yaml:8:5", "more than 8")) << testing::diags(r);
@@ -130,8 +134,9 @@ TEST(SequenceLoad, ErrorsNameTheirPlace) {
   // Missing keys, a step without a condition, a name a rule has.
   r = load("- sequence: S\n  desc: d\n  output: o\n  priority: INFO\n");
   EXPECT_TRUE(has_diag(r, code::kSequence, "seq.yaml:1:3", "needs 'by'")) << testing::diags(r);
-  r = load("- sequence: S\n  desc: d\n  by: proc.pid\n  within: 1s\n  output: o\n  priority: INFO\n"
-           "  steps:\n    - condition: evt.type = execve\n    - cond: x\n");
+  r = load(
+      "- sequence: S\n  desc: d\n  by: proc.pid\n  within: 1s\n  output: o\n  priority: INFO\n"
+      "  steps:\n    - condition: evt.type = execve\n    - cond: x\n");
   EXPECT_TRUE(has_diag(r, code::kSequence, "seq.yaml:9:7", "a step must be a map with a 'condition'"))
       << testing::diags(r);
   r = load(testing::rule_yaml("evt.type = execve").replace(8, 1, "S") + shell_then_connect());
@@ -195,7 +200,9 @@ TEST(SequenceStatsTest, CountsSurviveAndAreBounded) {
   EXPECT_EQ(rows.back().sequence, "n99");  // sorted by name; "_other" sorts first
   EXPECT_EQ(rows.front().sequence, "_other");
   for (const auto& r : rows) {
-    if (r.sequence == "a") EXPECT_EQ(r.expired, 3u);
+    if (r.sequence == "a") {
+      EXPECT_EQ(r.expired, 3u);
+    }
   }
 }
 
@@ -329,12 +336,13 @@ TEST(SequenceEvalOptions, CapacityAndDisabling) {
 }
 
 TEST(SequenceEvalSteps, ThreeStepsCarryTheMiddleStepsFields) {
-  auto r = load("- sequence: W\n  desc: d\n  by: [proc.pid]\n  within: 10s\n  priority: ERROR\n"
-                "  steps:\n"
-                "    - condition: evt.type = openat and fd.name startswith /tmp/\n"
-                "    - condition: evt.type = execve\n"
-                "    - condition: evt.type = connect\n"
-                "  output: '%step1.fd.name %step2.proc.exepath %fd.sport'\n");
+  auto r = load(
+      "- sequence: W\n  desc: d\n  by: [proc.pid]\n  within: 10s\n  priority: ERROR\n"
+      "  steps:\n"
+      "    - condition: evt.type = openat and fd.name startswith /tmp/\n"
+      "    - condition: evt.type = execve\n"
+      "    - condition: evt.type = connect\n"
+      "  output: '%step1.fd.name %step2.proc.exepath %fd.sport'\n");
   ASSERT_TRUE(r.ruleset) << testing::diags(r);
   SequenceState st(*r.ruleset, nullptr);
   World w;
@@ -360,13 +368,14 @@ namespace {
 // An open step on literal prefixes keeps the sensor's open filter; steps may
 // name the key differently (the path written is the path run).
 TEST(SequenceSteps, OwnKeyFieldsAndTheOpenFilter) {
-  auto r = load("- list: drop\n  items: [/tmp/, /dev/shm/]\n"
-                "- sequence: D\n  desc: d\n  by: [proc.pid, fd.name]\n  within: 10m\n  priority: ERROR\n"
-                "  steps:\n"
-                "    - condition: evt.type = openat and evt.is_open_write = true and fd.name pmatch (drop)\n"
-                "    - condition: evt.type = execve and proc.exepath pmatch (drop)\n"
-                "      by: [proc.pid, proc.exepath]\n"
-                "  output: '%step1.fd.name run as %proc.exepath'\n");
+  auto r = load(
+      "- list: drop\n  items: [/tmp/, /dev/shm/]\n"
+      "- sequence: D\n  desc: d\n  by: [proc.pid, fd.name]\n  within: 10m\n  priority: ERROR\n"
+      "  steps:\n"
+      "    - condition: evt.type = openat and evt.is_open_write = true and fd.name pmatch (drop)\n"
+      "    - condition: evt.type = execve and proc.exepath pmatch (drop)\n"
+      "      by: [proc.pid, proc.exepath]\n"
+      "  output: '%step1.fd.name run as %proc.exepath'\n");
   ASSERT_TRUE(r.ruleset) << testing::diags(r);
   EXPECT_FALSE(r.ruleset->open_any_path()) << ::testing::PrintToString(r.ruleset->open_unfiltered_rules());
   // The step needs an open for writing: reads are not judged by its prefixes.
@@ -387,9 +396,10 @@ TEST(SequenceSteps, OwnKeyFieldsAndTheOpenFilter) {
   EXPECT_EQ(out[0].output, "/tmp/a run as /tmp/a");
 
   // A step's `by` names as many fields as the sequence's.
-  r = load("- sequence: D\n  desc: d\n  by: [proc.pid, fd.name]\n  within: 10m\n  priority: ERROR\n  output: o\n"
-           "  steps:\n    - condition: evt.type = openat\n    - condition: evt.type = execve\n"
-           "      by: [proc.exepath]\n");
+  r = load(
+      "- sequence: D\n  desc: d\n  by: [proc.pid, fd.name]\n  within: 10m\n  priority: ERROR\n  output: o\n"
+      "  steps:\n    - condition: evt.type = openat\n    - condition: evt.type = execve\n"
+      "      by: [proc.exepath]\n");
   EXPECT_TRUE(has_diag(r, code::kSequence, "seq.yaml:10:11", "as many fields")) << testing::diags(r);
 }
 
@@ -418,12 +428,13 @@ TEST(SequenceBounds, LongFieldsAreCutAndLongKeysHashed) {
   EXPECT_LE(k1.size(), kMaxKeyBytes);
   EXPECT_NE(k1, k2);
 
-  auto r = load("- sequence: L\n  desc: d\n  by: [proc.pid, fd.name]\n  within: 10s\n  priority: ERROR\n"
-                "  steps:\n"
-                "    - condition: evt.type = openat\n"
-                "    - condition: evt.type = execve\n"
-                "      by: [proc.pid, proc.exepath]\n"
-                "  output: '%step1.fd.name'\n");
+  auto r = load(
+      "- sequence: L\n  desc: d\n  by: [proc.pid, fd.name]\n  within: 10s\n  priority: ERROR\n"
+      "  steps:\n"
+      "    - condition: evt.type = openat\n"
+      "    - condition: evt.type = execve\n"
+      "      by: [proc.pid, proc.exepath]\n"
+      "  output: '%step1.fd.name'\n");
   ASSERT_TRUE(r.ruleset) << testing::diags(r);
   SequenceState st(*r.ruleset, nullptr);
   World w;

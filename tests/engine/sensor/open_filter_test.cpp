@@ -36,16 +36,30 @@ TEST(OpenFilterPrefix, PrefixEndingInsideANameIsANamePrefix) {
 TEST(OpenFilterPrefix, IsASupersetOfStartsWith) {
   // Every path that starts with the prefix passes, for prefixes longer than
   // what the kernel compares (5 names, names over 16 bytes).
-  const std::string prefixes[] = {"/", "/tmp/", "/a/b/c/d/e/", "/a/b/c/d/ep", "/var/lib/kubelet-plugins-registry/",
-                                  "/home/averyveryverylongname", "//etc//"};
-  const std::string paths[] = {"/tmp/x", "/a/b/c/d/e/f", "/a/b/c/d/epsilon", "/a/b/c/d/x",
-                               "/var/lib/kubelet-plugins-registry/sock", "/var/lib/kubelet-plugins-registrX/s",
-                               "/home/averyveryverylongname2/x", "/home/averyveryverylongnamf", "/etc/x", "/"};
+  const std::string prefixes[] = {"/",
+                                  "/tmp/",
+                                  "/a/b/c/d/e/",
+                                  "/a/b/c/d/ep",
+                                  "/var/lib/kubelet-plugins-registry/",
+                                  "/home/averyveryverylongname",
+                                  "//etc//"};
+  const std::string paths[] = {"/tmp/x",
+                               "/a/b/c/d/e/f",
+                               "/a/b/c/d/epsilon",
+                               "/a/b/c/d/x",
+                               "/var/lib/kubelet-plugins-registry/sock",
+                               "/var/lib/kubelet-plugins-registrX/s",
+                               "/home/averyveryverylongname2/x",
+                               "/home/averyveryverylongnamf",
+                               "/etc/x",
+                               "/"};
   for (const auto& pre : prefixes) {
     for (const auto& p : paths) {
       std::string canon = pre;  // the resolved path never holds "//"
       for (std::size_t i; (i = canon.find("//")) != std::string::npos;) canon.erase(i, 1);
-      if (p.starts_with(canon)) EXPECT_TRUE(passes(pre, p)) << pre << " " << p;
+      if (p.starts_with(canon)) {
+        EXPECT_TRUE(passes(pre, p)) << pre << " " << p;
+      }
     }
   }
   // Past what it compares, the kernel sends more: user space judges those.

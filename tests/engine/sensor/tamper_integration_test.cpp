@@ -93,8 +93,8 @@ TEST(SensorTamper, SignalsToTheSensorsProcessAreReportedWithTheSender) {
   Recorder rec(*s);
   // SIGUSR1 is ignored here, as vigil's runner reads and ignores it: the
   // signal is still generated (and reported, result "ignored").
-  struct sigaction old{};
-  struct sigaction ign{};
+  struct sigaction old {};
+  struct sigaction ign {};
   ign.sa_handler = SIG_IGN;
   sigaction(SIGUSR1, &ign, &old);
   const pid_t me = getpid();
@@ -239,9 +239,8 @@ TEST_P(SyscallArgs, PerfEventOpenOfATracepointIsReportedAndACounterIsNot) {
     long fd = syscall(SYS_perf_event_open, &a, -1, 0, -1, 0);
     return fd >= 0 && sw >= 0 ? 0 : 1;
   }));
-  ASSERT_TRUE(rec.wait_for([&](const Event& e) {
-    return e.hdr.type == Type::kPerfEventOpen && e.hdr.pid == cpid;
-  })) << "no perf_event_open event";
+  ASSERT_TRUE(rec.wait_for([&](const Event& e) { return e.hdr.type == Type::kPerfEventOpen && e.hdr.pid == cpid; }))
+      << "no perf_event_open event";
   int n = 0;
   for (const auto& e : rec.events_of(cpid)) {
     auto* d = e.as<event::SysCallData>();
@@ -250,7 +249,7 @@ TEST_P(SyscallArgs, PerfEventOpenOfATracepointIsReportedAndACounterIsNot) {
     EXPECT_EQ(d->a0, static_cast<std::uint64_t>(PERF_TYPE_TRACEPOINT));
     EXPECT_EQ(d->a1, static_cast<std::uint64_t>(tp));
     EXPECT_EQ(static_cast<std::int64_t>(d->a2), -1);  // every process
-    EXPECT_EQ(d->a3, 1u);                            // a tracepoint
+    EXPECT_EQ(d->a3, 1u);                             // a tracepoint
     EXPECT_GE(d->result, 0);
   }
   EXPECT_EQ(n, 1) << "the software counter was reported too";
@@ -280,7 +279,9 @@ TEST(SensorTamper, OpensOfTheOwnFilesAreSentWithoutARuleAskingForThem) {
     return o && e.hdr.pid == cpid && o->path == mine;
   })) << "no open event for the own file";
   for (const auto& e : rec.events_of(cpid)) {
-    if (auto* o = e.as<event::OpenData>()) EXPECT_NE(o->path, theirs);
+    if (auto* o = e.as<event::OpenData>()) {
+      EXPECT_NE(o->path, theirs);
+    }
   }
 }
 
