@@ -13,14 +13,14 @@ fi
 profile=${1:-all}
 agent=(
   build-essential cmake ninja-build pkg-config git
-  clang llvm                               # BPF objects
+  clang                                    # BPF objects
   libbpf-dev bpftool libelf-dev zlib1g-dev # the sensor
   libre2-dev libyaml-cpp-dev libyaml-dev libspdlog-dev libfmt-dev libcli11-dev
   librdkafka-dev libcurl4-openssl-dev libssl-dev libzstd-dev nlohmann-json3-dev
   libcpp-httplib-dev                       # the metrics and health endpoint (webserver:)
 )
 tests=(
-  libclang-rt-14-dev                       # libFuzzer targets
+  llvm libclang-rt-14-dev                  # libFuzzer targets
   libgtest-dev libgmock-dev libbenchmark-dev
   iproute2 procps util-linux openssl python3 # integration tests: netns, stand-in servers
   python3-h2                                 # state tests: stand-in kubelet pod-resources (gRPC/HTTP2)
