@@ -63,17 +63,15 @@ class Entry {
     (void)secret;
     return {};
   }
-  Status uint(const std::string& key, std::uint64_t& out, std::uint64_t min = 0,
-              std::uint64_t max = UINT64_MAX) {
+  Status uint(const std::string& key, std::uint64_t& out, std::uint64_t min = 0, std::uint64_t max = UINT64_MAX) {
     if (!has(key)) return {};
     return parse_uint(n_[key], key, out, min, max);
   }
-  Status parse_uint(const YAML::Node& v, const std::string& key, std::uint64_t& out,
-                    std::uint64_t min, std::uint64_t max) const {
+  Status parse_uint(const YAML::Node& v, const std::string& key, std::uint64_t& out, std::uint64_t min,
+                    std::uint64_t max) const {
     if (!v.IsScalar()) return err(key, "expected a number");
     const std::string& s = v.Scalar();
-    if (s.empty() || s.size() > 19 ||
-        !std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    if (s.empty() || s.size() > 19 || !std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; })) {
       return err(key, "expected a non-negative integer, got '" + s + "'");
     }
     const std::uint64_t x = std::stoull(s);
@@ -149,8 +147,7 @@ Status read_secret_file(const std::string& path, std::string& out) {
   std::stringstream ss;
   ss << in.rdbuf();
   out = ss.str();
-  while (!out.empty() && (out.back() == '\n' || out.back() == '\r' || out.back() == ' '))
-    out.pop_back();
+  while (!out.empty() && (out.back() == '\n' || out.back() == '\r' || out.back() == ' ')) out.pop_back();
   return {};
 }
 
@@ -198,8 +195,7 @@ Status parse_common(Entry& e, OutputConfig& c, const std::string& state_dir) {
       s.filter.rate_per_s = rate;
       std::uint64_t burst = static_cast<std::uint64_t>(std::max(1.0, rate));
       if ((*r)["burst"].IsDefined()) {
-        if (Status st = e.parse_uint((*r)["burst"], "rate_limit.burst", burst, 1, 1000000000); !st)
-          return st;
+        if (Status st = e.parse_uint((*r)["burst"], "rate_limit.burst", burst, 1, 1000000000); !st) return st;
       }
       s.filter.burst = static_cast<double>(burst);
     }
@@ -210,14 +206,12 @@ Status parse_common(Entry& e, OutputConfig& c, const std::string& state_dir) {
     if (r->IsMap()) {
       std::uint64_t v = s.queue_max_events;
       if ((*r)["max_events"].IsDefined()) {
-        if (Status st = e.parse_uint((*r)["max_events"], "queue.max_events", v, 1, 10000000); !st)
-          return st;
+        if (Status st = e.parse_uint((*r)["max_events"], "queue.max_events", v, 1, 10000000); !st) return st;
       }
       s.queue_max_events = v;
       v = s.queue_max_bytes;
       if ((*r)["max_bytes"].IsDefined()) {
-        if (Status st = e.parse_uint((*r)["max_bytes"], "queue.max_bytes", v, 1024, 1ULL << 40); !st)
-          return st;
+        if (Status st = e.parse_uint((*r)["max_bytes"], "queue.max_bytes", v, 1024, 1ULL << 40); !st) return st;
       }
       s.queue_max_bytes = v;
       if ((*r)["overflow"].IsDefined()) {
@@ -234,20 +228,17 @@ Status parse_common(Entry& e, OutputConfig& c, const std::string& state_dir) {
     if (r->IsMap()) {
       std::uint64_t v = s.batch.max_events;
       if ((*r)["max_events"].IsDefined()) {
-        if (Status st = e.parse_uint((*r)["max_events"], "batch.max_events", v, 1, 100000); !st)
-          return st;
+        if (Status st = e.parse_uint((*r)["max_events"], "batch.max_events", v, 1, 100000); !st) return st;
       }
       s.batch.max_events = v;
       v = s.batch.max_bytes;
       if ((*r)["max_bytes"].IsDefined()) {
-        if (Status st = e.parse_uint((*r)["max_bytes"], "batch.max_bytes", v, 1, 1ULL << 30); !st)
-          return st;
+        if (Status st = e.parse_uint((*r)["max_bytes"], "batch.max_bytes", v, 1, 1ULL << 30); !st) return st;
       }
       s.batch.max_bytes = v;
       v = static_cast<std::uint64_t>(s.batch.max_delay.count());
       if ((*r)["max_delay_ms"].IsDefined()) {
-        if (Status st = e.parse_uint((*r)["max_delay_ms"], "batch.max_delay_ms", v, 0, 60000); !st)
-          return st;
+        if (Status st = e.parse_uint((*r)["max_delay_ms"], "batch.max_delay_ms", v, 0, 60000); !st) return st;
       }
       s.batch.max_delay = std::chrono::milliseconds(v);
     }
@@ -258,24 +249,18 @@ Status parse_common(Entry& e, OutputConfig& c, const std::string& state_dir) {
     if (r->IsMap()) {
       std::uint64_t v = static_cast<std::uint64_t>(s.retry.max_attempts);
       if ((*r)["max_attempts"].IsDefined()) {
-        if (Status st = e.parse_uint((*r)["max_attempts"], "retry.max_attempts", v, 1, 1000); !st)
-          return st;
+        if (Status st = e.parse_uint((*r)["max_attempts"], "retry.max_attempts", v, 1, 1000); !st) return st;
       }
       s.retry.max_attempts = static_cast<int>(v);
       v = static_cast<std::uint64_t>(s.retry.initial_backoff.count());
       if ((*r)["initial_backoff_ms"].IsDefined()) {
-        if (Status st = e.parse_uint((*r)["initial_backoff_ms"], "retry.initial_backoff_ms", v, 1,
-                                     3600000);
-            !st)
+        if (Status st = e.parse_uint((*r)["initial_backoff_ms"], "retry.initial_backoff_ms", v, 1, 3600000); !st)
           return st;
       }
       s.retry.initial_backoff = std::chrono::milliseconds(v);
       v = static_cast<std::uint64_t>(s.retry.max_backoff.count());
       if ((*r)["max_backoff_ms"].IsDefined()) {
-        if (Status st =
-                e.parse_uint((*r)["max_backoff_ms"], "retry.max_backoff_ms", v, 1, 3600000);
-            !st)
-          return st;
+        if (Status st = e.parse_uint((*r)["max_backoff_ms"], "retry.max_backoff_ms", v, 1, 3600000); !st) return st;
       }
       s.retry.max_backoff = std::chrono::milliseconds(v);
     }
@@ -307,17 +292,12 @@ Status parse_common(Entry& e, OutputConfig& c, const std::string& state_dir) {
           dir = (*r)["dir"].Scalar();
         }
         if ((*r)["max_bytes"].IsDefined()) {
-          if (Status st =
-                  e.parse_uint((*r)["max_bytes"], "spool.max_bytes", max_bytes, 4096, 1ULL << 44);
-              !st)
+          if (Status st = e.parse_uint((*r)["max_bytes"], "spool.max_bytes", max_bytes, 4096, 1ULL << 44); !st)
             return st;
         }
         if ((*r)["sync_interval_ms"].IsDefined()) {
           std::uint64_t v = 0;
-          if (Status st = e.parse_uint((*r)["sync_interval_ms"], "spool.sync_interval_ms", v, 0,
-                                       60000);
-              !st)
-            return st;
+          if (Status st = e.parse_uint((*r)["sync_interval_ms"], "spool.sync_interval_ms", v, 0, 60000); !st) return st;
           s.spool.sync_interval = std::chrono::milliseconds(v);
         }
       }
@@ -337,15 +317,12 @@ Status parse_file(Entry& e, FileOptions& o) {
   if (!r) return r.error();
   if (r->IsMap()) {
     if ((*r)["max_bytes"].IsDefined()) {
-      if (Status st = e.parse_uint((*r)["max_bytes"], "rotate.max_bytes", o.rotate_bytes, 1024,
-                                   1ULL << 44);
-          !st)
+      if (Status st = e.parse_uint((*r)["max_bytes"], "rotate.max_bytes", o.rotate_bytes, 1024, 1ULL << 44); !st)
         return st;
     }
     if ((*r)["max_age_s"].IsDefined()) {
       std::uint64_t v = 0;
-      if (Status st = e.parse_uint((*r)["max_age_s"], "rotate.max_age_s", v, 1, 31536000); !st)
-        return st;
+      if (Status st = e.parse_uint((*r)["max_age_s"], "rotate.max_age_s", v, 1, 31536000); !st) return st;
       o.rotate_age = std::chrono::seconds(v);
     }
     if ((*r)["keep"].IsDefined()) {
@@ -428,8 +405,7 @@ Status parse_webhook(Entry& e, WebhookOptions& o, const SinkOptions& s) {
     ++sources;
     std::string path;
     if (Status st = e.str("bearer_token_file", path); !st) return st;
-    if (Status st = read_secret_file(path, o.bearer_token); !st)
-      return e.err("bearer_token_file", st.error().message);
+    if (Status st = read_secret_file(path, o.bearer_token); !st) return e.err("bearer_token_file", st.error().message);
   }
   if (e.has("bearer_token_env")) {
     ++sources;
@@ -467,8 +443,7 @@ Status parse_kafka(Entry& e, KafkaOptions& o) {
   }
   if (o.brokers.empty()) return e.err("brokers", "required (\"host:port,host:port\" or a list)");
   if (Status st = e.str("topic", o.topic); !st) return st;
-  if (o.topic.empty() || o.topic.size() > 249 ||
-      !std::all_of(o.topic.begin(), o.topic.end(), [](char c) {
+  if (o.topic.empty() || o.topic.size() > 249 || !std::all_of(o.topic.begin(), o.topic.end(), [](char c) {
         return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
       })) {
     return e.err("topic", "required: letters, digits, '.', '_', '-' (at most 249)");
@@ -485,8 +460,8 @@ Status parse_kafka(Entry& e, KafkaOptions& o) {
   }
   if (Status st = e.boolean("idempotence", o.idempotence); !st) return st;
   if (Status st = e.str("compression", o.compression); !st) return st;
-  if (o.compression != "none" && o.compression != "gzip" && o.compression != "snappy" &&
-      o.compression != "lz4" && o.compression != "zstd") {
+  if (o.compression != "none" && o.compression != "gzip" && o.compression != "snappy" && o.compression != "lz4" &&
+      o.compression != "zstd") {
     return e.err("compression", "expected none, gzip, snappy, lz4 or zstd");
   }
   const YAML::Node p = e.node("properties");
@@ -510,8 +485,7 @@ Status parse_kafka(Entry& e, KafkaOptions& o) {
 
 }  // namespace
 
-Result<std::vector<OutputConfig>> parse_outputs(const YAML::Node& outputs,
-                                                const std::string& state_dir,
+Result<std::vector<OutputConfig>> parse_outputs(const YAML::Node& outputs, const std::string& state_dir,
                                                 const ConfigOrigin* origin) {
   std::vector<OutputConfig> out;
   if (!outputs.IsDefined() || outputs.IsNull()) {
@@ -554,8 +528,7 @@ Result<std::vector<OutputConfig>> parse_outputs(const YAML::Node& outputs,
       } else if (type.empty()) {
         return e.err("type", "required (stdout, file, syslog, webhook, kafka)");
       } else {
-        return e.err("type", "unknown output type '" + type +
-                                 "' (stdout, file, syslog, webhook, kafka)");
+        return e.err("type", "unknown output type '" + type + "' (stdout, file, syslog, webhook, kafka)");
       }
       if (Status st = parse_common(e, c, state_dir); !st) return st.error();
       if (!names.insert(c.sink.name).second) {
@@ -584,8 +557,7 @@ Result<std::vector<OutputConfig>> parse_outputs(const YAML::Node& outputs,
   return out;
 }
 
-Result<std::unique_ptr<Transport>> make_transport(const OutputConfig& c,
-                                                  std::shared_ptr<spdlog::logger> log) {
+Result<std::unique_ptr<Transport>> make_transport(const OutputConfig& c, std::shared_ptr<spdlog::logger> log) {
   const std::string where = "output " + c.sink.name + ": ";
   auto wrap = [&](auto r) -> Result<std::unique_ptr<Transport>> {
     if (!r) return Error{r.error().kind, where + r.error().message};
@@ -599,8 +571,7 @@ Result<std::unique_ptr<Transport>> make_transport(const OutputConfig& c,
     return wrap(SyslogTransport::create(*s));
   }
   if (const auto* w = std::get_if<WebhookOptions>(&c.transport)) {
-    return wrap(WebhookTransport::create(
-        *w, c.sink.format == Format::kJson || c.sink.format == Format::kOcsf));
+    return wrap(WebhookTransport::create(*w, c.sink.format == Format::kJson || c.sink.format == Format::kOcsf));
   }
 #ifdef VIGIL_WITH_KAFKA
   if (const auto* k = std::get_if<KafkaOptions>(&c.transport)) {

@@ -57,14 +57,12 @@ struct OutputConfig {
 // (<state_dir>/spool/<sink name>). `origin`, when given, names where the
 // configuration's values came from (the file's lines, -o overrides) in errors;
 // `outputs` is then the root's `outputs` value.
-Result<std::vector<OutputConfig>> parse_outputs(const YAML::Node& outputs,
-                                                const std::string& state_dir,
+Result<std::vector<OutputConfig>> parse_outputs(const YAML::Node& outputs, const std::string& state_dir,
                                                 const ConfigOrigin* origin = nullptr);
 
 // Builds the transport an OutputConfig describes (opens files, loads TLS
 // material, creates the Kafka producer). Errors name the sink.
 // `log` receives library log lines (librdkafka) and may be null.
-Result<std::unique_ptr<Transport>> make_transport(const OutputConfig& c,
-                                                  std::shared_ptr<spdlog::logger> log = nullptr);
+Result<std::unique_ptr<Transport>> make_transport(const OutputConfig& c, std::shared_ptr<spdlog::logger> log = nullptr);
 
 }  // namespace vigil::outputs

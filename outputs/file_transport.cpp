@@ -93,15 +93,13 @@ SendResult FileTransport::send(std::span<const Message> batch) noexcept {
       std::uint64_t bytes = 0;
       while (done + n < batch.size()) {
         const std::uint64_t b = batch[done + n].body.size() + 1;
-        if (o_.rotate_bytes > 0 && size_ + bytes + b > o_.rotate_bytes && (n > 0 || size_ > 0))
-          break;
+        if (o_.rotate_bytes > 0 && size_ + bytes + b > o_.rotate_bytes && (n > 0 || size_ > 0)) break;
         bytes += b;
         ++n;
         if (o_.fsync == FsyncPolicy::kAlways) break;
       }
-      const bool too_old = o_.rotate_age.count() > 0 &&
-                           std::chrono::steady_clock::now() - opened_ >= o_.rotate_age &&
-                           size_ > 0;
+      const bool too_old =
+          o_.rotate_age.count() > 0 && std::chrono::steady_clock::now() - opened_ >= o_.rotate_age && size_ > 0;
       if (n == 0 || too_old) {
         if (Status st = rotate(); !st) return SendResult::retry(st.error().message, done);
         continue;

@@ -28,9 +28,9 @@ enum class FsyncPolicy : std::uint8_t { kNever, kBatch, kAlways };
 
 struct FileOptions {
   std::string path;
-  std::uint64_t rotate_bytes = 0;          // 0: no size rotation
-  std::chrono::seconds rotate_age{0};      // 0: no age rotation
-  int keep = 5;                            // rotated files kept: path.1 .. path.N
+  std::uint64_t rotate_bytes = 0;      // 0: no size rotation
+  std::chrono::seconds rotate_age{0};  // 0: no age rotation
+  int keep = 5;                        // rotated files kept: path.1 .. path.N
   FsyncPolicy fsync = FsyncPolicy::kNever;
 };
 

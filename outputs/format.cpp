@@ -113,8 +113,8 @@ void append_output_fields(std::string& out, const event::Alert& a) {
 }
 
 bool is_falco_key(std::string_view k) {
-  for (std::string_view f : {"time", "rule", "priority", "output", "output_fields", "hostname",
-                             "source", "tags", "uuid"}) {
+  for (std::string_view f :
+       {"time", "rule", "priority", "output", "output_fields", "hostname", "source", "tags", "uuid"}) {
     if (k == f) return true;
   }
   return false;
@@ -153,8 +153,8 @@ void append_cef(std::string& out, std::string_view s, bool header) {
   while (i < s.size()) {
     const std::size_t start = i;
     const std::int32_t cp = next_code_point(s, i);
-    if (cp < 0 || (cp < 0x20 && cp != '\n' && cp != '\r') || cp == 0x7F ||
-        (cp >= 0x80 && cp <= 0x9F) || cp == 0x2028 || cp == 0x2029) {
+    if (cp < 0 || (cp < 0x20 && cp != '\n' && cp != '\r') || cp == 0x7F || (cp >= 0x80 && cp <= 0x9F) || cp == 0x2028 ||
+        cp == 0x2029) {
       out += kReplacement;
     } else if (cp == '\\') {
       out += "\\\\";
@@ -179,8 +179,7 @@ void append_cef_key(std::string& out, std::string_view k) {
     return;
   }
   for (char c : k) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                    c == '_' || c == '.';
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.';
     out += ok ? c : '_';
   }
 }
@@ -245,8 +244,8 @@ std::string rfc3339_ns(std::uint64_t time_ns) {
   std::tm tm{};
   gmtime_r(&secs, &tm);
   char buf[64];
-  std::snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d:%02d.%09uZ", tm.tm_year + 1900,
-                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, nanos);
+  std::snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d:%02d.%09uZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+                tm.tm_hour, tm.tm_min, tm.tm_sec, nanos);
   return buf;
 }
 
@@ -357,9 +356,10 @@ std::string format_ocsf(const event::Alert& a) {
   const int sev = ocsf_severity_id(a.priority);
   std::string out;
   out.reserve(512 + a.output.size() * 2);
-  out += "{\"activity_id\":1,\"activity_name\":\"Create\",\"category_uid\":2,"
-         "\"category_name\":\"Findings\",\"class_uid\":2004,\"class_name\":\"Detection "
-         "Finding\",\"type_uid\":200401,\"type_name\":\"Detection Finding: Create\",";
+  out +=
+      "{\"activity_id\":1,\"activity_name\":\"Create\",\"category_uid\":2,"
+      "\"category_name\":\"Findings\",\"class_uid\":2004,\"class_name\":\"Detection "
+      "Finding\",\"type_uid\":200401,\"type_name\":\"Detection Finding: Create\",";
   out += "\"severity_id\":" + std::to_string(sev) + ",\"severity\":";
   append_json_string(out, ocsf_severity_name(sev));
   out += ",\"status_id\":1,\"status\":\"New\",\"time\":" + std::to_string(a.time_ns / 1000000);
@@ -378,8 +378,9 @@ std::string format_ocsf(const event::Alert& a) {
   out += ",\"analytic\":{\"name\":";
   append_json_string(out, a.rule);
   out += ",\"type_id\":1,\"type\":\"Rule\"}}";
-  out += ",\"metadata\":{\"version\":\"1.1.0\",\"product\":{\"name\":\"vigil\",\"vendor_name\":"
-         "\"vigil\",\"version\":";
+  out +=
+      ",\"metadata\":{\"version\":\"1.1.0\",\"product\":{\"name\":\"vigil\",\"vendor_name\":"
+      "\"vigil\",\"version\":";
   append_json_string(out, kProductVersion);
   out += "},\"log_name\":";
   append_json_string(out, a.source);

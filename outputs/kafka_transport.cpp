@@ -19,8 +19,8 @@ struct KafkaTransport::Impl {
   rd_kafka_t* rk = nullptr;
   rd_kafka_topic_t* topic = nullptr;
   // Delivery state of the batch in flight: slot per message, by sequence id.
-  std::uint64_t base_id = 0;        // id of slot 0 of the current batch
-  std::vector<int> slots;           // 0 pending, 1 delivered, -1 failed
+  std::uint64_t base_id = 0;  // id of slot 0 of the current batch
+  std::vector<int> slots;     // 0 pending, 1 delivered, -1 failed
   std::size_t pending = 0;
   std::string last_error;
   std::uint64_t* ok = nullptr;
@@ -65,8 +65,7 @@ KafkaTransport::KafkaTransport(KafkaOptions o) : o_(std::move(o)), impl_(std::ma
   impl_->failed = &dr_failed_;
 }
 
-Result<std::unique_ptr<KafkaTransport>> KafkaTransport::create(
-    KafkaOptions o, std::shared_ptr<spdlog::logger> log) {
+Result<std::unique_ptr<KafkaTransport>> KafkaTransport::create(KafkaOptions o, std::shared_ptr<spdlog::logger> log) {
   std::unique_ptr<KafkaTransport> t(new KafkaTransport(std::move(o)));
   t->impl_->log = std::move(log);
   char err[512];
@@ -120,23 +119,16 @@ SendResult KafkaTransport::send(std::span<const Message> batch) noexcept {
     std::string produce_error;
     for (std::size_t i = 0; i < batch.size(); ++i) {
       const Message& m = batch[i];
-      const std::string& key = o_.key == KeyKind::kRule  ? m.rule
-                               : o_.key == KeyKind::kPod ? m.pod
-                                                         : m.hostname;
+      const std::string& key = o_.key == KeyKind::kRule ? m.rule : o_.key == KeyKind::kPod ? m.pod : m.hostname;
       rd_kafka_resp_err_t e = RD_KAFKA_RESP_ERR_NO_ERROR;
       for (int tries = 0; tries < 50; ++tries) {
         e = rd_kafka_producev(
             im.rk, RD_KAFKA_V_RKT(im.topic), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-            RD_KAFKA_V_VALUE(const_cast<char*>(m.body.data()), m.body.size()),
-            RD_KAFKA_V_KEY(key.data(), key.size()),
+            RD_KAFKA_V_VALUE(const_cast<char*>(m.body.data()), m.body.size()), RD_KAFKA_V_KEY(key.data(), key.size()),
             RD_KAFKA_V_HEADER("rule", m.rule.data(), static_cast<ssize_t>(m.rule.size())),
-            RD_KAFKA_V_HEADER("priority", m.priority.data(),
-                              static_cast<ssize_t>(m.priority.size())),
-            RD_KAFKA_V_HEADER("hostname", m.hostname.data(),
-                              static_cast<ssize_t>(m.hostname.size())),
-            RD_KAFKA_V_OPAQUE(reinterpret_cast<void*>(
-                static_cast<std::uintptr_t>(im.base_id + i))),
-            RD_KAFKA_V_END);
+            RD_KAFKA_V_HEADER("priority", m.priority.data(), static_cast<ssize_t>(m.priority.size())),
+            RD_KAFKA_V_HEADER("hostname", m.hostname.data(), static_cast<ssize_t>(m.hostname.size())),
+            RD_KAFKA_V_OPAQUE(reinterpret_cast<void*>(static_cast<std::uintptr_t>(im.base_id + i))), RD_KAFKA_V_END);
         if (e != RD_KAFKA_RESP_ERR__QUEUE_FULL || interrupted_) break;
         rd_kafka_poll(im.rk, 10);  // let delivery reports free the queue
       }
@@ -166,12 +158,11 @@ SendResult KafkaTransport::send(std::span<const Message> batch) noexcept {
     while (delivered < batch.size() && im.slots[delivered] == 1) ++delivered;
     if (delivered == batch.size()) return SendResult::ok(batch.size());
     std::string why = "kafka: ";
-    why += !produce_error.empty() ? produce_error
+    why += !produce_error.empty()   ? produce_error
            : !im.last_error.empty() ? im.last_error
                                     : std::string("delivery timed out");
     return SendResult::retry(why, delivered)
-        .with_class(timed_out || (produce_error.empty() &&
-                                  im.last_error.find("timed out") != std::string::npos)
+        .with_class(timed_out || (produce_error.empty() && im.last_error.find("timed out") != std::string::npos)
                         ? ErrorClass::kTimeout
                         : ErrorClass::kOther);
   } catch (...) {

@@ -46,8 +46,7 @@ class KafkaTransport final : public Transport {
  public:
   // librdkafka's own log lines go to `log` (debug/info/warn/error by syslog
   // level); with no logger they are dropped.
-  static Result<std::unique_ptr<KafkaTransport>> create(
-      KafkaOptions o, std::shared_ptr<spdlog::logger> log = nullptr);
+  static Result<std::unique_ptr<KafkaTransport>> create(KafkaOptions o, std::shared_ptr<spdlog::logger> log = nullptr);
   ~KafkaTransport() override;
   SendResult send(std::span<const Message> batch) noexcept override;
   void close() noexcept override;

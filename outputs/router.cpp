@@ -53,14 +53,12 @@ void add_counters(SinkStats& to, const SinkStats& from) {
   for (std::size_t i = 0; i < to.drops.size(); ++i) to.drops[i] += from.drops[i];
 }
 
-Result<std::unique_ptr<Spool>> open_spool(const std::string& name, const std::string& dir,
-                                          std::uint64_t max_bytes,
+Result<std::unique_ptr<Spool>> open_spool(const std::string& name, const std::string& dir, std::uint64_t max_bytes,
                                           const std::shared_ptr<spdlog::logger>& log) {
   auto s = Spool::open(dir, max_bytes);
   if (!s) return Error{s.error().kind, "output " + name + ": " + s.error().message};
   if (log && !(*s)->empty()) {
-    log->info("output {}: {} spooled alerts from an earlier run will be delivered first", name,
-              (*s)->count());
+    log->info("output {}: {} spooled alerts from an earlier run will be delivered first", name, (*s)->count());
   }
   return std::move(*s);
 }
@@ -87,8 +85,7 @@ std::string Router::Plan::describe() const {
   return out.empty() ? "none" : out;
 }
 
-Result<std::unique_ptr<Router>> Router::from_config(const YAML::Node& outputs,
-                                                    const RouterOptions& opts) {
+Result<std::unique_ptr<Router>> Router::from_config(const YAML::Node& outputs, const RouterOptions& opts) {
   // The first set is a reload of an empty router.
   std::unique_ptr<Router> r(new Router(std::make_shared<const std::vector<Entry>>(), opts));
   auto plan = r->prepare(outputs);
@@ -182,9 +179,8 @@ Result<std::unique_ptr<Router::Plan>> Router::prepare(const YAML::Node& outputs)
     auto t = make_transport(c, opts_.log);
     if (!t) return t.error();
     std::unique_ptr<Spool> spool;
-    const bool waits = std::any_of(retiring.begin(), retiring.end(), [&](const std::vector<std::string>& r) {
-      return share(r, item.entry.resources);
-    });
+    const bool waits = std::any_of(retiring.begin(), retiring.end(),
+                                   [&](const std::vector<std::string>& r) { return share(r, item.entry.resources); });
     if (!c.sink.spool.dir.empty()) {
       if (waits) {
         // The retiring sink holds the spool: it is opened when that one stopped.
@@ -196,9 +192,8 @@ Result<std::unique_ptr<Router::Plan>> Router::prepare(const YAML::Node& outputs)
         spool = std::move(*s);
       }
     }
-    const bool was_there = std::any_of(in_force->begin(), in_force->end(), [&](const Entry& e) {
-      return e.sink->options().name == c.sink.name;
-    });
+    const bool was_there = std::any_of(in_force->begin(), in_force->end(),
+                                       [&](const Entry& e) { return e.sink->options().name == c.sink.name; });
     (was_there ? plan->replaced : plan->added).push_back(c.sink.name);
     item.entry.sink = std::make_shared<Sink>(c.sink, std::move(*t), opts_.log, std::move(spool));
     plan->items.push_back(std::move(item));
@@ -228,9 +223,8 @@ bool Router::commit(std::unique_ptr<Plan> plan) {
     }
     ++generation_;
     for (const Entry& e : *sinks_) {
-      const bool carried = std::any_of(plan->items.begin(), plan->items.end(), [&](const Plan::Item& it) {
-        return it.carried && it.entry.sink == e.sink;
-      });
+      const bool carried = std::any_of(plan->items.begin(), plan->items.end(),
+                                       [&](const Plan::Item& it) { return it.carried && it.entry.sink == e.sink; });
       if (carried) continue;
       auto done = std::make_shared<std::promise<void>>();
       retiring_.push_back({e.resources, e.sink, done->get_future().share()});
@@ -247,9 +241,9 @@ bool Router::commit(std::unique_ptr<Plan> plan) {
             to.type = s.type;
           }
           add_counters(to, s);
-          retiring_.erase(std::remove_if(retiring_.begin(), retiring_.end(),
-                                         [&](const Retiring& r) { return r.sink == sink; }),
-                          retiring_.end());
+          retiring_.erase(
+              std::remove_if(retiring_.begin(), retiring_.end(), [&](const Retiring& r) { return r.sink == sink; }),
+              retiring_.end());
         }
         done->set_value();
       });
@@ -392,8 +386,8 @@ std::string Router::describe_drops() const {
     for (std::size_t i = 0; i < kDropReasonCount; ++i) {
       if (s.drops[i] == 0) continue;
       if (!out.empty()) out += ' ';
-      out += s.name + '/' + std::string(drop_reason_name(static_cast<DropReason>(i))) + '=' +
-             std::to_string(s.drops[i]);
+      out +=
+          s.name + '/' + std::string(drop_reason_name(static_cast<DropReason>(i))) + '=' + std::to_string(s.drops[i]);
     }
   }
   return out.empty() ? "none" : out;

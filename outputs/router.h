@@ -100,8 +100,8 @@ class Router {
     friend class Router;
     struct Item {
       Entry entry;
-      bool carried = false;       // entry.sink is the sink in force
-      std::string deferred_spool; // open this spool dir once the predecessors stopped
+      bool carried = false;        // entry.sink is the sink in force
+      std::string deferred_spool;  // open this spool dir once the predecessors stopped
       std::uint64_t spool_max_bytes = 0;
     };
     std::vector<Item> items;
@@ -112,8 +112,7 @@ class Router {
   // stdout json sink). Errors are Error::bad_input naming the entry and key,
   // or Error::runtime when a sink cannot start (file not writable, spool
   // directory not creatable).
-  static Result<std::unique_ptr<Router>> from_config(const YAML::Node& outputs,
-                                                     const RouterOptions& opts);
+  static Result<std::unique_ptr<Router>> from_config(const YAML::Node& outputs, const RouterOptions& opts);
   // Takes already-built sinks (tests, embedding). Starts them.
   Router(std::vector<std::unique_ptr<Sink>> sinks, RouterOptions opts);
   ~Router();
@@ -167,12 +166,12 @@ class Router {
   // holds it exclusively to swap) returns, no alert is still on its way into
   // a sink that is about to retire.
   mutable std::shared_mutex mu_;
-  Snapshot sinks_;                               // guarded by mu_ (the pointer)
-  std::vector<Retiring> retiring_;               // guarded by mu_
-  std::map<std::string, SinkStats> retired_;     // guarded by mu_: final counters by name
-  std::uint64_t generation_ = 0;                 // guarded by mu_: commits so far
-  std::vector<Background> background_;           // owner only
-  bool stopped_ = false;                         // owner only
+  Snapshot sinks_;                            // guarded by mu_ (the pointer)
+  std::vector<Retiring> retiring_;            // guarded by mu_
+  std::map<std::string, SinkStats> retired_;  // guarded by mu_: final counters by name
+  std::uint64_t generation_ = 0;              // guarded by mu_: commits so far
+  std::vector<Background> background_;        // owner only
+  bool stopped_ = false;                      // owner only
 };
 
 }  // namespace vigil::outputs

@@ -12,9 +12,9 @@ namespace vigil::outputs {
 namespace {
 
 std::uint64_t steady_ns() {
-  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                        std::chrono::steady_clock::now().time_since_epoch())
-                                        .count());
+  return static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+          .count());
 }
 
 bool contains(const std::vector<std::string>& v, const std::string& s) {
@@ -97,8 +97,8 @@ Filter::Verdict Filter::check(const event::Alert& a, std::chrono::steady_clock::
 }
 
 std::size_t alert_bytes(const event::Alert& a) {
-  std::size_t n = sizeof(event::Alert) + a.rule.size() + a.output.size() + a.hostname.size() +
-                  a.source.size() + a.uuid.size();
+  std::size_t n =
+      sizeof(event::Alert) + a.rule.size() + a.output.size() + a.hostname.size() + a.source.size() + a.uuid.size();
   for (const auto& t : a.tags) n += t.size() + sizeof(std::string);
   for (const auto& [k, v] : a.output_fields) {
     n += k.size() + sizeof(std::pair<std::string, event::FieldValue>);
@@ -147,9 +147,7 @@ void Sink::start() {
 void Sink::offer(const std::shared_ptr<const event::Alert>& a, std::size_t bytes) noexcept {
   switch (filter_.check(*a, std::chrono::steady_clock::now())) {
     case Filter::Verdict::kFiltered: filtered_.fetch_add(1, std::memory_order_relaxed); return;
-    case Filter::Verdict::kRateLimited:
-      rate_limited_.fetch_add(1, std::memory_order_relaxed);
-      return;
+    case Filter::Verdict::kRateLimited: rate_limited_.fetch_add(1, std::memory_order_relaxed); return;
     case Filter::Verdict::kPass: break;
   }
   {
@@ -159,8 +157,7 @@ void Sink::offer(const std::shared_ptr<const event::Alert>& a, std::size_t bytes
       return;
     }
     auto full = [&] {
-      return !queue_.empty() && (queue_.size() >= o_.queue_max_events ||
-                                 queue_bytes_ + bytes > o_.queue_max_bytes);
+      return !queue_.empty() && (queue_.size() >= o_.queue_max_events || queue_bytes_ + bytes > o_.queue_max_bytes);
     };
     if (full()) {
       if (o_.overflow == Overflow::kDropNewest) {
@@ -217,8 +214,8 @@ void Sink::drop(DropReason r, std::uint64_t n) noexcept {
   if (!log_) return;
   const std::uint64_t now = steady_ns();
   std::uint64_t last = drop_log_ns_.load(std::memory_order_relaxed);
-  const auto every = static_cast<std::uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(o_.drop_log_interval).count());
+  const auto every =
+      static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(o_.drop_log_interval).count());
   if (last != 0 && now - last < every) return;
   // One thread wins the interval; the others only count.
   if (!drop_log_ns_.compare_exchange_strong(last, now, std::memory_order_relaxed)) return;
@@ -241,8 +238,7 @@ void Sink::log_drops() noexcept {
       what += std::string(drop_reason_name(static_cast<DropReason>(i))) + '=' + std::to_string(d);
     }
     if (delta == 0 || !log_) return;
-    log_->warn("output {}: {} alerts dropped ({}); {} dropped since start", o_.name, delta, what,
-               total);
+    log_->warn("output {}: {} alerts dropped ({}); {} dropped since start", o_.name, delta, what, total);
   } catch (...) {  // logging must never take the pipeline down
   }
 }
@@ -280,10 +276,10 @@ std::chrono::milliseconds Sink::backoff(int attempt) {
 
 void Sink::record_sent(std::span<const Message> msgs) {
   sent_.fetch_add(msgs.size(), std::memory_order_relaxed);
-  last_success_unix_ms_.store(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                  std::chrono::system_clock::now().time_since_epoch())
-                                  .count(),
-                              std::memory_order_relaxed);
+  last_success_unix_ms_.store(
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count(),
+      std::memory_order_relaxed);
   const std::uint64_t now = steady_ns();
   for (const auto& m : msgs) {
     if (m.enqueued_ns == 0 || now < m.enqueued_ns) continue;
@@ -291,8 +287,7 @@ void Sink::record_sent(std::span<const Message> msgs) {
     const std::size_t b = std::min<std::size_t>(std::bit_width(us), latency_.size() - 1);
     latency_[b].fetch_add(1, std::memory_order_relaxed);
     std::uint64_t prev = latency_max_us_.load(std::memory_order_relaxed);
-    while (us > prev && !latency_max_us_.compare_exchange_weak(prev, us)) {
-    }
+    while (us > prev && !latency_max_us_.compare_exchange_weak(prev, us)) {}
   }
 }
 
@@ -339,8 +334,7 @@ void Sink::run_loop() {
     if (o_.batch.max_delay.count() > 0 && queue_.size() < o_.batch.max_events && !stopping_) {
       const auto until = std::chrono::steady_clock::now() + o_.batch.max_delay;
       cv_.wait_until(lk, until, [this] {
-        return stopping_ || queue_.size() >= o_.batch.max_events ||
-               queue_bytes_ >= o_.batch.max_bytes;
+        return stopping_ || queue_.size() >= o_.batch.max_events || queue_bytes_ >= o_.batch.max_bytes;
       });
     }
     std::vector<Item> items;
@@ -383,8 +377,9 @@ void Sink::run_loop() {
       retried_.fetch_add(1, std::memory_order_relaxed);
       if (++attempt >= o_.retry.max_attempts) {
         drop(DropReason::kRetriesExhausted, msgs.size() - done);
-        if (log_) log_->warn("output {}: giving up on {} alerts after {} attempts: {}", o_.name,
-                             msgs.size() - done, attempt, r.error);
+        if (log_)
+          log_->warn("output {}: giving up on {} alerts after {} attempts: {}", o_.name, msgs.size() - done, attempt,
+                     r.error);
         break;
       }
       const auto wait = r.retry_after.count() > 0 ? r.retry_after : backoff(attempt - 1);

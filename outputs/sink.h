@@ -63,10 +63,10 @@ struct FilterOptions {
   std::optional<event::Priority> min_priority;  // pass this priority and more severe
   std::vector<std::string> rules_include;       // empty: all rules
   std::vector<std::string> rules_exclude;
-  std::vector<std::string> tags_include;        // empty: all; else any tag in the list
-  std::vector<std::string> tags_exclude;        // any tag in the list suppresses
-  double rate_per_s = 0;                        // 0: no rate limit
-  double burst = 0;                             // bucket size (>= 1 when limited)
+  std::vector<std::string> tags_include;  // empty: all; else any tag in the list
+  std::vector<std::string> tags_exclude;  // any tag in the list suppresses
+  double rate_per_s = 0;                  // 0: no rate limit
+  double burst = 0;                       // bucket size (>= 1 when limited)
 };
 
 // Decides whether a sink takes an alert. Thread-safe.
@@ -79,8 +79,8 @@ class Filter {
  private:
   FilterOptions o_;
   std::mutex mu_;
-  double tokens_;                                   // guarded by mu_
-  std::chrono::steady_clock::time_point last_{};    // guarded by mu_
+  double tokens_;                                 // guarded by mu_
+  std::chrono::steady_clock::time_point last_{};  // guarded by mu_
 };
 
 struct RetryOptions {
@@ -96,7 +96,7 @@ struct BatchOptions {
 };
 
 struct SpoolOptions {
-  std::string dir;                 // empty: no spool
+  std::string dir;  // empty: no spool
   std::uint64_t max_bytes = 256ULL << 20;
   // fdatasync the log at most this often (0: after every batch appended).
   std::chrono::milliseconds sync_interval{100};
@@ -121,8 +121,8 @@ inline constexpr std::size_t kDropReasonCount = 8;
 std::string_view drop_reason_name(DropReason r);
 
 struct SinkOptions {
-  std::string name;   // unique per router, e.g. "kafka-1"
-  std::string type;   // stdout, file, syslog, webhook, kafka
+  std::string name;  // unique per router, e.g. "kafka-1"
+  std::string type;  // stdout, file, syslog, webhook, kafka
   Format format = Format::kJson;
   std::size_t queue_max_events = 10000;
   std::size_t queue_max_bytes = 64ULL << 20;
@@ -149,7 +149,7 @@ struct SinkStats {
   std::uint64_t rate_limited = 0;  // suppressed by the rate limit
   std::uint64_t queue_depth = 0;   // alerts waiting now
   std::uint64_t queue_bytes = 0;
-  std::uint64_t spool_depth = 0;   // alerts in the spool now
+  std::uint64_t spool_depth = 0;  // alerts in the spool now
   std::uint64_t spool_bytes = 0;
   std::int64_t last_success_unix_ms = 0;  // the last delivery; 0: none yet
   // publish-to-delivered latency of sent alerts, microseconds.
@@ -215,21 +215,21 @@ class Sink {
   Filter filter_;
 
   mutable std::mutex mu_;
-  std::condition_variable cv_;      // queue_ and done_ changes
-  std::condition_variable wal_cv_;  // spool: the log grew, or the journal finished
-  std::deque<Item> queue_;          // guarded by mu_
-  std::size_t queue_bytes_ = 0;     // guarded by mu_
-  bool stopping_ = false;           // guarded by mu_
-  bool done_ = false;               // guarded by mu_: the worker has finished
-  bool journal_done_ = false;       // guarded by mu_: the journal has finished
+  std::condition_variable cv_;                        // queue_ and done_ changes
+  std::condition_variable wal_cv_;                    // spool: the log grew, or the journal finished
+  std::deque<Item> queue_;                            // guarded by mu_
+  std::size_t queue_bytes_ = 0;                       // guarded by mu_
+  bool stopping_ = false;                             // guarded by mu_
+  bool done_ = false;                                 // guarded by mu_: the worker has finished
+  bool journal_done_ = false;                         // guarded by mu_: the journal has finished
   std::chrono::steady_clock::time_point deadline_{};  // guarded by mu_
   std::thread worker_;
-  std::thread journal_;             // only with a spool
-  std::mt19937_64 rng_;             // worker only
+  std::thread journal_;  // only with a spool
+  std::mt19937_64 rng_;  // worker only
 
   std::atomic<std::int64_t> last_success_unix_ms_{0};
-  std::atomic<std::uint64_t> sent_{0}, retried_{0}, spooled_{0}, filtered_{0}, rate_limited_{0},
-      spool_depth_{0}, spool_bytes_{0};
+  std::atomic<std::uint64_t> sent_{0}, retried_{0}, spooled_{0}, filtered_{0}, rate_limited_{0}, spool_depth_{0},
+      spool_bytes_{0};
   std::array<std::atomic<std::uint64_t>, kDropReasonCount> drops_{};
   std::size_t in_hand_ = 0;  // worker only: taken from the queue, not yet accounted for
   // Rate-limited drop warnings: the time of the last one, and the counts it reported.

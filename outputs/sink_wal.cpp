@@ -103,9 +103,8 @@ void Sink::run_wal_sender() {
     if (spool_depth_.load() == 0) {
       if (stopping_ && journal_done_) break;
       auto until = stopping_ ? deadline_ : Clock::time_point::max();
-      wal_cv_.wait_until(lk, until, [this] {
-        return spool_depth_.load() > 0 || (stopping_ && (journal_done_ || past_deadline()));
-      });
+      wal_cv_.wait_until(
+          lk, until, [this] { return spool_depth_.load() > 0 || (stopping_ && (journal_done_ || past_deadline())); });
       continue;
     }
     if (Clock::now() < next_try) {
@@ -114,11 +113,9 @@ void Sink::run_wal_sender() {
       continue;
     }
     // Give a batch a moment to fill.
-    if (o_.batch.max_delay.count() > 0 && spool_depth_.load() < o_.batch.max_events &&
-        !stopping_) {
-      wal_cv_.wait_until(lk, Clock::now() + o_.batch.max_delay, [this] {
-        return stopping_ || spool_depth_.load() >= o_.batch.max_events;
-      });
+    if (o_.batch.max_delay.count() > 0 && spool_depth_.load() < o_.batch.max_events && !stopping_) {
+      wal_cv_.wait_until(lk, Clock::now() + o_.batch.max_delay,
+                         [this] { return stopping_ || spool_depth_.load() >= o_.batch.max_events; });
     }
     lk.unlock();
     std::vector<Message> batch;

@@ -21,7 +21,7 @@ constexpr std::uint32_t kMagic = 0x31505356;  // "VSP1" little-endian
 constexpr std::uint64_t kSegmentBytes = 4ULL << 20;
 constexpr std::uint32_t kMaxRecord = 64U << 20;
 constexpr std::size_t kHeader = 12;
-constexpr std::size_t kCursorBytes = 64;    // "seg off crc", space-padded
+constexpr std::size_t kCursorBytes = 64;       // "seg off crc", space-padded
 constexpr std::size_t kReadChunk = 256 << 10;  // peek reads segments this much at a time
 
 std::uint32_t crc32(std::string_view data) {
@@ -133,8 +133,7 @@ class RecordReader {
     buf_.resize(std::max(n, chunk_));
     std::size_t got = 0;
     while (got < buf_.size()) {
-      const ssize_t r = pread(fd_, buf_.data() + got, buf_.size() - got,
-                              static_cast<off_t>(off + got));
+      const ssize_t r = pread(fd_, buf_.data() + got, buf_.size() - got, static_cast<off_t>(off + got));
       if (r < 0 && errno == EINTR) continue;
       if (r <= 0) break;
       got += static_cast<std::size_t>(r);
@@ -172,8 +171,7 @@ Result<std::unique_ptr<Spool>> Spool::open(const std::string& dir, std::uint64_t
   }
   std::error_code ec;
   // Alerts are sensitive: the spool is the owner's alone.
-  std::filesystem::permissions(dir, std::filesystem::perms::owner_all,
-                               std::filesystem::perm_options::replace, ec);
+  std::filesystem::permissions(dir, std::filesystem::perms::owner_all, std::filesystem::perm_options::replace, ec);
   std::unique_ptr<Spool> s(new Spool(dir, max_bytes));
   if (Status st = s->load(); !st) return st.error();
   return s;
@@ -189,8 +187,7 @@ Status Spool::load() {
   for (const auto& e : std::filesystem::directory_iterator(dir_, ec)) {
     const std::string name = e.path().filename().string();
     if (name.size() != 24 || name.substr(20) != ".seg") continue;
-    if (!std::all_of(name.begin(), name.begin() + 20, [](char c) { return c >= '0' && c <= '9'; }))
-      continue;
+    if (!std::all_of(name.begin(), name.begin() + 20, [](char c) { return c >= '0' && c <= '9'; })) continue;
     segs_.push_back(std::stoull(name.substr(0, 20)));
   }
   if (ec) return Error::runtime("spool " + dir_ + ": " + ec.message());
@@ -395,8 +392,7 @@ Status Spool::write_cursor() {
   if (cursor_fd_ < 0) {
     // O_NOFOLLOW: a link planted at the cursor's name is refused, not
     // written through; the directory was checked when it was made.
-    cursor_fd_ =
-        ::open((dir_ + "/cursor").c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, util::kFileMode);
+    cursor_fd_ = ::open((dir_ + "/cursor").c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, util::kFileMode);
     if (cursor_fd_ < 0) return errno_error("spool cursor");
   }
   const std::string pos = std::to_string(head_.seg) + " " + std::to_string(head_.off);

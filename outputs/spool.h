@@ -76,7 +76,7 @@ class Spool {
   std::uint64_t bytes_ = 0;
   std::uint64_t corrupt_ = 0;
   Refusal refusal_ = Refusal::kNone;
-  std::vector<Pos> peeked_ends_;      // end position of each peeked message
+  std::vector<Pos> peeked_ends_;  // end position of each peeked message
   std::vector<std::uint64_t> peeked_sizes_;
   std::vector<std::uint64_t> peeked_counts_;
 };

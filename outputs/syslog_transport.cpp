@@ -29,10 +29,9 @@ struct FacilityName {
   int code;
 };
 constexpr FacilityName kFacilities[] = {
-    {"kern", 0},    {"user", 1},    {"mail", 2},    {"daemon", 3},  {"auth", 4},
-    {"syslog", 5},  {"lpr", 6},     {"news", 7},    {"uucp", 8},    {"cron", 9},
-    {"authpriv", 10}, {"ftp", 11},  {"local0", 16}, {"local1", 17}, {"local2", 18},
-    {"local3", 19}, {"local4", 20}, {"local5", 21}, {"local6", 22}, {"local7", 23},
+    {"kern", 0},    {"user", 1},    {"mail", 2},    {"daemon", 3},    {"auth", 4},    {"syslog", 5},  {"lpr", 6},
+    {"news", 7},    {"uucp", 8},    {"cron", 9},    {"authpriv", 10}, {"ftp", 11},    {"local0", 16}, {"local1", 17},
+    {"local2", 18}, {"local3", 19}, {"local4", 20}, {"local5", 21},   {"local6", 22}, {"local7", 23},
 };
 
 // Printable US-ASCII (33..126), at most `max` characters, "-" when empty.
@@ -146,8 +145,7 @@ std::string syslog_sd_escape(std::string_view s) {
       out += static_cast<char>(c);
     } else if (c < 0x20 || c == 0x7F) {
       out += "\xEF\xBF\xBD";
-    } else if (c == 0xC2 && i + 1 < clean.size() &&
-               static_cast<unsigned char>(clean[i + 1]) >= 0x80 &&
+    } else if (c == 0xC2 && i + 1 < clean.size() && static_cast<unsigned char>(clean[i + 1]) >= 0x80 &&
                static_cast<unsigned char>(clean[i + 1]) <= 0x9F) {
       out += "\xEF\xBF\xBD";  // C1 control
       ++i;
@@ -166,9 +164,8 @@ std::string syslog_record(const SyslogOptions& o, const Message& m, int procid) 
   gmtime_r(&secs, &tm);
   char ts[64];
   if (o.framing == SyslogFraming::kRfc5424) {
-    std::snprintf(ts, sizeof(ts), "%04d-%02d-%02dT%02d:%02d:%02d.%06uZ", tm.tm_year + 1900,
-                  tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                  static_cast<unsigned>((m.time_ns % 1000000000ULL) / 1000));
+    std::snprintf(ts, sizeof(ts), "%04d-%02d-%02dT%02d:%02d:%02d.%06uZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+                  tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<unsigned>((m.time_ns % 1000000000ULL) / 1000));
     out += "1 ";
     out += ts;
     out += ' ';
@@ -187,8 +184,8 @@ std::string syslog_record(const SyslogOptions& o, const Message& m, int procid) 
   } else {
     static constexpr const char* kMonths[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
                                               "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
-    std::snprintf(ts, sizeof(ts), "%s %2d %02d:%02d:%02d", kMonths[tm.tm_mon % 12], tm.tm_mday,
-                  tm.tm_hour, tm.tm_min, tm.tm_sec);
+    std::snprintf(ts, sizeof(ts), "%s %2d %02d:%02d:%02d", kMonths[tm.tm_mon % 12], tm.tm_mday, tm.tm_hour, tm.tm_min,
+                  tm.tm_sec);
     out += ts;
     out += ' ';
     out += printable(m.hostname, 255);
@@ -218,15 +215,12 @@ Result<std::unique_ptr<SyslogTransport>> SyslogTransport::create(SyslogOptions o
     }
     if (!t->o_.cert_file.empty()) {
       if (SSL_CTX_use_certificate_chain_file(t->tls_->ctx, t->o_.cert_file.c_str()) != 1 ||
-          SSL_CTX_use_PrivateKey_file(t->tls_->ctx,
-                                      (t->o_.key_file.empty() ? t->o_.cert_file : t->o_.key_file)
-                                          .c_str(),
+          SSL_CTX_use_PrivateKey_file(t->tls_->ctx, (t->o_.key_file.empty() ? t->o_.cert_file : t->o_.key_file).c_str(),
                                       SSL_FILETYPE_PEM) != 1) {
         return Error::bad_input("syslog tls client certificate: " + ssl_error());
       }
     }
-    SSL_CTX_set_verify(t->tls_->ctx, t->o_.tls_verify ? SSL_VERIFY_PEER : SSL_VERIFY_NONE,
-                       nullptr);
+    SSL_CTX_set_verify(t->tls_->ctx, t->o_.tls_verify ? SSL_VERIFY_PEER : SSL_VERIFY_NONE, nullptr);
   }
   return t;
 }
@@ -355,10 +349,10 @@ SendResult SyslogTransport::send(std::span<const Message> batch) noexcept {
     if (fd_ < 0) {
       if (Status st = connect(); !st) {
         const std::string& e = st.error().message;
-        return SendResult::retry(e).with_class(
-            e.rfind("tls", 0) == 0                               ? ErrorClass::kTls
-            : e.find(std::strerror(ETIMEDOUT)) != std::string::npos ? ErrorClass::kTimeout
-                                                                    : ErrorClass::kConnect);
+        return SendResult::retry(e).with_class(e.rfind("tls", 0) == 0 ? ErrorClass::kTls
+                                               : e.find(std::strerror(ETIMEDOUT)) != std::string::npos
+                                                   ? ErrorClass::kTimeout
+                                                   : ErrorClass::kConnect);
       }
     }
     const bool stream = o_.protocol == SyslogProtocol::kTcp || o_.protocol == SyslogProtocol::kTls;
@@ -372,9 +366,7 @@ SendResult SyslogTransport::send(std::span<const Message> batch) noexcept {
         continue;
       }
       if (rec.size() > kMaxDatagram) {
-        return SendResult::fatal("record of " + std::to_string(rec.size()) +
-                                     " bytes is too large for a datagram",
-                                 i, 1)
+        return SendResult::fatal("record of " + std::to_string(rec.size()) + " bytes is too large for a datagram", i, 1)
             .with_class(ErrorClass::kRejected);
       }
       if (::send(fd_, rec.data(), rec.size(), MSG_NOSIGNAL) < 0) {

@@ -32,17 +32,17 @@ enum class SyslogProtocol : std::uint8_t { kUdp, kTcp, kTls, kUnix };
 
 struct SyslogOptions {
   SyslogProtocol protocol = SyslogProtocol::kUnix;
-  std::string host;        // udp/tcp/tls
+  std::string host;  // udp/tcp/tls
   std::uint16_t port = 514;
   std::string path = "/dev/log";  // unix
   SyslogFraming framing = SyslogFraming::kRfc5424;
-  int facility = 1;        // 0..23 (user = 1, local0 = 16)
+  int facility = 1;  // 0..23 (user = 1, local0 = 16)
   std::string app_name = "vigil";
   // tls
-  std::string ca_file;     // empty: system trust store
-  std::string cert_file;   // client certificate (mutual TLS), optional
+  std::string ca_file;    // empty: system trust store
+  std::string cert_file;  // client certificate (mutual TLS), optional
   std::string key_file;
-  std::string server_name; // empty: host
+  std::string server_name;  // empty: host
   bool tls_verify = true;
   std::chrono::milliseconds timeout{5000};  // connect and write
 };

@@ -24,7 +24,7 @@ struct Message {
   std::string rule;
   std::string priority;
   std::string hostname;
-  std::string pod;               // output field k8s.pod.name, "" when absent
+  std::string pod;                // output field k8s.pod.name, "" when absent
   std::uint64_t time_ns = 0;      // the alert's time (syslog timestamps)
   std::uint64_t enqueued_ns = 0;  // steady-clock ns when published; 0 if unknown (spooled)
 };

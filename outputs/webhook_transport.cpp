@@ -21,8 +21,7 @@ std::string origin_of(std::string_view url) {
 
 }  // namespace
 
-std::chrono::milliseconds parse_retry_after(std::string_view value,
-                                            std::chrono::system_clock::time_point now) {
+std::chrono::milliseconds parse_retry_after(std::string_view value, std::chrono::system_clock::time_point now) {
   if (value.empty()) return std::chrono::milliseconds(0);
   if (std::all_of(value.begin(), value.end(), [](char c) { return c >= '0' && c <= '9'; })) {
     if (value.size() > 7) return kMaxRetryAfter;
@@ -33,22 +32,20 @@ std::chrono::milliseconds parse_retry_after(std::string_view value,
   if (!when) return std::chrono::milliseconds(0);
   const auto delta = *when - now;
   if (delta <= std::chrono::milliseconds(0)) return std::chrono::milliseconds(0);
-  return std::min<std::chrono::milliseconds>(
-      std::chrono::duration_cast<std::chrono::milliseconds>(delta), kMaxRetryAfter);
+  return std::min<std::chrono::milliseconds>(std::chrono::duration_cast<std::chrono::milliseconds>(delta),
+                                             kMaxRetryAfter);
 }
 
-WebhookTransport::WebhookTransport(WebhookOptions o, bool json_body)
-    : o_(std::move(o)), json_body_(json_body) {}
+WebhookTransport::WebhookTransport(WebhookOptions o, bool json_body) : o_(std::move(o)), json_body_(json_body) {}
 
-Result<std::unique_ptr<WebhookTransport>> WebhookTransport::create(WebhookOptions o,
-                                                                   bool json_body) {
+Result<std::unique_ptr<WebhookTransport>> WebhookTransport::create(WebhookOptions o, bool json_body) {
   if (o.batch == WebhookBatch::kArray && !json_body) {
     return Error::bad_input("batch: array needs a JSON format (json or ocsf)");
   }
   for (const auto& [k, v] : o.headers) {
     if (k.empty() || !header_safe(k) || !header_safe(v) || k.find(':') != std::string::npos) {
-      return Error::bad_input("headers: invalid header name or value for '" +
-                              (header_safe(k) ? k : std::string("?")) + "'");
+      return Error::bad_input("headers: invalid header name or value for '" + (header_safe(k) ? k : std::string("?")) +
+                              "'");
     }
   }
   if (!header_safe(o.bearer_token)) return Error::bad_input("bearer token contains a line break");
@@ -99,8 +96,7 @@ SendResult WebhookTransport::post(const std::string& body) {
     SendResult r = SendResult::retry(why);
     r.error_class = status >= 500 ? ErrorClass::kHttpServer : ErrorClass::kHttpClient;
     if (status == 429 || status == 503) {
-      r.retry_after =
-          parse_retry_after(res.header("retry-after"), std::chrono::system_clock::now());
+      r.retry_after = parse_retry_after(res.header("retry-after"), std::chrono::system_clock::now());
       r.error_class = ErrorClass::kThrottled;
     }
     return r;

@@ -39,8 +39,7 @@ struct WebhookOptions {
 };
 
 // "Retry-After" value -> delay (seconds or IMF-fixdate), capped at 1 h.
-std::chrono::milliseconds parse_retry_after(std::string_view value,
-                                            std::chrono::system_clock::time_point now);
+std::chrono::milliseconds parse_retry_after(std::string_view value, std::chrono::system_clock::time_point now);
 
 class WebhookTransport final : public Transport {
  public:

@@ -20,12 +20,13 @@
 #define __VIGIL_BPF__ 1
 #include "bpf/shared/events.h"
 
-const volatile __u32 cfg_vigil_tgid __weak = 0;       /* vigil's own pid: never traced */
-const volatile __u32 cfg_uvm_major __weak = 0;        /* nvidia-uvm's dynamic major */
-const volatile __u32 cfg_payload_bytes __weak = 256;  /* first bytes of a TCP connection */
-const volatile __u32 cfg_n_prefixes __weak = 0;       /* open path prefixes in use */
+const volatile __u32 cfg_vigil_tgid __weak = 0;      /* vigil's own pid: never traced */
+const volatile __u32 cfg_uvm_major __weak = 0;       /* nvidia-uvm's dynamic major */
+const volatile __u32 cfg_payload_bytes __weak = 256; /* first bytes of a TCP connection */
+const volatile __u32 cfg_n_prefixes __weak = 0;      /* open path prefixes in use */
 const volatile __u32 cfg_prefix_len[VG_OPEN_PREFIXES] __weak = {};
-const volatile char cfg_prefix[VG_OPEN_PREFIXES][VG_PREFIX_LEN] __weak __attribute__((aligned(8))) = {};
+const volatile char cfg_prefix[VG_OPEN_PREFIXES][VG_PREFIX_LEN] __weak
+    __attribute__((aligned(8))) = {};
 /* cfg_prefix[0, cfg_n_given) are prefixes of the path as given,
  * [cfg_n_given, cfg_n_path_prefixes) prefixes of the resolved path (from
  * cfg_n_any_prefixes on, those only opens for writing can match), then to
@@ -37,7 +38,8 @@ const volatile __u32 cfg_n_given __weak = 0;
 const volatile __u32 cfg_n_any_prefixes __weak = 0;
 const volatile __u32 cfg_n_path_prefixes __weak = 0;
 const volatile __u32 cfg_n_whole_end __weak = 0;
-const volatile __u64 cfg_dir_len_mask __weak = 0; /* bit n: some directory's last component has n bytes */
+const volatile __u64 cfg_dir_len_mask __weak =
+    0; /* bit n: some directory's last component has n bytes */
 /* Whole paths and directories are each sorted by their last component's
  * length: those of n bytes are cfg_prefix[lo[n], hi[n]). */
 const volatile __u8 cfg_whole_lo[64] __weak = {};
@@ -56,14 +58,15 @@ const volatile __u32 cfg_rp_clen[VG_OPEN_PREFIXES][VG_RP_COMPS] __weak = {};
 const volatile __u32 cfg_rp_cpartial[VG_OPEN_PREFIXES][VG_RP_COMPS] __weak = {};
 const volatile __u64 cfg_rp_chead[VG_OPEN_PREFIXES][VG_RP_COMPS][2] __weak = {};
 const volatile __u64 cfg_rp_cmask[VG_OPEN_PREFIXES][VG_RP_COMPS][2] __weak = {};
-const volatile __u32 cfg_rp_maxcomp __weak = 0;      /* the most components any prefix compares */
+const volatile __u32 cfg_rp_maxcomp __weak = 0; /* the most components any prefix compares */
 /* bit n: a resolved prefix's first component may be n bytes (63: longer);
  * of all of them, and of those for any open. */
 const volatile __u64 cfg_rp_top_len_mask __weak = 0;
 const volatile __u64 cfg_rp_any_len_mask __weak = 0;
 const volatile __u32 cfg_leaf_len[VG_OPEN_PREFIXES] __weak = {};
 const volatile __u64 cfg_leaf_head[VG_OPEN_PREFIXES][2] __weak = {};
-const volatile __u64 cfg_leaf_len_mask __weak = 0; /* bit n: some whole path's last component has n bytes */
+const volatile __u64 cfg_leaf_len_mask __weak =
+    0; /* bit n: some whole path's last component has n bytes */
 /* nvidia:nvidia_dev_xid field offsets, read from its format file (module BTF
  * is usually absent, so CO-RE cannot relocate them). */
 const volatile __u32 cfg_xid_dev_off __weak = 0;

@@ -110,14 +110,14 @@ static __always_inline void vg_fill_hdr_from(struct vg_hdr *h, __u16 type, int t
  * subprograms keep their frame under 64 bytes, so they run on the task's
  * stack, where the check stops at "on the stack". Used on the per-call paths
  * (every NVIDIA ioctl, every open); elsewhere the inline read is fine. */
-#define VG_DEFINE_READ_USER(name, type)                                \
-  static __noinline long name(type *out, const void *src)              \
-  {                                                                    \
-    type v;                                                            \
-    __builtin_memset(&v, 0, sizeof(v));                                \
-    long err = bpf_probe_read_user(&v, sizeof(v), src);                \
-    *out = v;                                                          \
-    return err;                                                        \
+#define VG_DEFINE_READ_USER(name, type)                                                            \
+  static __noinline long name(type *out, const void *src)                                          \
+  {                                                                                                \
+    type v;                                                                                        \
+    __builtin_memset(&v, 0, sizeof(v));                                                            \
+    long err = bpf_probe_read_user(&v, sizeof(v), src);                                            \
+    *out = v;                                                                                      \
+    return err;                                                                                    \
   }
 
 /* Appends a NUL-terminated string (user memory when `user`, else kernel) at
@@ -142,9 +142,10 @@ static __always_inline __u32 vg_put_str(__u8 *buf, __u32 off, const void *src, _
   return (__u32)n & (VG_CHUNK_MAX - 1);
 }
 
-#define vg_put_user_str(buf, off, src, max, trunc) vg_put_str((buf), (off), (src), (max), (trunc), 1)
-#define vg_put_kernel_str(buf, off, src, max, trunc) vg_put_str((buf), (off), (src), (max), (trunc), 0)
-
+#define vg_put_user_str(buf, off, src, max, trunc)                                                 \
+  vg_put_str((buf), (off), (src), (max), (trunc), 1)
+#define vg_put_kernel_str(buf, off, src, max, trunc)                                               \
+  vg_put_str((buf), (off), (src), (max), (trunc), 0)
 
 /* Appends the path of (dentry, vfsmount) relative to the current task's root,
  * as components from the leaf up, each NUL-terminated. Crosses mount points.
@@ -193,8 +194,8 @@ static __always_inline __u32 vg_put_dpath(__u8 *buf, __u32 off, struct dentry *d
     if (pos >= VG_DPATH_MAX - 1)
       break;
     const unsigned char *name = BPF_CORE_READ(d, d_name.name);
-    long n = bpf_probe_read_kernel_str(buf + ((off + (pos & (VG_DPATH_MAX - 1))) & VG_OFF_MASK), 256,
-                                       name);
+    long n = bpf_probe_read_kernel_str(buf + ((off + (pos & (VG_DPATH_MAX - 1))) & VG_OFF_MASK),
+                                       256, name);
     if (n <= 0) {
       vg_drop(VG_DROP_READ_FAIL);
       w->done = 1;
@@ -222,11 +223,11 @@ _Static_assert(VG_SCRATCH_SIZE >= VG_OFF_MASK + 1 + VG_CHUNK_MAX, "scratch too s
  * [1, mask+1]. The masking is done in inline asm so that clang cannot move
  * the bounds check away from the register the helper call uses
  * (docs/bpf/verifier.md, "variable sizes"). mask must be 2^k - 1. */
-#define VG_SIZE_BOUND(v, mask)                                   \
-  ({                                                             \
-    __u64 __x = (__u64)(v) - 1;                                  \
-    asm volatile("%[x] &= " #mask : [x] "+r"(__x));              \
-    __x + 1;                                                     \
+#define VG_SIZE_BOUND(v, mask)                                                                     \
+  ({                                                                                               \
+    __u64 __x = (__u64)(v)-1;                                                                      \
+    asm volatile("%[x] &= " #mask : [x] "+r"(__x));                                                \
+    __x + 1;                                                                                       \
   })
 
 /* Sends buf[0..len) as one record; counts a drop when the ring buffer is full. */
@@ -239,18 +240,19 @@ static __always_inline void vg_submit(__u8 *buf, __u32 len)
   h->len = n;
   __u64 wake = 0;
   if (cfg_wakeup_bytes)
-    wake = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) + n >= cfg_wakeup_bytes ? BPF_RB_FORCE_WAKEUP
-                                                                                  : BPF_RB_NO_WAKEUP;
+    wake = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) + n >= cfg_wakeup_bytes
+               ? BPF_RB_FORCE_WAKEUP
+               : BPF_RB_NO_WAKEUP;
   if (bpf_ringbuf_output(&events, buf, n, wake) != 0)
     vg_drop(VG_DROP_RINGBUF_FULL);
 }
 
-
 /* A field of a kernel object: a direct load where the kernel has
  * bpf_rdonly_cast, a helper read otherwise (resolved at load time). */
-#define VG_KREAD(ptr, type, field)                                                             \
-  (bpf_rdonly_cast ? ((type *)bpf_rdonly_cast((const void *)(ptr), bpf_core_type_id_kernel(type)))->field \
-                   : BPF_CORE_READ((type *)(ptr), field))
+#define VG_KREAD(ptr, type, field)                                                                 \
+  (bpf_rdonly_cast                                                                                 \
+       ? ((type *)bpf_rdonly_cast((const void *)(ptr), bpf_core_type_id_kernel(type)))->field      \
+       : BPF_CORE_READ((type *)(ptr), field))
 
 /* Mode and device number of the inode behind an open file. */
 static __always_inline void vg_file_dev(struct file *f, umode_t *mode, dev_t *rdev)
@@ -319,7 +321,7 @@ static __always_inline void vg_dentry_name_head(struct dentry *d, __u32 len, __u
 }
 
 #define VG_NAME_NVIDIA 0x61696469766eULL /* "nvidia", little-endian */
-#define VG_NAME_UVM_HI 0x6d76 /* "vm", bytes 8 and 9 of "nvidia-uvm" */
+#define VG_NAME_UVM_HI 0x6d76            /* "vm", bytes 8 and 9 of "nvidia-uvm" */
 
 /* Is the open file's name "nvidia..." (1), "nvidia-uvm..." (2), or neither
  * (0)? This is the stand-in fallback: real NVIDIA nodes match on their major

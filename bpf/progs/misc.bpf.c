@@ -52,8 +52,7 @@ static __always_inline int bpf_cmd_kind(__u32 cmd)
   case BPF_LINK_UPDATE:
   case BPF_LINK_DETACH:
   case BPF_OBJ_PIN:
-  case BPF_OBJ_GET:
-    return 1;
+  case BPF_OBJ_GET: return 1;
   case BPF_PROG_GET_NEXT_ID:
   case BPF_MAP_GET_NEXT_ID:
   case BPF_LINK_GET_NEXT_ID:
@@ -64,8 +63,7 @@ static __always_inline int bpf_cmd_kind(__u32 cmd)
   case BPF_BTF_GET_FD_BY_ID:
   case BPF_OBJ_GET_INFO_BY_FD:
   case BPF_PROG_QUERY:
-  case BPF_TASK_FD_QUERY:
-    return 2;
+  case BPF_TASK_FD_QUERY: return 2;
   }
   return 0;
 }
@@ -154,14 +152,14 @@ int vg_exit_bpf(struct trace_event_raw_sys_exit *ctx)
  * are not sent. Record: vg_sys, a = {sig, target tgid, si_code, target tid};
  * result: the tracepoint's (0 delivered, 1 ignored, 2 already pending...). */
 SEC("tp_btf/signal_generate")
-int BPF_PROG(vg_signal_generate, int sig, struct kernel_siginfo *info, struct task_struct *task, int group,
-             int result)
+int BPF_PROG(vg_signal_generate, int sig, struct kernel_siginfo *info, struct task_struct *task,
+             int group, int result)
 {
   if (!task || task->tgid != cfg_vigil_tgid || vg_is_self())
     return 0;
   int code;
-  if ((__u64)info == 0) /* SEND_SIG_NOINFO: kill() and friends */
-    code = 0;         /* SI_USER */
+  if ((__u64)info == 0)      /* SEND_SIG_NOINFO: kill() and friends */
+    code = 0;                /* SI_USER */
   else if ((__u64)info == 1) /* SEND_SIG_PRIV: the kernel's own */
     code = 0x80;             /* SI_KERNEL */
   else

@@ -73,7 +73,8 @@ static __always_inline int on_sendmsg(struct bpf_sock_addr *ctx, int v6)
 {
   if (vg_is_self())
     return 1;
-  struct vg_send_key k = {.cookie = bpf_get_socket_cookie(ctx), .dport = bpf_ntohs((__u16)ctx->user_port)};
+  struct vg_send_key k = {.cookie = bpf_get_socket_cookie(ctx),
+                          .dport = bpf_ntohs((__u16)ctx->user_port)};
   if (v6) {
     __u32 *d = (__u32 *)k.daddr;
     d[0] = ctx->user_ip6[0];
@@ -103,16 +104,28 @@ static __always_inline int on_sendmsg(struct bpf_sock_addr *ctx, int v6)
 }
 
 SEC("cgroup/connect4")
-int vg_connect4(struct bpf_sock_addr *ctx) { return on_connect(ctx); }
+int vg_connect4(struct bpf_sock_addr *ctx)
+{
+  return on_connect(ctx);
+}
 
 SEC("cgroup/connect6")
-int vg_connect6(struct bpf_sock_addr *ctx) { return on_connect(ctx); }
+int vg_connect6(struct bpf_sock_addr *ctx)
+{
+  return on_connect(ctx);
+}
 
 SEC("cgroup/sendmsg4")
-int vg_sendmsg4(struct bpf_sock_addr *ctx) { return on_sendmsg(ctx, 0); }
+int vg_sendmsg4(struct bpf_sock_addr *ctx)
+{
+  return on_sendmsg(ctx, 0);
+}
 
 SEC("cgroup/sendmsg6")
-int vg_sendmsg6(struct bpf_sock_addr *ctx) { return on_sendmsg(ctx, 1); }
+int vg_sendmsg6(struct bpf_sock_addr *ctx)
+{
+  return on_sendmsg(ctx, 1);
+}
 
 /* ---------------- packets ---------------- */
 
@@ -238,7 +251,8 @@ static __always_inline int on_dns(struct __sk_buff *skb, struct vg_l4 *l, __u16 
 
 /* The first data segment of a socket marked at connect (`o`, want_payload
  * set): its first bytes, once. */
-static __always_inline int on_tcp_egress(struct __sk_buff *skb, struct vg_l4 *l, struct vg_sk_owner *o)
+static __always_inline int on_tcp_egress(struct __sk_buff *skb, struct vg_l4 *l,
+                                         struct vg_sk_owner *o)
 {
   struct tcphdr th;
   if (bpf_skb_load_bytes(skb, l->l4_off, &th, sizeof(th)) != 0)

@@ -75,7 +75,8 @@ static __always_inline __s64 vg_inode_ctime_ns(struct inode *ino)
            (BPF_CORE_READ(ino, i_ctime_nsec) & VG_CTIME_NSEC_MASK);
   struct inode___ctime_6_6 *mid = (void *)ino;
   if (bpf_core_field_exists(mid->__i_ctime))
-    return BPF_CORE_READ(mid, __i_ctime.tv_sec) * 1000000000LL + BPF_CORE_READ(mid, __i_ctime.tv_nsec);
+    return BPF_CORE_READ(mid, __i_ctime.tv_sec) * 1000000000LL +
+           BPF_CORE_READ(mid, __i_ctime.tv_nsec);
   struct inode___ctime_old *old = (void *)ino;
   if (bpf_core_field_exists(old->i_ctime))
     return BPF_CORE_READ(old, i_ctime.tv_sec) * 1000000000LL + BPF_CORE_READ(old, i_ctime.tv_nsec);
@@ -98,7 +99,8 @@ static __always_inline __s64 vg_inode_mtime_ns(struct inode *ino)
     return BPF_CORE_READ(ino, i_mtime_sec) * 1000000000LL + BPF_CORE_READ(ino, i_mtime_nsec);
   struct inode___mtime_6_7 *mid = (void *)ino;
   if (bpf_core_field_exists(mid->__i_mtime))
-    return BPF_CORE_READ(mid, __i_mtime.tv_sec) * 1000000000LL + BPF_CORE_READ(mid, __i_mtime.tv_nsec);
+    return BPF_CORE_READ(mid, __i_mtime.tv_sec) * 1000000000LL +
+           BPF_CORE_READ(mid, __i_mtime.tv_nsec);
   struct inode___mtime_old *old = (void *)ino;
   if (bpf_core_field_exists(old->i_mtime))
     return BPF_CORE_READ(old, i_mtime.tv_sec) * 1000000000LL + BPF_CORE_READ(old, i_mtime.tv_nsec);

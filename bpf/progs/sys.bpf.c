@@ -24,7 +24,9 @@ int vg_enter_args(struct trace_event_raw_sys_enter *ctx)
    * record sits in a per-CPU buffer larger than six arguments; the extra words
    * are never used for a call that lacks them. */
   struct vg_sys_args a = {};
-  bpf_probe_read_kernel(&a, sizeof(a), (const __u8 *)ctx + __builtin_offsetof(struct trace_event_raw_sys_enter, args));
+  bpf_probe_read_kernel(&a, sizeof(a),
+                        (const __u8 *)ctx +
+                            __builtin_offsetof(struct trace_event_raw_sys_enter, args));
   __u32 tid = (__u32)bpf_get_current_pid_tgid();
   if (bpf_map_update_elem(&pending_args, &tid, &a, BPF_ANY) != 0)
     vg_drop(VG_DROP_MAP_FULL);
@@ -32,8 +34,9 @@ int vg_enter_args(struct trace_event_raw_sys_enter *ctx)
 }
 
 /* One path-call record. p1/p2: user pointers to the paths (0: none). */
-static __always_inline void fileop_send(__u16 type, __u8 sc, long ret, const char *p1, const char *p2,
-                                        __s32 fd, __s32 fd2, __u32 flags, __u32 mode)
+static __always_inline void fileop_send(__u16 type, __u8 sc, long ret, const char *p1,
+                                        const char *p2, __s32 fd, __s32 fd2, __u32 flags,
+                                        __u32 mode)
 {
   __u8 *buf = vg_scratch_buf();
   if (!buf)
@@ -58,14 +61,14 @@ static __always_inline void fileop_send(__u16 type, __u8 sc, long ret, const cha
   vg_submit(buf, off);
 }
 
-#define VG_EXIT_PROG(name)                                  \
-  SEC("tracepoint/syscalls/sys_exit_" #name)               \
+#define VG_EXIT_PROG(name)                                                                         \
+  SEC("tracepoint/syscalls/sys_exit_" #name)                                                       \
   int vg_exit_##name(struct trace_event_raw_sys_exit *ctx)
 
-#define VG_ARGS_OR_RETURN(a)   \
-  struct vg_sys_args a;        \
-  if (!vg_sys_args(&a))        \
-    return 0
+#define VG_ARGS_OR_RETURN(a)                                                                       \
+  struct vg_sys_args a;                                                                            \
+  if (!vg_sys_args(&a))                                                                            \
+  return 0
 
 #define P(i) ((const char *)a.a[i])
 #define FD(i) ((__s32)a.a[i])
@@ -73,12 +76,12 @@ static __always_inline void fileop_send(__u16 type, __u8 sc, long ret, const cha
 
 /* One exit program per path call: fileop_send(type, call, ret, args...)
  * with the arguments in that call's order. */
-#define VG_FILEOP_EXIT(name, type, sc, ...)       \
-  VG_EXIT_PROG(name)                              \
-  {                                               \
-    VG_ARGS_OR_RETURN(a);                         \
-    fileop_send(type, sc, ctx->ret, __VA_ARGS__); \
-    return 0;                                     \
+#define VG_FILEOP_EXIT(name, type, sc, ...)                                                        \
+  VG_EXIT_PROG(name)                                                                               \
+  {                                                                                                \
+    VG_ARGS_OR_RETURN(a);                                                                          \
+    fileop_send(type, sc, ctx->ret, __VA_ARGS__);                                                  \
+    return 0;                                                                                      \
   }
 
 VG_FILEOP_EXIT(symlink, VG_SYMLINK, VG_SC_SYMLINK, P(0), P(1), VG_AT_FDCWD, VG_AT_FDCWD, 0, 0)
@@ -165,12 +168,12 @@ static __always_inline void sys_send(__u16 type, __u8 sc, long ret, __u64 a0, __
 }
 
 #define VG_SYS_EXIT(name, type, sc, nargs, str)                                                    \
-  VG_EXIT_PROG(name)                                                                             \
-  {                                                                                              \
-    VG_ARGS_OR_RETURN(a);                                                                        \
-    sys_send(type, sc, ctx->ret, a.a[0], (nargs) > 1 ? a.a[1] : 0, (nargs) > 2 ? a.a[2] : 0,     \
-             (nargs) > 3 ? a.a[3] : 0, (str));                                                   \
-    return 0;                                                                                    \
+  VG_EXIT_PROG(name)                                                                               \
+  {                                                                                                \
+    VG_ARGS_OR_RETURN(a);                                                                          \
+    sys_send(type, sc, ctx->ret, a.a[0], (nargs) > 1 ? a.a[1] : 0, (nargs) > 2 ? a.a[2] : 0,       \
+             (nargs) > 3 ? a.a[3] : 0, (str));                                                     \
+    return 0;                                                                                      \
   }
 
 VG_SYS_EXIT(setuid, VG_SETUID, VG_SC_SETUID, 1, 0)

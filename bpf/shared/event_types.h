@@ -27,62 +27,60 @@
 #ifndef VIGIL_BPF_SHARED_EVENT_TYPES_H
 #define VIGIL_BPF_SHARED_EVENT_TYPES_H
 
-#define VG_EVENT_TYPES(X)                                                                        \
+#define VG_EVENT_TYPES(X)                                                                          \
   X(Exec, EXEC, 1, "execve", "execveat", ExecData, "execve, execveat (sched_process_exec)",        \
-    "exec")                                                                                      \
-  X(Fork, FORK, 2, "clone", "clone3 fork vfork", ForkData,                                       \
-    "clone, clone3, fork, vfork (sched_process_fork)", "fork")                                   \
-  X(Exit, EXIT, 3, "procexit", "", ExitData, "a process exited (sched_process_exit)", "exit")    \
-  X(Connect, CONNECT, 4, "connect", "sendto sendmsg", ConnectData,                               \
-    "connect; sendto/sendmsg of unconnected UDP (cgroup/sendmsg4|6)", "net")                     \
-  X(Open, OPEN, 5, "openat", "open openat2 creat", OpenData, "open, openat, openat2, creat",      \
-    "file")                                                                                      \
-  X(Ioctl, IOCTL, 6, "ioctl", "", IoctlData, "ioctl on an NVIDIA device fd", "gpu")              \
-  X(GpuUsage, GPU_USAGE, 7, "gpu_usage", "", GpuUsageData,                                       \
-    "periodic counts of NVIDIA ioctls (kernel map)", "gpu")                                      \
-  X(Xid, XID, 8, "xid", "", XidData, "nvidia:nvidia_dev_xid, NVRM lines of /dev/kmsg",          \
-    "gpu_xid")                                                                                   \
-  X(Dns, DNS, 9, "dns", "", DnsData, "DNS over UDP port 53 (cgroup_skb)", "dns")                 \
-  X(Payload, PAYLOAD, 10, "payload", "", PayloadData,                                            \
-    "first bytes of a new outbound TCP connection (cgroup_skb/egress)", "net")                   \
-  X(Bpf, BPF, 11, "bpf", "", BpfData, "bpf() that loads, attaches or detaches programs", "bpf")  \
-  X(Symlink, SYMLINK, 12, "symlinkat", "symlink", FileOpData, "symlink, symlinkat", "file")      \
-  X(Link, LINK, 13, "linkat", "link", FileOpData, "link, linkat", "file")                        \
-  X(Unlink, UNLINK, 14, "unlinkat", "unlink", FileOpData, "unlink, unlinkat", "file")            \
-  X(Rename, RENAME, 15, "renameat2", "rename renameat", FileOpData,                              \
-    "rename, renameat, renameat2", "file")                                                       \
-  X(Mkdir, MKDIR, 16, "mkdirat", "mkdir", FileOpData, "mkdir, mkdirat", "file")                  \
-  X(Rmdir, RMDIR, 17, "rmdir", "", FileOpData, "rmdir", "file")                                  \
-  X(Chmod, CHMOD, 18, "fchmodat", "chmod fchmod", FileOpData, "chmod, fchmod, fchmodat",         \
-    "file")                                                                                      \
-  X(Ptrace, PTRACE, 19, "ptrace", "", PtraceData, "ptrace", "proc")                              \
-  X(Socket, SOCKET, 20, "socket", "", SocketData, "socket", "net")                               \
-  X(Dup, DUP, 21, "dup", "dup2 dup3", DupData, "dup, dup2, dup3", "file")                        \
-  X(Module, MODULE, 22, "init_module", "finit_module", ModuleData,                               \
-    "init_module, finit_module", "proc")                                                         \
-  X(Setuid, SETUID, 23, "setuid", "setreuid setresuid", CredData,                                \
-    "setuid, setreuid, setresuid", "proc")                                                       \
-  X(Setgid, SETGID, 24, "setgid", "setregid setresgid", CredData,                                \
-    "setgid, setregid, setresgid", "proc")                                                       \
-  X(Setns, SETNS, 25, "setns", "", NsData, "setns", "proc")                                      \
-  X(Unshare, UNSHARE, 26, "unshare", "", NsData, "unshare", "proc")                              \
-  X(Accept, ACCEPT, 27, "accept", "accept4", InboundData, "accept, accept4", "net")              \
-  X(Listen, LISTEN, 28, "listen", "", InboundData, "listen", "net")                              \
-  X(Bind, BIND, 29, "bind", "", InboundData, "bind", "net")                                      \
-  X(Userfaultfd, USERFAULTFD, 30, "userfaultfd", "", SysCallData, "userfaultfd", "proc")         \
-  X(MemfdCreate, MEMFD_CREATE, 31, "memfd_create", "", SysCallData, "memfd_create", "file")      \
-  X(Prctl, PRCTL, 32, "prctl", "", SysCallData, "prctl", "proc")                                 \
-  X(IoUringSetup, IO_URING_SETUP, 33, "io_uring_setup", "", SysCallData,                         \
-    "io_uring_setup: the process uses io_uring, whose opens and connects syscalls do not show",  \
-    "proc")                                                                                      \
-  X(DeleteModule, DELETE_MODULE, 34, "delete_module", "", ModuleData, "delete_module", "proc")   \
-  X(Capset, CAPSET, 35, "capset", "", CapsData, "capset (the capability sets after the call)",   \
-    "proc")                                                                                      \
-  X(Plugin, PLUGIN, 36, "pluginevent", "", PluginData,                                           \
-    "an event from a plugin's source (plugins/, docs/plugins.md)", "plugin")                    \
-  X(VigilSignal, VIGIL_SIGNAL, 37, "vigil_signal", "", SysCallData,                              \
-    "a signal sent to vigil's own process by another (signal:signal_generate)", "proc")                    \
-  X(PerfEventOpen, PERF_EVENT_OPEN, 38, "perf_event_open", "", SysCallData,                      \
+    "exec")                                                                                        \
+  X(Fork, FORK, 2, "clone", "clone3 fork vfork", ForkData,                                         \
+    "clone, clone3, fork, vfork (sched_process_fork)", "fork")                                     \
+  X(Exit, EXIT, 3, "procexit", "", ExitData, "a process exited (sched_process_exit)", "exit")      \
+  X(Connect, CONNECT, 4, "connect", "sendto sendmsg", ConnectData,                                 \
+    "connect; sendto/sendmsg of unconnected UDP (cgroup/sendmsg4|6)", "net")                       \
+  X(Open, OPEN, 5, "openat", "open openat2 creat", OpenData, "open, openat, openat2, creat",       \
+    "file")                                                                                        \
+  X(Ioctl, IOCTL, 6, "ioctl", "", IoctlData, "ioctl on an NVIDIA device fd", "gpu")                \
+  X(GpuUsage, GPU_USAGE, 7, "gpu_usage", "", GpuUsageData,                                         \
+    "periodic counts of NVIDIA ioctls (kernel map)", "gpu")                                        \
+  X(Xid, XID, 8, "xid", "", XidData, "nvidia:nvidia_dev_xid, NVRM lines of /dev/kmsg", "gpu_xid")  \
+  X(Dns, DNS, 9, "dns", "", DnsData, "DNS over UDP port 53 (cgroup_skb)", "dns")                   \
+  X(Payload, PAYLOAD, 10, "payload", "", PayloadData,                                              \
+    "first bytes of a new outbound TCP connection (cgroup_skb/egress)", "net")                     \
+  X(Bpf, BPF, 11, "bpf", "", BpfData, "bpf() that loads, attaches or detaches programs", "bpf")    \
+  X(Symlink, SYMLINK, 12, "symlinkat", "symlink", FileOpData, "symlink, symlinkat", "file")        \
+  X(Link, LINK, 13, "linkat", "link", FileOpData, "link, linkat", "file")                          \
+  X(Unlink, UNLINK, 14, "unlinkat", "unlink", FileOpData, "unlink, unlinkat", "file")              \
+  X(Rename, RENAME, 15, "renameat2", "rename renameat", FileOpData, "rename, renameat, renameat2", \
+    "file")                                                                                        \
+  X(Mkdir, MKDIR, 16, "mkdirat", "mkdir", FileOpData, "mkdir, mkdirat", "file")                    \
+  X(Rmdir, RMDIR, 17, "rmdir", "", FileOpData, "rmdir", "file")                                    \
+  X(Chmod, CHMOD, 18, "fchmodat", "chmod fchmod", FileOpData, "chmod, fchmod, fchmodat", "file")   \
+  X(Ptrace, PTRACE, 19, "ptrace", "", PtraceData, "ptrace", "proc")                                \
+  X(Socket, SOCKET, 20, "socket", "", SocketData, "socket", "net")                                 \
+  X(Dup, DUP, 21, "dup", "dup2 dup3", DupData, "dup, dup2, dup3", "file")                          \
+  X(Module, MODULE, 22, "init_module", "finit_module", ModuleData, "init_module, finit_module",    \
+    "proc")                                                                                        \
+  X(Setuid, SETUID, 23, "setuid", "setreuid setresuid", CredData, "setuid, setreuid, setresuid",   \
+    "proc")                                                                                        \
+  X(Setgid, SETGID, 24, "setgid", "setregid setresgid", CredData, "setgid, setregid, setresgid",   \
+    "proc")                                                                                        \
+  X(Setns, SETNS, 25, "setns", "", NsData, "setns", "proc")                                        \
+  X(Unshare, UNSHARE, 26, "unshare", "", NsData, "unshare", "proc")                                \
+  X(Accept, ACCEPT, 27, "accept", "accept4", InboundData, "accept, accept4", "net")                \
+  X(Listen, LISTEN, 28, "listen", "", InboundData, "listen", "net")                                \
+  X(Bind, BIND, 29, "bind", "", InboundData, "bind", "net")                                        \
+  X(Userfaultfd, USERFAULTFD, 30, "userfaultfd", "", SysCallData, "userfaultfd", "proc")           \
+  X(MemfdCreate, MEMFD_CREATE, 31, "memfd_create", "", SysCallData, "memfd_create", "file")        \
+  X(Prctl, PRCTL, 32, "prctl", "", SysCallData, "prctl", "proc")                                   \
+  X(IoUringSetup, IO_URING_SETUP, 33, "io_uring_setup", "", SysCallData,                           \
+    "io_uring_setup: the process uses io_uring, whose opens and connects syscalls do not show",    \
+    "proc")                                                                                        \
+  X(DeleteModule, DELETE_MODULE, 34, "delete_module", "", ModuleData, "delete_module", "proc")     \
+  X(Capset, CAPSET, 35, "capset", "", CapsData, "capset (the capability sets after the call)",     \
+    "proc")                                                                                        \
+  X(Plugin, PLUGIN, 36, "pluginevent", "", PluginData,                                             \
+    "an event from a plugin's source (plugins/, docs/plugins.md)", "plugin")                       \
+  X(VigilSignal, VIGIL_SIGNAL, 37, "vigil_signal", "", SysCallData,                                \
+    "a signal sent to vigil's own process by another (signal:signal_generate)", "proc")            \
+  X(PerfEventOpen, PERF_EVENT_OPEN, 38, "perf_event_open", "", SysCallData,                        \
     "perf_event_open of a tracepoint, kprobe, uprobe or breakpoint", "proc")
 
 #endif /* VIGIL_BPF_SHARED_EVENT_TYPES_H */

@@ -45,33 +45,33 @@ enum vg_drop {
 
 /* Bounds of variable-length fields (bytes). */
 #define VG_COMM_LEN 16
-#define VG_PATH_MAX 1024       /* a filename given to exec/open */
-#define VG_DPATH_MAX 1024      /* a path walked from a dentry */
-#define VG_DPATH_DEPTH 32      /* components walked at most */
-#define VG_ARGS_MAX 2048       /* argv bytes kept */
-#define VG_UNIX_PATH_MAX 108   /* sizeof(sun_path) */
+#define VG_PATH_MAX 1024     /* a filename given to exec/open */
+#define VG_DPATH_MAX 1024    /* a path walked from a dentry */
+#define VG_DPATH_DEPTH 32    /* components walked at most */
+#define VG_ARGS_MAX 2048     /* argv bytes kept */
+#define VG_UNIX_PATH_MAX 108 /* sizeof(sun_path) */
 #define VG_XID_MSG_MAX 512
-#define VG_DNS_MAX 512         /* DNS message bytes copied from a packet */
-#define VG_PAYLOAD_MAX 4096    /* upper bound of Config::payload_bytes */
-#define VG_OPEN_PREFIXES 48    /* paths (prefixes and whole) the open filter checks */
+#define VG_DNS_MAX 512      /* DNS message bytes copied from a packet */
+#define VG_PAYLOAD_MAX 4096 /* upper bound of Config::payload_bytes */
+#define VG_OPEN_PREFIXES 48 /* paths (prefixes and whole) the open filter checks */
 #define VG_PREFIX_LEN 64
-#define VG_RP_COMPS 4          /* path components a resolved prefix is judged by */
+#define VG_RP_COMPS 4 /* path components a resolved prefix is judged by */
 
 /* The largest record the BPF side can build (scratch buffer size). */
 #define VG_RECORD_MAX 16384
 
 struct vg_hdr {
-  __u16 type;      /* enum vg_type */
-  __u8 abi;        /* VG_ABI_VERSION */
-  __u8 flags;      /* VG_HF_* */
-  __u32 len;       /* total record length */
-  __u64 ts_ns;     /* bpf_ktime_get_boot_ns() */
-  __u32 pid;       /* tgid */
+  __u16 type;  /* enum vg_type */
+  __u8 abi;    /* VG_ABI_VERSION */
+  __u8 flags;  /* VG_HF_* */
+  __u32 len;   /* total record length */
+  __u64 ts_ns; /* bpf_ktime_get_boot_ns() */
+  __u32 pid;   /* tgid */
   __u32 tid;
-  __u32 ppid;      /* real_parent's tgid */
+  __u32 ppid; /* real_parent's tgid */
   __u32 uid;
   __u32 gid;
-  __u32 pid_ns;    /* inode numbers of the task's namespaces */
+  __u32 pid_ns; /* inode numbers of the task's namespaces */
   __u32 mnt_ns;
   __u32 net_ns;
   __u64 cgroup_id; /* cgroup v2 id */
@@ -85,21 +85,21 @@ struct vg_hdr {
  * interp (string) */
 struct vg_exec {
   struct vg_hdr hdr;
-  __u32 tty;       /* new_encode_dev-style: major << 20 | minor; 0 = none */
+  __u32 tty; /* new_encode_dev-style: major << 20 | minor; 0 = none */
   __u32 loginuid;
   __u16 filename_len;
   __u16 exe_len;
   __u16 args_len;
   __u16 cwd_len;
   __u16 interp_len;
-  __u8 flags;      /* VG_EXEC_* */
+  __u8 flags; /* VG_EXEC_* */
   __u8 pad0;
   __u32 pad1;
   __u64 cap_effective; /* the new program's capability sets */
   __u64 cap_permitted;
   __u64 cap_inheritable;
-  __u32 sid;       /* session id (the host's number) */
-  __u32 vpgid;     /* process group id, as seen in the process's pid namespace */
+  __u32 sid;   /* session id (the host's number) */
+  __u32 vpgid; /* process group id, as seen in the process's pid namespace */
   /* The program file's inode: its identity for user space's cache
    * (engine/ident), so a process that is gone by the time its exec is read
    * still finds a file identified before. */
@@ -113,16 +113,16 @@ struct vg_exec {
 #define VG_EXEC_STDOUT_SOCK 0x02
 #define VG_EXEC_ARGS_TRUNC 0x04
 #define VG_EXEC_PATH_TRUNC 0x08
-#define VG_EXEC_ELF32 0x10 /* the new program is a 32-bit ELF (ia32/x32 syscalls) */
-#define VG_EXEC_MEMFD 0x20 /* the program file is a memfd (memfd_create) */
-#define VG_EXEC_UPPER 0x40 /* the program file is in an overlay's upper layer */
+#define VG_EXEC_ELF32 0x10    /* the new program is a 32-bit ELF (ia32/x32 syscalls) */
+#define VG_EXEC_MEMFD 0x20    /* the program file is a memfd (memfd_create) */
+#define VG_EXEC_UPPER 0x40    /* the program file is in an overlay's upper layer */
 #define VG_EXEC_WRITABLE 0x80 /* the program file is writable by the user running it */
 
 struct vg_fork {
   struct vg_hdr hdr;
   __u32 child_pid;
   __u32 child_tid;
-  __u32 flags;     /* VG_FORK_THREAD */
+  __u32 flags; /* VG_FORK_THREAD */
   __u32 pad0;
 };
 #define VG_FORK_THREAD 0x01
@@ -136,14 +136,14 @@ struct vg_exit {
 /* connect / unconnected sendmsg: data = unix path (unix_path_len bytes) */
 struct vg_connect {
   struct vg_hdr hdr;
-  __u16 family;    /* AF_INET, AF_INET6, AF_UNIX */
-  __u8 proto;      /* VG_L4_* */
-  __u8 flags;      /* VG_CONN_* */
-  __u16 sport;     /* host byte order */
-  __u16 dport;     /* host byte order */
-  __u8 saddr[16];  /* network byte order; IPv4 in the first 4 bytes */
+  __u16 family;   /* AF_INET, AF_INET6, AF_UNIX */
+  __u8 proto;     /* VG_L4_* */
+  __u8 flags;     /* VG_CONN_* */
+  __u16 sport;    /* host byte order */
+  __u16 dport;    /* host byte order */
+  __u8 saddr[16]; /* network byte order; IPv4 in the first 4 bytes */
   __u8 daddr[16];
-  __s32 result;    /* valid when VG_CONN_HAS_RESULT */
+  __s32 result; /* valid when VG_CONN_HAS_RESULT */
   __u16 unix_path_len;
   __u16 pad0;
 };
@@ -163,7 +163,7 @@ struct vg_open {
   __u32 dev_minor;
   __u16 path_len;
   __u16 fpath_len;
-  __u8 oflags;     /* VG_OPEN_* */
+  __u8 oflags; /* VG_OPEN_* */
   __u8 pad0[3];
 };
 #define VG_OPEN_CHR 0x01
@@ -184,7 +184,7 @@ struct vg_ioctl {
   __u32 rm_control;
   __u32 rm_status;
   __s64 result;
-  __u8 iflags;     /* VG_IOCTL_* */
+  __u8 iflags; /* VG_IOCTL_* */
   __u8 pad0[7];
 };
 #define VG_IOCTL_XFER 0x01
@@ -206,14 +206,14 @@ struct vg_xid {
 struct vg_dns {
   struct vg_hdr hdr;
   __u16 family;
-  __u8 ingress;    /* 1 = received (an answer), 0 = sent */
+  __u8 ingress; /* 1 = received (an answer), 0 = sent */
   __u8 pad0;
   __u16 sport;
   __u16 dport;
   __u8 saddr[16];
   __u8 daddr[16];
   __u16 dns_len;
-  __u16 wire_len;  /* the UDP payload's length on the wire */
+  __u16 wire_len; /* the UDP payload's length on the wire */
   __u32 pad1;
 };
 
@@ -226,7 +226,7 @@ struct vg_payload {
   __u16 data_len;
   __u8 saddr[16];
   __u8 daddr[16];
-  __u32 wire_len;  /* the segment's payload length */
+  __u32 wire_len; /* the segment's payload length */
   __u32 pad0;
 };
 
@@ -246,23 +246,47 @@ struct vg_fileop {
   struct vg_hdr hdr;
   __s64 result;
   __s32 fd;
-  __s32 fd2;       /* the dirfd of the second path */
-  __u32 flags;     /* linkat, unlinkat, renameat2 flags */
-  __u32 mode;      /* mkdir, chmod */
+  __s32 fd2;   /* the dirfd of the second path */
+  __u32 flags; /* linkat, unlinkat, renameat2 flags */
+  __u32 mode;  /* mkdir, chmod */
   __u16 path_len;
   __u16 path2_len;
-  __u8 syscall;    /* VG_SC_*: which call of the family */
+  __u8 syscall; /* VG_SC_*: which call of the family */
   __u8 pad0[3];
 };
 #define VG_AT_FDCWD (-100)
 
 /* Which syscall of a family made a record (vg_fileop.syscall, vg_dup.syscall). */
 enum vg_syscall {
-  VG_SC_SYMLINK = 1, VG_SC_SYMLINKAT, VG_SC_LINK, VG_SC_LINKAT, VG_SC_UNLINK, VG_SC_UNLINKAT,
-  VG_SC_RENAME, VG_SC_RENAMEAT, VG_SC_RENAMEAT2, VG_SC_MKDIR, VG_SC_MKDIRAT, VG_SC_RMDIR,
-  VG_SC_CHMOD, VG_SC_FCHMOD, VG_SC_FCHMODAT, VG_SC_DUP, VG_SC_DUP2, VG_SC_DUP3,
-  VG_SC_INIT_MODULE, VG_SC_FINIT_MODULE, VG_SC_SETUID, VG_SC_SETREUID, VG_SC_SETRESUID,
-  VG_SC_SETGID, VG_SC_SETREGID, VG_SC_SETRESGID, VG_SC_ACCEPT, VG_SC_ACCEPT4, VG_SC_DELETE_MODULE,
+  VG_SC_SYMLINK = 1,
+  VG_SC_SYMLINKAT,
+  VG_SC_LINK,
+  VG_SC_LINKAT,
+  VG_SC_UNLINK,
+  VG_SC_UNLINKAT,
+  VG_SC_RENAME,
+  VG_SC_RENAMEAT,
+  VG_SC_RENAMEAT2,
+  VG_SC_MKDIR,
+  VG_SC_MKDIRAT,
+  VG_SC_RMDIR,
+  VG_SC_CHMOD,
+  VG_SC_FCHMOD,
+  VG_SC_FCHMODAT,
+  VG_SC_DUP,
+  VG_SC_DUP2,
+  VG_SC_DUP3,
+  VG_SC_INIT_MODULE,
+  VG_SC_FINIT_MODULE,
+  VG_SC_SETUID,
+  VG_SC_SETREUID,
+  VG_SC_SETRESUID,
+  VG_SC_SETGID,
+  VG_SC_SETREGID,
+  VG_SC_SETRESGID,
+  VG_SC_ACCEPT,
+  VG_SC_ACCEPT4,
+  VG_SC_DELETE_MODULE,
 };
 
 /* A call on a socket fd, with the socket's endpoints as the kernel holds
@@ -278,8 +302,8 @@ struct vg_sockfd {
   __s32 fd;
   __u32 flags;
   __u16 family;
-  __u8 proto;      /* VG_L4_* */
-  __u8 syscall;    /* VG_SC_* */
+  __u8 proto;   /* VG_L4_* */
+  __u8 syscall; /* VG_SC_* */
   __u16 sport;
   __u16 dport;
   __u8 saddr[16];
@@ -297,9 +321,9 @@ struct vg_sockfd {
 struct vg_sys {
   struct vg_hdr hdr;
   __s64 result;
-  __u64 a[4];      /* the call's arguments, in its order */
+  __u64 a[4]; /* the call's arguments, in its order */
   __u16 str_len;
-  __u8 syscall;    /* VG_SC_* */
+  __u8 syscall; /* VG_SC_* */
   __u8 pad0[5];
 };
 
@@ -314,18 +338,18 @@ struct vg_sys {
 struct vg_module {
   struct vg_hdr hdr;
   __s64 result;
-  __s32 fd;        /* finit_module's fd, -1 for init_module */
+  __s32 fd; /* finit_module's fd, -1 for init_module */
   __u32 flags;
   __u16 args_len;
-  __u8 syscall;    /* VG_SC_*_MODULE */
+  __u8 syscall; /* VG_SC_*_MODULE */
   __u8 pad0[5];
 };
 
 /* Per-process, per-command count of NVIDIA ioctls (hash map "gpu_usage"). */
 struct vg_usage_key {
   __u32 pid;
-  __u32 dev;       /* major << 20 | minor */
-  __u32 nr;        /* escape number (unwrapped), or the raw cmd for UVM */
+  __u32 dev; /* major << 20 | minor */
+  __u32 nr;  /* escape number (unwrapped), or the raw cmd for UVM */
   __u32 pad0;
 };
 
@@ -346,7 +370,7 @@ struct vg_ioctl_slot {
   __u32 last_ctl;          /* the last RM control command of `key` seen here */
   __u32 ctl_set;           /* last_ctl is set */
   __u32 busy;              /* an ioctl program is changing the slot */
-  __u32 start_lo;          /* low 32 bits of `key`'s process start time: a reused pid is another key */
+  __u32 start_lo; /* low 32 bits of `key`'s process start time: a reused pid is another key */
 };
 
 /* "first use of a device by a process" (LRU hash "gpu_seen"). */
@@ -358,7 +382,7 @@ struct vg_seen_key {
   __u64 start;
 };
 
-#define VG_MKDEV(ma, mi) (((__u32)(ma) << 20) | ((__u32)(mi) & 0xfffff))
+#define VG_MKDEV(ma, mi) (((__u32)(ma) << 20) | ((__u32)(mi)&0xfffff))
 
 #ifndef __VIGIL_BPF__
 #ifdef __cplusplus

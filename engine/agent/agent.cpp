@@ -22,12 +22,9 @@ namespace {
 
 const char* logger_name(Command c) {
   switch (c) {
-    case Command::kRun:
-      return "vigil";
-    case Command::kCapture:
-      return "capture";
-    case Command::kReplay:
-      return "replay";
+    case Command::kRun: return "vigil";
+    case Command::kCapture: return "capture";
+    case Command::kReplay: return "replay";
   }
   return "vigil";
 }

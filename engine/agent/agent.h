@@ -105,10 +105,10 @@ struct Options {
 
   // vigil replay
   std::string replay_file;
-  std::string timeline;        // --timeline OUT ("" = none)
-  bool print_events = false;   // --events
+  std::string timeline;       // --timeline OUT ("" = none)
+  bool print_events = false;  // --events
   std::string events_format = "json";
-  std::string baseline_dir;    // --baseline DIR ("" = none)
+  std::string baseline_dir;  // --baseline DIR ("" = none)
   runtime::SelectOptions select;
   runtime::CaptureSourceOptions replay;
 };
@@ -176,7 +176,7 @@ struct Agent {
 
   // vigil replay: the capture read, what is reported, and what is printed
   // or written beside alerts.
-  std::unique_ptr<capture::CaptureReader> reader;  // until it becomes the source
+  std::unique_ptr<capture::CaptureReader> reader;      // until it becomes the source
   std::unique_ptr<runtime::StateApplier> replay_sink;  // the capture's state records into the state
   const runtime::CaptureSource* replay_source = nullptr;
   std::unique_ptr<runtime::ReplaySelector> selector;

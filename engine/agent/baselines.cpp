@@ -43,7 +43,8 @@ Result<BaselineSettings> baseline_settings(const YAML::Node& cfg, const std::str
   if (wp && !wp.IsNull()) {
     c.watch_paths.clear();
     if (wp.IsScalar()) c.watch_paths.push_back(wp.Scalar());
-    else for (const auto& n : wp) c.watch_paths.push_back(n.Scalar());
+    else
+      for (const auto& n : wp) c.watch_paths.push_back(n.Scalar());
   }
   struct Cap {
     const char* key;
@@ -98,14 +99,14 @@ Result<std::unique_ptr<baseline::Store>> start_baselines(const BaselineSettings&
   // store takes the lock (SIGHUP does the same through the reload's commit).
   auto w = runtime::FileWatch::create({.quiet = std::chrono::milliseconds(200), .dir_suffixes = {".json"}, .log = log});
   if (!w) {
-    log->warn("baseline: no watch on {} ({}): a `vigil baseline lock` takes effect at the next SIGHUP",
-              s.store.dir, w.error().message);
+    log->warn("baseline: no watch on {} ({}): a `vigil baseline lock` takes effect at the next SIGHUP", s.store.dir,
+              w.error().message);
     return store;
   }
   (*w)->set_paths({s.store.dir});
   runtime::FileWatch* fw = w->get();
-  if (Status added = runner.add_fd("baseline watch", fw->fd(),
-                                   [fw] { fw->on_readable(runtime::FileWatch::Clock::now()); });
+  if (Status added =
+          runner.add_fd("baseline watch", fw->fd(), [fw] { fw->on_readable(runtime::FileWatch::Clock::now()); });
       !added) {
     log->warn("baseline: no watch on {}: {}", s.store.dir, added.error().message);
     return store;

@@ -22,7 +22,6 @@ class FileWatch;
 
 namespace vigil::agent {
 
-
 struct BaselineSettings {
   bool enabled = false;
   baseline::Config store;

@@ -29,9 +29,9 @@ event::Alert make_heartbeat(const HeartbeatInfo& h) {
   a.output = fmt::format("vigil heartbeat (version={} uptime_s={} events={} alerts={} drops={} rules={} parts_off={})",
                          h.version, h.uptime_s, h.events, h.alerts, h.drops, h.rules, h.parts_off);
   a.output_fields = {
-      {"vigil.version", h.version},       {"vigil.uptime_s", h.uptime_s}, {"vigil.events", h.events},
-      {"vigil.alerts", h.alerts},         {"vigil.drops", h.drops},       {"vigil.rules", h.rules},
-      {"vigil.parts_off", h.parts_off},   {"vigil.heartbeat_seq", h.seq},
+      {"vigil.version", h.version},     {"vigil.uptime_s", h.uptime_s}, {"vigil.events", h.events},
+      {"vigil.alerts", h.alerts},       {"vigil.drops", h.drops},       {"vigil.rules", h.rules},
+      {"vigil.parts_off", h.parts_off}, {"vigil.heartbeat_seq", h.seq},
   };
   // A uuid like every alert's: from the time, vigil's pid and the sequence.
   event::Event ev;

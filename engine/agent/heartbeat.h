@@ -27,10 +27,10 @@ struct HeartbeatInfo {
   std::uint64_t uptime_s = 0;
   std::uint64_t events = 0;
   std::uint64_t alerts = 0;
-  std::uint64_t drops = 0;      // events the sources lost and alerts the outputs lost, so far
-  std::uint64_t rules = 0;      // enabled rules in force
-  std::string parts_off;        // "kmsg, gpu_inventory", or "none"
-  std::uint64_t seq = 0;        // 1, 2, 3... since the start
+  std::uint64_t drops = 0;  // events the sources lost and alerts the outputs lost, so far
+  std::uint64_t rules = 0;  // enabled rules in force
+  std::string parts_off;    // "kmsg, gpu_inventory", or "none"
+  std::uint64_t seq = 0;    // 1, 2, 3... since the start
 };
 
 event::Alert make_heartbeat(const HeartbeatInfo& h);

@@ -21,8 +21,10 @@ Result<state::K8sOptions> k8s_options(const YAML::Node& cfg, const K8sFlags& fla
   struct Key {
     const char* key;
     std::string* dst;
-  } keys[] = {{"k8s.api", &o.api_url},       {"k8s.token_file", &o.token_file},
-              {"k8s.ca_file", &o.ca_file},   {"k8s.kubeconfig", &o.kubeconfig},
+  } keys[] = {{"k8s.api", &o.api_url},
+              {"k8s.token_file", &o.token_file},
+              {"k8s.ca_file", &o.ca_file},
+              {"k8s.kubeconfig", &o.kubeconfig},
               {"k8s.node_name", &o.node_name}};
   for (const Key& k : keys) {
     auto v = get_or<std::string>(cfg, k.key, "");
@@ -36,8 +38,8 @@ Result<state::K8sOptions> k8s_options(const YAML::Node& cfg, const K8sFlags& fla
   return o;
 }
 
-Result<std::optional<state::K8sConfig>> discover_k8s(const YAML::Node& cfg, const K8sFlags& flags,
-                                                     spdlog::logger& log, runtime::Parts& parts) {
+Result<std::optional<state::K8sConfig>> discover_k8s(const YAML::Node& cfg, const K8sFlags& flags, spdlog::logger& log,
+                                                     runtime::Parts& parts) {
   auto opts = k8s_options(cfg, flags);
   if (!opts) return opts.error();
   auto k8s = state::k8s_config_discover(*opts);

@@ -41,8 +41,8 @@ Result<state::K8sOptions> k8s_options(const YAML::Node& cfg, const K8sFlags& fla
 // "pod_resources" are recorded off, logged at info); Error::bad_input for bad
 // settings (a kubeconfig without a server, a missing token file), before
 // anything starts.
-Result<std::optional<state::K8sConfig>> discover_k8s(const YAML::Node& cfg, const K8sFlags& flags,
-                                                     spdlog::logger& log, runtime::Parts& parts);
+Result<std::optional<state::K8sConfig>> discover_k8s(const YAML::Node& cfg, const K8sFlags& flags, spdlog::logger& log,
+                                                     runtime::Parts& parts);
 
 // Starts the pod watcher and drains it into `st` on every runner turn. Records
 // the part "k8s" on, and "pod_resources" on when the kubelet's socket accepts

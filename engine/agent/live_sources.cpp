@@ -30,8 +30,8 @@ Result<LiveSourcesConfig> live_sources_config(const YAML::Node& cfg, std::set<ev
   auto rb = get_or<std::uint32_t>(cfg, "sensor.ringbuf_mib", static_cast<std::uint32_t>(sc.ringbuf_bytes >> 20));
   if (!rb) return rb.error();
   sc.ringbuf_bytes = static_cast<std::size_t>(*rb) << 20;
-  auto usage = get_or<std::uint32_t>(cfg, "sensor.usage_interval_ms",
-                                     static_cast<std::uint32_t>(sc.usage_interval.count()));
+  auto usage =
+      get_or<std::uint32_t>(cfg, "sensor.usage_interval_ms", static_cast<std::uint32_t>(sc.usage_interval.count()));
   if (!usage) return usage.error();
   sc.usage_interval = std::chrono::milliseconds(*usage);
   auto wake = get_or<std::uint32_t>(cfg, "sensor.wakeup_kib", static_cast<std::uint32_t>(sc.wakeup_bytes >> 10));
@@ -155,9 +155,9 @@ Status add_live_sources(runtime::Runner& runner, const LiveSourcesConfig& cfg, r
       record_part(parts, log, "kmsg", true);
       runner.add_source(std::move(*k));
     } else {
-      const std::string why = err ? open_failure(cfg.kmsg_path, err, "mount the host's /dev/kmsg", caps,
-                                                 {util::Cap::kSyslog})
-                                  : k.error().message;
+      const std::string why =
+          err ? open_failure(cfg.kmsg_path, err, "mount the host's /dev/kmsg", caps, {util::Cap::kSyslog})
+              : k.error().message;
       // A pod that is not privileged cannot open the device even when it is
       // mounted (the runtime's device cgroup): the same lines come through
       // syslog(2), which needs only CAP_SYSLOG.

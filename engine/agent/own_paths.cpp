@@ -56,8 +56,8 @@ std::vector<std::string> own_files(const std::string& config, const std::vector<
       continue;
     }
     std::size_t n = 0;
-    for (auto it = std::filesystem::directory_iterator(r, ec); !ec && it != std::filesystem::directory_iterator() && n < 64;
-         it.increment(ec), ++n) {
+    for (auto it = std::filesystem::directory_iterator(r, ec);
+         !ec && it != std::filesystem::directory_iterator() && n < 64; it.increment(ec), ++n) {
       const auto ext = it->path().extension();
       if (ext == ".yaml" || ext == ".yml") given.push_back(it->path().string());
     }

@@ -15,16 +15,15 @@ constexpr PartInfo kParts[] = {
      "no DNS answers, no connection payloads and no UDP send destinations (TCP connects still come "
      "from the connect tracepoint)",
      false},
-    {"kmsg", "CAP_SYSLOG (kernel.dmesg_restrict=1); /dev/kmsg",
-     "GPU Xid errors from the kernel log are not seen", true},
+    {"kmsg", "CAP_SYSLOG (kernel.dmesg_restrict=1); /dev/kmsg", "GPU Xid errors from the kernel log are not seen",
+     true},
     {"procfs", "CAP_SYS_PTRACE+CAP_DAC_READ_SEARCH; the host's /proc (hostPID)",
      "the executable path, cwd and open fds (GPU nodes, sockets) of processes older than vigil stay "
      "unknown",
      false},
     {"gpu_inventory", "/proc/driver/nvidia",
      "GPU device nodes are not matched to GPU UUIDs, and allocations by UUID stay unresolved", false},
-    {"k8s", "a service-account token that may list and watch pods (no capability)",
-     "k8s.* fields stay empty", false},
+    {"k8s", "a service-account token that may list and watch pods (no capability)", "k8s.* fields stay empty", false},
     {"pod_resources", "/var/lib/kubelet/pod-resources/kubelet.sock",
      "the kubelet's GPU assignments are not seen: a pod's GPUs come from its spec only", false},
 };
@@ -94,8 +93,7 @@ std::string open_failure(std::string_view path, int err, std::string_view mount_
         out += ": " + std::string(std::strerror(err));
       }
       break;
-    default:
-      out += ": " + std::string(std::strerror(err));
+    default: out += ": " + std::string(std::strerror(err));
   }
   return out;
 }

@@ -38,8 +38,8 @@ const PartInfo* part_info(std::string_view name);
 // Records the part. When it is off, logs one line (a warning, or at info when
 // `warn` is false: a part a plain Linux host has no use for, such as the pod
 // watcher outside Kubernetes): "part NAME off: WHY_OFF; WITHOUT".
-void record_part(runtime::Parts& parts, spdlog::logger& log, std::string_view name, bool on,
-                 std::string why_off = "", bool warn = true);
+void record_part(runtime::Parts& parts, spdlog::logger& log, std::string_view name, bool on, std::string why_off = "",
+                 bool warn = true);
 
 // The line record_part logs for a part that is off.
 std::string part_off_line(std::string_view name, std::string_view why_off);

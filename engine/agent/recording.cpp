@@ -33,8 +33,7 @@ void add_capture_tick(runtime::Runner& runner, capture::CaptureWriter& writer, c
                   });
 }
 
-Result<capture::FlightRecorderOptions> flight_recorder_options(const YAML::Node& cfg,
-                                                               const std::string& state_dir) {
+Result<capture::FlightRecorderOptions> flight_recorder_options(const YAML::Node& cfg, const std::string& state_dir) {
   capture::FlightRecorderOptions o;
   o.dir = state_dir + "/flight";
   auto enabled = get_or<bool>(cfg, "flight_recorder.enabled", o.enabled);
@@ -52,15 +51,15 @@ Result<capture::FlightRecorderOptions> flight_recorder_options(const YAML::Node&
   auto mem = get_or<std::uint32_t>(cfg, "flight_recorder.max_mib", static_cast<std::uint32_t>(o.max_bytes >> 20));
   if (!mem) return mem.error();
   o.max_bytes = static_cast<std::size_t>(*mem) << 20;
-  auto disk = get_or<std::uint32_t>(cfg, "flight_recorder.max_disk_mib",
-                                    static_cast<std::uint32_t>(o.max_disk_bytes >> 20));
+  auto disk =
+      get_or<std::uint32_t>(cfg, "flight_recorder.max_disk_mib", static_cast<std::uint32_t>(o.max_disk_bytes >> 20));
   if (!disk) return disk.error();
   o.max_disk_bytes = static_cast<std::uint64_t>(*disk) << 20;
   auto keep = get_or<std::uint32_t>(cfg, "flight_recorder.keep", static_cast<std::uint32_t>(o.keep));
   if (!keep) return keep.error();
   o.keep = *keep;
-  auto prio = get_or<std::string>(cfg, "flight_recorder.min_priority",
-                                  std::string(event::priority_name(o.min_priority)));
+  auto prio =
+      get_or<std::string>(cfg, "flight_recorder.min_priority", std::string(event::priority_name(o.min_priority)));
   if (!prio) return prio.error();
   auto p = event::priority_from_name(*prio);
   if (!p) return Error::bad_input("config key 'flight_recorder.min_priority': unknown priority '" + *prio + "'");

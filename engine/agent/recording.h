@@ -34,7 +34,6 @@ void add_capture_tick(runtime::Runner& runner, capture::CaptureWriter& writer, c
 
 // The `flight_recorder:` section (enabled by default with modest limits;
 // captures go to <state_dir>/flight unless `flight_recorder.dir` says otherwise).
-Result<capture::FlightRecorderOptions> flight_recorder_options(const YAML::Node& cfg,
-                                                               const std::string& state_dir);
+Result<capture::FlightRecorderOptions> flight_recorder_options(const YAML::Node& cfg, const std::string& state_dir);
 
 }  // namespace vigil::agent

@@ -54,8 +54,8 @@ Status check_rule_counts(const RuleCounts& c, const RuleCountPolicy& policy) {
     const std::size_t lost = c.enabled_in_force - c.enabled;
     if (static_cast<double>(lost) > policy.max_skipped_share * static_cast<double>(c.enabled_in_force)) {
       return Error::bad_input(std::to_string(c.skipped) + " rules skipped: " + std::to_string(c.enabled) +
-                              " enabled rules instead of " + std::to_string(c.enabled_in_force) +
-                              ", more than " + std::to_string(static_cast<int>(policy.max_skipped_share * 100 + 0.5)) +
+                              " enabled rules instead of " + std::to_string(c.enabled_in_force) + ", more than " +
+                              std::to_string(static_cast<int>(policy.max_skipped_share * 100 + 0.5)) +
                               "% fewer (--max-skipped-rules)");
     }
   }
@@ -63,8 +63,7 @@ Status check_rule_counts(const RuleCounts& c, const RuleCountPolicy& policy) {
 }
 
 Result<std::shared_ptr<const rules::Ruleset>> load_rules_logged(const std::vector<std::string>& paths,
-                                                                spdlog::logger& log,
-                                                                const rules::LoadOptions& opts,
+                                                                spdlog::logger& log, const rules::LoadOptions& opts,
                                                                 RuleCounts* counts) {
   rules::LoadResult res = rules::load_rules(paths, opts);
   for (const rules::Diagnostic& d : res.diagnostics) {
@@ -75,9 +74,8 @@ Result<std::shared_ptr<const rules::Ruleset>> load_rules_logged(const std::vecto
     }
   }
   if (res.errors > 0 || !res.ruleset) {
-    return Error::bad_input("rules: " + std::to_string(res.loaded) + " loaded, " +
-                            std::to_string(res.skipped) + " skipped, " + std::to_string(res.errors) +
-                            " errors");
+    return Error::bad_input("rules: " + std::to_string(res.loaded) + " loaded, " + std::to_string(res.skipped) +
+                            " skipped, " + std::to_string(res.errors) + " errors");
   }
   log.info("rules: {} loaded, {} skipped, {} errors", res.loaded, res.skipped, res.errors);
   if (counts) {

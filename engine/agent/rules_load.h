@@ -38,7 +38,7 @@ struct RuleCounts {
   std::size_t enabled = 0;  // enabled rules in the new set
   std::size_t skipped = 0;  // rules the load skipped (unknown field or source: warnings)
   std::vector<std::pair<std::string, std::string>> skipped_rules;  // (name, why), for metrics
-  std::size_t enabled_in_force = 0;  // enabled rules of the set in force; 0 at start
+  std::size_t enabled_in_force = 0;                                // enabled rules of the set in force; 0 at start
 };
 
 // Why a loaded set must not be used (bad input, naming the counts), or OK:

@@ -88,7 +88,9 @@ Result<std::unique_ptr<metrics::Server>> start_webserver(const WebserverConfig& 
   h.metrics = [v] { return metrics::scrape(v); };
   h.health = [&health] { return health.verdict(); };
   h.ready = v.ready;
-  h.sample = [&a, &health] { health.observe(a.runner->status(), a.pipe->stats().events, std::chrono::steady_clock::now()); };
+  h.sample = [&a, &health] {
+    health.observe(a.runner->status(), a.pipe->stats().events, std::chrono::steady_clock::now());
+  };
   return metrics::Server::start({cfg.listen, std::move(log)}, std::move(h));
 }
 

@@ -88,8 +88,8 @@ std::string file_name_for(std::string_view key) {
   std::string out;
   out.reserve(key.size() + 8);
   for (unsigned char ch : key) {
-    const bool plain = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-                       ch == '.' || ch == '_' || ch == '-';
+    const bool plain = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '.' ||
+                       ch == '_' || ch == '-';
     if (plain) {
       out.push_back(static_cast<char>(ch));
     } else {

@@ -66,7 +66,8 @@ std::uint16_t prefix_key(const event::IpAddr& a, int prefix) {
 
 std::string to_string(const Destination& d) {
   std::string out = event::to_string(d.net);
-  out += "/" + std::to_string(d.prefix) + ":" + (d.port == kEphemeralPort ? std::string("ephemeral") : std::to_string(d.port)) + "/";
+  out += "/" + std::to_string(d.prefix) + ":" +
+         (d.port == kEphemeralPort ? std::string("ephemeral") : std::to_string(d.port)) + "/";
   out += proto_name(d.proto);
   return out;
 }

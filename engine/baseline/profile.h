@@ -47,10 +47,10 @@ std::string_view phase_name(Phase p);  // "learning", "locked"
 
 // An outbound destination as learnt: the server's network, port and protocol.
 struct Destination {
-  event::IpAddr net;       // masked to `prefix` bits
-  std::uint8_t prefix = 0; // 0..32 (IPv4), 0..128 (IPv6)
-  std::uint16_t port = 0;  // kEphemeralPort: any port from Config::ephemeral_from up
-  std::uint8_t proto = 0;  // event::L4: kTcp, kUdp (kUnknown when not known)
+  event::IpAddr net;        // masked to `prefix` bits
+  std::uint8_t prefix = 0;  // 0..32 (IPv4), 0..128 (IPv6)
+  std::uint16_t port = 0;   // kEphemeralPort: any port from Config::ephemeral_from up
+  std::uint8_t proto = 0;   // event::L4: kTcp, kUdp (kUnknown when not known)
   bool operator==(const Destination&) const = default;
 };
 // The port of a destination whose port was in the ephemeral range (a UDP

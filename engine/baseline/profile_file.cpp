@@ -87,8 +87,8 @@ Result<Profile> decode_profile(std::string_view text, const std::string& name, c
     return {};
   };
   std::uint64_t first = 0, updated = 0, locked_at = 0;
-  for (auto [k, dst] : {std::pair{"first_seen_ns", &first}, std::pair{"updated_ns", &updated},
-                        std::pair{"locked_at_ns", &locked_at}}) {
+  for (auto [k, dst] :
+       {std::pair{"first_seen_ns", &first}, std::pair{"updated_ns", &updated}, std::pair{"locked_at_ns", &locked_at}}) {
     if (Status s = u64(k, *dst); !s) return s.error();
   }
   const json* state = member("state");
@@ -102,7 +102,8 @@ Result<Profile> decode_profile(std::string_view text, const std::string& name, c
   }
   std::string cause;
   if (const json* c = member("lock_cause"); c) {
-    if (!c->is_string() || c->get_ref<const std::string&>().size() > 32) return bad("\"lock_cause\" must be a short string");
+    if (!c->is_string() || c->get_ref<const std::string&>().size() > 32)
+      return bad("\"lock_cause\" must be a short string");
     cause = c->get<std::string>();
   }
   // Learning with a cap of "everything": the caps are checked here, once.
@@ -167,7 +168,8 @@ Result<Profile> decode_profile(std::string_view text, const std::string& name, c
   i = 0;
   if (*files) {
     for (const json& f : **files) {
-      if (!f.is_string() || f.get_ref<const std::string&>().empty() || f.get_ref<const std::string&>().size() > kMaxPath) {
+      if (!f.is_string() || f.get_ref<const std::string&>().empty() ||
+          f.get_ref<const std::string&>().size() > kMaxPath) {
         return bad("\"files\"[" + std::to_string(i) + "] must be a non-empty path of at most 4096 bytes");
       }
       ++i;
@@ -223,7 +225,8 @@ Result<Profile> read_profile(const std::string& path, const Caps& caps) {
     got += static_cast<std::size_t>(n);
   }
   close(fd);
-  if (got > kMaxFileBytes) return Error::bad_input(path + ": grew past " + std::to_string(kMaxFileBytes) + " bytes while read: refused");
+  if (got > kMaxFileBytes)
+    return Error::bad_input(path + ": grew past " + std::to_string(kMaxFileBytes) + " bytes while read: refused");
   text.resize(got);
   auto p = decode_profile(text, path, caps);
   if (!p) return p;

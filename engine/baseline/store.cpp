@@ -36,9 +36,10 @@ std::vector<std::string> default_watch_paths() {
   // systemd units and root's SSH keys. Not /etc/ nor the library directories
   // as a whole: the sensor sends every open under a rule's prefix, reads
   // included, and every program start reads /etc/ld.so.cache and its libraries.
-  return {"/bin/",         "/sbin/",           "/usr/bin/",          "/usr/sbin/",   "/usr/local/bin/",
-          "/usr/local/sbin/", "/etc/ld.so.preload", "/etc/ld.so.conf.d/", "/etc/cron.d/", "/etc/crontab",
-          "/var/spool/cron/", "/etc/profile.d/",    "/etc/systemd/",      "/root/.ssh/"};
+  return {"/bin/",           "/sbin/",           "/usr/bin/",          "/usr/sbin/",
+          "/usr/local/bin/", "/usr/local/sbin/", "/etc/ld.so.preload", "/etc/ld.so.conf.d/",
+          "/etc/cron.d/",    "/etc/crontab",     "/var/spool/cron/",   "/etc/profile.d/",
+          "/etc/systemd/",   "/root/.ssh/"};
 }
 
 Store::Store(Config cfg) : cfg_(std::move(cfg)) {
@@ -106,19 +107,18 @@ void Store::learn_or_match(Slot& s, const state::EvalContext& ctx) {
   bool have = false;
   bool changed = false;
   if (const auto* e = ev.as<event::ExecData>()) {
-    std::string_view path = ctx.proc && !ctx.proc->exepath.empty() ? std::string_view(ctx.proc->exepath)
-                                                                    : std::string_view(e->exe);
+    std::string_view path =
+        ctx.proc && !ctx.proc->exepath.empty() ? std::string_view(ctx.proc->exepath) : std::string_view(e->exe);
     if (path.empty()) return;
     current_fact_ = state::BaselineFact::kExe;
     if (learning) changed = p.add_exe(path, e->exe_sha256, cfg_.caps, ts);
     else have = p.has_exe(path, e->exe_sha256);
   } else if (const auto* c = ev.as<event::ConnectData>()) {
     if ((c->family != AF_INET && c->family != AF_INET6) || c->daddr.family == 0) return;
-    const auto proto = static_cast<std::uint8_t>(c->proto == event::L4::kTcp || c->proto == event::L4::kUdp ? c->proto
-                                                                                                            : event::L4::kUnknown);
+    const auto proto = static_cast<std::uint8_t>(
+        c->proto == event::L4::kTcp || c->proto == event::L4::kUdp ? c->proto : event::L4::kUnknown);
     current_fact_ = state::BaselineFact::kDestination;
-    const std::uint16_t port =
-        cfg_.ephemeral_from != 0 && c->dport >= cfg_.ephemeral_from ? kEphemeralPort : c->dport;
+    const std::uint16_t port = cfg_.ephemeral_from != 0 && c->dport >= cfg_.ephemeral_from ? kEphemeralPort : c->dport;
     if (learning) {
       Destination d;
       d.prefix = static_cast<std::uint8_t>(c->daddr.family == AF_INET6 ? cfg_.v6_prefix : cfg_.v4_prefix);
@@ -131,8 +131,8 @@ void Store::learn_or_match(Slot& s, const state::EvalContext& ctx) {
     }
   } else if (const auto* o = ev.as<event::OpenData>()) {
     const std::uint32_t acc = o->flags & 3u;
-    if ((acc != 1 && acc != 2) || o->result < 0 || o->is_device ||
-        o->file_type == event::OpenData::kFileDirectory || !watched(o->path)) {
+    if ((acc != 1 && acc != 2) || o->result < 0 || o->is_device || o->file_type == event::OpenData::kFileDirectory ||
+        !watched(o->path)) {
       return;
     }
     current_fact_ = state::BaselineFact::kFile;
@@ -182,8 +182,7 @@ void Store::observe(const state::EvalContext& ctx) noexcept {
 
 state::BaselinePhase Store::phase(const state::EvalContext& ctx) const noexcept {
   if (ctx.ev != current_ev_ || !current_) return state::BaselinePhase::kNone;
-  return current_->profile->phase() == Phase::kLocked ? state::BaselinePhase::kLocked
-                                                      : state::BaselinePhase::kLearning;
+  return current_->profile->phase() == Phase::kLocked ? state::BaselinePhase::kLocked : state::BaselinePhase::kLearning;
 }
 
 std::string_view Store::workload(const state::EvalContext& ctx) const noexcept {
@@ -275,7 +274,8 @@ void Store::absorb(const std::string& path, const struct stat& st, Slot* s, std:
     return;
   } else {
     s = add_slot(std::make_unique<Profile>(std::move(*p)));
-    if (done) done->push_back("loaded " + s->profile->key() + " (" + std::string(phase_name(s->profile->phase())) + ")");
+    if (done)
+      done->push_back("loaded " + s->profile->key() + " (" + std::string(phase_name(s->profile->phase())) + ")");
   }
   remember(*s, st);
 }

@@ -57,12 +57,12 @@ namespace vigil::baseline {
 std::vector<std::string> default_watch_paths();
 
 struct Config {
-  std::string dir;               // "" : nothing is read or written (rule tests)
-  bool read_only = false;        // replay: read dir, never write it
+  std::string dir;         // "" : nothing is read or written (rule tests)
+  bool read_only = false;  // replay: read dir, never write it
   KeyMode key = KeyMode::kImage;
   std::uint64_t learn_for_ns = 24ull * 3600 * 1000000000;  // 0: locked only by command
-  int v4_prefix = 24;            // 32: exact addresses
-  int v6_prefix = 64;            // 128: exact addresses
+  int v4_prefix = 24;                                      // 32: exact addresses
+  int v6_prefix = 64;                                      // 128: exact addresses
   // Destination ports from this one up count as one ("ephemeral"): a UDP
   // server answering clients sends to their random ports. 0: every port is
   // its own. Linux picks client ports from 32768 by default.
@@ -138,7 +138,7 @@ class Store final : public state::BaselineView {
 
   Config cfg_;
   std::unordered_map<std::string, std::unique_ptr<Slot>> slots_;  // by workload key
-  std::unordered_map<std::string, Slot*> by_file_;                 // by file name (key.h)
+  std::unordered_map<std::string, Slot*> by_file_;                // by file name (key.h)
   // container id -> its slot (null: refused, max_workloads reached); bounded
   // by kMaxContainers (cleared when it would pass).
   std::unordered_map<std::string, Slot*> by_container_;

@@ -41,9 +41,8 @@ std::uint32_t crc32c_soft(std::uint32_t crc, const unsigned char* p, std::size_t
     std::memcpy(&lo, p, 4);
     std::memcpy(&hi, p + 4, 4);
     lo ^= crc;
-    crc = kCrcTables[7][lo & 0xff] ^ kCrcTables[6][(lo >> 8) & 0xff] ^
-          kCrcTables[5][(lo >> 16) & 0xff] ^ kCrcTables[4][lo >> 24] ^
-          kCrcTables[3][hi & 0xff] ^ kCrcTables[2][(hi >> 8) & 0xff] ^
+    crc = kCrcTables[7][lo & 0xff] ^ kCrcTables[6][(lo >> 8) & 0xff] ^ kCrcTables[5][(lo >> 16) & 0xff] ^
+          kCrcTables[4][lo >> 24] ^ kCrcTables[3][hi & 0xff] ^ kCrcTables[2][(hi >> 8) & 0xff] ^
           kCrcTables[1][(hi >> 16) & 0xff] ^ kCrcTables[0][hi >> 24];
     p += 8;
     n -= 8;
@@ -53,9 +52,7 @@ std::uint32_t crc32c_soft(std::uint32_t crc, const unsigned char* p, std::size_t
 }
 
 #if defined(__x86_64__)
-__attribute__((target("sse4.2"))) std::uint32_t crc32c_hw(std::uint32_t crc,
-                                                          const unsigned char* p,
-                                                          std::size_t n) {
+__attribute__((target("sse4.2"))) std::uint32_t crc32c_hw(std::uint32_t crc, const unsigned char* p, std::size_t n) {
   std::uint64_t c = crc;
   while (n >= 8) {
     std::uint64_t v;
@@ -109,8 +106,7 @@ void with_record(std::string& out, RecordType type, F&& body) {
   body();
   auto len = static_cast<std::uint32_t>(out.size() - len_at - 4);
   unsigned char b[4] = {static_cast<unsigned char>(len), static_cast<unsigned char>(len >> 8),
-                        static_cast<unsigned char>(len >> 16),
-                        static_cast<unsigned char>(len >> 24)};
+                        static_cast<unsigned char>(len >> 16), static_cast<unsigned char>(len >> 24)};
   std::memcpy(out.data() + len_at, b, 4);
 }
 
@@ -166,8 +162,7 @@ void put_payload(std::string& out, const event::Payload& data) {
 // name; later reads return zero values, so callers check once at the end.
 class Cursor {
  public:
-  explicit Cursor(std::string_view s)
-      : p_(reinterpret_cast<const unsigned char*>(s.data())), end_(p_ + s.size()) {}
+  explicit Cursor(std::string_view s) : p_(reinterpret_cast<const unsigned char*>(s.data())), end_(p_ + s.size()) {}
 
   bool failed() const { return bad_ != nullptr; }
   // The field that failed: "exec.filename", "event.pid"...
@@ -396,17 +391,14 @@ void put_u16(std::string& out, std::uint16_t v) {
   out.append(b, 2);
 }
 void put_u32(std::string& out, std::uint32_t v) {
-  char b[4] = {static_cast<char>(v), static_cast<char>(v >> 8), static_cast<char>(v >> 16),
-               static_cast<char>(v >> 24)};
+  char b[4] = {static_cast<char>(v), static_cast<char>(v >> 8), static_cast<char>(v >> 16), static_cast<char>(v >> 24)};
   out.append(b, 4);
 }
 void put_u64(std::string& out, std::uint64_t v) {
   put_u32(out, static_cast<std::uint32_t>(v));
   put_u32(out, static_cast<std::uint32_t>(v >> 32));
 }
-std::uint16_t get_u16(const unsigned char* p) {
-  return static_cast<std::uint16_t>(p[0] | (p[1] << 8));
-}
+std::uint16_t get_u16(const unsigned char* p) { return static_cast<std::uint16_t>(p[0] | (p[1] << 8)); }
 std::uint32_t get_u32(const unsigned char* p) {
   return static_cast<std::uint32_t>(p[0]) | (static_cast<std::uint32_t>(p[1]) << 8) |
          (static_cast<std::uint32_t>(p[2]) << 16) | (static_cast<std::uint32_t>(p[3]) << 24);
@@ -670,8 +662,7 @@ DecodeOutcome decode_nvidia(Cursor& c, RecordData& out, std::string& why) {
 
 }  // namespace
 
-DecodeOutcome decode_record(std::uint8_t type, std::string_view body, RecordData& out,
-                            std::string& why) {
+DecodeOutcome decode_record(std::uint8_t type, std::string_view body, RecordData& out, std::string& why) {
   Cursor c(body);
   switch (static_cast<RecordType>(type)) {
     case RecordType::kEvent: return decode_event(c, out, why);

@@ -35,8 +35,7 @@ enum class DecodeOutcome {
 };
 
 // Decodes the body of one record of `type`. On kBad, `why` names the field.
-DecodeOutcome decode_record(std::uint8_t type, std::string_view body, RecordData& out,
-                            std::string& why);
+DecodeOutcome decode_record(std::uint8_t type, std::string_view body, RecordData& out, std::string& why);
 
 // CRC-32C (Castagnoli), as used by iSCSI/ext4; `crc` chains calls (start with 0).
 std::uint32_t crc32c(std::uint32_t crc, const void* data, std::size_t len);

@@ -130,16 +130,12 @@ std::string summary(const event::GpuUsageData& d) {
   for (const auto& e : d.entries) total += e.count;
   return "ioctls=" + std::to_string(total);
 }
-std::string summary(const event::XidData& d) {
-  return "xid=" + std::to_string(d.code) + " pci=" + d.pci;
-}
+std::string summary(const event::XidData& d) { return "xid=" + std::to_string(d.code) + " pci=" + d.pci; }
 std::string summary(const event::DnsData& d) { return "name=" + d.name; }
 std::string summary(const event::PayloadData& d) {
   return "to=" + ip_port(d.daddr, d.dport) + " bytes=" + std::to_string(d.bytes.size());
 }
-std::string summary(const event::BpfData& d) {
-  return "cmd=" + std::to_string(d.cmd) + " prog=" + d.prog_name;
-}
+std::string summary(const event::BpfData& d) { return "cmd=" + std::to_string(d.cmd) + " prog=" + d.prog_name; }
 std::string summary(const event::FileOpData& d) {
   std::string s = "path=" + d.path;
   if (!d.path2.empty()) s += " path2=" + d.path2;
@@ -204,9 +200,8 @@ std::string rfc3339(std::uint64_t ts_ns) {
   std::tm tm{};
   gmtime_r(&secs, &tm);
   char buf[64];
-  std::snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d:%02d.%09lluZ", tm.tm_year + 1900,
-                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                static_cast<unsigned long long>(ts_ns % 1'000'000'000));
+  std::snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d:%02d.%09lluZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+                tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<unsigned long long>(ts_ns % 1'000'000'000));
   return buf;
 }
 

@@ -40,8 +40,8 @@ struct FlightRecorder::Entry {
   std::uint32_t child_pid = 0;  // fork events
   std::uint32_t xid = 0;        // 1 for Xid events (node-wide GPU faults)
   std::uint64_t cgroup_id = 0;
-  bool host = true;             // not in a container
-  std::string bytes;            // the encoded event record
+  bool host = true;   // not in a container
+  std::string bytes;  // the encoded event record
 };
 
 struct FlightRecorder::Cached {
@@ -213,8 +213,7 @@ bool FlightRecorder::matches(const Pending& p, const Entry& e) const {
   if (e.xid) return true;  // GPU faults are node-wide: always part of the picture
   switch (p.mode) {
     case Pending::Mode::kPod:
-    case Pending::Mode::kContainer:
-      return p.cgroups.count(e.cgroup_id) != 0;
+    case Pending::Mode::kContainer: return p.cgroups.count(e.cgroup_id) != 0;
     case Pending::Mode::kTree:
       if (!e.host) return false;
       return p.tree.count(e.pid) || p.tree.count(e.ppid) || p.ancestors.count(e.pid);
@@ -304,8 +303,7 @@ void FlightRecorder::on_event(const event::Event& ev, const state::EvalContext& 
   }
 }
 
-void FlightRecorder::on_alert(const event::Event& ev, const state::EvalContext& ctx,
-                              event::Alert& alert) {
+void FlightRecorder::on_alert(const event::Event& ev, const state::EvalContext& ctx, event::Alert& alert) {
   if (!opts_.enabled || finished_) return;
   if (static_cast<int>(alert.priority) > static_cast<int>(opts_.min_priority)) return;
   std::size_t busy;
@@ -320,11 +318,9 @@ void FlightRecorder::on_alert(const event::Event& ev, const state::EvalContext& 
 
   auto p = std::make_unique<Pending>();
   char name[64];
-  std::snprintf(name, sizeof(name), "%020llu-%06llu-",
-                static_cast<unsigned long long>(ev.hdr.ts_ns),
+  std::snprintf(name, sizeof(name), "%020llu-%06llu-", static_cast<unsigned long long>(ev.hdr.ts_ns),
                 static_cast<unsigned long long>(seq_++ % 1000000));
-  p->path = (fs::path(opts_.dir) /
-             (std::string(kFilePrefix) + name + sanitize(alert.rule) + std::string(kFileSuffix)))
+  p->path = (fs::path(opts_.dir) / (std::string(kFilePrefix) + name + sanitize(alert.rule) + std::string(kFileSuffix)))
                 .string();
   p->deadline = ev.hdr.ts_ns + opts_.after_ns;
   if (nvidia_) {  // before the pod: its GPU allocation resolves through it
@@ -356,8 +352,7 @@ void FlightRecorder::on_alert(const event::Event& ev, const state::EvalContext& 
     for (int i = 0; i < kMaxAncestors && pid > 1; ++i) {
       if (!p->ancestors.insert(pid).second) break;
       auto it = processes_.find(pid);
-      const state::Process* proc =
-          it == processes_.end() ? nullptr : std::get_if<state::Process>(&it->second->rec);
+      const state::Process* proc = it == processes_.end() ? nullptr : std::get_if<state::Process>(&it->second->rec);
       if (!proc) break;
       pid = proc->ppid;
     }
@@ -454,8 +449,7 @@ void FlightRecorder::write_job(Job& job) {
       ++count;
       if (type == static_cast<std::uint8_t>(RecordType::kEvent)) ++events;
     }
-    st = (*w)->write_encoded(all.substr(start, pos - start), count, events, job.first_ts,
-                             job.last_ts);
+    st = (*w)->write_encoded(all.substr(start, pos - start), count, events, job.first_ts, job.last_ts);
   }
   if (st) st = (*w)->close();
   if (!st || std::rename(tmp.c_str(), job.path.c_str()) != 0) {

@@ -56,27 +56,27 @@ namespace vigil::capture {
 struct FlightRecorderOptions {
   bool enabled = true;
   std::string dir = "/var/lib/vigil/flight";
-  std::uint64_t window_ns = 30'000'000'000;      // kept before an alert
-  std::uint64_t after_ns = 5'000'000'000;        // recorded after an alert
-  std::size_t max_bytes = 16u << 20;             // memory for the window (encoded events)
-  std::size_t max_state_entries = 16384;         // cached processes/containers/pods, each
+  std::uint64_t window_ns = 30'000'000'000;                   // kept before an alert
+  std::uint64_t after_ns = 5'000'000'000;                     // recorded after an alert
+  std::size_t max_bytes = 16u << 20;                          // memory for the window (encoded events)
+  std::size_t max_state_entries = 16384;                      // cached processes/containers/pods, each
   event::Priority min_priority = event::Priority::kCritical;  // this or more severe
-  std::size_t keep = 20;                         // capture files kept in dir
-  std::uint64_t max_disk_bytes = 256ull << 20;   // bytes of capture files kept in dir
-  std::size_t max_captures = 4;                  // collecting + queued at once
+  std::size_t keep = 20;                                      // capture files kept in dir
+  std::uint64_t max_disk_bytes = 256ull << 20;                // bytes of capture files kept in dir
+  std::size_t max_captures = 4;                               // collecting + queued at once
   int zstd_level = 3;
-  FileInfo info = {};                            // header; describe_host() when left empty
+  FileInfo info = {};  // header; describe_host() when left empty
 };
 
 class FlightRecorder final : public state::StateListener {
  public:
   struct Stats {
-    std::uint64_t events = 0;     // events seen
-    std::uint64_t evicted = 0;    // events dropped from the window (too old or over max_bytes)
-    std::uint64_t captures = 0;   // capture files written
-    std::uint64_t dropped = 0;    // alerts that got no capture (limits reached)
-    std::uint64_t failed = 0;     // capture files that could not be written
-    std::uint64_t removed = 0;    // old capture files removed to respect keep/max_disk_bytes
+    std::uint64_t events = 0;    // events seen
+    std::uint64_t evicted = 0;   // events dropped from the window (too old or over max_bytes)
+    std::uint64_t captures = 0;  // capture files written
+    std::uint64_t dropped = 0;   // alerts that got no capture (limits reached)
+    std::uint64_t failed = 0;    // capture files that could not be written
+    std::uint64_t removed = 0;   // old capture files removed to respect keep/max_disk_bytes
     std::size_t window_bytes = 0;
   };
 
@@ -143,8 +143,7 @@ class FlightRecorder final : public state::StateListener {
   std::deque<std::unique_ptr<Job>> queue_;  // guarded by mu_
   bool writing_ = false;                    // guarded by mu_
   bool stop_ = false;                       // guarded by mu_
-  std::atomic<std::uint64_t> events_{0}, evicted_{0}, captures_{0}, dropped_{0}, failed_{0},
-      removed_{0};
+  std::atomic<std::uint64_t> events_{0}, evicted_{0}, captures_{0}, dropped_{0}, failed_{0}, removed_{0};
   std::atomic<std::size_t> window_bytes_pub_{0};
   std::thread thread_;
 };

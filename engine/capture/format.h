@@ -24,8 +24,8 @@ namespace vigil::capture {
 
 inline constexpr std::string_view kFileMagic = "VIGILCAP";  // 8 bytes
 inline constexpr std::uint16_t kFormatVersion = 1;
-inline constexpr std::uint32_t kBlockMagic = 0x4B4C4256;     // "VBLK" read as little-endian u32
-inline constexpr std::size_t kFileHeaderFixedSize = 48;       // up to the first string
+inline constexpr std::uint32_t kBlockMagic = 0x4B4C4256;  // "VBLK" read as little-endian u32
+inline constexpr std::size_t kFileHeaderFixedSize = 48;   // up to the first string
 inline constexpr std::size_t kMaxFileHeaderSize = 64 * 1024;
 inline constexpr std::size_t kBlockHeaderSize = 40;
 inline constexpr std::uint32_t kMaxBlockPayload = 16u << 20;  // compressed bytes in one block
@@ -58,12 +58,12 @@ struct FileInfo {
   std::uint16_t format_version = kFormatVersion;
   std::string vigil_version;
   std::string hostname;
-  std::string kernel;                    // uname -r
-  std::uint64_t created_ns = 0;          // wall clock when the file was opened
-  std::uint64_t boot_time_ns = 0;        // wall clock of boot (CLOCK_REALTIME - CLOCK_BOOTTIME)
+  std::string kernel;              // uname -r
+  std::uint64_t created_ns = 0;    // wall clock when the file was opened
+  std::uint64_t boot_time_ns = 0;  // wall clock of boot (CLOCK_REALTIME - CLOCK_BOOTTIME)
   std::int64_t realtime_minus_monotonic_ns = 0;
   std::int64_t realtime_minus_boottime_ns = 0;
-  std::string extension;                 // reserved area; version 1 writes it empty, readers keep it
+  std::string extension;  // reserved area; version 1 writes it empty, readers keep it
 };
 
 struct PodRemoved {
@@ -71,8 +71,8 @@ struct PodRemoved {
   bool operator==(const PodRemoved&) const = default;
 };
 
-using RecordData = std::variant<std::monostate, event::Event, state::Process, state::Container,
-                                state::Pod, PodRemoved, state::NvidiaInfo>;
+using RecordData = std::variant<std::monostate, event::Event, state::Process, state::Container, state::Pod, PodRemoved,
+                                state::NvidiaInfo>;
 
 struct Record {
   RecordData data;

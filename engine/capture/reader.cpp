@@ -10,22 +10,18 @@
 namespace vigil::capture {
 namespace {
 
-const unsigned char* ubytes(const std::string& s) {
-  return reinterpret_cast<const unsigned char*>(s.data());
-}
+const unsigned char* ubytes(const std::string& s) { return reinterpret_cast<const unsigned char*>(s.data()); }
 
 }  // namespace
 
-CaptureReader::CaptureReader(std::string name, ReaderOptions opts)
-    : name_(std::move(name)), opts_(opts) {}
+CaptureReader::CaptureReader(std::string name, ReaderOptions opts) : name_(std::move(name)), opts_(opts) {}
 
 CaptureReader::~CaptureReader() {
   if (file_) std::fclose(file_);
   if (dctx_) ZSTD_freeDCtx(static_cast<ZSTD_DCtx*>(dctx_));
 }
 
-Result<std::unique_ptr<CaptureReader>> CaptureReader::open(const std::string& path,
-                                                           ReaderOptions opts) {
+Result<std::unique_ptr<CaptureReader>> CaptureReader::open(const std::string& path, ReaderOptions opts) {
   std::unique_ptr<CaptureReader> r(new CaptureReader(path, opts));
   r->file_ = std::fopen(path.c_str(), "rbe");
   if (!r->file_) {
@@ -41,8 +37,7 @@ Result<std::unique_ptr<CaptureReader>> CaptureReader::open(const std::string& pa
   return r;
 }
 
-Result<std::unique_ptr<CaptureReader>> CaptureReader::from_memory(std::string bytes,
-                                                                  ReaderOptions opts,
+Result<std::unique_ptr<CaptureReader>> CaptureReader::from_memory(std::string bytes, ReaderOptions opts,
                                                                   std::string name) {
   std::unique_ptr<CaptureReader> r(new CaptureReader(std::move(name), opts));
   r->from_mem_ = true;
@@ -67,23 +62,20 @@ std::size_t CaptureReader::read_some(void* dst, std::size_t n) {
 }
 
 Error CaptureReader::fail(std::uint64_t offset, const std::string& what) {
-  return Error::bad_input("capture " + name_ + ": " + what + " (at byte offset " +
-                          std::to_string(offset) + ")");
+  return Error::bad_input("capture " + name_ + ": " + what + " (at byte offset " + std::to_string(offset) + ")");
 }
 
 Status CaptureReader::read_header() {
   unsigned char fixed[kFileHeaderFixedSize];
   std::size_t got = read_some(fixed, sizeof(fixed));
-  if (got < kFileMagic.size() ||
-      std::memcmp(fixed, kFileMagic.data(), kFileMagic.size()) != 0) {
+  if (got < kFileMagic.size() || std::memcmp(fixed, kFileMagic.data(), kFileMagic.size()) != 0) {
     return fail(0, "not a vigil capture file (bad magic)");
   }
   if (got < sizeof(fixed)) return fail(got, "file header cut short");
   info_.format_version = get_u16(fixed + 8);
   if (info_.format_version == 0 || info_.format_version > kFormatVersion) {
-    return fail(8, "unsupported capture format version " +
-                       std::to_string(info_.format_version) + " (this vigil reads versions 1 to " +
-                       std::to_string(kFormatVersion) + ")");
+    return fail(8, "unsupported capture format version " + std::to_string(info_.format_version) +
+                       " (this vigil reads versions 1 to " + std::to_string(kFormatVersion) + ")");
   }
   std::uint32_t header_len = get_u32(fixed + 12);
   // fixed part + three u16 string lengths + u32 extension length + u32 crc
@@ -144,13 +136,12 @@ Result<bool> CaptureReader::load_block() {
     std::uint32_t want_crc = get_u32(h + 20);
     std::uint64_t last_ts = get_u64(h + 32);
     if (payload_len > kMaxBlockPayload) {
-      return fail(block_offset_ + 8, "block payload length " + std::to_string(payload_len) +
-                                         " exceeds the limit of " +
+      return fail(block_offset_ + 8, "block payload length " + std::to_string(payload_len) + " exceeds the limit of " +
                                          std::to_string(kMaxBlockPayload));
     }
     if (raw_len > kMaxBlockRaw) {
-      return fail(block_offset_ + 12, "block raw length " + std::to_string(raw_len) +
-                                          " exceeds the limit of " + std::to_string(kMaxBlockRaw));
+      return fail(block_offset_ + 12, "block raw length " + std::to_string(raw_len) + " exceeds the limit of " +
+                                          std::to_string(kMaxBlockRaw));
     }
     if (size_ && block_offset_ + sizeof(h) + payload_len > size_) {
       truncated_ = true;  // cut off inside this block
@@ -171,8 +162,7 @@ Result<bool> CaptureReader::load_block() {
       if (crc != want_crc) return fail(block_offset_ + 20, "block checksum mismatch");
     }
     if (type != static_cast<std::uint8_t>(BlockType::kRecords)) continue;  // a later block type
-    skip_events_in_block_ = opts_.skip_events_before_ns && last_ts != 0 &&
-                            last_ts < opts_.skip_events_before_ns;
+    skip_events_in_block_ = opts_.skip_events_before_ns && last_ts != 0 && last_ts < opts_.skip_events_before_ns;
     if (skip_events_in_block_ && !(flags & kBlockFlagHasState)) continue;  // nothing needed here
     if (codec == static_cast<std::uint8_t>(Codec::kNone)) {
       if (raw_len != payload_len) {
@@ -182,18 +172,16 @@ Result<bool> CaptureReader::load_block() {
     } else if (codec == static_cast<std::uint8_t>(Codec::kZstd)) {
       unsigned long long content = ZSTD_getFrameContentSize(payload_.data(), payload_.size());
       if (content != raw_len) {
-        return fail(block_offset_ + kBlockHeaderSize,
-                    "zstd frame size does not match the block's raw length");
+        return fail(block_offset_ + kBlockHeaderSize, "zstd frame size does not match the block's raw length");
       }
       if (!dctx_) dctx_ = ZSTD_createDCtx();
       if (!dctx_) return Error::runtime("capture: cannot create a zstd context");
       raw_.resize(raw_len);
-      std::size_t n = ZSTD_decompressDCtx(static_cast<ZSTD_DCtx*>(dctx_), raw_.data(), raw_.size(),
-                                          payload_.data(), payload_.size());
+      std::size_t n = ZSTD_decompressDCtx(static_cast<ZSTD_DCtx*>(dctx_), raw_.data(), raw_.size(), payload_.data(),
+                                          payload_.size());
       if (ZSTD_isError(n) || n != raw_len) {
-        return fail(block_offset_ + kBlockHeaderSize,
-                    std::string("zstd decompression failed: ") +
-                        (ZSTD_isError(n) ? ZSTD_getErrorName(n) : "short output"));
+        return fail(block_offset_ + kBlockHeaderSize, std::string("zstd decompression failed: ") +
+                                                          (ZSTD_isError(n) ? ZSTD_getErrorName(n) : "short output"));
       }
     } else {
       return fail(block_offset_ + 5, "unknown block codec " + std::to_string(codec));
@@ -224,17 +212,17 @@ Result<bool> CaptureReader::next(Record& out) {
     std::size_t left = raw_.size() - raw_pos_;
     std::uint64_t where = block_offset_;
     if (left < kRecordHeaderSize) {
-      error_ = std::make_unique<Error>(fail(
-          where, "record header cut short at byte " + std::to_string(raw_pos_) + " of the block"));
+      error_ = std::make_unique<Error>(
+          fail(where, "record header cut short at byte " + std::to_string(raw_pos_) + " of the block"));
       return *error_;
     }
     const unsigned char* p = ubytes(raw_) + raw_pos_;
     std::uint8_t type = p[0];
     std::uint32_t len = get_u32(p + 1);
     if (len > left - kRecordHeaderSize) {
-      error_ = std::make_unique<Error>(
-          fail(where, "record length " + std::to_string(len) + " overruns the block at byte " +
-                          std::to_string(raw_pos_) + " of the block"));
+      error_ =
+          std::make_unique<Error>(fail(where, "record length " + std::to_string(len) + " overruns the block at byte " +
+                                                  std::to_string(raw_pos_) + " of the block"));
       return *error_;
     }
     std::string_view body(raw_.data() + raw_pos_ + kRecordHeaderSize, len);
@@ -247,9 +235,7 @@ Result<bool> CaptureReader::next(Record& out) {
         out.offset = where;
         ++stats_.records;
         return true;
-      case DecodeOutcome::kSkipped:
-        ++stats_.skipped_records;
-        continue;
+      case DecodeOutcome::kSkipped: ++stats_.skipped_records; continue;
       case DecodeOutcome::kBad:
         error_ = std::make_unique<Error>(
             fail(where, why + " (record at byte " + std::to_string(rec_pos) + " of the block)"));

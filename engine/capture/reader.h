@@ -49,11 +49,9 @@ class CaptureReader {
     std::uint64_t bytes = 0;            // bytes of the file consumed
   };
 
-  static Result<std::unique_ptr<CaptureReader>> open(const std::string& path,
-                                                     ReaderOptions opts = {});
+  static Result<std::unique_ptr<CaptureReader>> open(const std::string& path, ReaderOptions opts = {});
   // Reads a capture held in memory (tests, the fuzzer). `name` is used in messages.
-  static Result<std::unique_ptr<CaptureReader>> from_memory(std::string bytes,
-                                                            ReaderOptions opts = {},
+  static Result<std::unique_ptr<CaptureReader>> from_memory(std::string bytes, ReaderOptions opts = {},
                                                             std::string name = "<memory>");
   ~CaptureReader();
   CaptureReader(const CaptureReader&) = delete;
@@ -88,14 +86,14 @@ class CaptureReader {
   std::size_t mem_pos_ = 0;
   bool from_mem_ = false;
   FileInfo info_;
-  std::uint64_t offset_ = 0;       // bytes consumed so far
+  std::uint64_t offset_ = 0;  // bytes consumed so far
   std::uint64_t size_ = 0;
-  std::uint64_t block_offset_ = 0; // offset of the block in raw_
-  std::string payload_;            // compressed bytes of the current block
-  std::string raw_;                // decoded records of the current block
+  std::uint64_t block_offset_ = 0;  // offset of the block in raw_
+  std::string payload_;             // compressed bytes of the current block
+  std::string raw_;                 // decoded records of the current block
   std::size_t raw_pos_ = 0;
   bool skip_events_in_block_ = false;
-  void* dctx_ = nullptr;           // ZSTD_DCtx
+  void* dctx_ = nullptr;  // ZSTD_DCtx
   bool truncated_ = false;
   std::uint64_t truncated_at_ = 0;
   bool done_ = false;

@@ -161,8 +161,8 @@ int TimelineBuilder::track_for(const event::Event& ev) {
   }
   auto [it, fresh] = tracks_.emplace(key, static_cast<int>(tracks_.size()) + 1);
   if (fresh) {
-    push(R"({"ph":"M","name":"process_name","pid":)" + std::to_string(it->second) +
-         R"(,"args":{"name":)" + json_quote(label) + "}}");
+    push(R"({"ph":"M","name":"process_name","pid":)" + std::to_string(it->second) + R"(,"args":{"name":)" +
+         json_quote(label) + "}}");
   }
   return it->second;
 }
@@ -171,18 +171,17 @@ void TimelineBuilder::name_thread(int track, std::uint32_t pid, const std::strin
   std::uint64_t key = (static_cast<std::uint64_t>(track) << 32) | pid;
   auto [it, fresh] = named_threads_.emplace(key, true);
   if (!fresh) return;
-  push(R"({"ph":"M","name":"thread_name","pid":)" + std::to_string(track) +
-       ",\"tid\":" + std::to_string(pid) + R"(,"args":{"name":)" +
-       json_quote(comm + " (" + std::to_string(pid) + ")") + "}}");
+  push(R"({"ph":"M","name":"thread_name","pid":)" + std::to_string(track) + ",\"tid\":" + std::to_string(pid) +
+       R"(,"args":{"name":)" + json_quote(comm + " (" + std::to_string(pid) + ")") + "}}");
 }
 
-void TimelineBuilder::instant(const event::Event& ev, int track, const std::string& name,
-                              const char* cat, const std::string& args, char scope) {
+void TimelineBuilder::instant(const event::Event& ev, int track, const std::string& name, const char* cat,
+                              const std::string& args, char scope) {
   char ts[48];
   std::snprintf(ts, sizeof(ts), "%.3f", rel_us(ev.hdr.ts_ns));
-  std::string j = R"({"ph":"i","s":")" + std::string(1, scope) + R"(","name":)" +
-                  json_quote(name) + R"(,"cat":")" + cat + R"(","ts":)" + ts +
-                  ",\"pid\":" + std::to_string(track) + ",\"tid\":" + std::to_string(ev.hdr.pid);
+  std::string j = R"({"ph":"i","s":")" + std::string(1, scope) + R"(","name":)" + json_quote(name) + R"(,"cat":")" +
+                  cat + R"(","ts":)" + ts + ",\"pid\":" + std::to_string(track) +
+                  ",\"tid\":" + std::to_string(ev.hdr.pid);
   if (!args.empty()) j += ",\"args\":" + args;
   j += "}";
   push(std::move(j));
@@ -196,8 +195,7 @@ void TimelineBuilder::close_span(std::uint32_t pid, std::uint64_t end) {
   std::snprintf(buf, sizeof(buf), "%.3f,\"dur\":%.3f", rel_us(s.start),
                 end > s.start ? static_cast<double>(end - s.start) / 1000.0 : 0.0);
   push(R"({"ph":"X","name":)" + json_quote(s.name) + R"(,"cat":"exec","ts":)" + buf +
-       ",\"pid\":" + std::to_string(s.track) + ",\"tid\":" + std::to_string(pid) +
-       ",\"args\":" + s.args + "}");
+       ",\"pid\":" + std::to_string(s.track) + ",\"tid\":" + std::to_string(pid) + ",\"args\":" + s.args + "}");
   open_.erase(it);
 }
 
@@ -212,8 +210,7 @@ void TimelineBuilder::add_event(const event::Event& ev) {
     int track = track_for(ev);
     instant(ev, track, "Xid " + std::to_string(x->code) + " on " + x->pci, "gpu_xid",
             "{\"code\":" + std::to_string(x->code) + ",\"pci\":" + json_quote(x->pci) +
-                ",\"pid\":" + std::to_string(x->xid_pid) + ",\"text\":" + json_quote(x->text) +
-                "}",
+                ",\"pid\":" + std::to_string(x->xid_pid) + ",\"text\":" + json_quote(x->text) + "}",
             'g');
     return;
   }
@@ -239,8 +236,8 @@ void TimelineBuilder::add_event(const event::Event& ev) {
       open_[ev.hdr.pid] = std::move(s);
     } else if constexpr (std::is_same_v<T, ExitData>) {
       close_span(ev.hdr.pid, ts);
-      instant(ev, track, "exit " + std::to_string(d.exit_code) +
-                             (d.signal ? " (signal " + std::to_string(d.signal) + ")" : ""),
+      instant(ev, track,
+              "exit " + std::to_string(d.exit_code) + (d.signal ? " (signal " + std::to_string(d.signal) + ")" : ""),
               "exit", "");
     } else if constexpr (std::is_same_v<T, ForkData>) {
       if (!d.is_thread) instant(ev, track, "fork " + std::to_string(d.child_pid), "fork", "");
@@ -248,18 +245,14 @@ void TimelineBuilder::add_event(const event::Event& ev) {
       std::string to = d.unix_path.empty() ? ip_port(d.daddr, d.dport) : d.unix_path;
       instant(ev, track, "connect " + to, "net",
               "{\"result\":" +
-                  (d.result == ConnectData::kResultUnknown ? std::string("null")
-                                                           : std::to_string(d.result)) +
-                  "}");
+                  (d.result == ConnectData::kResultUnknown ? std::string("null") : std::to_string(d.result)) + "}");
     } else if constexpr (std::is_same_v<T, OpenData>) {
       bool gpu = d.dev_major == nvidia::kMajor || d.path.find("nvidia") != std::string::npos;
-      instant(ev, track, "open " + d.path, gpu ? "gpu" : "file",
-              "{\"result\":" + std::to_string(d.result) + "}");
+      instant(ev, track, "open " + d.path, gpu ? "gpu" : "file", "{\"result\":" + std::to_string(d.result) + "}");
     } else if constexpr (std::is_same_v<T, IoctlData>) {
       std::string name(d.uvm ? nvidia::uvm_ioctl_name(d.cmd) : nvidia::escape_name(d.nr));
       if (name.empty()) name = hex(d.uvm ? d.cmd : d.nr);
-      std::string args =
-          "{\"fd\":" + std::to_string(d.fd) + ",\"result\":" + std::to_string(d.result);
+      std::string args = "{\"fd\":" + std::to_string(d.fd) + ",\"result\":" + std::to_string(d.result);
       if (d.rm_class) {
         std::string cls(nvidia::class_name(d.rm_class));
         args += ",\"class\":" + json_quote(cls.empty() ? hex(d.rm_class) : cls);
@@ -275,14 +268,12 @@ void TimelineBuilder::add_event(const event::Event& ev) {
       instant(ev, track, "gpu ioctls x" + std::to_string(total), "gpu",
               "{\"interval_ns\":" + std::to_string(d.interval_ns) + "}");
     } else if constexpr (std::is_same_v<T, DnsData>) {
-      instant(ev, track, std::string(d.is_response ? "dns answer " : "dns query ") + d.name,
-              "dns", "");
+      instant(ev, track, std::string(d.is_response ? "dns answer " : "dns query ") + d.name, "dns", "");
     } else if constexpr (std::is_same_v<T, PayloadData>) {
       instant(ev, track, "first bytes to " + ip_port(d.daddr, d.dport), "net", "");
     } else {
       // Every other event: its evt.type and summary, in the schema's category.
-      instant(ev, track, std::string(event::type_name(ev.hdr.type)) + " " + event_summary(ev),
-              category.c_str(), "");
+      instant(ev, track, std::string(event::type_name(ev.hdr.type)) + " " + event_summary(ev), category.c_str(), "");
     }
   });
 }
@@ -298,21 +289,19 @@ void TimelineBuilder::add_alert(const event::Event& ev, const event::Alert& aler
     tags += json_quote(alert.tags[i]);
   }
   tags += "]";
-  push(R"({"ph":"i","s":"p","cname":"terrible","cat":"alert","name":)" +
-       json_quote("ALERT " + alert.rule) + ",\"ts\":" + ts + ",\"pid\":" +
-       std::to_string(track) + ",\"tid\":" + std::to_string(ev.hdr.pid) +
-       ",\"args\":{\"rule\":" + json_quote(alert.rule) + ",\"priority\":" +
-       json_quote(event::priority_name(alert.priority)) + ",\"output\":" +
-       json_quote(alert.output) + ",\"tags\":" + tags + ",\"uuid\":" + json_quote(alert.uuid) +
-       "}}");
+  push(R"({"ph":"i","s":"p","cname":"terrible","cat":"alert","name":)" + json_quote("ALERT " + alert.rule) +
+       ",\"ts\":" + ts + ",\"pid\":" + std::to_string(track) + ",\"tid\":" + std::to_string(ev.hdr.pid) +
+       ",\"args\":{\"rule\":" + json_quote(alert.rule) +
+       ",\"priority\":" + json_quote(event::priority_name(alert.priority)) + ",\"output\":" + json_quote(alert.output) +
+       ",\"tags\":" + tags + ",\"uuid\":" + json_quote(alert.uuid) + "}}");
 }
 
 Status TimelineBuilder::write(std::ostream& out) {
   std::vector<std::uint32_t> pids;
   for (const auto& [pid, span] : open_) pids.push_back(pid);
   for (std::uint32_t pid : pids) close_span(pid, last_ns_);
-  out << "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"start_ns\":" << start_ns_
-      << ",\"dropped_events\":" << dropped_ << "},\"traceEvents\":[\n";
+  out << "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"start_ns\":" << start_ns_ << ",\"dropped_events\":" << dropped_
+      << "},\"traceEvents\":[\n";
   for (std::size_t i = 0; i < events_.size(); ++i) {
     out << events_[i] << (i + 1 < events_.size() ? ",\n" : "\n");
   }

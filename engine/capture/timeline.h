@@ -62,8 +62,8 @@ class TimelineBuilder {
   void push(std::string json);
   void close_span(std::uint32_t pid, std::uint64_t end);
   double rel_us(std::uint64_t ts);
-  void instant(const event::Event& ev, int track, const std::string& name, const char* cat,
-               const std::string& args, char scope = 't');
+  void instant(const event::Event& ev, int track, const std::string& name, const char* cat, const std::string& args,
+               char scope = 't');
 
   TimelineOptions opts_;
   std::vector<std::string> events_;  // trace events, JSON text each
@@ -73,7 +73,7 @@ class TimelineBuilder {
   std::unordered_map<std::uint64_t, std::string> cgroup_container_;  // cgroup id -> container id
   std::unordered_map<std::string, std::string> container_pod_;       // container id -> pod uid
   std::unordered_map<std::string, std::string> pod_names_;           // pod uid -> "ns/name"
-  std::map<std::string, int> tracks_;                                 // group key -> trace pid
+  std::map<std::string, int> tracks_;                                // group key -> trace pid
   std::unordered_map<std::uint64_t, bool> named_threads_;            // (track << 32 | pid)
   std::unordered_map<std::uint32_t, Span> open_;                     // pid -> open exec span
   std::unordered_map<std::uint32_t, std::string> container_of_pid_;  // from process records

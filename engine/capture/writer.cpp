@@ -14,7 +14,6 @@
 #include "engine/util/safe_file.h"
 #include "engine/util/version.h"
 
-
 namespace vigil::capture {
 namespace {
 
@@ -75,20 +74,17 @@ std::string encode_file_header(const FileInfo& info) {
   return h;
 }
 
-CaptureWriter::CaptureWriter(std::string path, WriterOptions opts)
-    : path_(std::move(path)), opts_(std::move(opts)) {
+CaptureWriter::CaptureWriter(std::string path, WriterOptions opts) : path_(std::move(path)), opts_(std::move(opts)) {
   if (opts_.block_size == 0) opts_.block_size = 1;
   if (opts_.block_size > kMaxBlockRaw / 2) opts_.block_size = kMaxBlockRaw / 2;
   if (!opts_.clock) {
     opts_.clock = [] {
       return static_cast<std::uint64_t>(
-          std::chrono::duration_cast<std::chrono::nanoseconds>(
-              std::chrono::steady_clock::now().time_since_epoch())
+          std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
               .count());
     };
   }
-  if (opts_.info.vigil_version.empty() && opts_.info.hostname.empty() &&
-      opts_.info.created_ns == 0) {
+  if (opts_.info.vigil_version.empty() && opts_.info.hostname.empty() && opts_.info.created_ns == 0) {
     opts_.info = describe_host();
   }
 }
@@ -155,8 +151,8 @@ Status CaptureWriter::write_all(const void* data, std::size_t n) {
     ssize_t w = ::write(fd_, p, n);
     if (w < 0) {
       if (errno == EINTR) continue;
-      return Error::runtime("capture: write to " + path_ + " failed at byte " +
-                            std::to_string(file_bytes_) + ": " + errno_text(errno));
+      return Error::runtime("capture: write to " + path_ + " failed at byte " + std::to_string(file_bytes_) + ": " +
+                            errno_text(errno));
     }
     p += w;
     n -= static_cast<std::size_t>(w);
@@ -187,10 +183,10 @@ Status CaptureWriter::after_append(std::uint64_t ts, bool is_event) {
   return {};
 }
 
-#define VIGIL_CAPTURE_CHECK_OPEN()                                           \
-  do {                                                                       \
-    if (!sticky_) return sticky_;                                            \
-    if (closed_) return Error::runtime("capture: " + path_ + " is closed");  \
+#define VIGIL_CAPTURE_CHECK_OPEN()                                          \
+  do {                                                                      \
+    if (!sticky_) return sticky_;                                           \
+    if (closed_) return Error::runtime("capture: " + path_ + " is closed"); \
   } while (0)
 
 Status CaptureWriter::write_event(const event::Event& ev) {
@@ -237,9 +233,8 @@ Status CaptureWriter::write_record(const RecordData& r) {
   return after_append(ev ? ev->hdr.ts_ns : 0, ev != nullptr);
 }
 
-Status CaptureWriter::write_encoded(std::string_view records, std::uint32_t count,
-                                    std::uint32_t events, std::uint64_t first_ts,
-                                    std::uint64_t last_ts) {
+Status CaptureWriter::write_encoded(std::string_view records, std::uint32_t count, std::uint32_t events,
+                                    std::uint64_t first_ts, std::uint64_t last_ts) {
   VIGIL_CAPTURE_CHECK_OPEN();
   buf_.append(records);
   if (count > events) buf_has_state_ = true;
@@ -263,11 +258,10 @@ Status CaptureWriter::flush() {
   if (opts_.zstd_level > 0) {
     std::size_t bound = ZSTD_compressBound(buf_.size());
     out_.resize(kBlockHeaderSize + bound);
-    std::size_t n = ZSTD_compressCCtx(static_cast<ZSTD_CCtx*>(cctx_), out_.data() + kBlockHeaderSize,
-                                      bound, buf_.data(), buf_.size(), opts_.zstd_level);
+    std::size_t n = ZSTD_compressCCtx(static_cast<ZSTD_CCtx*>(cctx_), out_.data() + kBlockHeaderSize, bound,
+                                      buf_.data(), buf_.size(), opts_.zstd_level);
     if (ZSTD_isError(n)) {
-      return Error::runtime(std::string("capture: zstd compression failed: ") +
-                            ZSTD_getErrorName(n));
+      return Error::runtime(std::string("capture: zstd compression failed: ") + ZSTD_getErrorName(n));
     }
     out_.resize(kBlockHeaderSize + n);
     codec = Codec::kZstd;

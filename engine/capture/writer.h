@@ -49,15 +49,15 @@ struct Snapshot {
 };
 
 struct WriterOptions {
-  std::size_t block_size = 256 * 1024;          // raw record bytes per block (max 64 MiB)
+  std::size_t block_size = 256 * 1024;              // raw record bytes per block (max 64 MiB)
   std::uint64_t flush_interval_ns = 1'000'000'000;  // cut a block at least this often (0 = never)
-  int zstd_level = 3;                           // 0 stores blocks uncompressed
-  std::uint64_t rotate_bytes = 0;               // rotate when the file reaches this size (0 = never)
-  std::uint64_t rotate_interval_ns = 0;         // rotate when the file is this old (0 = never)
-  std::size_t keep = 5;                         // rotated files kept besides the current one
-  FileInfo info = {};                           // header; describe_host() fills the defaults
-  std::function<Snapshot()> snapshot;           // the state written first in each file
-  std::function<std::uint64_t()> clock;         // monotonic ns; default: steady_clock
+  int zstd_level = 3;                               // 0 stores blocks uncompressed
+  std::uint64_t rotate_bytes = 0;                   // rotate when the file reaches this size (0 = never)
+  std::uint64_t rotate_interval_ns = 0;             // rotate when the file is this old (0 = never)
+  std::size_t keep = 5;                             // rotated files kept besides the current one
+  FileInfo info = {};                               // header; describe_host() fills the defaults
+  std::function<Snapshot()> snapshot;               // the state written first in each file
+  std::function<std::uint64_t()> clock;             // monotonic ns; default: steady_clock
 };
 
 // The header fields of this machine now: vigil version, hostname, kernel release,
@@ -73,8 +73,8 @@ class CaptureWriter final : public state::StateListener {
     std::uint64_t events = 0;
     std::uint64_t records = 0;
     std::uint64_t blocks = 0;
-    std::uint64_t bytes = 0;   // bytes written to all files, headers included
-    std::uint64_t files = 0;   // files opened (1 + rotations)
+    std::uint64_t bytes = 0;  // bytes written to all files, headers included
+    std::uint64_t files = 0;  // files opened (1 + rotations)
   };
 
   static Result<std::unique_ptr<CaptureWriter>> open(std::string path, WriterOptions opts);
@@ -91,8 +91,8 @@ class CaptureWriter final : public state::StateListener {
   Status write_record(const RecordData& r);
   // Records already encoded with codec.h (the flight recorder keeps them so).
   // `events` of them are events; `first_ts`/`last_ts` bound their times (0 if none).
-  Status write_encoded(std::string_view records, std::uint32_t count, std::uint32_t events,
-                       std::uint64_t first_ts, std::uint64_t last_ts);
+  Status write_encoded(std::string_view records, std::uint32_t count, std::uint32_t events, std::uint64_t first_ts,
+                       std::uint64_t last_ts);
 
   Status flush();  // cuts the buffered records into a block and writes it
   // Flushes when opts.flush_interval_ns has passed since the last block. Call
@@ -124,18 +124,18 @@ class CaptureWriter final : public state::StateListener {
   std::string path_;
   WriterOptions opts_;
   int fd_ = -1;
-  std::string buf_;         // encoded records not yet in a block
-  std::string out_;         // scratch: one block being assembled
-  void* cctx_ = nullptr;    // ZSTD_CCtx
+  std::string buf_;       // encoded records not yet in a block
+  std::string out_;       // scratch: one block being assembled
+  void* cctx_ = nullptr;  // ZSTD_CCtx
   std::uint32_t buf_records_ = 0;
-  bool buf_has_state_ = false;   // the block holds non-event records (block flag bit 0)
+  bool buf_has_state_ = false;  // the block holds non-event records (block flag bit 0)
   std::uint64_t buf_first_ts_ = 0;
   std::uint64_t buf_last_ts_ = 0;
   std::uint64_t file_bytes_ = 0;
   std::uint64_t file_opened_at_ = 0;
   std::uint64_t last_flush_at_ = 0;
   Stats stats_;
-  Status sticky_;           // first error from a listener call
+  Status sticky_;  // first error from a listener call
   bool closed_ = false;
   bool in_snapshot_ = false;
 };

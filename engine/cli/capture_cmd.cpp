@@ -90,8 +90,7 @@ std::optional<std::uint64_t> parse_time_ns(std::string_view s) {
   int Y, M, D, h, m, sec;
   int used = 0;
   std::string str(s);
-  if (std::sscanf(str.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%n", &Y, &M, &D, &h, &m, &sec, &used) != 6 ||
-      used != 19) {
+  if (std::sscanf(str.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%n", &Y, &M, &D, &h, &m, &sec, &used) != 6 || used != 19) {
     return std::nullopt;
   }
   if (M < 1 || M > 12 || D < 1 || D > 31 || h > 23 || m > 59 || sec > 60 || Y < 1970) {
@@ -140,8 +139,7 @@ namespace {
 
 // "--duration 30s" style values, checked after parsing so that the message
 // names the option and shows the form expected.
-bool parse_option(const char* cmd, const char* option, const std::string& text, bool is_size,
-                  std::uint64_t& out) {
+bool parse_option(const char* cmd, const char* option, const std::string& text, bool is_size, std::uint64_t& out) {
   if (text.empty()) return true;
   auto v = is_size ? parse_size(text) : parse_duration_ns(text);
   if (!v || *v == 0) {
@@ -160,10 +158,11 @@ int cmd_capture(int argc, char** argv) {
   o.command = agent::Command::kCapture;
   std::string duration_text, size_text, rotate_size_text, rotate_every_text;
   std::size_t keep = 5;
-  CLI::App app("Records live events (and the process, container and pod state they need) to a capture "
-               "file, until SIGINT/SIGTERM, --duration or --size. Pods come from the Kubernetes API "
-               "exactly as for `vigil run` (flags, the k8s: section, or in-cluster).",
-               "vigil capture");
+  CLI::App app(
+      "Records live events (and the process, container and pod state they need) to a capture "
+      "file, until SIGINT/SIGTERM, --duration or --size. Pods come from the Kubernetes API "
+      "exactly as for `vigil run` (flags, the k8s: section, or in-cluster).",
+      "vigil capture");
   // Required, but checked after the parse: CLI11 reports a missing required
   // option before an unexpected one, and a mistyped flag should be named.
   app.add_option("-w,--write", o.write, "the capture file (rotated files become FILE.1, FILE.2, ...) (required)")
@@ -228,13 +227,12 @@ int cmd_replay(int argc, char** argv) {
     std::fprintf(stderr, "vigil replay: no capture file given\nRun with --help for more information.\n");
     return 2;
   }
-  for (auto [option, text, dst] : {std::tuple{"--since", &since_text, &so.since_ns},
-                                   std::tuple{"--until", &until_text, &o.replay.until_ns}}) {
+  for (auto [option, text, dst] :
+       {std::tuple{"--since", &since_text, &so.since_ns}, std::tuple{"--until", &until_text, &o.replay.until_ns}}) {
     if (text->empty()) continue;
     auto t = parse_time_ns(*text);
     if (!t) {
-      std::fprintf(stderr,
-                   "vigil replay: %s: bad time '%s' (RFC 3339 like 2026-11-22T03:00:00Z, or Unix seconds)\n",
+      std::fprintf(stderr, "vigil replay: %s: bad time '%s' (RFC 3339 like 2026-11-22T03:00:00Z, or Unix seconds)\n",
                    option, text->c_str());
       return 2;
     }

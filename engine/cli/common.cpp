@@ -13,8 +13,7 @@ int parse_cli(CLI::App& app, int argc, char** argv) {
   return -1;
 }
 
-void one_value_each(CLI::App& app, const std::string& name, std::vector<std::string>& out,
-                    const std::string& help) {
+void one_value_each(CLI::App& app, const std::string& name, std::vector<std::string>& out, const std::string& help) {
   app.add_option(name, out, help)->allow_extra_args(false)->type_name("PATH");
 }
 

@@ -21,8 +21,7 @@ namespace vigil::cli {
 int parse_cli(CLI::App& app, int argc, char** argv);
 // A repeatable option that takes one value each time (-r A -r B), so that a
 // positional argument after it is not taken as a second value.
-void one_value_each(CLI::App& app, const std::string& name, std::vector<std::string>& out,
-                    const std::string& help);
+void one_value_each(CLI::App& app, const std::string& name, std::vector<std::string>& out, const std::string& help);
 
 // Adds --k8s-api, --k8s-token-file, --k8s-ca and --kubeconfig.
 void add_k8s_flags(CLI::App& app, agent::K8sFlags& k8s);

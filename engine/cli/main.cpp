@@ -41,14 +41,11 @@ int main(int argc, char** argv) {
     CommandMain main;
   };
   const Delegated delegated[] = {
-      {add_own_parser_command(app, "run", "live monitoring (alerts on stdout by default)"),
-       vigil::cli::cmd_run},
+      {add_own_parser_command(app, "run", "live monitoring (alerts on stdout by default)"), vigil::cli::cmd_run},
       {add_own_parser_command(app, "replay", "run the rules over a capture file, exactly as live"),
        vigil::cli::cmd_replay},
-      {add_own_parser_command(app, "capture", "record events to a capture file"),
-       vigil::cli::cmd_capture},
-      {add_own_parser_command(app, "baseline", "per-workload baselines: list, show, lock"),
-       vigil::cli::cmd_baseline},
+      {add_own_parser_command(app, "capture", "record events to a capture file"), vigil::cli::cmd_capture},
+      {add_own_parser_command(app, "baseline", "per-workload baselines: list, show, lock"), vigil::cli::cmd_baseline},
   };
   int exit_code = 0;
   vigil::cli::add_rules_commands(app, &exit_code);
@@ -59,9 +56,7 @@ int main(int argc, char** argv) {
       "`vigil <command> --help` describes each command. Documentation: docs/ in the source "
       "tree.");
   // The top level's own help, even when a subcommand (help) was selected.
-  auto top_help = [&app] {
-    return app.get_formatter()->make_help(&app, app.get_name(), CLI::AppFormatMode::Normal);
-  };
+  auto top_help = [&app] { return app.get_formatter()->make_help(&app, app.get_name(), CLI::AppFormatMode::Normal); };
 
   // A delegated command named first gets the rest of argv as is. Parsed here
   // instead, a value that is another command's name ("vigil run -r rules -r

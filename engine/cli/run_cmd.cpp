@@ -11,10 +11,11 @@ namespace vigil::cli {
 int cmd_run(int argc, char** argv) {
   agent::Options o;
   o.command = agent::Command::kRun;
-  CLI::App app("Live monitoring: loads the rules, attaches the probes, and sends alerts to the outputs "
-               "(stdout by default) until SIGINT/SIGTERM. SIGHUP, or a change of the configuration or rule "
-               "files, reloads the rules and outputs.",
-               "vigil run");
+  CLI::App app(
+      "Live monitoring: loads the rules, attaches the probes, and sends alerts to the outputs "
+      "(stdout by default) until SIGINT/SIGTERM. SIGHUP, or a change of the configuration or rule "
+      "files, reloads the rules and outputs.",
+      "vigil run");
   one_value_each(app, "-r,--rules", o.rules, "rule file or directory (repeatable; default: the bundled rules)");
   app.add_option("-c,--config", o.config, "configuration file (outputs, k8s, sensor, flight recorder, plugins)")
       ->type_name("FILE");
@@ -26,8 +27,7 @@ int cmd_run(int argc, char** argv) {
   app.add_option("--capture", o.capture, "also record every event to a capture file (see vigil replay)")
       ->type_name("FILE");
   add_k8s_flags(app, o.k8s);
-  app.add_option("--log-level", o.log_level, "trace, debug, info, warn, error (default info)")
-      ->type_name("LEVEL");
+  app.add_option("--log-level", o.log_level, "trace, debug, info, warn, error (default info)")->type_name("LEVEL");
   app.add_flag("--allow-no-rules", o.allow_no_rules,
                "run even when no rule is enabled (otherwise that is an error, exit 2, and a reload "
                "that would leave none keeps the rules in force)");

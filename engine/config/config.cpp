@@ -89,8 +89,7 @@ Result<YAML::Node> read_config_file(const std::string& path) {
   std::stringstream ss(std::move(text));
   // libyaml first: yaml-cpp 0.7 can loop without bound on some malformed input.
   if (YamlSyntaxError se; !yaml_syntax_ok(ss.str(), &se)) {
-    return Error::bad_input(path + ":" + std::to_string(se.line) + ":" + std::to_string(se.column) +
-                            ": " + se.message);
+    return Error::bad_input(path + ":" + std::to_string(se.line) + ":" + std::to_string(se.column) + ": " + se.message);
   }
   try {
     YAML::Node n = YAML::Load(ss.str());
@@ -98,8 +97,8 @@ Result<YAML::Node> read_config_file(const std::string& path) {
     if (!n.IsMap()) return Error::bad_input(path + ":1:1: the configuration must be a YAML mapping");
     return n;
   } catch (const YAML::Exception& e) {
-    return Error::bad_input(path + ":" + std::to_string(e.mark.line + 1) + ":" +
-                            std::to_string(e.mark.column + 1) + ": " + e.msg);
+    return Error::bad_input(path + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
+                            ": " + e.msg);
   }
 }
 
@@ -183,14 +182,12 @@ Status apply_override(YAML::Node& root, std::string_view kv) {
         if (cur.IsNull() || !cur.IsDefined()) {
           cur = YAML::Node(YAML::NodeType::Sequence);
         } else {
-          return Error::bad_input("-o " + std::string(kv) + ": '" + part +
-                                  "' indexes something that is not a list");
+          return Error::bad_input("-o " + std::string(kv) + ": '" + part + "' indexes something that is not a list");
         }
       }
       std::size_t idx = std::stoul(part);
       if (idx > cur.size()) {
-        return Error::bad_input("-o " + std::string(kv) + ": index " + part +
-                                " is past the end of the list");
+        return Error::bad_input("-o " + std::string(kv) + ": index " + part + " is past the end of the list");
       }
       if (idx == cur.size()) cur.push_back(YAML::Node(YAML::NodeType::Map));
       if (last) {

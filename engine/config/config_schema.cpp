@@ -82,8 +82,7 @@ std::string keys_under(std::string_view section) {
     if (section.empty()) {
       if (p.find('.') != std::string_view::npos) continue;
     } else {
-      if (p.size() <= section.size() + 1 || p.substr(0, section.size()) != section ||
-          p[section.size()] != '.') {
+      if (p.size() <= section.size() + 1 || p.substr(0, section.size()) != section || p[section.size()] != '.') {
         continue;
       }
       p.remove_prefix(section.size() + 1);
@@ -207,8 +206,7 @@ Status check_value(const KeySpec& spec, const YAML::Node& v) {
       }
       return why("expected true or false, got " + shown(v));
     case K::kUint:
-    case K::kNumber:
-      return check_scalar_number(spec, v);
+    case K::kNumber: return check_scalar_number(spec, v);
     case K::kPriority:
       if (v.IsScalar() && event::priority_from_name(v.Scalar())) return {};
       return why("unknown priority " + shown(v) +

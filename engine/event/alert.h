@@ -35,19 +35,19 @@ std::optional<Priority> priority_from_name(std::string_view name);
 
 // A value of an output field. monostate means the field had no value (Falco
 // writes null in output_fields and "<NA>" in the output text).
-using FieldValue = std::variant<std::monostate, std::int64_t, std::uint64_t, bool, std::string,
-                                std::vector<std::string>>;
+using FieldValue =
+    std::variant<std::monostate, std::int64_t, std::uint64_t, bool, std::string, std::vector<std::string>>;
 
 struct Alert {
-  std::uint64_t time_ns = 0;   // the event's time, ns since the Unix epoch
+  std::uint64_t time_ns = 0;  // the event's time, ns since the Unix epoch
   std::string rule;
   Priority priority = Priority::kWarning;
-  std::string output;          // the rule's output string with fields substituted
+  std::string output;                                             // the rule's output string with fields substituted
   std::vector<std::pair<std::string, FieldValue>> output_fields;  // in output order
   std::string hostname;
   std::string source = "syscall";
   std::vector<std::string> tags;
-  std::string uuid;            // derived from the event so replays de-duplicate
+  std::string uuid;  // derived from the event so replays de-duplicate
   // Additional top-level keys vigil adds (never renames Falco's), e.g.
   // {"capture", "/var/lib/vigil/flight/....vcap"}. Values are strings.
   std::vector<std::pair<std::string, std::string>> extra;

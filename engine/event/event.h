@@ -26,11 +26,7 @@ namespace vigil::event {
 // Every event type, from the one schema table (bpf/shared/event_types.h): the
 // numbers are written into ring-buffer records and capture files.
 #define VIGIL_TYPE_ENUMERATOR(Cxx, C, id, ...) k##Cxx = id,
-enum class Type : std::uint8_t {
-  kUnknown = 0,
-  VG_EVENT_TYPES(VIGIL_TYPE_ENUMERATOR)
-  kCount
-};
+enum class Type : std::uint8_t { kUnknown = 0, VG_EVENT_TYPES(VIGIL_TYPE_ENUMERATOR) kCount };
 #undef VIGIL_TYPE_ENUMERATOR
 
 std::string_view type_name(Type t);          // "execve", "connect", ... (Falco's evt.type)
@@ -42,7 +38,7 @@ Type type_from_name(std::string_view name);  // by name or alias; kUnknown when 
 struct Header {
   std::uint64_t ts_ns = 0;  // wall-clock time, ns since the Unix epoch
   Type type = Type::kUnknown;
-  std::uint32_t pid = 0;    // thread group id (userspace "pid")
+  std::uint32_t pid = 0;  // thread group id (userspace "pid")
   std::uint32_t tid = 0;
   std::uint32_t ppid = 0;
   std::uint32_t uid = 0;
@@ -51,7 +47,7 @@ struct Header {
   std::uint32_t pid_ns = 0;
   std::uint32_t mnt_ns = 0;
   std::uint32_t net_ns = 0;
-  std::string comm;         // at most 15 bytes (TASK_COMM_LEN - 1)
+  std::string comm;  // at most 15 bytes (TASK_COMM_LEN - 1)
 };
 
 // Payload fields are listed once, by each payload's fields(v, d): the capture
@@ -126,7 +122,7 @@ struct ConnectData {
   std::uint16_t sport = 0;
   IpAddr daddr;
   std::uint16_t dport = 0;
-  std::string unix_path;    // for AF_UNIX
+  std::string unix_path;  // for AF_UNIX
   // The outcome where the hook can know it: 0 success, a negative errno on
   // failure, kResultUnknown when the hook fires before the outcome exists.
   static constexpr std::int64_t kResultUnknown = INT64_MIN;
@@ -147,19 +143,18 @@ struct ConnectData {
 };
 
 struct OpenData {
-  std::string path;            // the opened file's resolved path; the path as given when the open failed
-  std::uint32_t flags = 0;     // O_* flags
+  std::string path;         // the opened file's resolved path; the path as given when the open failed
+  std::uint32_t flags = 0;  // O_* flags
   std::uint32_t mode = 0;
-  std::int64_t result = 0;     // the fd, or a negative errno
-  std::uint32_t dev_major = 0; // for device nodes (0 otherwise)
+  std::int64_t result = 0;      // the fd, or a negative errno
+  std::uint32_t dev_major = 0;  // for device nodes (0 otherwise)
   std::uint32_t dev_minor = 0;
-  bool is_device = false;      // the opened file is a character/block device
-  std::string raw;             // the path as given (fd.nameraw) where it differs from `path`, else empty
+  bool is_device = false;  // the opened file is a character/block device
+  std::string raw;         // the path as given (fd.nameraw) where it differs from `path`, else empty
   // What the opened file is: kFileRegular, kFileDirectory, kFileFifo,
   // kFileDevice; kFileUnknown for a failed open (and in older captures).
   std::uint8_t file_type = 0;
-  static constexpr std::uint8_t kFileUnknown = 0, kFileRegular = 1, kFileDirectory = 2, kFileFifo = 3,
-                                kFileDevice = 4;
+  static constexpr std::uint8_t kFileUnknown = 0, kFileRegular = 1, kFileDirectory = 2, kFileFifo = 3, kFileDevice = 4;
 
   static constexpr std::string_view kKey = "open";
   template <class V, class Self>
@@ -182,16 +177,16 @@ struct OpenData {
 // (`xfer` is then true). UVM ioctls (on the nvidia-uvm major) carry the raw cmd.
 struct IoctlData {
   std::int32_t fd = -1;
-  std::uint32_t cmd = 0;        // the raw request number
-  std::uint32_t nr = 0;         // escape number after unwrapping
+  std::uint32_t cmd = 0;  // the raw request number
+  std::uint32_t nr = 0;   // escape number after unwrapping
   bool xfer = false;
-  bool uvm = false;             // issued on the nvidia-uvm major
+  bool uvm = false;  // issued on the nvidia-uvm major
   std::uint32_t dev_major = 0;
   std::uint32_t dev_minor = 0;
-  std::uint32_t rm_class = 0;   // NV_ESC_RM_ALLOC: the class allocated (0 otherwise)
-  std::uint32_t rm_control = 0; // NV_ESC_RM_CONTROL: the control command (0 otherwise)
-  std::int64_t result = 0;      // syscall return value
-  std::uint32_t rm_status = 0;  // the driver's status word, where read
+  std::uint32_t rm_class = 0;    // NV_ESC_RM_ALLOC: the class allocated (0 otherwise)
+  std::uint32_t rm_control = 0;  // NV_ESC_RM_CONTROL: the control command (0 otherwise)
+  std::int64_t result = 0;       // syscall return value
+  std::uint32_t rm_status = 0;   // the driver's status word, where read
 
   static constexpr std::string_view kKey = "ioctl";
   template <class V, class Self>
@@ -237,14 +232,14 @@ struct GpuUsageData {
 };
 
 struct XidData {
-  std::string source;     // "tracepoint" or "kmsg"
+  std::string source;          // "tracepoint" or "kmsg"
   std::int32_t facility = -1;  // syslog facility of the kmsg line (0 = kernel), -1 for tracepoint
   std::int32_t level = -1;     // syslog level of the kmsg line
-  std::string pci;        // "0000:3b:00.0" (the "PCI:" part of the line)
-  std::uint32_t code = 0; // the Xid number
-  std::uint32_t xid_pid = 0;  // the pid the line names (0 when it names none)
-  std::string xid_comm;   // the process name the line names
-  std::string text;       // the message after "Xid (PCI:...): "
+  std::string pci;             // "0000:3b:00.0" (the "PCI:" part of the line)
+  std::uint32_t code = 0;      // the Xid number
+  std::uint32_t xid_pid = 0;   // the pid the line names (0 when it names none)
+  std::string xid_comm;        // the process name the line names
+  std::string text;            // the message after "Xid (PCI:...): "
 
   static constexpr std::string_view kKey = "xid";
   template <class V, class Self>
@@ -263,8 +258,8 @@ struct XidData {
 struct DnsData {
   bool is_response = false;
   std::uint16_t id = 0;
-  std::string name;        // the question name, lower-case, without trailing dot
-  std::uint16_t qtype = 0; // 1 A, 28 AAAA, ...
+  std::string name;         // the question name, lower-case, without trailing dot
+  std::uint16_t qtype = 0;  // 1 A, 28 AAAA, ...
   std::uint16_t rcode = 0;
   std::vector<IpAddr> answers;  // A/AAAA answers (responses only); bounded
   IpAddr server;
@@ -290,7 +285,7 @@ struct PayloadData {
   std::uint16_t sport = 0;
   IpAddr daddr;
   std::uint16_t dport = 0;
-  std::string bytes;       // the first bytes sent (binary-safe), bounded (default 256)
+  std::string bytes;  // the first bytes sent (binary-safe), bounded (default 256)
   bool truncated = false;
 
   static constexpr std::string_view kKey = "payload";
@@ -325,10 +320,37 @@ struct BpfData {
 // Which syscall of a family made an event whose type stands for several
 // (symlink/symlinkat...): evt.type shows it. kNone: the type's own name.
 enum class Syscall : std::uint8_t {
-  kNone = 0, kSymlink, kSymlinkat, kLink, kLinkat, kUnlink, kUnlinkat, kRename, kRenameat,
-  kRenameat2, kMkdir, kMkdirat, kRmdir, kChmod, kFchmod, kFchmodat, kDup, kDup2, kDup3,
-  kInitModule, kFinitModule, kSetuid, kSetreuid, kSetresuid, kSetgid, kSetregid, kSetresgid,
-  kAccept, kAccept4, kDeleteModule, kCount
+  kNone = 0,
+  kSymlink,
+  kSymlinkat,
+  kLink,
+  kLinkat,
+  kUnlink,
+  kUnlinkat,
+  kRename,
+  kRenameat,
+  kRenameat2,
+  kMkdir,
+  kMkdirat,
+  kRmdir,
+  kChmod,
+  kFchmod,
+  kFchmodat,
+  kDup,
+  kDup2,
+  kDup3,
+  kInitModule,
+  kFinitModule,
+  kSetuid,
+  kSetreuid,
+  kSetresuid,
+  kSetgid,
+  kSetregid,
+  kSetresgid,
+  kAccept,
+  kAccept4,
+  kDeleteModule,
+  kCount
 };
 std::string_view syscall_name(Syscall s);  // "symlinkat"...; "" for kNone or out of range
 
@@ -338,12 +360,12 @@ inline constexpr std::int64_t kAtFdcwd = -100;  // AT_FDCWD: a path relative to 
 // are as given: relative ones are relative to `fd` (kAtFdcwd: the cwd).
 struct FileOpData {
   Syscall syscall = Syscall::kNone;
-  std::string path;           // symlink's target, link's and rename's oldpath, the path of the others
-  std::string path2;          // symlink's linkpath, link's and rename's newpath; empty for the others
+  std::string path;             // symlink's target, link's and rename's oldpath, the path of the others
+  std::string path2;            // symlink's linkpath, link's and rename's newpath; empty for the others
   std::int64_t fd = kAtFdcwd;   // the first path's dirfd; fchmod's fd
   std::int64_t fd2 = kAtFdcwd;  // the second path's dirfd
-  std::uint32_t flags = 0;    // linkat, unlinkat, renameat2 flags
-  std::uint32_t mode = 0;     // mkdir, chmod
+  std::uint32_t flags = 0;      // linkat, unlinkat, renameat2 flags
+  std::uint32_t mode = 0;       // mkdir, chmod
   std::int64_t result = 0;
 
   static constexpr std::string_view kKey = "file_op";
@@ -365,7 +387,7 @@ struct PtraceData {
   std::uint32_t target = 0;   // the pid argument
   std::uint64_t addr = 0;
   std::int64_t result = 0;
-  bool to_vigil = false;      // the tracee is vigil's own process (vigil.targeted)
+  bool to_vigil = false;  // the tracee is vigil's own process (vigil.targeted)
 
   static constexpr std::string_view kKey = "ptrace";
   template <class V, class Self>
@@ -380,10 +402,10 @@ struct PtraceData {
 };
 
 struct SocketData {
-  std::uint32_t domain = 0;    // AF_*
-  std::uint32_t type = 0;      // SOCK_* with SOCK_NONBLOCK/SOCK_CLOEXEC as given
+  std::uint32_t domain = 0;  // AF_*
+  std::uint32_t type = 0;    // SOCK_* with SOCK_NONBLOCK/SOCK_CLOEXEC as given
   std::uint32_t protocol = 0;
-  std::int64_t result = 0;     // the new fd, or -errno
+  std::int64_t result = 0;  // the new fd, or -errno
 
   static constexpr std::string_view kKey = "socket";
   template <class V, class Self>
@@ -400,8 +422,8 @@ struct SocketData {
 struct DupData {
   Syscall syscall = Syscall::kDup;
   std::int64_t oldfd = -1;
-  std::uint32_t flags = 0;     // dup3
-  std::int64_t result = 0;     // the new fd, or -errno
+  std::uint32_t flags = 0;  // dup3
+  std::int64_t result = 0;  // the new fd, or -errno
   std::uint8_t family = 0;
   L4 proto = L4::kUnknown;
   IpAddr saddr;
@@ -429,9 +451,9 @@ struct DupData {
 // (args: the module's name).
 struct ModuleData {
   Syscall syscall = Syscall::kInitModule;
-  std::int64_t fd = -1;        // finit_module's fd
+  std::int64_t fd = -1;  // finit_module's fd
   std::uint32_t flags = 0;
-  std::string args;            // the module's parameters
+  std::string args;  // the module's parameters
   std::int64_t result = 0;
 
   static constexpr std::string_view kKey = "module";
@@ -467,8 +489,8 @@ struct CredData {
 
 // setns (fd, nstype) and unshare (flags): CLONE_NEW* bits.
 struct NsData {
-  std::int64_t fd = -1;      // setns's namespace fd
-  std::uint64_t flags = 0;   // setns's nstype, unshare's flags
+  std::int64_t fd = -1;     // setns's namespace fd
+  std::uint64_t flags = 0;  // setns's nstype, unshare's flags
   std::int64_t result = 0;
 
   static constexpr std::string_view kKey = "ns";
@@ -484,14 +506,14 @@ struct NsData {
 // (accept) the remote one, as the kernel holds them.
 struct InboundData {
   Syscall syscall = Syscall::kNone;
-  std::int64_t fd = -1;        // the listening (or bound) socket
-  std::uint32_t flags = 0;     // accept4's flags, listen's backlog
-  std::int64_t result = 0;     // accept: the new fd
-  std::uint8_t family = 0;     // 0: not an inet or unix socket
+  std::int64_t fd = -1;     // the listening (or bound) socket
+  std::uint32_t flags = 0;  // accept4's flags, listen's backlog
+  std::int64_t result = 0;  // accept: the new fd
+  std::uint8_t family = 0;  // 0: not an inet or unix socket
   L4 proto = L4::kUnknown;
   IpAddr laddr;
   std::uint16_t lport = 0;
-  IpAddr raddr;                // accept: the client
+  IpAddr raddr;  // accept: the client
   std::uint16_t rport = 0;
 
   static constexpr std::string_view kKey = "inbound";
@@ -521,7 +543,7 @@ struct SysCallData {
   std::uint64_t a1 = 0;
   std::uint64_t a2 = 0;
   std::uint64_t a3 = 0;
-  std::string name;            // memfd_create's name
+  std::string name;  // memfd_create's name
   std::int64_t result = 0;
 
   static constexpr std::string_view kKey = "call";
@@ -558,11 +580,11 @@ struct CapsData {
 // knows only its envelope; the data is the plugin's own encoding, which the
 // plugin's extractor reads back (live and in a replay alike).
 struct PluginData {
-  std::string plugin;          // the plugin that made it ("nvml")
-  std::string source;          // evt.source, and the `source:` of the rules that see it
-  std::string name;            // the kind of event within the source ("process_sample")
-  std::int32_t gpu_minor = -1; // the NVIDIA device minor it is about; -1: none
-  std::string data;            // bounded by VIGIL_PLUGIN_MAX_EVENT_DATA
+  std::string plugin;           // the plugin that made it ("nvml")
+  std::string source;           // evt.source, and the `source:` of the rules that see it
+  std::string name;             // the kind of event within the source ("process_sample")
+  std::int32_t gpu_minor = -1;  // the NVIDIA device minor it is about; -1: none
+  std::string data;             // bounded by VIGIL_PLUGIN_MAX_EVENT_DATA
 
   static constexpr std::string_view kKey = "plugin";
   template <class V, class Self>
@@ -575,19 +597,22 @@ struct PluginData {
   }
 };
 
-using Payload = std::variant<std::monostate, ExecData, ForkData, ExitData, ConnectData, OpenData,
-                             IoctlData, GpuUsageData, XidData, DnsData, PayloadData, BpfData,
-                             FileOpData, PtraceData, SocketData, DupData, ModuleData, CredData,
-                             NsData, InboundData, SysCallData, CapsData, PluginData>;
+using Payload = std::variant<std::monostate, ExecData, ForkData, ExitData, ConnectData, OpenData, IoctlData,
+                             GpuUsageData, XidData, DnsData, PayloadData, BpfData, FileOpData, PtraceData, SocketData,
+                             DupData, ModuleData, CredData, NsData, InboundData, SysCallData, CapsData, PluginData>;
 
 struct Event {
   Header hdr;
   Payload data;
 
   template <typename T>
-  const T* as() const noexcept { return std::get_if<T>(&data); }
+  const T* as() const noexcept {
+    return std::get_if<T>(&data);
+  }
   template <typename T>
-  T* as() noexcept { return std::get_if<T>(&data); }
+  T* as() noexcept {
+    return std::get_if<T>(&data);
+  }
 };
 
 }  // namespace vigil::event

@@ -426,9 +426,7 @@ std::string_view escape_name(std::uint32_t nr) {
   return e ? e->name : std::string_view{};
 }
 
-std::optional<std::uint32_t> escape_from_name(std::string_view name) {
-  return find_name(kEscapes, name);
-}
+std::optional<std::uint32_t> escape_from_name(std::string_view name) { return find_name(kEscapes, name); }
 
 std::string_view uvm_ioctl_name(std::uint32_t cmd) {
   if (const auto* e = kUvmIndex.find(cmd)) return e->name;
@@ -441,9 +439,7 @@ std::string_view class_name(std::uint32_t cls) {
   return e ? e->name : std::string_view{};
 }
 
-std::optional<std::uint32_t> class_from_name(std::string_view name) {
-  return find_name(kClasses, name);
-}
+std::optional<std::uint32_t> class_from_name(std::string_view name) { return find_name(kClasses, name); }
 
 std::string_view class_kind(std::uint32_t cls) {
   const auto* e = kClassesIndex.find(cls);

@@ -13,10 +13,10 @@
 
 namespace vigil::event::nvidia {
 
-constexpr std::uint32_t kMajor = 195;          // /dev/nvidia*, nvidiactl, modeset
-constexpr std::uint32_t kCtlMinor = 255;       // /dev/nvidiactl
-constexpr std::uint32_t kModesetMinor = 254;   // /dev/nvidia-modeset
-constexpr std::uint32_t kMaxGpuMinor = 247;    // /dev/nvidia0 .. /dev/nvidia247
+constexpr std::uint32_t kMajor = 195;         // /dev/nvidia*, nvidiactl, modeset
+constexpr std::uint32_t kCtlMinor = 255;      // /dev/nvidiactl
+constexpr std::uint32_t kModesetMinor = 254;  // /dev/nvidia-modeset
+constexpr std::uint32_t kMaxGpuMinor = 247;   // /dev/nvidia0 .. /dev/nvidia247
 constexpr std::uint32_t kEscRmControl = 0x2A;
 constexpr std::uint32_t kEscRmAlloc = 0x2B;
 constexpr std::uint32_t kEscXferCmd = 0xD3;

@@ -237,7 +237,8 @@ namespace vigil::event {
 // header needs neither struct: f(p.tty, e.tty), ...
 template <class P, class E, class F>
 void for_each_exec_fact(P& p, E& e, F&& f) {
-#define VG_FACT_PAIR(T, name, init, exec, rec, opts) VG_FACT_IN_EXEC_##exec(VG_FACT_IN_PROCESS_##rec(f(p.name, e.name);))
+#define VG_FACT_PAIR(T, name, init, exec, rec, opts) \
+  VG_FACT_IN_EXEC_##exec(VG_FACT_IN_PROCESS_##rec(f(p.name, e.name);))
   VG_PROCESS_FACTS(VG_FACT_PAIR)
 #undef VG_FACT_PAIR
 }

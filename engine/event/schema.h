@@ -44,19 +44,18 @@ inline constexpr std::size_t kPayloadKinds = std::variant_size_v<Payload>;
 
 struct TypeInfo {
   Type type = Type::kUnknown;
-  std::string_view name;       // Falco's evt.type
-  std::string_view aliases;    // other evt.type names for it, space-separated
+  std::string_view name;     // Falco's evt.type
+  std::string_view aliases;  // other evt.type names for it, space-separated
   std::size_t payload_kind = 0;
   std::string_view payload_key;  // the payload's key in JSON and rule tests ("exec")
-  std::string_view syscalls;   // where it comes from
-  std::string_view category;   // the timeline's category
+  std::string_view syscalls;     // where it comes from
+  std::string_view category;     // the timeline's category
 };
 
 #define VIGIL_TYPE_INFO_ROW(Cxx, C, id, name, aliases, P, syscalls, category) \
   TypeInfo{Type::k##Cxx, name, aliases, kPayloadKind<P>, P::kKey, syscalls, category},
-inline constexpr std::array<TypeInfo, kTypeCount> kTypes = {
-    TypeInfo{Type::kUnknown, "unknown", "", 0, "", "", "other"},
-    VG_EVENT_TYPES(VIGIL_TYPE_INFO_ROW)};
+inline constexpr std::array<TypeInfo, kTypeCount> kTypes = {TypeInfo{Type::kUnknown, "unknown", "", 0, "", "", "other"},
+                                                            VG_EVENT_TYPES(VIGIL_TYPE_INFO_ROW)};
 #undef VIGIL_TYPE_INFO_ROW
 
 namespace detail {
@@ -367,8 +366,7 @@ inline bool load_module_call(const Event& e) noexcept {
 inline constexpr FalcoArg kFalcoArgs[] = {
     // open, openat, openat2, creat
     {types("openat"), "fd", ArgForm::kInt, args::member<&OpenData::result>, nullptr, types("openat")},
-    {types("openat"), "name path pathname filename", ArgForm::kText, args::open_given_path, nullptr,
-     types("openat")},
+    {types("openat"), "name path pathname filename", ArgForm::kText, args::open_given_path, nullptr, types("openat")},
     {types("openat"), "flags", ArgForm::kOpenFlags, args::member<&OpenData::flags>, nullptr, types("openat")},
     {types("openat"), "mode", ArgForm::kOctal, args::member<&OpenData::mode>, nullptr, types("openat")},
     // execve
@@ -411,14 +409,12 @@ inline constexpr FalcoArg kFalcoArgs[] = {
     {types("symlinkat linkat unlinkat renameat2 mkdirat rmdir fchmodat"), "res", ArgForm::kInt,
      args::member<&FileOpData::result>},
     // ptrace
-    {types("ptrace"), "request", ArgForm::kPtraceRequest, args::member<&PtraceData::request>, nullptr,
-     types("ptrace")},
+    {types("ptrace"), "request", ArgForm::kPtraceRequest, args::member<&PtraceData::request>, nullptr, types("ptrace")},
     {types("ptrace"), "pid", ArgForm::kInt, args::member<&PtraceData::target>, nullptr, types("ptrace")},
     {types("ptrace"), "addr", ArgForm::kInt, args::member<&PtraceData::addr>},
     {types("ptrace"), "res", ArgForm::kInt, args::member<&PtraceData::result>},
     // socket
-    {types("socket"), "domain", ArgForm::kSocketDomain, args::member<&SocketData::domain>, nullptr,
-     types("socket")},
+    {types("socket"), "domain", ArgForm::kSocketDomain, args::member<&SocketData::domain>, nullptr, types("socket")},
     {types("socket"), "type", ArgForm::kSocketType, args::member<&SocketData::type>, nullptr, types("socket")},
     {types("socket"), "proto", ArgForm::kInt, args::member<&SocketData::protocol>, nullptr, types("socket")},
     {types("socket"), "fd res", ArgForm::kInt, args::member<&SocketData::result>},
@@ -431,24 +427,23 @@ inline constexpr FalcoArg kFalcoArgs[] = {
      types("setuid"), args::single_id},
     {types("setuid setgid"), "gid", ArgForm::kInt, args::member<&CredData::effective>, args::setgid_call,
      types("setgid"), args::single_id},
-    {types("setuid setgid"), "ruid", ArgForm::kInt, args::member<&CredData::real>, args::uid_triple,
-     types("setuid"), args::id_triple},
+    {types("setuid setgid"), "ruid", ArgForm::kInt, args::member<&CredData::real>, args::uid_triple, types("setuid"),
+     args::id_triple},
     {types("setuid setgid"), "euid", ArgForm::kInt, args::member<&CredData::effective>, args::uid_triple,
      types("setuid"), args::id_triple},
-    {types("setuid setgid"), "suid", ArgForm::kInt, args::member<&CredData::saved>, args::uid_triple,
-     types("setuid"), args::id_triple},
-    {types("setuid setgid"), "rgid", ArgForm::kInt, args::member<&CredData::real>, args::gid_triple,
-     types("setgid"), args::id_triple},
+    {types("setuid setgid"), "suid", ArgForm::kInt, args::member<&CredData::saved>, args::uid_triple, types("setuid"),
+     args::id_triple},
+    {types("setuid setgid"), "rgid", ArgForm::kInt, args::member<&CredData::real>, args::gid_triple, types("setgid"),
+     args::id_triple},
     {types("setuid setgid"), "egid", ArgForm::kInt, args::member<&CredData::effective>, args::gid_triple,
      types("setgid"), args::id_triple},
-    {types("setuid setgid"), "sgid", ArgForm::kInt, args::member<&CredData::saved>, args::gid_triple,
-     types("setgid"), args::id_triple},
+    {types("setuid setgid"), "sgid", ArgForm::kInt, args::member<&CredData::saved>, args::gid_triple, types("setgid"),
+     args::id_triple},
     {types("setuid setgid"), "res", ArgForm::kInt, args::member<&CredData::result>},
     // setns, unshare
     {types("setns unshare"), "fd", ArgForm::kInt, args::member<&NsData::fd>, nullptr, types("setns")},
     {types("setns"), "nstype flags", ArgForm::kNsFlags, args::member<&NsData::flags>, nullptr, types("setns")},
-    {types("unshare"), "flags nstype", ArgForm::kNsFlags, args::member<&NsData::flags>, nullptr,
-     types("unshare")},
+    {types("unshare"), "flags nstype", ArgForm::kNsFlags, args::member<&NsData::flags>, nullptr, types("unshare")},
     {types("setns unshare"), "res", ArgForm::kInt, args::member<&NsData::result>},
     // accept, listen, bind
     {types("accept listen bind"), "fd", ArgForm::kInt, args::member<&InboundData::fd>, nullptr,
@@ -459,37 +454,31 @@ inline constexpr FalcoArg kFalcoArgs[] = {
     // the calls known by their numbers
     {types("userfaultfd memfd_create prctl io_uring_setup vigil_signal perf_event_open"), "res", ArgForm::kInt,
      args::member<&SysCallData::result>},
-    {types("memfd_create"), "name", ArgForm::kText, args::member<&SysCallData::name>, nullptr,
-     types("memfd_create")},
-    {types("memfd_create"), "flags", ArgForm::kInt, args::member<&SysCallData::a1>, nullptr,
-     types("memfd_create")},
+    {types("memfd_create"), "name", ArgForm::kText, args::member<&SysCallData::name>, nullptr, types("memfd_create")},
+    {types("memfd_create"), "flags", ArgForm::kInt, args::member<&SysCallData::a1>, nullptr, types("memfd_create")},
     {types("userfaultfd"), "flags", ArgForm::kInt, args::member<&SysCallData::a0>, nullptr, types("userfaultfd")},
     {types("prctl"), "option", ArgForm::kInt, args::member<&SysCallData::a0>, nullptr, types("prctl")},
     {types("prctl"), "arg2_int", ArgForm::kInt, args::member<&SysCallData::a1>},
     {types("io_uring_setup"), "entries", ArgForm::kInt, args::member<&SysCallData::a0>, nullptr,
      types("io_uring_setup")},
     {types("vigil_signal"), "pid", ArgForm::kInt, args::member<&SysCallData::a1>, nullptr, types("vigil_signal")},
-    {types("vigil_signal"), "sig", ArgForm::kSignal, args::member<&SysCallData::a0>, nullptr,
-     types("vigil_signal")},
+    {types("vigil_signal"), "sig", ArgForm::kSignal, args::member<&SysCallData::a0>, nullptr, types("vigil_signal")},
     {types("vigil_signal"), "code", ArgForm::kInt, args::member<&SysCallData::a2>},
     {types("vigil_signal"), "tid", ArgForm::kInt, args::signal_tid},
     {types("perf_event_open"), "type", ArgForm::kPerfType, args::perf_type, nullptr, types("perf_event_open")},
     {types("perf_event_open"), "config", ArgForm::kInt, args::member<&SysCallData::a1>, nullptr,
      types("perf_event_open")},
-    {types("perf_event_open"), "pid", ArgForm::kInt, args::member<&SysCallData::a2>, nullptr,
-     types("perf_event_open")},
+    {types("perf_event_open"), "pid", ArgForm::kInt, args::member<&SysCallData::a2>, nullptr, types("perf_event_open")},
     {types("perf_event_open"), "fd", ArgForm::kInt, args::member<&SysCallData::result>},
     // capset: the sets after the call
-    {types("capset"), "cap_effective", ArgForm::kCaps, args::member<&CapsData::effective>, nullptr,
-     types("capset")},
-    {types("capset"), "cap_permitted", ArgForm::kCaps, args::member<&CapsData::permitted>, nullptr,
-     types("capset")},
+    {types("capset"), "cap_effective", ArgForm::kCaps, args::member<&CapsData::effective>, nullptr, types("capset")},
+    {types("capset"), "cap_permitted", ArgForm::kCaps, args::member<&CapsData::permitted>, nullptr, types("capset")},
     {types("capset"), "cap_inheritable", ArgForm::kCaps, args::member<&CapsData::inheritable>, nullptr,
      types("capset")},
     {types("capset"), "res", ArgForm::kInt, args::member<&CapsData::result>},
     // init_module, finit_module; delete_module
-    {types("init_module delete_module"), "fd", ArgForm::kInt, args::member<&ModuleData::fd>,
-     args::load_module_call, types("init_module")},
+    {types("init_module delete_module"), "fd", ArgForm::kInt, args::member<&ModuleData::fd>, args::load_module_call,
+     types("init_module")},
     {types("init_module delete_module"), "uargs", ArgForm::kText, args::member<&ModuleData::args>,
      args::load_module_call, types("init_module")},
     {types("init_module delete_module"), "name", ArgForm::kText, args::member<&ModuleData::args>,

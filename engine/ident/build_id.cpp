@@ -49,8 +49,8 @@ std::string find_in_notes(const std::uint8_t* p, std::size_t n, bool big) {
     std::size_t name_off = off;
     off += name_al;
     if (desc_al > n - off && descsz > n - off) return {};
-    if (type == kNtGnuBuildId && namesz == 4 && std::memcmp(p + name_off, "GNU", 4) == 0 &&
-        descsz > 0 && descsz <= kMaxBuildIdBytes) {
+    if (type == kNtGnuBuildId && namesz == 4 && std::memcmp(p + name_off, "GNU", 4) == 0 && descsz > 0 &&
+        descsz <= kMaxBuildIdBytes) {
       return to_hex(p + off, descsz);
     }
     if (desc_al > n - off) return {};

@@ -115,9 +115,7 @@ int ExeIdentifier::open_exe(const event::Event& ev, const event::ExecData& ed, b
     ::close(rootfd);
     if (f < 0) continue;
     struct stat st {};
-    if (::fstat(f, &st) == 0 && st.st_ino == ed.exe_ino &&
-        FileKey::of(st).ctime_ns == ed.exe_ctime_ns)
-      return f;
+    if (::fstat(f, &st) == 0 && st.st_ino == ed.exe_ino && FileKey::of(st).ctime_ns == ed.exe_ctime_ns) return f;
     ::close(f);
   }
   // A host process: the host's root.
@@ -127,8 +125,7 @@ int ExeIdentifier::open_exe(const event::Event& ev, const event::ExecData& ed, b
     int f = open_in_root(rootfd, ed.exe);
     ::close(rootfd);
     struct stat st {};
-    if (f >= 0 && ::fstat(f, &st) == 0 && st.st_ino == ed.exe_ino &&
-        FileKey::of(st).ctime_ns == ed.exe_ctime_ns)
+    if (f >= 0 && ::fstat(f, &st) == 0 && st.st_ino == ed.exe_ino && FileKey::of(st).ctime_ns == ed.exe_ctime_ns)
       return f;
     if (f >= 0) ::close(f);
   }
@@ -174,8 +171,8 @@ void ExeIdentifier::enrich(event::Event& ev) {
     // renamed copy, a link of another name). #! scripts carry the script's
     // name by design and are left out.
     if (!ed->interpreted && k->name != "busybox") {
-      bool listed = std::any_of(k->names.begin(), k->names.end(),
-                                [&](const std::string& n) { return comm_is(ev.hdr.comm, n); });
+      bool listed =
+          std::any_of(k->names.begin(), k->names.end(), [&](const std::string& n) { return comm_is(ev.hdr.comm, n); });
       ed->exe_name_mismatch = !listed;
     }
   }

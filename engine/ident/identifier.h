@@ -37,9 +37,9 @@ namespace vigil::ident {
 struct Options {
   std::string proc_root = "/proc";
   std::string host_root = "/";
-  std::size_t cache_entries = 4096;               // distinct program files remembered
-  std::uint64_t max_hash_bytes = 64ull << 20;     // bytes of a file hashed (SHA-256)
-  std::size_t max_roots = 1024;                   // container mount namespaces remembered
+  std::size_t cache_entries = 4096;            // distinct program files remembered
+  std::uint64_t max_hash_bytes = 64ull << 20;  // bytes of a file hashed (SHA-256)
+  std::size_t max_roots = 1024;                // container mount namespaces remembered
 };
 
 struct Stats {

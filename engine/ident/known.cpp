@@ -17,14 +17,13 @@ constexpr ExeClass S = ExeClass::kShell;
 constexpr ExeClass I = ExeClass::kInterpreter;
 
 constexpr Candidate kCandidates[] = {
-    {"bash", S},      {"dash", S},      {"ash", S},        {"zsh", S},        {"ksh93", S},
-    {"mksh", S},      {"ksh", S},       {"pdksh", S},      {"yash", S},       {"fish", S},
-    {"tcsh", S},      {"csh", S},       {"busybox", S},    {"sh", S},         {"rbash", S},
-    {"python3.14", I}, {"python3.13", I}, {"python3.12", I}, {"python3.11", I}, {"python3.10", I},
-    {"python3.9", I}, {"python3.8", I}, {"python3", I},    {"python2.7", I},  {"python2", I},
-    {"python", I},    {"perl", I},      {"ruby", I},       {"node", I},       {"nodejs", I},
-    {"php", I},       {"lua5.4", I},    {"lua5.3", I},     {"lua", I},        {"luajit", I},
-    {"tclsh", I},     {"Rscript", I},
+    {"bash", S},       {"dash", S},       {"ash", S},       {"zsh", S},        {"ksh93", S},      {"mksh", S},
+    {"ksh", S},        {"pdksh", S},      {"yash", S},      {"fish", S},       {"tcsh", S},       {"csh", S},
+    {"busybox", S},    {"sh", S},         {"rbash", S},     {"python3.14", I}, {"python3.13", I}, {"python3.12", I},
+    {"python3.11", I}, {"python3.10", I}, {"python3.9", I}, {"python3.8", I},  {"python3", I},    {"python2.7", I},
+    {"python2", I},    {"python", I},     {"perl", I},      {"ruby", I},       {"node", I},       {"nodejs", I},
+    {"php", I},        {"lua5.4", I},     {"lua5.3", I},    {"lua", I},        {"luajit", I},     {"tclsh", I},
+    {"Rscript", I},
 };
 
 constexpr std::string_view kDirs[] = {"/usr/bin/", "/bin/", "/usr/local/bin/"};

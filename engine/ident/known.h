@@ -26,7 +26,7 @@ namespace vigil::ident {
 enum class ExeClass : std::uint8_t { kNone = 0, kShell = 1, kInterpreter = 2 };
 
 struct KnownProgram {
-  std::string name;                // the first canonical name it was found under ("dash")
+  std::string name;  // the first canonical name it was found under ("dash")
   ExeClass cls = ExeClass::kNone;
   std::vector<std::string> names;  // every canonical name it was found under ("dash", "sh")
 };

@@ -21,7 +21,8 @@ void collect_loop(const runtime::LoopStatus& loop, Exposition& out) {
   out.family("vigil_source_events_total", "counter", "Events a source handed to the pipeline.");
   out.family("vigil_drops_total", "counter", "Events a source lost, by reason (docs/metrics.md lists the reasons).");
   out.family("vigil_source_up", "gauge", "1 while the source runs; 0 once it is done or failed.");
-  out.family("vigil_source_backlog", "gauge", "What waits in the source's buffer now (the unit label says bytes or events).");
+  out.family("vigil_source_backlog", "gauge",
+             "What waits in the source's buffer now (the unit label says bytes or events).");
   out.family("vigil_source_backlog_capacity", "gauge", "The most the source's buffer holds.");
   out.family("vigil_ringbuf_fill_ratio", "gauge", "How full the BPF ring buffer is, 0 to 1.");
   for (const runtime::SourceStatus& s : loop.sources) {
@@ -47,11 +48,13 @@ void collect_loop(const runtime::LoopStatus& loop, Exposition& out) {
 
 void collect_sinks(const std::vector<outputs::SinkStats>& sinks, Exposition& out) {
   out.family("vigil_sink_sent_total", "counter", "Alerts the output delivered.");
-  out.family("vigil_sink_failed_total", "counter", "Alerts the output gave up on (rejected, retries exhausted, internal error).");
+  out.family("vigil_sink_failed_total", "counter",
+             "Alerts the output gave up on (rejected, retries exhausted, internal error).");
   out.family("vigil_sink_retried_total", "counter", "Send attempts that failed and were retried.");
   out.family("vigil_sink_dropped_total", "counter", "Alerts the output lost, by reason.");
   out.family("vigil_sink_errors_total", "counter", "Failed send attempts by cause.");
-  out.family("vigil_sink_filtered_total", "counter", "Alerts not for this output (priority, rules, tags) or rate-limited.");
+  out.family("vigil_sink_filtered_total", "counter",
+             "Alerts not for this output (priority, rules, tags) or rate-limited.");
   out.family("vigil_sink_queue_depth", "gauge", "Alerts waiting in the output's memory queue.");
   out.family("vigil_sink_queue_bytes", "gauge", "Bytes waiting in the output's memory queue.");
   out.family("vigil_sink_spool_alerts", "gauge", "Alerts waiting in the output's disk spool.");
@@ -115,8 +118,9 @@ void collect_agent(const AgentView& v, Exposition& out) {
     }
   }
   if (v.sequences) {
-    out.family("vigil_sequence_evictions_total", "counter",
-               "Partial matches of a sequence rule dropped before its last step, by reason (expired: its window passed; capacity: the table was full).");
+    out.family(
+        "vigil_sequence_evictions_total", "counter",
+        "Partial matches of a sequence rule dropped before its last step, by reason (expired: its window passed; capacity: the table was full).");
     for (const SequenceEvictions& s : v.sequences()) {
       out.sample("vigil_sequence_evictions_total", {{"sequence", s.sequence}, {"reason", "expired"}}, d(s.expired));
       out.sample("vigil_sequence_evictions_total", {{"sequence", s.sequence}, {"reason", "capacity"}}, d(s.capacity));
@@ -133,7 +137,8 @@ void collect_agent(const AgentView& v, Exposition& out) {
     out.family("vigil_baseline_not_learnt_total", "counter",
                "Facts a learning profile did not take because that set was full (baseline.max_<set>), by set.");
     for (const auto& [set, n] : b.not_learnt) out.sample("vigil_baseline_not_learnt_total", {{"set", set}}, d(n));
-    out.family("vigil_baseline_files_refused_total", "counter", "Profile files refused (corrupt, oversized, over a cap).");
+    out.family("vigil_baseline_files_refused_total", "counter",
+               "Profile files refused (corrupt, oversized, over a cap).");
     out.sample("vigil_baseline_files_refused_total", d(b.files_refused));
     out.family("vigil_baseline_save_failures_total", "counter", "Profile files that could not be written.");
     out.sample("vigil_baseline_save_failures_total", d(b.save_failures));
@@ -143,14 +148,18 @@ void collect_agent(const AgentView& v, Exposition& out) {
     out.family("vigil_reloads_total", "counter", "Reloads of rules and outputs (SIGHUP or a watched file), by result.");
     out.sample("vigil_reloads_total", {{"result", "success"}}, d(r.succeeded));
     out.sample("vigil_reloads_total", {{"result", "failure"}}, d(r.failed));
-    out.family("vigil_last_reload_success", "gauge", "1 when the last reload succeeded (or none happened); 0 when it failed and the previous set stays in force.");
+    out.family(
+        "vigil_last_reload_success", "gauge",
+        "1 when the last reload succeeded (or none happened); 0 when it failed and the previous set stays in force.");
     out.sample("vigil_last_reload_success", r.last_ok ? 1 : 0);
-    out.family("vigil_last_reload_timestamp_seconds", "gauge", "When the last reload ended, in seconds since the Unix epoch (0: none).");
+    out.family("vigil_last_reload_timestamp_seconds", "gauge",
+               "When the last reload ended, in seconds since the Unix epoch (0: none).");
     out.sample("vigil_last_reload_timestamp_seconds", static_cast<double>(r.last_unix_s));
   }
   if (v.sinks) collect_sinks(v.sinks(), out);
   if (v.parts) {
-    out.family("vigil_part_enabled", "gauge", "1 when the part runs; 0 when it is off (a capability or mount is missing).");
+    out.family("vigil_part_enabled", "gauge",
+               "1 when the part runs; 0 when it is off (a capability or mount is missing).");
     for (const runtime::PartState& p : v.parts()) out.sample("vigil_part_enabled", {{"part", p.name}}, p.on ? 1 : 0);
   }
   if (v.k8s) {
@@ -165,7 +174,8 @@ void collect_agent(const AgentView& v, Exposition& out) {
       out.sample("vigil_k8s_watch_events_total", d(k->watch_events));
       out.family("vigil_k8s_errors_total", "counter", "Failed requests to the Kubernetes API or the kubelet.");
       out.sample("vigil_k8s_errors_total", d(k->errors));
-      out.family("vigil_k8s_relists_total", "counter", "Relists after the watch's resource version expired (410 Gone).");
+      out.family("vigil_k8s_relists_total", "counter",
+                 "Relists after the watch's resource version expired (410 Gone).");
       out.sample("vigil_k8s_relists_total", d(k->relists));
       out.family("vigil_k8s_tls_verified", "gauge",
                  "1 when the API server's certificate is verified; 0 when a kubeconfig turned verification off.");

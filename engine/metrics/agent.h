@@ -73,7 +73,7 @@ struct SequenceEvictions {
 // Per-workload baselines (baseline::Stats), when they are on.
 struct BaselineInfo {
   std::uint64_t learning = 0, locked = 0;
-  std::uint64_t workloads_refused = 0;         // containers without a profile: max_workloads
+  std::uint64_t workloads_refused = 0;                            // containers without a profile: max_workloads
   std::vector<std::pair<std::string, std::uint64_t>> not_learnt;  // (set, facts not learnt: it was full)
   std::uint64_t files_refused = 0;
   std::uint64_t save_failures = 0;
@@ -88,7 +88,7 @@ struct AgentView {
   std::function<RulesInfo()> rules;
   std::function<std::vector<SequenceEvictions>()> sequences;
   std::function<std::optional<K8sInfo>()> k8s;  // nullopt: no Kubernetes API
-  std::function<BaselineInfo()> baselines;       // empty: baselines off
+  std::function<BaselineInfo()> baselines;      // empty: baselines off
   std::function<Verdict()> health;
   std::function<Verdict()> ready;
   const EventCounters* counters = nullptr;

@@ -66,8 +66,7 @@ void EventCounters::collect(Exposition& out) const {
   for (std::size_t i = 1; i < by_type_.size(); ++i) {
     const std::uint64_t n = by_type_[i].load(std::memory_order_relaxed);
     if (n == 0) continue;
-    out.sample("vigil_events_total", {{"type", event::info(static_cast<event::Type>(i)).name}},
-               static_cast<double>(n));
+    out.sample("vigil_events_total", {{"type", event::info(static_cast<event::Type>(i)).name}}, static_cast<double>(n));
   }
   out.family("vigil_alerts_total", "counter", "Alerts raised, by rule and priority.");
   out.family("vigil_pod_gpu_ioctls_total", "counter",

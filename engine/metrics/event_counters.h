@@ -53,7 +53,7 @@ class EventCounters final : public pipeline::EventTap {
   std::array<std::atomic<std::uint64_t>, event::kTypeCount> by_type_{};
   mutable std::mutex mu_;  // guards the maps (alerts and GPU events are rare next to events)
   std::map<std::pair<std::string, std::string>, std::uint64_t> alerts_;  // (rule, priority)
-  std::map<std::pair<std::string, std::string>, PodGpu> pod_gpu_;         // (namespace, pod)
+  std::map<std::pair<std::string, std::string>, PodGpu> pod_gpu_;        // (namespace, pod)
 };
 
 }  // namespace vigil::metrics

@@ -83,8 +83,7 @@ void Exposition::family(std::string_view name, std::string_view type, std::strin
   families_.push_back(std::move(f));
 }
 
-void Exposition::append_sample(Family& f, std::string_view name, const Label* labels, std::size_t n,
-                               double value) {
+void Exposition::append_sample(Family& f, std::string_view name, const Label* labels, std::size_t n, double value) {
   std::string& out = f.body;
   out += name;
   if (n > 0) {

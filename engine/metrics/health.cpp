@@ -24,7 +24,8 @@ Verdict HealthMonitor::observe(const runtime::LoopStatus& loop, std::uint64_t ev
   bool arriving = false;
   for (const runtime::SourceStatus& s : loop.sources) {
     if (s.health == source::EventSource::Health::kFailed) {
-      v.reasons.push_back(fmt::format("source {} failed: {}", s.name, s.failure.empty() ? "no reason given" : s.failure));
+      v.reasons.push_back(
+          fmt::format("source {} failed: {}", s.name, s.failure.empty() ? "no reason given" : s.failure));
     }
     if (!s.backlog) continue;
     const source::Backlog& b = *s.backlog;

@@ -77,12 +77,10 @@ Result<std::unique_ptr<Server>> Server::start(const ServerOptions& opts, Handler
     res.status = v.ok ? 200 : 503;
     res.set_content(verdict_body(v, ok_text), "text/plain; charset=utf-8");
   };
-  http.Get("/healthz", [self, verdict](const httplib::Request&, httplib::Response& res) {
-    verdict(self->h_.health, "ok", res);
-  });
-  http.Get("/readyz", [self, verdict](const httplib::Request&, httplib::Response& res) {
-    verdict(self->h_.ready, "ready", res);
-  });
+  http.Get("/healthz",
+           [self, verdict](const httplib::Request&, httplib::Response& res) { verdict(self->h_.health, "ok", res); });
+  http.Get("/readyz",
+           [self, verdict](const httplib::Request&, httplib::Response& res) { verdict(self->h_.ready, "ready", res); });
   errno = 0;
   if (!http.bind_to_port(addr->host, addr->port)) {
     const int err = errno;

@@ -28,8 +28,7 @@ std::string_view method_name(HttpMethod m) { return m == HttpMethod::kPost ? "PO
 
 HttpFailure classify(CURLcode rc) {
   switch (rc) {
-    case CURLE_OPERATION_TIMEDOUT:
-      return HttpFailure::kTimeout;
+    case CURLE_OPERATION_TIMEDOUT: return HttpFailure::kTimeout;
     case CURLE_SSL_CONNECT_ERROR:
     case CURLE_PEER_FAILED_VERIFICATION:
     case CURLE_SSL_CERTPROBLEM:
@@ -42,22 +41,17 @@ HttpFailure classify(CURLcode rc) {
     case CURLE_SSL_ENGINE_NOTFOUND:
     case CURLE_SSL_ENGINE_SETFAILED:
     case CURLE_SSL_ENGINE_INITFAILED:
-    case CURLE_USE_SSL_FAILED:
-      return HttpFailure::kTls;
+    case CURLE_USE_SSL_FAILED: return HttpFailure::kTls;
     case CURLE_COULDNT_CONNECT:
     case CURLE_COULDNT_RESOLVE_HOST:
     case CURLE_COULDNT_RESOLVE_PROXY:
     case CURLE_SEND_ERROR:
     case CURLE_RECV_ERROR:
-    case CURLE_GOT_NOTHING:
-      return HttpFailure::kConnect;
-    case CURLE_ABORTED_BY_CALLBACK:
-      return HttpFailure::kCancelled;
+    case CURLE_GOT_NOTHING: return HttpFailure::kConnect;
+    case CURLE_ABORTED_BY_CALLBACK: return HttpFailure::kCancelled;
     case CURLE_UNSUPPORTED_PROTOCOL:
-    case CURLE_URL_MALFORMAT:
-      return HttpFailure::kInvalid;
-    default:
-      return HttpFailure::kOther;
+    case CURLE_URL_MALFORMAT: return HttpFailure::kInvalid;
+    default: return HttpFailure::kOther;
   }
 }
 
@@ -101,8 +95,7 @@ std::string_view http_failure_name(HttpFailure f) {
 }
 
 bool header_safe(std::string_view s) {
-  return std::none_of(s.begin(), s.end(),
-                      [](char c) { return c == '\r' || c == '\n' || c == '\0'; });
+  return std::none_of(s.begin(), s.end(), [](char c) { return c == '\r' || c == '\n' || c == '\0'; });
 }
 
 std::string redact_url(std::string_view url) {
@@ -268,8 +261,7 @@ struct HttpClient::Transfer {
       for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
       std::string_view v = l.substr(colon + 1);
       while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
-      while (!v.empty() && (v.back() == '\r' || v.back() == '\n' || v.back() == ' ' ||
-                            v.back() == '\t')) {
+      while (!v.empty() && (v.back() == '\r' || v.back() == '\n' || v.back() == ' ' || v.back() == '\t')) {
         v.remove_suffix(1);
       }
       t->res->headers.emplace_back(std::move(name), std::string(v));
@@ -303,9 +295,7 @@ HttpClient::~HttpClient() {
 
 HttpResult HttpClient::perform(const HttpRequest& req) { return run(req, nullptr); }
 
-HttpResult HttpClient::stream_lines(const HttpRequest& req, const LineHandler& on_line) {
-  return run(req, &on_line);
-}
+HttpResult HttpClient::stream_lines(const HttpRequest& req, const LineHandler& on_line) { return run(req, &on_line); }
 
 HttpResult HttpClient::run(const HttpRequest& req, const LineHandler* on_line) {
   HttpResult res;
@@ -324,8 +314,7 @@ HttpResult HttpClient::run(const HttpRequest& req, const LineHandler* on_line) {
   }
   for (const auto& [k, v] : req.headers) {
     if (k.empty() || k.find(':') != std::string::npos || !header_safe(k) || !header_safe(v)) {
-      return fail(HttpFailure::kInvalid,
-                  "invalid header name or value for '" + printable(k, 64) + "'");
+      return fail(HttpFailure::kInvalid, "invalid header name or value for '" + printable(k, 64) + "'");
     }
   }
   if (cancelled_) return fail(HttpFailure::kCancelled, "cancelled");
@@ -365,8 +354,7 @@ HttpResult HttpClient::run(const HttpRequest& req, const LineHandler* on_line) {
     curl_easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, req.unix_socket.c_str());
   }
   if (req.http2_prior_knowledge) {
-    curl_easy_setopt(h, CURLOPT_HTTP_VERSION,
-                     static_cast<long>(CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE));
+    curl_easy_setopt(h, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE));
   }
   if (req.method == HttpMethod::kPost) {
     curl_easy_setopt(h, CURLOPT_POST, 1L);
@@ -431,14 +419,12 @@ HttpResult HttpClient::run(const HttpRequest& req, const LineHandler* on_line) {
   }
   if (t.too_large) {
     return fail(HttpFailure::kTooLarge,
-                std::string(t.mode == Transfer::Mode::kLines ? "a line of the response"
-                                                             : "the response") +
+                std::string(t.mode == Transfer::Mode::kLines ? "a line of the response" : "the response") +
                     " is larger than " + std::to_string(req.max_body) + " bytes");
   }
   if (t.stopped) return fail(HttpFailure::kStopped, "stopped by the reader");
   if (t.idle_expired) {
-    return fail(HttpFailure::kTimeout,
-                "no data for " + std::to_string(req.idle_timeout.count()) + " ms");
+    return fail(HttpFailure::kTimeout, "no data for " + std::to_string(req.idle_timeout.count()) + " ms");
   }
   if (rc == CURLE_ABORTED_BY_CALLBACK) return fail(HttpFailure::kCancelled, "cancelled");
   std::string why = errbuf[0] ? printable(errbuf, CURL_ERROR_SIZE) : curl_easy_strerror(rc);

@@ -51,29 +51,29 @@ struct TlsOptions {
   std::string ca_pem;     // PEM CA given inline
   std::string cert_file;  // client certificate (mutual TLS)
   std::string key_file;
-  std::string cert_pem;   // client certificate and key given inline
+  std::string cert_pem;  // client certificate and key given inline
   std::string key_pem;
-  bool verify = true;     // false: no check of the peer's certificate or name (tests only)
+  bool verify = true;  // false: no check of the peer's certificate or name (tests only)
 };
 
 enum class HttpMethod : std::uint8_t { kGet, kPost };
 
 struct HttpRequest {
   HttpMethod method = HttpMethod::kGet;
-  std::string url;                 // http:// or https:// only
-  std::string unix_socket;         // connect to this socket instead of the URL's host
-  bool http2_prior_knowledge = false;  // HTTP/2 without an upgrade (gRPC over cleartext)
+  std::string url;                                           // http:// or https:// only
+  std::string unix_socket;                                   // connect to this socket instead of the URL's host
+  bool http2_prior_knowledge = false;                        // HTTP/2 without an upgrade (gRPC over cleartext)
   std::vector<std::pair<std::string, std::string>> headers;  // no CR, LF or NUL (checked)
-  std::string bearer_token;        // "Authorization: Bearer ..."; never appears in errors
-  std::string_view body;           // POST body; must stay valid until perform() returns
+  std::string bearer_token;                                  // "Authorization: Bearer ..."; never appears in errors
+  std::string_view body;                                     // POST body; must stay valid until perform() returns
   TlsOptions tls;
   std::chrono::milliseconds connect_timeout{10000};
-  std::chrono::milliseconds timeout{30000};        // the whole request; 0 = none
+  std::chrono::milliseconds timeout{30000};   // the whole request; 0 = none
   std::chrono::milliseconds idle_timeout{0};  // no byte received for this long fails (checked
                                               // about once a second); 0 = none
-  std::size_t max_body = 1u << 20;  // buffered body, or one streamed line
-  bool truncate_body = false;       // keep the first max_body bytes instead of failing
-  bool accept_encoding = false;     // offer gzip/deflate (decoded before the limits apply)
+  std::size_t max_body = 1u << 20;            // buffered body, or one streamed line
+  bool truncate_body = false;                 // keep the first max_body bytes instead of failing
+  bool accept_encoding = false;               // offer gzip/deflate (decoded before the limits apply)
   std::string user_agent = "vigil";
   // How errors name the URL; "" = the URL without user info, query and
   // fragment. Set it where even the path is secret (webhook URLs often are).
@@ -81,14 +81,14 @@ struct HttpRequest {
 };
 
 enum class HttpFailure : std::uint8_t {
-  kNone,        // a response arrived (any status; see HttpResult::status)
-  kInvalid,     // the request itself is wrong (scheme, header with a line break)
-  kConnect,     // cannot resolve, connect, send or receive
-  kTls,         // handshake or certificate failure
-  kTimeout,     // connect, whole-request or idle timeout
-  kTooLarge,    // body or streamed line over max_body
-  kCancelled,   // cancel() was called
-  kStopped,     // the stream callback asked to stop
+  kNone,       // a response arrived (any status; see HttpResult::status)
+  kInvalid,    // the request itself is wrong (scheme, header with a line break)
+  kConnect,    // cannot resolve, connect, send or receive
+  kTls,        // handshake or certificate failure
+  kTimeout,    // connect, whole-request or idle timeout
+  kTooLarge,   // body or streamed line over max_body
+  kCancelled,  // cancel() was called
+  kStopped,    // the stream callback asked to stop
   kOther,
 };
 
@@ -97,10 +97,10 @@ std::string_view http_failure_name(HttpFailure f);
 struct HttpResult {
   std::string target;  // "GET https://host/path": the method and the URL as errors name it
   HttpFailure failure = HttpFailure::kNone;
-  std::string error;   // empty when failure == kNone; names method and URL
-  long status = 0;     // HTTP status of the (last) response; 0 when none arrived
-  std::string body;    // buffered requests only
-  bool truncated = false;  // truncate_body cut the body
+  std::string error;                                         // empty when failure == kNone; names method and URL
+  long status = 0;                                           // HTTP status of the (last) response; 0 when none arrived
+  std::string body;                                          // buffered requests only
+  bool truncated = false;                                    // truncate_body cut the body
   std::vector<std::pair<std::string, std::string>> headers;  // lower-case names, final response
 
   // A response arrived (of any status).

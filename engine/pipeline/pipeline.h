@@ -40,7 +40,7 @@ namespace vigil::rules {
 class Ruleset;
 class SequenceState;
 class SequenceStats;
-}
+}  // namespace vigil::rules
 
 namespace vigil::pipeline {
 
@@ -110,7 +110,7 @@ class Pipeline {
   Selector* selector_ = nullptr;
   std::shared_ptr<const rules::Ruleset> rules_;  // pipeline thread only
   std::unique_ptr<rules::SequenceStats> seq_stats_;
-  std::unique_ptr<rules::SequenceState> seq_;     // for rules_ (null: it has no sequences)
+  std::unique_ptr<rules::SequenceState> seq_;  // for rules_ (null: it has no sequences)
   mutable std::mutex pending_mu_;
   std::shared_ptr<const rules::Ruleset> pending_;  // guarded by pending_mu_
   std::atomic<bool> has_pending_{false};

@@ -81,8 +81,7 @@ nlohmann::ordered_json to_json(const YAML::Node& n, int depth) {
       return s;
     }
     case YAML::NodeType::Null:
-    case YAML::NodeType::Undefined:
-      return nullptr;
+    case YAML::NodeType::Undefined: return nullptr;
   }
   return nullptr;
 }
@@ -94,7 +93,6 @@ std::string exe_dir() {
   buf[n] = '\0';
   return fs::path(buf).parent_path().string();
 }
-
 
 }  // namespace
 
@@ -108,7 +106,7 @@ std::string resolve_library(const std::string& library_path) {
   std::vector<fs::path> dirs;
   if (const char* d = std::getenv("VIGIL_PLUGIN_DIR"); d && *d) dirs.emplace_back(d);
   if (std::string e = exe_dir(); !e.empty()) {
-    dirs.push_back(fs::path(e).parent_path() / "plugins");                  // build/plugins from build/engine/cli
+    dirs.push_back(fs::path(e).parent_path() / "plugins");  // build/plugins from build/engine/cli
     dirs.push_back(fs::path(e) / "plugins");
     dirs.push_back(fs::path(e).parent_path() / "lib" / "vigil" / "plugins");  // <prefix>/bin → <prefix>/lib
   }
@@ -129,7 +127,8 @@ Result<std::vector<PluginSpec>> parse_config(const YAML::Node& cfg, const std::s
   const YAML::Node load = cfg["load_plugins"];
   std::map<std::string, PluginSpec> declared;
   if (plugins && !plugins.IsNull()) {
-    if (!plugins.IsSequence()) return bad(file, plugins, "'plugins' must be a list of {name, library_path, init_config}");
+    if (!plugins.IsSequence())
+      return bad(file, plugins, "'plugins' must be a list of {name, library_path, init_config}");
     for (const YAML::Node& p : plugins) {
       if (!p.IsMap()) return bad(file, p, "each entry of 'plugins' must be a map");
       PluginSpec s;
@@ -137,7 +136,8 @@ Result<std::vector<PluginSpec>> parse_config(const YAML::Node& cfg, const std::s
         const std::string key = it->first.Scalar();
         const YAML::Node v = it->second;
         if (key == "name" || key == "library_path") {
-          if (!v.IsScalar() || v.Scalar().empty()) return bad(file, v, "plugins: '" + key + "' must be a non-empty string");
+          if (!v.IsScalar() || v.Scalar().empty())
+            return bad(file, v, "plugins: '" + key + "' must be a non-empty string");
           (key == "name" ? s.name : s.library_path) = v.Scalar();
         } else if (key == "init_config") {
           if (v.IsNull()) s.init_config = "{}";
@@ -148,7 +148,8 @@ Result<std::vector<PluginSpec>> parse_config(const YAML::Node& cfg, const std::s
         }
       }
       if (s.name.empty()) return bad(file, p, "plugins: an entry has no 'name'");
-      if (!valid_name(s.name)) return bad(file, p, "plugins: name '" + s.name + "' is not [a-z0-9_]+ of at most 32 bytes");
+      if (!valid_name(s.name))
+        return bad(file, p, "plugins: name '" + s.name + "' is not [a-z0-9_]+ of at most 32 bytes");
       if (s.library_path.empty()) return bad(file, p, "plugins: '" + s.name + "' has no 'library_path'");
       if (s.init_config.empty()) s.init_config = "{}";
       if (declared.count(s.name)) return bad(file, p, "plugins: '" + s.name + "' is declared twice");
@@ -171,8 +172,7 @@ Result<std::vector<PluginSpec>> parse_config(const YAML::Node& cfg, const std::s
   return out;
 }
 
-Result<std::unique_ptr<Host>> Host::load(const std::vector<PluginSpec>& specs,
-                                         std::shared_ptr<spdlog::logger> log) {
+Result<std::unique_ptr<Host>> Host::load(const std::vector<PluginSpec>& specs, std::shared_ptr<spdlog::logger> log) {
   std::unique_ptr<Host> h(new Host());
   h->log_ = std::move(log);
   h->specs_ = specs;
@@ -200,8 +200,14 @@ Status Host::build_catalog() {
       b->index = i;
       b->type = f.type;
       b->sources = p->extract_sources();
-      rules::FieldDef d{f.name, rules::FieldType::kString, rules::ArgMode::kNone, false,
-                        rules::EventSet("pluginevent"), f.description, extract_plugin_field, b.get()};
+      rules::FieldDef d{f.name,
+                        rules::FieldType::kString,
+                        rules::ArgMode::kNone,
+                        false,
+                        rules::EventSet("pluginevent"),
+                        f.description,
+                        extract_plugin_field,
+                        b.get()};
       switch (f.type) {
         case VIGIL_FIELD_STRING: d.type = rules::FieldType::kString; break;
         case VIGIL_FIELD_UINT64: d.type = rules::FieldType::kUint; break;
@@ -269,8 +275,7 @@ Host::~Host() {
   }
 }
 
-void extract_plugin_field(const rules::ExtractCtx& x, const rules::FieldInst& f,
-                          rules::Extracted& out) noexcept {
+void extract_plugin_field(const rules::ExtractCtx& x, const rules::FieldInst& f, rules::Extracted& out) noexcept {
   const auto* b = static_cast<const Host::Binding*>(f.def->user);
   const event::PluginData* pd = x.ctx->ev ? x.ctx->ev->as<event::PluginData>() : nullptr;
   if (!b || !pd) return;
@@ -297,14 +302,11 @@ void extract_plugin_field(const rules::ExtractCtx& x, const rules::FieldInst& f,
                           : std::string_view();
       break;
     case VIGIL_FIELD_UINT64:
-      v.i = req.value.u64 > static_cast<std::uint64_t>(INT64_MAX) ? INT64_MAX : static_cast<std::int64_t>(req.value.u64);
+      v.i =
+          req.value.u64 > static_cast<std::uint64_t>(INT64_MAX) ? INT64_MAX : static_cast<std::int64_t>(req.value.u64);
       break;
-    case VIGIL_FIELD_INT64:
-      v.i = req.value.i64;
-      break;
-    case VIGIL_FIELD_BOOL:
-      v.b = req.value.u64 != 0;
-      break;
+    case VIGIL_FIELD_INT64: v.i = req.value.i64; break;
+    case VIGIL_FIELD_BOOL: v.b = req.value.u64 != 0; break;
   }
 }
 

@@ -59,8 +59,7 @@ std::string resolve_library(const std::string& library_path);
 
 class Host {
  public:
-  static Result<std::unique_ptr<Host>> load(const std::vector<PluginSpec>& specs,
-                                            std::shared_ptr<spdlog::logger> log);
+  static Result<std::unique_ptr<Host>> load(const std::vector<PluginSpec>& specs, std::shared_ptr<spdlog::logger> log);
   ~Host();  // stops nothing (sources are the runner's); leaks plugins a stuck thread still uses
   Host(const Host&) = delete;
   Host& operator=(const Host&) = delete;
@@ -94,7 +93,6 @@ class Host {
 };
 
 // The extractor behind every plugin field (FieldDef::fn).
-void extract_plugin_field(const rules::ExtractCtx& x, const rules::FieldInst& f,
-                          rules::Extracted& out) noexcept;
+void extract_plugin_field(const rules::ExtractCtx& x, const rules::FieldInst& f, rules::Extracted& out) noexcept;
 
 }  // namespace vigil::plugin

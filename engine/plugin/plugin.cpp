@@ -52,7 +52,7 @@ class InitGuard {
   explicit InitGuard(const std::string& name) : lock_(g_init_mu) {
     std::memset(g_crash_name, 0, sizeof(g_crash_name));
     std::memcpy(g_crash_name, name.data(), std::min(name.size(), sizeof(g_crash_name) - 1));
-    struct sigaction sa{};
+    struct sigaction sa {};
     sa.sa_handler = crash_handler;
     sigemptyset(&sa.sa_mask);
     sa.sa_flags = SA_NODEFER;
@@ -126,9 +126,8 @@ Result<std::unique_ptr<Plugin>> Plugin::open(const std::string& name, const std:
     return Error::bad_input(who + ": bad ABI version string '" + bounded(v, 16) + "'");
   }
   if (major != VIGIL_PLUGIN_API_VERSION_MAJOR || minor > VIGIL_PLUGIN_API_VERSION_MINOR) {
-    return Error::bad_input(who + ": built for plugin ABI " + std::to_string(major) + "." +
-                            std::to_string(minor) + ", this vigil speaks " +
-                            VIGIL_PLUGIN_API_VERSION_STRING + " (same major, minor at most " +
+    return Error::bad_input(who + ": built for plugin ABI " + std::to_string(major) + "." + std::to_string(minor) +
+                            ", this vigil speaks " + VIGIL_PLUGIN_API_VERSION_STRING + " (same major, minor at most " +
                             std::to_string(VIGIL_PLUGIN_API_VERSION_MINOR) + ")");
   }
   struct Need {
@@ -225,8 +224,9 @@ Status Plugin::check_and_copy_info() {
     }
     if (extract_sources_.empty()) {
       if (source_.empty()) {
-        return Error::bad_input("a field extractor with no event source of its own must name the sources "
-                                "it reads (vigil_plugin_get_extract_event_sources)");
+        return Error::bad_input(
+            "a field extractor with no event source of its own must name the sources "
+            "it reads (vigil_plugin_get_extract_event_sources)");
       }
       extract_sources_.push_back(source_);
     }
@@ -262,8 +262,7 @@ Status Plugin::init(const std::string& config_json, std::shared_ptr<spdlog::logg
   return {};
 }
 
-vigil_rc Plugin::next_batch(std::uint32_t max, std::uint32_t timeout_ms, const vigil_event** events,
-                            std::uint32_t* n) {
+vigil_rc Plugin::next_batch(std::uint32_t max, std::uint32_t timeout_ms, const vigil_event** events, std::uint32_t* n) {
   *events = nullptr;
   *n = 0;
   if (!state_ || !next_batch_) return VIGIL_RC_EOF;

@@ -72,8 +72,7 @@ class Plugin {
   const std::vector<std::string>& extract_sources() const { return extract_sources_; }
 
   // The ABI calls, on an initialised plugin.
-  vigil_rc next_batch(std::uint32_t max, std::uint32_t timeout_ms, const vigil_event** events,
-                      std::uint32_t* n);
+  vigil_rc next_batch(std::uint32_t max, std::uint32_t timeout_ms, const vigil_event** events, std::uint32_t* n);
   vigil_rc extract(const vigil_event& ev, vigil_extract_request* reqs, std::uint32_t n);
   std::string last_error();
 

@@ -44,12 +44,12 @@ class PluginSource::Impl {
 
   std::mutex mu;
   std::condition_variable exited_cv;
-  std::deque<Queued> queue;   // guarded by mu
+  std::deque<Queued> queue;     // guarded by mu
   std::size_t queue_bytes = 0;  // guarded by mu
   std::uint64_t pushed = 0;     // guarded by mu: events queued so far
   std::uint64_t popped = 0;     // guarded by mu: events handed to poll() so far
-  bool exited = false;        // guarded by mu: the thread has returned
-  std::string failure;        // guarded by mu
+  bool exited = false;          // guarded by mu: the thread has returned
+  std::string failure;          // guarded by mu
 
   std::atomic<bool> stop{false};
   std::atomic<bool> eof{false};
@@ -116,9 +116,9 @@ class PluginSource::Impl {
         queue_full.fetch_add(1, std::memory_order_relaxed);
         continue;
       }
-      Queued q{e.ts_ns ? e.ts_ns : now, e.pid, e.tid ? e.tid : e.pid, e.gpu_minor < -1 ? -1 : e.gpu_minor,
-               std::string(e.name, name_len),
-               std::string(reinterpret_cast<const char*>(e.data), e.data_len)};
+      Queued q{e.ts_ns ? e.ts_ns : now,       e.pid,
+               e.tid ? e.tid : e.pid,         e.gpu_minor < -1 ? -1 : e.gpu_minor,
+               std::string(e.name, name_len), std::string(reinterpret_cast<const char*>(e.data), e.data_len)};
       queue_bytes += q.data.size();
       queue.push_back(std::move(q));
       ++pushed;
@@ -223,8 +223,8 @@ void PluginSource::stop() {
     // The plugin is stuck inside next_batch: leave its thread (it holds the
     // shared state) and keep the library loaded, so nothing is freed under it.
     if (impl_->log) {
-      impl_->log->warn("{}: next_batch did not return within {} ms of the stop; leaving it running",
-                       name_, impl_->opts.stop_grace.count());
+      impl_->log->warn("{}: next_batch did not return within {} ms of the stop; leaving it running", name_,
+                       impl_->opts.stop_grace.count());
     }
     impl_->plugin->abandon();
   }

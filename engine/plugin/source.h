@@ -30,10 +30,10 @@ class logger;
 namespace vigil::plugin {
 
 struct SourceOptions {
-  std::size_t queue_events = 8192;        // events waiting for the pipeline, at most
-  std::size_t queue_bytes = 16u << 20;    // their data bytes, at most
-  std::uint32_t batch = 256;              // events asked of next_batch at once
-  std::uint32_t timeout_ms = 100;         // next_batch's wait (how fast a stop is seen)
+  std::size_t queue_events = 8192;             // events waiting for the pipeline, at most
+  std::size_t queue_bytes = 16u << 20;         // their data bytes, at most
+  std::uint32_t batch = 256;                   // events asked of next_batch at once
+  std::uint32_t timeout_ms = 100;              // next_batch's wait (how fast a stop is seen)
   std::chrono::milliseconds stop_grace{2000};  // how long a stop waits for a blocked plugin
 };
 
@@ -42,7 +42,7 @@ class PluginSource final : public source::EventSource {
   // Starts the source thread. `plugin` must be initialised, a source, and
   // outlive this object.
   static Result<std::unique_ptr<PluginSource>> start(Plugin& plugin, SourceOptions opts,
-                                                      std::shared_ptr<spdlog::logger> log);
+                                                     std::shared_ptr<spdlog::logger> log);
   ~PluginSource() override;  // stops the thread (see SourceOptions::stop_grace)
 
   std::string_view name() const override { return name_; }

@@ -57,11 +57,10 @@ bool transformer_from_name(std::string_view s, Transformer& t) {
 std::string quote(const std::string& s) {
   // Quoted when a bare word would read differently: special characters, or a
   // modifier keyword at the start ("anyof/x" after an operator).
-  bool needs = s.empty() || s.rfind("anyof", 0) == 0 || s.rfind("allof", 0) == 0 ||
-               s.rfind("oneof", 0) == 0;
+  bool needs = s.empty() || s.rfind("anyof", 0) == 0 || s.rfind("allof", 0) == 0 || s.rfind("oneof", 0) == 0;
   for (char c : s) {
-    if (std::isspace(static_cast<unsigned char>(c)) || c == '(' || c == ')' || c == '"' ||
-        c == '\'' || c == ',' || c == '=') {
+    if (std::isspace(static_cast<unsigned char>(c)) || c == '(' || c == ')' || c == '"' || c == '\'' || c == ',' ||
+        c == '=') {
       needs = true;
     }
   }
@@ -80,8 +79,7 @@ std::string quote(const std::string& s) {
 std::string FieldExpr::to_string() const {
   std::string s = name;
   if (has_arg) {
-    bool needs = arg.find(']') != std::string::npos ||
-                 (!arg.empty() && (arg.front() == '"' || arg.front() == '\''));
+    bool needs = arg.find(']') != std::string::npos || (!arg.empty() && (arg.front() == '"' || arg.front() == '\''));
     if (needs) {
       std::string q = "\"";
       for (char c : arg) {
@@ -102,8 +100,7 @@ std::string FieldExpr::to_string() const {
 std::string Value::to_string() const {
   switch (kind) {
     case Kind::kString: return quote(text);
-    case Kind::kField: return field.transformers.empty() ? "val(" + field.to_string() + ")"
-                                                         : field.to_string();
+    case Kind::kField: return field.transformers.empty() ? "val(" + field.to_string() + ")" : field.to_string();
     case Kind::kList: {
       std::string s = "(";
       for (std::size_t i = 0; i < items.size(); ++i) {
@@ -205,9 +202,7 @@ class Parser {
     }
     return false;
   }
-  static bool ident_char(char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.';
-  }
+  static bool ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.'; }
   // A keyword at pos_ followed by a non-identifier character.
   bool keyword(std::string_view kw) {
     if (s_.substr(pos_, kw.size()) != kw) return false;
@@ -223,7 +218,10 @@ class Parser {
   }
 
   NodePtr parse_or(int depth) {
-    if (depth > kMaxDepth) { fail(pos_, "expression nested too deeply"); return nullptr; }
+    if (depth > kMaxDepth) {
+      fail(pos_, "expression nested too deeply");
+      return nullptr;
+    }
     std::size_t start = pos_;
     NodePtr first = parse_and(depth + 1);
     if (!first) return nullptr;
@@ -266,7 +264,10 @@ class Parser {
   }
 
   NodePtr parse_not(int depth) {
-    if (depth > kMaxDepth) { fail(pos_, "expression nested too deeply"); return nullptr; }
+    if (depth > kMaxDepth) {
+      fail(pos_, "expression nested too deeply");
+      return nullptr;
+    }
     skip_ws();
     std::size_t start = pos_;
     if (keyword("not")) {
@@ -284,7 +285,10 @@ class Parser {
   NodePtr parse_primary(int depth) {
     skip_ws();
     std::size_t start = pos_;
-    if (pos_ >= s_.size()) { fail(pos_, "unexpected end of condition"); return nullptr; }
+    if (pos_ >= s_.size()) {
+      fail(pos_, "unexpected end of condition");
+      return nullptr;
+    }
     if (s_[pos_] == '(') {
       ++pos_;
       NodePtr n = parse_or(depth + 1);
@@ -354,25 +358,62 @@ class Parser {
   bool parse_op(Op& op) {
     if (pos_ >= s_.size()) return false;
     auto two = s_.substr(pos_, 2);
-    if (two == "==") { pos_ += 2; op = Op::kEq; return true; }
-    if (two == "!=") { pos_ += 2; op = Op::kNe; return true; }
-    if (two == "<=") { pos_ += 2; op = Op::kLe; return true; }
-    if (two == ">=") { pos_ += 2; op = Op::kGe; return true; }
+    if (two == "==") {
+      pos_ += 2;
+      op = Op::kEq;
+      return true;
+    }
+    if (two == "!=") {
+      pos_ += 2;
+      op = Op::kNe;
+      return true;
+    }
+    if (two == "<=") {
+      pos_ += 2;
+      op = Op::kLe;
+      return true;
+    }
+    if (two == ">=") {
+      pos_ += 2;
+      op = Op::kGe;
+      return true;
+    }
     char c = s_[pos_];
-    if (c == '=') { ++pos_; op = Op::kEq; return true; }
-    if (c == '<') { ++pos_; op = Op::kLt; return true; }
-    if (c == '>') { ++pos_; op = Op::kGt; return true; }
+    if (c == '=') {
+      ++pos_;
+      op = Op::kEq;
+      return true;
+    }
+    if (c == '<') {
+      ++pos_;
+      op = Op::kLt;
+      return true;
+    }
+    if (c == '>') {
+      ++pos_;
+      op = Op::kGt;
+      return true;
+    }
     static constexpr std::pair<std::string_view, Op> kWords[] = {
-        {"contains", Op::kContains},       {"icontains", Op::kIContains},
-        {"bcontains", Op::kBContains},     {"startswith", Op::kStartsWith},
-        {"bstartswith", Op::kBStartsWith}, {"endswith", Op::kEndsWith},
-        {"glob", Op::kGlob},               {"iglob", Op::kIGlob},
-        {"regex", Op::kRegex},             {"intersects", Op::kIntersects},
-        {"in", Op::kIn},                   {"pmatch", Op::kPMatch},
+        {"contains", Op::kContains},
+        {"icontains", Op::kIContains},
+        {"bcontains", Op::kBContains},
+        {"startswith", Op::kStartsWith},
+        {"bstartswith", Op::kBStartsWith},
+        {"endswith", Op::kEndsWith},
+        {"glob", Op::kGlob},
+        {"iglob", Op::kIGlob},
+        {"regex", Op::kRegex},
+        {"intersects", Op::kIntersects},
+        {"in", Op::kIn},
+        {"pmatch", Op::kPMatch},
         {"exists", Op::kExists},
     };
     for (const auto& [w, o] : kWords) {
-      if (keyword(w)) { op = o; return true; }
+      if (keyword(w)) {
+        op = o;
+        return true;
+      }
     }
     return false;
   }
@@ -398,8 +439,8 @@ class Parser {
       }
       pos_ = save;
     }
-    if (id.empty() || !std::isalpha(static_cast<unsigned char>(id[0])) ||
-        id.find('.') == std::string_view::npos || id.back() == '.') {
+    if (id.empty() || !std::isalpha(static_cast<unsigned char>(id[0])) || id.find('.') == std::string_view::npos ||
+        id.back() == '.') {
       return fail(start, "expected a field name at '" + std::string(s_.substr(start, 20)) + "'");
     }
     f.name = std::string(id);
@@ -439,7 +480,10 @@ class Parser {
           case '\\': out += '\\'; break;
           case '"': out += '"'; break;
           case '\'': out += '\''; break;
-          default: out += '\\'; out += e; break;
+          default:
+            out += '\\';
+            out += e;
+            break;
         }
         pos_ += 2;
         continue;
@@ -457,19 +501,34 @@ class Parser {
     v.kind = Value::Kind::kList;
     ++pos_;  // '('
     skip_ws();
-    if (pos_ < s_.size() && s_[pos_] == ')') { ++pos_; return true; }
+    if (pos_ < s_.size() && s_[pos_] == ')') {
+      ++pos_;
+      return true;
+    }
     for (;;) {
       skip_ws();
       // Falco tolerates empty elements left by an empty list's substitution.
-      if (pos_ < s_.size() && s_[pos_] == ',') { ++pos_; continue; }
-      if (pos_ < s_.size() && s_[pos_] == ')') { ++pos_; return true; }
+      if (pos_ < s_.size() && s_[pos_] == ',') {
+        ++pos_;
+        continue;
+      }
+      if (pos_ < s_.size() && s_[pos_] == ')') {
+        ++pos_;
+        return true;
+      }
       Value item;
       if (!parse_value(item, depth + 1, true)) return false;
       v.items.push_back(std::move(item));
       skip_ws();
       if (pos_ >= s_.size()) return fail(pos_, "unterminated list: expected ')'");
-      if (s_[pos_] == ',') { ++pos_; continue; }
-      if (s_[pos_] == ')') { ++pos_; return true; }
+      if (s_[pos_] == ',') {
+        ++pos_;
+        continue;
+      }
+      if (s_[pos_] == ')') {
+        ++pos_;
+        return true;
+      }
       return fail(pos_, "expected ',' or ')' in list");
     }
   }
@@ -508,8 +567,8 @@ class Parser {
     std::size_t start = pos_;
     while (pos_ < s_.size()) {
       char d = s_[pos_];
-      if (std::isspace(static_cast<unsigned char>(d)) || d == '(' || d == ')' || d == ',' ||
-          d == '"' || d == '\'' || d == '=') {
+      if (std::isspace(static_cast<unsigned char>(d)) || d == '(' || d == ')' || d == ',' || d == '"' || d == '\'' ||
+          d == '=') {
         break;
       }
       ++pos_;

@@ -41,8 +41,25 @@
 namespace vigil::rules {
 
 enum class Op : std::uint8_t {
-  kEq, kNe, kLt, kLe, kGt, kGe, kContains, kIContains, kBContains, kStartsWith,
-  kBStartsWith, kEndsWith, kGlob, kIGlob, kRegex, kIn, kIntersects, kPMatch, kExists,
+  kEq,
+  kNe,
+  kLt,
+  kLe,
+  kGt,
+  kGe,
+  kContains,
+  kIContains,
+  kBContains,
+  kStartsWith,
+  kBStartsWith,
+  kEndsWith,
+  kGlob,
+  kIGlob,
+  kRegex,
+  kIn,
+  kIntersects,
+  kPMatch,
+  kExists,
 };
 std::string_view op_name(Op op);
 bool op_takes_list(Op op);  // in, intersects, pmatch
@@ -55,7 +72,7 @@ std::string_view transformer_name(Transformer t);
 // A field reference with optional argument and transformers (innermost first: toupper(tolower(f)) is {tolower, toupper}).
 struct FieldExpr {
   std::string name;
-  std::string arg;          // "" when none
+  std::string arg;  // "" when none
   bool has_arg = false;
   std::vector<Transformer> transformers;  // innermost first
   std::string to_string() const;
@@ -103,7 +120,7 @@ struct ParseError {
 
 // Parses a condition. On failure the error names the offset of the problem.
 struct ParseResult {
-  NodePtr root;        // null on error
+  NodePtr root;  // null on error
   ParseError error;
   bool ok() const { return root != nullptr; }
 };

@@ -30,8 +30,8 @@ struct CCheck {
   // depend on the event: evt.source, evt.num, evt.dir); -1: it depends.
   std::int8_t constant = -1;
   FieldType ltype = FieldType::kString;
-  bool multi_all_in = false;     // list field with `in`: every element must be in the set
-  bool multi = false;            // several values: any must hold
+  bool multi_all_in = false;  // list field with `in`: every element must be in the set
+  bool multi = false;         // several values: any must hold
   Op op = Op::kEq;
   Modifier mod = Modifier::kNone;
   bool rhs_field = false;
@@ -39,7 +39,7 @@ struct CCheck {
   FieldInst lhs;
   std::vector<Transformer> ltr;  // innermost first
   // Right-hand side, prepared by type.
-  std::string str;               // single string (lower-cased for icontains/iglob)
+  std::string str;  // single string (lower-cased for icontains/iglob)
   LiteralSet set;
   std::vector<std::int64_t> nums;
   std::vector<std::int64_t> numset;  // sorted, unique
@@ -60,7 +60,7 @@ struct CCheck {
   std::unique_ptr<LiteralScan> scan;
   std::vector<std::shared_ptr<const CCheck>> scan_parts;
   std::uint32_t scan_stop = 0;
-  std::vector<std::string> strs; // modifier values
+  std::vector<std::string> strs;  // modifier values
   FieldInst rf;
   std::vector<Transformer> rtr;
   FieldType rtype = FieldType::kString;
@@ -75,8 +75,8 @@ struct CCheck {
 struct CNode {
   enum class Kind : std::uint8_t { kAnd, kOr, kNot, kCheck, kBool, kTypeMask };
   Kind kind = Kind::kBool;
-  bool value = false;           // kBool
-  event::TypeMask mask;         // kTypeMask
+  bool value = false;    // kBool
+  event::TypeMask mask;  // kTypeMask
   std::vector<CNode> kids;
   std::shared_ptr<const CCheck> check;  // shared by the per-event-type copies
 };

@@ -43,8 +43,14 @@ bool parse_int(std::string_view t, std::int64_t& out) {
 }
 
 bool parse_bool(std::string_view t, bool& out) {
-  if (t == "true") { out = true; return true; }
-  if (t == "false") { out = false; return true; }
+  if (t == "true") {
+    out = true;
+    return true;
+  }
+  if (t == "false") {
+    out = false;
+    return true;
+  }
   return false;
 }
 
@@ -58,7 +64,6 @@ bool hex_decode(std::string_view t, std::string& out) {
   }
   return true;
 }
-
 
 // A prefilter for a regular expression: the literals (atoms, at least three
 // bytes) RE2's FilteredRE2 finds that every match needs some of. When no
@@ -131,10 +136,9 @@ std::unique_ptr<LiteralMatcher> literal_set(const std::vector<std::string>& lits
 bool mergeable_contains(const CNode& n) {
   if (n.kind != CNode::Kind::kCheck || !n.check) return false;
   const CCheck& c = *n.check;
-  return (c.op == Op::kContains || c.op == Op::kIContains || c.op == Op::kStartsWith ||
-          c.op == Op::kEndsWith) &&
-         c.mod == Modifier::kNone && !c.rhs_field && c.ltr.empty() && c.ltype == FieldType::kString &&
-         !c.multi && !c.str.empty();
+  return (c.op == Op::kContains || c.op == Op::kIContains || c.op == Op::kStartsWith || c.op == Op::kEndsWith) &&
+         c.mod == Modifier::kNone && !c.rhs_field && c.ltr.empty() && c.ltype == FieldType::kString && !c.multi &&
+         !c.str.empty();
 }
 
 // Or-chains of `f contains a or f contains b ...` (or of startswith, or of
@@ -341,9 +345,14 @@ void FieldSlots::remember(const std::string& key, std::shared_ptr<CCheck> c) {
 
 class Compiler {
  public:
-  Compiler(const MacroMap& macros, const ListMap& lists, const FieldCatalog& cat, CompileResult& r,
-           FieldSlots* slots, bool optimise, std::size_t max_nodes)
-      : macros_(macros), lists_(lists), cat_(cat), r_(r), slots_(slots), optimise_(optimise),
+  Compiler(const MacroMap& macros, const ListMap& lists, const FieldCatalog& cat, CompileResult& r, FieldSlots* slots,
+           bool optimise, std::size_t max_nodes)
+      : macros_(macros),
+        lists_(lists),
+        cat_(cat),
+        r_(r),
+        slots_(slots),
+        optimise_(optimise),
         max_nodes_(max_nodes == 0 ? SIZE_MAX : max_nodes) {}
 
   // Counts the condition as written towards the size limit; false (with an
@@ -454,14 +463,15 @@ class Compiler {
     for (auto it = f.transformers.begin(); it != f.transformers.end(); ++it) {
       if (*it == Transformer::kLen) {
         if (type != FieldType::kString && type != FieldType::kList) {
-          error(code::kTypeError, off, "len() needs a string or list field, '" + f.name + "' is " +
-                                           std::string(field_type_name(type)));
+          error(code::kTypeError, off,
+                "len() needs a string or list field, '" + f.name + "' is " + std::string(field_type_name(type)));
           return false;
         }
         type = FieldType::kInt;
       } else if (type != FieldType::kString) {
-        error(code::kTypeError, off, std::string(transformer_name(*it)) + "() needs a string field, '" +
-                                         f.name + "' is " + std::string(field_type_name(type)));
+        error(code::kTypeError, off,
+              std::string(transformer_name(*it)) + "() needs a string field, '" + f.name + "' is " +
+                  std::string(field_type_name(type)));
         return false;
       }
     }
@@ -482,8 +492,8 @@ class Compiler {
                     std::vector<std::string_view>& active) {
     if (!is_string) return;
     if (out.size() >= kMaxListValues) {
-      if (!too_many_) error(code::kTypeError, SIZE_MAX, "a list expands to more than " +
-                                                           std::to_string(kMaxListValues) + " values");
+      if (!too_many_)
+        error(code::kTypeError, SIZE_MAX, "a list expands to more than " + std::to_string(kMaxListValues) + " values");
       too_many_ = true;
       return;
     }
@@ -591,15 +601,12 @@ class Compiler {
     bool ok = true;
     switch (t) {
       case FieldType::kString:
-      case FieldType::kList:
-        ok = !(n.op == Op::kLt || n.op == Op::kLe || n.op == Op::kGt || n.op == Op::kGe);
-        break;
+      case FieldType::kList: ok = !(n.op == Op::kLt || n.op == Op::kLe || n.op == Op::kGt || n.op == Op::kGe); break;
       case FieldType::kInt:
       case FieldType::kUint:
       case FieldType::kBool:
       case FieldType::kIp: {
-        ok = n.op == Op::kEq || n.op == Op::kNe || n.op == Op::kIn || n.op == Op::kIntersects ||
-             n.op == Op::kExists;
+        ok = n.op == Op::kEq || n.op == Op::kNe || n.op == Op::kIn || n.op == Op::kIntersects || n.op == Op::kExists;
         if ((t == FieldType::kInt || t == FieldType::kUint) &&
             (n.op == Op::kLt || n.op == Op::kLe || n.op == Op::kGt || n.op == Op::kGe)) {
           ok = true;
@@ -609,9 +616,9 @@ class Compiler {
       }
     }
     if (!ok) {
-      error(code::kTypeError, n.offset, "operator '" + std::string(op_name(n.op)) + "' cannot be used with " +
-                                            std::string(field_type_name(t)) + " field '" +
-                                            n.field.to_string() + "'");
+      error(code::kTypeError, n.offset,
+            "operator '" + std::string(op_name(n.op)) + "' cannot be used with " + std::string(field_type_name(t)) +
+                " field '" + n.field.to_string() + "'");
     }
     return ok;
   }
@@ -621,15 +628,15 @@ class Compiler {
     const FieldType t = chk.ltype;
     FieldType rt;
     if (!resolve_field(n.value.field, n.offset, chk.rf, rt)) return false;
-    bool compatible = rt == t || (rt == FieldType::kList && t == FieldType::kString) ||
-                      (t == FieldType::kList && rt == FieldType::kString) ||
-                      ((rt == FieldType::kInt || rt == FieldType::kUint) &&
-                       (t == FieldType::kInt || t == FieldType::kUint));
+    bool compatible =
+        rt == t || (rt == FieldType::kList && t == FieldType::kString) ||
+        (t == FieldType::kList && rt == FieldType::kString) ||
+        ((rt == FieldType::kInt || rt == FieldType::kUint) && (t == FieldType::kInt || t == FieldType::kUint));
     if (!compatible || n.op == Op::kRegex || n.op == Op::kPMatch || n.op == Op::kBContains ||
         n.op == Op::kBStartsWith) {
-      error(code::kTypeError, n.offset, "cannot compare " + std::string(field_type_name(t)) + " field '" +
-                                            n.field.to_string() + "' with '" + n.value.field.to_string() +
-                                            "' using '" + std::string(op_name(n.op)) + "'");
+      error(code::kTypeError, n.offset,
+            "cannot compare " + std::string(field_type_name(t)) + " field '" + n.field.to_string() + "' with '" +
+                n.value.field.to_string() + "' using '" + std::string(op_name(n.op)) + "'");
       return false;
     }
     chk.rhs_field = true;
@@ -676,8 +683,7 @@ class Compiler {
     } else if (n.modifier != Modifier::kNone) {
       chk.strs = vals;
       if (n.modifier == Modifier::kAnyOf &&
-          (n.op == Op::kContains || n.op == Op::kIContains || n.op == Op::kStartsWith ||
-           n.op == Op::kEndsWith)) {
+          (n.op == Op::kContains || n.op == Op::kIContains || n.op == Op::kStartsWith || n.op == Op::kEndsWith)) {
         if (optimise_) chk.any_lit = literal_set(vals, n.op);
       }
     } else {
@@ -696,8 +702,8 @@ class Compiler {
     // whole path, so it is one ("/name"). So is fd.name endswith NAME
     // (no '/'; Falco's release_agent rule), for the file named exactly
     // NAME: a longer name that ends so is not sent.
-    const bool name_suffix = fname == "fd.name" && n.op == Op::kEndsWith && vals.size() == 1 &&
-                             !vals[0].empty() && vals[0].find('/') == std::string::npos;
+    const bool name_suffix = fname == "fd.name" && n.op == Op::kEndsWith && vals.size() == 1 && !vals[0].empty() &&
+                             vals[0].find('/') == std::string::npos;
     if ((fname == "fd.filename" || name_suffix) && chk.ltr.empty() && n.modifier == Modifier::kNone &&
         (n.op == Op::kEq || n.op == Op::kIn || name_suffix)) {
       std::vector<PathLiteral> leaves;
@@ -720,8 +726,8 @@ class Compiler {
       chk.path_check = true;
       chk.path_literals = {PathLiteral{"../", false, true}};
     }
-    if ((fname == "fd.name" || fname == "fd.directory" || fname == "evt.arg.path" ||
-         fname == "evt.arg.name" || fname == "fd.nameraw") &&
+    if ((fname == "fd.name" || fname == "fd.directory" || fname == "evt.arg.path" || fname == "evt.arg.name" ||
+         fname == "fd.nameraw") &&
         chk.ltr.empty() && n.modifier != Modifier::kAnyOf) {
       path_prefixes(n, chk, vals);
     }
@@ -742,8 +748,7 @@ class Compiler {
     for (const auto& v : vals) {
       PathLiteral p{v, false, given};
       if (n.op == Op::kGlob) p.path = p.path.substr(0, p.path.find_first_of("*?["));
-      else if (n.op != Op::kEq && n.op != Op::kIn && n.op != Op::kStartsWith &&
-               n.op != Op::kPMatch) usable = false;
+      else if (n.op != Op::kEq && n.op != Op::kIn && n.op != Op::kStartsWith && n.op != Op::kPMatch) usable = false;
       if (n.op == Op::kPMatch) p.path = p.path.substr(0, p.path.find_first_of("*?["));
       if (p.path.empty() || p.path[0] != '/') usable = false;
       p.whole = whole_field && (n.op == Op::kEq || n.op == Op::kIn) && p.path.back() != '/';
@@ -765,8 +770,9 @@ class Compiler {
     for (const auto& v : vals) {
       std::int64_t x;
       if (!parse_int(v, x)) {
-        error(code::kTypeError, n.offset, "'" + v + "' is not a number, but '" + n.field.to_string() +
-                                              "' is an " + std::string(field_type_name(t)) + " field");
+        error(code::kTypeError, n.offset,
+              "'" + v + "' is not a number, but '" + n.field.to_string() + "' is an " +
+                  std::string(field_type_name(t)) + " field");
         return false;
       }
       chk.nums.push_back(x);
@@ -781,8 +787,8 @@ class Compiler {
     for (const auto& v : vals) {
       bool b;
       if (!parse_bool(v, b)) {
-        error(code::kTypeError, n.offset, "'" + v + "' is not true or false, but '" +
-                                              n.field.to_string() + "' is a bool field");
+        error(code::kTypeError, n.offset,
+              "'" + v + "' is not true or false, but '" + n.field.to_string() + "' is a bool field");
         return false;
       }
       chk.boolean = b;
@@ -795,8 +801,8 @@ class Compiler {
     for (const auto& v : vals) {
       Cidr net;
       if (!parse_cidr(v, net)) {
-        error(code::kTypeError, n.offset, "'" + v + "' is not an IP address or network, but '" +
-                                              n.field.to_string() + "' is an ip field");
+        error(code::kTypeError, n.offset,
+              "'" + v + "' is not an IP address or network, but '" + n.field.to_string() + "' is an ip field");
         return false;
       }
       chk.nets.push_back(net);
@@ -873,9 +879,8 @@ void collect_list_refs(const Node& n, const ListMap& lists, std::set<std::string
   for (const auto& c : n.children) collect_list_refs(*c, lists, out);
 }
 
-CompileResult compile_condition(NodePtr root, const MacroMap& macros, const ListMap& lists,
-                                const FieldCatalog& catalog, FieldSlots* slots, bool optimise,
-                                std::size_t max_nodes) {
+CompileResult compile_condition(NodePtr root, const MacroMap& macros, const ListMap& lists, const FieldCatalog& catalog,
+                                FieldSlots* slots, bool optimise, std::size_t max_nodes) {
   CompileResult r;
   Compiler comp(macros, lists, catalog, r, slots, optimise, max_nodes);
   if (!comp.count_root(*root)) return r;

@@ -34,10 +34,10 @@ struct CCheck;  // compiled comparison (compiled.h)
 // starting at it. Built only by the compiler; `check` points into the Expr
 // that made it, which must outlive the program.
 struct FNode {
-  std::uint8_t kind = 0;     // the compiled node kind (CNode::Kind, compiled.h)
-  bool value = false;        // constant nodes
-  std::int32_t id = -1;      // CheckCache slot of the check, -1: not cached
-  std::uint32_t size = 1;    // nodes in this subtree, itself included
+  std::uint8_t kind = 0;   // the compiled node kind (CNode::Kind, compiled.h)
+  bool value = false;      // constant nodes
+  std::int32_t id = -1;    // CheckCache slot of the check, -1: not cached
+  std::uint32_t size = 1;  // nodes in this subtree, itself included
   const CCheck* check = nullptr;
 };
 
@@ -183,6 +183,7 @@ class FieldSlots {
   // The shared check for this canonical text, or null; remember() stores one.
   std::shared_ptr<CCheck> shared_check(const std::string& key) const;
   void remember(const std::string& key, std::shared_ptr<CCheck> c);
+
  private:
   std::map<std::pair<const FieldDef*, std::string>, int> slots_;
   std::map<std::string, std::shared_ptr<CCheck>> checks_;
@@ -191,9 +192,8 @@ class FieldSlots {
 // `max_nodes`: the most syntax-tree nodes the condition may have, its macros
 // expanded (0: no limit); a larger one is an error (code::kConditionTooLarge),
 // found before the expansion that passes it is made.
-CompileResult compile_condition(NodePtr root, const MacroMap& macros, const ListMap& lists,
-                                const FieldCatalog& catalog, FieldSlots* slots = nullptr,
-                                bool optimise = true, std::size_t max_nodes = 200000);
+CompileResult compile_condition(NodePtr root, const MacroMap& macros, const ListMap& lists, const FieldCatalog& catalog,
+                                FieldSlots* slots = nullptr, bool optimise = true, std::size_t max_nodes = 200000);
 
 // Expands list references inside list values of an AST (used when listing the
 // lists a macro uses, and by compile_condition).
@@ -204,21 +204,20 @@ void collect_macro_refs(const Node& n, std::set<std::string>& out);
 class OutputFormat {
  public:
   struct Token {
-    bool is_field = false;    // false: literal text
+    bool is_field = false;  // false: literal text
     std::string literal;
-    FieldInst field;          // def is null for a field vigil does not know (<NA>)
+    FieldInst field;                        // def is null for a field vigil does not know (<NA>)
     std::vector<Transformer> transformers;  // innermost first
-    std::string name;         // the field as written, e.g. "proc.aname[2]"
+    std::string name;                       // the field as written, e.g. "proc.aname[2]"
     FieldType type = FieldType::kString;
-    int step = -1;            // a sequence's %stepN.field: N-1; -1: the event at hand
+    int step = -1;  // a sequence's %stepN.field: N-1; -1: the event at hand
   };
   // Parses %field, %field[arg], %(field) and %transformer(field). Unknown fields
   // are kept (rendered <NA>) and listed in `unknown`. A syntax error fills `error`.
   // With `steps` > 0 (a sequence's output), a field may be prefixed stepN.
   // (1 <= N <= steps): %step1.proc.name, %toupper(step2.fd.sip).
-  static OutputFormat parse(std::string_view text, const FieldCatalog& catalog,
-                            std::vector<std::string>& unknown, std::string& error,
-                            std::size_t steps = 0);
+  static OutputFormat parse(std::string_view text, const FieldCatalog& catalog, std::vector<std::string>& unknown,
+                            std::string& error, std::size_t steps = 0);
   const std::vector<Token>& tokens() const { return tokens_; }
 
  private:
@@ -226,8 +225,8 @@ class OutputFormat {
 };
 
 // Extracts a field (with transformers applied) into `out`; the resulting type.
-FieldType extract_field(const ExtractCtx& x, const FieldInst& f,
-                        const std::vector<Transformer>& transformers, Extracted& out) noexcept;
+FieldType extract_field(const ExtractCtx& x, const FieldInst& f, const std::vector<Transformer>& transformers,
+                        Extracted& out) noexcept;
 
 // Pure helpers, exposed for tests.
 bool glob_match(std::string_view pattern, std::string_view s, bool icase) noexcept;

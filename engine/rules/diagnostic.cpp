@@ -19,8 +19,7 @@ std::string Diagnostic::to_string() const {
   return s;
 }
 
-void Diagnostics::add(Severity s, const char* code, const Pos& pos, std::string item,
-                      std::string message) {
+void Diagnostics::add(Severity s, const char* code, const Pos& pos, std::string item, std::string message) {
   Diagnostic d;
   d.severity = s;
   d.code = code;

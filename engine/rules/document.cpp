@@ -40,9 +40,11 @@ class Reader {
 
   bool scalar(const YAML::Node& n, std::string& out, const ItemDoc& it, const char* key) {
     if (!n.IsScalar()) {
-      if (n.IsNull()) { out.clear(); return true; }
-      d_.error(code::kYamlValidate, pos_of(n, file_), item_label(it),
-               std::string("'") + key + "' must be a string");
+      if (n.IsNull()) {
+        out.clear();
+        return true;
+      }
+      d_.error(code::kYamlValidate, pos_of(n, file_), item_label(it), std::string("'") + key + "' must be a string");
       return false;
     }
     out = n.Scalar();
@@ -51,19 +53,22 @@ class Reader {
   bool boolean(const YAML::Node& n, bool& out, const ItemDoc& it, const char* key) {
     if (n.IsScalar()) {
       const std::string& s = n.Scalar();
-      if (s == "true" || s == "True" || s == "TRUE" || s == "yes") { out = true; return true; }
-      if (s == "false" || s == "False" || s == "FALSE" || s == "no") { out = false; return true; }
+      if (s == "true" || s == "True" || s == "TRUE" || s == "yes") {
+        out = true;
+        return true;
+      }
+      if (s == "false" || s == "False" || s == "FALSE" || s == "no") {
+        out = false;
+        return true;
+      }
     }
-    d_.error(code::kYamlValidate, pos_of(n, file_), item_label(it),
-             std::string("'") + key + "' must be true or false");
+    d_.error(code::kYamlValidate, pos_of(n, file_), item_label(it), std::string("'") + key + "' must be true or false");
     return false;
   }
-  bool string_list(const YAML::Node& n, std::vector<std::string>& out, const ItemDoc& it,
-                   const char* key) {
+  bool string_list(const YAML::Node& n, std::vector<std::string>& out, const ItemDoc& it, const char* key) {
     if (n.IsNull()) return true;
     if (!n.IsSequence()) {
-      d_.error(code::kYamlValidate, pos_of(n, file_), item_label(it),
-               std::string("'") + key + "' must be a list");
+      d_.error(code::kYamlValidate, pos_of(n, file_), item_label(it), std::string("'") + key + "' must be a list");
       return false;
     }
     for (const auto& e : n) {
@@ -141,12 +146,18 @@ class Reader {
             if (tuple.IsSequence()) {
               for (const auto& el : tuple) {
                 ExceptionValue ev;
-                if (!exception_value(el, ev, it)) { ok = false; break; }
+                if (!exception_value(el, ev, it)) {
+                  ok = false;
+                  break;
+                }
                 t.push_back(std::move(ev));
               }
             } else {
               ExceptionValue ev;
-              if (!exception_value(tuple, ev, it)) { ok = false; continue; }
+              if (!exception_value(tuple, ev, it)) {
+                ok = false;
+                continue;
+              }
               t.push_back(std::move(ev));
             }
             x.values.push_back(std::move(t));
@@ -191,7 +202,8 @@ class Reader {
           if (kv->second.IsScalar()) st.by.push_back(kv->second.Scalar());
           else ok = string_list(kv->second, st.by, it, "by") && ok;
         } else {
-          d_.warning(code::kUnknownKey, pos_of(kv->first, file_), item_label(it), "unknown step key '" + k + "' ignored");
+          d_.warning(code::kUnknownKey, pos_of(kv->first, file_), item_label(it),
+                     "unknown step key '" + k + "' ignored");
         }
       }
       out.push_back(std::move(st));
@@ -243,8 +255,7 @@ class Reader {
       return;
     }
     if (!head.IsScalar() || head.Scalar().empty()) {
-      d_.error(code::kYamlValidate, pos_of(head, file_), "",
-               std::string("'") + kind_key + "' must name the item");
+      d_.error(code::kYamlValidate, pos_of(head, file_), "", std::string("'") + kind_key + "' must name the item");
       return;
     }
     it.name = head.Scalar();
@@ -255,8 +266,7 @@ class Reader {
       const std::string k = kv->first.Scalar();
       const YAML::Node v = kv->second;
       if (!allowed.count(k)) {
-        d_.warning(code::kUnknownKey, pos_of(kv->first, file_), item_label(it),
-                   "unknown key '" + k + "' ignored");
+        d_.warning(code::kUnknownKey, pos_of(kv->first, file_), item_label(it), "unknown key '" + k + "' ignored");
         continue;
       }
       it.key_pos[k] = pos_of(v, file_);
@@ -320,14 +330,25 @@ class Reader {
   }
 
   static const std::set<std::string>& allowed_keys(ItemDoc::Kind kind) {
-    static const std::set<std::string> kRuleKeys = {
-        "rule", "desc", "condition", "output", "priority", "tags", "enabled", "source",
-        "exceptions", "warn_evttypes", "skip-if-unknown-filter", "append", "override",
-        "capture", "capture_duration"};
+    static const std::set<std::string> kRuleKeys = {"rule",
+                                                    "desc",
+                                                    "condition",
+                                                    "output",
+                                                    "priority",
+                                                    "tags",
+                                                    "enabled",
+                                                    "source",
+                                                    "exceptions",
+                                                    "warn_evttypes",
+                                                    "skip-if-unknown-filter",
+                                                    "append",
+                                                    "override",
+                                                    "capture",
+                                                    "capture_duration"};
     static const std::set<std::string> kMacroKeys = {"macro", "condition", "append", "override"};
     static const std::set<std::string> kListKeys = {"list", "items", "append", "override"};
-    static const std::set<std::string> kSequenceKeys = {"sequence", "desc", "by", "within", "steps",
-                                                        "output", "priority", "tags", "enabled"};
+    static const std::set<std::string> kSequenceKeys = {"sequence", "desc",     "by",   "within", "steps",
+                                                        "output",   "priority", "tags", "enabled"};
     return kind == ItemDoc::Kind::kRule       ? kRuleKeys
            : kind == ItemDoc::Kind::kMacro    ? kMacroKeys
            : kind == ItemDoc::Kind::kSequence ? kSequenceKeys
@@ -338,21 +359,38 @@ class Reader {
   bool key(const std::string& k, const YAML::Node& v, ItemDoc& it) {
     std::string s;
     bool b = false;
-    if (k == "condition") { if (!scalar(v, s, it, "condition")) return false; it.condition = s; }
-    else if (k == "desc") { if (!scalar(v, s, it, "desc")) return false; it.desc = s; }
-    else if (k == "output") { if (!scalar(v, s, it, "output")) return false; it.output = s; }
-    else if (k == "priority") { if (!scalar(v, s, it, "priority")) return false; it.priority = s; }
-    else if (k == "source") { if (!scalar(v, s, it, "source")) return false; it.source = s; }
-    else if (k == "enabled") { if (!boolean(v, b, it, "enabled")) return false; it.enabled = b; }
-    else if (k == "warn_evttypes") { if (!boolean(v, b, it, "warn_evttypes")) return false; it.warn_evttypes = b; }
-    else if (k == "skip-if-unknown-filter") {
+    if (k == "condition") {
+      if (!scalar(v, s, it, "condition")) return false;
+      it.condition = s;
+    } else if (k == "desc") {
+      if (!scalar(v, s, it, "desc")) return false;
+      it.desc = s;
+    } else if (k == "output") {
+      if (!scalar(v, s, it, "output")) return false;
+      it.output = s;
+    } else if (k == "priority") {
+      if (!scalar(v, s, it, "priority")) return false;
+      it.priority = s;
+    } else if (k == "source") {
+      if (!scalar(v, s, it, "source")) return false;
+      it.source = s;
+    } else if (k == "enabled") {
+      if (!boolean(v, b, it, "enabled")) return false;
+      it.enabled = b;
+    } else if (k == "warn_evttypes") {
+      if (!boolean(v, b, it, "warn_evttypes")) return false;
+      it.warn_evttypes = b;
+    } else if (k == "skip-if-unknown-filter") {
       if (!boolean(v, b, it, "skip-if-unknown-filter")) return false;
       it.skip_if_unknown_filter = b;
-    }
-    else if (k == "append") { if (!boolean(v, b, it, "append")) return false; it.append = b; }
-    else if (k == "capture") { return boolean(v, b, it, "capture"); }
-    else if (k == "capture_duration") { return scalar(v, s, it, "capture_duration"); }
-    else if (k == "tags") {
+    } else if (k == "append") {
+      if (!boolean(v, b, it, "append")) return false;
+      it.append = b;
+    } else if (k == "capture") {
+      return boolean(v, b, it, "capture");
+    } else if (k == "capture_duration") {
+      return scalar(v, s, it, "capture_duration");
+    } else if (k == "tags") {
       std::vector<std::string> t;
       if (!string_list(v, t, it, "tags")) return false;
       it.tags = std::move(t);
@@ -401,7 +439,9 @@ class BudgetHandler : public YAML::EventHandler {
   void OnNull(const YAML::Mark&, YAML::anchor_t) override { tick(); }
   void OnAlias(const YAML::Mark&, YAML::anchor_t) override { tick(); }
   void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override { tick(); }
-  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override { tick(); }
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+    tick();
+  }
   void OnSequenceEnd() override { tick(); }
   void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override { tick(); }
   void OnMapEnd() override { tick(); }
@@ -416,8 +456,7 @@ class BudgetHandler : public YAML::EventHandler {
 
 }  // namespace
 
-std::vector<ItemDoc> read_rules_yaml(std::string_view text, const std::string& file,
-                                     Diagnostics& diags) {
+std::vector<ItemDoc> read_rules_yaml(std::string_view text, const std::string& file, Diagnostics& diags) {
   std::vector<ItemDoc> out;
   std::vector<YAML::Node> docs;
   // libyaml first: yaml-cpp 0.7 can loop without bound on some malformed input.
@@ -505,9 +544,7 @@ bool engine_version_satisfied(std::string_view required, std::string_view have) 
 
 namespace {
 
-std::string label(const char* kind, const std::string& name) {
-  return std::string(kind) + " '" + name + "'";
-}
+std::string label(const char* kind, const std::string& name) { return std::string(kind) + " '" + name + "'"; }
 
 // Falco's name rules: lists [^()"'\s=,]+, macros [a-zA-Z]+[a-zA-Z0-9_]*.
 bool valid_list_name(const std::string& n) {
@@ -536,8 +573,7 @@ Pos key_pos(const ItemDoc& it, const std::string& k) {
 // Checks the override map against the keys present; `appendable`/`replaceable`
 // are the keys each mode allows.
 bool check_overrides(const ItemDoc& it, const std::set<std::string>& appendable,
-                     const std::set<std::string>& replaceable, const std::string& lbl,
-                     Diagnostics& d) {
+                     const std::set<std::string>& replaceable, const std::string& lbl, Diagnostics& d) {
   bool ok = true;
   if (it.append && !it.overrides.empty()) {
     d.error(code::kOverride, key_pos(it, "override"), lbl, "'append' and 'override' cannot be used together");
@@ -546,9 +582,9 @@ bool check_overrides(const ItemDoc& it, const std::set<std::string>& appendable,
   for (const auto& [k, mode] : it.overrides) {
     const auto& allowed = mode == OverrideMode::kAppend ? appendable : replaceable;
     if (!allowed.count(k)) {
-      d.error(code::kOverride, key_pos(it, "override"), lbl,
-              "key '" + k + "' cannot be overridden with '" +
-                  (mode == OverrideMode::kAppend ? "append" : "replace") + "'");
+      d.error(
+          code::kOverride, key_pos(it, "override"), lbl,
+          "key '" + k + "' cannot be overridden with '" + (mode == OverrideMode::kAppend ? "append" : "replace") + "'");
       ok = false;
     }
     if (!it.key_pos.count(k)) {
@@ -560,8 +596,7 @@ bool check_overrides(const ItemDoc& it, const std::set<std::string>& appendable,
   if (!it.overrides.empty()) {
     for (const auto& [k, p] : it.key_pos) {
       if ((appendable.count(k) || replaceable.count(k)) && !it.overrides.count(k)) {
-        d.error(code::kOverride, p, lbl,
-                "unexpected key '" + k + "': no corresponding entry under 'override'");
+        d.error(code::kOverride, p, lbl, "unexpected key '" + k + "': no corresponding entry under 'override'");
         ok = false;
       }
     }
@@ -569,8 +604,8 @@ bool check_overrides(const ItemDoc& it, const std::set<std::string>& appendable,
   return ok;
 }
 
-void merge_exceptions(std::vector<ExceptionDoc>& into, const std::vector<ExceptionDoc>& add,
-                      const std::string& lbl, Diagnostics& d) {
+void merge_exceptions(std::vector<ExceptionDoc>& into, const std::vector<ExceptionDoc>& add, const std::string& lbl,
+                      Diagnostics& d) {
   for (const auto& e : add) {
     auto it = std::find_if(into.begin(), into.end(), [&](const ExceptionDoc& x) { return x.name == e.name; });
     if (it == into.end()) {
@@ -601,9 +636,9 @@ void Collector::apply(const ItemDoc& item, Diagnostics& diags) {
     case ItemDoc::Kind::kSequence: apply_sequence(item, diags); break;
     case ItemDoc::Kind::kEngineVersion:
       if (!engine_version_satisfied(item.version, kEngineVersion)) {
-        diags.error(code::kEngineVersion, item.pos, "",
-                    "rules require engine version " + item.version + ", vigil implements " +
-                        std::string(kEngineVersion));
+        diags.error(
+            code::kEngineVersion, item.pos, "",
+            "rules require engine version " + item.version + ", vigil implements " + std::string(kEngineVersion));
       }
       break;
     case ItemDoc::Kind::kPluginVersions:
@@ -616,13 +651,16 @@ void Collector::apply_list(const ItemDoc& it, Diagnostics& d) {
   const std::string lbl = label("list", it.name);
   if (!valid_list_name(it.name)) d.warning(code::kInvalidName, it.pos, lbl, "list name Falco would reject");
   if (!check_overrides(it, {"items"}, {"items"}, lbl, d)) return;
-  if (it.append) d.warning(code::kDeprecated, key_pos(it, "append"), lbl, "'append: true' is deprecated; use 'override: {items: append}'");
+  if (it.append)
+    d.warning(code::kDeprecated, key_pos(it, "append"), lbl,
+              "'append: true' is deprecated; use 'override: {items: append}'");
   auto found = list_index_.find(it.name);
   bool appending = it.append || (it.overrides.count("items") && it.overrides.at("items") == OverrideMode::kAppend);
   bool replacing = it.overrides.count("items") && it.overrides.at("items") == OverrideMode::kReplace;
   if (appending || replacing) {
     if (found == list_index_.end()) {
-      d.error(code::kOverride, it.pos, lbl, std::string(appending ? "append" : "override") + " to a list that is not defined");
+      d.error(code::kOverride, it.pos, lbl,
+              std::string(appending ? "append" : "override") + " to a list that is not defined");
       return;
     }
     auto& l = lists_[found->second];
@@ -646,17 +684,21 @@ void Collector::apply_macro(const ItemDoc& it, Diagnostics& d) {
   const std::string lbl = label("macro", it.name);
   if (!valid_macro_name(it.name)) d.warning(code::kInvalidName, it.pos, lbl, "macro name Falco would reject");
   if (!check_overrides(it, {"condition"}, {"condition"}, lbl, d)) return;
-  if (it.append) d.warning(code::kDeprecated, key_pos(it, "append"), lbl, "'append: true' is deprecated; use 'override: {condition: append}'");
+  if (it.append)
+    d.warning(code::kDeprecated, key_pos(it, "append"), lbl,
+              "'append: true' is deprecated; use 'override: {condition: append}'");
   if (!it.condition) {
     d.error(code::kYamlValidate, it.pos, lbl, "a macro needs a 'condition'");
     return;
   }
   auto found = macro_index_.find(it.name);
-  bool appending = it.append || (it.overrides.count("condition") && it.overrides.at("condition") == OverrideMode::kAppend);
+  bool appending =
+      it.append || (it.overrides.count("condition") && it.overrides.at("condition") == OverrideMode::kAppend);
   bool replacing = it.overrides.count("condition") && it.overrides.at("condition") == OverrideMode::kReplace;
   if (appending || replacing) {
     if (found == macro_index_.end()) {
-      d.error(code::kOverride, it.pos, lbl, std::string(appending ? "append" : "override") + " to a macro that is not defined");
+      d.error(code::kOverride, it.pos, lbl,
+              std::string(appending ? "append" : "override") + " to a macro that is not defined");
       return;
     }
     auto& m = macros_[found->second];
@@ -679,9 +721,17 @@ void Collector::apply_macro(const ItemDoc& it, Diagnostics& d) {
 namespace {
 
 const std::set<std::string> kRuleAppendable = {"condition", "output", "desc", "tags", "exceptions"};
-const std::set<std::string> kRuleReplaceable = {
-    "condition", "output", "desc", "priority", "tags", "exceptions", "enabled",
-    "warn_evttypes", "skip-if-unknown-filter", "capture", "capture_duration"};
+const std::set<std::string> kRuleReplaceable = {"condition",
+                                                "output",
+                                                "desc",
+                                                "priority",
+                                                "tags",
+                                                "exceptions",
+                                                "enabled",
+                                                "warn_evttypes",
+                                                "skip-if-unknown-filter",
+                                                "capture",
+                                                "capture_duration"};
 
 bool rule_priority(const ItemDoc& it, const std::string& s, event::Priority& p, const std::string& lbl,
                    Diagnostics& d) {
@@ -728,7 +778,8 @@ void change_rule(const ItemDoc& it, RuleDef& r, const std::string& lbl, Diagnost
       r.output_pos = key_pos(it, "output");
     }
   }
-  if (auto m = mode("desc"); m != OverrideMode::kNone) r.desc = m == OverrideMode::kAppend ? r.desc + " " + *it.desc : *it.desc;
+  if (auto m = mode("desc"); m != OverrideMode::kNone)
+    r.desc = m == OverrideMode::kAppend ? r.desc + " " + *it.desc : *it.desc;
   if (auto m = mode("tags"); m != OverrideMode::kNone) {
     if (m == OverrideMode::kReplace) r.tags.clear();
     for (const auto& t : *it.tags) {
@@ -788,9 +839,11 @@ void Collector::apply_rule(const ItemDoc& it, Diagnostics& d) {
   if (!check_overrides(it, kRuleAppendable, kRuleReplaceable, lbl, d)) return;
   auto found = rule_index_.find(it.name);
   if (it.append || !it.overrides.empty()) {
-    if (it.append) d.warning(code::kDeprecated, key_pos(it, "append"), lbl, "'append: true' is deprecated; use 'override'");
+    if (it.append)
+      d.warning(code::kDeprecated, key_pos(it, "append"), lbl, "'append: true' is deprecated; use 'override'");
     if (found == rule_index_.end()) {
-      d.error(code::kOverride, it.pos, lbl, std::string(it.append ? "append" : "override") + " to a rule that is not defined");
+      d.error(code::kOverride, it.pos, lbl,
+              std::string(it.append ? "append" : "override") + " to a rule that is not defined");
       return;
     }
     change_rule(it, rules_[found->second], lbl, d);
@@ -877,8 +930,8 @@ void Collector::apply_sequence(const ItemDoc& it, Diagnostics& d) {
   if (n < kMinSequenceSteps || n > kMaxSequenceSteps) {
     d.error(code::kSequence, key_pos(it, "steps"), lbl,
             "a sequence has " + std::to_string(kMinSequenceSteps) + " to " + std::to_string(kMaxSequenceSteps) +
-                " steps, this one " + (n > kMaxSequenceSteps ? "more than " + std::to_string(kMaxSequenceSteps)
-                                                            : std::to_string(n)));
+                " steps, this one " +
+                (n > kMaxSequenceSteps ? "more than " + std::to_string(kMaxSequenceSteps) : std::to_string(n)));
     ok = false;
   } else {
     s.steps = *it.steps;

@@ -28,10 +28,10 @@ struct ExceptionValue {
 struct ExceptionDoc {
   std::string name;
   Pos pos;
-  bool fields_is_list = true;       // `fields: [a, b]` vs `fields: a`
+  bool fields_is_list = true;  // `fields: [a, b]` vs `fields: a`
   std::vector<std::string> fields;
   bool has_comps = false;
-  std::vector<std::string> comps;   // one per field (or one for a scalar field)
+  std::vector<std::string> comps;  // one per field (or one for a scalar field)
   bool has_values = false;
   std::vector<std::vector<ExceptionValue>> values;  // tuples; scalar fields: 1-tuples
 };
@@ -60,29 +60,28 @@ struct ItemDoc {
   Kind kind = Kind::kRule;
   std::string name;
   Pos pos;
-  std::map<std::string, Pos> key_pos;           // every key present, with its value's position
+  std::map<std::string, Pos> key_pos;  // every key present, with its value's position
   std::map<std::string, OverrideMode> overrides;
-  bool append = false;                          // legacy `append: true`
+  bool append = false;  // legacy `append: true`
 
-  std::vector<std::string> items;               // list
-  std::optional<std::string> condition;         // macro, rule
+  std::vector<std::string> items;        // list
+  std::optional<std::string> condition;  // macro, rule
   std::optional<std::string> desc, output, priority, source;
   std::optional<bool> enabled, warn_evttypes, skip_if_unknown_filter;
   std::optional<std::vector<std::string>> tags;
   std::optional<std::vector<ExceptionDoc>> exceptions;
 
-  std::optional<std::vector<std::string>> by;   // sequence: correlation key fields
-  std::optional<std::string> within;            // sequence: window, "60s"
-  std::optional<std::vector<StepDoc>> steps;    // sequence
+  std::optional<std::vector<std::string>> by;  // sequence: correlation key fields
+  std::optional<std::string> within;           // sequence: window, "60s"
+  std::optional<std::vector<StepDoc>> steps;   // sequence
 
-  std::string version;                          // required_engine_version
-  std::vector<PluginRequirement> plugins;       // required_plugin_versions
+  std::string version;                     // required_engine_version
+  std::vector<PluginRequirement> plugins;  // required_plugin_versions
 };
 
 // Reads one rules file's text. Reports E002/E003/W001/W002 diagnostics and
 // returns the well-formed items (a malformed item is dropped).
-std::vector<ItemDoc> read_rules_yaml(std::string_view text, const std::string& file,
-                                     Diagnostics& diags);
+std::vector<ItemDoc> read_rules_yaml(std::string_view text, const std::string& file, Diagnostics& diags);
 
 // The definitions after every file was applied, in first-definition order.
 struct RuleDef {

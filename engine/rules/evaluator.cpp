@@ -52,8 +52,7 @@ bool cmp_num(Op op, std::int64_t v, std::int64_t r) noexcept {
 bool test_one(const CCheck& c, Op op, const Val& v) noexcept {
   switch (c.ltype) {
     case FieldType::kString:
-    case FieldType::kList:
-      return cmp_str(c, op, v.s, c.str, 0);
+    case FieldType::kList: return cmp_str(c, op, v.s, c.str, 0);
     case FieldType::kInt:
     case FieldType::kUint:
       if (op == Op::kIn || op == Op::kIntersects) {
@@ -62,14 +61,18 @@ bool test_one(const CCheck& c, Op op, const Val& v) noexcept {
       return cmp_num(op, v.i, c.nums.empty() ? 0 : c.nums[0]);
     case FieldType::kBool:
       if (op == Op::kIn || op == Op::kIntersects) {
-        for (auto n : c.nums) if ((n != 0) == v.b) return true;
+        for (auto n : c.nums)
+          if ((n != 0) == v.b) return true;
         return false;
       }
       return op == Op::kEq ? v.b == c.boolean : v.b != c.boolean;
     case FieldType::kIp: {
       bool any = false;
       for (const auto& n : c.nets) {
-        if (n.contains(*v.ip)) { any = true; break; }
+        if (n.contains(*v.ip)) {
+          any = true;
+          break;
+        }
       }
       return op == Op::kNe ? !any : any;
     }
@@ -99,7 +102,9 @@ bool compare_vals(Op op, FieldType t, const Val& a, const Val& b) noexcept {
     case FieldType::kString:
     case FieldType::kList:
       switch (op) {
-        case Op::kEq: case Op::kIn: case Op::kIntersects: return a.s == b.s;
+        case Op::kEq:
+        case Op::kIn:
+        case Op::kIntersects: return a.s == b.s;
         case Op::kNe: return a.s != b.s;
         case Op::kContains: return a.s.find(b.s) != std::string_view::npos;
         case Op::kStartsWith: return starts_with(a.s, b.s);
@@ -145,8 +150,8 @@ bool compare_vals(Op op, FieldType t, const Val& a, const Val& b) noexcept {
 // lower-cases as it hashes and compares, instead of lower-casing a copy of
 // each value in the arena. -1: not such a check; else its result.
 int lowered_in(const CCheck& c, const ExtractCtx& x) noexcept {
-  if (c.op != Op::kIn || c.ltype != FieldType::kString || c.mod != Modifier::kNone || c.rhs_field ||
-      c.multi_all_in || c.ltr.empty() || c.ltr.back() != Transformer::kToLower)
+  if (c.op != Op::kIn || c.ltype != FieldType::kString || c.mod != Modifier::kNone || c.rhs_field || c.multi_all_in ||
+      c.ltr.empty() || c.ltr.back() != Transformer::kToLower)
     return -1;
   for (std::size_t i = 0; i + 1 < c.ltr.size(); ++i)
     if (c.ltr[i] != Transformer::kBasename) return -1;
@@ -432,9 +437,9 @@ void render_plan(const CNode& n, int depth, std::string& out) {
     case CNode::Kind::kTypeMask: out += "evt.type in (" + event::type_names(n.mask) + ")\n"; return;
     case CNode::Kind::kCheck: {
       const CCheck& c = *n.check;
-      out += c.text.empty() ? "anyof(" + std::string(op_name(c.op)) + ") on " +
-                                  std::string(c.lhs.def ? c.lhs.def->name : "?")
-                            : c.text;
+      out += c.text.empty()
+                 ? "anyof(" + std::string(op_name(c.op)) + ") on " + std::string(c.lhs.def ? c.lhs.def->name : "?")
+                 : c.text;
       out += '\n';
       return;
     }
@@ -450,9 +455,7 @@ std::string Expr::plan(event::Type t) const {
   render_plan(*by_type_[i], 0, out);
   return out;
 }
-bool Expr::path_prefixes(std::vector<PathLiteral>& out) const {
-  return root_ && prefixes_of(*root_, out);
-}
+bool Expr::path_prefixes(std::vector<PathLiteral>& out) const { return root_ && prefixes_of(*root_, out); }
 
 OpenPaths open_paths_of(std::vector<PathLiteral> literals) {
   // Only resolved prefixes are judged apart for writes: whole paths cost a
@@ -478,8 +481,8 @@ OpenPaths open_paths_of(std::vector<PathLiteral> literals) {
   OpenPaths out;
   for (const auto& p : literals) {
     if (covered(p)) continue;
-    (p.whole ? out.whole
-     : p.dir ? out.directories
+    (p.whole   ? out.whole
+     : p.dir   ? out.directories
      : p.given ? out.given
      : p.write ? out.write_prefixes
                : out.prefixes)
@@ -503,8 +506,6 @@ bool node_reads(const CNode& n, std::span<const std::string_view> fields) {
 }
 }  // namespace
 
-bool Expr::reads_any(std::span<const std::string_view> fields) const {
-  return root_ && node_reads(*root_, fields);
-}
+bool Expr::reads_any(std::span<const std::string_view> fields) const { return root_ && node_reads(*root_, fields); }
 
 }  // namespace vigil::rules

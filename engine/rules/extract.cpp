@@ -86,7 +86,10 @@ void apply_transformer(Transformer t, FieldType in, Extracted& e, Arena& a, Fiel
         for (char c : s) {
           if (c == '=') break;
           int v = b64_val(c);
-          if (v < 0) { bad = true; break; }
+          if (v < 0) {
+            bad = true;
+            break;
+          }
           acc = (acc << 6) | static_cast<std::uint32_t>(v);
           bits += 6;
           if (bits >= 8) {
@@ -111,8 +114,8 @@ void apply_transformer(Transformer t, FieldType in, Extracted& e, Arena& a, Fiel
 
 }  // namespace
 
-FieldType extract_field(const ExtractCtx& x, const FieldInst& f,
-                        const std::vector<Transformer>& tr, Extracted& out) noexcept {
+FieldType extract_field(const ExtractCtx& x, const FieldInst& f, const std::vector<Transformer>& tr,
+                        Extracted& out) noexcept {
   out.n = 0;
   FieldCache* c = x.cache;
   if (c && f.slot >= 0) {

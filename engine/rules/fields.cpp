@@ -143,8 +143,7 @@ const FieldCatalog& FieldCatalog::builtin() {
   return kCatalog;
 }
 
-Result<std::unique_ptr<FieldCatalog>> FieldCatalog::extend(const FieldCatalog& base,
-                                                          std::vector<FieldDef> extra) {
+Result<std::unique_ptr<FieldCatalog>> FieldCatalog::extend(const FieldCatalog& base, std::vector<FieldDef> extra) {
   std::unique_ptr<FieldCatalog> c(new FieldCatalog(base));
   c->fields_.reserve(base.fields_.size() + extra.size());
   for (FieldDef& f : extra) {
@@ -163,8 +162,8 @@ const FieldDef* FieldCatalog::find(std::string_view name) const {
   return nullptr;
 }
 
-bool FieldCatalog::resolve(std::string_view name, bool has_arg, std::string_view arg,
-                           FieldInst& out, std::string& error, bool& unknown) const {
+bool FieldCatalog::resolve(std::string_view name, bool has_arg, std::string_view arg, FieldInst& out,
+                           std::string& error, bool& unknown) const {
   unknown = false;
   const FieldDef* def = find(name);
   if (!def && !has_arg) {
@@ -200,8 +199,7 @@ bool FieldCatalog::resolve(std::string_view name, bool has_arg, std::string_view
       break;
     case ArgMode::kRequiredKey:
       if (!has_arg || arg.empty()) {
-        error = "field '" + std::string(def->name) + "' needs an argument, e.g. " +
-                std::string(def->name) + "[key]";
+        error = "field '" + std::string(def->name) + "' needs an argument, e.g. " + std::string(def->name) + "[key]";
         return false;
       }
       out.arg = std::string(arg);
@@ -219,8 +217,7 @@ bool FieldCatalog::resolve(std::string_view name, bool has_arg, std::string_view
       std::int64_t idx = -1;
       auto r = std::from_chars(arg.data(), arg.data() + arg.size(), idx);
       if (r.ec != std::errc() || r.ptr != arg.data() + arg.size() || idx < 0 || idx > 32) {
-        error = "field '" + std::string(def->name) + "' needs a numeric index 0..32, got '" +
-                std::string(arg) + "'";
+        error = "field '" + std::string(def->name) + "' needs a numeric index 0..32, got '" + std::string(arg) + "'";
         return false;
       }
       out.arg = std::string(arg);

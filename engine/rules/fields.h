@@ -87,10 +87,10 @@ struct FieldDef;
 // A field as used in a condition or output: its definition plus the argument.
 struct FieldInst {
   const FieldDef* def = nullptr;
-  std::string arg;           // "" when none
+  std::string arg;  // "" when none
   bool has_arg = false;
-  std::int64_t index = -1;   // numeric argument (proc.aname[2]), -1 when none
-  int slot = -1;             // per-event value cache slot (FieldCache), -1: not cached
+  std::int64_t index = -1;  // numeric argument (proc.aname[2]), -1 when none
+  int slot = -1;            // per-event value cache slot (FieldCache), -1: not cached
 };
 
 // Values of single-valued fields already extracted for the current event, so
@@ -100,7 +100,7 @@ struct FieldInst {
 // strings may point into it).
 struct FieldCache {
   static constexpr int kSlots = 256;
-  FieldCache() noexcept {}  // leaves the slots uninitialised: `done` says which are valid
+  FieldCache() noexcept {}          // leaves the slots uninitialised: `done` says which are valid
   std::uint64_t done[kSlots / 64];  // bit set: slot computed
   std::uint8_t count[kSlots];       // 0 or 1 value
   union {
@@ -155,8 +155,8 @@ struct FieldDef {
   std::string_view name;
   FieldType type;
   ArgMode arg = ArgMode::kNone;
-  bool any_of = false;          // several values, a comparison holds when any holds
-  EventSet events;              // the event types that fill it
+  bool any_of = false;  // several values, a comparison holds when any holds
+  EventSet events;      // the event types that fill it
   std::string_view description;
   ExtractFn fn = nullptr;
   const void* user = nullptr;  // the extractor's own data (a plugin's field binding)
@@ -169,14 +169,13 @@ class FieldCatalog {
   // `base` plus `extra` (a plugin's fields). The names and descriptions of
   // `extra` must outlive the catalogue. Fails naming the first field whose
   // name `base` (or an earlier extra field) already has.
-  static Result<std::unique_ptr<FieldCatalog>> extend(const FieldCatalog& base,
-                                                      std::vector<FieldDef> extra);
+  static Result<std::unique_ptr<FieldCatalog>> extend(const FieldCatalog& base, std::vector<FieldDef> extra);
 
   // Resolves "name" with an optional "[arg]" (and the dotted key forms such as
   // k8s.pod.label.app) to an instance. Returns false with a reason when the
   // field is unknown or its argument is wrong.
-  bool resolve(std::string_view name, bool has_arg, std::string_view arg, FieldInst& out,
-               std::string& error, bool& unknown) const;
+  bool resolve(std::string_view name, bool has_arg, std::string_view arg, FieldInst& out, std::string& error,
+               bool& unknown) const;
 
   const std::vector<FieldDef>& fields() const { return fields_; }
   const FieldDef* find(std::string_view name) const;

@@ -50,20 +50,24 @@ void append_baseline_fields(std::vector<FieldDef>& fields) {
   constexpr std::string_view kLocked =
       " Has a value only when the workload's profile is locked (baseline.state = locked); no value "
       "while it learns, for host processes, and with baselines off.";
-  static const std::string kExe = std::string(
-      "The program run is in the workload's baseline: its path (proc.exepath) was run while the profile "
-      "learnt and, when both the event and the profile have SHA-256s for that path (proc.exe_sha256), "
-      "its hash is one of them: a different program at a known path is a deviation.") + std::string(kLocked);
-  static const std::string kSip = std::string(
-      "The outbound destination is in the workload's baseline: the server address, within the network "
-      "learnt (baseline.v4_prefix/v6_prefix, /24 and /64 by default), with the same port and protocol.") +
+  static const std::string kExe =
+      std::string(
+          "The program run is in the workload's baseline: its path (proc.exepath) was run while the profile "
+          "learnt and, when both the event and the profile have SHA-256s for that path (proc.exe_sha256), "
+          "its hash is one of them: a different program at a known path is a deviation.") +
       std::string(kLocked);
-  static const std::string kName = std::string(
-      "The file opened for writing is in the workload's baseline (the same path written while it "
-      "learnt). Only successful opens for writing of files under baseline.watch_paths have a value.") +
+  static const std::string kSip =
+      std::string(
+          "The outbound destination is in the workload's baseline: the server address, within the network "
+          "learnt (baseline.v4_prefix/v6_prefix, /24 and /64 by default), with the same port and protocol.") +
       std::string(kLocked);
-  static const std::string kClass = std::string(
-      "The NVIDIA RM class allocated (gpu.class) is in the workload's baseline.") + std::string(kLocked);
+  static const std::string kName =
+      std::string(
+          "The file opened for writing is in the workload's baseline (the same path written while it "
+          "learnt). Only successful opens for writing of files under baseline.watch_paths have a value.") +
+      std::string(kLocked);
+  static const std::string kClass =
+      std::string("The NVIDIA RM class allocated (gpu.class) is in the workload's baseline.") + std::string(kLocked);
   fields.push_back({"baseline.state", T::kString, A::kNone, false, "*",
                     "The event's workload profile: locked (deviations are reported), learning, or none (a host "
                     "process, a container whose workload is not known yet or past baseline.max_workloads, or "

@@ -14,7 +14,10 @@ void x_container_id(const X& x, const F&, E& o) noexcept {
   std::string_view id;
   if (x.ctx->container) id = x.ctx->container->id;
   else if (auto* p = proc_of(x)) id = p->container_id;
-  if (id.empty()) { str(o, "host"); return; }
+  if (id.empty()) {
+    str(o, "host");
+    return;
+  }
   str(o, id.substr(0, 12));
 }
 void x_container_full_id(const X& x, const F&, E& o) noexcept {
@@ -116,44 +119,36 @@ void x_pod_labels(const X& x, const F&, E& o) noexcept {
 void append_container_fields(std::vector<FieldDef>& fields) {
   using T = FieldType;
   using A = ArgMode;
-  fields.insert(fields.end(), {
-      {"container.id", T::kString, A::kNone, false, "*",
-       "Container id, 12 characters; 'host' for host processes.",
-       x_container_id},
-      {"container.full_id", T::kString, A::kNone, false, "*",
-       "Full container id; 'host' for host processes.",
-       x_container_full_id},
-      {"container.name", T::kString, A::kNone, false, "*",
-       "Container name ('host' for host processes).",
-       x_container_name},
-      {"container.image", T::kString, A::kNone, false, "*",
-       "Container image (registry/repository:tag).",
-       x_image},
-      {"container.image.repository", T::kString, A::kNone, false, "*",
-       "Image repository without the tag.",
-       x_image_repo},
-      {"container.image.tag", T::kString, A::kNone, false, "*", "Image tag.", x_image_tag},
-      {"container.type", T::kString, A::kNone, false, "*",
-       "Container runtime (containerd, cri-o, docker, podman).",
-       x_container_type},
-      {"container.start_ts", T::kInt, A::kNone, false, "*",
-       "When the container started, ns since the epoch: its pod's "
-       "status.containerStatuses[].state.running.startedAt (whole seconds, as the API gives it). No "
-       "value for host processes and containers of pods the API has not reported (vigil reads no "
-       "container runtime metadata).",
-       x_container_start_ts},
-      {"container.privileged", T::kBool, A::kNone, false, "*",
-       "The container runs privileged.",
-       x_privileged},
-      {"k8s.ns.name", T::kString, A::kNone, false, "*", "Kubernetes namespace of the pod.", x_ns},
-      {"k8s.pod.name", T::kString, A::kNone, false, "*", "Kubernetes pod name.", x_pod_name},
-      {"k8s.pod.uid", T::kString, A::kNone, false, "*", "Kubernetes pod uid.", x_pod_uid},
-      {"k8s.pod.id", T::kString, A::kNone, false, "*", "Kubernetes pod uid (Falco's older name).", x_pod_uid},
-      {"k8s.pod.label", T::kString, A::kRequiredKey, false, "*",
-       "A pod label: k8s.pod.label[app] or k8s.pod.label.app.",
-       x_pod_label},
-      {"k8s.pod.labels", T::kList, A::kNone, false, "*", "All pod labels as key:value.", x_pod_labels},
-  });
+  fields.insert(
+      fields.end(),
+      {
+          {"container.id", T::kString, A::kNone, false, "*", "Container id, 12 characters; 'host' for host processes.",
+           x_container_id},
+          {"container.full_id", T::kString, A::kNone, false, "*", "Full container id; 'host' for host processes.",
+           x_container_full_id},
+          {"container.name", T::kString, A::kNone, false, "*", "Container name ('host' for host processes).",
+           x_container_name},
+          {"container.image", T::kString, A::kNone, false, "*", "Container image (registry/repository:tag).", x_image},
+          {"container.image.repository", T::kString, A::kNone, false, "*", "Image repository without the tag.",
+           x_image_repo},
+          {"container.image.tag", T::kString, A::kNone, false, "*", "Image tag.", x_image_tag},
+          {"container.type", T::kString, A::kNone, false, "*", "Container runtime (containerd, cri-o, docker, podman).",
+           x_container_type},
+          {"container.start_ts", T::kInt, A::kNone, false, "*",
+           "When the container started, ns since the epoch: its pod's "
+           "status.containerStatuses[].state.running.startedAt (whole seconds, as the API gives it). No "
+           "value for host processes and containers of pods the API has not reported (vigil reads no "
+           "container runtime metadata).",
+           x_container_start_ts},
+          {"container.privileged", T::kBool, A::kNone, false, "*", "The container runs privileged.", x_privileged},
+          {"k8s.ns.name", T::kString, A::kNone, false, "*", "Kubernetes namespace of the pod.", x_ns},
+          {"k8s.pod.name", T::kString, A::kNone, false, "*", "Kubernetes pod name.", x_pod_name},
+          {"k8s.pod.uid", T::kString, A::kNone, false, "*", "Kubernetes pod uid.", x_pod_uid},
+          {"k8s.pod.id", T::kString, A::kNone, false, "*", "Kubernetes pod uid (Falco's older name).", x_pod_uid},
+          {"k8s.pod.label", T::kString, A::kRequiredKey, false, "*",
+           "A pod label: k8s.pod.label[app] or k8s.pod.label.app.", x_pod_label},
+          {"k8s.pod.labels", T::kList, A::kNone, false, "*", "All pod labels as key:value.", x_pod_labels},
+      });
 }
 
 }  // namespace vigil::rules

@@ -40,11 +40,10 @@ void exec_flags(const X& x, std::int64_t bits, E& o) noexcept {
 // An open's flags as names: O_WRONLY|O_CREAT...
 void open_flags(const X& x, std::uint32_t flags, E& o) noexcept {
   static constexpr std::pair<std::uint32_t, std::string_view> kFlags[] = {
-      {0100, "O_CREAT"},      {0200, "O_EXCL"},       {0400, "O_NOCTTY"},
-      {01000, "O_TRUNC"},     {02000, "O_APPEND"},    {04000, "O_NONBLOCK"},
-      {010000, "O_DSYNC"},    {040000, "O_DIRECT"},   {0200000, "O_DIRECTORY"},
-      {0400000, "O_NOFOLLOW"}, {01000000, "O_NOATIME"}, {02000000, "O_CLOEXEC"},
-      {010000000, "O_PATH"},  {020000000, "O_TMPFILE"}};
+      {0100, "O_CREAT"},        {0200, "O_EXCL"},        {0400, "O_NOCTTY"},      {01000, "O_TRUNC"},
+      {02000, "O_APPEND"},      {04000, "O_NONBLOCK"},   {010000, "O_DSYNC"},     {040000, "O_DIRECT"},
+      {0200000, "O_DIRECTORY"}, {0400000, "O_NOFOLLOW"}, {01000000, "O_NOATIME"}, {02000000, "O_CLOEXEC"},
+      {010000000, "O_PATH"},    {020000000, "O_TMPFILE"}};
   Arena& a = *x.arena;
   a.begin();
   auto acc = flags & 3u;
@@ -79,38 +78,63 @@ void octal_arg(const X& x, std::uint32_t v, E& o) noexcept {
 }
 std::string_view ptrace_request_name(std::uint32_t r) noexcept {
   switch (r) {
-    case 0: return "PTRACE_TRACEME"; case 1: return "PTRACE_PEEKTEXT"; case 2: return "PTRACE_PEEKDATA";
-    case 3: return "PTRACE_PEEKUSR"; case 4: return "PTRACE_POKETEXT"; case 5: return "PTRACE_POKEDATA";
-    case 6: return "PTRACE_POKEUSR"; case 7: return "PTRACE_CONT"; case 8: return "PTRACE_KILL";
-    case 9: return "PTRACE_SINGLESTEP"; case 12: return "PTRACE_GETREGS"; case 13: return "PTRACE_SETREGS";
-    case 14: return "PTRACE_GETFPREGS"; case 15: return "PTRACE_SETFPREGS"; case 16: return "PTRACE_ATTACH";
-    case 17: return "PTRACE_DETACH"; case 24: return "PTRACE_SYSCALL"; case 0x4200: return "PTRACE_SETOPTIONS";
-    case 0x4201: return "PTRACE_GETEVENTMSG"; case 0x4202: return "PTRACE_GETSIGINFO";
-    case 0x4203: return "PTRACE_SETSIGINFO"; case 0x4204: return "PTRACE_GETREGSET";
-    case 0x4205: return "PTRACE_SETREGSET"; case 0x4206: return "PTRACE_SEIZE";
-    case 0x4207: return "PTRACE_INTERRUPT"; case 0x4208: return "PTRACE_LISTEN";
+    case 0: return "PTRACE_TRACEME";
+    case 1: return "PTRACE_PEEKTEXT";
+    case 2: return "PTRACE_PEEKDATA";
+    case 3: return "PTRACE_PEEKUSR";
+    case 4: return "PTRACE_POKETEXT";
+    case 5: return "PTRACE_POKEDATA";
+    case 6: return "PTRACE_POKEUSR";
+    case 7: return "PTRACE_CONT";
+    case 8: return "PTRACE_KILL";
+    case 9: return "PTRACE_SINGLESTEP";
+    case 12: return "PTRACE_GETREGS";
+    case 13: return "PTRACE_SETREGS";
+    case 14: return "PTRACE_GETFPREGS";
+    case 15: return "PTRACE_SETFPREGS";
+    case 16: return "PTRACE_ATTACH";
+    case 17: return "PTRACE_DETACH";
+    case 24: return "PTRACE_SYSCALL";
+    case 0x4200: return "PTRACE_SETOPTIONS";
+    case 0x4201: return "PTRACE_GETEVENTMSG";
+    case 0x4202: return "PTRACE_GETSIGINFO";
+    case 0x4203: return "PTRACE_SETSIGINFO";
+    case 0x4204: return "PTRACE_GETREGSET";
+    case 0x4205: return "PTRACE_SETREGSET";
+    case 0x4206: return "PTRACE_SEIZE";
+    case 0x4207: return "PTRACE_INTERRUPT";
+    case 0x4208: return "PTRACE_LISTEN";
     default: return {};
   }
 }
 std::string_view bpf_cmd_name(std::uint32_t c) noexcept {
-  static constexpr std::string_view kNames[] = {
-      "BPF_MAP_CREATE", "BPF_MAP_LOOKUP_ELEM", "BPF_MAP_UPDATE_ELEM", "BPF_MAP_DELETE_ELEM",
-      "BPF_MAP_GET_NEXT_KEY", "BPF_PROG_LOAD", "BPF_OBJ_PIN", "BPF_OBJ_GET", "BPF_PROG_ATTACH",
-      "BPF_PROG_DETACH", "BPF_PROG_TEST_RUN", "BPF_PROG_GET_NEXT_ID", "BPF_MAP_GET_NEXT_ID",
-      "BPF_PROG_GET_FD_BY_ID", "BPF_MAP_GET_FD_BY_ID", "BPF_OBJ_GET_INFO_BY_FD", "BPF_PROG_QUERY",
-      "BPF_RAW_TRACEPOINT_OPEN", "BPF_BTF_LOAD", "BPF_BTF_GET_FD_BY_ID", "BPF_TASK_FD_QUERY",
-      "BPF_MAP_LOOKUP_AND_DELETE_ELEM", "BPF_MAP_FREEZE", "BPF_BTF_GET_NEXT_ID", "BPF_MAP_LOOKUP_BATCH",
-      "BPF_MAP_LOOKUP_AND_DELETE_BATCH", "BPF_MAP_UPDATE_BATCH", "BPF_MAP_DELETE_BATCH", "BPF_LINK_CREATE",
-      "BPF_LINK_UPDATE", "BPF_LINK_GET_FD_BY_ID", "BPF_LINK_GET_NEXT_ID", "BPF_ENABLE_STATS",
-      "BPF_ITER_CREATE", "BPF_LINK_DETACH", "BPF_PROG_BIND_MAP", "BPF_TOKEN_CREATE"};
+  static constexpr std::string_view kNames[] = {"BPF_MAP_CREATE",        "BPF_MAP_LOOKUP_ELEM",
+                                                "BPF_MAP_UPDATE_ELEM",   "BPF_MAP_DELETE_ELEM",
+                                                "BPF_MAP_GET_NEXT_KEY",  "BPF_PROG_LOAD",
+                                                "BPF_OBJ_PIN",           "BPF_OBJ_GET",
+                                                "BPF_PROG_ATTACH",       "BPF_PROG_DETACH",
+                                                "BPF_PROG_TEST_RUN",     "BPF_PROG_GET_NEXT_ID",
+                                                "BPF_MAP_GET_NEXT_ID",   "BPF_PROG_GET_FD_BY_ID",
+                                                "BPF_MAP_GET_FD_BY_ID",  "BPF_OBJ_GET_INFO_BY_FD",
+                                                "BPF_PROG_QUERY",        "BPF_RAW_TRACEPOINT_OPEN",
+                                                "BPF_BTF_LOAD",          "BPF_BTF_GET_FD_BY_ID",
+                                                "BPF_TASK_FD_QUERY",     "BPF_MAP_LOOKUP_AND_DELETE_ELEM",
+                                                "BPF_MAP_FREEZE",        "BPF_BTF_GET_NEXT_ID",
+                                                "BPF_MAP_LOOKUP_BATCH",  "BPF_MAP_LOOKUP_AND_DELETE_BATCH",
+                                                "BPF_MAP_UPDATE_BATCH",  "BPF_MAP_DELETE_BATCH",
+                                                "BPF_LINK_CREATE",       "BPF_LINK_UPDATE",
+                                                "BPF_LINK_GET_FD_BY_ID", "BPF_LINK_GET_NEXT_ID",
+                                                "BPF_ENABLE_STATS",      "BPF_ITER_CREATE",
+                                                "BPF_LINK_DETACH",       "BPF_PROG_BIND_MAP",
+                                                "BPF_TOKEN_CREATE"};
   return c < std::size(kNames) ? kNames[c] : std::string_view{};
 }
 std::string_view signal_name(std::uint64_t s) noexcept {
   static constexpr std::string_view kNames[] = {
-      {},        "SIGHUP",  "SIGINT",    "SIGQUIT", "SIGILL",    "SIGTRAP", "SIGABRT", "SIGBUS",
-      "SIGFPE",  "SIGKILL", "SIGUSR1",   "SIGSEGV", "SIGUSR2",   "SIGPIPE", "SIGALRM", "SIGTERM",
-      "SIGSTKFLT", "SIGCHLD", "SIGCONT", "SIGSTOP", "SIGTSTP",   "SIGTTIN", "SIGTTOU", "SIGURG",
-      "SIGXCPU", "SIGXFSZ", "SIGVTALRM", "SIGPROF", "SIGWINCH",  "SIGIO",   "SIGPWR",  "SIGSYS"};
+      {},          "SIGHUP",  "SIGINT",    "SIGQUIT", "SIGILL",   "SIGTRAP", "SIGABRT", "SIGBUS",
+      "SIGFPE",    "SIGKILL", "SIGUSR1",   "SIGSEGV", "SIGUSR2",  "SIGPIPE", "SIGALRM", "SIGTERM",
+      "SIGSTKFLT", "SIGCHLD", "SIGCONT",   "SIGSTOP", "SIGTSTP",  "SIGTTIN", "SIGTTOU", "SIGURG",
+      "SIGXCPU",   "SIGXFSZ", "SIGVTALRM", "SIGPROF", "SIGWINCH", "SIGIO",   "SIGPWR",  "SIGSYS"};
   return s < std::size(kNames) ? kNames[s] : std::string_view{};
 }
 // perf_event_open: what the event watches (the sensor's VG_PERF_* kind).
@@ -125,18 +149,27 @@ std::string_view perf_kind_name(std::uint64_t k) noexcept {
 }
 std::string_view socket_domain_name(std::uint32_t d) noexcept {
   switch (d) {
-    case AF_UNIX: return "AF_UNIX"; case AF_INET: return "AF_INET"; case AF_INET6: return "AF_INET6";
-    case AF_NETLINK: return "AF_NETLINK"; case AF_PACKET: return "AF_PACKET"; case AF_KEY: return "AF_KEY";
-    case AF_VSOCK: return "AF_VSOCK"; case AF_BLUETOOTH: return "AF_BLUETOOTH"; case AF_ALG: return "AF_ALG";
-    case AF_XDP: return "AF_XDP"; case AF_CAN: return "AF_CAN";
+    case AF_UNIX: return "AF_UNIX";
+    case AF_INET: return "AF_INET";
+    case AF_INET6: return "AF_INET6";
+    case AF_NETLINK: return "AF_NETLINK";
+    case AF_PACKET: return "AF_PACKET";
+    case AF_KEY: return "AF_KEY";
+    case AF_VSOCK: return "AF_VSOCK";
+    case AF_BLUETOOTH: return "AF_BLUETOOTH";
+    case AF_ALG: return "AF_ALG";
+    case AF_XDP: return "AF_XDP";
+    case AF_CAN: return "AF_CAN";
     default: return {};
   }
 }
 void socket_type_arg(const X& x, std::uint32_t t, E& o) noexcept {
   std::string_view base;
   switch (t & 0xf) {
-    case SOCK_STREAM: base = "SOCK_STREAM"; break; case SOCK_DGRAM: base = "SOCK_DGRAM"; break;
-    case SOCK_RAW: base = "SOCK_RAW"; break; case SOCK_SEQPACKET: base = "SOCK_SEQPACKET"; break;
+    case SOCK_STREAM: base = "SOCK_STREAM"; break;
+    case SOCK_DGRAM: base = "SOCK_DGRAM"; break;
+    case SOCK_RAW: base = "SOCK_RAW"; break;
+    case SOCK_SEQPACKET: base = "SOCK_SEQPACKET"; break;
     case SOCK_PACKET: base = "SOCK_PACKET"; break;
     default: int_arg(x, t, o); return;
   }
@@ -252,8 +285,14 @@ void fx::x_arg_flags(const X& x, const F&, E& o) noexcept {
   if (auto* p = ev(x).as<event::OpenData>()) open_flags(x, p->flags, o);
 }
 void fx::x_arg_path(const X& x, const F&, E& o) noexcept {
-  if (auto* p = ev(x).as<event::OpenData>()) { str(o, given_path(*p)); return; }
-  if (auto* p = ev(x).as<event::ExecData>()) { str(o, p->filename); return; }
+  if (auto* p = ev(x).as<event::OpenData>()) {
+    str(o, given_path(*p));
+    return;
+  }
+  if (auto* p = ev(x).as<event::ExecData>()) {
+    str(o, p->filename);
+    return;
+  }
   if (auto* p = ev(x).as<event::FileOpData>(); p && !p->path.empty()) str(o, p->path);
 }
 

@@ -67,7 +67,10 @@ bool endpoints(const event::Event& e, Endpoints& ep) noexcept {
   return false;
 }
 void x_fd_name(const X& x, const F&, E& o) noexcept {
-  if (auto* p = ev(x).as<event::OpenData>()) { str(o, p->path); return; }
+  if (auto* p = ev(x).as<event::OpenData>()) {
+    str(o, p->path);
+    return;
+  }
   Endpoints ep;
   if (!endpoints(ev(x), ep)) return;
   if (ep.family == AF_UNIX) {
@@ -140,10 +143,22 @@ void x_fd_l4proto(const X& x, const F&, E& o) noexcept {
   else if (ep.proto == event::L4::kUdp) str(o, "udp");
 }
 void x_fd_num(const X& x, const F&, E& o) noexcept {
-  if (auto* p = ev(x).as<event::OpenData>()) { num(o, p->result >= 0 ? p->result : -1); return; }
-  if (auto* p = ev(x).as<event::IoctlData>()) { num(o, p->fd); return; }
-  if (auto* p = ev(x).as<event::DupData>()) { num(o, p->oldfd); return; }
-  if (auto* p = ev(x).as<event::SocketData>()) { num(o, p->result); return; }
+  if (auto* p = ev(x).as<event::OpenData>()) {
+    num(o, p->result >= 0 ? p->result : -1);
+    return;
+  }
+  if (auto* p = ev(x).as<event::IoctlData>()) {
+    num(o, p->fd);
+    return;
+  }
+  if (auto* p = ev(x).as<event::DupData>()) {
+    num(o, p->oldfd);
+    return;
+  }
+  if (auto* p = ev(x).as<event::SocketData>()) {
+    num(o, p->result);
+    return;
+  }
   if (auto* p = ev(x).as<event::InboundData>()) num(o, p->syscall == event::Syscall::kNone ? p->fd : p->result);
 }
 bool inet(const X& x, Endpoints& ep) noexcept {
@@ -213,87 +228,70 @@ void x_fd_sip_name(const X& x, const F&, E& o) noexcept {
 void append_fd_fields(std::vector<FieldDef>& fields) {
   using T = FieldType;
   using A = ArgMode;
-  fields.insert(fields.end(), {
-      {"fd.name", T::kString, A::kNone, false, "open, openat, openat2, creat, connect, sendto, "
-       "sendmsg, payload",
-       "File path (of an open: resolved; as given when the open failed), or the connection tuple "
-       "cip:cport->sip:sport.",
-       x_fd_name},
-      {"fd.nameraw", T::kString, A::kNone, false, kOpenEv,
-       "The path as given to the call (not normalised).",
-       x_fd_nameraw},
-      {"fd.directory", T::kString, A::kNone, false, kOpenEv, "Directory of the opened file.", x_fd_directory},
-      {"fd.filename", T::kString, A::kNone, false, kOpenEv, "Base name of the opened file.", x_fd_filename},
-      {"fd.type", T::kString, A::kNone, false, "open, openat, openat2, creat, connect, sendto, "
-       "sendmsg, payload, dup, accept, listen, bind",
-       "file (a regular file or a device), directory, pipe, ipv4, ipv6 or unix.",
-       x_fd_type},
-      {"fd.typechar", T::kString, A::kNone, false, "open, openat, openat2, creat, connect, sendto, "
-       "sendmsg, payload, dup, accept, listen, bind",
-       "f (a regular file or a device), d (directory), p (pipe), 4, 6 or u.",
-       x_fd_typechar},
-      {"fd.l4proto", T::kString, A::kNone, false, kNetEv, "tcp or udp.", x_fd_l4proto},
-      {"fd.sockfamily", T::kString, A::kNone, false, "connect, sendto, sendmsg, payload, dup, accept, "
-       "listen, bind, socket",
-       "Socket family: ip (IPv4 or IPv6) or unix.",
-       x_fd_sockfamily},
-      {"fd.num", T::kInt, A::kNone, false, "open, openat, openat2, creat, ioctl, dup, socket, accept, "
-       "listen, bind",
-       "File descriptor number (-1 for a failed open; dup: the old fd; socket, accept: the new one).",
-       x_fd_num},
-      {"fd.sip", T::kIp, A::kNone, false, kNetEv, "Server (destination) IP address.", x_fd_sip},
-      {"fd.rip", T::kIp, A::kNone, false, kNetEv,
-       "Remote IP address (the server of an outbound connection, the client of an accepted one).",
-       x_fd_rip},
-      {"fd.cip", T::kIp, A::kNone, false, kNetEv, "Client (source) IP address.", x_fd_cip},
-      {"fd.lip", T::kIp, A::kNone, false, kNetEv,
-       "Local IP address (the client of an outbound connection, the server of an accepted one).",
-       x_fd_lip},
-      {"fd.ip", T::kIp, A::kNone, true, kNetEv, "Either IP address of the connection.", x_fd_ip},
-      {"fd.net", T::kIp, A::kNone, true, kNetEv,
-       "Either IP address, compared with networks (CIDR).",
-       x_fd_ip},
-      {"fd.snet", T::kIp, A::kNone, false, kNetEv,
-       "Server IP address, compared with networks (CIDR).",
-       x_fd_sip},
-      {"fd.rnet", T::kIp, A::kNone, false, kNetEv,
-       "Remote IP address, compared with networks (CIDR).",
-       x_fd_rip},
-      {"fd.cnet", T::kIp, A::kNone, false, kNetEv,
-       "Client IP address, compared with networks (CIDR).",
-       x_fd_cip},
-      {"fd.lnet", T::kIp, A::kNone, false, kNetEv,
-       "Local IP address, compared with networks (CIDR).",
-       x_fd_lip},
-      {"fd.sport", T::kInt, A::kNone, false, kNetEv, "Server (destination) port.", x_fd_sport},
-      {"fd.rport", T::kInt, A::kNone, false, kNetEv,
-       "Remote port (the server's for an outbound connection, the client's for an accepted one).",
-       x_fd_rport},
-      {"fd.cport", T::kInt, A::kNone, false, kNetEv, "Client (source) port.", x_fd_cport},
-      {"fd.lport", T::kInt, A::kNone, false, kNetEv,
-       "Local port (the client's for an outbound connection, the server's for an accepted or listening "
-       "one).",
-       x_fd_lport},
-      {"fd.port", T::kInt, A::kNone, true, kNetEv, "Either port of the connection.", x_fd_port},
-      {"fd.connected", T::kBool, A::kNone, false, kNetEv,
-       "The socket is connected (TCP connects; unknown for UDP).",
-       x_fd_connected},
-      {"fd.name_changed", T::kBool, A::kNone, false, kNetEv,
-       "The event gave the socket its address tuple (every connect event).",
-       x_fd_name_changed},
-      {"fd.sip.name", T::kString, A::kNone, false, kNetEv,
-       "The DNS name this pod resolved to the server IP, where seen.",
-       x_fd_sip_name},
-      {"fd.rip.name", T::kString, A::kNone, false, kNetEv,
-       "The DNS name this pod resolved to the remote IP, where seen.",
-       x_fd_sip_name},
-      {"fd.cip.name", T::kString, A::kNone, false, kNetEv,
-       "The DNS name this pod resolved to the client IP, where seen.",
-       x_fd_cip_name},
-      {"fd.lip.name", T::kString, A::kNone, false, kNetEv,
-       "The DNS name this pod resolved to the local IP, where seen.",
-       x_fd_cip_name},
-  });
+  fields.insert(
+      fields.end(),
+      {
+          {"fd.name", T::kString, A::kNone, false,
+           "open, openat, openat2, creat, connect, sendto, "
+           "sendmsg, payload",
+           "File path (of an open: resolved; as given when the open failed), or the connection tuple "
+           "cip:cport->sip:sport.",
+           x_fd_name},
+          {"fd.nameraw", T::kString, A::kNone, false, kOpenEv, "The path as given to the call (not normalised).",
+           x_fd_nameraw},
+          {"fd.directory", T::kString, A::kNone, false, kOpenEv, "Directory of the opened file.", x_fd_directory},
+          {"fd.filename", T::kString, A::kNone, false, kOpenEv, "Base name of the opened file.", x_fd_filename},
+          {"fd.type", T::kString, A::kNone, false,
+           "open, openat, openat2, creat, connect, sendto, "
+           "sendmsg, payload, dup, accept, listen, bind",
+           "file (a regular file or a device), directory, pipe, ipv4, ipv6 or unix.", x_fd_type},
+          {"fd.typechar", T::kString, A::kNone, false,
+           "open, openat, openat2, creat, connect, sendto, "
+           "sendmsg, payload, dup, accept, listen, bind",
+           "f (a regular file or a device), d (directory), p (pipe), 4, 6 or u.", x_fd_typechar},
+          {"fd.l4proto", T::kString, A::kNone, false, kNetEv, "tcp or udp.", x_fd_l4proto},
+          {"fd.sockfamily", T::kString, A::kNone, false,
+           "connect, sendto, sendmsg, payload, dup, accept, "
+           "listen, bind, socket",
+           "Socket family: ip (IPv4 or IPv6) or unix.", x_fd_sockfamily},
+          {"fd.num", T::kInt, A::kNone, false,
+           "open, openat, openat2, creat, ioctl, dup, socket, accept, "
+           "listen, bind",
+           "File descriptor number (-1 for a failed open; dup: the old fd; socket, accept: the new one).", x_fd_num},
+          {"fd.sip", T::kIp, A::kNone, false, kNetEv, "Server (destination) IP address.", x_fd_sip},
+          {"fd.rip", T::kIp, A::kNone, false, kNetEv,
+           "Remote IP address (the server of an outbound connection, the client of an accepted one).", x_fd_rip},
+          {"fd.cip", T::kIp, A::kNone, false, kNetEv, "Client (source) IP address.", x_fd_cip},
+          {"fd.lip", T::kIp, A::kNone, false, kNetEv,
+           "Local IP address (the client of an outbound connection, the server of an accepted one).", x_fd_lip},
+          {"fd.ip", T::kIp, A::kNone, true, kNetEv, "Either IP address of the connection.", x_fd_ip},
+          {"fd.net", T::kIp, A::kNone, true, kNetEv, "Either IP address, compared with networks (CIDR).", x_fd_ip},
+          {"fd.snet", T::kIp, A::kNone, false, kNetEv, "Server IP address, compared with networks (CIDR).", x_fd_sip},
+          {"fd.rnet", T::kIp, A::kNone, false, kNetEv, "Remote IP address, compared with networks (CIDR).", x_fd_rip},
+          {"fd.cnet", T::kIp, A::kNone, false, kNetEv, "Client IP address, compared with networks (CIDR).", x_fd_cip},
+          {"fd.lnet", T::kIp, A::kNone, false, kNetEv, "Local IP address, compared with networks (CIDR).", x_fd_lip},
+          {"fd.sport", T::kInt, A::kNone, false, kNetEv, "Server (destination) port.", x_fd_sport},
+          {"fd.rport", T::kInt, A::kNone, false, kNetEv,
+           "Remote port (the server's for an outbound connection, the client's for an accepted one).", x_fd_rport},
+          {"fd.cport", T::kInt, A::kNone, false, kNetEv, "Client (source) port.", x_fd_cport},
+          {"fd.lport", T::kInt, A::kNone, false, kNetEv,
+           "Local port (the client's for an outbound connection, the server's for an accepted or listening "
+           "one).",
+           x_fd_lport},
+          {"fd.port", T::kInt, A::kNone, true, kNetEv, "Either port of the connection.", x_fd_port},
+          {"fd.connected", T::kBool, A::kNone, false, kNetEv,
+           "The socket is connected (TCP connects; unknown for UDP).", x_fd_connected},
+          {"fd.name_changed", T::kBool, A::kNone, false, kNetEv,
+           "The event gave the socket its address tuple (every connect event).", x_fd_name_changed},
+          {"fd.sip.name", T::kString, A::kNone, false, kNetEv,
+           "The DNS name this pod resolved to the server IP, where seen.", x_fd_sip_name},
+          {"fd.rip.name", T::kString, A::kNone, false, kNetEv,
+           "The DNS name this pod resolved to the remote IP, where seen.", x_fd_sip_name},
+          {"fd.cip.name", T::kString, A::kNone, false, kNetEv,
+           "The DNS name this pod resolved to the client IP, where seen.", x_fd_cip_name},
+          {"fd.lip.name", T::kString, A::kNone, false, kNetEv,
+           "The DNS name this pod resolved to the local IP, where seen.", x_fd_cip_name},
+      });
 }
 
 }  // namespace vigil::rules

@@ -40,8 +40,10 @@ bool gpu_dev(const X& x, GpuDev& d) noexcept {
     d.minor = p->dev_minor;
     d.has_numbers = true;
     if (p->uvm) d.path = p->dev_minor == 1 ? "/dev/nvidia-uvm-tools" : "/dev/nvidia-uvm";
-    else if (p->dev_major == event::nvidia::kMajor && p->dev_minor == event::nvidia::kCtlMinor) d.path = "/dev/nvidiactl";
-    else if (p->dev_major == event::nvidia::kMajor && p->dev_minor == event::nvidia::kModesetMinor) d.path = "/dev/nvidia-modeset";
+    else if (p->dev_major == event::nvidia::kMajor && p->dev_minor == event::nvidia::kCtlMinor)
+      d.path = "/dev/nvidiactl";
+    else if (p->dev_major == event::nvidia::kMajor && p->dev_minor == event::nvidia::kModesetMinor)
+      d.path = "/dev/nvidia-modeset";
     return true;
   }
   // A plugin event about a GPU (NVML's per-process samples): /dev/nvidiaN.
@@ -57,7 +59,10 @@ bool gpu_dev(const X& x, GpuDev& d) noexcept {
 void x_gpu_device(const X& x, const F&, E& o) noexcept {
   GpuDev d;
   if (!gpu_dev(x, d)) return;
-  if (!d.path.empty()) { str(o, d.path); return; }
+  if (!d.path.empty()) {
+    str(o, d.path);
+    return;
+  }
   if (d.major == event::nvidia::kMajor && d.minor <= event::nvidia::kMaxGpuMinor) {
     Arena& a = *x.arena;
     a.begin();
@@ -165,7 +170,10 @@ const state::GpuAllocation* allocation(const X& x) noexcept {
   return x.ctx->state ? x.ctx->state->gpu_allocation(*x.ctx) : nullptr;
 }
 void x_gpu_limit(const X& x, const F&, E& o) noexcept {
-  if (auto* a = allocation(x)) { num(o, a->limit); return; }
+  if (auto* a = allocation(x)) {
+    num(o, a->limit);
+    return;
+  }
   if (auto* pc = x.ctx->pod_container) num(o, pc->gpu_limit);
 }
 void x_visible(const X& x, const F&, E& o) noexcept {
@@ -209,9 +217,11 @@ void x_allocated(const X& x, const F&, E& o) noexcept {
 void x_allowed(const X& x, const F&, E& o) noexcept {
   GpuDev d;
   if (!gpu_dev(x, d)) return;
-  bool in_container = x.ctx->container != nullptr ||
-                      (proc_of(x) && !proc_of(x)->container_id.empty());
-  if (!in_container) { boolean(o, true); return; }
+  bool in_container = x.ctx->container != nullptr || (proc_of(x) && !proc_of(x)->container_id.empty());
+  if (!in_container) {
+    boolean(o, true);
+    return;
+  }
   // The state knows the node's GPUs (UUID -> minor): ask it when the device
   // numbers are known.
   if (x.ctx->state && d.has_numbers && allocation(x)) {
@@ -220,13 +230,20 @@ void x_allowed(const X& x, const F&, E& o) noexcept {
   }
   auto* pc = x.ctx->pod_container;
   if (!pc) return;  // a container vigil has no pod spec for: unknown
-  if (pc->nvidia_visible_devices == "all" && pc->gpu_devices.empty()) { boolean(o, true); return; }
+  if (pc->nvidia_visible_devices == "all" && pc->gpu_devices.empty()) {
+    boolean(o, true);
+    return;
+  }
   bool any = pc->gpu_limit > 0;
   bool numeric_match = false, has_numeric = false, has_uuid = false;
   int idx = gpu_index(d);
   for_each_allocated(*pc, [&](std::string_view s) {
     any = true;
-    if (s == "all") { numeric_match = true; has_numeric = true; return; }
+    if (s == "all") {
+      numeric_match = true;
+      has_numeric = true;
+      return;
+    }
     int v = 0;
     auto r = std::from_chars(s.data(), s.data() + s.size(), v);
     if (r.ec == std::errc() && r.ptr == s.data() + s.size()) {
@@ -236,9 +253,15 @@ void x_allowed(const X& x, const F&, E& o) noexcept {
       has_uuid = true;
     }
   });
-  if (idx < 0) { boolean(o, any); return; }   // nvidiactl, uvm, modeset
-  if (numeric_match) { boolean(o, true); return; }
-  if (has_uuid && !has_numeric) return;     // UUIDs cannot be mapped to a minor here
+  if (idx < 0) {
+    boolean(o, any);
+    return;
+  }  // nvidiactl, uvm, modeset
+  if (numeric_match) {
+    boolean(o, true);
+    return;
+  }
+  if (has_uuid && !has_numeric) return;  // UUIDs cannot be mapped to a minor here
   boolean(o, false);
 }
 
@@ -247,58 +270,46 @@ void x_allowed(const X& x, const F&, E& o) noexcept {
 void append_gpu_fields(std::vector<FieldDef>& fields) {
   using T = FieldType;
   using A = ArgMode;
-  fields.insert(fields.end(), {
-      {"gpu.device", T::kString, A::kNone, false, kGpuEv,
-       "NVIDIA device path: opened, or from the ioctl's device numbers.",
-       x_gpu_device},
-      {"gpu.major", T::kInt, A::kNone, false, kGpuEv, "Device major number.", x_gpu_major},
-      {"gpu.minor", T::kInt, A::kNone, false, kGpuEv, "Device minor number.", x_gpu_minor},
-      {"gpu.index", T::kInt, A::kNone, false, kGpuEv, "GPU index N of /dev/nvidiaN.", x_gpu_index},
-      {"gpu.ioctl", T::kString, A::kNone, false, "ioctl",
-       "Ioctl name: NV_ESC_* escape, or the UVM ioctl on nvidia-uvm.",
-       x_gpu_ioctl},
-      {"gpu.ioctl.nr", T::kInt, A::kNone, false, "ioctl", "Ioctl escape number.", x_gpu_ioctl_nr},
-      {"gpu.uvm", T::kBool, A::kNone, false, "ioctl", "The ioctl was on nvidia-uvm.", x_gpu_uvm},
-      {"gpu.class", T::kInt, A::kNone, false, "ioctl", "RM class allocated (NV_ESC_RM_ALLOC).", x_gpu_class},
-      {"gpu.class.name", T::kString, A::kNone, false, "ioctl",
-       "RM class name (AMPERE_COMPUTE_A...).",
-       x_gpu_class_name},
-      {"gpu.class.kind", T::kString, A::kNone, false, "ioctl",
-       "What the class is: compute, channel, memory, mig, debugger, profiler, ...",
-       x_gpu_class_kind},
-      {"gpu.control", T::kInt, A::kNone, false, "ioctl",
-       "RM control command (NV_ESC_RM_CONTROL).",
-       x_gpu_control},
-      {"gpu.control.name", T::kString, A::kNone, false, "ioctl",
-       "RM control command name.",
-       x_gpu_control_name},
-      {"gpu.control.kind", T::kString, A::kNone, false, "ioctl",
-       "What the control changes: clock, power, ecc, reset, mig, other.",
-       x_gpu_control_kind},
-      {"gpu.usage.count", T::kInt, A::kNone, false, "gpu_usage",
-       "Total NVIDIA ioctls in a usage report.",
-       x_gpu_usage_count},
-      {"gpu.xid", T::kInt, A::kNone, false, "xid", "Xid error code.", x_xid},
-      {"gpu.xid.text", T::kString, A::kNone, false, "xid", "Xid message text.", x_xid_text},
-      {"gpu.pci", T::kString, A::kNone, false, "xid", "PCI address of the GPU (0000:3b:00.0).", x_gpu_pci},
-      {"gpu.xid.source", T::kString, A::kNone, false, "xid", "kmsg or tracepoint.", x_xid_source},
-      {"gpu.xid.facility", T::kInt, A::kNone, false, "xid",
-       "Syslog facility of the kmsg line (0 = kernel).",
-       x_xid_facility},
-      {"gpu.xid.pid", T::kInt, A::kNone, false, "xid", "Pid named by the Xid line.", x_xid_pid},
-      {"gpu.xid.comm", T::kString, A::kNone, false, "xid", "Process name named by the Xid line.", x_xid_comm},
-      {"gpu.limit", T::kInt, A::kNone, false, "*", "The container's nvidia.com/gpu limit.", x_gpu_limit},
-      {"gpu.visible_devices", T::kString, A::kNone, false, "*",
-       "The container's NVIDIA_VISIBLE_DEVICES.",
-       x_visible},
-      {"gpu.allocated", T::kList, A::kNone, false, "*",
-       "GPU indexes/UUIDs given to the container.",
-       x_allocated},
-      {"gpu.allowed", T::kBool, A::kNone, false, kGpuEv,
-       "The device used is one the container was given (control nodes: any GPU given; 'all': every "
-       "device).",
-       x_allowed},
-  });
+  fields.insert(
+      fields.end(),
+      {
+          {"gpu.device", T::kString, A::kNone, false, kGpuEv,
+           "NVIDIA device path: opened, or from the ioctl's device numbers.", x_gpu_device},
+          {"gpu.major", T::kInt, A::kNone, false, kGpuEv, "Device major number.", x_gpu_major},
+          {"gpu.minor", T::kInt, A::kNone, false, kGpuEv, "Device minor number.", x_gpu_minor},
+          {"gpu.index", T::kInt, A::kNone, false, kGpuEv, "GPU index N of /dev/nvidiaN.", x_gpu_index},
+          {"gpu.ioctl", T::kString, A::kNone, false, "ioctl",
+           "Ioctl name: NV_ESC_* escape, or the UVM ioctl on nvidia-uvm.", x_gpu_ioctl},
+          {"gpu.ioctl.nr", T::kInt, A::kNone, false, "ioctl", "Ioctl escape number.", x_gpu_ioctl_nr},
+          {"gpu.uvm", T::kBool, A::kNone, false, "ioctl", "The ioctl was on nvidia-uvm.", x_gpu_uvm},
+          {"gpu.class", T::kInt, A::kNone, false, "ioctl", "RM class allocated (NV_ESC_RM_ALLOC).", x_gpu_class},
+          {"gpu.class.name", T::kString, A::kNone, false, "ioctl", "RM class name (AMPERE_COMPUTE_A...).",
+           x_gpu_class_name},
+          {"gpu.class.kind", T::kString, A::kNone, false, "ioctl",
+           "What the class is: compute, channel, memory, mig, debugger, profiler, ...", x_gpu_class_kind},
+          {"gpu.control", T::kInt, A::kNone, false, "ioctl", "RM control command (NV_ESC_RM_CONTROL).", x_gpu_control},
+          {"gpu.control.name", T::kString, A::kNone, false, "ioctl", "RM control command name.", x_gpu_control_name},
+          {"gpu.control.kind", T::kString, A::kNone, false, "ioctl",
+           "What the control changes: clock, power, ecc, reset, mig, other.", x_gpu_control_kind},
+          {"gpu.usage.count", T::kInt, A::kNone, false, "gpu_usage", "Total NVIDIA ioctls in a usage report.",
+           x_gpu_usage_count},
+          {"gpu.xid", T::kInt, A::kNone, false, "xid", "Xid error code.", x_xid},
+          {"gpu.xid.text", T::kString, A::kNone, false, "xid", "Xid message text.", x_xid_text},
+          {"gpu.pci", T::kString, A::kNone, false, "xid", "PCI address of the GPU (0000:3b:00.0).", x_gpu_pci},
+          {"gpu.xid.source", T::kString, A::kNone, false, "xid", "kmsg or tracepoint.", x_xid_source},
+          {"gpu.xid.facility", T::kInt, A::kNone, false, "xid", "Syslog facility of the kmsg line (0 = kernel).",
+           x_xid_facility},
+          {"gpu.xid.pid", T::kInt, A::kNone, false, "xid", "Pid named by the Xid line.", x_xid_pid},
+          {"gpu.xid.comm", T::kString, A::kNone, false, "xid", "Process name named by the Xid line.", x_xid_comm},
+          {"gpu.limit", T::kInt, A::kNone, false, "*", "The container's nvidia.com/gpu limit.", x_gpu_limit},
+          {"gpu.visible_devices", T::kString, A::kNone, false, "*", "The container's NVIDIA_VISIBLE_DEVICES.",
+           x_visible},
+          {"gpu.allocated", T::kList, A::kNone, false, "*", "GPU indexes/UUIDs given to the container.", x_allocated},
+          {"gpu.allowed", T::kBool, A::kNone, false, kGpuEv,
+           "The device used is one the container was given (control nodes: any GPU given; 'all': every "
+           "device).",
+           x_allowed},
+      });
 }
 
 }  // namespace vigil::rules

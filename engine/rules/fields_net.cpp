@@ -70,9 +70,8 @@ void x_protocol(const X& x, const F&, E& o) noexcept {
   while (i < b.size() && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r' || b[i] == '\n')) ++i;
   std::string_view t = b.substr(i);
   if (!t.empty() && t[0] == '{' &&
-      (has_sub(t, "mining.subscribe") || has_sub(t, "mining.authorize") ||
-       has_sub(t, "mining.extranonce") || (has_sub(t, "\"login\"") && has_sub(t, "\"agent\"")) ||
-       has_sub(t, "eth_submitLogin"))) {
+      (has_sub(t, "mining.subscribe") || has_sub(t, "mining.authorize") || has_sub(t, "mining.extranonce") ||
+       (has_sub(t, "\"login\"") && has_sub(t, "\"agent\"")) || has_sub(t, "eth_submitLogin"))) {
     str(o, "stratum");
     return;
   }
@@ -80,11 +79,17 @@ void x_protocol(const X& x, const F&, E& o) noexcept {
     str(o, "tls");
     return;
   }
-  if (b.rfind("SSH-", 0) == 0) { str(o, "ssh"); return; }
-  static constexpr std::string_view kMethods[] = {"GET ", "POST ", "PUT ", "HEAD ", "DELETE ",
+  if (b.rfind("SSH-", 0) == 0) {
+    str(o, "ssh");
+    return;
+  }
+  static constexpr std::string_view kMethods[] = {"GET ",     "POST ",  "PUT ",     "HEAD ",       "DELETE ",
                                                   "OPTIONS ", "PATCH ", "CONNECT ", "PRI * HTTP/2"};
   for (auto m : kMethods) {
-    if (b.rfind(m, 0) == 0) { str(o, "http"); return; }
+    if (b.rfind(m, 0) == 0) {
+      str(o, "http");
+      return;
+    }
   }
   str(o, "unknown");
 }
@@ -94,22 +99,20 @@ void x_protocol(const X& x, const F&, E& o) noexcept {
 void append_net_fields(std::vector<FieldDef>& fields) {
   using T = FieldType;
   using A = ArgMode;
-  fields.insert(fields.end(), {
-      {"dns.name", T::kString, A::kNone, false, "dns",
-       "Question name, lower case, no trailing dot.",
-       x_dns_name},
-      {"dns.type", T::kString, A::kNone, false, "dns", "Question type (A, AAAA, TXT, ...).", x_dns_type},
-      {"dns.rcode", T::kInt, A::kNone, false, "dns", "Response code (responses only).", x_dns_rcode},
-      {"dns.answers", T::kList, A::kNone, false, "dns", "Addresses in the answer.", x_dns_answers},
-      {"dns.is_response", T::kBool, A::kNone, false, "dns", "The packet is a response.", x_dns_response},
-      {"dns.server", T::kIp, A::kNone, false, "dns", "The DNS server address.", x_dns_server},
-      {"conn.payload", T::kString, A::kNone, false, "payload",
-       "First bytes sent on a new outbound TCP connection.",
-       x_payload},
-      {"conn.protocol", T::kString, A::kNone, false, "payload",
-       "Protocol guessed from the first bytes: stratum, http, tls, ssh, unknown.",
-       x_protocol},
-  });
+  fields.insert(
+      fields.end(),
+      {
+          {"dns.name", T::kString, A::kNone, false, "dns", "Question name, lower case, no trailing dot.", x_dns_name},
+          {"dns.type", T::kString, A::kNone, false, "dns", "Question type (A, AAAA, TXT, ...).", x_dns_type},
+          {"dns.rcode", T::kInt, A::kNone, false, "dns", "Response code (responses only).", x_dns_rcode},
+          {"dns.answers", T::kList, A::kNone, false, "dns", "Addresses in the answer.", x_dns_answers},
+          {"dns.is_response", T::kBool, A::kNone, false, "dns", "The packet is a response.", x_dns_response},
+          {"dns.server", T::kIp, A::kNone, false, "dns", "The DNS server address.", x_dns_server},
+          {"conn.payload", T::kString, A::kNone, false, "payload", "First bytes sent on a new outbound TCP connection.",
+           x_payload},
+          {"conn.protocol", T::kString, A::kNone, false, "payload",
+           "Protocol guessed from the first bytes: stratum, http, tls, ssh, unknown.", x_protocol},
+      });
 }
 
 }  // namespace vigil::rules

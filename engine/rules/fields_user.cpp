@@ -29,7 +29,10 @@ void x_user_name(const X& x, const F&, E& o) noexcept {
   std::uint32_t uid = uid_of(x);
   if (x.ctx->state) {
     auto n = x.ctx->state->user_name(uid);
-    if (!n.empty()) { str(o, n); return; }
+    if (!n.empty()) {
+      str(o, n);
+      return;
+    }
   }
   if (uid == 0) str(o, "root");
 }
@@ -37,7 +40,10 @@ void x_group_name(const X& x, const F&, E& o) noexcept {
   std::uint32_t gid = gid_of(x);
   if (x.ctx->state) {
     auto n = x.ctx->state->group_name(gid);
-    if (!n.empty()) { str(o, n); return; }
+    if (!n.empty()) {
+      str(o, n);
+      return;
+    }
   }
   if (gid == 0) str(o, "root");
 }
@@ -46,7 +52,10 @@ void x_loginname(const X& x, const F&, E& o) noexcept {
   if (!p || p->loginuid == 0xffffffffu) return;
   if (x.ctx->state) {
     auto n = x.ctx->state->user_name(p->loginuid);
-    if (!n.empty()) { str(o, n); return; }
+    if (!n.empty()) {
+      str(o, n);
+      return;
+    }
   }
   if (p->loginuid == 0) str(o, "root");
 }
@@ -56,18 +65,18 @@ void x_loginname(const X& x, const F&, E& o) noexcept {
 void append_user_fields(std::vector<FieldDef>& fields) {
   using T = FieldType;
   using A = ArgMode;
-  fields.insert(fields.end(), {
-      {"user.uid", T::kInt, A::kNone, false, "*", "User id.", x_uid},
-      {"user.name", T::kString, A::kNone, false, "*",
-       "User name, from the host passwd table (uid 0 is root).",
-       x_user_name},
-      {"user.loginuid", T::kInt, A::kNone, false, "*", "Audit login uid (-1 = unset).", x_loginuid},
-      {"user.loginname", T::kString, A::kNone, false, "*",
-       "Login user name (known for loginuid 0 only).",
-       x_loginname},
-      {"group.gid", T::kInt, A::kNone, false, "*", "Group id.", x_gid},
-      {"group.name", T::kString, A::kNone, false, "*", "Group name (known for gid 0 only).", x_group_name},
-  });
+  fields.insert(
+      fields.end(),
+      {
+          {"user.uid", T::kInt, A::kNone, false, "*", "User id.", x_uid},
+          {"user.name", T::kString, A::kNone, false, "*", "User name, from the host passwd table (uid 0 is root).",
+           x_user_name},
+          {"user.loginuid", T::kInt, A::kNone, false, "*", "Audit login uid (-1 = unset).", x_loginuid},
+          {"user.loginname", T::kString, A::kNone, false, "*", "Login user name (known for loginuid 0 only).",
+           x_loginname},
+          {"group.gid", T::kInt, A::kNone, false, "*", "Group id.", x_gid},
+          {"group.name", T::kString, A::kNone, false, "*", "Group name (known for gid 0 only).", x_group_name},
+      });
 }
 
 }  // namespace vigil::rules

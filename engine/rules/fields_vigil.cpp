@@ -29,7 +29,10 @@ void x_vigil_file(const X& x, const F&, E& o) noexcept {
 }
 void x_vigil_targeted(const X& x, const F&, E& o) noexcept {
   const event::Event& e = ev(x);
-  if (e.hdr.type == event::Type::kVigilSignal) { boolean(o, true); return; }
+  if (e.hdr.type == event::Type::kVigilSignal) {
+    boolean(o, true);
+    return;
+  }
   if (auto* p = e.as<event::PtraceData>()) boolean(o, p->to_vigil);
 }
 
@@ -38,20 +41,22 @@ void x_vigil_targeted(const X& x, const F&, E& o) noexcept {
 void append_vigil_fields(std::vector<FieldDef>& fields) {
   using T = FieldType;
   using A = ArgMode;
-  fields.insert(fields.end(), {
-      {"vigil.file", T::kBool, A::kNone, false, "open, openat, openat2, creat, symlink, link, unlink, "
-       "rename, mkdir, rmdir, chmod",
-       "The path (an open's fd.name or the path as given; either path of a rename, link or symlink, as "
-       "given) is one of vigil's own files or inside one of its directories: its configuration file, "
-       "rule files and directories, state directory (output spools), flight recorder directory and "
-       "capture file. Relative paths and paths seen from another mount namespace do not match.",
-       x_vigil_file},
-      {"vigil.targeted", T::kBool, A::kNone, false, "vigil_signal, ptrace",
-       "The call aims at vigil's own process: every vigil_signal event (a signal another process sent "
-       "to vigil), a ptrace whose tracee is vigil (after a successful attach, whichever thread was "
-       "named; otherwise the pid given, for callers in the host's pid namespace).",
-       x_vigil_targeted},
-  });
+  fields.insert(fields.end(),
+                {
+                    {"vigil.file", T::kBool, A::kNone, false,
+                     "open, openat, openat2, creat, symlink, link, unlink, "
+                     "rename, mkdir, rmdir, chmod",
+                     "The path (an open's fd.name or the path as given; either path of a rename, link or symlink, as "
+                     "given) is one of vigil's own files or inside one of its directories: its configuration file, "
+                     "rule files and directories, state directory (output spools), flight recorder directory and "
+                     "capture file. Relative paths and paths seen from another mount namespace do not match.",
+                     x_vigil_file},
+                    {"vigil.targeted", T::kBool, A::kNone, false, "vigil_signal, ptrace",
+                     "The call aims at vigil's own process: every vigil_signal event (a signal another process sent "
+                     "to vigil), a ptrace whose tracee is vigil (after a successful attach, whichever thread was "
+                     "named; otherwise the pid given, for callers in the host's pid namespace).",
+                     x_vigil_targeted},
+                });
 }
 
 }  // namespace vigil::rules

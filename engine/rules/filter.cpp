@@ -32,8 +32,8 @@ Result<std::unique_ptr<const Filter>> Filter::compile(std::string_view condition
   if (!pr.ok()) {
     return Error::bad_input(at(pr.error.offset) + pr.error.message);
   }
-  CompileResult cr = compile_condition(std::move(pr.root), MacroMap{}, ListMap{},
-                                       catalog ? *catalog : FieldCatalog::builtin());
+  CompileResult cr =
+      compile_condition(std::move(pr.root), MacroMap{}, ListMap{}, catalog ? *catalog : FieldCatalog::builtin());
   if (!cr.errors.empty()) {
     std::string why;
     for (const CompileMessage& m : cr.errors) why += (why.empty() ? "" : "; ") + at(m.offset) + m.message;

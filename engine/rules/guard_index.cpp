@@ -16,14 +16,13 @@ namespace vigil::rules {
 
 struct GuardIndex::Field {
   FieldInst inst;
-  LiteralSet values;                 // string values some guard compares with
-  std::vector<std::uint64_t> masks;  // words() words per member of `values`
-  std::vector<std::uint64_t> exists; // rules that only need a value; empty: none
+  LiteralSet values;                  // string values some guard compares with
+  std::vector<std::uint64_t> masks;   // words() words per member of `values`
+  std::vector<std::uint64_t> exists;  // rules that only need a value; empty: none
   // A boolean field: the members of `values` for true and false (-1: none).
   std::int32_t true_id = -1, false_id = -1;
   std::vector<std::pair<std::string, std::uint32_t>> pending_rules;  // while building
 };
-
 
 // A literal guard field: the rules some literal of theirs lets through, by
 // how the literal is compared. Prefixes and suffixes are one byte trie
@@ -42,11 +41,11 @@ struct GuardIndex::LitField {
     unsigned char byte = 0;
     std::uint32_t child = 0;
   };
-  std::vector<Node> nodes;                                  // kPrefix, kSuffix (node 0: the root)
+  std::vector<Node> nodes;  // kPrefix, kSuffix (node 0: the root)
   std::vector<Edge> edges;
-  std::vector<std::pair<std::string, std::uint32_t>> needles;  // kContains: literal, row
-  LiteralSet components;                                    // kFirstComponent: id = row
-  std::vector<std::uint64_t> masks;                         // words() words per row
+  std::vector<std::pair<std::string, std::uint32_t>> needles;        // kContains: literal, row
+  LiteralSet components;                                             // kFirstComponent: id = row
+  std::vector<std::uint64_t> masks;                                  // words() words per row
   std::vector<std::pair<std::string, std::uint32_t>> pending_rules;  // while building
 
   void add_row(std::uint32_t row, std::size_t words, std::uint32_t rule) {
@@ -263,11 +262,13 @@ std::vector<std::string> guard_keys(const CCheck& c) {
     case FieldType::kInt:
     case FieldType::kUint:
       if (c.op == Op::kEq) keys.push_back(int_key(c.nums.empty() ? 0 : c.nums[0]));
-      else for (auto v : c.numset) keys.push_back(int_key(v));
+      else
+        for (auto v : c.numset) keys.push_back(int_key(v));
       break;
     case FieldType::kBool:
       if (c.op == Op::kEq) keys.push_back(bool_key(c.boolean));
-      else for (auto v : c.nums) keys.push_back(bool_key(v != 0));
+      else
+        for (auto v : c.nums) keys.push_back(bool_key(v != 0));
       break;
     case FieldType::kIp:
       for (const auto& n : c.nets) {
@@ -487,7 +488,7 @@ class GuardChooser {
     auto it = stats_.find(key_of(c));
     if (it != stats_.end()) {
       return c->ltype == FieldType::kString || c->ltype == FieldType::kIp ? it->second.long_string
-                                                                           : it->second.distinct >= 2;
+                                                                          : it->second.distinct >= 2;
     }
     auto keys = guard_keys(*c);
     if (c->ltype == FieldType::kString || c->ltype == FieldType::kIp) {

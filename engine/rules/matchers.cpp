@@ -16,18 +16,29 @@ bool glob_match(std::string_view p, std::string_view s, bool icase) noexcept {
         star_s = si;
         continue;
       }
-      if (c == '?') { ++pi; ++si; continue; }
+      if (c == '?') {
+        ++pi;
+        ++si;
+        continue;
+      }
       if (c == '[') {
         std::size_t j = pi + 1;
         bool neg = false;
-        if (j < p.size() && (p[j] == '!' || p[j] == '^')) { neg = true; ++j; }
+        if (j < p.size() && (p[j] == '!' || p[j] == '^')) {
+          neg = true;
+          ++j;
+        }
         bool matched = false;
         std::size_t start = j;
         while (j < p.size() && (p[j] != ']' || j == start)) {
           if (j + 2 < p.size() && p[j + 1] == '-' && p[j + 2] != ']') {
             char lo = p[j], hi = p[j + 2];
             char sc = s[si];
-            if (icase) { lo = lower(lo); hi = lower(hi); sc = lower(sc); }
+            if (icase) {
+              lo = lower(lo);
+              hi = lower(hi);
+              sc = lower(sc);
+            }
             if (sc >= lo && sc <= hi) matched = true;
             j += 3;
           } else {
@@ -41,12 +52,17 @@ bool glob_match(std::string_view p, std::string_view s, bool icase) noexcept {
           continue;
         }
         if (j >= p.size() && eq('[', s[si])) {  // unterminated: literal '['
-          ++pi; ++si;
+          ++pi;
+          ++si;
           continue;
         }
       } else {
         if (c == '\\' && pi + 1 < p.size()) c = p[++pi];
-        if (eq(c, s[si])) { ++pi; ++si; continue; }
+        if (eq(c, s[si])) {
+          ++pi;
+          ++si;
+          continue;
+        }
       }
     }
     if (star_p != std::string_view::npos) {

@@ -201,8 +201,11 @@ class LiteralSet {
 class LiteralMatcher {
  public:
   LiteralMatcher(const std::vector<std::string>& lits, Op op)
-      : mode_(op == Op::kStartsWith ? Mode::kPrefix : op == Op::kEndsWith ? Mode::kSuffix : Mode::kAnywhere),
-        icase_(op == Op::kIContains), lits_(lits) {
+      : mode_(op == Op::kStartsWith ? Mode::kPrefix
+              : op == Op::kEndsWith ? Mode::kSuffix
+                                    : Mode::kAnywhere),
+        icase_(op == Op::kIContains),
+        lits_(lits) {
     nodes_.emplace_back();
     for (const auto& l : lits) {
       if (l.empty()) {
@@ -419,7 +422,7 @@ class LiteralMatcher {
   int pair_first_ = -1;  // with icase_: the only (lower-case) letter a literal starts with, -1: none
   std::vector<std::uint32_t> dfa_;
   std::array<std::uint16_t, 256> cls_{};
-  bool always_ = false;  // an empty literal: every value matches
+  bool always_ = false;    // an empty literal: every value matches
   int single_first_ = -1;  // the only byte a literal starts with, -1: several
   std::vector<Node> nodes_;
   std::vector<Edge> edges_;
@@ -463,12 +466,12 @@ class LiteralScan {
   };
   bool ok_ = false;
   std::uint32_t classes_ = 1;
-  std::uint32_t all_ = 0;                 // every set's bit
-  std::array<std::uint16_t, 256> cls_{};  // input byte -> class of its folded byte (0: in no literal)
+  std::uint32_t all_ = 0;                   // every set's bit
+  std::array<std::uint16_t, 256> cls_{};    // input byte -> class of its folded byte (0: in no literal)
   std::array<std::uint8_t, 256> starts_{};  // input bytes that may begin a literal
-  std::vector<std::uint32_t> dfa_;        // [state * classes + class]: next state * classes, kHit
-  std::vector<std::uint32_t> mask_;       // per state: the sets found there without a check
-  std::vector<std::uint32_t> verify_at_;  // per state + 1: its checks are verify_[at[s], at[s + 1])
+  std::vector<std::uint32_t> dfa_;          // [state * classes + class]: next state * classes, kHit
+  std::vector<std::uint32_t> mask_;         // per state: the sets found there without a check
+  std::vector<std::uint32_t> verify_at_;    // per state + 1: its checks are verify_[at[s], at[s + 1])
   std::vector<Verify> verify_;
 };
 
@@ -507,7 +510,10 @@ class PathTrie {
       auto& n = nodes_[cur];
       if (glob) {
         for (auto& [p, id] : n.globs) {
-          if (p == c) { cur = id; return; }
+          if (p == c) {
+            cur = id;
+            return;
+          }
         }
         auto id = static_cast<std::uint32_t>(nodes_.size());
         nodes_[cur].globs.emplace_back(std::string(c), id);
@@ -515,7 +521,10 @@ class PathTrie {
         cur = id;
       } else {
         auto it = n.kids.find(c);
-        if (it != n.kids.end()) { cur = it->second; return; }
+        if (it != n.kids.end()) {
+          cur = it->second;
+          return;
+        }
         auto id = static_cast<std::uint32_t>(nodes_.size());
         nodes_[cur].kids.emplace(std::string(c), id);
         nodes_.emplace_back();
@@ -576,6 +585,5 @@ class PathTrie {
   };
   std::vector<N> nodes_;
 };
-
 
 }  // namespace vigil::rules

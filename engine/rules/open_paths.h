@@ -32,11 +32,11 @@ struct PathLiteral {
 // longer prefixes of its kind and, when it is of the resolved path, the whole
 // paths it starts. The rules still judge the exact path.
 struct OpenPaths {
-  std::vector<std::string> prefixes;  // of the resolved path (of a successful open)
+  std::vector<std::string> prefixes;        // of the resolved path (of a successful open)
   std::vector<std::string> write_prefixes;  // the same, for opens for writing only
-  std::vector<std::string> given;     // of the path as given
-  std::vector<std::string> whole;     // whole resolved paths
-  std::vector<std::string> directories;  // whole directories of resolved paths
+  std::vector<std::string> given;           // of the path as given
+  std::vector<std::string> whole;           // whole resolved paths
+  std::vector<std::string> directories;     // whole directories of resolved paths
   std::size_t size() const {
     return prefixes.size() + write_prefixes.size() + given.size() + whole.size() + directories.size();
   }

@@ -59,8 +59,9 @@ int cost(const CNode& n) {
       // Fields that compose strings or look up other processes or the state.
       if (f == "proc.cmdline" || f == "proc.args" || f == "proc.pcmdline" || f.find(".aname") != f.npos ||
           f.find(".apid") != f.npos || f.find(".aexe") != f.npos || f == "user.name" || f == "group.name" ||
-          f == "proc.pname" || f == "proc.pexe" || f == "proc.pexepath" || f == "fd.name" || f.find("sip.name") != f.npos ||
-          f == "evt.arg.flags" || f.rfind("gpu.all", 0) == 0 || f.rfind("container.image", 0) == 0) {
+          f == "proc.pname" || f == "proc.pexe" || f == "proc.pexepath" || f == "fd.name" ||
+          f.find("sip.name") != f.npos || f == "evt.arg.flags" || f.rfind("gpu.all", 0) == 0 ||
+          f.rfind("container.image", 0) == 0) {
         c += 3;
       }
       return c;
@@ -101,7 +102,10 @@ double true_share(const CNode& n) {
       switch (k.op) {
         case Op::kNe: return 0.9;
         case Op::kExists: return narrow ? 0.3 : 0.9;
-        case Op::kLt: case Op::kLe: case Op::kGt: case Op::kGe: return 0.5;
+        case Op::kLt:
+        case Op::kLe:
+        case Op::kGt:
+        case Op::kGe: return 0.5;
         default: break;
       }
       if (k.ltype == FieldType::kBool) return 0.5;
@@ -110,8 +114,8 @@ double true_share(const CNode& n) {
       // decides little, so the rule's selective tests should run first.
       if (k.lhs.def && (k.op == Op::kEq || k.op == Op::kIn)) {
         std::string_view f = k.lhs.def->name;
-        if (f == "fd.typechar" || f == "fd.type" || f == "fd.l4proto" || f == "fd.sockfamily" ||
-            f == "evt.dir" || f == "evt.category") {
+        if (f == "fd.typechar" || f == "fd.type" || f == "fd.l4proto" || f == "fd.sockfamily" || f == "evt.dir" ||
+            f == "evt.category") {
           return 0.5;
         }
       }
@@ -133,8 +137,7 @@ void order_kids(std::vector<CNode>& kids, bool is_and) {
   std::vector<std::pair<double, std::size_t>> keyed;
   keyed.reserve(kids.size());
   for (std::size_t i = 0; i < kids.size(); ++i) keyed.emplace_back(key(kids[i]), i);
-  std::stable_sort(keyed.begin(), keyed.end(),
-                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::stable_sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<CNode> out;
   out.reserve(kids.size());
   for (const auto& [k, i] : keyed) out.push_back(std::move(kids[i]));

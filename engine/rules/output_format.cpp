@@ -51,7 +51,10 @@ Span field_at(std::string_view text, std::size_t i, std::string_view& expr, std:
     end = k + 1;
     return Span::kField;
   }
-  while (!name.empty() && name.back() == '.' ) { name.remove_suffix(1); --j; }
+  while (!name.empty() && name.back() == '.') {
+    name.remove_suffix(1);
+    --j;
+  }
   if (j < text.size() && text[j] == '[') {
     auto close = text.find(']', j);
     if (close == std::string_view::npos) {
@@ -67,8 +70,7 @@ Span field_at(std::string_view text, std::size_t i, std::string_view& expr, std:
 
 // A sequence's %stepN.field: the step that gives the field (t.step) and the
 // field's own name (fe.name); false with `error` when there is no step N.
-bool step_prefix(FieldExpr& fe, std::size_t steps, std::string_view expr, OutputFormat::Token& t,
-                 std::string& error) {
+bool step_prefix(FieldExpr& fe, std::size_t steps, std::string_view expr, OutputFormat::Token& t, std::string& error) {
   if (steps == 0 || fe.name.rfind("step", 0) != 0) return true;
   std::size_t d = 4;
   while (d < fe.name.size() && std::isdigit(static_cast<unsigned char>(fe.name[d]))) ++d;
@@ -87,9 +89,8 @@ bool step_prefix(FieldExpr& fe, std::size_t steps, std::string_view expr, Output
 
 }  // namespace
 
-OutputFormat OutputFormat::parse(std::string_view text, const FieldCatalog& catalog,
-                                 std::vector<std::string>& unknown, std::string& error,
-                                 std::size_t steps) {
+OutputFormat OutputFormat::parse(std::string_view text, const FieldCatalog& catalog, std::vector<std::string>& unknown,
+                                 std::string& error, std::size_t steps) {
   OutputFormat f;
   std::string lit;
   auto flush = [&]() {
@@ -103,8 +104,16 @@ OutputFormat OutputFormat::parse(std::string_view text, const FieldCatalog& cata
   std::size_t i = 0;
   while (i < text.size()) {
     char c = text[i];
-    if (c != '%') { lit += c; ++i; continue; }
-    if (i + 1 < text.size() && text[i + 1] == '%') { lit += '%'; i += 2; continue; }
+    if (c != '%') {
+      lit += c;
+      ++i;
+      continue;
+    }
+    if (i + 1 < text.size() && text[i + 1] == '%') {
+      lit += '%';
+      i += 2;
+      continue;
+    }
     std::string_view expr;
     std::size_t end = 0;
     const Span span = field_at(text, i, expr, end, error);

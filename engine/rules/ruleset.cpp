@@ -133,8 +133,7 @@ void Ruleset::evaluate(const state::EvalContext& ctx, std::vector<event::Alert>&
   for (auto& a : seq_alerts) {
     try {
       out.push_back(std::move(a));
-    } catch (...) {
-    }
+    } catch (...) {}
   }
 }
 
@@ -225,7 +224,6 @@ std::set<event::Type> Ruleset::event_types() const {
   if (needs_dns_) s.insert(event::Type::kDns);
   return s;
 }
-
 
 namespace {
 std::vector<std::string> mask_names(const event::TypeMask& mask) {

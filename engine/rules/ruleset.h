@@ -46,11 +46,11 @@ class SequenceState;
 struct ExtractCtx;
 
 struct LoadOptions {
-  std::set<std::string> disabled_tags;   // rules with any of these tags are disabled
-  std::set<std::string> disabled_rules;  // by name
-  std::set<std::string> enabled_rules;   // by name: enabled even if the file disables them
+  std::set<std::string> disabled_tags;                     // rules with any of these tags are disabled
+  std::set<std::string> disabled_rules;                    // by name
+  std::set<std::string> enabled_rules;                     // by name: enabled even if the file disables them
   event::Priority min_priority = event::Priority::kDebug;  // less severe rules are disabled
-  std::string hostname;                  // copied into every alert
+  std::string hostname;                                    // copied into every alert
   std::size_t max_file_bytes = 32u << 20;
   // false: conditions are evaluated as written, without the evaluator's
   // reordering, constant folding, literal-set merging and prefilters. Same
@@ -101,7 +101,7 @@ struct SequenceInfo {
   event::Priority priority = event::Priority::kWarning;
   std::vector<std::string> tags;
   bool enabled = true;
-  std::vector<std::string> by;       // the correlation key's fields
+  std::vector<std::string> by;  // the correlation key's fields
   std::uint64_t within_ns = 0;
   std::vector<std::vector<std::string>> step_event_types;  // per step
   std::string file;
@@ -202,8 +202,7 @@ struct LoadResult {
 LoadResult load_rules(const std::vector<std::string>& paths, const LoadOptions& opts);
 
 // Loads rules from text (tests, fuzzing). `name` stands for the file name.
-LoadResult load_rules_text(const std::vector<std::pair<std::string, std::string>>& files,
-                           const LoadOptions& opts);
+LoadResult load_rules_text(const std::vector<std::pair<std::string, std::string>>& files, const LoadOptions& opts);
 
 // The Alert uuid: a version-8 UUID hashed from the event (ts, pid, tid, type)
 // and the rule name, so a replay of a capture gives the live run's uuid.

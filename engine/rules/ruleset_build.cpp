@@ -42,20 +42,36 @@ std::string snippet(std::string_view cond, std::size_t off) {
   if (off == SIZE_MAX || off > cond.size()) return "";
   std::size_t from = off > 30 ? off - 30 : 0;
   std::string s(cond.substr(from, 60));
-  for (char& c : s) if (c == '\n' || c == '\t') c = ' ';
+  for (char& c : s)
+    if (c == '\n' || c == '\t') c = ' ';
   return " (at offset " + std::to_string(off) + ": '" + s + "')";
 }
 
 bool op_from_text(std::string_view s, Op& op) {
-  static constexpr std::pair<std::string_view, Op> kOps[] = {
-      {"=", Op::kEq}, {"==", Op::kEq}, {"!=", Op::kNe}, {"<", Op::kLt}, {"<=", Op::kLe},
-      {">", Op::kGt}, {">=", Op::kGe}, {"contains", Op::kContains}, {"icontains", Op::kIContains},
-      {"bcontains", Op::kBContains}, {"startswith", Op::kStartsWith},
-      {"bstartswith", Op::kBStartsWith}, {"endswith", Op::kEndsWith}, {"glob", Op::kGlob},
-      {"iglob", Op::kIGlob}, {"regex", Op::kRegex}, {"in", Op::kIn},
-      {"intersects", Op::kIntersects}, {"pmatch", Op::kPMatch}};
+  static constexpr std::pair<std::string_view, Op> kOps[] = {{"=", Op::kEq},
+                                                             {"==", Op::kEq},
+                                                             {"!=", Op::kNe},
+                                                             {"<", Op::kLt},
+                                                             {"<=", Op::kLe},
+                                                             {">", Op::kGt},
+                                                             {">=", Op::kGe},
+                                                             {"contains", Op::kContains},
+                                                             {"icontains", Op::kIContains},
+                                                             {"bcontains", Op::kBContains},
+                                                             {"startswith", Op::kStartsWith},
+                                                             {"bstartswith", Op::kBStartsWith},
+                                                             {"endswith", Op::kEndsWith},
+                                                             {"glob", Op::kGlob},
+                                                             {"iglob", Op::kIGlob},
+                                                             {"regex", Op::kRegex},
+                                                             {"in", Op::kIn},
+                                                             {"intersects", Op::kIntersects},
+                                                             {"pmatch", Op::kPMatch}};
   for (const auto& [n, o] : kOps) {
-    if (n == s) { op = o; return true; }
+    if (n == s) {
+      op = o;
+      return true;
+    }
   }
   return false;
 }
@@ -186,7 +202,8 @@ NodePtr exceptions_node(const RuleDef& r, Diagnostics& d, bool& ok) {
         chk->op = ops[i];
         chk->value = exception_rhs(tuple[i], ops[i]);
         if (!op_takes_list(ops[i]) && chk->value.kind == Value::Kind::kList) {
-          d.error(code::kException, e.pos, lbl, "exception '" + e.name + "': a list value needs in, pmatch or intersects");
+          d.error(code::kException, e.pos, lbl,
+                  "exception '" + e.name + "': a list value needs in, pmatch or intersects");
           ok = false;
           return nullptr;
         }
@@ -300,8 +317,7 @@ class RulesetBuilder {
   std::string stop_reason() const {
     if (opts_.cancel && opts_.cancel->load(std::memory_order_relaxed)) return "the compile was cancelled";
     if (opts_.compile_budget.count() > 0 && std::chrono::steady_clock::now() > deadline_) {
-      return "the compile took longer than its budget of " + std::to_string(opts_.compile_budget.count()) +
-             " ms";
+      return "the compile took longer than its budget of " + std::to_string(opts_.compile_budget.count()) + " ms";
     }
     return "";
   }
@@ -349,8 +365,8 @@ class RulesetBuilder {
       both->children.push_back(std::move(exc));
       root = std::move(both);
     }
-    CompileResult cr = compile_condition(std::move(root), macros_, lists_, cat_, &slots_, opts_.optimise,
-                                         opts_.max_condition_nodes);
+    CompileResult cr =
+        compile_condition(std::move(root), macros_, lists_, cat_, &slots_, opts_.optimise, opts_.max_condition_nodes);
     for (std::size_t i = 0; i < cr.errors.size(); ++i) {
       d_.error(cr.error_codes[i], r.condition_pos, lbl, cr.errors[i].message);
     }
@@ -580,7 +596,8 @@ class RulesetBuilder {
       }
     }
     for (const auto& m : col_.macros()) {
-      if (!used_macros_.count(m.name)) d_.warning(code::kUnusedMacro, m.pos, "macro '" + m.name + "'", "macro is not used");
+      if (!used_macros_.count(m.name))
+        d_.warning(code::kUnusedMacro, m.pos, "macro '" + m.name + "'", "macro is not used");
     }
     for (const auto& l : col_.lists()) {
       if (!used_lists_.count(l.name)) d_.warning(code::kUnusedList, l.pos, "list '" + l.name + "'", "list is not used");
@@ -625,13 +642,12 @@ class RulesetBuilder {
   // that reads one (in its condition or its output) needs the dns events
   // even when no rule is on them.
   bool reads_dns_names(const Ruleset::Rule& r) const {
-    static constexpr std::string_view kDnsNamed[] = {"fd.sip.name", "fd.rip.name", "fd.cip.name",
-                                                     "fd.lip.name"};
+    static constexpr std::string_view kDnsNamed[] = {"fd.sip.name", "fd.rip.name", "fd.cip.name", "fd.lip.name"};
     bool reads = r.expr->reads_any(kDnsNamed);
     const OutputFormat& output = r.sequence >= 0 ? rs_->sequences_[r.sequence]->output : r.output;
     for (const auto& tok : output.tokens()) {
-      if (tok.field.def && std::find(std::begin(kDnsNamed), std::end(kDnsNamed), tok.field.def->name) !=
-                               std::end(kDnsNamed))
+      if (tok.field.def &&
+          std::find(std::begin(kDnsNamed), std::end(kDnsNamed), tok.field.def->name) != std::end(kDnsNamed))
         reads = true;
     }
     return reads;
@@ -669,8 +685,7 @@ class RulesetBuilder {
   bool stopped_ = false;
 };
 
-LoadResult load_rules_text(const std::vector<std::pair<std::string, std::string>>& files,
-                           const LoadOptions& opts) {
+LoadResult load_rules_text(const std::vector<std::pair<std::string, std::string>>& files, const LoadOptions& opts) {
   Diagnostics d;
   Collector col;
   for (const auto& [name, text] : files) {
@@ -717,9 +732,8 @@ LoadResult load_rules(const std::vector<std::string>& paths, const LoadOptions& 
 }
 
 std::string summary_line(const LoadResult& r) {
-  return "rules: " + std::to_string(r.loaded) + " loaded, " + std::to_string(r.skipped) +
-         " skipped, " + std::to_string(r.errors) + " errors" +
-         (r.sequences ? ", " + std::to_string(r.sequences) + " sequences" : "");
+  return "rules: " + std::to_string(r.loaded) + " loaded, " + std::to_string(r.skipped) + " skipped, " +
+         std::to_string(r.errors) + " errors" + (r.sequences ? ", " + std::to_string(r.sequences) + " sequences" : "");
 }
 
 }  // namespace vigil::rules

@@ -62,8 +62,7 @@ struct Ruleset::Sequence {
 
 // Renders one output field for the event in `x`: its text (appended to
 // `text`) and its typed value.
-void render_token(const ExtractCtx& x, const OutputFormat::Token& tok, std::string& text,
-                  event::FieldValue& value);
+void render_token(const ExtractCtx& x, const OutputFormat::Token& tok, std::string& text, event::FieldValue& value);
 // Renders one output field of a sequence's step into `f`, reusing its buffer.
 void capture_token(const ExtractCtx& x, const OutputFormat::Token& tok, StepField& f);
 // The alert of rule `r`, which the event in `x` matched.

@@ -73,15 +73,15 @@ void bound_key(std::string& key);
 // A rendered output field of a step that is over: what the alert needs of
 // it once its event is gone.
 struct StepField {
-  std::string text;         // as the output text shows it
-  event::FieldValue value;  // as output_fields carries it, unless value_is_text
+  std::string text;            // as the output text shows it
+  event::FieldValue value;     // as output_fields carries it, unless value_is_text
   bool value_is_text = false;  // a string field: its value is `text`
 };
 
 // One partial match: the steps done so far for one key.
 struct Partial {
-  std::uint64_t first_ns = 0;  // time of the first step's event: the window starts here
-  std::uint32_t next = 1;      // the step it waits for
+  std::uint64_t first_ns = 0;     // time of the first step's event: the window starts here
+  std::uint32_t next = 1;         // the step it waits for
   std::vector<StepField> fields;  // the earlier steps' output fields, in output token order
 };
 
@@ -118,8 +118,8 @@ class PartialMatches {
 
   std::uint64_t window_ns_;
   std::size_t capacity_;
-  EvictionCounts* counts_;  // may be null
-  std::list<Entry> order_;  // oldest first
+  EvictionCounts* counts_;                                                  // may be null
+  std::list<Entry> order_;                                                  // oldest first
   std::unordered_map<std::string_view, std::list<Entry>::iterator> index_;  // views into order_'s keys
 };
 

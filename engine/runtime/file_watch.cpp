@@ -17,8 +17,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr std::uint32_t kMask = IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM | IN_CLOSE_WRITE | IN_MODIFY |
-                                IN_DELETE | IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR;
+constexpr std::uint32_t kMask = IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM | IN_CLOSE_WRITE | IN_MODIFY | IN_DELETE |
+                                IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR;
 constexpr std::size_t kMaxHashBytes = 64u << 20;
 
 // "<resolved path> <size> <hash of the first 64 MiB>", or "missing".
@@ -98,8 +98,10 @@ void FileWatch::scan(std::map<std::string, std::string>& out) {
   for (const std::string& p : paths_) out[p] = fingerprint(p, dirs);
   if (dirs.size() > o_.max_dirs) {
     if (!warned_cap_ && o_.log) {
-      o_.log->warn("file watch: {} directories to watch, more than the cap of {}; changes in the others "
-                   "need a SIGHUP", dirs.size(), o_.max_dirs);
+      o_.log->warn(
+          "file watch: {} directories to watch, more than the cap of {}; changes in the others "
+          "need a SIGHUP",
+          dirs.size(), o_.max_dirs);
     }
     warned_cap_ = true;
     dirs.erase(std::next(dirs.begin(), static_cast<std::ptrdiff_t>(o_.max_dirs)), dirs.end());

@@ -17,7 +17,7 @@
 namespace vigil::runtime {
 
 struct PartState {
-  std::string name;     // "bpf", "kmsg", "pods", "pod_resources", "gpu_inventory", "plugin:nvml"
+  std::string name;  // "bpf", "kmsg", "pods", "pod_resources", "gpu_inventory", "plugin:nvml"
   bool on = false;
   std::string needs;    // what it needs to run: "CAP_BPF+CAP_PERFMON or CAP_SYS_ADMIN"
   std::string why_off;  // when off: the error that turned it off

@@ -20,8 +20,7 @@ void StateApplier::on_state_record(capture::RecordData&& record) {
       record);
 }
 
-CaptureSource::CaptureSource(std::unique_ptr<capture::CaptureReader> reader, StateSink& sink,
-                             CaptureSourceOptions opts)
+CaptureSource::CaptureSource(std::unique_ptr<capture::CaptureReader> reader, StateSink& sink, CaptureSourceOptions opts)
     : reader_(std::move(reader)), sink_(sink), opts_(std::move(opts)) {}
 
 void CaptureSource::finish() {
@@ -71,9 +70,8 @@ bool ReplaySelector::matches(const state::EvalContext& ctx) const {
   }
   if (!opts_.pod.empty()) {
     if (!ctx.pod) return false;
-    const bool match = opts_.pod.find('/') == std::string::npos
-                           ? ctx.pod->name == opts_.pod
-                           : ctx.pod->ns + "/" + ctx.pod->name == opts_.pod;
+    const bool match = opts_.pod.find('/') == std::string::npos ? ctx.pod->name == opts_.pod
+                                                                : ctx.pod->ns + "/" + ctx.pod->name == opts_.pod;
     if (!match) return false;
   }
   return !opts_.filter || opts_.filter->accepts(ctx);

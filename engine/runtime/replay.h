@@ -72,8 +72,7 @@ class CaptureSource final : public source::EventSource {
     std::uint64_t skipped_records = 0;  // record types this version does not know
   };
 
-  CaptureSource(std::unique_ptr<capture::CaptureReader> reader, StateSink& sink,
-                CaptureSourceOptions opts = {});
+  CaptureSource(std::unique_ptr<capture::CaptureReader> reader, StateSink& sink, CaptureSourceOptions opts = {});
 
   std::string_view name() const override { return "capture"; }
   Result<std::size_t> poll(std::size_t budget, const Emit& emit) override;
@@ -99,9 +98,9 @@ class CaptureSource final : public source::EventSource {
 };
 
 struct SelectOptions {
-  std::uint64_t since_ns = 0;  // events before: state only, no rules (0: from the start)
-  std::string container;       // container id or a prefix of it ("" = any)
-  std::string pod;             // "name" or "namespace/name" ("" = any)
+  std::uint64_t since_ns = 0;                   // events before: state only, no rules (0: from the start)
+  std::string container;                        // container id or a prefix of it ("" = any)
+  std::string pod;                              // "name" or "namespace/name" ("" = any)
   std::shared_ptr<const rules::Filter> filter;  // null = any
   // Called for each selected event, before the rules run on it.
   std::function<void(const event::Event&, const state::EvalContext&)> on_selected;

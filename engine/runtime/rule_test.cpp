@@ -45,8 +45,8 @@ namespace {
 // 2026-01-01T00:00:00Z
 constexpr std::uint64_t kFirstEventNs = 1767225600ull * 1000000000ull;
 
-void check(const Expectation& e, const std::vector<event::Alert>& alerts, const std::string& file,
-           int line, const std::string& test, const char* where, RuleTestReport& rep, bool& ok) {
+void check(const Expectation& e, const std::vector<event::Alert>& alerts, const std::string& file, int line,
+           const std::string& test, const char* where, RuleTestReport& rep, bool& ok) {
   auto fired = [&](const std::string& r) {
     return std::any_of(alerts.begin(), alerts.end(), [&](const event::Alert& a) { return a.rule == r; });
   };
@@ -72,13 +72,17 @@ void check(const Expectation& e, const std::vector<event::Alert>& alerts, const 
     const std::string& text = kv.second;
     auto it = std::find_if(alerts.begin(), alerts.end(), [&](const event::Alert& a) { return a.rule == r; });
     if (it == alerts.end()) {
-      rep.failures.push_back({file, line, test, std::string(where) + "expected output of '" + r + "' but it did not fire"});
+      rep.failures.push_back(
+          {file, line, test, std::string(where) + "expected output of '" + r + "' but it did not fire"});
       ok = false;
       continue;
     }
-    bool any = std::any_of(alerts.begin(), alerts.end(), [&](const event::Alert& a) { return a.rule == r && a.output == text; });
+    bool any = std::any_of(alerts.begin(), alerts.end(),
+                           [&](const event::Alert& a) { return a.rule == r && a.output == text; });
     if (!any) {
-      rep.failures.push_back({file, line, test, std::string(where) + "output of '" + r + "' differs:\n  expected: " + text + "\n  got:      " + it->output});
+      rep.failures.push_back(
+          {file, line, test,
+           std::string(where) + "output of '" + r + "' differs:\n  expected: " + text + "\n  got:      " + it->output});
       ok = false;
     }
   }
@@ -165,15 +169,17 @@ class TestRun {
     whole_ = expectation(t["expect"]);
     for (const auto* list : {&whole_.fire, &whole_.not_fire}) {
       for (const auto& r : *list) {
-        if (!fr.known.count(r)) bad(t["expect"], "test '" + name_ + "' names rule '" + r + "', which the rules files do not define");
+        if (!fr.known.count(r))
+          bad(t["expect"], "test '" + name_ + "' names rule '" + r + "', which the rules files do not define");
       }
     }
-    if (!t["events"] || !t["events"].IsSequence() || t["events"].size() == 0) bad(t, "test '" + name_ + "' has no events");
+    if (!t["events"] || !t["events"].IsSequence() || t["events"].size() == 0)
+      bad(t, "test '" + name_ + "' has no events");
     set_vigil_files(t["vigil"], st_);
     if (auto bc = baseline_config(root["baseline"], t["baseline"])) baselines_ = std::make_unique<baseline::Store>(*bc);
     pipe_ = std::make_unique<pipeline::Pipeline>(
         pipeline::Deps{st_, [this](std::shared_ptr<const event::Alert> a) { alerts_.push_back(*a); }, "",
-                                    baselines_.get()},
+                       baselines_.get()},
         fr.lr.ruleset);
   }
 
@@ -313,8 +319,7 @@ RuleTestReport run_rule_tests(const std::vector<std::string>& paths) {
   Diagnostics d;
   YamlFiles found = expand_yaml_paths(paths, d);
   for (const auto& dir : found.empty_dirs) {
-    d.error(code::kFileRead, Pos{dir, 0, 0}, "",
-            "no rule test files (*.yaml, *.yml) in this directory");
+    d.error(code::kFileRead, Pos{dir, 0, 0}, "", "no rule test files (*.yaml, *.yml) in this directory");
   }
   for (auto& p : d.take()) rep.problems.push_back(std::move(p));
   for (const auto& f : found.files) run_file(f, rep);

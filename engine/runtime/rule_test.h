@@ -22,7 +22,7 @@ using rules::Severity;
 
 struct RuleTestFailure {
   std::string file;
-  int line = 0;          // of the test (or the event, for per-event expectations)
+  int line = 0;  // of the test (or the event, for per-event expectations)
   std::string test;
   std::string message;
   std::string to_string() const;  // "file:line: test 'name': message"
@@ -30,9 +30,9 @@ struct RuleTestFailure {
 
 struct RuleTestReport {
   std::size_t tests = 0, passed = 0, failed = 0;
-  std::vector<Diagnostic> problems;        // invalid test files, rule load errors
+  std::vector<Diagnostic> problems;  // invalid test files, rule load errors
   std::vector<RuleTestFailure> failures;
-  bool invalid() const;                    // some file could not be run at all
+  bool invalid() const;  // some file could not be run at all
   // 0 every test passed, 2 a test file (or its rules) is invalid, 1 a test failed.
   int exit_code() const;
 };

@@ -67,7 +67,6 @@ std::vector<std::string> strings(const YAML::Node& n, const char* what) {
   return v;
 }
 
-
 namespace {
 
 event::IpAddr ip(const YAML::Node& n, const char* what) {
@@ -78,12 +77,14 @@ event::IpAddr ip(const YAML::Node& n, const char* what) {
 
 std::uint32_t open_flags(const YAML::Node& n) {
   std::string s = scalar(n, "flags");
-  if (!s.empty() && std::isdigit(static_cast<unsigned char>(s[0]))) return static_cast<std::uint32_t>(number(n, "flags"));
+  if (!s.empty() && std::isdigit(static_cast<unsigned char>(s[0])))
+    return static_cast<std::uint32_t>(number(n, "flags"));
   static const std::map<std::string, std::uint32_t> kFlags = {
-      {"O_RDONLY", O_RDONLY}, {"O_WRONLY", O_WRONLY}, {"O_RDWR", O_RDWR}, {"O_CREAT", O_CREAT},
-      {"O_EXCL", O_EXCL}, {"O_TRUNC", O_TRUNC}, {"O_APPEND", O_APPEND}, {"O_NONBLOCK", O_NONBLOCK},
-      {"O_CLOEXEC", O_CLOEXEC}, {"O_DIRECTORY", O_DIRECTORY}, {"O_NOFOLLOW", O_NOFOLLOW},
-      {"O_PATH", O_PATH}, {"O_NOCTTY", O_NOCTTY}, {"O_SYNC", O_SYNC}};
+      {"O_RDONLY", O_RDONLY},       {"O_WRONLY", O_WRONLY},     {"O_RDWR", O_RDWR},
+      {"O_CREAT", O_CREAT},         {"O_EXCL", O_EXCL},         {"O_TRUNC", O_TRUNC},
+      {"O_APPEND", O_APPEND},       {"O_NONBLOCK", O_NONBLOCK}, {"O_CLOEXEC", O_CLOEXEC},
+      {"O_DIRECTORY", O_DIRECTORY}, {"O_NOFOLLOW", O_NOFOLLOW}, {"O_PATH", O_PATH},
+      {"O_NOCTTY", O_NOCTTY},       {"O_SYNC", O_SYNC}};
   std::uint32_t v = 0;
   std::string_view rest = s;
   while (!rest.empty()) {
@@ -137,7 +138,10 @@ void read_value(const YAML::Node& v, const char* name, T& x) {
     if (x == event::Syscall::kNone) bad(v, std::string("'") + name + "': not a syscall vigil reports: " + s);
   } else if constexpr (std::is_same_v<T, event::L4>) {
     std::string s = scalar(v, name);
-    x = s == "tcp" ? event::L4::kTcp : s == "udp" ? event::L4::kUdp : s == "unix" ? event::L4::kUnix : event::L4::kUnknown;
+    x = s == "tcp"    ? event::L4::kTcp
+        : s == "udp"  ? event::L4::kUdp
+        : s == "unix" ? event::L4::kUnix
+                      : event::L4::kUnknown;
     if (x == event::L4::kUnknown) bad(v, std::string("'") + name + "' must be tcp, udp or unix");
   } else if constexpr (std::is_enum_v<T>) {
     x = static_cast<T>(number(v, name));
@@ -260,7 +264,9 @@ void read_payload(event::ConnectData& d, const PayloadInput& in) {
   }
   if (e["family"]) {
     std::string f = scalar(e["family"], "family");
-    d.family = f == "inet6" || f == "ipv6" || f == "AF_INET6" ? AF_INET6 : f == "unix" || f == "AF_UNIX" ? AF_UNIX : AF_INET;
+    d.family = f == "inet6" || f == "ipv6" || f == "AF_INET6" ? AF_INET6
+               : f == "unix" || f == "AF_UNIX"                ? AF_UNIX
+                                                              : AF_INET;
   }
   d.result = e["result"] ? signed_number(e["result"], "result") : 0;
 }
@@ -443,14 +449,27 @@ void read_payload(event::BpfData& d, const PayloadInput& in) {
   [[maybe_unused]] const Built& b = in.b;
   [[maybe_unused]] const std::string& type = in.type;
   if (e["cmd"]) {
-    static const std::map<std::string, std::uint32_t> kCmds = {
-        {"BPF_MAP_CREATE", 0},          {"BPF_PROG_LOAD", 5},          {"BPF_OBJ_PIN", 6},
-        {"BPF_OBJ_GET", 7},             {"BPF_PROG_ATTACH", 8},        {"BPF_PROG_DETACH", 9},
-        {"BPF_PROG_GET_NEXT_ID", 11},   {"BPF_MAP_GET_NEXT_ID", 12},   {"BPF_PROG_GET_FD_BY_ID", 13},
-        {"BPF_MAP_GET_FD_BY_ID", 14},   {"BPF_OBJ_GET_INFO_BY_FD", 15}, {"BPF_PROG_QUERY", 16},
-        {"BPF_RAW_TRACEPOINT_OPEN", 17}, {"BPF_BTF_GET_FD_BY_ID", 19}, {"BPF_TASK_FD_QUERY", 20},
-        {"BPF_BTF_GET_NEXT_ID", 23},    {"BPF_LINK_CREATE", 28},       {"BPF_LINK_UPDATE", 29},
-        {"BPF_LINK_GET_FD_BY_ID", 30},  {"BPF_LINK_GET_NEXT_ID", 31},  {"BPF_LINK_DETACH", 34}};
+    static const std::map<std::string, std::uint32_t> kCmds = {{"BPF_MAP_CREATE", 0},
+                                                               {"BPF_PROG_LOAD", 5},
+                                                               {"BPF_OBJ_PIN", 6},
+                                                               {"BPF_OBJ_GET", 7},
+                                                               {"BPF_PROG_ATTACH", 8},
+                                                               {"BPF_PROG_DETACH", 9},
+                                                               {"BPF_PROG_GET_NEXT_ID", 11},
+                                                               {"BPF_MAP_GET_NEXT_ID", 12},
+                                                               {"BPF_PROG_GET_FD_BY_ID", 13},
+                                                               {"BPF_MAP_GET_FD_BY_ID", 14},
+                                                               {"BPF_OBJ_GET_INFO_BY_FD", 15},
+                                                               {"BPF_PROG_QUERY", 16},
+                                                               {"BPF_RAW_TRACEPOINT_OPEN", 17},
+                                                               {"BPF_BTF_GET_FD_BY_ID", 19},
+                                                               {"BPF_TASK_FD_QUERY", 20},
+                                                               {"BPF_BTF_GET_NEXT_ID", 23},
+                                                               {"BPF_LINK_CREATE", 28},
+                                                               {"BPF_LINK_UPDATE", 29},
+                                                               {"BPF_LINK_GET_FD_BY_ID", 30},
+                                                               {"BPF_LINK_GET_NEXT_ID", 31},
+                                                               {"BPF_LINK_DETACH", 34}};
     std::string s = scalar(e["cmd"], "cmd");
     auto it = kCmds.find(s);
     d.cmd = it != kCmds.end() ? it->second : static_cast<std::uint32_t>(number(e["cmd"], "cmd"));
@@ -484,7 +503,8 @@ struct ProcessFact {
     } else if constexpr (std::is_integral_v<V> && std::is_unsigned_v<V> && !std::is_same_v<V, bool>) {
       // -1 is the all-ones value (loginuid: -1, none).
       const std::string s = scalar(value, name);
-      member = !s.empty() && s[0] == '-' ? static_cast<V>(signed_number(value, name)) : static_cast<V>(number(value, name));
+      member =
+          !s.empty() && s[0] == '-' ? static_cast<V>(signed_number(value, name)) : static_cast<V>(number(value, name));
     } else {
       read_value(value, name, member);
     }
@@ -691,8 +711,9 @@ std::optional<baseline::Config> baseline_config(const YAML::Node& file_level, co
       } else if (k == "max_gpu_classes") {
         c.caps.gpu_classes = number(v, "max_gpu_classes");
       } else {
-        bad(kv->first, "unknown baseline key '" + k + "' (key, learn_for, v4_prefix, v6_prefix, ephemeral_from, watch_paths, "
-                       "max_workloads, max_exes, max_destinations, max_files, max_gpu_classes)");
+        bad(kv->first, "unknown baseline key '" + k +
+                           "' (key, learn_for, v4_prefix, v6_prefix, ephemeral_from, watch_paths, "
+                           "max_workloads, max_exes, max_destinations, max_files, max_gpu_classes)");
       }
     }
   }

@@ -127,10 +127,9 @@ void Runner::add_source(std::unique_ptr<source::EventSource> source, bool essent
   slots_.push_back({std::move(source), essential});
 }
 
-void Runner::add_tick(std::string name, std::chrono::nanoseconds every,
-                      std::function<void(std::uint64_t)> fn) {
-  ticks_.push_back({std::move(name), static_cast<std::uint64_t>(std::max<std::int64_t>(every.count(), 0)),
-                    std::move(fn)});
+void Runner::add_tick(std::string name, std::chrono::nanoseconds every, std::function<void(std::uint64_t)> fn) {
+  ticks_.push_back(
+      {std::move(name), static_cast<std::uint64_t>(std::max<std::int64_t>(every.count(), 0)), std::move(fn)});
 }
 
 void Runner::stop(int exit_code, std::string reason) {
@@ -208,8 +207,7 @@ void Runner::finish_reload() {
   if (reload_thread_.joinable()) reload_thread_.join();
   std::uint64_t n = 0;
   (void)!read(reload_fd_, &n, sizeof(n));
-  const double secs =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - reload_started_).count();
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - reload_started_).count();
   std::string error;
   if (!*got) error = got->error().message;
   else if (!(*got)->rules) error = "no ruleset";
@@ -262,8 +260,8 @@ LoopStatus Runner::status() const {
   LoopStatus st;
   st.running = running_.load(std::memory_order_relaxed);
   st.turns = turns_.load(std::memory_order_relaxed);
-  st.last_turn = std::chrono::steady_clock::time_point(
-      std::chrono::nanoseconds(last_turn_ns_.load(std::memory_order_relaxed)));
+  st.last_turn =
+      std::chrono::steady_clock::time_point(std::chrono::nanoseconds(last_turn_ns_.load(std::memory_order_relaxed)));
   {
     std::lock_guard<std::mutex> l(stats_mu_);
     st.sources = published_;
@@ -356,7 +354,8 @@ int Runner::wait_ms() const {
   }
   for (const Tick& t : ticks_) {
     if (t.every_ns == 0) continue;
-    const std::int64_t left = t.due_ns > clock_ns_ ? static_cast<std::int64_t>((t.due_ns - clock_ns_ + 999999) / 1000000) : 0;
+    const std::int64_t left =
+        t.due_ns > clock_ns_ ? static_cast<std::int64_t>((t.due_ns - clock_ns_ + 999999) / 1000000) : 0;
     ms = std::min(ms, left);
   }
   return static_cast<int>(std::max<std::int64_t>(ms, 0));
@@ -376,17 +375,14 @@ void Runner::poll_source(Slot& s, const source::EventSource::Emit& emit) {
   }
   if (!err) {
     switch (src.health()) {
-      case source::EventSource::Health::kRunning:
-        return;
+      case source::EventSource::Health::kRunning: return;
       case source::EventSource::Health::kDone:
         if (log_) log_->info("source {}: done", src.name());
         s.active = false;
         s.ready = false;
         if (src.wait_fd() >= 0) epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, src.wait_fd(), nullptr);
         return;
-      case source::EventSource::Health::kFailed:
-        err = Error::runtime(src.failure());
-        break;
+      case source::EventSource::Health::kFailed: err = Error::runtime(src.failure()); break;
     }
   }
   s.active = false;
@@ -414,15 +410,16 @@ void Runner::report_drops(bool final_report, RunReport& rep) {
     if (total > s.reported) {
       new_total += total - s.reported;
       for (const auto& [reason, n] : d.by_reason) {
-        if (n) detail += (detail.empty() ? "" : " ") + std::string(s.source->name()) + "/" + reason + "=" + std::to_string(n);
+        if (n)
+          detail +=
+              (detail.empty() ? "" : " ") + std::string(s.source->name()) + "/" + reason + "=" + std::to_string(n);
       }
       s.reported = total;
     }
     if (final_report) rep.drops.push_back({std::string(s.source->name()), std::move(d)});
   }
   if (!final_report && new_total > 0 && log_) {
-    log_->warn("lost {} events in the last {} s ({} in all): {}", new_total, opts_.drop_report.count(), all,
-               detail);
+    log_->warn("lost {} events in the last {} s ({} in all): {}", new_total, opts_.drop_report.count(), all, detail);
   }
 }
 

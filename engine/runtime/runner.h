@@ -86,23 +86,23 @@ struct Reloaded {
 };
 
 struct RunnerOptions {
-  std::size_t budget = 4096;                 // events per source per turn
-  std::chrono::milliseconds max_wait{100};   // longest wait for a source
+  std::size_t budget = 4096;                // events per source per turn
+  std::chrono::milliseconds max_wait{100};  // longest wait for a source
   // SIGINT/SIGTERM stop and SIGHUP reloads, through a signalfd. The signals
   // are blocked in the thread that calls create(): create the runner before
   // any other thread starts, so every thread inherits the mask.
   // SIGUSR1, SIGUSR2, SIGALRM, SIGIO and SIGPWR, which would end the
   // process by default, are read too and ignored (logged).
   bool signals = true;
-  std::uint64_t duration_ns = 0;             // stop after this much runner time (0: never)
-  std::function<bool()> stop_when;           // checked every turn (capture --size)
-  std::chrono::seconds drop_report{10};      // 0: no periodic drop report
+  std::uint64_t duration_ns = 0;         // stop after this much runner time (0: never)
+  std::function<bool()> stop_when;       // checked every turn (capture --size)
+  std::chrono::seconds drop_report{10};  // 0: no periodic drop report
   // SIGHUP: a new ruleset for the pipeline (and a commit of the caller's
   // own); an error keeps everything in force. Runs on the runner's reload
   // thread, one call at a time; it should give up soon once `cancel` is true
   // (rules::LoadOptions::cancel). Unset: SIGHUP is logged and ignored.
   std::function<Result<Reloaded>(const std::atomic<bool>& cancel)> reload;
-  std::shared_ptr<spdlog::logger> log;       // null: nothing is logged
+  std::shared_ptr<spdlog::logger> log;  // null: nothing is logged
 };
 
 struct SourceDrops {
@@ -111,10 +111,10 @@ struct SourceDrops {
 };
 
 struct RunReport {
-  int exit_code = 0;             // 0 clean stop; 1 runtime failure; 2 bad input (a source's error)
-  std::string reason;            // "SIGTERM", "done", "duration", "stop_when", a failure
-  std::optional<Error> error;    // set when a source failed
-  std::uint64_t events = 0;      // events the sources handed over
+  int exit_code = 0;               // 0 clean stop; 1 runtime failure; 2 bad input (a source's error)
+  std::string reason;              // "SIGTERM", "done", "duration", "stop_when", a failure
+  std::optional<Error> error;      // set when a source failed
+  std::uint64_t events = 0;        // events the sources handed over
   std::vector<SourceDrops> drops;  // per source, cumulative
   std::uint64_t drops_total() const;
   // "bpf/ringbuf_full=3 kmsg/lost=1" (nonzero reasons), "none" when nothing was lost.
@@ -127,7 +127,7 @@ struct ReloadStats {
   std::uint64_t failed = 0;
   std::int64_t last_unix_s = 0;  // when the last one ended; 0: none yet
   bool last_ok = true;
-  std::string last_error;        // the last failure's message ("" if none)
+  std::string last_error;  // the last failure's message ("" if none)
 };
 
 // One source as the loop last saw it (published at most every 200 ms, and
@@ -137,14 +137,14 @@ struct SourceStatus {
   bool essential = true;
   source::EventSource::Health health = source::EventSource::Health::kRunning;
   std::string failure;
-  std::uint64_t events = 0;        // handed to the pipeline so far
+  std::uint64_t events = 0;  // handed to the pipeline so far
   source::Drops drops;
   std::optional<source::Backlog> backlog;  // read when status() is called
 };
 
 // The loop's heartbeat and its sources, for /metrics and /healthz.
 struct LoopStatus {
-  bool running = false;            // inside run()
+  bool running = false;  // inside run()
   std::uint64_t turns = 0;
   std::chrono::steady_clock::time_point last_turn{};  // the end of the last turn
   std::vector<SourceStatus> sources;
@@ -164,8 +164,7 @@ class Runner {
   // `fn(now_ns)` runs every `every` of the runner's clock (0: every turn),
   // on the loop thread, first at `every` after run() starts (every turn: at
   // the first turn).
-  void add_tick(std::string name, std::chrono::nanoseconds every,
-                std::function<void(std::uint64_t now_ns)> fn);
+  void add_tick(std::string name, std::chrono::nanoseconds every, std::function<void(std::uint64_t now_ns)> fn);
 
   // Runs until a stop condition (see the file comment).
   RunReport run(pipeline::Pipeline& pipe);
@@ -215,8 +214,8 @@ class Runner {
   struct Slot {
     std::unique_ptr<source::EventSource> source;
     bool essential = true;
-    bool ready = false;      // its fd was readable, or it has more to give
-    bool active = true;      // not done, not failed
+    bool ready = false;          // its fd was readable, or it has more to give
+    bool active = true;          // not done, not failed
     std::uint64_t reported = 0;  // lost events already in a drop report
     std::uint64_t events = 0;    // handed to the pipeline
     source::EventSource::Health health = source::EventSource::Health::kRunning;  // at the last publish
@@ -242,10 +241,10 @@ class Runner {
   int exit_code_ = 0;
   std::string reason_;
   std::optional<Error> error_;
-  std::uint64_t clock_ns_ = 0;       // the runner's clock
-  std::uint64_t last_raw_ns_ = 0;    // the sources' clock at the last advance
+  std::uint64_t clock_ns_ = 0;     // the runner's clock
+  std::uint64_t last_raw_ns_ = 0;  // the sources' clock at the last advance
   std::uint64_t last_drop_report_ns_ = 0;
-  bool more_ = false;                // some source has more to give now
+  bool more_ = false;  // some source has more to give now
   // Reload: the compile runs on reload_thread_, which stores its result and
   // writes reload_fd_ (an eventfd the loop waits on) when done.
   int reload_fd_ = -1;
@@ -254,16 +253,16 @@ class Runner {
   std::mutex reload_mu_;
   std::optional<Result<Reloaded>> reload_result_;  // guarded by reload_mu_
   std::chrono::steady_clock::time_point reload_started_;
-  bool reload_again_ = false;        // a SIGHUP came during the compile
-  std::string again_why_;            // what asked for it
+  bool reload_again_ = false;  // a SIGHUP came during the compile
+  std::string again_why_;      // what asked for it
   struct FdWatch {
     std::string name;
     int fd;
     std::function<void()> on_readable;
   };
-  std::vector<FdWatch> fds_;         // tagged kFdTagBase - index in the epoll set
+  std::vector<FdWatch> fds_;  // tagged kFdTagBase - index in the epoll set
   mutable std::mutex stats_mu_;
-  ReloadStats reload_stats_;         // guarded by stats_mu_
+  ReloadStats reload_stats_;  // guarded by stats_mu_
   // status(): the loop publishes into published_ (guarded by stats_mu_);
   // sources_mu_ guards the slots' source pointers against close_sources()
   // and add_source() while another thread reads their backlog.

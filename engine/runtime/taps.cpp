@@ -28,9 +28,7 @@ FlightRecorderTap::FlightRecorderTap(capture::FlightRecorder& fr, const state::S
   fr_.on_nvidia(st.nvidia());
 }
 
-void FlightRecorderTap::on_event(const event::Event& ev, const state::EvalContext& ctx) {
-  fr_.on_event(ev, ctx);
-}
+void FlightRecorderTap::on_event(const event::Event& ev, const state::EvalContext& ctx) { fr_.on_event(ev, ctx); }
 
 void FlightRecorderTap::on_alert(const event::Event& ev, const state::EvalContext& ctx, event::Alert& alert) {
   fr_.on_alert(ev, ctx, alert);

@@ -32,8 +32,7 @@ capture::Snapshot snapshot_of(const state::State& st);
 // events it accepts are written; state records are always kept.
 class CaptureTap final : public pipeline::EventTap {
  public:
-  explicit CaptureTap(capture::CaptureWriter& w, const rules::Filter* filter = nullptr)
-      : w_(w), filter_(filter) {}
+  explicit CaptureTap(capture::CaptureWriter& w, const rules::Filter* filter = nullptr) : w_(w), filter_(filter) {}
   void on_event(const event::Event& ev, const state::EvalContext& ctx) override;
   // The first write error (writing stops there; detection goes on).
   const Status& status() const { return status_; }

@@ -58,22 +58,21 @@ event::IpAddr ip_from(std::uint16_t family, const std::uint8_t (&b)[16]) {
 }
 
 // The record ids and the engine's types come from one table; this ties them.
-#define VIGIL_SAME_ID(Cxx, C, id, ...)                                              \
-  static_assert(static_cast<int>(VG_##C) == static_cast<int>(event::Type::k##Cxx), \
-                "record id of " #C);
+#define VIGIL_SAME_ID(Cxx, C, id, ...) \
+  static_assert(static_cast<int>(VG_##C) == static_cast<int>(event::Type::k##Cxx), "record id of " #C);
 VG_EVENT_TYPES(VIGIL_SAME_ID)
 #undef VIGIL_SAME_ID
 
 event::L4 l4_of(std::uint8_t proto) {
-  return proto == VG_L4_TCP ? event::L4::kTcp
-         : proto == VG_L4_UDP ? event::L4::kUdp
+  return proto == VG_L4_TCP    ? event::L4::kTcp
+         : proto == VG_L4_UDP  ? event::L4::kUdp
          : proto == VG_L4_UNIX ? event::L4::kUnix
                                : event::L4::kUnknown;
 }
 
 // The socket of a vg_sockfd record: family, protocol, local and remote ends.
-void sock_ends(const vg_sockfd& b, std::uint8_t& family, event::L4& proto, event::IpAddr& local,
-               std::uint16_t& lport, event::IpAddr& remote, std::uint16_t& rport) {
+void sock_ends(const vg_sockfd& b, std::uint8_t& family, event::L4& proto, event::IpAddr& local, std::uint16_t& lport,
+               event::IpAddr& remote, std::uint16_t& rport) {
   family = static_cast<std::uint8_t>(b.family);
   proto = l4_of(b.proto);
   local = ip_from(b.family, b.saddr);
@@ -92,7 +91,7 @@ static_assert(static_cast<int>(VG_SC_SYMLINK) == static_cast<int>(event::Syscall
               "VG_SC_* and event::Syscall list the same calls in the same order");
 event::Syscall syscall_of(std::uint8_t sc) {
   return sc < static_cast<std::uint8_t>(event::Syscall::kCount) ? static_cast<event::Syscall>(sc)
-                                                                 : event::Syscall::kNone;
+                                                                : event::Syscall::kNone;
 }
 
 Error bad(std::string what) { return Error::bad_input("sensor record: " + std::move(what)); }
@@ -270,8 +269,7 @@ Status decode_open(std::span<const std::uint8_t> rec, event::Event& ev) {
   if (!read_fixed(rec, &b)) return bad("open record too short");
   Tail t(rec, sizeof(b));
   std::string_view path, fpath;
-  if (!t.take(b.path_len, &path) || !t.take(b.fpath_len, &fpath))
-    return bad("open field lengths exceed the record");
+  if (!t.take(b.path_len, &path) || !t.take(b.fpath_len, &fpath)) return bad("open field lengths exceed the record");
   event::OpenData d;
   d.path = c_string(path);
   if (b.fpath_len) {
@@ -282,11 +280,11 @@ Status decode_open(std::span<const std::uint8_t> rec, event::Event& ev) {
   d.mode = b.mode;
   d.result = b.result;
   d.is_device = (b.oflags & (VG_OPEN_CHR | VG_OPEN_BLK)) != 0;
-  d.file_type = d.is_device                   ? event::OpenData::kFileDevice
-                : (b.oflags & VG_OPEN_DIR)    ? event::OpenData::kFileDirectory
-                : (b.oflags & VG_OPEN_FIFO)   ? event::OpenData::kFileFifo
-                : (b.oflags & VG_OPEN_REG)    ? event::OpenData::kFileRegular
-                                              : event::OpenData::kFileUnknown;
+  d.file_type = d.is_device                 ? event::OpenData::kFileDevice
+                : (b.oflags & VG_OPEN_DIR)  ? event::OpenData::kFileDirectory
+                : (b.oflags & VG_OPEN_FIFO) ? event::OpenData::kFileFifo
+                : (b.oflags & VG_OPEN_REG)  ? event::OpenData::kFileRegular
+                                            : event::OpenData::kFileUnknown;
   if (d.is_device) {
     d.dev_major = b.dev_major;
     d.dev_minor = b.dev_minor;
@@ -396,8 +394,7 @@ Status decode_fileop(std::span<const std::uint8_t> rec, std::uint16_t type, even
   if (!read_fixed(rec, &b)) return bad("file call record too short");
   Tail t(rec, sizeof(b));
   std::string_view p1, p2;
-  if (!t.take(b.path_len, &p1) || !t.take(b.path2_len, &p2))
-    return bad("file call path lengths exceed the record");
+  if (!t.take(b.path_len, &p1) || !t.take(b.path2_len, &p2)) return bad("file call path lengths exceed the record");
   event::FileOpData d;
   d.syscall = syscall_of(b.syscall);
   d.path = c_string(p1);
@@ -426,8 +423,8 @@ Status decode_ptrace_or_socket(std::span<const std::uint8_t> rec, std::uint16_t 
   vg_sys b{};
   if (!read_fixed(rec, &b)) return bad("ptrace or socket record too short");
   if (type == VG_PTRACE) {
-    ev.data = event::PtraceData{static_cast<std::uint32_t>(b.a[0]), static_cast<std::uint32_t>(b.a[1]),
-                                b.a[2], b.result, b.a[3] != 0};
+    ev.data = event::PtraceData{static_cast<std::uint32_t>(b.a[0]), static_cast<std::uint32_t>(b.a[1]), b.a[2],
+                                b.result, b.a[3] != 0};
   } else {
     ev.data = event::SocketData{static_cast<std::uint32_t>(b.a[0]), static_cast<std::uint32_t>(b.a[1]),
                                 static_cast<std::uint32_t>(b.a[2]), b.result};
@@ -497,8 +494,7 @@ Status decode_cred(std::span<const std::uint8_t> rec, std::uint16_t type, event:
   } else {
     d.real = id(b.a[0]);
     d.effective = id(b.a[1]);
-    if (d.syscall == event::Syscall::kSetresuid || d.syscall == event::Syscall::kSetresgid)
-      d.saved = id(b.a[2]);
+    if (d.syscall == event::Syscall::kSetresuid || d.syscall == event::Syscall::kSetresgid) d.saved = id(b.a[2]);
   }
   d.result = b.result;
   ev.hdr.type = static_cast<event::Type>(type);
@@ -563,9 +559,11 @@ void fill_header(const vg_hdr& h, const TimeBase& tb, event::Event& ev) {
 Result<event::Event> decode_record(std::span<const std::uint8_t> rec, const TimeBase& tb) {
   vg_hdr h{};
   if (!read_fixed(rec, &h)) return bad("shorter than the header (" + std::to_string(rec.size()) + " bytes)");
-  if (h.abi != VG_ABI_VERSION) return bad("ABI version " + std::to_string(h.abi) + ", expected " + std::to_string(VG_ABI_VERSION));
+  if (h.abi != VG_ABI_VERSION)
+    return bad("ABI version " + std::to_string(h.abi) + ", expected " + std::to_string(VG_ABI_VERSION));
   if (h.len < sizeof(vg_hdr) || h.len > rec.size())
-    return bad("length " + std::to_string(h.len) + " does not fit the " + std::to_string(rec.size()) + " bytes received");
+    return bad("length " + std::to_string(h.len) + " does not fit the " + std::to_string(rec.size()) +
+               " bytes received");
   rec = rec.first(h.len);
 
   event::Event ev;
@@ -577,84 +575,45 @@ Result<event::Event> decode_record(std::span<const std::uint8_t> rec, const Time
 #pragma GCC diagnostic push
 #pragma GCC diagnostic error "-Wswitch-enum"
   switch (static_cast<enum vg_type>(h.type)) {
-    case VG_EXEC:
-      st = decode_exec(rec, ev);
-      break;
-    case VG_FORK:
-      st = decode_fork(rec, ev);
-      break;
-    case VG_EXIT:
-      st = decode_exit(rec, ev);
-      break;
-    case VG_CONNECT:
-      st = decode_connect(rec, ev);
-      break;
-    case VG_OPEN:
-      st = decode_open(rec, ev);
-      break;
-    case VG_IOCTL:
-      st = decode_ioctl(rec, ev);
-      break;
-    case VG_XID:
-      st = decode_xid(rec, ev);
-      break;
-    case VG_DNS:
-      st = decode_dns(rec, ev);
-      break;
-    case VG_PAYLOAD:
-      st = decode_payload(rec, ev);
-      break;
-    case VG_BPF:
-      st = decode_bpf(rec, ev);
-      break;
+    case VG_EXEC: st = decode_exec(rec, ev); break;
+    case VG_FORK: st = decode_fork(rec, ev); break;
+    case VG_EXIT: st = decode_exit(rec, ev); break;
+    case VG_CONNECT: st = decode_connect(rec, ev); break;
+    case VG_OPEN: st = decode_open(rec, ev); break;
+    case VG_IOCTL: st = decode_ioctl(rec, ev); break;
+    case VG_XID: st = decode_xid(rec, ev); break;
+    case VG_DNS: st = decode_dns(rec, ev); break;
+    case VG_PAYLOAD: st = decode_payload(rec, ev); break;
+    case VG_BPF: st = decode_bpf(rec, ev); break;
     case VG_SYMLINK:
     case VG_LINK:
     case VG_UNLINK:
     case VG_RENAME:
     case VG_MKDIR:
     case VG_RMDIR:
-    case VG_CHMOD:
-      st = decode_fileop(rec, h.type, ev);
-      break;
-    case VG_CAPSET:
-      st = decode_capset(rec, ev);
-      break;
+    case VG_CHMOD: st = decode_fileop(rec, h.type, ev); break;
+    case VG_CAPSET: st = decode_capset(rec, ev); break;
     case VG_PTRACE:
-    case VG_SOCKET:
-      st = decode_ptrace_or_socket(rec, h.type, ev);
-      break;
-    case VG_DUP:
-      st = decode_dup(rec, ev);
-      break;
+    case VG_SOCKET: st = decode_ptrace_or_socket(rec, h.type, ev); break;
+    case VG_DUP: st = decode_dup(rec, ev); break;
     case VG_DELETE_MODULE:
-    case VG_MODULE:
-      st = decode_module(rec, h.type, ev);
-      break;
+    case VG_MODULE: st = decode_module(rec, h.type, ev); break;
     case VG_ACCEPT:
     case VG_LISTEN:
-    case VG_BIND:
-      st = decode_inbound(rec, h.type, ev);
-      break;
+    case VG_BIND: st = decode_inbound(rec, h.type, ev); break;
     case VG_SETUID:
-    case VG_SETGID:
-      st = decode_cred(rec, h.type, ev);
-      break;
+    case VG_SETGID: st = decode_cred(rec, h.type, ev); break;
     case VG_SETNS:
-    case VG_UNSHARE:
-      st = decode_ns(rec, h.type, ev);
-      break;
+    case VG_UNSHARE: st = decode_ns(rec, h.type, ev); break;
     case VG_VIGIL_SIGNAL:
     case VG_PERF_EVENT_OPEN:
     case VG_USERFAULTFD:
     case VG_MEMFD_CREATE:
     case VG_PRCTL:
-    case VG_IO_URING_SETUP:
-      st = decode_syscall(rec, h.type, ev);
-      break;
+    case VG_IO_URING_SETUP: st = decode_syscall(rec, h.type, ev); break;
     case VG_GPU_USAGE:  // read from the usage map, never sent as a record
     case VG_PLUGIN:     // made by plugins in user space, never by the kernel
-    default:
-      return bad("unknown type " + std::to_string(h.type));
+    default: return bad("unknown type " + std::to_string(h.type));
   }
 #pragma GCC diagnostic pop
   if (!st) return st.error();

@@ -111,7 +111,8 @@ Result<std::unique_ptr<KlogSource>> KlogSource::open(std::chrono::milliseconds i
     if (open_errno) *open_errno = errno;
     return Error::runtime(std::string("sensor: timerfd: ") + std::strerror(errno));
   }
-  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::max(interval, std::chrono::milliseconds(10)));
+  const auto ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::max(interval, std::chrono::milliseconds(10)));
   itimerspec its{};
   its.it_interval.tv_sec = static_cast<time_t>(ns.count() / 1000000000);
   its.it_interval.tv_nsec = static_cast<long>(ns.count() % 1000000000);

@@ -42,9 +42,9 @@ std::optional<KlogLine> parse_klog_line(std::string_view line);
 // What is new in one read of the buffer, given what the last read saw.
 // Pure, for tests: `text` is syslog(2)'s buffer.
 struct KlogCursor {
-  bool primed = false;         // a first read set the position
+  bool primed = false;  // a first read set the position
   std::uint64_t last_ts_us = 0;
-  std::uint32_t at_last = 0;   // lines at last_ts_us already taken
+  std::uint32_t at_last = 0;  // lines at last_ts_us already taken
 };
 struct KlogNews {
   std::vector<KlogLine> lines;  // newer than the cursor, in order
@@ -57,7 +57,7 @@ class KlogSource final : public source::EventSource {
   // An error (with *open_errno set when a system call failed) when syslog(2)
   // refuses (EPERM without CAP_SYSLOG) or the log has no timestamps.
   static Result<std::unique_ptr<KlogSource>> open(std::chrono::milliseconds interval = std::chrono::seconds(1),
-                                                   int* open_errno = nullptr);
+                                                  int* open_errno = nullptr);
   ~KlogSource() override;
 
   std::string_view name() const override { return "kmsg"; }

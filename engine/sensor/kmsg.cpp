@@ -192,8 +192,7 @@ std::optional<event::Event> xid_event(std::uint32_t facility, std::uint32_t leve
   return ev;
 }
 
-int KmsgReader::handle_line(std::string_view line, const TimeBase& tb,
-                            const std::function<void(event::Event&&)>& cb) {
+int KmsgReader::handle_line(std::string_view line, const TimeBase& tb, const std::function<void(event::Event&&)>& cb) {
   auto rec = parse_kmsg_record(line);
   if (!rec) return 0;
   auto ev = xid_event(rec->facility, rec->level, rec->ts_us, rec->message, tb);

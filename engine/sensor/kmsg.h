@@ -24,9 +24,9 @@ struct KmsgRecord {
   std::uint32_t facility = 0;  // pri >> 3
   std::uint32_t level = 0;     // pri & 7
   std::uint64_t seq = 0;
-  std::uint64_t ts_us = 0;     // monotonic, since boot
-  bool continuation = false;   // flags 'c' (or the old '+')
-  std::string message;         // \xNN escapes decoded
+  std::uint64_t ts_us = 0;    // monotonic, since boot
+  bool continuation = false;  // flags 'c' (or the old '+')
+  std::string message;        // \xNN escapes decoded
 };
 
 // nullopt for anything that is not a well-formed record header (for example

@@ -14,8 +14,8 @@
 namespace vigil::sensor {
 
 struct PrefixComponent {
-  std::uint32_t len = 0;   // the name's length: exactly (whole) or at least (partial)
-  bool partial = false;    // the prefix ends inside this name ("/etc/ld.so": "ld.so...")
+  std::uint32_t len = 0;           // the name's length: exactly (whole) or at least (partial)
+  bool partial = false;            // the prefix ends inside this name ("/etc/ld.so": "ld.so...")
   std::uint64_t head[2] = {0, 0};  // its first 16 bytes, zero-padded
   std::uint64_t mask[2] = {0, 0};  // which of them to compare (a longer name: the first 16)
 };

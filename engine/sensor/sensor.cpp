@@ -44,12 +44,12 @@ static_assert(kOpenPathSlots == VG_OPEN_PREFIXES && kOpenPathMaxLen == VG_PREFIX
 enum class AttachKind { kAuto, kCgroup, kXidTracepoint, kSyscallEnter };
 
 struct Hook {
-  const char* prog;            // program name in bpf/progs
-  const char* name;            // what attached() reports
+  const char* prog;  // program name in bpf/progs
+  const char* name;  // what attached() reports
   AttachKind kind;
-  std::vector<Type> needed_by; // empty: always attached
-  const char* tracepoint;      // "category/name" that must exist (tracepoint programs)
-  bool optional;               // missing on this kernel: skip instead of failing
+  std::vector<Type> needed_by;  // empty: always attached
+  const char* tracepoint;       // "category/name" that must exist (tracepoint programs)
+  bool optional;                // missing on this kernel: skip instead of failing
 };
 
 const std::vector<Hook>& hooks() {
@@ -57,26 +57,71 @@ const std::vector<Hook>& hooks() {
       {"vg_sched_exec", "tp_btf/sched_process_exec", AttachKind::kAuto, {}, nullptr, false},
       {"vg_sched_fork", "tp_btf/sched_process_fork", AttachKind::kAuto, {}, nullptr, false},
       {"vg_sched_exit", "tp_btf/sched_process_exit", AttachKind::kAuto, {}, nullptr, false},
-      {"vg_enter_openat", "syscalls:sys_enter_openat", AttachKind::kAuto, {Type::kOpen}, "syscalls/sys_enter_openat", false},
-      {"vg_exit_openat", "syscalls:sys_exit_openat", AttachKind::kAuto, {Type::kOpen}, "syscalls/sys_exit_openat", false},
-      {"vg_enter_openat2", "syscalls:sys_enter_openat2", AttachKind::kAuto, {Type::kOpen}, "syscalls/sys_enter_openat2", true},
-      {"vg_exit_openat2", "syscalls:sys_exit_openat2", AttachKind::kAuto, {Type::kOpen}, "syscalls/sys_exit_openat2", true},
+      {"vg_enter_openat",
+       "syscalls:sys_enter_openat",
+       AttachKind::kAuto,
+       {Type::kOpen},
+       "syscalls/sys_enter_openat",
+       false},
+      {"vg_exit_openat",
+       "syscalls:sys_exit_openat",
+       AttachKind::kAuto,
+       {Type::kOpen},
+       "syscalls/sys_exit_openat",
+       false},
+      {"vg_enter_openat2",
+       "syscalls:sys_enter_openat2",
+       AttachKind::kAuto,
+       {Type::kOpen},
+       "syscalls/sys_enter_openat2",
+       true},
+      {"vg_exit_openat2",
+       "syscalls:sys_exit_openat2",
+       AttachKind::kAuto,
+       {Type::kOpen},
+       "syscalls/sys_exit_openat2",
+       true},
       {"vg_enter_open", "syscalls:sys_enter_open", AttachKind::kAuto, {Type::kOpen}, "syscalls/sys_enter_open", true},
       {"vg_exit_open", "syscalls:sys_exit_open", AttachKind::kAuto, {Type::kOpen}, "syscalls/sys_exit_open", true},
-      {"vg_enter_ioctl", "syscalls:sys_enter_ioctl", AttachKind::kAuto, {Type::kIoctl, Type::kGpuUsage}, "syscalls/sys_enter_ioctl", false},
-      {"vg_exit_ioctl", "syscalls:sys_exit_ioctl", AttachKind::kAuto, {Type::kIoctl, Type::kGpuUsage}, "syscalls/sys_exit_ioctl", false},
+      {"vg_enter_ioctl",
+       "syscalls:sys_enter_ioctl",
+       AttachKind::kAuto,
+       {Type::kIoctl, Type::kGpuUsage},
+       "syscalls/sys_enter_ioctl",
+       false},
+      {"vg_exit_ioctl",
+       "syscalls:sys_exit_ioctl",
+       AttachKind::kAuto,
+       {Type::kIoctl, Type::kGpuUsage},
+       "syscalls/sys_exit_ioctl",
+       false},
       {"vg_connect4", "cgroup/connect4", AttachKind::kCgroup, {Type::kPayload}, nullptr, false},
       {"vg_connect6", "cgroup/connect6", AttachKind::kCgroup, {Type::kPayload}, nullptr, false},
       {"vg_sendmsg4", "cgroup/sendmsg4", AttachKind::kCgroup, {Type::kConnect}, nullptr, false},
       {"vg_sendmsg6", "cgroup/sendmsg6", AttachKind::kCgroup, {Type::kConnect}, nullptr, false},
-      {"vg_enter_connect", "syscalls:sys_enter_connect", AttachKind::kAuto, {Type::kConnect}, "syscalls/sys_enter_connect", false},
-      {"vg_exit_connect", "syscalls:sys_exit_connect", AttachKind::kAuto, {Type::kConnect}, "syscalls/sys_exit_connect", false},
+      {"vg_enter_connect",
+       "syscalls:sys_enter_connect",
+       AttachKind::kAuto,
+       {Type::kConnect},
+       "syscalls/sys_enter_connect",
+       false},
+      {"vg_exit_connect",
+       "syscalls:sys_exit_connect",
+       AttachKind::kAuto,
+       {Type::kConnect},
+       "syscalls/sys_exit_connect",
+       false},
       {"vg_skb_egress", "cgroup_skb/egress", AttachKind::kCgroup, {Type::kDns, Type::kPayload}, nullptr, false},
       {"vg_skb_ingress", "cgroup_skb/ingress", AttachKind::kCgroup, {Type::kDns}, nullptr, false},
       {"vg_enter_bpf", "syscalls:sys_enter_bpf", AttachKind::kAuto, {Type::kBpf}, "syscalls/sys_enter_bpf", false},
       {"vg_exit_bpf", "syscalls:sys_exit_bpf", AttachKind::kAuto, {Type::kBpf}, "syscalls/sys_exit_bpf", false},
       {"vg_signal_generate", "tp_btf/signal_generate", AttachKind::kAuto, {Type::kVigilSignal}, nullptr, false},
-      {"vg_nvidia_xid", "nvidia:nvidia_dev_xid", AttachKind::kXidTracepoint, {Type::kXid}, "nvidia/nvidia_dev_xid", true},
+      {"vg_nvidia_xid",
+       "nvidia:nvidia_dev_xid",
+       AttachKind::kXidTracepoint,
+       {Type::kXid},
+       "nvidia/nvidia_dev_xid",
+       true},
   };
   // The rarer syscalls (bpf/progs/sys.bpf.c, dup in fd/socket.bpf.c): an exit
   // program each, and the one generic enter program on each enter tracepoint
@@ -91,26 +136,46 @@ const std::vector<Hook>& hooks() {
       bool optional;
     };
     static const Call kCalls[] = {
-        {"symlink", Type::kSymlink, true},   {"symlinkat", Type::kSymlink, false},
-        {"link", Type::kLink, true},         {"linkat", Type::kLink, false},
-        {"unlink", Type::kUnlink, true},     {"unlinkat", Type::kUnlink, false},
-        {"rename", Type::kRename, true},     {"renameat", Type::kRename, true},
-        {"renameat2", Type::kRename, false}, {"mkdir", Type::kMkdir, true},
-        {"mkdirat", Type::kMkdir, false},    {"rmdir", Type::kRmdir, true},
-        {"chmod", Type::kChmod, true},       {"fchmod", Type::kChmod, false},
-        {"fchmodat", Type::kChmod, false},   {"ptrace", Type::kPtrace, false},
-        {"socket", Type::kSocket, false},    {"dup", Type::kDup, false},
-        {"dup2", Type::kDup, true},          {"dup3", Type::kDup, false},
-        {"init_module", Type::kModule, true}, {"finit_module", Type::kModule, true},
-        {"setuid", Type::kSetuid, false},    {"setreuid", Type::kSetuid, false},
-        {"setresuid", Type::kSetuid, false}, {"setgid", Type::kSetgid, false},
-        {"setregid", Type::kSetgid, false},  {"setresgid", Type::kSetgid, false},
-        {"setns", Type::kSetns, false},      {"unshare", Type::kUnshare, false},
-        {"accept", Type::kAccept, true},     {"accept4", Type::kAccept, false},
-        {"listen", Type::kListen, false},    {"bind", Type::kBind, false},
-        {"userfaultfd", Type::kUserfaultfd, true}, {"memfd_create", Type::kMemfdCreate, false},
-        {"prctl", Type::kPrctl, false},      {"io_uring_setup", Type::kIoUringSetup, true},
-        {"delete_module", Type::kDeleteModule, true}, {"capset", Type::kCapset, false},
+        {"symlink", Type::kSymlink, true},
+        {"symlinkat", Type::kSymlink, false},
+        {"link", Type::kLink, true},
+        {"linkat", Type::kLink, false},
+        {"unlink", Type::kUnlink, true},
+        {"unlinkat", Type::kUnlink, false},
+        {"rename", Type::kRename, true},
+        {"renameat", Type::kRename, true},
+        {"renameat2", Type::kRename, false},
+        {"mkdir", Type::kMkdir, true},
+        {"mkdirat", Type::kMkdir, false},
+        {"rmdir", Type::kRmdir, true},
+        {"chmod", Type::kChmod, true},
+        {"fchmod", Type::kChmod, false},
+        {"fchmodat", Type::kChmod, false},
+        {"ptrace", Type::kPtrace, false},
+        {"socket", Type::kSocket, false},
+        {"dup", Type::kDup, false},
+        {"dup2", Type::kDup, true},
+        {"dup3", Type::kDup, false},
+        {"init_module", Type::kModule, true},
+        {"finit_module", Type::kModule, true},
+        {"setuid", Type::kSetuid, false},
+        {"setreuid", Type::kSetuid, false},
+        {"setresuid", Type::kSetuid, false},
+        {"setgid", Type::kSetgid, false},
+        {"setregid", Type::kSetgid, false},
+        {"setresgid", Type::kSetgid, false},
+        {"setns", Type::kSetns, false},
+        {"unshare", Type::kUnshare, false},
+        {"accept", Type::kAccept, true},
+        {"accept4", Type::kAccept, false},
+        {"listen", Type::kListen, false},
+        {"bind", Type::kBind, false},
+        {"userfaultfd", Type::kUserfaultfd, true},
+        {"memfd_create", Type::kMemfdCreate, false},
+        {"prctl", Type::kPrctl, false},
+        {"io_uring_setup", Type::kIoUringSetup, true},
+        {"delete_module", Type::kDeleteModule, true},
+        {"capset", Type::kCapset, false},
         {"perf_event_open", Type::kPerfEventOpen, false},
     };
     static std::deque<std::string> names;  // the Hook strings (a deque never moves them)
@@ -124,8 +189,7 @@ const std::vector<Hook>& hooks() {
         const char* name = names.back().c_str();
         names.push_back(std::string("syscalls/sys_") + dir + "_" + c.name);
         const char* tp = names.back().c_str();
-        all.push_back({prog, name, enter ? AttachKind::kSyscallEnter : AttachKind::kAuto, {c.type}, tp,
-                       c.optional});
+        all.push_back({prog, name, enter ? AttachKind::kSyscallEnter : AttachKind::kAuto, {c.type}, tp, c.optional});
       }
     }
     return all;
@@ -240,8 +304,7 @@ class Sensor::Impl {
   std::string find_cgroup_root(util::CapSet caps);
   Result<std::vector<std::pair<const Hook*, bpf_program*>>> choose_programs(const std::string& tracefs,
                                                                             bool args_at_exit);
-  Status attach_all(const std::vector<std::pair<const Hook*, bpf_program*>>& to_attach,
-                    const std::string& cgroup_root);
+  Status attach_all(const std::vector<std::pair<const Hook*, bpf_program*>>& to_attach, const std::string& cgroup_root);
   Status open_ring_buffer();
   Status open_wait_fd();
 
@@ -258,8 +321,8 @@ class Sensor::Impl {
   std::vector<bpf_link*> links_;
   std::vector<std::string> attached_;
   int cgroup_fd_ = -1;
-  int timer_fd_ = -1;   // the GPU usage report
-  int batch_fd_ = -1;   // kMaxBatchDelay: records below the wake-up threshold
+  int timer_fd_ = -1;  // the GPU usage report
+  int batch_fd_ = -1;  // kMaxBatchDelay: records below the wake-up threshold
   int epoll_fd_ = -1;
   TimeBase tb_;
   std::uint64_t decode_failed_ = 0;
@@ -327,11 +390,13 @@ namespace {
 // Whether this host can load vigil's programs at all: the capabilities and
 // the kernel's BTF.
 Status host_can_load(util::CapSet caps) {
-  if (std::string m = util::missing_caps(caps, {util::Cap::kBpf, util::Cap::kPerfmon}, util::Cap::kSysAdmin); !m.empty())
+  if (std::string m = util::missing_caps(caps, {util::Cap::kBpf, util::Cap::kPerfmon}, util::Cap::kSysAdmin);
+      !m.empty())
     return Error::runtime("sensor: the kernel loads no BPF program for vigil without " + m + " (uid " +
                           std::to_string(geteuid()) + ")");
   if (access("/sys/kernel/btf/vmlinux", R_OK) != 0)
-    return Error::runtime("sensor: no kernel BTF at /sys/kernel/btf/vmlinux (needs a kernel >= 5.8 built with CONFIG_DEBUG_INFO_BTF=y)");
+    return Error::runtime(
+        "sensor: no kernel BTF at /sys/kernel/btf/vmlinux (needs a kernel >= 5.8 built with CONFIG_DEBUG_INFO_BTF=y)");
   return {};
 }
 
@@ -421,10 +486,9 @@ Status write_resolved_prefix(Rodata& ro, std::uint32_t np, const std::string& p,
 Status write_open_paths(Config& cfg, Rodata& ro) {
   add_own_files(cfg);
   const std::vector<std::string>* const kLists[] = {&cfg.open_given_prefixes, &cfg.open_path_prefixes,
-                                                   &cfg.open_write_prefixes, &cfg.open_path_whole,
-                                                   &cfg.open_dirs};
-  if (std::size_t n = cfg.open_given_prefixes.size() + cfg.open_path_prefixes.size() +
-                      cfg.open_write_prefixes.size() + cfg.open_path_whole.size() + cfg.open_dirs.size();
+                                                    &cfg.open_write_prefixes, &cfg.open_path_whole, &cfg.open_dirs};
+  if (std::size_t n = cfg.open_given_prefixes.size() + cfg.open_path_prefixes.size() + cfg.open_write_prefixes.size() +
+                      cfg.open_path_whole.size() + cfg.open_dirs.size();
       n > VG_OPEN_PREFIXES) {
     std::string all;
     for (const auto* l : kLists)
@@ -517,7 +581,7 @@ std::string Sensor::Impl::find_cgroup_root(util::CapSet caps) {
 // Only the programs the ruleset needs are loaded and attached: the hooks to
 // attach, with their programs; every other program is not loaded.
 Result<std::vector<std::pair<const Hook*, bpf_program*>>> Sensor::Impl::choose_programs(const std::string& tracefs,
-                                                                                       bool args_at_exit) {
+                                                                                        bool args_at_exit) {
   std::vector<std::pair<const Hook*, bpf_program*>> to_attach;
   for (const Hook& h : hooks()) {
     bpf_program* prog = bpf_object__find_program_by_name(skel_->obj, h.prog);

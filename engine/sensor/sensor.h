@@ -33,7 +33,7 @@
 namespace vigil::sensor {
 
 struct Config {
-  std::set<event::Type> event_types;            // from the ruleset; exec/fork/exit always on
+  std::set<event::Type> event_types;  // from the ruleset; exec/fork/exit always on
   // Non-device paths the rules ask about. A successful open is judged by the
   // file it opened: its resolved path against the prefixes (the kernel
   // compares the first components of the path walked from the file's dentry
@@ -46,7 +46,7 @@ struct Config {
   std::vector<std::string> open_write_prefixes;  // the same, for opens for writing only
   std::vector<std::string> open_given_prefixes;  // of the path as given
   std::vector<std::string> open_path_whole;
-  std::vector<std::string> open_dirs;            // whole directories (fd.directory =), by the parent's name
+  std::vector<std::string> open_dirs;  // whole directories (fd.directory =), by the parent's name
   // vigil's own files (configuration, rule files, capture file): added to
   // the whole paths, so that vigil.file sees write opens of them whatever
   // paths the rules name. Whole paths, not prefixes: a successful open is
@@ -55,7 +55,7 @@ struct Config {
   // Paths of VG_PREFIX_LEN bytes or more are left out.
   std::vector<std::string> own_files;
   std::size_t ringbuf_bytes = 8u << 20;
-  std::uint32_t payload_bytes = 256;            // at most 4096
+  std::uint32_t payload_bytes = 256;  // at most 4096
   std::chrono::milliseconds usage_interval{10000};
   // Syscall arguments: where the kernel has bpf_task_pt_regs (5.15+) the
   // sys_exit programs read them from the saved user registers and no

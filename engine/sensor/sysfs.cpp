@@ -18,7 +18,8 @@ std::string read_small(const std::string& path, std::size_t cap = 1u << 20) {
   if (!in) return {};
   std::string out;
   char buf[4096];
-  while (out.size() < cap && in.read(buf, sizeof(buf)).gcount() > 0) out.append(buf, static_cast<std::size_t>(in.gcount()));
+  while (out.size() < cap && in.read(buf, sizeof(buf)).gcount() > 0)
+    out.append(buf, static_cast<std::size_t>(in.gcount()));
   if (out.size() > cap) out.resize(cap);
   return out;
 }
@@ -85,7 +86,8 @@ Result<std::string> cgroup2_root() {
   std::string mi = read_small("/proc/self/mountinfo");
   std::string root = cgroup2_mount(mi);
   if (root.empty())
-    return Error::runtime("sensor: no cgroup v2 filesystem mounted (see /proc/self/mountinfo; mount the host's /sys/fs/cgroup); connect/DNS hooks need one");
+    return Error::runtime(
+        "sensor: no cgroup v2 filesystem mounted (see /proc/self/mountinfo; mount the host's /sys/fs/cgroup); connect/DNS hooks need one");
   return root;
 }
 
@@ -94,8 +96,9 @@ Result<std::string> ensure_tracefs() {
     if (access((std::string(p) + "/events").c_str(), F_OK) == 0) return std::string(p);
   }
   if (mount("nodev", "/sys/kernel/tracing", "tracefs", 0, nullptr) != 0)
-    return Error::runtime(std::string("sensor: tracefs is not mounted and mounting it at /sys/kernel/tracing failed: ") +
-                          std::strerror(errno) + " (mount the host's /sys/kernel/tracing; mounting it takes CAP_SYS_ADMIN)");
+    return Error::runtime(
+        std::string("sensor: tracefs is not mounted and mounting it at /sys/kernel/tracing failed: ") +
+        std::strerror(errno) + " (mount the host's /sys/kernel/tracing; mounting it takes CAP_SYS_ADMIN)");
   return std::string("/sys/kernel/tracing");
 }
 
@@ -118,9 +121,18 @@ std::optional<XidTracepointOffsets> parse_xid_format(std::string_view text) {
     if (ec != std::errc()) continue;
     auto name_at = decl.find_last_of(' ');
     std::string_view name = name_at == std::string_view::npos ? decl : decl.substr(name_at + 1);
-    if (name == "dev" && decl.find("__data_loc") != std::string_view::npos) { o.dev = off; dev = true; }
-    if (name == "error_code") { o.code = off; code = true; }
-    if (name == "msg" && decl.find("__data_loc") != std::string_view::npos) { o.msg = off; msg = true; }
+    if (name == "dev" && decl.find("__data_loc") != std::string_view::npos) {
+      o.dev = off;
+      dev = true;
+    }
+    if (name == "error_code") {
+      o.code = off;
+      code = true;
+    }
+    if (name == "msg" && decl.find("__data_loc") != std::string_view::npos) {
+      o.msg = off;
+      msg = true;
+    }
   }
   if (!dev || !code || !msg) return std::nullopt;
   return o;

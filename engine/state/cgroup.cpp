@@ -94,9 +94,7 @@ std::string pod_uid_of(std::string_view comp, bool under_kubepods) {
   return "";
 }
 
-bool is_kubepods(std::string_view comp) {
-  return comp == "kubepods" || comp == "kubepods.slice";
-}
+bool is_kubepods(std::string_view comp) { return comp == "kubepods" || comp == "kubepods.slice"; }
 
 int octal_digit(char c) { return c >= '0' && c <= '7' ? c - '0' : -1; }
 
@@ -225,7 +223,7 @@ std::optional<std::string> cgroup_v2_path(std::string_view proc_cgroup) {
 }
 
 std::uint64_t cgroup_id_of(const std::string& dir) {
-  struct stat st{};
+  struct stat st {};
   if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return 0;
   return static_cast<std::uint64_t>(st.st_ino);
 }
@@ -259,7 +257,7 @@ std::size_t walk_cgroups(const std::string& root, std::size_t max_dirs,
       std::string_view name = e->d_name;
       if (name == "." || name == "..") continue;
       if (e->d_type != DT_DIR && e->d_type != DT_UNKNOWN) continue;
-      struct stat st{};
+      struct stat st {};
       if (::fstatat(::dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
       if (!S_ISDIR(st.st_mode)) continue;
       std::string rel = item.rel + "/" + std::string(name);

@@ -124,13 +124,11 @@ NvidiaInfo read_nvidia_info(const std::string& proc_devices_path, const std::str
     }
     ::closedir(d);
   }
-  std::sort(info.gpus.begin(), info.gpus.end(),
-            [](const GpuInfo& a, const GpuInfo& b) { return a.pci < b.pci; });
+  std::sort(info.gpus.begin(), info.gpus.end(), [](const GpuInfo& a, const GpuInfo& b) { return a.pci < b.pci; });
   return info;
 }
 
-NvidiaNode nvidia_node(std::uint32_t major, std::uint32_t minor, std::string_view path,
-                       const NvidiaInfo& info) {
+NvidiaNode nvidia_node(std::uint32_t major, std::uint32_t minor, std::string_view path, const NvidiaInfo& info) {
   NvidiaNode n{NvidiaNodeKind::kNone, major, minor};
   if (major == kNvidiaMajor) {
     if (minor <= kNvidiaMaxGpuMinor) {
@@ -243,19 +241,16 @@ GpuAllocation resolve_allocation(const PodContainer& pc, const NvidiaInfo& info)
 
 bool allocation_allows(const GpuAllocation& a, const NvidiaNode& n) {
   switch (n.kind) {
-    case NvidiaNodeKind::kNone:
-      return true;
+    case NvidiaNodeKind::kNone: return true;
     case NvidiaNodeKind::kCtl:
     case NvidiaNodeKind::kUvm:
-    case NvidiaNodeKind::kModeset:
-      return a.any;
+    case NvidiaNodeKind::kModeset: return a.any;
     case NvidiaNodeKind::kGpu:
       if (a.all || a.unresolved) return a.any;
       return std::binary_search(a.minors.begin(), a.minors.end(), n.minor);
     case NvidiaNodeKind::kUvmTools:
     case NvidiaNodeKind::kCaps:
-    case NvidiaNodeKind::kOther:
-      return false;
+    case NvidiaNodeKind::kOther: return false;
   }
   return false;
 }

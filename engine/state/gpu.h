@@ -47,8 +47,7 @@ struct NvidiaNode {
 // ("nvidia3", "nvidiactl", "nvidia-uvm", "nvidia-cap1", ...) when the number is
 // not an NVIDIA one. For a name-only match the numbers are the ones the name
 // stands for (nvidia3 → 195:3, nvidiactl → 195:255, nvidia-uvm → uvm major:0).
-NvidiaNode nvidia_node(std::uint32_t major, std::uint32_t minor, std::string_view path,
-                       const NvidiaInfo& info);
+NvidiaNode nvidia_node(std::uint32_t major, std::uint32_t minor, std::string_view path, const NvidiaInfo& info);
 
 // The allocation of one pod container. GPU indexes are resolved to minors in
 // NVML order (GPUs sorted by PCI address) when the GPUs are known, else taken

@@ -67,8 +67,8 @@ std::string node_name_from(const K8sOptions& opt) {
 Result<K8sConfig> k8s_config_from_kubeconfig(std::string_view text, const std::string& base_dir) {
   YAML::Node root;
   if (YamlSyntaxError se; !yaml_syntax_ok(text, &se)) {
-    return Error::bad_input("kubeconfig:" + std::to_string(se.line) + ":" + std::to_string(se.column) +
-                            ": " + se.message);
+    return Error::bad_input("kubeconfig:" + std::to_string(se.line) + ":" + std::to_string(se.column) + ": " +
+                            se.message);
   }
   try {
     root = YAML::Load(std::string(text));
@@ -177,8 +177,7 @@ Result<K8sConfig> k8s_config_discover(const K8sOptions& opt) {
 
 std::string tls_warning(const K8sConfig& cfg) {
   if (!cfg.insecure) return {};
-  return "TLS verification of the Kubernetes API server " + cfg.api_url + " is OFF (" +
-         cfg.insecure_because +
+  return "TLS verification of the Kubernetes API server " + cfg.api_url + " is OFF (" + cfg.insecure_because +
          "): its certificate is not checked, so whoever answers at that address receives the "
          "bearer token and can feed vigil false pod metadata";
 }

@@ -18,11 +18,11 @@
 namespace vigil::state {
 
 struct K8sConfig {
-  std::string api_url;         // "https://10.96.0.1:443" (no trailing slash)
-  std::string token;           // bearer token (kubeconfig "token")
-  std::string token_file;      // re-read at every connection (rotated service-account tokens)
-  std::string ca_file;         // PEM CA bundle; "" = system CAs
-  std::string ca_pem;          // PEM CA given inline (kubeconfig certificate-authority-data)
+  std::string api_url;     // "https://10.96.0.1:443" (no trailing slash)
+  std::string token;       // bearer token (kubeconfig "token")
+  std::string token_file;  // re-read at every connection (rotated service-account tokens)
+  std::string ca_file;     // PEM CA bundle; "" = system CAs
+  std::string ca_pem;      // PEM CA given inline (kubeconfig certificate-authority-data)
   std::string client_cert_file;
   std::string client_key_file;
   std::string client_cert_pem;  // inline (client-certificate-data)
@@ -32,16 +32,16 @@ struct K8sConfig {
   // The API server then receives the bearer token unauthenticated;
   // discover_k8s logs tls_warning() at start.
   bool insecure = false;
-  std::string insecure_because;  // which setting turned it off, for the warning
-  std::string node_name;        // pods of this node only
-  std::size_t max_list_bytes = 16u << 20;   // one LIST page (pages of at most 100 pods)
-  std::size_t max_event_bytes = 2u << 20;   // one WATCH event line (etcd keeps objects < 1.5 MiB)
-  std::size_t max_pods = 4096;              // pods kept from one LIST
-  std::size_t queue_capacity = 4096;        // updates waiting for drain()
+  std::string insecure_because;            // which setting turned it off, for the warning
+  std::string node_name;                   // pods of this node only
+  std::size_t max_list_bytes = 16u << 20;  // one LIST page (pages of at most 100 pods)
+  std::size_t max_event_bytes = 2u << 20;  // one WATCH event line (etcd keeps objects < 1.5 MiB)
+  std::size_t max_pods = 4096;             // pods kept from one LIST
+  std::size_t queue_capacity = 4096;       // updates waiting for drain()
   std::chrono::milliseconds backoff_initial{500};
   std::chrono::milliseconds backoff_max{30000};
   std::chrono::seconds connect_timeout{10};
-  int watch_timeout_s = 300;                // server-side timeoutSeconds of one WATCH
+  int watch_timeout_s = 300;  // server-side timeoutSeconds of one WATCH
   // The kubelet pod-resources socket, asked which GPU ids each GPU container
   // got ("" = never ask). Absent socket: silently skipped.
   std::string pod_resources_socket = "/var/lib/kubelet/pod-resources/kubelet.sock";
@@ -54,11 +54,11 @@ struct K8sConfig {
 // Where the pod source comes from. Explicit settings win over the kubeconfig,
 // which wins over in-cluster discovery.
 struct K8sOptions {
-  std::string api_url;      // --k8s-api URL
+  std::string api_url;  // --k8s-api URL
   std::string token_file;
   std::string ca_file;
-  std::string kubeconfig;   // path of a kubeconfig file
-  std::string node_name;    // "" = NODE_NAME, else the hostname
+  std::string kubeconfig;  // path of a kubeconfig file
+  std::string node_name;   // "" = NODE_NAME, else the hostname
   // For tests: environment and service-account directory to use, and TLS
   // verification off (a stand-in API server with a throwaway certificate).
   // No configuration key or flag reaches these.

@@ -62,14 +62,14 @@ struct ContainerRuntime {
 };
 
 struct Container {
-  std::string id;          // the full 64-hex id
-  std::string runtime;     // one of ContainerRuntime
-  std::string pod_uid;     // "" when not a Kubernetes pod
-  std::string cgroup_path; // relative to the cgroup v2 root
+  std::string id;               // the full 64-hex id
+  std::string runtime;          // one of ContainerRuntime
+  std::string pod_uid;          // "" when not a Kubernetes pod
+  std::string cgroup_path;      // relative to the cgroup v2 root
   std::uint64_t cgroup_id = 0;  // the cgroup v2 id events carry
   // Filled from the pod spec/status once the pod is known:
-  std::string name;        // the container's name in its pod
-  std::string image;       // "registry/repo:tag"
+  std::string name;   // the container's name in its pod
+  std::string image;  // "registry/repo:tag"
   std::string image_id;
   bool privileged = false;
 };
@@ -77,10 +77,10 @@ struct Container {
 struct PodContainer {
   std::string name;
   std::string image;
-  std::string id;                       // from status.containerStatuses (runtime prefix removed)
-  std::int64_t gpu_limit = 0;           // resources.limits["nvidia.com/gpu"] (+ gpu.shared, mig-*)
-  std::string nvidia_visible_devices;   // env NVIDIA_VISIBLE_DEVICES, "" if unset
-  std::vector<std::string> gpu_devices; // device ids from the kubelet pod-resources API
+  std::string id;                        // from status.containerStatuses (runtime prefix removed)
+  std::int64_t gpu_limit = 0;            // resources.limits["nvidia.com/gpu"] (+ gpu.shared, mig-*)
+  std::string nvidia_visible_devices;    // env NVIDIA_VISIBLE_DEVICES, "" if unset
+  std::vector<std::string> gpu_devices;  // device ids from the kubelet pod-resources API
   bool privileged = false;
   // status.containerStatuses[].state.running.startedAt, ns since the epoch;
   // 0 when the container is not running or the API did not say.
@@ -188,9 +188,7 @@ class StateView {
   // Whether the event's process may use the NVIDIA device major:minor given
   // its container's allocation. Host processes and containers of unknown pods
   // are allowed (no evidence either way).
-  virtual bool gpu_allowed(const EvalContext& ctx, std::uint32_t major, std::uint32_t minor) const {
-    return true;
-  }
+  virtual bool gpu_allowed(const EvalContext& ctx, std::uint32_t major, std::uint32_t minor) const { return true; }
   // vigil's own files and directories (configuration, rules, state,
   // captures): what vigil.file compares paths with. Empty when not known.
   virtual std::span<const std::string> vigil_paths() const { return {}; }

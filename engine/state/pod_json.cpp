@@ -56,8 +56,7 @@ std::int64_t gpu_quantity(const json& limits) {
   std::size_t n = 0;
   for (auto it = limits.begin(); it != limits.end() && ++n <= kMaxMapEntries; ++it) {
     const std::string& k = it.key();
-    if (k == "nvidia.com/gpu" || k.rfind("nvidia.com/gpu.", 0) == 0 ||
-        k.rfind("nvidia.com/mig-", 0) == 0) {
+    if (k == "nvidia.com/gpu" || k.rfind("nvidia.com/gpu.", 0) == 0 || k.rfind("nvidia.com/mig-", 0) == 0) {
       total += quantity(it.value());
     }
   }
@@ -88,9 +87,9 @@ std::int64_t rfc3339_ns(std::string_view s) {
     return true;
   };
   unsigned Y, M, D, h, m, sec;
-  if (!digits(0, 4, Y) || s.size() < 20 || s[4] != '-' || !digits(5, 2, M) || s[7] != '-' ||
-      !digits(8, 2, D) || (s[10] != 'T' && s[10] != 't' && s[10] != ' ') || !digits(11, 2, h) ||
-      s[13] != ':' || !digits(14, 2, m) || s[16] != ':' || !digits(17, 2, sec))
+  if (!digits(0, 4, Y) || s.size() < 20 || s[4] != '-' || !digits(5, 2, M) || s[7] != '-' || !digits(8, 2, D) ||
+      (s[10] != 'T' && s[10] != 't' && s[10] != ' ') || !digits(11, 2, h) || s[13] != ':' || !digits(14, 2, m) ||
+      s[16] != ':' || !digits(17, 2, sec))
     return 0;
   if (Y < 1970 || M < 1 || M > 12 || D < 1 || D > 31 || h > 23 || m > 59 || sec > 60) return 0;
   std::size_t i = 19;
@@ -126,8 +125,7 @@ std::string strip_runtime_prefix(std::string id) {
   return id;
 }
 
-void add_containers(const json& spec, const json& status, const char* spec_key,
-                    const char* status_key, Pod* pod) {
+void add_containers(const json& spec, const json& status, const char* spec_key, const char* status_key, Pod* pod) {
   const json* list = field(spec, spec_key);
   if (!list || !list->is_array()) return;
   const json* statuses = field(status, status_key);

@@ -83,12 +83,8 @@ bool PodWatcher::drain(State& state) {
   }
   for (auto& u : work) {
     switch (u.kind) {
-      case PodUpdate::Kind::kUpsert:
-        state.upsert_pod(std::move(u.pod));
-        break;
-      case PodUpdate::Kind::kDelete:
-        state.remove_pod(u.uid);
-        break;
+      case PodUpdate::Kind::kUpsert: state.upsert_pod(std::move(u.pod)); break;
+      case PodUpdate::Kind::kDelete: state.remove_pod(u.uid); break;
       case PodUpdate::Kind::kSync: {
         std::unordered_set<std::string> keep;
         for (const auto& p : u.pods) keep.insert(p.uid);
@@ -131,8 +127,7 @@ bool PodWatcher::list(std::string* rv) {
   std::vector<Pod> pods;
   std::string cont;
   for (int page = 0; page < 1000; ++page) {
-    std::string query = "/api/v1/pods?limit=100&fieldSelector=" +
-                        net::url_encode("spec.nodeName=" + cfg_.node_name);
+    std::string query = "/api/v1/pods?limit=100&fieldSelector=" + net::url_encode("spec.nodeName=" + cfg_.node_name);
     if (!cont.empty()) query += "&continue=" + net::url_encode(cont);
     net::HttpRequest req = request(std::move(query));
     req.timeout = kListTimeout;
@@ -230,8 +225,7 @@ PodWatcher::WatchEnd PodWatcher::watch(std::string* rv) {
 
   net::HttpRequest req =
       request("/api/v1/pods?watch=1&allowWatchBookmarks=true&fieldSelector=" +
-              net::url_encode("spec.nodeName=" + cfg_.node_name) +
-              "&resourceVersion=" + net::url_encode(*rv) +
+              net::url_encode("spec.nodeName=" + cfg_.node_name) + "&resourceVersion=" + net::url_encode(*rv) +
               "&timeoutSeconds=" + std::to_string(cfg_.watch_timeout_s));
   // A silent watch (no event, no bookmark) for this long is a dead connection.
   req.timeout = std::chrono::seconds(cfg_.watch_timeout_s + 60);
@@ -275,7 +269,7 @@ void PodWatcher::annotate(Pod& pod) {
   if (!wants) return;
   auto now = std::chrono::steady_clock::now();
   if (!assignments_valid_ || now - assignments_at_ >= cfg_.pod_resources_refresh) {
-    struct stat st{};
+    struct stat st {};
     if (::stat(cfg_.pod_resources_socket.c_str(), &st) != 0) return;  // no kubelet API here
     assignments_at_ = now;
     auto r = list_pod_resources(kubelet_, cfg_.pod_resources_socket);
@@ -322,8 +316,7 @@ void PodWatcher::run() {
     }
     auto began = std::chrono::steady_clock::now();
     switch (watch(&rv)) {
-      case WatchEnd::kStopped:
-        return;
+      case WatchEnd::kStopped: return;
       case WatchEnd::kClosed:
         // The server ended the watch; continue from rv. A server that ends
         // every watch at once must not be hammered in a tight loop.
@@ -334,9 +327,7 @@ void PodWatcher::run() {
         }
         break;
       case WatchEnd::kGone:
-      case WatchEnd::kResync:
-        need_list = true;
-        break;
+      case WatchEnd::kResync: need_list = true; break;
       case WatchEnd::kError:
         sleep_backoff(++failures);
         // Repeated failures from one resourceVersion: start again from a LIST.

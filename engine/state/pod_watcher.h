@@ -58,8 +58,8 @@ class PodWatcher {
     std::uint64_t overflows = 0;     // queue overflows (each forces a relist)
     std::uint64_t pod_resources_calls = 0;
     std::uint64_t pod_resources_errors = 0;
-    bool synced = false;             // a LIST succeeded at least once
-    bool watching = false;           // a WATCH request is open now
+    bool synced = false;    // a LIST succeeded at least once
+    bool watching = false;  // a WATCH request is open now
     std::string last_error;
   };
 

@@ -43,10 +43,8 @@ class Reader {
         std::uint64_t ignored = 0;
         return varint(&ignored);
       }
-      case 1:
-        return skip(8);
-      case 5:
-        return skip(4);
+      case 1: return skip(8);
+      case 5: return skip(4);
       case 2: {
         std::uint64_t len = 0;
         if (!varint(&len) || len > buf_.size() - pos_) return false;
@@ -54,8 +52,7 @@ class Reader {
         pos_ += static_cast<std::size_t>(len);
         return true;
       }
-      default:
-        return false;  // groups (3, 4) and invalid types
+      default: return false;  // groups (3, 4) and invalid types
     }
   }
 
@@ -138,8 +135,7 @@ bool decode_pod(std::string_view msg, std::vector<ContainerDeviceIds>* out, std:
 
 }  // namespace
 
-Result<std::vector<ContainerDeviceIds>> decode_list_pod_resources(std::string_view msg,
-                                                                  std::size_t max_entries) {
+Result<std::vector<ContainerDeviceIds>> decode_list_pod_resources(std::string_view msg, std::size_t max_entries) {
   std::vector<ContainerDeviceIds> out;
   Reader r(msg);
   while (!r.done()) {
@@ -181,17 +177,14 @@ Result<std::string> grpc_first_message(std::string_view body) {
 }
 
 Result<std::vector<ContainerDeviceIds>> list_pod_resources(const std::string& socket_path,
-                                                           std::chrono::milliseconds timeout,
-                                                           std::size_t max_bytes) {
+                                                           std::chrono::milliseconds timeout, std::size_t max_bytes) {
   net::HttpClient client;
   return list_pod_resources(client, socket_path, timeout, max_bytes);
 }
 
-Result<std::vector<ContainerDeviceIds>> list_pod_resources(net::HttpClient& client,
-                                                           const std::string& socket_path,
-                                                           std::chrono::milliseconds timeout,
-                                                           std::size_t max_bytes) {
-  struct stat st{};
+Result<std::vector<ContainerDeviceIds>> list_pod_resources(net::HttpClient& client, const std::string& socket_path,
+                                                           std::chrono::milliseconds timeout, std::size_t max_bytes) {
+  struct stat st {};
   if (::stat(socket_path.c_str(), &st) != 0 || !S_ISSOCK(st.st_mode)) {
     return Error::runtime("pod-resources: no socket at " + socket_path);
   }

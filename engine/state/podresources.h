@@ -29,7 +29,7 @@ struct ContainerDeviceIds {
   std::string pod_namespace;
   std::string pod_name;
   std::string container;
-  std::string resource;                 // "nvidia.com/gpu", "nvidia.com/mig-1g.10gb", ...
+  std::string resource;  // "nvidia.com/gpu", "nvidia.com/mig-1g.10gb", ...
   std::vector<std::string> device_ids;
   bool operator==(const ContainerDeviceIds&) const = default;
 };
@@ -47,13 +47,13 @@ std::string grpc_frame(std::string_view msg);
 Result<std::string> grpc_first_message(std::string_view body);
 
 // Calls List on the socket. Error when the socket is absent or the call fails.
-Result<std::vector<ContainerDeviceIds>> list_pod_resources(
-    const std::string& socket_path, std::chrono::milliseconds timeout = std::chrono::seconds(5),
-    std::size_t max_bytes = 16u << 20);
+Result<std::vector<ContainerDeviceIds>> list_pod_resources(const std::string& socket_path,
+                                                           std::chrono::milliseconds timeout = std::chrono::seconds(5),
+                                                           std::size_t max_bytes = 16u << 20);
 // The same through a caller's client (whose cancel() interrupts the call).
-Result<std::vector<ContainerDeviceIds>> list_pod_resources(
-    net::HttpClient& client, const std::string& socket_path,
-    std::chrono::milliseconds timeout = std::chrono::seconds(5), std::size_t max_bytes = 16u << 20);
+Result<std::vector<ContainerDeviceIds>> list_pod_resources(net::HttpClient& client, const std::string& socket_path,
+                                                           std::chrono::milliseconds timeout = std::chrono::seconds(5),
+                                                           std::size_t max_bytes = 16u << 20);
 
 // Sets PodContainer::gpu_devices of pod from the NVIDIA resources
 // ("nvidia.com/...") assigned to its containers (matched by namespace, pod

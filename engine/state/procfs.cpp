@@ -44,15 +44,14 @@ std::string bounded(std::string s, std::size_t max) {
 
 }  // namespace
 
-std::optional<std::string> read_file_bounded(const std::string& path, std::size_t max,
-                                             bool* truncated) {
+std::optional<std::string> read_file_bounded(const std::string& path, std::size_t max, bool* truncated) {
   // Never open anything but a regular file (a FIFO would block, a device
   // could act on open); checked again on the opened fd.
-  struct stat pre{};
+  struct stat pre {};
   if (::stat(path.c_str(), &pre) != 0 || !S_ISREG(pre.st_mode)) return std::nullopt;
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
   if (fd < 0) return std::nullopt;
-  struct stat st{};
+  struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
     return std::nullopt;
@@ -181,8 +180,7 @@ std::vector<std::string> parse_cmdline(std::string_view text) {
   return out;
 }
 
-std::optional<ProcRecord> read_process(const std::string& proc_root, std::uint32_t pid,
-                                       const ProcReadOptions& opt) {
+std::optional<ProcRecord> read_process(const std::string& proc_root, std::uint32_t pid, const ProcReadOptions& opt) {
   const std::string dir = proc_root + "/" + std::to_string(pid);
   auto stat_text = read_file_bounded(dir + "/stat", kMaxSmallFile);
   auto status_text = read_file_bounded(dir + "/status", kMaxSmallFile);
@@ -212,8 +210,7 @@ std::optional<ProcRecord> read_process(const std::string& proc_root, std::uint32
   }
   p.from_proc = true;
   if (opt.boot_time_ns != 0 && opt.clock_ticks > 0) {
-    p.start_ts_ns = opt.boot_time_ns +
-                    st->start_ticks * (1000000000ULL / static_cast<std::uint64_t>(opt.clock_ticks));
+    p.start_ts_ns = opt.boot_time_ns + st->start_ticks * (1000000000ULL / static_cast<std::uint64_t>(opt.clock_ticks));
   }
 
   bool truncated = false;
@@ -230,8 +227,7 @@ std::optional<ProcRecord> read_process(const std::string& proc_root, std::uint32
   if (auto exe = read_link(dir + "/exe")) {
     std::string e = std::move(*exe);
     static constexpr std::string_view kDeleted = " (deleted)";
-    if (e.size() > kDeleted.size() && e.compare(e.size() - kDeleted.size(), kDeleted.size(),
-                                                kDeleted.data()) == 0) {
+    if (e.size() > kDeleted.size() && e.compare(e.size() - kDeleted.size(), kDeleted.size(), kDeleted.data()) == 0) {
       e.resize(e.size() - kDeleted.size());
     }
     // A program run from a memfd links to "/memfd:NAME (deleted)"; its exe
@@ -243,7 +239,11 @@ std::optional<ProcRecord> read_process(const std::string& proc_root, std::uint32
   if (p.exe.empty()) p.exe = p.exepath.empty() ? p.comm : p.exepath;
   // The ELF class of the running program (the sensor reads it at exec).
   if (auto head = read_file_bounded(dir + "/exe", 5)) {
-    p.elf32 = head->size() == 5 && head->compare(0, 4, "\x7f" "ELF") == 0 && (*head)[4] == 1;
+    p.elf32 = head->size() == 5 &&
+              head->compare(0, 4,
+                            "\x7f"
+                            "ELF") == 0 &&
+              (*head)[4] == 1;
   }
   if (auto cwd = read_link(dir + "/cwd")) p.cwd = std::move(*cwd);
   if (auto lu = read_file_bounded(dir + "/loginuid", 32)) {
@@ -287,7 +287,7 @@ std::optional<ProcRecord> read_process(const std::string& proc_root, std::uint32
       bool under_dev = target->rfind("/dev/", 0) == 0;
       if (!under_dev && base.rfind("nvidia", 0) != 0) continue;
       std::uint32_t major = 0, minor = 0;
-      struct stat fst{};
+      struct stat fst {};
       if (::stat(fd_path.c_str(), &fst) == 0) {
         if (!S_ISCHR(fst.st_mode)) continue;  // a regular file named nvidia*
         major = ::major(fst.st_rdev);
@@ -301,15 +301,13 @@ std::optional<ProcRecord> read_process(const std::string& proc_root, std::uint32
       p.gpu_fds.push_back({static_cast<std::int32_t>(fdnum), n.major, n.minor, false});
     }
     ::closedir(d);
-    std::sort(p.gpu_fds.begin(), p.gpu_fds.end(),
-              [](const GpuFd& a, const GpuFd& b) { return a.fd < b.fd; });
+    std::sort(p.gpu_fds.begin(), p.gpu_fds.end(), [](const GpuFd& a, const GpuFd& b) { return a.fd < b.fd; });
     std::vector<std::uint32_t> minors;
     for (const auto& g : p.gpu_fds) {
       if (g.major == kNvidiaMajor && g.minor <= kNvidiaMaxGpuMinor) minors.push_back(g.minor);
     }
     std::sort(minors.begin(), minors.end());
-    p.gpu_devices_opened =
-        static_cast<std::uint32_t>(std::unique(minors.begin(), minors.end()) - minors.begin());
+    p.gpu_devices_opened = static_cast<std::uint32_t>(std::unique(minors.begin(), minors.end()) - minors.begin());
   }
 
   // The process may have exited while we read it: its stat must still be there.

@@ -19,13 +19,12 @@ namespace vigil::state {
 
 constexpr std::size_t kMaxCmdlineBytes = 4096;  // argv kept from /proc/<pid>/cmdline
 constexpr std::size_t kMaxArgs = 256;
-constexpr std::size_t kMaxFdsScanned = 4096;    // /proc/<pid>/fd entries looked at
-constexpr std::size_t kMaxGpuFds = 64;          // NVIDIA fds kept per process
+constexpr std::size_t kMaxFdsScanned = 4096;  // /proc/<pid>/fd entries looked at
+constexpr std::size_t kMaxGpuFds = 64;        // NVIDIA fds kept per process
 
 // Reads at most max bytes of a file. nullopt when it cannot be opened.
 // *truncated (optional) tells whether the file was longer.
-std::optional<std::string> read_file_bounded(const std::string& path, std::size_t max,
-                                             bool* truncated = nullptr);
+std::optional<std::string> read_file_bounded(const std::string& path, std::size_t max, bool* truncated = nullptr);
 // readlink() into a string; nullopt on error.
 std::optional<std::string> read_link(const std::string& path);
 
@@ -62,8 +61,8 @@ std::vector<std::string> parse_cmdline(std::string_view text);
 
 // What read_process() needs to know beyond the proc root.
 struct ProcReadOptions {
-  std::string cgroup_root;     // cgroup v2 mount, to turn a path into a cgroup id ("" = skip)
-  NvidiaInfo nvidia;           // to recognise NVIDIA fds
+  std::string cgroup_root;         // cgroup v2 mount, to turn a path into a cgroup id ("" = skip)
+  NvidiaInfo nvidia;               // to recognise NVIDIA fds
   std::uint64_t boot_time_ns = 0;  // btime of /proc/stat, for start_ts_ns (0 = unknown)
   long clock_ticks = 100;
 };
@@ -74,8 +73,7 @@ struct ProcRecord {
 };
 
 // Reads one process. nullopt when it does not exist (or vanished mid-read).
-std::optional<ProcRecord> read_process(const std::string& proc_root, std::uint32_t pid,
-                                       const ProcReadOptions& opt);
+std::optional<ProcRecord> read_process(const std::string& proc_root, std::uint32_t pid, const ProcReadOptions& opt);
 
 // The numeric entries of proc_root (pids), at most max of them, sorted.
 std::vector<std::uint32_t> list_pids(const std::string& proc_root, std::size_t max);

@@ -36,8 +36,7 @@ void count_gpu_devices(Process* p) {
     if (g.major == kNvidiaMajor && g.minor <= kNvidiaMaxGpuMinor) minors.push_back(g.minor);
   }
   std::sort(minors.begin(), minors.end());
-  p->gpu_devices_opened =
-      static_cast<std::uint32_t>(std::unique(minors.begin(), minors.end()) - minors.begin());
+  p->gpu_devices_opened = static_cast<std::uint32_t>(std::unique(minors.begin(), minors.end()) - minors.begin());
 }
 
 // Before an exec replaces p's image: keep the command line it ran (exe and
@@ -145,8 +144,7 @@ void State::set_vigil_paths(std::vector<std::string> paths) {
 
 void State::upsert_nvidia(NvidiaInfo info) {
   Impl& s = *impl_;
-  std::sort(info.gpus.begin(), info.gpus.end(),
-            [](const GpuInfo& a, const GpuInfo& b) { return a.pci < b.pci; });
+  std::sort(info.gpus.begin(), info.gpus.end(), [](const GpuInfo& a, const GpuInfo& b) { return a.pci < b.pci; });
   s.nvidia = std::move(info);
   s.nvidia_loaded = true;
   s.read_opts.nvidia = s.nvidia;
@@ -490,25 +488,24 @@ void State::resolve_cgroup(std::uint64_t id) {
   Impl& s = *impl_;
   bool found = false;
   if (!s.cgroup_root.empty()) {
-    walk_cgroups(s.cgroup_root, s.cfg.max_cgroup_walk,
-                 [&](const std::string& rel, std::uint64_t cid) {
-                   std::string container_id;
-                   if (auto m = parse_cgroup_path(rel)) {
-                     container_id = m->id;
-                     if (!s.containers.contains(m->id)) {
-                       Container c;
-                       c.id = m->id;
-                       c.runtime = m->runtime;
-                       c.pod_uid = m->pod_uid;
-                       c.cgroup_path = rel;
-                       c.cgroup_id = cid;
-                       upsert_container(std::move(c));
-                     }
-                   }
-                   if (!s.cgroups.contains(cid)) s.cgroups.put(cid, {rel, std::move(container_id)});
-                   if (cid == id) found = true;
-                   return true;
-                 });
+    walk_cgroups(s.cgroup_root, s.cfg.max_cgroup_walk, [&](const std::string& rel, std::uint64_t cid) {
+      std::string container_id;
+      if (auto m = parse_cgroup_path(rel)) {
+        container_id = m->id;
+        if (!s.containers.contains(m->id)) {
+          Container c;
+          c.id = m->id;
+          c.runtime = m->runtime;
+          c.pod_uid = m->pod_uid;
+          c.cgroup_path = rel;
+          c.cgroup_id = cid;
+          upsert_container(std::move(c));
+        }
+      }
+      if (!s.cgroups.contains(cid)) s.cgroups.put(cid, {rel, std::move(container_id)});
+      if (cid == id) found = true;
+      return true;
+    });
   }
   // Remember a miss too, so an unknown id costs one walk, not one per event.
   if (!found) s.cgroups.put(id, {});
@@ -583,9 +580,7 @@ std::size_t State::process_count() const { return impl_->procs.size(); }
 std::size_t State::container_count() const { return impl_->containers.size(); }
 std::size_t State::pod_count() const { return impl_->pods.size(); }
 
-const Container* State::container(const std::string& id) const {
-  return impl_->containers.peek(id);
-}
+const Container* State::container(const std::string& id) const { return impl_->containers.peek(id); }
 const Pod* State::pod(const std::string& uid) const { return impl_->pods.peek(uid); }
 const NvidiaInfo& State::nvidia() const { return impl_->nvidia; }
 const std::string& State::cgroup_root() const { return impl_->cgroup_root; }

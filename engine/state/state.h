@@ -26,17 +26,17 @@
 namespace vigil::state {
 
 struct Config {
-  std::size_t max_processes = 65536;   // LRU cap of the process table
+  std::size_t max_processes = 65536;  // LRU cap of the process table
   std::size_t max_containers = 8192;
-  std::size_t max_dns_names = 65536;   // remembered DNS answers, all pods together
-  std::string proc_root = "/proc";     // tests point this at a fake tree
-  std::string cgroup_root;             // "" = find cgroup v2 through /proc/self/mountinfo
-  bool live = true;                    // false for replay/tests: never read /proc or cgroupfs
-  std::string nvidia_root;             // "" = <proc_root>/driver/nvidia
+  std::size_t max_dns_names = 65536;        // remembered DNS answers, all pods together
+  std::string proc_root = "/proc";          // tests point this at a fake tree
+  std::string cgroup_root;                  // "" = find cgroup v2 through /proc/self/mountinfo
+  bool live = true;                         // false for replay/tests: never read /proc or cgroupfs
+  std::string nvidia_root;                  // "" = <proc_root>/driver/nvidia
   std::string passwd_path = "/etc/passwd";  // uid → user name ("" = none)
   std::string group_path = "/etc/group";    // gid → group name ("" = none)
-  std::size_t max_cgroups = 16384;     // cgroup id → path cache (host cgroups included)
-  std::size_t max_cgroup_walk = 20000; // directories looked at per walk of the cgroup tree
+  std::size_t max_cgroups = 16384;          // cgroup id → path cache (host cgroups included)
+  std::size_t max_cgroup_walk = 20000;      // directories looked at per walk of the cgroup tree
   std::size_t max_pods = 4096;
 };
 

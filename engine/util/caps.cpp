@@ -41,7 +41,8 @@ std::optional<CapSet> effective_caps() {
   std::string text;
   char buf[4096];
   ssize_t n = 0;
-  while (text.size() < (64u << 10) && (n = ::read(fd, buf, sizeof(buf))) > 0) text.append(buf, static_cast<std::size_t>(n));
+  while (text.size() < (64u << 10) && (n = ::read(fd, buf, sizeof(buf))) > 0)
+    text.append(buf, static_cast<std::size_t>(n));
   ::close(fd);
   return parse_cap_eff(text);
 }

@@ -39,8 +39,7 @@ std::string ConfigOrigin::where(const std::vector<std::string>& path, const YAML
   return file_.empty() ? "configuration" : file_;
 }
 
-Error ConfigOrigin::error(const std::vector<std::string>& path, const YAML::Node& node,
-                          const std::string& why) const {
+Error ConfigOrigin::error(const std::vector<std::string>& path, const YAML::Node& node, const std::string& why) const {
   const std::string key = display(path);
   return Error::bad_input(where(path, node) + ": " + (key.empty() ? "" : key + ": ") + why);
 }

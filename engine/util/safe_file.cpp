@@ -73,9 +73,9 @@ Status check_trusted_dir(int fd, const std::string& path) {
   if (!S_ISDIR(st.st_mode)) return Error::bad_input(path + " is not a directory");
   const uid_t me = ::geteuid();
   if (st.st_uid != 0 && st.st_uid != me) {
-    return Error::bad_input("refused: directory " + path + " is owned by uid " +
-                            std::to_string(st.st_uid) + ", neither root nor vigil's user (uid " +
-                            std::to_string(me) + "), and its owner could redirect what vigil writes there");
+    return Error::bad_input("refused: directory " + path + " is owned by uid " + std::to_string(st.st_uid) +
+                            ", neither root nor vigil's user (uid " + std::to_string(me) +
+                            "), and its owner could redirect what vigil writes there");
   }
   if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0 && (st.st_mode & S_ISVTX) == 0) {
     return Error::bad_input("refused: directory " + path + " is writable by group or others (mode " +
@@ -136,9 +136,8 @@ Result<Fd> open_dir(const std::string& dir, bool create, mode_t mode) {
     if (::fstat(next.get(), &st) != 0) return sys_error("directory " + at, errno);
     if (S_ISLNK(st.st_mode)) {
       if (st.st_uid != 0 && st.st_uid != me) {
-        return Error::bad_input("refused: " + at + " is a symbolic link owned by uid " +
-                                std::to_string(st.st_uid) + ", neither root nor vigil's user (uid " +
-                                std::to_string(me) + ")");
+        return Error::bad_input("refused: " + at + " is a symbolic link owned by uid " + std::to_string(st.st_uid) +
+                                ", neither root nor vigil's user (uid " + std::to_string(me) + ")");
       }
       if (++links > 40) return Error::bad_input("directory " + dir + ": too many symbolic links");
       char buf[PATH_MAX];
@@ -183,8 +182,8 @@ Result<int> open_for_write(const std::string& path, OpenMode how, mode_t mode) {
   auto dir = open_dir(parts->dir, /*create=*/false, 0);
   if (!dir) return with_path(path, dir.error());
   // O_NONBLOCK: a FIFO planted at the path must not block the open.
-  const int flags = O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK |
-                    (how == OpenMode::kAppend ? O_APPEND : 0);
+  const int flags =
+      O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | (how == OpenMode::kAppend ? O_APPEND : 0);
   Fd fd;
   bool created = false;
   int err = 0;
@@ -252,8 +251,7 @@ Status rotate(const std::string& path, std::size_t keep) {
   }
   (void)::unlinkat(d, (name + "." + std::to_string(keep)).c_str(), 0);
   for (std::size_t i = keep; i > 1; --i) {
-    (void)::renameat(d, (name + "." + std::to_string(i - 1)).c_str(), d,
-                     (name + "." + std::to_string(i)).c_str());
+    (void)::renameat(d, (name + "." + std::to_string(i - 1)).c_str(), d, (name + "." + std::to_string(i)).c_str());
   }
   if (::renameat(d, name.c_str(), d, (name + ".1").c_str()) != 0) {
     return sys_error("cannot rotate " + path, errno);

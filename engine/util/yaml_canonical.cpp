@@ -13,9 +13,7 @@ void append(const YAML::Node& n, std::string& out) {
     return;
   }
   switch (n.Type()) {
-    case YAML::NodeType::Scalar:
-      out += 's' + std::to_string(n.Scalar().size()) + ':' + n.Scalar();
-      return;
+    case YAML::NodeType::Scalar: out += 's' + std::to_string(n.Scalar().size()) + ':' + n.Scalar(); return;
     case YAML::NodeType::Sequence:
       out += '[';
       for (const auto& e : n) append(e, out);
@@ -35,8 +33,7 @@ void append(const YAML::Node& n, std::string& out) {
       out += '}';
       return;
     }
-    default:
-      out += '~';
+    default: out += '~';
   }
 }
 

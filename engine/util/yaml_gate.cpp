@@ -4,15 +4,13 @@
 
 namespace vigil {
 
-bool yaml_syntax_ok(std::string_view text, YamlSyntaxError* err, std::size_t max_events,
-                    std::size_t max_depth) {
+bool yaml_syntax_ok(std::string_view text, YamlSyntaxError* err, std::size_t max_events, std::size_t max_depth) {
   yaml_parser_t parser;
   if (yaml_parser_initialize(&parser) == 0) {
     if (err) *err = {0, 0, "out of memory initialising the YAML parser"};
     return false;
   }
-  yaml_parser_set_input_string(&parser, reinterpret_cast<const unsigned char*>(text.data()),
-                               text.size());
+  yaml_parser_set_input_string(&parser, reinterpret_cast<const unsigned char*>(text.data()), text.size());
   bool ok = true;
   std::size_t events = 0;
   std::size_t depth = 0;

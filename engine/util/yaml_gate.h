@@ -23,9 +23,9 @@
 namespace vigil {
 
 struct YamlSyntaxError {
-  int line = 0;    // 1-based; 0 when unknown
-  int column = 0;  // 1-based; 0 when unknown
-  std::string message;  // libyaml's problem and context, e.g. "did not find expected node content"
+  int line = 0;             // 1-based; 0 when unknown
+  int column = 0;           // 1-based; 0 when unknown
+  std::string message;      // libyaml's problem and context, e.g. "did not find expected node content"
   std::size_t scanned = 0;  // characters of the input the scanner had read when it stopped
 };
 

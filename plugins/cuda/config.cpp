@@ -25,8 +25,8 @@ namespace {
 
 using json = nlohmann::json;
 
-bool get_duration(const json& v, std::string_view key, std::uint64_t lo, std::uint64_t hi,
-                  std::uint32_t& out, std::string& err) {
+bool get_duration(const json& v, std::string_view key, std::uint64_t lo, std::uint64_t hi, std::uint32_t& out,
+                  std::string& err) {
   std::uint64_t ms = 0;
   if (!v.is_string() || !parse_duration_ms(v.get<std::string>(), ms)) {
     err = std::string(key) + ": expected a duration string with a unit (\"500ms\", \"1s\", \"2m\")";
@@ -40,8 +40,8 @@ bool get_duration(const json& v, std::string_view key, std::uint64_t lo, std::ui
   return true;
 }
 
-bool get_count(const json& v, std::string_view key, std::uint64_t lo, std::uint64_t hi,
-               std::uint32_t& out, std::string& err) {
+bool get_count(const json& v, std::string_view key, std::uint64_t lo, std::uint64_t hi, std::uint32_t& out,
+               std::string& err) {
   if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<std::int64_t>() >= 0)) {
     err = std::string(key) + ": expected a non-negative integer";
     return false;
@@ -55,8 +55,8 @@ bool get_count(const json& v, std::string_view key, std::uint64_t lo, std::uint6
   return true;
 }
 
-bool get_strings(const json& v, std::string_view key, std::size_t max_items,
-                 std::vector<std::string>& out, std::string& err) {
+bool get_strings(const json& v, std::string_view key, std::size_t max_items, std::vector<std::string>& out,
+                 std::string& err) {
   if (!v.is_array() || v.size() > max_items) {
     err = std::string(key) + ": expected a list of at most " + std::to_string(max_items) + " strings";
     return false;

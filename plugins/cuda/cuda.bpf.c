@@ -214,7 +214,8 @@ static __always_inline int name_matches(const char *name)
         break;
       }
     }
-    if (same && (name[len & (CUDA_WATCH_NAME_LEN - 1)] == 0 || name[len & (CUDA_WATCH_NAME_LEN - 1)] == '.'))
+    if (same && (name[len & (CUDA_WATCH_NAME_LEN - 1)] == 0 ||
+                 name[len & (CUDA_WATCH_NAME_LEN - 1)] == '.'))
       return 1;
   }
   return 0;

@@ -20,9 +20,9 @@ typedef __u32 cp_u32;
 typedef __u64 cp_u64;
 #endif
 
-#define CUDA_COOKIE_CALL(c) ((cp_u32)((c) & 0xffffu))
+#define CUDA_COOKIE_CALL(c) ((cp_u32)((c)&0xffffu))
 #define CUDA_COOKIE_LIB(c) ((cp_u32)(((c) >> 16) & 0xffffu))
-#define CUDA_COOKIE(call, lib) ((((cp_u64)(lib) & 0xffffu) << 16) | ((cp_u64)(call) & 0xffffu))
+#define CUDA_COOKIE(call, lib) ((((cp_u64)(lib)&0xffffu) << 16) | ((cp_u64)(call)&0xffffu))
 
 /* The entry points the plugin knows (calls.cpp has their names and how to
  * read their arguments). Values are stored in captures: append only. */
@@ -72,14 +72,14 @@ enum cuda_call_id {
 
 /* One call of an entry point other than a kernel launch. */
 struct cuda_call_rec {
-  cp_u64 ts_ns;        /* bpf_ktime_get_ns() at entry (CLOCK_MONOTONIC) */
-  cp_u32 pid;          /* host tgid */
-  cp_u32 tid;          /* host tid */
-  cp_u32 call;         /* enum cuda_call_id */
-  cp_u32 lib;          /* library slot */
-  cp_u64 args[6];      /* the first six integer arguments, as passed (x86-64 SysV / aarch64) */
-  cp_u32 str_len;      /* bytes at str (string: without the NUL) */
-  cp_u32 str_kind;     /* CUDA_STR_NONE, CUDA_STR_PATH, CUDA_STR_IMAGE */
+  cp_u64 ts_ns;    /* bpf_ktime_get_ns() at entry (CLOCK_MONOTONIC) */
+  cp_u32 pid;      /* host tgid */
+  cp_u32 tid;      /* host tid */
+  cp_u32 call;     /* enum cuda_call_id */
+  cp_u32 lib;      /* library slot */
+  cp_u64 args[6];  /* the first six integer arguments, as passed (x86-64 SysV / aarch64) */
+  cp_u32 str_len;  /* bytes at str (string: without the NUL) */
+  cp_u32 str_kind; /* CUDA_STR_NONE, CUDA_STR_PATH, CUDA_STR_IMAGE */
   cp_u8 str[CUDA_STR_MAX];
 };
 
@@ -112,7 +112,7 @@ struct cuda_mmap_rec {
 #define CUDA_WATCH_NAME_LEN 32
 
 /* Drop counters (a per-CPU array indexed by these). */
-#define CUDA_DROP_RING 0     /* ring buffer full: a call record lost */
+#define CUDA_DROP_RING 0       /* ring buffer full: a call record lost */
 #define CUDA_DROP_LAUNCH_MAP 1 /* launch map full: a process's launches not counted */
 #define CUDA_DROP_MMAP 2       /* mmap watch ring full: the process waits for the next scan */
 #define CUDA_DROP_COUNT 3

@@ -24,9 +24,7 @@ std::string_view symbol_status_name(SymbolStatus s) {
 namespace {
 
 // [off, off+len) lies inside [0, size), without overflow.
-bool in_file(std::uint64_t off, std::uint64_t len, std::uint64_t size) {
-  return off <= size && len <= size - off;
-}
+bool in_file(std::uint64_t off, std::uint64_t len, std::uint64_t size) { return off <= size && len <= size - off; }
 
 SymbolLookup fail(std::string why) {
   SymbolLookup r;
@@ -46,8 +44,7 @@ bool read_table(const ReadAt& read, std::uint64_t file_size, std::uint64_t off, 
 
 }  // namespace
 
-SymbolLookup lookup_symbols(const ReadAt& read, std::uint64_t file_size,
-                            std::span<const std::string_view> names) {
+SymbolLookup lookup_symbols(const ReadAt& read, std::uint64_t file_size, std::span<const std::string_view> names) {
   Elf64_Ehdr eh;
   if (file_size < sizeof(eh) || !read(0, sizeof(eh), &eh)) return fail("too short for an ELF header");
   if (std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0) return fail("not an ELF file");

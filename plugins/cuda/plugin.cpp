@@ -19,17 +19,31 @@ using namespace vigil::cuda;
 struct vigil_plugin_state {
   vigil_host host{};
   std::unique_ptr<CudaSource> source;
-  std::vector<OutEvent> batch;     // owned until the next next_batch
+  std::vector<OutEvent> batch;  // owned until the next next_batch
   std::vector<vigil_event> events;
-  std::vector<std::string> values; // owned until the next extract
+  std::vector<std::string> values;  // owned until the next extract
   std::string last_error;
 };
 
 namespace {
 
 enum Field : std::uint32_t {
-  kCall, kCategory, kDevice, kAllocSize, kPtr, kModulePath, kModuleKind,
-  kLaunches, kGraphLaunches, kIntervalMs, kLibrary, kProbes, kMissing, kDropsCalls, kDropsLaunches, kFieldCount
+  kCall,
+  kCategory,
+  kDevice,
+  kAllocSize,
+  kPtr,
+  kModulePath,
+  kModuleKind,
+  kLaunches,
+  kGraphLaunches,
+  kIntervalMs,
+  kLibrary,
+  kProbes,
+  kMissing,
+  kDropsCalls,
+  kDropsLaunches,
+  kFieldCount
 };
 
 constexpr std::array<vigil_field_info, kFieldCount> kFields{{
@@ -73,9 +87,7 @@ void copy_err(char* err, size_t errlen, const std::string& msg) {
 
 extern "C" {
 
-VIGIL_PLUGIN_EXPORT const char* vigil_plugin_get_required_api_version(void) {
-  return VIGIL_PLUGIN_API_VERSION_STRING;
-}
+VIGIL_PLUGIN_EXPORT const char* vigil_plugin_get_required_api_version(void) { return VIGIL_PLUGIN_API_VERSION_STRING; }
 VIGIL_PLUGIN_EXPORT const char* vigil_plugin_get_name(void) { return "cuda"; }
 VIGIL_PLUGIN_EXPORT const char* vigil_plugin_get_version(void) { return "0.1.0"; }
 VIGIL_PLUGIN_EXPORT const char* vigil_plugin_get_description(void) {
@@ -83,8 +95,8 @@ VIGIL_PLUGIN_EXPORT const char* vigil_plugin_get_description(void) {
          "loads, memory allocation, and kernel launches counted in the kernel.";
 }
 
-VIGIL_PLUGIN_EXPORT vigil_plugin_state* vigil_plugin_init(const vigil_host* host, const char* config_json,
-                                                          char* err, size_t errlen) {
+VIGIL_PLUGIN_EXPORT vigil_plugin_state* vigil_plugin_init(const vigil_host* host, const char* config_json, char* err,
+                                                          size_t errlen) {
   try {
     Config cfg;
     std::string why;
@@ -230,8 +242,7 @@ VIGIL_PLUGIN_EXPORT vigil_rc vigil_plugin_extract(vigil_plugin_state* s, const v
         case kDropsLaunches:
           if (r->present & Record::kHasDrops) u64(r->drops_launches);
           break;
-        default:
-          break;
+        default: break;
       }
     }
   } catch (const std::exception& e) {

@@ -20,8 +20,8 @@ namespace {
 
 // Multi-uprobe links (Linux 6.6) by the bpf() system call: the libbpf this
 // builds against (1.1) predates them. Values from the kernel's uapi bpf.h.
-constexpr int kBpfLinkCreate = 28;                 // BPF_LINK_CREATE
-constexpr unsigned kAttachTraceUprobeMulti = 48;   // BPF_TRACE_UPROBE_MULTI
+constexpr int kBpfLinkCreate = 28;                // BPF_LINK_CREATE
+constexpr unsigned kAttachTraceUprobeMulti = 48;  // BPF_TRACE_UPROBE_MULTI
 
 struct LinkCreateUprobeMulti {  // union bpf_attr, link_create.uprobe_multi
   std::uint32_t prog_fd;
@@ -68,7 +68,7 @@ struct Probes::Impl {
   bpf_link* mmap_link = nullptr;
   std::string watch_error;
   std::function<void(std::uint32_t)> on_mmap;
-  bool multi = false;            // the kernel took the multi-uprobe programs
+  bool multi = false;  // the kernel took the multi-uprobe programs
   int ncpu = 1;
   const std::function<void(const cuda_call_rec&)>* on_record = nullptr;
 
@@ -115,7 +115,8 @@ std::unique_ptr<Probes> Probes::load(const ProbeOptions& opt, std::string& err) 
   std::vector<std::pair<bool, bool>> tries;
   for (bool multi : {opt.multi_uprobe, false})
     for (bool watch : {want_watch, false})
-      if (std::find(tries.begin(), tries.end(), std::pair{multi, watch}) == tries.end()) tries.push_back({multi, watch});
+      if (std::find(tries.begin(), tries.end(), std::pair{multi, watch}) == tries.end())
+        tries.push_back({multi, watch});
   int last_err = 0;
   for (auto [multi, watch] : tries) {
     impl->skel = vigil_cuda__open();
@@ -151,7 +152,8 @@ std::unique_ptr<Probes> Probes::load(const ProbeOptions& opt, std::string& err) 
       impl->multi = multi;
       if (watch && n > 0) {
         impl->mmap_link = bpf_program__attach(impl->skel->progs.cuda_mmap_exit);
-        if (!impl->mmap_link) impl->watch_error = std::string("cannot attach syscalls:sys_exit_mmap: ") + std::strerror(errno);
+        if (!impl->mmap_link)
+          impl->watch_error = std::string("cannot attach syscalls:sys_exit_mmap: ") + std::strerror(errno);
       } else if (want_watch) {
         impl->watch_error = n == 0 ? "no library name short enough to compare in the kernel"
                                    : "this kernel refused the mmap watch program (bpf_find_vma needs Linux 5.17)";
@@ -240,7 +242,8 @@ AttachResult Probes::attach(int fd, std::uint32_t slot, const std::vector<std::u
     bpf_program* prog = k == 0 ? impl_->skel->progs.cuda_launch : impl_->skel->progs.cuda_call;
     for (const Site& st : sites[k]) {
       LIBBPF_OPTS(bpf_uprobe_opts, uo, .bpf_cookie = st.cookie, .retprobe = false);
-      bpf_link* link = bpf_program__attach_uprobe_opts(prog, -1, path.c_str(), static_cast<std::size_t>(st.offset), &uo);
+      bpf_link* link =
+          bpf_program__attach_uprobe_opts(prog, -1, path.c_str(), static_cast<std::size_t>(st.offset), &uo);
       if (!link) {
         res.missing.push_back(st.name + " (attach: " + std::strerror(errno) + ")");
         continue;

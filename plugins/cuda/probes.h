@@ -18,8 +18,8 @@ namespace vigil::cuda {
 struct ProbeOptions {
   std::uint32_t ringbuf_bytes = 256 * 1024;
   std::uint32_t max_processes = 8192;
-  bool multi_uprobe = true;  // try multi-uprobe links first
-  bool batch_wakeups = true; // wake the reader only when a quarter of the ring waits (read it with consume())
+  bool multi_uprobe = true;   // try multi-uprobe links first
+  bool batch_wakeups = true;  // wake the reader only when a quarter of the ring waits (read it with consume())
   // Watch mmap(PROT_EXEC) of files with these names (syscalls:sys_exit_mmap);
   // empty: no watch. At most CUDA_WATCH_NAMES names shorter than CUDA_WATCH_NAME_LEN.
   std::vector<std::string> watch_names;
@@ -27,9 +27,9 @@ struct ProbeOptions {
 
 // What attaching to one file did, entry point by entry point.
 struct AttachResult {
-  std::string error;                 // non-empty: nothing was attached (the file is not usable)
-  std::vector<std::string> attached; // entry-point names
-  std::vector<std::string> missing;  // "name (why)"
+  std::string error;                  // non-empty: nothing was attached (the file is not usable)
+  std::vector<std::string> attached;  // entry-point names
+  std::vector<std::string> missing;   // "name (why)"
 };
 
 struct LaunchCount {

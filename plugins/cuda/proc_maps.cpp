@@ -84,8 +84,7 @@ bool library_name_matches(std::string_view path, std::span<const std::string> na
   return false;
 }
 
-std::vector<MapsEntry> find_libraries(std::string_view text, std::span<const std::string> names,
-                                      std::size_t max) {
+std::vector<MapsEntry> find_libraries(std::string_view text, std::span<const std::string> names, std::size_t max) {
   std::vector<MapsEntry> out;
   while (!text.empty() && out.size() < max) {
     std::size_t nl = text.find('\n');

@@ -33,8 +33,7 @@ bool library_name_matches(std::string_view path, std::span<const std::string> na
 
 // The distinct files (device + inode) that the maps text maps with execute
 // permission and whose names match, first mapping of each, at most `max`.
-std::vector<MapsEntry> find_libraries(std::string_view maps_text, std::span<const std::string> names,
-                                      std::size_t max);
+std::vector<MapsEntry> find_libraries(std::string_view maps_text, std::span<const std::string> names, std::size_t max);
 
 // Reads a whole /proc file of at most `max_bytes` (a longer one is cut at its
 // last complete line). False when it cannot be opened or read.

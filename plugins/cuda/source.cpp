@@ -20,13 +20,13 @@ namespace vigil::cuda {
 
 namespace {
 
-constexpr std::size_t kMaxMapsBytes = 16u << 20;     // one process's maps
-constexpr std::size_t kMaxLibsPerProcess = 8;        // candidate files in one maps
-constexpr std::size_t kMaxRejected = 1024;           // unusable files remembered
-constexpr std::uint32_t kMaxNewFilesPerScan = 8;     // files opened and parsed per scan
-constexpr std::size_t kMaxPidsListed = 1u << 22;     // /proc entries one scan lists (pid_max)
-constexpr std::size_t kMaxUrgent = 1024;             // pids from the mmap watch waiting to be read
-constexpr std::size_t kUrgentPerRound = 64;          // of those, read per round of next()
+constexpr std::size_t kMaxMapsBytes = 16u << 20;  // one process's maps
+constexpr std::size_t kMaxLibsPerProcess = 8;     // candidate files in one maps
+constexpr std::size_t kMaxRejected = 1024;        // unusable files remembered
+constexpr std::uint32_t kMaxNewFilesPerScan = 8;  // files opened and parsed per scan
+constexpr std::size_t kMaxPidsListed = 1u << 22;  // /proc entries one scan lists (pid_max)
+constexpr std::size_t kMaxUrgent = 1024;          // pids from the mmap watch waiting to be read
+constexpr std::size_t kUrgentPerRound = 64;       // of those, read per round of next()
 
 std::uint64_t clock_ns(clockid_t id) {
   timespec ts{};
@@ -51,8 +51,7 @@ std::string image_kind(const std::uint8_t* p, std::size_t n) {
                            (p[printable] >= 0x20 && p[printable] < 0x7f)))
     ++printable;
   std::string_view text(reinterpret_cast<const char*>(p), printable);
-  if (printable > 0 && (text.find(".version") != std::string_view::npos || text.starts_with("//")))
-    return "ptx";
+  if (printable > 0 && (text.find(".version") != std::string_view::npos || text.starts_with("//"))) return "ptx";
   return "unknown";
 }
 
@@ -96,19 +95,19 @@ std::unique_ptr<CudaSource> CudaSource::create(const Config& cfg, LogFn log, std
     if (self->urgent_.size() < kMaxUrgent) self->urgent_.insert(pid);
   });
   if (cfg.watch_mmap && !s->probes_->watching_mmaps())
-    s->log_(LogLevel::kWarn, "no mmap watch (" + s->probes_->watch_error() +
-                                 "): a new libcuda file is probed at the next scan");
-  s->log_(LogLevel::kInfo, std::string("CUDA probes loaded: ") +
-                               (s->probes_->multi() ? "one multi-uprobe link per library and program"
-                                                    : "one uprobe link per entry point"));
-  s->mono_to_wall_ns_ = static_cast<std::int64_t>(clock_ns(CLOCK_REALTIME)) -
-                        static_cast<std::int64_t>(clock_ns(CLOCK_MONOTONIC));
+    s->log_(LogLevel::kWarn,
+            "no mmap watch (" + s->probes_->watch_error() + "): a new libcuda file is probed at the next scan");
+  s->log_(LogLevel::kInfo,
+          std::string("CUDA probes loaded: ") + (s->probes_->multi() ? "one multi-uprobe link per library and program"
+                                                                     : "one uprobe link per entry point"));
+  s->mono_to_wall_ns_ =
+      static_cast<std::int64_t>(clock_ns(CLOCK_REALTIME)) - static_cast<std::int64_t>(clock_ns(CLOCK_MONOTONIC));
   for (const std::string& p : cfg.library_paths) {
     int fd = open(p.c_str(), O_RDONLY | O_CLOEXEC);
     struct stat st;
     if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-      s->log_(LogLevel::kWarn, "library_paths: cannot use " + p + ": " +
-                                   (fd < 0 ? std::strerror(errno) : "not a regular file"));
+      s->log_(LogLevel::kWarn,
+              "library_paths: cannot use " + p + ": " + (fd < 0 ? std::strerror(errno) : "not a regular file"));
       if (fd >= 0) close(fd);
       continue;
     }
@@ -214,9 +213,8 @@ void CudaSource::try_library(std::uint32_t pid, const MapsEntry& m) {
   std::string shown = printable(m.path);
   if (libs_.size() >= cfg_.max_libraries || libs_.size() >= 0xffff) {
     if (!limit_logged_)
-      log_(LogLevel::kWarn, "max_libraries (" + std::to_string(cfg_.max_libraries) +
-                                ") reached: not probing " + shown + " (pid " + std::to_string(pid) +
-                                ") nor any further libcuda file");
+      log_(LogLevel::kWarn, "max_libraries (" + std::to_string(cfg_.max_libraries) + ") reached: not probing " + shown +
+                                " (pid " + std::to_string(pid) + ") nor any further libcuda file");
     limit_logged_ = true;
     if (files_.size() < kMaxRejected) files_.emplace(key, -1);
     return;
@@ -249,13 +247,13 @@ void CudaSource::try_library(std::uint32_t pid, const MapsEntry& m) {
 void CudaSource::add_library(int fd, const FileKey& key, const std::string& shown, std::uint32_t pid) {
   auto slot = static_cast<std::uint32_t>(libs_.size());
   AttachResult r = probes_->attach(fd, slot, calls_);
-  std::string where = shown + " (dev " + std::to_string(std::get<0>(key)) + ":" +
-                      std::to_string(std::get<1>(key)) + ", inode " + std::to_string(std::get<2>(key)) +
+  std::string where = shown + " (dev " + std::to_string(std::get<0>(key)) + ":" + std::to_string(std::get<1>(key)) +
+                      ", inode " + std::to_string(std::get<2>(key)) +
                       (pid ? ", found in pid " + std::to_string(pid) : std::string()) + ")";
   if (!r.error.empty() || r.attached.empty()) {
-    log_(LogLevel::kWarn, "not probing " + where + ": " +
-                              (r.error.empty() ? "none of the entry points attached: " + join(r.missing, ", ")
-                                               : r.error));
+    log_(LogLevel::kWarn,
+         "not probing " + where + ": " +
+             (r.error.empty() ? "none of the entry points attached: " + join(r.missing, ", ") : r.error));
     close(fd);
     if (files_.size() < kMaxRejected) files_.emplace(key, -1);
     return;
@@ -295,7 +293,8 @@ void CudaSource::on_record(const cuda_call_rec& r) {
   }
   std::size_t n = std::min<std::size_t>(r.str_len, sizeof(r.str));
   if (r.str_kind == CUDA_STR_PATH) {
-    w.detail = printable(std::string_view(reinterpret_cast<const char*>(r.str), strnlen(reinterpret_cast<const char*>(r.str), n)));
+    w.detail = printable(
+        std::string_view(reinterpret_cast<const char*>(r.str), strnlen(reinterpret_cast<const char*>(r.str), n)));
   } else if (r.str_kind == CUDA_STR_IMAGE) {
     w.module_kind = image_kind(r.str, n);
   } else if (info->category == Category::kModule) {
@@ -351,11 +350,10 @@ void CudaSource::summarize() {
 void CudaSource::report_drops() {
   std::uint64_t now[4] = {probes_->drops(CUDA_DROP_RING), probes_->drops(CUDA_DROP_LAUNCH_MAP), queue_drops_,
                           probes_->drops(CUDA_DROP_MMAP)};
-  static constexpr const char* kWhat[4] = {
-      "call records lost: the ring buffer was full (raise ringbuf_bytes)",
-      "kernel launches not counted: the launch map was full (raise max_processes)",
-      "events dropped: vigil did not take them fast enough (max_pending)",
-      "mmap watch reports lost: their processes wait for the next scan"};
+  static constexpr const char* kWhat[4] = {"call records lost: the ring buffer was full (raise ringbuf_bytes)",
+                                           "kernel launches not counted: the launch map was full (raise max_processes)",
+                                           "events dropped: vigil did not take them fast enough (max_pending)",
+                                           "mmap watch reports lost: their processes wait for the next scan"};
   for (int i = 0; i < 4; ++i) {
     if (now[i] > reported_drops_[i])
       log_(LogLevel::kWarn, std::to_string(now[i] - reported_drops_[i]) + " " + kWhat[i] + "; " +

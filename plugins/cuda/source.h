@@ -23,8 +23,8 @@ struct OutEvent {
   std::uint64_t ts_ns = 0;  // wall clock
   std::uint32_t pid = 0;
   std::uint32_t tid = 0;
-  const char* name = "";    // "cuda_call", "cuda_launches", "cuda_library"
-  std::string data;         // wire.h
+  const char* name = "";  // "cuda_call", "cuda_launches", "cuda_library"
+  std::string data;       // wire.h
 };
 
 enum class LogLevel { kDebug = 0, kInfo = 1, kWarn = 2, kError = 3 };

@@ -127,10 +127,10 @@ std::string printable(std::string_view s, std::size_t max) {
     for (std::size_t k = 1; ok && k < len; ++k) ok = (static_cast<unsigned char>(s[i + k]) & 0xc0) == 0x80;
     if (ok && len >= 3) {
       auto c1 = static_cast<unsigned char>(s[i + 1]);
-      if (c == 0xe0 && c1 < 0xa0) ok = false;  // overlong
-      if (c == 0xed && c1 >= 0xa0) ok = false; // surrogate
-      if (c == 0xf0 && c1 < 0x90) ok = false;  // overlong
-      if (c == 0xf4 && c1 >= 0x90) ok = false; // > U+10FFFF
+      if (c == 0xe0 && c1 < 0xa0) ok = false;   // overlong
+      if (c == 0xed && c1 >= 0xa0) ok = false;  // surrogate
+      if (c == 0xf0 && c1 < 0x90) ok = false;   // overlong
+      if (c == 0xf4 && c1 >= 0x90) ok = false;  // > U+10FFFF
     }
     if (!ok) {
       escape(c);

@@ -30,20 +30,20 @@ struct Record {
     kHasProbes = 1u << 5,
   };
   Kind kind = Kind::kCall;
-  std::uint16_t call = 0;     // cuda_call_id (kCall)
-  std::uint32_t present = 0;  // which numbers below are set
-  std::int64_t device = -1;   // CUdevice ordinal (context calls)
-  std::uint64_t size = 0;     // bytes requested (allocations)
-  std::uint64_t ptr = 0;      // device pointer (free)
-  std::uint64_t launches = 0; // kernel launches in the interval (kLaunches)
-  std::uint64_t graph_launches = 0; // graph launches in the interval (kLaunches)
+  std::uint16_t call = 0;            // cuda_call_id (kCall)
+  std::uint32_t present = 0;         // which numbers below are set
+  std::int64_t device = -1;          // CUdevice ordinal (context calls)
+  std::uint64_t size = 0;            // bytes requested (allocations)
+  std::uint64_t ptr = 0;             // device pointer (free)
+  std::uint64_t launches = 0;        // kernel launches in the interval (kLaunches)
+  std::uint64_t graph_launches = 0;  // graph launches in the interval (kLaunches)
   std::uint64_t interval_ms = 0;
   std::uint64_t drops_calls = 0;     // call records lost (ring buffer or queue full), since start
   std::uint64_t drops_launches = 0;  // launches not counted (launch map full), since start
-  std::uint64_t probes = 0;      // entry points attached (kLibrary)
-  std::string library;      // the libcuda path, as the process maps it
-  std::string detail;       // module path (kCall), missing entry points (kLibrary)
-  std::string module_kind;  // "ptx", "cubin", "fatbin", "unknown" (module image loads)
+  std::uint64_t probes = 0;          // entry points attached (kLibrary)
+  std::string library;               // the libcuda path, as the process maps it
+  std::string detail;                // module path (kCall), missing entry points (kLibrary)
+  std::string module_kind;           // "ptx", "cubin", "fatbin", "unknown" (module image loads)
 };
 
 inline constexpr std::uint8_t kWireVersion = 1;

@@ -41,12 +41,12 @@ struct State {
   std::string label = "tick";
   std::map<std::string, std::string> tags;
 
-  std::uint64_t next = 1;                 // the next tick's number
+  std::uint64_t next = 1;                       // the next tick's number
   std::chrono::steady_clock::time_point due{};  // when the next tick is due
-  std::vector<vigil_event> batch;         // returned by next_batch, valid until the next call
-  std::vector<std::uint8_t> data;         // the batch's data, kDataSize bytes per event
+  std::vector<vigil_event> batch;               // returned by next_batch, valid until the next call
+  std::vector<std::uint8_t> data;               // the batch's data, kDataSize bytes per event
   std::string last_error;
-  std::vector<std::string> values;        // strings of the last extract call
+  std::vector<std::string> values;  // strings of the last extract call
 };
 
 void put_le64(std::uint8_t* p, std::uint64_t v) {
@@ -64,7 +64,8 @@ const vigil_field_info kFields[] = {
     {"example.seq", VIGIL_FIELD_UINT64, VIGIL_ARG_NONE, "The tick's number, from 1."},
     {"example.even", VIGIL_FIELD_BOOL, VIGIL_ARG_NONE, "Whether the tick's number is even."},
     {"example.label", VIGIL_FIELD_STRING, VIGIL_ARG_NONE, "The label of the plugin's configuration."},
-    {"example.tag", VIGIL_FIELD_STRING, VIGIL_ARG_REQUIRED, "The value of one of the configured tags: example.tag[team]."},
+    {"example.tag", VIGIL_FIELD_STRING, VIGIL_ARG_REQUIRED,
+     "The value of one of the configured tags: example.tag[team]."},
 };
 
 void write_err(char* err, size_t errlen, const std::string& msg) {
@@ -75,17 +76,15 @@ void write_err(char* err, size_t errlen, const std::string& msg) {
 
 extern "C" {
 
-VIGIL_PLUGIN_EXPORT const char* vigil_plugin_get_required_api_version(void) {
-  return VIGIL_PLUGIN_API_VERSION_STRING;
-}
+VIGIL_PLUGIN_EXPORT const char* vigil_plugin_get_required_api_version(void) { return VIGIL_PLUGIN_API_VERSION_STRING; }
 VIGIL_PLUGIN_EXPORT const char* vigil_plugin_get_name(void) { return "example"; }
 VIGIL_PLUGIN_EXPORT const char* vigil_plugin_get_version(void) { return "1.0.0"; }
 VIGIL_PLUGIN_EXPORT const char* vigil_plugin_get_description(void) {
   return "Emits numbered ticks; the example of docs/plugins.md.";
 }
 
-VIGIL_PLUGIN_EXPORT vigil_plugin_state* vigil_plugin_init(const vigil_host* host, const char* config,
-                                                          char* err, size_t errlen) {
+VIGIL_PLUGIN_EXPORT vigil_plugin_state* vigil_plugin_init(const vigil_host* host, const char* config, char* err,
+                                                          size_t errlen) {
   auto* s = new State();
   s->host = host;
   // Exceptions never cross the C boundary.
@@ -115,9 +114,7 @@ VIGIL_PLUGIN_EXPORT vigil_plugin_state* vigil_plugin_init(const vigil_host* host
   return reinterpret_cast<vigil_plugin_state*>(s);
 }
 
-VIGIL_PLUGIN_EXPORT void vigil_plugin_destroy(vigil_plugin_state* st) {
-  delete reinterpret_cast<State*>(st);
-}
+VIGIL_PLUGIN_EXPORT void vigil_plugin_destroy(vigil_plugin_state* st) { delete reinterpret_cast<State*>(st); }
 
 VIGIL_PLUGIN_EXPORT const char* vigil_plugin_get_last_error(vigil_plugin_state* st) {
   return reinterpret_cast<State*>(st)->last_error.c_str();
@@ -125,9 +122,8 @@ VIGIL_PLUGIN_EXPORT const char* vigil_plugin_get_last_error(vigil_plugin_state* 
 
 VIGIL_PLUGIN_EXPORT const char* vigil_plugin_get_event_source(void) { return "example"; }
 
-VIGIL_PLUGIN_EXPORT vigil_rc vigil_plugin_next_batch(vigil_plugin_state* st, uint32_t max,
-                                                     uint32_t timeout_ms, const vigil_event** events,
-                                                     uint32_t* n) {
+VIGIL_PLUGIN_EXPORT vigil_rc vigil_plugin_next_batch(vigil_plugin_state* st, uint32_t max, uint32_t timeout_ms,
+                                                     const vigil_event** events, uint32_t* n) {
   auto* s = reinterpret_cast<State*>(st);
   *events = nullptr;
   *n = 0;
@@ -136,7 +132,8 @@ VIGIL_PLUGIN_EXPORT vigil_rc vigil_plugin_next_batch(vigil_plugin_state* st, uin
   const auto now = std::chrono::steady_clock::now();
   if (s->due == std::chrono::steady_clock::time_point{}) s->due = now + std::chrono::milliseconds(s->interval_ms);
   if (now < s->due) {
-    const auto wait = std::min<std::chrono::steady_clock::duration>(s->due - now, std::chrono::milliseconds(timeout_ms));
+    const auto wait =
+        std::min<std::chrono::steady_clock::duration>(s->due - now, std::chrono::milliseconds(timeout_ms));
     std::this_thread::sleep_for(wait);
     if (std::chrono::steady_clock::now() < s->due) return VIGIL_RC_TIMEOUT;
   }
@@ -178,10 +175,16 @@ VIGIL_PLUGIN_EXPORT vigil_rc vigil_plugin_extract(vigil_plugin_state* st, const 
     r.has_value = 0;
     switch (r.field) {
       case 0:
-        if (ok) { r.value.u64 = seq; r.has_value = 1; }
+        if (ok) {
+          r.value.u64 = seq;
+          r.has_value = 1;
+        }
         break;
       case 1:
-        if (ok) { r.value.u64 = seq % 2 == 0; r.has_value = 1; }
+        if (ok) {
+          r.value.u64 = seq % 2 == 0;
+          r.has_value = 1;
+        }
         break;
       case 2:
         r.value.str = s->label.c_str();
@@ -195,9 +198,7 @@ VIGIL_PLUGIN_EXPORT vigil_rc vigil_plugin_extract(vigil_plugin_state* st, const 
         }
         break;
       }
-      default:
-        s->last_error = "no field " + std::to_string(r.field);
-        return VIGIL_RC_FAILURE;
+      default: s->last_error = "no field " + std::to_string(r.field); return VIGIL_RC_FAILURE;
     }
   }
   return VIGIL_RC_OK;

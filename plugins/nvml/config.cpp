@@ -82,8 +82,7 @@ std::optional<Config> parse_config(const char* json, std::string& error) {
     } else if (key == "max_processes") {
       // JSON integers arrive signed or unsigned; both are bounded the same way.
       bool in_range = value.is_number_unsigned()
-                          ? value.get<std::uint64_t>() >= 1 &&
-                                value.get<std::uint64_t>() <= Config::kMaxProcessesLimit
+                          ? value.get<std::uint64_t>() >= 1 && value.get<std::uint64_t>() <= Config::kMaxProcessesLimit
                           : value.is_number_integer() && value.get<std::int64_t>() >= 1 &&
                                 value.get<std::int64_t>() <= Config::kMaxProcessesLimit;
       if (!in_range) {
@@ -92,8 +91,7 @@ std::optional<Config> parse_config(const char* json, std::string& error) {
       }
       cfg.max_processes = value.get<std::uint32_t>();
     } else {
-      error = "unknown key '" + key.substr(0, 64) +
-              "' (known: nvml_library, interval, max_processes)";
+      error = "unknown key '" + key.substr(0, 64) + "' (known: nvml_library, interval, max_processes)";
       return std::nullopt;
     }
   }

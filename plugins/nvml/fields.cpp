@@ -30,8 +30,7 @@ constexpr vigil_field_info kFields[] = {
      "unknown."},
     {"nvml.device.memory_used", VIGIL_FIELD_UINT64, VIGIL_ARG_NONE,
      "Bytes of the GPU's memory in use, all processes together; <NA> when unknown."},
-    {"nvml.device.memory_total", VIGIL_FIELD_UINT64, VIGIL_ARG_NONE,
-     "Bytes of memory the GPU has; <NA> when unknown."},
+    {"nvml.device.memory_total", VIGIL_FIELD_UINT64, VIGIL_ARG_NONE, "Bytes of memory the GPU has; <NA> when unknown."},
     {"nvml.device.sm_util", VIGIL_FIELD_UINT64, VIGIL_ARG_NONE,
      "The GPU's SM utilisation in percent: the sum of its processes' nvml.sm_util, at most 100; "
      "<NA> when the GPU does not report per-process utilisation."},
@@ -65,9 +64,7 @@ const vigil_field_info* field_table(std::uint32_t* n) {
   return kFields;
 }
 
-const char* event_name(RecordKind kind) {
-  return kind == RecordKind::kProcess ? "process_sample" : "device_sample";
-}
+const char* event_name(RecordKind kind) { return kind == RecordKind::kProcess ? "process_sample" : "device_sample"; }
 
 bool extract_field(const Record& r, vigil_extract_request& req) {
   req.has_value = 0;
@@ -93,18 +90,12 @@ bool extract_field(const Record& r, vigil_extract_request& req) {
     case Field::kMemoryUsed:
       if (proc && p.has_memory) set_u64(req, p.memory_used);
       break;
-    case Field::kDeviceUuid:
-      set_str(req, d.uuid);
-      break;
-    case Field::kDeviceIndex:
-      set_u64(req, d.index);
-      break;
+    case Field::kDeviceUuid: set_str(req, d.uuid); break;
+    case Field::kDeviceIndex: set_u64(req, d.index); break;
     case Field::kDeviceMinor:
       if (d.has_minor) set_u64(req, d.minor);
       break;
-    case Field::kDevicePciBusId:
-      set_str(req, d.pci_bus_id);
-      break;
+    case Field::kDevicePciBusId: set_str(req, d.pci_bus_id); break;
     case Field::kDeviceMemoryUsed:
       if (d.has_memory) set_u64(req, d.memory_used);
       break;
@@ -117,14 +108,9 @@ bool extract_field(const Record& r, vigil_extract_request& req) {
     case Field::kDeviceMemUtil:
       if (d.has_util) set_u64(req, d.mem_util);
       break;
-    case Field::kDeviceProcessCount:
-      set_u64(req, d.process_count);
-      break;
-    case Field::kDeviceProcessesDropped:
-      set_u64(req, d.processes_dropped);
-      break;
-    case Field::kCount:
-      return false;
+    case Field::kDeviceProcessCount: set_u64(req, d.process_count); break;
+    case Field::kDeviceProcessesDropped: set_u64(req, d.processes_dropped); break;
+    case Field::kCount: return false;
   }
   return true;
 }

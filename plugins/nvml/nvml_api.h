@@ -79,19 +79,18 @@ struct ProcessUtilizationSample {
 static_assert(sizeof(ProcessUtilizationSample) == 32);
 
 // The entry points, by the names the library exports.
-using InitFn = Return (*)();                                      // nvmlInit_v2
-using ShutdownFn = Return (*)();                                  // nvmlShutdown
-using ErrorStringFn = const char* (*)(Return);                    // nvmlErrorString
-using DeviceGetCountFn = Return (*)(unsigned*);                   // nvmlDeviceGetCount_v2
-using DeviceGetHandleByIndexFn = Return (*)(unsigned, Device*);   // nvmlDeviceGetHandleByIndex_v2
-using DeviceGetUuidFn = Return (*)(Device, char*, unsigned);      // nvmlDeviceGetUUID
-using DeviceGetMinorNumberFn = Return (*)(Device, unsigned*);     // nvmlDeviceGetMinorNumber
-using DeviceGetPciInfoFn = Return (*)(Device, PciInfo*);          // nvmlDeviceGetPciInfo_v3
+using InitFn = Return (*)();                                     // nvmlInit_v2
+using ShutdownFn = Return (*)();                                 // nvmlShutdown
+using ErrorStringFn = const char* (*)(Return);                   // nvmlErrorString
+using DeviceGetCountFn = Return (*)(unsigned*);                  // nvmlDeviceGetCount_v2
+using DeviceGetHandleByIndexFn = Return (*)(unsigned, Device*);  // nvmlDeviceGetHandleByIndex_v2
+using DeviceGetUuidFn = Return (*)(Device, char*, unsigned);     // nvmlDeviceGetUUID
+using DeviceGetMinorNumberFn = Return (*)(Device, unsigned*);    // nvmlDeviceGetMinorNumber
+using DeviceGetPciInfoFn = Return (*)(Device, PciInfo*);         // nvmlDeviceGetPciInfo_v3
 using DeviceGetComputeRunningProcessesFn = Return (*)(Device, unsigned*, void*);
-                                                  // nvmlDeviceGetComputeRunningProcesses_v3
-using DeviceGetProcessUtilizationFn = Return (*)(Device, ProcessUtilizationSample*, unsigned*,
-                                                 unsigned long long);
-                                                  // nvmlDeviceGetProcessUtilization
+// nvmlDeviceGetComputeRunningProcesses_v3
+using DeviceGetProcessUtilizationFn = Return (*)(Device, ProcessUtilizationSample*, unsigned*, unsigned long long);
+// nvmlDeviceGetProcessUtilization
 using DeviceGetMemoryInfoFn = Return (*)(Device, Memory*);  // nvmlDeviceGetMemoryInfo
 
 }  // namespace vigil::nvml::api

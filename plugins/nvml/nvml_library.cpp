@@ -53,8 +53,7 @@ std::unique_ptr<NvmlLibrary> NvmlLibrary::open(const std::string& path, std::str
   resolve(handle, "nvmlDeviceGetUUID", f.device_get_uuid, missing);
   resolve(handle, "nvmlDeviceGetMinorNumber", f.device_get_minor_number, missing);
   resolve(handle, "nvmlDeviceGetPciInfo_v3", f.device_get_pci_info, missing);
-  resolve(handle, "nvmlDeviceGetComputeRunningProcesses_v3",
-          f.device_get_compute_running_processes, missing);
+  resolve(handle, "nvmlDeviceGetComputeRunningProcesses_v3", f.device_get_compute_running_processes, missing);
   resolve(handle, "nvmlDeviceGetProcessUtilization", f.device_get_process_utilization, missing);
   resolve(handle, "nvmlDeviceGetMemoryInfo", f.device_get_memory_info, missing);
   if (!missing.empty()) {

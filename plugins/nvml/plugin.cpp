@@ -94,8 +94,7 @@ vigil_log_level to_host_level(LogLevel l) {
 
 void queue_sample(vigil_plugin_state& s, const std::vector<DeviceSample>& devices) {
   s.pending_ts_ns = static_cast<std::uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(
-          std::chrono::system_clock::now().time_since_epoch())
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
           .count());
   for (const DeviceSample& d : devices) {
     std::int32_t minor = d.has_minor ? static_cast<std::int32_t>(d.minor) : -1;
@@ -110,9 +109,7 @@ void queue_sample(vigil_plugin_state& s, const std::vector<DeviceSample>& device
 
 extern "C" {
 
-VIGIL_PLUGIN_EXPORT const char* vigil_plugin_get_required_api_version(void) {
-  return VIGIL_PLUGIN_API_VERSION_STRING;
-}
+VIGIL_PLUGIN_EXPORT const char* vigil_plugin_get_required_api_version(void) { return VIGIL_PLUGIN_API_VERSION_STRING; }
 
 VIGIL_PLUGIN_EXPORT const char* vigil_plugin_get_name(void) { return "nvml"; }
 
@@ -123,8 +120,7 @@ VIGIL_PLUGIN_EXPORT const char* vigil_plugin_get_description(void) {
          "utilisation, GPU memory, device identity";
 }
 
-VIGIL_PLUGIN_EXPORT vigil_plugin_state* vigil_plugin_init(const vigil_host* host,
-                                                          const char* config_json, char* err,
+VIGIL_PLUGIN_EXPORT vigil_plugin_state* vigil_plugin_init(const vigil_host* host, const char* config_json, char* err,
                                                           std::size_t errlen) {
   try {
     std::string error;
@@ -135,16 +131,14 @@ VIGIL_PLUGIN_EXPORT vigil_plugin_state* vigil_plugin_init(const vigil_host* host
     }
     auto s = std::make_unique<vigil_plugin_state>();
     s->config = *cfg;
-    if (host != nullptr &&
-        host->size >= offsetof(vigil_host, log) + sizeof(host->log) && host->log != nullptr) {
+    if (host != nullptr && host->size >= offsetof(vigil_host, log) + sizeof(host->log) && host->log != nullptr) {
       s->host = *host;
       s->has_log = true;
     }
     std::string why;
     s->lib = NvmlLibrary::open(s->config.nvml_library, why);
     if (!s->lib) {
-      s->log(VIGIL_LOG_WARN,
-             "NVML unavailable, no GPU telemetry from this plugin: " + why);
+      s->log(VIGIL_LOG_WARN, "NVML unavailable, no GPU telemetry from this plugin: " + why);
       return s.release();
     }
     vigil_plugin_state* raw = s.get();
@@ -162,14 +156,11 @@ VIGIL_PLUGIN_EXPORT vigil_plugin_state* vigil_plugin_init(const vigil_host* host
 
 VIGIL_PLUGIN_EXPORT void vigil_plugin_destroy(vigil_plugin_state* s) { delete s; }
 
-VIGIL_PLUGIN_EXPORT const char* vigil_plugin_get_last_error(vigil_plugin_state*) {
-  return t_last_error.c_str();
-}
+VIGIL_PLUGIN_EXPORT const char* vigil_plugin_get_last_error(vigil_plugin_state*) { return t_last_error.c_str(); }
 
 VIGIL_PLUGIN_EXPORT const char* vigil_plugin_get_event_source(void) { return "nvml"; }
 
-VIGIL_PLUGIN_EXPORT vigil_rc vigil_plugin_next_batch(vigil_plugin_state* s, uint32_t max,
-                                                     uint32_t timeout_ms,
+VIGIL_PLUGIN_EXPORT vigil_rc vigil_plugin_next_batch(vigil_plugin_state* s, uint32_t max, uint32_t timeout_ms,
                                                      const vigil_event** events, uint32_t* n) {
   if (s == nullptr || events == nullptr || n == nullptr) return fail("next_batch: null argument");
   *events = nullptr;
@@ -180,8 +171,7 @@ VIGIL_PLUGIN_EXPORT vigil_rc vigil_plugin_next_batch(vigil_plugin_state* s, uint
     if (s->pending.empty()) {
       auto now = SteadyClock::now();
       if (now < s->next_sample) {
-        auto wait = std::min<SteadyClock::duration>(s->next_sample - now,
-                                                    std::chrono::milliseconds(timeout_ms));
+        auto wait = std::min<SteadyClock::duration>(s->next_sample - now, std::chrono::milliseconds(timeout_ms));
         std::this_thread::sleep_for(wait);
         now = SteadyClock::now();
         if (now < s->next_sample) return VIGIL_RC_TIMEOUT;
@@ -192,8 +182,8 @@ VIGIL_PLUGIN_EXPORT vigil_rc vigil_plugin_next_batch(vigil_plugin_state* s, uint
       if (s->next_sample <= now) s->next_sample = now + s->config.interval;
       if (s->pending.empty()) return VIGIL_RC_TIMEOUT;
     }
-    std::size_t take = std::min<std::size_t>(
-        {s->pending.size(), max, static_cast<std::size_t>(VIGIL_PLUGIN_MAX_BATCH)});
+    std::size_t take =
+        std::min<std::size_t>({s->pending.size(), max, static_cast<std::size_t>(VIGIL_PLUGIN_MAX_BATCH)});
     s->batch_data.clear();
     s->batch.clear();
     s->batch_data.reserve(take);
@@ -222,9 +212,7 @@ VIGIL_PLUGIN_EXPORT vigil_rc vigil_plugin_next_batch(vigil_plugin_state* s, uint
   }
 }
 
-VIGIL_PLUGIN_EXPORT const vigil_field_info* vigil_plugin_get_fields(uint32_t* n) {
-  return vigil::nvml::field_table(n);
-}
+VIGIL_PLUGIN_EXPORT const vigil_field_info* vigil_plugin_get_fields(uint32_t* n) { return vigil::nvml::field_table(n); }
 
 VIGIL_PLUGIN_EXPORT vigil_rc vigil_plugin_extract(vigil_plugin_state* s, const vigil_event* ev,
                                                   vigil_extract_request* reqs, uint32_t n) {
@@ -239,10 +227,9 @@ VIGIL_PLUGIN_EXPORT vigil_rc vigil_plugin_extract(vigil_plugin_state* s, const v
     std::string why;
     auto rec = vigil::nvml::decode(ev->data, ev->data_len, why);
     if (!rec) return fail(why);
-    if (ev->name != nullptr &&
-        std::string_view(ev->name) != vigil::nvml::event_name(rec->kind)) {
-      return fail("nvml event named '" + std::string(ev->name).substr(0, 63) +
-                  "' holds a " + vigil::nvml::event_name(rec->kind) + " record");
+    if (ev->name != nullptr && std::string_view(ev->name) != vigil::nvml::event_name(rec->kind)) {
+      return fail("nvml event named '" + std::string(ev->name).substr(0, 63) + "' holds a " +
+                  vigil::nvml::event_name(rec->kind) + " record");
     }
     s->extracted = std::move(*rec);
     for (uint32_t i = 0; i < n; ++i) {

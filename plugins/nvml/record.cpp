@@ -21,9 +21,7 @@ void put32(std::uint8_t* p, std::uint32_t v) {
 void put64(std::uint8_t* p, std::uint64_t v) {
   for (int i = 0; i < 8; ++i) p[i] = static_cast<std::uint8_t>(v >> (8 * i));
 }
-std::uint16_t get16(const std::uint8_t* p) {
-  return static_cast<std::uint16_t>(p[0] | (p[1] << 8));
-}
+std::uint16_t get16(const std::uint8_t* p) { return static_cast<std::uint16_t>(p[0] | (p[1] << 8)); }
 std::uint32_t get32(const std::uint8_t* p) {
   std::uint32_t v = 0;
   for (int i = 3; i >= 0; --i) v = (v << 8) | p[i];
@@ -143,9 +141,8 @@ std::optional<Record> decode(const std::uint8_t* p, std::size_t len, std::string
   proc.has_util = (flags & kFlagProcessUtil) != 0;
   proc.sm_util = get32(p + 64);
   proc.mem_util = get32(p + 68);
-  if ((d.has_minor && d.minor > 247) || d.processes_dropped > d.process_count || d.sm_util > 100 ||
-      d.mem_util > 100 || proc.sm_util > 100 || proc.mem_util > 100 ||
-      d.memory_used > d.memory_total) {
+  if ((d.has_minor && d.minor > 247) || d.processes_dropped > d.process_count || d.sm_util > 100 || d.mem_util > 100 ||
+      proc.sm_util > 100 || proc.mem_util > 100 || d.memory_used > d.memory_total) {
     why = "nvml event record holds values out of range";
     return std::nullopt;
   }
@@ -153,8 +150,7 @@ std::optional<Record> decode(const std::uint8_t* p, std::size_t len, std::string
     why = is_process ? "nvml process record without a pid" : "nvml device record with a pid";
     return std::nullopt;
   }
-  if (!get_string(p + kUuidOffset, kUuidSize, d.uuid) ||
-      !get_string(p + kPciOffset, kPciSize, d.pci_bus_id)) {
+  if (!get_string(p + kUuidOffset, kUuidSize, d.uuid) || !get_string(p + kPciOffset, kPciSize, d.pci_bus_id)) {
     why = "nvml event record holds an unterminated or unprintable string";
     return std::nullopt;
   }

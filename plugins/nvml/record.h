@@ -39,9 +39,8 @@ inline constexpr std::uint32_t kFlagDeviceMemory = 1u << 1;
 inline constexpr std::uint32_t kFlagDeviceUtil = 1u << 2;
 inline constexpr std::uint32_t kFlagProcessMemory = 1u << 8;
 inline constexpr std::uint32_t kFlagProcessUtil = 1u << 9;
-inline constexpr std::uint32_t kKnownFlags = kFlagDeviceMinor | kFlagDeviceMemory |
-                                             kFlagDeviceUtil | kFlagProcessMemory |
-                                             kFlagProcessUtil;
+inline constexpr std::uint32_t kKnownFlags =
+    kFlagDeviceMinor | kFlagDeviceMemory | kFlagDeviceUtil | kFlagProcessMemory | kFlagProcessUtil;
 
 struct Record {
   RecordKind kind = RecordKind::kDevice;

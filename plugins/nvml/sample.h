@@ -28,10 +28,10 @@ struct DeviceSample {
   std::uint64_t memory_total = 0;
   std::uint64_t memory_used = 0;
   bool has_util = false;
-  std::uint32_t sm_util = 0;   // sum over the device's processes, at most 100
-  std::uint32_t mem_util = 0;  // same
-  std::uint32_t process_count = 0;      // distinct processes seen, reported or not
-  std::uint32_t processes_dropped = 0;  // not reported: over max_processes or unreadable
+  std::uint32_t sm_util = 0;             // sum over the device's processes, at most 100
+  std::uint32_t mem_util = 0;            // same
+  std::uint32_t process_count = 0;       // distinct processes seen, reported or not
+  std::uint32_t processes_dropped = 0;   // not reported: over max_processes or unreadable
   std::vector<ProcessSample> processes;  // sorted by pid
 };
 

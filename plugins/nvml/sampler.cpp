@@ -25,21 +25,18 @@ std::string terminated_printable(const char* buf, std::size_t size) {
 }
 
 std::uint64_t saturating_add(std::uint64_t a, std::uint64_t b) {
-  return a > std::numeric_limits<std::uint64_t>::max() - b ? std::numeric_limits<std::uint64_t>::max()
-                                                           : a + b;
+  return a > std::numeric_limits<std::uint64_t>::max() - b ? std::numeric_limits<std::uint64_t>::max() : a + b;
 }
 
 }  // namespace
 
-std::optional<unsigned> detect_process_stride(const std::vector<std::uint8_t>& buf,
-                                              unsigned count) {
+std::optional<unsigned> detect_process_stride(const std::vector<std::uint8_t>& buf, unsigned count) {
   std::size_t written = buf.size();
   while (written > 0 && buf[written - 1] == kProcessBufferFill) --written;
   if (count == 0) return std::nullopt;
   for (unsigned stride : {16u, 24u, 32u}) {
     std::size_t last_start = static_cast<std::size_t>(count - 1) * stride;
-    if (written > last_start && written <= last_start + stride &&
-        last_start + stride <= buf.size()) {
+    if (written > last_start && written <= last_start + stride && last_start + stride <= buf.size()) {
       return stride;
     }
   }
@@ -47,9 +44,8 @@ std::optional<unsigned> detect_process_stride(const std::vector<std::uint8_t>& b
 }
 
 unsigned long long merge_processes(const std::vector<ComputeEntry>& compute,
-                                   const std::vector<api::ProcessUtilizationSample>& samples,
-                                   bool util_ok, unsigned long long last_seen,
-                                   std::uint32_t max_processes, DeviceSample& out) {
+                                   const std::vector<api::ProcessUtilizationSample>& samples, bool util_ok,
+                                   unsigned long long last_seen, std::uint32_t max_processes, DeviceSample& out) {
   struct Entry {
     bool has_memory = false;
     std::uint64_t memory = 0;
@@ -123,8 +119,7 @@ std::vector<DeviceSample> Sampler::sample() {
     return devices;
   }
   if (count > kMaxDevices) {
-    warn_once("NVML reports " + std::to_string(count) + " devices; sampling the first " +
-              std::to_string(kMaxDevices));
+    warn_once("NVML reports " + std::to_string(count) + " devices; sampling the first " + std::to_string(kMaxDevices));
     count = kMaxDevices;
   }
   std::map<std::string, unsigned long long> seen;
@@ -132,8 +127,8 @@ std::vector<DeviceSample> Sampler::sample() {
     api::Device dev = nullptr;
     rc = fn.device_get_handle_by_index(i, &dev);
     if (rc != api::kSuccess) {
-      warn_once("nvmlDeviceGetHandleByIndex_v2(" + std::to_string(i) +
-                ") failed: " + lib_.error(rc) + "; device left out");
+      warn_once("nvmlDeviceGetHandleByIndex_v2(" + std::to_string(i) + ") failed: " + lib_.error(rc) +
+                "; device left out");
       continue;
     }
     DeviceSample d;
@@ -166,8 +161,7 @@ std::vector<DeviceSample> Sampler::sample() {
     api::Return urc = read_utilization(dev, last, util);
     bool util_ok = urc == api::kSuccess;
     if (!util_ok && urc != api::kErrorNotSupported) {
-      warn_once("device " + std::to_string(i) +
-                ": nvmlDeviceGetProcessUtilization failed: " + lib_.error(urc));
+      warn_once("device " + std::to_string(i) + ": nvmlDeviceGetProcessUtilization failed: " + lib_.error(urc));
     }
     seen[key] = merge_processes(compute, util, util_ok, last, max_processes_, d);
     if (too_many > 0) {
@@ -200,8 +194,7 @@ void Sampler::sample_device(std::uint32_t index, api::Device dev, DeviceSample& 
     d.has_minor = true;
     d.minor = minor;
   } else if (rc == api::kSuccess) {
-    warn_once(where + "nvmlDeviceGetMinorNumber returned " + std::to_string(minor) +
-              ", not a GPU minor (0-247)");
+    warn_once(where + "nvmlDeviceGetMinorNumber returned " + std::to_string(minor) + ", not a GPU minor (0-247)");
   } else {
     warn_once(where + "nvmlDeviceGetMinorNumber failed: " + lib_.error(rc));
   }
@@ -214,7 +207,8 @@ void Sampler::sample_device(std::uint32_t index, api::Device dev, DeviceSample& 
   rc = fn.device_get_pci_info(dev, &pci.info);
   if (rc == api::kSuccess) {
     d.pci_bus_id = terminated_printable(pci.info.bus_id, sizeof pci.info.bus_id);
-    if (d.pci_bus_id.empty()) warn_once(where + "nvmlDeviceGetPciInfo_v3 returned an unterminated or unprintable bus id");
+    if (d.pci_bus_id.empty())
+      warn_once(where + "nvmlDeviceGetPciInfo_v3 returned an unterminated or unprintable bus id");
   } else {
     warn_once(where + "nvmlDeviceGetPciInfo_v3 failed: " + lib_.error(rc));
   }
@@ -232,8 +226,8 @@ void Sampler::sample_device(std::uint32_t index, api::Device dev, DeviceSample& 
   }
 }
 
-api::Return Sampler::read_compute(api::Device dev, std::vector<ComputeEntry>& out,
-                                  std::uint64_t& too_many, bool& garbled) {
+api::Return Sampler::read_compute(api::Device dev, std::vector<ComputeEntry>& out, std::uint64_t& too_many,
+                                  bool& garbled) {
   const NvmlFunctions& fn = lib_.fn();
   too_many = 0;
   garbled = false;
@@ -241,14 +235,13 @@ api::Return Sampler::read_compute(api::Device dev, std::vector<ComputeEntry>& ou
   api::Return rc = api::kErrorInsufficientSize;
   for (int attempt = 0; attempt < kMaxSizeRetries; ++attempt) {
     unsigned capacity = proc_capacity_;
-    proc_buf_.assign(static_cast<std::size_t>(capacity) * api::kProcessInfoMaxStride,
-                     kProcessBufferFill);
+    proc_buf_.assign(static_cast<std::size_t>(capacity) * api::kProcessInfoMaxStride, kProcessBufferFill);
     unsigned count = capacity;
     rc = fn.device_get_compute_running_processes(dev, &count, proc_buf_.data());
     if (rc == api::kErrorInsufficientSize) {
       // A count that does not grow is not an answer; grow anyway, bounded.
-      std::uint64_t want = count > capacity ? static_cast<std::uint64_t>(count) + 8
-                                            : static_cast<std::uint64_t>(capacity) * 2;
+      std::uint64_t want =
+          count > capacity ? static_cast<std::uint64_t>(count) + 8 : static_cast<std::uint64_t>(capacity) * 2;
       if (want > kMaxComputeEntries) {
         if (count > kMaxComputeEntries) {
           too_many = count;

@@ -40,9 +40,8 @@ struct ComputeEntry {
 // stamp used (last_seen when none). `util_ok`: the utilisation query worked
 // (its absence of samples then means 0%).
 unsigned long long merge_processes(const std::vector<ComputeEntry>& compute,
-                                   const std::vector<api::ProcessUtilizationSample>& samples,
-                                   bool util_ok, unsigned long long last_seen,
-                                   std::uint32_t max_processes, DeviceSample& out);
+                                   const std::vector<api::ProcessUtilizationSample>& samples, bool util_ok,
+                                   unsigned long long last_seen, std::uint32_t max_processes, DeviceSample& out);
 
 // The element size NVML used for the `count` process entries it wrote into
 // `buf` (all of it pre-filled with kProcessBufferFill, room for at least
@@ -52,8 +51,7 @@ unsigned long long merge_processes(const std::vector<ComputeEntry>& compute,
 // ((count - 1) * s, count * s]. nullopt when no stride fits: the count is
 // not the one NVML wrote entries for.
 inline constexpr std::uint8_t kProcessBufferFill = 0x5a;
-std::optional<unsigned> detect_process_stride(const std::vector<std::uint8_t>& buf,
-                                              unsigned count);
+std::optional<unsigned> detect_process_stride(const std::vector<std::uint8_t>& buf, unsigned count);
 
 // Linux's largest possible pid (PID_MAX_LIMIT); NVML pids above it are garbage.
 inline constexpr std::uint32_t kMaxPid = 4194304;
@@ -76,8 +74,7 @@ class Sampler {
   // kSuccess and the list; or NVML's error, with too_many set when the list
   // was longer than kMaxComputeEntries and `garbled` when its count did not
   // match what NVML wrote.
-  api::Return read_compute(api::Device dev, std::vector<ComputeEntry>& out,
-                           std::uint64_t& too_many, bool& garbled);
+  api::Return read_compute(api::Device dev, std::vector<ComputeEntry>& out, std::uint64_t& too_many, bool& garbled);
   api::Return read_utilization(api::Device dev, unsigned long long last_seen,
                                std::vector<api::ProcessUtilizationSample>& out);
   void warn_once(const std::string& msg);

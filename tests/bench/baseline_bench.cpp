@@ -156,8 +156,7 @@ void run(benchmark::State& bs, int mode) {
     store = std::make_unique<baseline::Store>(cfg);
   }
   std::uint64_t alerts = 0;
-  pipeline::Pipeline pipe({*w.st, [&alerts](std::shared_ptr<const event::Alert>) { ++alerts; }, "bench",
-                           store.get()},
+  pipeline::Pipeline pipe({*w.st, [&alerts](std::shared_ptr<const event::Alert>) { ++alerts; }, "bench", store.get()},
                           rules_or_die());
   if (mode == 2) {
     for (auto& e : w.events) pipe.process(e);  // learn the mix, then lock

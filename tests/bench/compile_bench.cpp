@@ -63,8 +63,7 @@ void compile(benchmark::State& state, const std::string& kind) {
     benchmark::DoNotOptimize(r.ruleset.get());
   }
   state.SetComplexityN(static_cast<benchmark::IterationCount>(n));
-  state.counters["terms/s"] =
-      benchmark::Counter(static_cast<double>(n), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["terms/s"] = benchmark::Counter(static_cast<double>(n), benchmark::Counter::kIsIterationInvariantRate);
 }
 
 void BM_Compile_AndEq(benchmark::State& s) { compile(s, "and_eq"); }

@@ -41,7 +41,10 @@ void run_execs(benchmark::State& state, bool with_inode) {
   ident::ExeIdentifier id(ident::Options{});
   id.learn_host();
   const event::Event proto = self_exec(with_inode);
-  { event::Event ev = proto; id.enrich(ev); }  // the first exec reads the file
+  {
+    event::Event ev = proto;
+    id.enrich(ev);
+  }  // the first exec reads the file
   const auto misses = id.stats().cache_misses;
   for (auto _ : state) {
     event::Event ev = proto;

@@ -61,8 +61,7 @@ SinkOptions sink_opts(const std::string& type, std::size_t batch) {
 
 // Publishes kAlerts and waits until the sink has delivered them all.
 // With `spool_dir`, through a fresh write-ahead log there each time.
-void run_sink(benchmark::State& state,
-              const std::function<std::unique_ptr<Transport>()>& make, SinkOptions o,
+void run_sink(benchmark::State& state, const std::function<std::unique_ptr<Transport>()>& make, SinkOptions o,
               const std::string& spool_dir = "") {
   std::vector<std::shared_ptr<const event::Alert>> alerts;
   for (int i = 0; i < kAlerts; ++i) alerts.push_back(make_alert(i));
@@ -86,7 +85,8 @@ void run_sink(benchmark::State& state,
 
 void BM_SinkStdoutDevNull(benchmark::State& state) {
   const int fd = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
-  run_sink(state, [fd] { return std::make_unique<FdTransport>(fd); }, sink_opts("stdout", 64));
+  run_sink(
+      state, [fd] { return std::make_unique<FdTransport>(fd); }, sink_opts("stdout", 64));
   ::close(fd);
 }
 BENCHMARK(BM_SinkStdoutDevNull)->Unit(benchmark::kMillisecond)->UseRealTime();
@@ -98,8 +98,8 @@ void BM_SinkDevNullMemoryVsWal(benchmark::State& state) {
   const bool wal = state.range(0) == 1;
   const std::string dir = testing::temp_dir("bench-wal");
   const int fd = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
-  run_sink(state, [fd] { return std::make_unique<FdTransport>(fd); }, sink_opts("stdout", 64),
-           wal ? dir + "/spool" : "");
+  run_sink(
+      state, [fd] { return std::make_unique<FdTransport>(fd); }, sink_opts("stdout", 64), wal ? dir + "/spool" : "");
   ::close(fd);
   std::filesystem::remove_all(dir);
   state.SetLabel(wal ? "write-ahead log" : "memory queue");
@@ -139,8 +139,7 @@ class Drain {
         const int c = ::accept(fd_, nullptr, nullptr);
         if (c < 0) return;
         char buf[65536];
-        while (::read(c, buf, sizeof(buf)) > 0) {
-        }
+        while (::read(c, buf, sizeof(buf)) > 0) {}
         ::close(c);
       }
     });
@@ -209,12 +208,7 @@ void BM_SinkWebhookMemoryVsWal(benchmark::State& state) {
   std::filesystem::remove_all(dir);
   state.SetLabel(wal ? "write-ahead log" : "memory queue");
 }
-BENCHMARK(BM_SinkWebhookMemoryVsWal)
-    ->Arg(0)
-    ->Arg(1)
-    ->Unit(benchmark::kMillisecond)
-    ->UseRealTime()
-    ->Iterations(1);
+BENCHMARK(BM_SinkWebhookMemoryVsWal)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1);
 
 #ifdef VIGIL_WITH_KAFKA
 struct Mock {
@@ -242,7 +236,8 @@ std::unique_ptr<Transport> kafka_transport(Mock& m) {
 
 void BM_SinkKafkaMock(benchmark::State& state) {
   Mock m;
-  run_sink(state, [&] { return kafka_transport(m); }, sink_opts("kafka", 1000));
+  run_sink(
+      state, [&] { return kafka_transport(m); }, sink_opts("kafka", 1000));
   state.SetLabel("acks=all, idempotent, 3 mock brokers");
 }
 BENCHMARK(BM_SinkKafkaMock)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(2);
@@ -257,8 +252,7 @@ class Timed final : public Transport {
     SendResult r = inner_->send(batch);
     const std::size_t n = r.code == SendCode::kOk ? batch.size() : r.delivered;
     const auto now = static_cast<std::uint64_t>(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(
-            std::chrono::steady_clock::now().time_since_epoch())
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
             .count());
     std::lock_guard lk(*mu_);
     for (std::size_t i = 0; i < n; ++i) {
@@ -280,8 +274,7 @@ void run_latency(benchmark::State& state, std::unique_ptr<Transport> inner, Sink
   std::mutex mu;
   for (auto _ : state) {
     std::vector<std::unique_ptr<Sink>> sinks;
-    sinks.push_back(std::make_unique<Sink>(o, std::make_unique<Timed>(std::move(inner), &us, &mu),
-                                           nullptr));
+    sinks.push_back(std::make_unique<Sink>(o, std::make_unique<Timed>(std::move(inner), &us, &mu), nullptr));
     Router r(std::move(sinks), testing::router_options("h"));
     const auto start = std::chrono::steady_clock::now();
     for (int i = 0; i < 3000; ++i) {

@@ -73,8 +73,7 @@ std::shared_ptr<const rules::Ruleset> load(Set set, benchmark::State& st) {
 }
 
 // only_type: evaluate only the mix's events of that type (kUnknown: all).
-void run(benchmark::State& st, Set set, bool match_nothing_only,
-         event::Type only_type = event::Type::kUnknown) {
+void run(benchmark::State& st, Set set, bool match_nothing_only, event::Type only_type = event::Type::kUnknown) {
   auto rs = load(set, st);
   if (!rs) return;
   auto mix = make_mix(20000);
@@ -138,9 +137,9 @@ void BM_BundledFalco_ByType(benchmark::State& st) { by_type(st, Set::kFalco); }
 void BM_BundledAllStock_ByType(benchmark::State& st) { by_type(st, Set::kAllStock); }
 
 void mix_types(benchmark::internal::Benchmark* b) {
-  for (auto t : {event::Type::kExec, event::Type::kOpen, event::Type::kConnect, event::Type::kIoctl,
-                 event::Type::kDns, event::Type::kDup, event::Type::kSocket, event::Type::kAccept,
-                 event::Type::kUnlink, event::Type::kRename})
+  for (auto t :
+       {event::Type::kExec, event::Type::kOpen, event::Type::kConnect, event::Type::kIoctl, event::Type::kDns,
+        event::Type::kDup, event::Type::kSocket, event::Type::kAccept, event::Type::kUnlink, event::Type::kRename})
     b->Arg(static_cast<int>(t));
 }
 

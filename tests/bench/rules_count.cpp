@@ -68,10 +68,9 @@ int main(int argc, char** argv) {
     Set set;
     const char* name;
   } sets[] = {{Set::kBundled, "bundled"}, {Set::kFalco, "bundled+falco"}, {Set::kAllStock, "bundled+allstock"}};
-  const event::Type types[] = {event::Type::kExec,   event::Type::kOpen,   event::Type::kConnect,
-                               event::Type::kIoctl,  event::Type::kDns,    event::Type::kDup,
-                               event::Type::kSocket, event::Type::kAccept, event::Type::kUnlink,
-                               event::Type::kRename};
+  const event::Type types[] = {event::Type::kExec,   event::Type::kOpen,  event::Type::kConnect, event::Type::kIoctl,
+                               event::Type::kDns,    event::Type::kDup,   event::Type::kSocket,  event::Type::kAccept,
+                               event::Type::kUnlink, event::Type::kRename};
   for (const auto& s : sets) {
     // Arguments, if any, name the sets to run.
     bool wanted = argc < 2;

@@ -115,9 +115,13 @@ inline std::unique_ptr<Mix> make_mix(std::size_t n_events) {
     std::memcpy(&k, a.bytes.data(), 4);
     m->world.dns[k] = "svc" + std::to_string(i) + ".cluster.local";
   }
-  static const char* kPaths[] = {"/data/shard-0001.parquet", "/models/llama/model.safetensors",
-                                 "/workspace/ckpt/step-100.pt", "/usr/lib/python3.11/json/__init__.py",
-                                 "/dev/shm/nccl-0", "/proc/self/status", "/etc/ld.so.cache",
+  static const char* kPaths[] = {"/data/shard-0001.parquet",
+                                 "/models/llama/model.safetensors",
+                                 "/workspace/ckpt/step-100.pt",
+                                 "/usr/lib/python3.11/json/__init__.py",
+                                 "/dev/shm/nccl-0",
+                                 "/proc/self/status",
+                                 "/etc/ld.so.cache",
                                  "/tmp/torch_extensions/lock"};
   m->events.reserve(n_events);
   for (std::size_t i = 0; i < n_events; ++i) {

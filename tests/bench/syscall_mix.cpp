@@ -29,8 +29,7 @@ namespace {
 double cpu_ns(int who) {
   rusage ru{};
   getrusage(who, &ru);
-  return (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e9 +
-         (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e3;
+  return (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e9 + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e3;
 }
 
 void report(const char* name, long ops, double ns) {
@@ -67,7 +66,8 @@ int main(int argc, char** argv) {
   }
   auto want = [&](const char* p) {
     if (only.empty()) return true;
-    for (auto& o : only) if (o == p) return true;
+    for (auto& o : only)
+      if (o == p) return true;
     return false;
   };
 
@@ -185,15 +185,18 @@ int main(int argc, char** argv) {
   }
 
   if (want("forkexec")) {
-    run_phase("forkexec", n / 400 > 0 ? n / 400 : 1, [](long) {
-      pid_t p = fork();
-      if (p == 0) {
-        execl("/bin/true", "true", static_cast<char*>(nullptr));
-        _exit(127);
-      }
-      int st = 0;
-      waitpid(p, &st, 0);
-    }, /*children=*/true);
+    run_phase(
+        "forkexec", n / 400 > 0 ? n / 400 : 1,
+        [](long) {
+          pid_t p = fork();
+          if (p == 0) {
+            execl("/bin/true", "true", static_cast<char*>(nullptr));
+            _exit(127);
+          }
+          int st = 0;
+          waitpid(p, &st, 0);
+        },
+        /*children=*/true);
   }
   return 0;
 }

@@ -113,8 +113,11 @@ int main(int argc, char** argv) {
       bpf_program* handler;
       bpf_program* dispatch;
     };
-    std::vector<Half> halves = {{skel->maps.floor_exit_progs, skel->progs.floor_exit_handler, skel->progs.floor_dispatch}};
-    if (both) halves.push_back({skel->maps.floor_enter_progs, skel->progs.floor_enter_handler, skel->progs.floor_enter_dispatch});
+    std::vector<Half> halves = {
+        {skel->maps.floor_exit_progs, skel->progs.floor_exit_handler, skel->progs.floor_dispatch}};
+    if (both)
+      halves.push_back(
+          {skel->maps.floor_enter_progs, skel->progs.floor_enter_handler, skel->progs.floor_enter_dispatch});
     for (const Half& h : halves) {
       const int handler = bpf_program__fd(h.handler);
       for (const auto& t : targets) {
@@ -149,7 +152,11 @@ int main(int argc, char** argv) {
   if (ok) {
     std::signal(SIGINT, on_signal);
     std::signal(SIGTERM, on_signal);
-    std::printf("ready: %zu attached (%s)\n", links.size(), both ? "raw sys_enter and sys_exit" : raw ? "raw sys_exit" : read || read_path ? "syscall tracepoints, reading" : "syscall tracepoints");
+    std::printf("ready: %zu attached (%s)\n", links.size(),
+                both                ? "raw sys_enter and sys_exit"
+                : raw               ? "raw sys_exit"
+                : read || read_path ? "syscall tracepoints, reading"
+                                    : "syscall tracepoints");
     std::fflush(stdout);
     while (!g_stop) pause();
     std::printf("runs=%llu\n", static_cast<unsigned long long>(skel->bss->runs));

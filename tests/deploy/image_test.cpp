@@ -57,8 +57,7 @@ struct Ran {
 // Runs argv (argv[0] looked up on PATH, no shell) to its end, killed after
 // `timeout`; stdout and stderr are kept. `env` entries ("K=V") are added to
 // this process's environment.
-Ran run(const std::vector<std::string>& argv, std::chrono::seconds timeout,
-        const std::vector<std::string>& env = {}) {
+Ran run(const std::vector<std::string>& argv, std::chrono::seconds timeout, const std::vector<std::string>& env = {}) {
   Ran r;
   support::TempDir dir("vigil-image-run");
   const std::string out = dir.path() + "/out", err = dir.path() + "/err";
@@ -163,13 +162,15 @@ TEST(Image, BuiltOfflineAndRunLikeTheDaemonSetAlertsAndAnswersHealthz) {
   // The container, as the DaemonSet makes it.
   support::TempDir dir("vigil-image");
   const YAML::Node sc = agent.container["securityContext"];
-  std::vector<std::string> cmd = podman({"run", "--detach", "--name", name, "--ulimit", "nofile=1024:1024",
-                                          "--ulimit", "nproc=1024:1024", "--network=host"});
+  std::vector<std::string> cmd = podman({"run", "--detach", "--name", name, "--ulimit", "nofile=1024:1024", "--ulimit",
+                                         "nproc=1024:1024", "--network=host"});
   if (agent.pod["hostPID"].as<bool>(false)) cmd.push_back("--pid=host");
   if (sc["readOnlyRootFilesystem"].as<bool>(false)) cmd.push_back("--read-only");
   if (sc["privileged"].as<bool>(false)) cmd.push_back("--privileged");
-  for (const YAML::Node& c : dig(sc, {"capabilities", "drop"})) cmd.push_back("--cap-drop=" + capability_name(c.as<std::string>()));
-  for (const YAML::Node& c : dig(sc, {"capabilities", "add"})) cmd.push_back("--cap-add=CAP_" + capability_name(c.as<std::string>()));
+  for (const YAML::Node& c : dig(sc, {"capabilities", "drop"}))
+    cmd.push_back("--cap-drop=" + capability_name(c.as<std::string>()));
+  for (const YAML::Node& c : dig(sc, {"capabilities", "add"}))
+    cmd.push_back("--cap-add=CAP_" + capability_name(c.as<std::string>()));
   // Kubernetes runs a pod without a seccompProfile unconfined; podman would
   // apply its default profile.
   std::string seccomp = dig(sc, {"seccompProfile", "type"}).as<std::string>("");
@@ -247,7 +248,10 @@ TEST(Image, BuiltOfflineAndRunLikeTheDaemonSetAlertsAndAnswersHealthz) {
     const auto off = ready_line.find("parts off:");
     ASSERT_NE(off, std::string::npos) << ready_line;
     EXPECT_EQ(ready_line.find("kmsg", off), std::string::npos) << ready_line << "\n" << err;
-    std::cout << ready_line.substr(off) << "; " << (err.find("through syslog(2)") != std::string::npos ? "kmsg through syslog(2)" : "kmsg through /dev/kmsg") << "\n";
+    std::cout << ready_line.substr(off) << "; "
+              << (err.find("through syslog(2)") != std::string::npos ? "kmsg through syslog(2)"
+                                                                     : "kmsg through /dev/kmsg")
+              << "\n";
   }
 
   // An exec on the host that a bundled rule alerts on (the README's example).
@@ -267,23 +271,24 @@ TEST(Image, BuiltOfflineAndRunLikeTheDaemonSetAlertsAndAnswersHealthz) {
     if (alert.is_null()) std::this_thread::sleep_for(500ms);
   }
   ASSERT_FALSE(alert.is_null()) << "no 'Crypto miner command line' alert for pid " << miner.pid()
-                                << " on the container's stdout:\n" << logs().out;
+                                << " on the container's stdout:\n"
+                                << logs().out;
   EXPECT_EQ(alert["output_fields"].value("proc.cmdline", ""),
             "sh -c xmrig --url stratum+tcp://pool.example:3333; true");
   EXPECT_EQ(alert.value("hostname", ""), "image-test") << "the hostname comes from $NODE_NAME";
 
   // The liveness probe's endpoint, then the readiness probe's.
   int healthz = -1;
-  for (auto until = std::chrono::steady_clock::now() + 20s;
-       healthz != 200 && std::chrono::steady_clock::now() < until; std::this_thread::sleep_for(500ms)) {
+  for (auto until = std::chrono::steady_clock::now() + 20s; healthz != 200 && std::chrono::steady_clock::now() < until;
+       std::this_thread::sleep_for(500ms)) {
     healthz = http_status(port, "/healthz");
   }
   EXPECT_EQ(healthz, 200) << "GET /healthz on 127.0.0.1:" << port;
   EXPECT_EQ(http_status(port, "/readyz"), 200) << "GET /readyz on 127.0.0.1:" << port;
 
   const auto secs = [](auto a, auto b) { return std::chrono::duration<double>(b - a).count(); };
-  std::cout << "image built in " << secs(t0, t_built) << " s, vigil ready in the container "
-            << secs(t_built, t_ready) << " s later\n";
+  std::cout << "image built in " << secs(t0, t_built) << " s, vigil ready in the container " << secs(t_built, t_ready)
+            << " s later\n";
 }
 
 }  // namespace

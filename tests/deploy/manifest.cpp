@@ -29,7 +29,8 @@ YAML::Node dig(const YAML::Node& node, std::initializer_list<const char*> keys) 
 YAML::Node find_kind(const std::vector<YAML::Node>& docs, std::string_view kind, std::string_view name) {
   for (const YAML::Node& d : docs) {
     if (!d["kind"] || d["kind"].as<std::string>() != kind) continue;
-    if (!name.empty() && (!dig(d, {"metadata", "name"}) || dig(d, {"metadata", "name"}).as<std::string>() != name)) continue;
+    if (!name.empty() && (!dig(d, {"metadata", "name"}) || dig(d, {"metadata", "name"}).as<std::string>() != name))
+      continue;
     return d;
   }
   return YAML::Node(YAML::NodeType::Null);
@@ -169,9 +170,8 @@ std::vector<CapabilityRow> capability_table(const std::string& markdown, std::st
       }
       continue;
     }
-    if (std::all_of(c.begin(), c.end(), [](const std::string& x) {
-          return x.find_first_not_of("-: ") == std::string::npos;
-        })) {
+    if (std::all_of(c.begin(), c.end(),
+                    [](const std::string& x) { return x.find_first_not_of("-: ") == std::string::npos; })) {
       continue;  // the |---|---| line
     }
     const auto at = [&](int i) { return i < static_cast<int>(c.size()) ? c[i] : std::string(); };

@@ -21,8 +21,7 @@ YAML::Node dig(const YAML::Node& node, std::initializer_list<const char*> keys);
 
 // The first document of `kind` (and metadata.name `name`, when given); a null
 // node when there is none.
-YAML::Node find_kind(const std::vector<YAML::Node>& docs, std::string_view kind,
-                     std::string_view name = {});
+YAML::Node find_kind(const std::vector<YAML::Node>& docs, std::string_view kind, std::string_view name = {});
 
 // The DaemonSet of deploy/daemonset.yaml and what the tests read from it.
 struct Agent {

@@ -34,11 +34,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const char* const kBaselineRules[] = {"Program outside the workload baseline",
-                                      "Connection outside the workload baseline",
-                                      "File written outside the workload baseline",
-                                      "GPU class outside the workload baseline",
-                                      "New GPU compute context then connection outside the workload baseline"};
+const char* const kBaselineRules[] = {
+    "Program outside the workload baseline", "Connection outside the workload baseline",
+    "File written outside the workload baseline", "GPU class outside the workload baseline",
+    "New GPU compute context then connection outside the workload baseline"};
 
 bool is_baseline_rule(const json& a) {
   for (const char* r : kBaselineRules)
@@ -66,9 +65,9 @@ class e2eBaseline : public ::testing::Test {
   items: [)" + app_ + R"(]
   override: {items: replace}
 )");
-    config_ = dir_.write("vigil.yaml", "flight_recorder: {enabled: false}\nbaseline:\n  enabled: true\n  dir: " +
-                                           bdir_ + "\n  learn_for_s: 0\n  save_interval_s: 1\n  watch_paths: [" +
-                                           app_ + "]\n");
+    config_ =
+        dir_.write("vigil.yaml", "flight_recorder: {enabled: false}\nbaseline:\n  enabled: true\n  dir: " + bdir_ +
+                                     "\n  learn_for_s: 0\n  save_interval_s: 1\n  watch_paths: [" + app_ + "]\n");
     server_ = unique_name("srv");
     server_path_ = dir_.install(VIGIL_E2E_ACTOR, server_);
     worker_ = unique_name("wrk");
@@ -79,7 +78,8 @@ class e2eBaseline : public ::testing::Test {
 
   std::vector<std::string> rule_args() const {
     return {"-r", std::string(VIGIL_SOURCE_ROOT) + "/rules/vigil_rules.yaml",
-            "-r", std::string(VIGIL_SOURCE_ROOT) + "/rules/baseline/inference_baseline.yaml", "-r", tuning_};
+            "-r", std::string(VIGIL_SOURCE_ROOT) + "/rules/baseline/inference_baseline.yaml",
+            "-r", tuning_};
   }
 
   void start(Vigil& v, const std::vector<std::string>& extra = {}) {
@@ -168,15 +168,14 @@ TEST_F(e2eBaseline, LearnLockByCommandDeviationsAlertAndReplayAgrees) {
   start(b, {"--capture", cap});
   benign_run();
   benign_run();
-  ASSERT_EQ(run_in_pod({server_path_, "connect", "127.0.2.9", "14444"}), 0);   // another /24
-  ASSERT_EQ(run_in_pod({server_path_, "write", app_ + "evil.so"}), 0);         // a new file
+  ASSERT_EQ(run_in_pod({server_path_, "connect", "127.0.2.9", "14444"}), 0);          // another /24
+  ASSERT_EQ(run_in_pod({server_path_, "write", app_ + "evil.so"}), 0);                // a new file
   ASSERT_EQ(run_in_pod({server_path_, "spawn", tool_path_, tool_, "note", "x"}), 0);  // a new program
   ASSERT_FALSE(b.alerts_where("Connection outside the workload baseline", "proc.name", server_, 20s).empty())
       << b.diag();
   ASSERT_FALSE(b.alerts_where("File written outside the workload baseline", "proc.name", server_, 20s).empty())
       << b.diag();
-  ASSERT_FALSE(b.alerts_where("Program outside the workload baseline", "proc.name", tool_, 20s).empty())
-      << b.diag();
+  ASSERT_FALSE(b.alerts_where("Program outside the workload baseline", "proc.name", tool_, 20s).empty()) << b.diag();
   std::this_thread::sleep_for(1s);
   // The benign runs came before the attacks: every baseline alert is an attack's.
   std::vector<json> benign;

@@ -40,9 +40,10 @@ using support::PodCgroup;
 using support::read_file;
 using support::SpawnOptions;
 
-#define VIGIL_E2E_REQUIRE_ROOT()                                                             \
-  VIGIL_SKIP_UNLESS_ROOT("end-to-end test of `vigil run` needs root (it loads eBPF programs, " \
-                         "makes cgroups and device nodes)")
+#define VIGIL_E2E_REQUIRE_ROOT()                                            \
+  VIGIL_SKIP_UNLESS_ROOT(                                                   \
+      "end-to-end test of `vigil run` needs root (it loads eBPF programs, " \
+      "makes cgroups and device nodes)")
 
 // A unique short name (<= 15 bytes, the kernel's comm limit) for a program copy.
 inline std::string unique_name(const std::string& role) {

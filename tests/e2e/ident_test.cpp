@@ -24,8 +24,7 @@ namespace vigil::e2e {
 namespace {
 
 const char* const kIdentityRules[] = {"Shell spawned by inference server", "Shell in inference pod",
-                                      "Disguised shell or interpreter in container",
-                                      "Fileless program executed"};
+                                      "Disguised shell or interpreter in container", "Fileless program executed"};
 
 // The command line marker of a Python-launched vLLM server.
 const char* const kServerMarker = "vllm.entrypoints.openai.api_server";
@@ -44,8 +43,9 @@ class e2eIdent : public ::testing::Test {
   condition: (k8s.pod.name = c)
   override: {condition: replace}
 )");
-    std::vector<std::string> args = {"-r", std::string(VIGIL_SOURCE_ROOT) + "/rules/vigil_rules.yaml",
-                                     "-r", tuning, "-o", "flight_recorder.enabled=false",
+    std::vector<std::string> args = {"-r",       std::string(VIGIL_SOURCE_ROOT) + "/rules/vigil_rules.yaml",
+                                     "-r",       tuning,
+                                     "-o",       "flight_recorder.enabled=false",
                                      "--format", "json"};
     for (const auto& a : api_.vigil_args()) args.push_back(a);
     ASSERT_TRUE(v_.start(args));

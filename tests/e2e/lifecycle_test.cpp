@@ -32,8 +32,10 @@ std::string regex_escape(const std::string& s) {
 
 std::string exec_rule(const std::string& rule, const std::string& prog_name, const std::string& priority) {
   return "- rule: " + rule + "\n  desc: the test program ran\n  condition: evt.type = execve and proc.name = \"" +
-         prog_name + "\"\n  output: ran (proc.pid=%proc.pid proc.name=%proc.name proc.cmdline=%proc.cmdline)\n"
-         "  priority: " + priority + "\n";
+         prog_name +
+         "\"\n  output: ran (proc.pid=%proc.pid proc.name=%proc.name proc.cmdline=%proc.cmdline)\n"
+         "  priority: " +
+         priority + "\n";
 }
 
 // Runs prog (no steps: exec, exit) and returns its pid.
@@ -57,8 +59,7 @@ void stop_flushes(int sig) {
   std::set<long> pids;
   pids.insert(run_once(prog));
   // The pipeline is live once the first alert is out; then a burst right before the signal.
-  ASSERT_FALSE(v.alerts([](const json& a) { return a.value("rule", "") == "e2e stop"; }, 20s).empty())
-      << v.diag();
+  ASSERT_FALSE(v.alerts([](const json& a) { return a.value("rule", "") == "e2e stop"; }, 20s).empty()) << v.diag();
   for (int i = 0; i < 20; ++i) pids.insert(run_once(prog));
   std::this_thread::sleep_for(1s);
   EXPECT_EQ(v.stop(sig), 0) << "exit status after " << strsignal(sig) << v.diag();
@@ -130,8 +131,7 @@ TEST(e2eLifecycle, StoppedLineCountsOutputDropsByReason) {
     port = closed.port();
   }
   const std::string config = dir.write(
-      "vigil.yaml", "outputs:\n  - type: stdout\n  - type: webhook\n    url: http://127.0.0.1:" +
-                        std::to_string(port) +
+      "vigil.yaml", "outputs:\n  - type: stdout\n  - type: webhook\n    url: http://127.0.0.1:" + std::to_string(port) +
                         "/alerts\n    queue: {max_events: 50}\n"
                         "    retry: {max_attempts: 3, initial_backoff_ms: 50, max_backoff_ms: 200}\n");
   Vigil v;
@@ -162,8 +162,7 @@ TEST(e2eLifecycle, StoppedLineCountsOutputDropsByReason) {
   EXPECT_EQ(sum(outputs, "stdout-0/"), 0u) << outputs;
   EXPECT_NE(outputs.find("webhook-1/queue_full="), std::string::npos) << outputs;
   EXPECT_EQ(std::stoull(m[2]), sum(sources, "") + sum(outputs, "")) << m[0];
-  EXPECT_TRUE(std::regex_search(err, std::regex(R"(output webhook-1: \d+ alerts dropped \()")))
-      << v.diag();
+  EXPECT_TRUE(std::regex_search(err, std::regex(R"(output webhook-1: \d+ alerts dropped \()"))) << v.diag();
 }
 
 // Issue 16 item 2 end to end: a webhook with a spool answering 200 after
@@ -178,17 +177,17 @@ TEST(e2eLifecycle, KillNineWithASlowWebhookLosesNoAlert) {
   const std::string rules = dir.write("rules.yaml", exec_rule("e2e wal", name, "WARNING"));
   outputs::testing::HttpServer server;
   server.set_delay(500ms);
-  const std::string config =
-      dir.write("vigil.yaml", "state_dir: " + dir.path() + "/state\noutputs:\n  - type: stdout\n"
-                              "  - type: webhook\n    url: " + server.url() + "\n    spool: true\n");
+  const std::string config = dir.write("vigil.yaml", "state_dir: " + dir.path() +
+                                                         "/state\noutputs:\n  - type: stdout\n"
+                                                         "  - type: webhook\n    url: " +
+                                                         server.url() + "\n    spool: true\n");
   auto webhook_uuids = [&] {
     std::vector<std::string> out;
     for (const auto& r : server.requests()) out.push_back(json::parse(r.body).value("uuid", ""));
     return out;
   };
   auto mine = [](const json& a) { return a.value("rule", "") == "e2e wal"; };
-  const std::vector<std::string> args = {"-r", rules, "-c", config, "-o",
-                                         "flight_recorder.enabled=false"};
+  const std::vector<std::string> args = {"-r", rules, "-c", config, "-o", "flight_recorder.enabled=false"};
   std::set<std::string> raised;
   std::vector<std::string> order;  // as raised (stdout)
   {
@@ -223,8 +222,7 @@ TEST(e2eLifecycle, KillNineWithASlowWebhookLosesNoAlert) {
   };
   for (int i = 0; i < 300 && delivered().size() < raised.size(); ++i) std::this_thread::sleep_for(100ms);
   EXPECT_EQ(v.stop(SIGTERM), 0) << v.diag();
-  EXPECT_NE(v.stderr_text().find("spooled alerts from an earlier run will be delivered first"),
-            std::string::npos)
+  EXPECT_NE(v.stderr_text().find("spooled alerts from an earlier run will be delivered first"), std::string::npos)
       << v.diag();
   std::vector<std::string> missing;
   const auto got = delivered();
@@ -350,8 +348,8 @@ TEST(e2eLifecycle, StopsPromptlyWhileTheApiHangs) {
   const std::string url = "http://127.0.0.1:" + std::to_string(silent.port());
   const std::string rules = dir.write("rules.yaml", exec_rule("e2e hang", unique_name("hang"), "WARNING"));
   Vigil v;
-  ASSERT_TRUE(v.start({"-r", rules, "-o", "flight_recorder.enabled=false", "--k8s-api", url, "-o",
-                       "k8s.node_name=e2e-node"}));
+  ASSERT_TRUE(
+      v.start({"-r", rules, "-o", "flight_recorder.enabled=false", "--k8s-api", url, "-o", "k8s.node_name=e2e-node"}));
   ASSERT_TRUE(v.wait_ready()) << v.diag();
   std::this_thread::sleep_for(1s);  // the watcher is now waiting on the silent server
   const auto t0 = std::chrono::steady_clock::now();
@@ -487,8 +485,8 @@ TEST(e2eLifecycle, NoEnabledRuleIsAnErrorUnlessAllowed) {
     ASSERT_TRUE(WIFEXITED(st)) << v.diag();
     EXPECT_EQ(WEXITSTATUS(st), 2) << v.diag();
     EXPECT_EQ(v.stderr_count("ready"), 0) << v.diag();
-    EXPECT_TRUE(std::regex_search(v.stderr_text(), std::regex("error rules from " + regex_escape(empty) +
-                                                              ": no enabled rule")))
+    EXPECT_TRUE(
+        std::regex_search(v.stderr_text(), std::regex("error rules from " + regex_escape(empty) + ": no enabled rule")))
         << v.diag();
   }
   {
@@ -535,9 +533,9 @@ TEST(e2eLifecycle, AReloadThatSkipsTooManyRulesKeepsTheOldOnes) {
   ASSERT_TRUE(v.wait_stderr("reload failed, the previous rules and outputs stay in force")) << v.diag();
   EXPECT_TRUE(std::regex_search(v.stderr_text(), std::regex("warning W003: rule 'e2e kept': unknown field proc.nmae")))
       << v.diag();
-  EXPECT_TRUE(std::regex_search(v.stderr_text(),
-                                std::regex("error reload failed, the previous rules and outputs stay in force: no enabled "
-                                           "rule \\(1 skipped\\)")))
+  EXPECT_TRUE(std::regex_search(
+      v.stderr_text(), std::regex("error reload failed, the previous rules and outputs stay in force: no enabled "
+                                  "rule \\(1 skipped\\)")))
       << v.diag();
   EXPECT_EQ(v.stderr_count("rules reloaded"), 0) << v.diag();
   pid_t p1 = run_once(prog);
@@ -573,8 +571,8 @@ TEST(e2eLifecycle, TextFormatPrintsTextAlerts) {
   ASSERT_TRUE(v.start({"-r", rules, "-o", "flight_recorder.enabled=false", "--format", "text"}));
   ASSERT_TRUE(v.wait_ready()) << v.diag();
   pid_t pid = run_once(prog);
-  const std::string want = "Error ran (proc.pid=" + std::to_string(pid) + " proc.name=" + name +
-                           " proc.cmdline=" + name + ")";
+  const std::string want =
+      "Error ran (proc.pid=" + std::to_string(pid) + " proc.name=" + name + " proc.cmdline=" + name + ")";
   auto deadline = std::chrono::steady_clock::now() + 20s;
   std::string hit;
   while (hit.empty() && std::chrono::steady_clock::now() < deadline) {
@@ -600,11 +598,14 @@ TEST(e2eLifecycle, UnderUmaskZeroWhatVigilCreatesIsOwnerOnly) {
   const std::string prog = dir.install(VIGIL_E2E_ACTOR, name);
   const std::string rules = dir.write("rules.yaml", exec_rule("e2e umask", name, "CRITICAL"));
   const std::string state = dir.path() + "/state";
-  const std::string cfg = dir.write("vigil.yaml", "state_dir: " + state + "\n" +
-                                                      "outputs:\n"
-                                                      "  - {type: stdout}\n"
-                                                      "  - {type: file, path: " + dir.path() + "/alerts.json}\n"
-                                                      "  - {type: webhook, name: hook, url: 'http://127.0.0.1:9/', spool: true}\n");
+  const std::string cfg =
+      dir.write("vigil.yaml", "state_dir: " + state + "\n" +
+                                  "outputs:\n"
+                                  "  - {type: stdout}\n"
+                                  "  - {type: file, path: " +
+                                  dir.path() +
+                                  "/alerts.json}\n"
+                                  "  - {type: webhook, name: hook, url: 'http://127.0.0.1:9/', spool: true}\n");
   Vigil v;
   const mode_t old = ::umask(0);
   const bool started = v.start({"-c", cfg, "-r", rules, "--capture", dir.path() + "/run.vcap"});
@@ -612,8 +613,7 @@ TEST(e2eLifecycle, UnderUmaskZeroWhatVigilCreatesIsOwnerOnly) {
   ASSERT_TRUE(started);
   ASSERT_TRUE(v.wait_ready()) << v.diag();
   run_once(prog);
-  ASSERT_FALSE(v.alerts([](const json& a) { return a.value("rule", "") == "e2e umask"; }, 20s).empty())
-      << v.diag();
+  ASSERT_FALSE(v.alerts([](const json& a) { return a.value("rule", "") == "e2e umask"; }, 20s).empty()) << v.diag();
   EXPECT_EQ(v.stop(), 0) << v.diag();  // the flight recorder writes its capture at the latest now
   auto mode = [](const std::string& p) -> unsigned {
     struct stat st {};

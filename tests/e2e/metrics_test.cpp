@@ -35,7 +35,6 @@ struct Sample {
   double value = 0;
 };
 
-
 // GET path: {status, body}; status -1 when the connection failed.
 std::pair<int, std::string> get(int port, const std::string& path) {
   httplib::Client c("127.0.0.1", port);
@@ -136,7 +135,8 @@ TEST_F(e2eMetrics, CountersMoveWithEventsAndAlerts) {
   const std::string rules = dir_.write("rules.yaml", R"(
 - rule: e2e metrics exec
   desc: an exec of the test's program
-  condition: evt.type = execve and proc.name = )" + prog_name + R"(
+  condition: evt.type = execve and proc.name = )" + prog_name +
+                                                         R"(
   output: exec of %proc.name (pid=%proc.pid)
   priority: WARNING
 )");
@@ -155,8 +155,7 @@ TEST_F(e2eMetrics, CountersMoveWithEventsAndAlerts) {
     Child c = Child::spawn({prog});
     ASSERT_EQ(c.wait(), 0);
   }
-  ASSERT_EQ(v.alerts([](const json& a) { return a["rule"] == "e2e metrics exec"; }, 20s).size() >= 1, true)
-      << v.diag();
+  ASSERT_EQ(v.alerts([](const json& a) { return a["rule"] == "e2e metrics exec"; }, 20s).size() >= 1, true) << v.diag();
   // The alerts land, then the counters catch up within a scrape or two.
   std::vector<Sample> after;
   for (int i = 0; i < 25; ++i) {
@@ -204,13 +203,15 @@ TEST_F(e2eMetrics, HealthFailsWhileThePipelineIsStalledAndRecovers) {
   output: never
   priority: DEBUG
 )");
-  const std::string config = dir_.write(
-      "vigil.yaml", webserver_yaml(2) +
-                        "plugins:\n"
-                        "  - name: stall\n"
-                        "    library_path: " VIGIL_STALL_PLUGIN "\n"
-                        "    init_config: {hold_file: \"" + hold + "\", interval_ms: 20, max_hold_s: 60}\n"
-                        "load_plugins: [stall]\n");
+  const std::string config = dir_.write("vigil.yaml", webserver_yaml(2) +
+                                                          "plugins:\n"
+                                                          "  - name: stall\n"
+                                                          "    library_path: " VIGIL_STALL_PLUGIN
+                                                          "\n"
+                                                          "    init_config: {hold_file: \"" +
+                                                          hold +
+                                                          "\", interval_ms: 20, max_hold_s: 60}\n"
+                                                          "load_plugins: [stall]\n");
   Vigil v;
   ASSERT_TRUE(v.start({"-r", rules, "-c", config}));
   ASSERT_TRUE(v.wait_ready()) << v.diag();
@@ -304,11 +305,12 @@ TEST_F(e2eMetrics, HeartbeatsReachAnOutputThatFiltersEverythingElse) {
   output: never
   priority: DEBUG
 )");
-  const std::string config = dir_.write("vigil.yaml", "heartbeat: {interval_s: 1}\n"
-                                                      "outputs:\n"
-                                                      "  - type: stdout\n"
-                                                      "    min_priority: critical\n"
-                                                      "    rules: {include: [\"Crypto miner command line\"]}\n");
+  const std::string config = dir_.write("vigil.yaml",
+                                        "heartbeat: {interval_s: 1}\n"
+                                        "outputs:\n"
+                                        "  - type: stdout\n"
+                                        "    min_priority: critical\n"
+                                        "    rules: {include: [\"Crypto miner command line\"]}\n");
   Vigil v;
   ASSERT_TRUE(v.start({"-r", rules, "-c", config}));
   ASSERT_TRUE(v.wait_ready()) << v.diag();

@@ -33,7 +33,7 @@ const std::string kUuidOther = "GPU-e2e00000-0000-4000-8000-000000000000";
 const std::string kUuidGiven = "GPU-e2e11111-1111-4111-8111-111111111111";
 const std::string kPciOther = "00000000:3B:00.0";
 const std::string kPciGiven = "00000000:86:00.0";
-constexpr unsigned long long kPodMem = 1073741824ULL;   // 1 GiB on the GPU it was not given
+constexpr unsigned long long kPodMem = 1073741824ULL;    // 1 GiB on the GPU it was not given
 constexpr unsigned long long kGivenMem = 2147483648ULL;  // 2 GiB on its own GPU
 constexpr unsigned long long kHostMem = 536870912ULL;    // 512 MiB: the host process
 
@@ -77,7 +77,9 @@ std::string nvml_config(const std::string& nvml_library) {
   return "plugins:\n"
          "  - name: nvml\n"
          "    library_path: libvigil_nvml.so\n"
-         "    init_config: {nvml_library: " + nvml_library + ", interval: 200ms}\n"
+         "    init_config: {nvml_library: " +
+         nvml_library +
+         ", interval: 200ms}\n"
          "load_plugins: [nvml]\n";
 }
 
@@ -104,8 +106,9 @@ class e2eNvml : public ::testing::Test {
 TEST_F(e2eNvml, ProcessOnAGpuItsPodWasNotGivenAlertsAndReplays) {
   // Pod c is given GPU index 1; NVML's GPU 0 is the one it was not given.
   const std::optional<unsigned> given = minor_of_gpu_index(1);
-  if (!given) GTEST_SKIP() << "this node's NVIDIA driver lists fewer than two GPUs in /proc/driver/nvidia/gpus, "
-                              "so vigil cannot resolve the stand-in pod's GPU index 1";
+  if (!given)
+    GTEST_SKIP() << "this node's NVIDIA driver lists fewer than two GPUs in /proc/driver/nvidia/gpus, "
+                    "so vigil cannot resolve the stand-in pod's GPU index 1";
   const unsigned given_minor = *given;
   const unsigned other_minor = given_minor == 0 ? 1 : 0;
   K8sStub api;
@@ -113,11 +116,12 @@ TEST_F(e2eNvml, ProcessOnAGpuItsPodWasNotGivenAlertsAndReplays) {
   PodCgroup cgroup(K8sStub::kStablePodUid, K8sStub::stable_container_id());
   ASSERT_TRUE(cgroup.ok()) << cgroup.error();
 
-  const std::string devices =
-      "device 0 uuid=" + kUuidOther + " minor=" + std::to_string(other_minor) + " pci=" + kPciOther +
-      " total=85899345920 used=1610612736\n"
-      "device 1 uuid=" + kUuidGiven + " minor=" + std::to_string(given_minor) + " pci=" + kPciGiven +
-      " total=85899345920 used=2147483648\n";
+  const std::string devices = "device 0 uuid=" + kUuidOther + " minor=" + std::to_string(other_minor) +
+                              " pci=" + kPciOther +
+                              " total=85899345920 used=1610612736\n"
+                              "device 1 uuid=" +
+                              kUuidGiven + " minor=" + std::to_string(given_minor) + " pci=" + kPciGiven +
+                              " total=85899345920 used=2147483648\n";
   // Until the processes exist, NVML sees two idle GPUs.
   const std::string table = dir_.write("nvml_table", "# two idle GPUs\n" + devices);
   const std::string config = dir_.write("vigil.yaml", nvml_config(VIGIL_FAKE_NVML));
@@ -134,13 +138,14 @@ TEST_F(e2eNvml, ProcessOnAGpuItsPodWasNotGivenAlertsAndReplays) {
   const std::string exec_rules = dir_.write("exec.yaml", R"(
 - rule: e2e nvml process started
   desc: one of the test's GPU processes ran
-  condition: evt.type = execve and proc.name in (")" + pod_name + R"(", ")" + host_name + R"(")
+  condition: evt.type = execve and proc.name in (")" + pod_name +
+                                                             R"(", ")" + host_name + R"(")
   output: started (proc.pid=%proc.pid proc.name=%proc.name container.id=%container.id)
   priority: NOTICE
 )");
 
-  std::vector<std::string> args = {"-c", config, "-o", "flight_recorder.enabled=false", "--format", "json",
-                                   "--capture", capture, "-r", exec_rules};
+  std::vector<std::string> args = {
+      "-c", config, "-o", "flight_recorder.enabled=false", "--format", "json", "--capture", capture, "-r", exec_rules};
   for (const auto& a : rule_args()) args.push_back(a);
   for (const auto& a : api.vigil_args()) args.push_back(a);
 
@@ -179,13 +184,22 @@ TEST_F(e2eNvml, ProcessOnAGpuItsPodWasNotGivenAlertsAndReplays) {
     // taken once (by the first plugin sample after this write); the memory
     // stays, so every sample after that holds the condition.
     const std::string p = std::to_string(pod_pid), h = std::to_string(host_pid);
-    dir_.write("nvml_table", devices +
-                                 "process 0 pid=" + p + " mem=" + std::to_string(kPodMem) + "\n"
-                                 "util 0 pid=" + p + " ts=1000 sm=87 mem=40\n"
-                                 "process 1 pid=" + p + " mem=" + std::to_string(kGivenMem) + "\n"
-                                 "util 1 pid=" + p + " ts=1000 sm=60 mem=20\n"
-                                 "process 0 pid=" + h + " mem=" + std::to_string(kHostMem) + "\n"
-                                 "util 0 pid=" + h + " ts=1000 sm=9 mem=5\n");
+    dir_.write("nvml_table", devices + "process 0 pid=" + p + " mem=" + std::to_string(kPodMem) +
+                                 "\n"
+                                 "util 0 pid=" +
+                                 p +
+                                 " ts=1000 sm=87 mem=40\n"
+                                 "process 1 pid=" +
+                                 p + " mem=" + std::to_string(kGivenMem) +
+                                 "\n"
+                                 "util 1 pid=" +
+                                 p +
+                                 " ts=1000 sm=60 mem=20\n"
+                                 "process 0 pid=" +
+                                 h + " mem=" + std::to_string(kHostMem) +
+                                 "\n"
+                                 "util 0 pid=" +
+                                 h + " ts=1000 sm=9 mem=5\n");
 
     auto got = v.alerts_where(kRuleOutside, "proc.pid", pod_pid, 20s);
     ASSERT_FALSE(got.empty()) << "no '" << kRuleOutside << "' alert for the pod's process" << v.diag();
@@ -209,8 +223,7 @@ TEST_F(e2eNvml, ProcessOnAGpuItsPodWasNotGivenAlertsAndReplays) {
     // The condition holds on every sample: wait for three, so the samples
     // that also carried the two controls have gone through the rules.
     const auto deadline = std::chrono::steady_clock::now() + 20s;
-    while (v.alerts_where(kRuleOutside, "proc.pid", pod_pid).size() < 3 &&
-           std::chrono::steady_clock::now() < deadline)
+    while (v.alerts_where(kRuleOutside, "proc.pid", pod_pid).size() < 3 && std::chrono::steady_clock::now() < deadline)
       std::this_thread::sleep_for(100ms);
     ASSERT_GE(v.alerts_where(kRuleOutside, "proc.pid", pod_pid).size(), 3u)
         << "the condition holds on every 200 ms sample" << v.diag();

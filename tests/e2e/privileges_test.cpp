@@ -28,8 +28,8 @@ constexpr const char* kSetpriv = "/usr/bin/setpriv";
 // The capabilities deploy/daemonset.yaml adds, in setpriv's spelling: no
 // SYS_ADMIN (kernels >= 5.8 have CAP_BPF and CAP_PERFMON) and no
 // SYS_RESOURCE (BPF memory is charged to the memory cgroup from 5.11).
-const std::vector<std::string> kDaemonSetCaps = {"bpf", "perfmon", "net_admin", "syslog", "sys_ptrace",
-                                                 "dac_read_search"};
+const std::vector<std::string> kDaemonSetCaps = {"bpf",    "perfmon",    "net_admin",
+                                                 "syslog", "sys_ptrace", "dac_read_search"};
 
 std::vector<std::string> without(std::vector<std::string> caps, const std::string& cap) {
   std::erase(caps, cap);
@@ -45,8 +45,8 @@ void limit_caps(Vigil& v, const std::vector<std::string>& caps) {
 }
 
 std::string exec_rule(const std::string& name) {
-  return "- rule: priv exec\n  desc: the test program ran\n  condition: evt.type = execve and proc.name = \"" +
-         name + "\"\n  output: ran (proc.pid=%proc.pid proc.name=%proc.name)\n  priority: WARNING\n";
+  return "- rule: priv exec\n  desc: the test program ran\n  condition: evt.type = execve and proc.name = \"" + name +
+         "\"\n  output: ran (proc.pid=%proc.pid proc.name=%proc.name)\n  priority: WARNING\n";
 }
 
 const char* kXidRule = R"(- rule: priv xid
@@ -58,8 +58,8 @@ const char* kXidRule = R"(- rule: priv xid
 
 // A DNS rule loads the cgroup socket programs (part bpf_cgroup); it never fires here.
 std::string dns_rule(const std::string& name) {
-  return "- rule: priv dns\n  desc: loads the cgroup programs\n  condition: evt.type = dns and proc.name = \"" +
-         name + "\"\n  output: dns\n  priority: NOTICE\n";
+  return "- rule: priv dns\n  desc: loads the cgroup programs\n  condition: evt.type = dns and proc.name = \"" + name +
+         "\"\n  output: dns\n  priority: NOTICE\n";
 }
 
 pid_t run_once(const std::string& prog) {
@@ -116,13 +116,17 @@ class e2ePrivileges : public ::testing::Test {
     return fifo_fd_ >= 0 ? fifo : "";
   }
   void write_xid() {
-    const std::string rec = "4,1,123456789,-;NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', name=<unknown>, "
-                            "GPU has fallen off the bus.\n";
+    const std::string rec =
+        "4,1,123456789,-;NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', name=<unknown>, "
+        "GPU has fallen off the bus.\n";
     ASSERT_EQ(::write(fifo_fd_, rec.data(), rec.size()), static_cast<ssize_t>(rec.size())) << std::strerror(errno);
   }
   std::vector<std::string> args(const std::string& rules, const std::string& kmsg_path) {
-    return {"-r", rules, "-o", "flight_recorder.enabled=false", "-o", "sensor.kmsg_path=" + kmsg_path,
-            "-o", "state_dir=" + dir_.path() + "/state", "--format", "json"};
+    return {"-r",       rules,
+            "-o",       "flight_recorder.enabled=false",
+            "-o",       "sensor.kmsg_path=" + kmsg_path,
+            "-o",       "state_dir=" + dir_.path() + "/state",
+            "--format", "json"};
   }
   bool exec_alerts(Vigil& v) {
     const pid_t pid = run_once(prog_);
@@ -301,7 +305,7 @@ TEST_F(e2ePrivileges, MissingPodResourcesAndNvidiaAreSaidAndVigilRuns) {
   const std::string off = parts_off(v.stderr_text());
   EXPECT_FALSE(lists(off, "k8s")) << off << v.diag();
 
-  struct stat st{};
+  struct stat st {};
   const char* sock = "/var/lib/kubelet/pod-resources/kubelet.sock";
   if (::stat(sock, &st) != 0) {
     EXPECT_EQ(v.stderr_count(std::string("warning part pod_resources off: cannot open ") + sock +

@@ -67,8 +67,10 @@ class e2eReload : public ::testing::Test {
   // A configuration: the test's rules, state under the test's directory, no
   // flight recorder, and `outputs` (YAML list items, one per line).
   std::string config(const std::string& rules, const std::string& outputs) const {
-    return "rules: [" + rules + "]\nstate_dir: " + dir_.path() + "/state\nflight_recorder:\n  enabled: false\n"
-           "outputs:\n" + outputs;
+    return "rules: [" + rules + "]\nstate_dir: " + dir_.path() +
+           "/state\nflight_recorder:\n  enabled: false\n"
+           "outputs:\n" +
+           outputs;
   }
   TempDir dir_;
   std::string name_, prog_;
@@ -107,12 +109,14 @@ TEST_F(e2eReload, ARuleOnASyscallNotHookedAtStartIsNamedOnReload) {
   Vigil v;
   ASSERT_TRUE(v.start({"-c", cfg}));
   ASSERT_TRUE(v.wait_ready()) << v.diag();
-  dir_.write("rules.yaml", exec_rule("e2e reload", name_) +
-                               "- rule: e2e reload ptrace\n  desc: d\n  condition: evt.type = ptrace and proc.name = \"" +
-                               name_ + "\"\n  output: traced\n  priority: WARNING\n");
+  dir_.write("rules.yaml",
+             exec_rule("e2e reload", name_) +
+                 "- rule: e2e reload ptrace\n  desc: d\n  condition: evt.type = ptrace and proc.name = \"" + name_ +
+                 "\"\n  output: traced\n  priority: WARNING\n");
   v.signal(SIGHUP);
-  ASSERT_TRUE(v.wait_stderr("reload: events the sensor does not collect: ptrace ('e2e reload ptrace'); "
-                            "restart vigil to collect them"))
+  ASSERT_TRUE(
+      v.wait_stderr("reload: events the sensor does not collect: ptrace ('e2e reload ptrace'); "
+                    "restart vigil to collect them"))
       << v.diag();
   ASSERT_TRUE(v.wait_stderr("rules reloaded")) << v.diag();
   EXPECT_EQ(v.stop(), 0) << v.diag();
@@ -137,8 +141,10 @@ TEST_F(e2eReload, ABrokenConfigurationKeepsTheRulesAndOutputsInForce) {
   };
   const std::vector<Broken> broken = {
       // An unknown key in a section (line 4, column 3: "colour").
-      {"rules: [" + new_rules + "]\nflight_recorder:\n  enabled: false\n  colour: red\noutputs:\n  - type: file\n"
-       "    path: " + other + "\n",
+      {"rules: [" + new_rules +
+           "]\nflight_recorder:\n  enabled: false\n  colour: red\noutputs:\n  - type: file\n"
+           "    path: " +
+           other + "\n",
        "vigil.yaml:4:3: flight_recorder.colour: unknown key"},
       // An output of an unknown type (line 3, column 11).
       {"rules: [" + new_rules + "]\noutputs:\n  - type: carrier_pigeon\n",

@@ -72,7 +72,8 @@ TEST_F(e2eRun, ExecArgvAndAncestry) {
   const std::string rules = dir_.write("rules.yaml", R"(
 - rule: e2e exec with ancestry
   desc: the leaf program run by its parent
-  condition: evt.type = execve and proc.name = ")" + leaf + R"(" and proc.pname = ")" + par + R"("
+  condition: evt.type = execve and proc.name = ")" + leaf +
+                                                         R"(" and proc.pname = ")" + par + R"("
   output: >
     leaf ran (proc.name=%proc.name proc.cmdline=%proc.cmdline proc.args=%proc.args
     proc.exepath=%proc.exepath proc.pid=%proc.pid proc.ppid=%proc.ppid proc.pname=%proc.pname
@@ -84,8 +85,7 @@ TEST_F(e2eRun, ExecArgvAndAncestry) {
   ASSERT_TRUE(v.wait_ready()) << "vigil did not get ready" << v.diag();
 
   // gp spawns par, par spawns leaf with an argument holding a space.
-  Child c = Child::spawn({gp_path, "spawn", par_path, par, "spawn", leaf_path, leaf, "note",
-                          "with space"});
+  Child c = Child::spawn({gp_path, "spawn", par_path, par, "spawn", leaf_path, leaf, "note", "with space"});
   const int st = c.wait();
   ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "the process chain failed: " << Child::what(st);
 
@@ -98,8 +98,7 @@ TEST_F(e2eRun, ExecArgvAndAncestry) {
   EXPECT_EQ(field(a, "proc.args"), "note with space") << a.dump();
   EXPECT_EQ(field(a, "proc.exepath"), leaf_path) << a.dump();
   EXPECT_EQ(field(a, "proc.pname"), par) << a.dump();
-  EXPECT_EQ(field(a, "proc.pcmdline"), par + " spawn " + leaf_path + " " + leaf + " note with space")
-      << a.dump();
+  EXPECT_EQ(field(a, "proc.pcmdline"), par + " spawn " + leaf_path + " " + leaf + " note with space") << a.dump();
   EXPECT_EQ(field(a, "proc.aname[2]"), gp) << a.dump();
   EXPECT_EQ(field(a, "proc.apid[2]"), std::to_string(c.pid())) << a.dump();
   EXPECT_EQ(got.size(), 1u) << "one exec, one alert" << v.diag();
@@ -115,7 +114,8 @@ TEST_F(e2eRun, ConnectFromAPodIsAttributedToItsContainerAndPod) {
   const std::string rules = dir_.write("rules.yaml", R"(
 - rule: e2e pod connect
   desc: a connect by the test program
-  condition: evt.type = connect and proc.name = ")" + name + R"(" and fd.sport = 47123
+  condition: evt.type = connect and proc.name = ")" + name +
+                                                         R"(" and fd.sport = 47123
   output: >
     pod connect (proc.name=%proc.name proc.pid=%proc.pid fd.name=%fd.name fd.sip=%fd.sip
     fd.sport=%fd.sport container.id=%container.id container.full_id=%container.full_id
@@ -161,21 +161,23 @@ TEST_F(e2eRun, ConnectFromAPodIsAttributedToItsContainerAndPod) {
 //    /dev/nvidia0 (a node named nvidia0 with /dev/null's numbers, in a private
 //    /dev of the process's own mount namespace, so the host's /dev is untouched).
 TEST_F(e2eRun, OpenAndRmAllocOnAStandInNvidiaNode) {
-  struct stat null_st{};
+  struct stat null_st {};
   ASSERT_EQ(::stat("/dev/null", &null_st), 0);
   const std::string node = "/dev/nvidia0";
   const auto [name, prog] = install_actor("gpu");
   const std::string rules = dir_.write("rules.yaml", R"(
 - rule: e2e nvidia open
   desc: the test program opens the stand-in node
-  condition: evt.type in (open, openat) and proc.name = ")" + name + R"(" and fd.name = ")" + node + R"("
+  condition: evt.type in (open, openat) and proc.name = ")" +
+                                                         name + R"(" and fd.name = ")" + node + R"("
   output: >
     nvidia open (proc.pid=%proc.pid fd.name=%fd.name gpu.device=%gpu.device gpu.index=%gpu.index
     gpu.major=%gpu.major gpu.minor=%gpu.minor evt.is_open_write=%evt.is_open_write)
   priority: NOTICE
 - rule: e2e nvidia alloc
   desc: the test program allocates an RM class on the stand-in node
-  condition: evt.type = ioctl and proc.name = ")" + name + R"(" and gpu.ioctl = NV_ESC_RM_ALLOC
+  condition: evt.type = ioctl and proc.name = ")" + name +
+                                                         R"(" and gpu.ioctl = NV_ESC_RM_ALLOC
   output: >
     nvidia alloc (proc.pid=%proc.pid gpu.ioctl=%gpu.ioctl gpu.ioctl.nr=%gpu.ioctl.nr gpu.class=%gpu.class
     gpu.class.name=%gpu.class.name gpu.class.kind=%gpu.class.kind evt.failed=%evt.failed)
@@ -229,7 +231,8 @@ TEST_F(e2eRun, XidLineOnDevKmsgNamesTheProcess) {
   const std::string rules = dir_.write("rules.yaml", R"(
 - rule: e2e xid
   desc: an Xid naming the test process
-  condition: evt.type = xid and gpu.xid.pid = )" + pid + R"( and gpu.xid.comm = ")" + name + R"("
+  condition: evt.type = xid and gpu.xid.pid = )" + pid + R"( and gpu.xid.comm = ")" +
+                                                         name + R"("
   output: >
     xid (gpu.xid=%gpu.xid gpu.pci=%gpu.pci gpu.xid.text=%gpu.xid.text gpu.xid.source=%gpu.xid.source
     gpu.xid.comm=%gpu.xid.comm proc.pid=%proc.pid proc.name=%proc.name proc.cmdline=%proc.cmdline
@@ -242,8 +245,8 @@ TEST_F(e2eRun, XidLineOnDevKmsgNamesTheProcess) {
 
   int kfd = ::open("/dev/kmsg", O_WRONLY | O_CLOEXEC);
   ASSERT_GE(kfd, 0) << "/dev/kmsg: " << std::strerror(errno);
-  const std::string line = "<4>NVRM: Xid (PCI:0000:3b:00): 79, pid=" + pid + ", name=" + name +
-                           ", GPU has fallen off the bus.\n";
+  const std::string line =
+      "<4>NVRM: Xid (PCI:0000:3b:00): 79, pid=" + pid + ", name=" + name + ", GPU has fallen off the bus.\n";
   const ssize_t w = ::write(kfd, line.data(), line.size());
   ::close(kfd);
   ASSERT_EQ(w, static_cast<ssize_t>(line.size())) << std::strerror(errno);
@@ -316,7 +319,8 @@ TEST_F(e2eRun, ShortLivedProcessInAPodIsAttributed) {
   const std::string rules = dir_.write("rules.yaml", R"(
 - rule: e2e short-lived exec
   desc: the test program ran
-  condition: evt.type = execve and proc.name = ")" + name + R"("
+  condition: evt.type = execve and proc.name = ")" + name +
+                                                         R"("
   output: >
     blink (proc.pid=%proc.pid proc.name=%proc.name container.id=%container.id
     k8s.pod.name=%k8s.pod.name k8s.ns.name=%k8s.ns.name)
@@ -324,8 +328,8 @@ TEST_F(e2eRun, ShortLivedProcessInAPodIsAttributed) {
 )");
   // This time the API comes from a configuration file (-c), and the flight
   // recorder writes to the test's directory.
-  const std::string config = dir_.write("vigil.yaml", api_.config_yaml() +
-                                                         "flight_recorder:\n  dir: " + dir_.path() + "/flight\n");
+  const std::string config =
+      dir_.write("vigil.yaml", api_.config_yaml() + "flight_recorder:\n  dir: " + dir_.path() + "/flight\n");
   Vigil v;
   ASSERT_TRUE(v.start({"-r", rules, "-c", config}));
   ASSERT_TRUE(v.wait_ready()) << "vigil did not get ready" << v.diag();

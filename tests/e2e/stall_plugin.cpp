@@ -40,7 +40,7 @@ const vigil_field_info kFields[] = {
 };
 
 bool exists(const std::string& path) {
-  struct stat st{};
+  struct stat st {};
   return ::stat(path.c_str(), &st) == 0;
 }
 
@@ -48,9 +48,7 @@ bool exists(const std::string& path) {
 
 extern "C" {
 
-VIGIL_PLUGIN_EXPORT const char* vigil_plugin_get_required_api_version(void) {
-  return VIGIL_PLUGIN_API_VERSION_STRING;
-}
+VIGIL_PLUGIN_EXPORT const char* vigil_plugin_get_required_api_version(void) { return VIGIL_PLUGIN_API_VERSION_STRING; }
 VIGIL_PLUGIN_EXPORT const char* vigil_plugin_get_name(void) { return "stall"; }
 VIGIL_PLUGIN_EXPORT const char* vigil_plugin_get_version(void) { return "1.0.0"; }
 VIGIL_PLUGIN_EXPORT const char* vigil_plugin_get_description(void) {

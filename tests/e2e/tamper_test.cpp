@@ -27,10 +27,14 @@
 namespace vigil::e2e {
 namespace {
 
-const char* const kTamperRules[] = {"BPF activity in container", "BPF objects enumerated by unexpected process",
-                                    "BPF program loaded by unexpected process", "Signal sent to vigil",
-                                    "Ptrace attached to vigil", "vigil files modified",
-                                    "Kernel tracing opened by unexpected process", "Tracing file system written"};
+const char* const kTamperRules[] = {"BPF activity in container",
+                                    "BPF objects enumerated by unexpected process",
+                                    "BPF program loaded by unexpected process",
+                                    "Signal sent to vigil",
+                                    "Ptrace attached to vigil",
+                                    "vigil files modified",
+                                    "Kernel tracing opened by unexpected process",
+                                    "Tracing file system written"};
 
 class e2eTamper : public ::testing::Test {
  protected:
@@ -45,8 +49,9 @@ class e2eTamper : public ::testing::Test {
     text << in.rdbuf();
     ASSERT_FALSE(text.str().empty());
     rules_ = dir_.write("vigil_rules.yaml", text.str());
-    std::vector<std::string> args = {"-r", rules_, "-o", "flight_recorder.enabled=false",
-                                     "-o", "state_dir=" + dir_.path() + "/state", "--format", "json"};
+    std::vector<std::string> args = {
+        "-r",       rules_, "-o", "flight_recorder.enabled=false", "-o", "state_dir=" + dir_.path() + "/state",
+        "--format", "json"};
     for (const auto& a : api_.vigil_args()) args.push_back(a);
     ASSERT_TRUE(v_.start(args));
     ASSERT_TRUE(v_.wait_ready()) << "vigil did not get ready" << v_.diag();

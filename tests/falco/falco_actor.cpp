@@ -272,8 +272,7 @@ bool step_spawn(char** argv, int from, int to, bool pty) {
   if (c < 0) return false;
   if (master >= 0) {
     char buf[256];
-    while (read(master, buf, sizeof(buf)) > 0) {
-    }
+    while (read(master, buf, sizeof(buf)) > 0) {}
   }
   int st = wait_child(c);
   if (master >= 0) close(master);

@@ -41,7 +41,7 @@ std::string falco_dir() {
 // The output fields every stock rule gets appended (rules file tree.yaml,
 // `override: output: append`), so that an alert can be traced to the test
 // process tree that caused it. Conditions are untouched.
-const std::vector<std::string> kTreeFields = {"proc.pid", "proc.ppid", "proc.apid[2]", "proc.apid[3]",
+const std::vector<std::string> kTreeFields = {"proc.pid",     "proc.ppid",    "proc.apid[2]", "proc.apid[3]",
                                               "proc.apid[4]", "proc.apid[5]", "proc.apid[6]"};
 
 // One `vigil run` for the whole test program: Falco's stable rules, the
@@ -104,8 +104,8 @@ void start_env() {
     e.fail = "the kubelet-style cgroup could not be made: " + e.pod->error();
     return;
   }
-  std::vector<std::string> args = {"-r", rules, "-r", tree_file, "-o", "flight_recorder.enabled=false",
-                                    "--format", "json"};
+  std::vector<std::string> args = {"-r",       rules, "-r", tree_file, "-o", "flight_recorder.enabled=false",
+                                   "--format", "json"};
   if (e.no_api.empty()) {
     for (const auto& a : e.api->vigil_args()) args.push_back(a);
   }
@@ -281,10 +281,11 @@ TEST_F(FalcoStableE2E, DirectoryTraversalMonitoredFileRead) {
   const pid_t abs_root = stage({prog, "open", www + "/" + up + "etc/passwd"});
   const pid_t rel_root = stage({prog, "chdir", www, "open", up + "etc/passwd"});
   const bool abs_fires = fired(abs_root, rule, 5s), rel_fires = fired(rel_root, rule, 2s);
-  std::printf("[falco e2e] note: \"%s\" for a traversal to /etc/passwd (a file no rule lists): given as "
-              "%setc/passwd it %s; given as %setc/passwd from the web root it %s\n",
-              rule.c_str(), (www + "/" + up).c_str(), abs_fires ? "fires" : "does not fire", up.c_str(),
-              rel_fires ? "fires" : "does not fire");
+  std::printf(
+      "[falco e2e] note: \"%s\" for a traversal to /etc/passwd (a file no rule lists): given as "
+      "%setc/passwd it %s; given as %setc/passwd from the web root it %s\n",
+      rule.c_str(), (www + "/" + up).c_str(), abs_fires ? "fires" : "does not fire", up.c_str(),
+      rel_fires ? "fires" : "does not fire");
 }
 
 // nginx (a server_procs name) reads /etc/shadow after running 5 s. Read
@@ -485,9 +486,9 @@ TEST_F(FalcoStableE2E, RedirectStdoutStdinToNetworkConnectionInContainer) {
 // vigil names a server address by the DNS answers the pod saw.
 TEST_F(FalcoStableE2E, ContactK8sApiServerFromContainer) {
   const std::string rule = "Contact K8S API Server From Container";
-  const pid_t root = stage({actor(unique("k8s")), "dns", "kubernetes.default.svc.cluster.local", "127.0.0.2",
-                            "connect", "127.0.0.2", "443"},
-                           in_container(true));
+  const pid_t root = stage(
+      {actor(unique("k8s")), "dns", "kubernetes.default.svc.cluster.local", "127.0.0.2", "connect", "127.0.0.2", "443"},
+      in_container(true));
   // vigil learns DNS answers from its cgroup_skb probes, which it attaches
   // only when some rule asks for dns events (evt.type = dns); a rule that
   // only reads fd.sip.name does not make it collect them.
@@ -526,9 +527,28 @@ TEST_F(FalcoStableE2E, BenignActionsRaiseNoStockRule) {
   const std::string link = dir().path() + "/" + unique("s");
   SpawnOptions o;
   o.new_netns = true;
-  const pid_t root = stage({actor(unique("ok")), "open", file, "mkdir", sub, "rmdir", sub, "symlink", file, link,
-                            "connect", "127.0.0.1", "80", "spawn", "/bin/ls", "ls", dir().path(), "--end", "spawn",
-                            "/bin/cat", "cat", file},
+  const pid_t root = stage({actor(unique("ok")),
+                            "open",
+                            file,
+                            "mkdir",
+                            sub,
+                            "rmdir",
+                            sub,
+                            "symlink",
+                            file,
+                            link,
+                            "connect",
+                            "127.0.0.1",
+                            "80",
+                            "spawn",
+                            "/bin/ls",
+                            "ls",
+                            dir().path(),
+                            "--end",
+                            "spawn",
+                            "/bin/cat",
+                            "cat",
+                            file},
                            o);
   ::unlink(link.c_str());
   expect_no_other(root);

@@ -33,8 +33,7 @@ void check(bool ok, const char* what, const std::string& out) {
 }
 
 bool has_raw_break(const std::string& s) {
-  return s.find('\n') != std::string::npos || s.find('\r') != std::string::npos ||
-         s.find('\0') != std::string::npos;
+  return s.find('\n') != std::string::npos || s.find('\r') != std::string::npos || s.find('\0') != std::string::npos;
 }
 
 // A raw C1 control (UTF-8 C2 80..C2 9F) or U+2028/U+2029: JSON, OCSF, CEF and
@@ -76,8 +75,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   a.tags = {next()};
   const std::string cmdline = next();
   const std::string extra = next();
-  a.output_fields = {{"proc.cmdline", cmdline}, {"proc.pid", std::int64_t{42}},
-                     {"user.name", std::monostate{}}};
+  a.output_fields = {{"proc.cmdline", cmdline}, {"proc.pid", std::int64_t{42}}, {"user.name", std::monostate{}}};
   a.extra = {{"capture", extra}};
 
   // JSON (Falco json_output).
@@ -112,8 +110,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     check(j["finding_info"]["title"] == sanitize_utf8(a.rule), "ocsf: title", ocsf);
     check(j["finding_info"]["uid"] == sanitize_utf8(a.uuid), "ocsf: uid", ocsf);
     check(j["device"]["hostname"] == sanitize_utf8(a.hostname), "ocsf: hostname", ocsf);
-    check(j["unmapped"]["output_fields"]["proc.cmdline"] == sanitize_utf8(cmdline), "ocsf: field",
-          ocsf);
+    check(j["unmapped"]["output_fields"]["proc.cmdline"] == sanitize_utf8(cmdline), "ocsf: field", ocsf);
   }
   // CEF.
   const std::string cef = vigil::outputs::format_cef(a);

@@ -89,22 +89,16 @@ TEST(OutputsConfig, ErrorsNameTheKeyAndTheReason) {
             "outputs[0].format: unknown format 'xml' (json, ocsf, cef, text)");
   EXPECT_NE(error_of("outputs: [{type: carrier-pigeon}]").find("outputs[0].type: unknown output type"),
             std::string::npos);
-  EXPECT_EQ(error_of("outputs: [{type: stdout}, {type: stdout, formt: json}]"),
-            "outputs[1].formt: unknown key");
+  EXPECT_EQ(error_of("outputs: [{type: stdout}, {type: stdout, formt: json}]"), "outputs[1].formt: unknown key");
   EXPECT_NE(error_of("outputs: [{type: syslog, address: 'tcpx://h:1'}]").find("outputs[0].address:"),
             std::string::npos);
-  EXPECT_NE(error_of("outputs: [{type: syslog, address: 'tcp://h:99999'}]").find("bad port"),
-            std::string::npos);
+  EXPECT_NE(error_of("outputs: [{type: syslog, address: 'tcp://h:99999'}]").find("bad port"), std::string::npos);
 #ifdef VIGIL_WITH_KAFKA
-  EXPECT_NE(error_of("outputs: [{type: kafka, topic: t}]").find("outputs[0].brokers: required"),
-            std::string::npos);
-  EXPECT_NE(error_of("outputs: [{type: kafka, brokers: b, topic: 'a/b'}]").find("outputs[0].topic"),
-            std::string::npos);
+  EXPECT_NE(error_of("outputs: [{type: kafka, topic: t}]").find("outputs[0].brokers: required"), std::string::npos);
+  EXPECT_NE(error_of("outputs: [{type: kafka, brokers: b, topic: 'a/b'}]").find("outputs[0].topic"), std::string::npos);
 #endif
-  EXPECT_NE(error_of("outputs: [{type: webhook, url: 'ftp://x'}]").find("outputs[0].url"),
-            std::string::npos);
-  EXPECT_NE(error_of("outputs: [{type: stdout, queue: {max_events: -1}}]")
-                .find("outputs[0].queue.max_events"),
+  EXPECT_NE(error_of("outputs: [{type: webhook, url: 'ftp://x'}]").find("outputs[0].url"), std::string::npos);
+  EXPECT_NE(error_of("outputs: [{type: stdout, queue: {max_events: -1}}]").find("outputs[0].queue.max_events"),
             std::string::npos);
   EXPECT_NE(error_of("outputs: [{type: stdout, queue: {overflow: block}}]")
                 .find("outputs[0].queue.overflow: expected drop_newest or drop_oldest"),
@@ -112,55 +106,50 @@ TEST(OutputsConfig, ErrorsNameTheKeyAndTheReason) {
   EXPECT_NE(error_of("outputs: [{type: stdout, min_priority: loud}]")
                 .find("outputs[0].min_priority: unknown priority 'loud'"),
             std::string::npos);
-  EXPECT_NE(error_of("outputs: [{type: stdout, spool: true}]").find("outputs[0].spool"),
-            std::string::npos);
+  EXPECT_NE(error_of("outputs: [{type: stdout, spool: true}]").find("outputs[0].spool"), std::string::npos);
   EXPECT_NE(error_of("outputs: [{type: file}]").find("outputs[0].path: required"), std::string::npos);
-  EXPECT_NE(error_of("outputs: [{type: stdout, name: a}, {type: stdout, name: a}]")
-                .find("outputs[1].name: duplicate"),
+  EXPECT_NE(error_of("outputs: [{type: stdout, name: a}, {type: stdout, name: a}]").find("outputs[1].name: duplicate"),
             std::string::npos);
-  EXPECT_NE(error_of("outputs: [{type: stdout, name: '../../etc'}]").find("outputs[0].name"),
-            std::string::npos);
+  EXPECT_NE(error_of("outputs: [{type: stdout, name: '../../etc'}]").find("outputs[0].name"), std::string::npos);
   EXPECT_NE(error_of("outputs: [{type: webhook, url: 'http://x', format: cef, batch_mode: array}]")
                 .find("outputs[0].batch_mode: array needs format json or ocsf"),
             std::string::npos);
   EXPECT_NE(error_of("outputs: {type: stdout}").find("outputs: expected a list"), std::string::npos);
-  EXPECT_NE(error_of("outputs: [{type: stdout, rate_limit: {per_second: fast}}]")
-                .find("outputs[0].rate_limit.per_second"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of("outputs: [{type: stdout, rate_limit: {per_second: fast}}]").find("outputs[0].rate_limit.per_second"),
+      std::string::npos);
 }
 
 #ifdef VIGIL_WITH_KAFKA
 // Issue 16, item 7: with the configuration's origin, an error inside an
 // entry names the file, line and column (or the -o that set the value).
 TEST(OutputsConfig, ErrorsWithAnOriginNameTheFileLineOrOverride) {
-  const YAML::Node root = YAML::Load(
-      "outputs:\n  - type: stdout\n  - type: syslog\n    address: tcpx://h:1\n    framing: rfc1\n");
+  const YAML::Node root =
+      YAML::Load("outputs:\n  - type: stdout\n  - type: syslog\n    address: tcpx://h:1\n    framing: rfc1\n");
   ConfigOrigin file("/etc/vigil/vigil.yaml");
   auto r = parse_outputs(root["outputs"], "/tmp", &file);
   ASSERT_FALSE(r);
-  EXPECT_EQ(r.error().message.rfind("/etc/vigil/vigil.yaml:4:14: outputs[1].address: ", 0), 0u)
-      << r.error().message;
+  EXPECT_EQ(r.error().message.rfind("/etc/vigil/vigil.yaml:4:14: outputs[1].address: ", 0), 0u) << r.error().message;
   r = parse_outputs(YAML::Load("outputs:\n  - type: x\n  - type: file\n")["outputs"], "/tmp", &file);
   ASSERT_FALSE(r);
-  EXPECT_EQ(r.error().message, "/etc/vigil/vigil.yaml:2:11: outputs[0].type: unknown output type 'x' "
-                               "(stdout, file, syslog, webhook, kafka)");
+  EXPECT_EQ(r.error().message,
+            "/etc/vigil/vigil.yaml:2:11: outputs[0].type: unknown output type 'x' "
+            "(stdout, file, syslog, webhook, kafka)");
   // A missing key: the entry's position.
   r = parse_outputs(YAML::Load("outputs:\n  - type: stdout\n  - type: file\n")["outputs"], "/tmp", &file);
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().message, "/etc/vigil/vigil.yaml:3:5: outputs[1].path: required");
   // An unknown key inside a nested block: the key's position.
-  r = parse_outputs(YAML::Load("outputs:\n  - type: stdout\n    queue: {max_event: 1}\n")["outputs"], "/tmp",
-                    &file);
+  r = parse_outputs(YAML::Load("outputs:\n  - type: stdout\n    queue: {max_event: 1}\n")["outputs"], "/tmp", &file);
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().message, "/etc/vigil/vigil.yaml:3:13: outputs[0].queue.max_event: unknown key");
   // A value an override set.
   ConfigOrigin with_o("/etc/vigil/vigil.yaml");
   with_o.add_override("outputs.1.framing", "outputs.1.framing=rfc1");
-  r = parse_outputs(YAML::Load("outputs:\n  - type: stdout\n  - {type: syslog, framing: rfc1}\n")["outputs"],
-                    "/tmp", &with_o);
+  r = parse_outputs(YAML::Load("outputs:\n  - type: stdout\n  - {type: syslog, framing: rfc1}\n")["outputs"], "/tmp",
+                    &with_o);
   ASSERT_FALSE(r);
-  EXPECT_EQ(r.error().message,
-            "-o outputs.1.framing=rfc1: outputs[1].framing: expected rfc5424 or rfc3164");
+  EXPECT_EQ(r.error().message, "-o outputs.1.framing=rfc1: outputs[1].framing: expected rfc5424 or rfc3164");
 }
 
 TEST(OutputsConfig, FullSettingsParse) {
@@ -235,12 +224,11 @@ TEST(OutputsConfig, BearerTokenFromFileAndEnv) {
 }
 
 TEST(OutputsConfig, SecretsNeverAppearInErrors) {
-  const std::string e1 = error_of(
-      "outputs: [{type: webhook, url: 'http://x', bearer_token: \"hunter2\\nX: y\"}]");
+  const std::string e1 = error_of("outputs: [{type: webhook, url: 'http://x', bearer_token: \"hunter2\\nX: y\"}]");
   EXPECT_NE(e1.find("bearer_token"), std::string::npos);
   EXPECT_EQ(e1.find("hunter2"), std::string::npos);
-  const std::string e2 = error_of(
-      "outputs: [{type: webhook, url: 'http://x', bearer_token: hunter2, bearer_token_env: X}]");
+  const std::string e2 =
+      error_of("outputs: [{type: webhook, url: 'http://x', bearer_token: hunter2, bearer_token_env: X}]");
   EXPECT_EQ(e2.find("hunter2"), std::string::npos);
 #ifdef VIGIL_WITH_KAFKA
   // librdkafka rejects the property; the message names it without its value.
@@ -257,8 +245,7 @@ TEST(OutputsConfig, SecretsNeverAppearInErrors) {
 
 #ifndef VIGIL_WITH_KAFKA
 TEST(OutputsConfig, KafkaOutputInABuildWithoutKafkaIsAnError) {
-  EXPECT_NE(error_of("outputs: [{type: kafka, brokers: b, topic: t}]").find("VIGIL_WITH_KAFKA=OFF"),
-            std::string::npos);
+  EXPECT_NE(error_of("outputs: [{type: kafka, brokers: b, topic: t}]").find("VIGIL_WITH_KAFKA=OFF"), std::string::npos);
 }
 #endif
 

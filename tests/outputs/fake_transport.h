@@ -16,10 +16,10 @@ namespace vigil::outputs::testing {
 struct FakePeer {
   std::mutex mu;
   std::condition_variable cv;
-  std::vector<Message> received;      // delivered, in order
-  std::deque<SendResult> script;      // answers to give before answering ok
-  bool down = false;                  // answer kRetry while set
-  bool stall = false;                 // block in send() while set
+  std::vector<Message> received;  // delivered, in order
+  std::deque<SendResult> script;  // answers to give before answering ok
+  bool down = false;              // answer kRetry while set
+  bool stall = false;             // block in send() while set
   int calls = 0;
 
   std::size_t count() {
@@ -54,8 +54,7 @@ class FakeTransport final : public Transport {
     if (!p_->script.empty()) {
       SendResult r = p_->script.front();
       p_->script.pop_front();
-      for (std::size_t i = 0; i < std::min(r.delivered, batch.size()); ++i)
-        p_->received.push_back(batch[i]);
+      for (std::size_t i = 0; i < std::min(r.delivered, batch.size()); ++i) p_->received.push_back(batch[i]);
       if (r.code != SendCode::kOk) {
         p_->cv.notify_all();
         return r;

@@ -20,8 +20,7 @@ namespace {
 using namespace std::chrono_literals;
 
 std::string tmpdir(const std::string& name) {
-  auto d = std::filesystem::temp_directory_path() /
-           ("vigil-file-test-" + name + "-" + std::to_string(getpid()));
+  auto d = std::filesystem::temp_directory_path() / ("vigil-file-test-" + name + "-" + std::to_string(getpid()));
   std::filesystem::remove_all(d);
   std::filesystem::create_directories(d);
   return d.string();
@@ -63,9 +62,8 @@ Message msg(std::string body) {
 
 TEST(FileTransport, WritesJsonLinesThroughTheRouter) {
   const std::string dir = tmpdir("router");
-  auto r = Router::from_config(
-      YAML::Load("[{type: file, path: '" + dir + "/alerts.json', fsync: batch}]"),
-      testing::router_options("h"));
+  auto r = Router::from_config(YAML::Load("[{type: file, path: '" + dir + "/alerts.json', fsync: batch}]"),
+                               testing::router_options("h"));
   ASSERT_TRUE(r) << r.error().message;
   auto a = testing::golden_alert();
   a.output = "evil\n{\"rule\":\"forged\"}";
@@ -82,8 +80,7 @@ TEST(FileTransport, WritesJsonLinesThroughTheRouter) {
     EXPECT_EQ(j["rule"], "Shell in inference pod");
   }
   EXPECT_EQ((*r)->stats()[0].sent, 10u);
-  EXPECT_EQ(std::filesystem::status(dir + "/alerts.json").permissions() &
-                std::filesystem::perms::others_read,
+  EXPECT_EQ(std::filesystem::status(dir + "/alerts.json").permissions() & std::filesystem::perms::others_read,
             std::filesystem::perms::none);
   std::filesystem::remove_all(dir);
 }
@@ -142,8 +139,7 @@ TEST(FileTransport, SymlinkAtThePathIsRefusedAndItsTargetUntouched) {
   const std::string victim = dir + "/victim.txt", link = dir + "/alerts.json";
   std::ofstream(victim) << "precious\n";
   ASSERT_EQ(::symlink("victim.txt", link.c_str()), 0);
-  auto r = Router::from_config(YAML::Load("[{type: file, path: '" + link + "'}]"),
-                               testing::router_options("h"));
+  auto r = Router::from_config(YAML::Load("[{type: file, path: '" + link + "'}]"), testing::router_options("h"));
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().kind, Error::Kind::kBadInput);
   EXPECT_NE(r.error().message.find(link), std::string::npos) << r.error().message;
@@ -326,9 +322,8 @@ TEST(Spool, DirectoriesAndFilesAreOwnerOnlyUnderUmaskZero) {
   const std::string state = base + "/state";
   {
     Umask u(0);
-    auto r = Router::from_config(
-        YAML::Load("[{type: webhook, name: hook, url: 'http://127.0.0.1:9/', spool: true}]"),
-        testing::router_options("h", state));
+    auto r = Router::from_config(YAML::Load("[{type: webhook, name: hook, url: 'http://127.0.0.1:9/', spool: true}]"),
+                                 testing::router_options("h", state));
     ASSERT_TRUE(r) << r.error().message;
     (*r)->shutdown(100ms);
     auto s = Spool::open(state + "/spool/hook", 1 << 20);
@@ -351,9 +346,8 @@ TEST(Spool, DirectoriesAndFilesAreOwnerOnlyUnderUmaskZero) {
 TEST(Spool, StateDirectoryWritableByOthersIsRefused) {
   const std::string base = tmpdir("spool-ww");
   ASSERT_EQ(::chmod(base.c_str(), 0777), 0);
-  auto r = Router::from_config(
-      YAML::Load("[{type: webhook, name: hook, url: 'http://127.0.0.1:9/', spool: true}]"),
-      testing::router_options("h", base + "/state"));
+  auto r = Router::from_config(YAML::Load("[{type: webhook, name: hook, url: 'http://127.0.0.1:9/', spool: true}]"),
+                               testing::router_options("h", base + "/state"));
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().kind, Error::Kind::kBadInput);
   EXPECT_NE(r.error().message.find(base), std::string::npos) << r.error().message;

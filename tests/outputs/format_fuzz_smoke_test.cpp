@@ -26,8 +26,8 @@ TEST(OutputsFormatFuzz, SeedCorpus) {
 
 TEST(OutputsFormatFuzz, RandomHostileValues) {
   std::mt19937 rng(20240601);
-  const std::string nasty = std::string("\n\r\0\"\\|=]\x1b\x7f\t[{}:,", 16) +
-                            "\xC2\x9B\xE2\x80\xA8\xFF\xC0\xED\xA0\x80\xF4\x90";
+  const std::string nasty =
+      std::string("\n\r\0\"\\|=]\x1b\x7f\t[{}:,", 16) + "\xC2\x9B\xE2\x80\xA8\xFF\xC0\xED\xA0\x80\xF4\x90";
   for (int iter = 0; iter < 20000; ++iter) {
     std::vector<std::uint8_t> in;
     in.push_back(static_cast<std::uint8_t>(rng()));

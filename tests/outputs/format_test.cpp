@@ -105,12 +105,12 @@ TEST(Format, NamesRoundTrip) {
 
 TEST(Utf8, InvalidSequencesBecomeReplacementCharacters) {
   EXPECT_EQ(sanitize_utf8("ok"), "ok");
-  EXPECT_EQ(sanitize_utf8("\xC3\xA9"), "\xC3\xA9");               // é
-  EXPECT_EQ(sanitize_utf8("\xFF"), "\xEF\xBF\xBD");               // bad lead byte
-  EXPECT_EQ(sanitize_utf8("\xC0\xAF"), "\xEF\xBF\xBD\xEF\xBF\xBD");  // overlong '/'
+  EXPECT_EQ(sanitize_utf8("\xC3\xA9"), "\xC3\xA9");                                  // é
+  EXPECT_EQ(sanitize_utf8("\xFF"), "\xEF\xBF\xBD");                                  // bad lead byte
+  EXPECT_EQ(sanitize_utf8("\xC0\xAF"), "\xEF\xBF\xBD\xEF\xBF\xBD");                  // overlong '/'
   EXPECT_EQ(sanitize_utf8("\xED\xA0\x80"), "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");  // surrogate
-  EXPECT_EQ(sanitize_utf8("a\xE2\x82"), "a\xEF\xBF\xBD\xEF\xBF\xBD");  // truncated
-  EXPECT_EQ(sanitize_utf8("\xF4\x90\x80\x80").substr(0, 3), "\xEF\xBF\xBD");  // > U+10FFFF
+  EXPECT_EQ(sanitize_utf8("a\xE2\x82"), "a\xEF\xBF\xBD\xEF\xBF\xBD");                // truncated
+  EXPECT_EQ(sanitize_utf8("\xF4\x90\x80\x80").substr(0, 3), "\xEF\xBF\xBD");         // > U+10FFFF
 }
 
 // The attacker's toolbox: every value below tries to end a record, add a
@@ -123,7 +123,8 @@ const std::vector<std::string> kHostile = {
     "pipe | equals = backslash \\",
     "sd ] \" \\ closing",
     "\x1b[31mred\x1b[0m \x1b]0;title\x07",
-    "\xC2\x9B" "31m C1 CSI",
+    "\xC2\x9B"
+    "31m C1 CSI",
     "bad utf8 \xFF\xFE \xC0\xAF",
     "line sep \xE2\x80\xA8 para sep \xE2\x80\xA9",
     "tab\tand del\x7f",
@@ -144,7 +145,9 @@ event::Alert hostile_alert(const std::string& v) {
 // C1 controls (U+009B is an 8-bit CSI) and the line and paragraph separators
 // U+2028/U+2029, next to invalid UTF-8, in each format's escaping.
 const std::string kC1AndSeparators =
-    "a\xC2\x9B" "31m\xC2\x80\xC2\x9F\xFF\xC2" "b\xE2\x80\xA8\xE2\x80\xA9\xE2\x80";
+    "a\xC2\x9B"
+    "31m\xC2\x80\xC2\x9F\xFF\xC2"
+    "b\xE2\x80\xA8\xE2\x80\xA9\xE2\x80";
 constexpr std::string_view kFffd = "\xEF\xBF\xBD";
 
 bool has_raw_c1_or_separator(std::string_view s) {
@@ -153,8 +156,7 @@ bool has_raw_c1_or_separator(std::string_view s) {
     const auto d = static_cast<unsigned char>(s[i + 1]);
     if (c == 0xC2 && d >= 0x80 && d <= 0x9F) return true;
   }
-  return s.find("\xE2\x80\xA8") != std::string_view::npos ||
-         s.find("\xE2\x80\xA9") != std::string_view::npos;
+  return s.find("\xE2\x80\xA8") != std::string_view::npos || s.find("\xE2\x80\xA9") != std::string_view::npos;
 }
 
 TEST(Hostile, JsonParsesBackIntoExactlyTheFields) {
@@ -220,8 +222,8 @@ TEST(Hostile, TextHasNoControlCharactersAndReadsBack) {
 TEST(Hostile, JsonAndOcsfEscapeC1AndSeparatorsAsUnicodeEscapes) {
   auto a = golden_alert();
   a.output = kC1AndSeparators;
-  const std::string want = "\"a\\u009b31m\\u0080\\u009f" + std::string(kFffd) + std::string(kFffd) +
-                           "b\\u2028\\u2029" + std::string(kFffd) + std::string(kFffd) + "\"";
+  const std::string want = "\"a\\u009b31m\\u0080\\u009f" + std::string(kFffd) + std::string(kFffd) + "b\\u2028\\u2029" +
+                           std::string(kFffd) + std::string(kFffd) + "\"";
   for (const std::string& out : {format_json(a), format_ocsf(a)}) {
     EXPECT_FALSE(has_raw_c1_or_separator(out)) << out;
     EXPECT_NE(out.find(want), std::string::npos) << out;
@@ -233,8 +235,7 @@ TEST(Hostile, JsonAndOcsfEscapeC1AndSeparatorsAsUnicodeEscapes) {
     a.output = std::string("\xC2") + static_cast<char>(cp);
     char esc[8];
     std::snprintf(esc, sizeof(esc), "\\u%04x", cp);
-    EXPECT_NE(format_json(a).find(std::string("\"output\":\"") + esc + "\""), std::string::npos)
-        << cp;
+    EXPECT_NE(format_json(a).find(std::string("\"output\":\"") + esc + "\""), std::string::npos) << cp;
   }
 }
 
@@ -257,8 +258,8 @@ TEST(Hostile, TextShowsC1AndSeparatorsVisibly) {
   const std::string out = format_text(a);
   EXPECT_FALSE(has_raw_c1_or_separator(out)) << out;
   const std::string f(kFffd);
-  EXPECT_EQ(out, "2023-11-14T22:13:20.123456789Z: Critical a\\u009b31m\\u0080\\u009f" + f + f +
-                     "b\\u2028\\u2029" + f + f);
+  EXPECT_EQ(out,
+            "2023-11-14T22:13:20.123456789Z: Critical a\\u009b31m\\u0080\\u009f" + f + f + "b\\u2028\\u2029" + f + f);
   const auto t = testing::parse_text(out);
   ASSERT_TRUE(t) << out;
   EXPECT_EQ(t->output, sanitize_utf8(kC1AndSeparators));

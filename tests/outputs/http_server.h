@@ -75,8 +75,8 @@ class HttpServer {
   }
   std::uint16_t port() const { return port_; }
   std::string url(const std::string& path = "/alerts") const {
-    return std::string(ctx_ ? "https" : "http") + "://" + (ctx_ ? "localhost" : "127.0.0.1") +
-           ":" + std::to_string(port_) + path;
+    return std::string(ctx_ ? "https" : "http") + "://" + (ctx_ ? "localhost" : "127.0.0.1") + ":" +
+           std::to_string(port_) + path;
   }
   void script(std::vector<HttpAnswer> a) {
     std::lock_guard lk(mu_);
@@ -175,8 +175,7 @@ class HttpServer {
         while (!value.empty() && value[0] == ' ') value.erase(0, 1);
         req.headers[name] = value;
       }
-      const std::size_t clen =
-          req.headers.count("content-length") ? std::stoul(req.headers["content-length"]) : 0;
+      const std::size_t clen = req.headers.count("content-length") ? std::stoul(req.headers["content-length"]) : 0;
       buf.erase(0, hdr_end + 4);
       while (buf.size() < clen) {
         const int n = conn.read(tmp, sizeof(tmp));
@@ -256,15 +255,14 @@ class HttpServer {
 inline bool make_test_pki(const std::string& dir) {
   const std::string q = "cd '" + dir + "' && ";
   const std::string ec = " -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes ";
-  const std::string cmds =
-      q + "openssl req -x509" + ec + "-keyout ca.key -out ca.crt -days 2 -subj /CN=vigil-test-ca" +
-      " && openssl req" + ec + "-keyout server.key -out server.csr -subj /CN=localhost" +
-      " && printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\\n' > san.ext" +
-      " && openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial" +
-      " -out server.crt -days 2 -extfile san.ext" +
-      " && openssl req" + ec + "-keyout client.key -out client.csr -subj /CN=vigil-agent" +
-      " && openssl x509 -req -in client.csr -CA ca.crt -CAkey ca.key -CAcreateserial" +
-      " -out client.crt -days 2 > /dev/null 2>&1";
+  const std::string cmds = q + "openssl req -x509" + ec + "-keyout ca.key -out ca.crt -days 2 -subj /CN=vigil-test-ca" +
+                           " && openssl req" + ec + "-keyout server.key -out server.csr -subj /CN=localhost" +
+                           " && printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\\n' > san.ext" +
+                           " && openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial" +
+                           " -out server.crt -days 2 -extfile san.ext" + " && openssl req" + ec +
+                           "-keyout client.key -out client.csr -subj /CN=vigil-agent" +
+                           " && openssl x509 -req -in client.csr -CA ca.crt -CAkey ca.key -CAcreateserial" +
+                           " -out client.crt -days 2 > /dev/null 2>&1";
   return std::system(("(" + cmds + ") > /dev/null 2>&1").c_str()) == 0;
 }
 

@@ -94,8 +94,7 @@ class Kafka : public ::testing::Test {
   }
 };
 
-std::shared_ptr<const event::Alert> A(int i, const std::string& rule = "r",
-                                      const std::string& host = "node-a") {
+std::shared_ptr<const event::Alert> A(int i, const std::string& rule = "r", const std::string& host = "node-a") {
   auto a = testing::small_alert(std::to_string(i), rule, event::Priority::kCritical);
   a.hostname = host;
   return std::make_shared<const event::Alert>(a);
@@ -130,10 +129,9 @@ TEST_F(Kafka, DeliversWithKeysAndHeadersReadByKcat) {
 TEST_F(Kafka, BrokersDownMidStreamThenBackLosesNothing) {
   MockCluster mc(3, "faults", 3);
   const std::string dir = testing::temp_dir("kafka-spool");
-  const std::string cfg =
-      "[{type: kafka, brokers: '" + mc.bootstraps() +
-      "', topic: faults, key: hostname, batch_timeout_ms: 500, batch: {max_events: 20},"
-      " retry: {initial_backoff_ms: 50, max_backoff_ms: 200}, spool: true}]";
+  const std::string cfg = "[{type: kafka, brokers: '" + mc.bootstraps() +
+                          "', topic: faults, key: hostname, batch_timeout_ms: 500, batch: {max_events: 20},"
+                          " retry: {initial_backoff_ms: 50, max_backoff_ms: 200}, spool: true}]";
   auto r = Router::from_config(YAML::Load(cfg), testing::router_options("h", dir));
   ASSERT_TRUE(r) << r.error().message;
   const std::vector<std::string> hosts = {"node-a", "node-b", "node-c"};
@@ -182,9 +180,8 @@ TEST_F(Kafka, StalledWebhookDoesNotDelayKafka) {
   MockCluster mc(1, "fast", 1);
   testing::HttpServer server;
   server.set_default({testing::HttpAnswer::kStall});
-  const std::string cfg = "[{type: webhook, url: '" + server.url() +
-                          "', timeout_ms: 30000}, {type: kafka, brokers: '" + mc.bootstraps() +
-                          "', topic: fast}]";
+  const std::string cfg = "[{type: webhook, url: '" + server.url() + "', timeout_ms: 30000}, {type: kafka, brokers: '" +
+                          mc.bootstraps() + "', topic: fast}]";
   auto r = Router::from_config(YAML::Load(cfg), testing::router_options("h"));
   ASSERT_TRUE(r) << r.error().message;
   for (int i = 0; i < 20; ++i) {
@@ -215,8 +212,7 @@ TEST(KafkaTransport, UnreachableBrokersAreRetry) {
 }
 
 TEST(KafkaTransport, ShutdownDoesNotWaitForTheBatchTimeout) {
-  const std::string cfg = "[{type: kafka, brokers: '127.0.0.1:" +
-                          std::to_string(testing::free_port()) +
+  const std::string cfg = "[{type: kafka, brokers: '127.0.0.1:" + std::to_string(testing::free_port()) +
                           "', topic: t, batch_timeout_ms: 30000}]";
   auto r = Router::from_config(YAML::Load(cfg), testing::router_options("h"));
   ASSERT_TRUE(r) << r.error().message;

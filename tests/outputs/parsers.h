@@ -24,12 +24,10 @@ inline std::string cef_expected(std::string_view s) {
     const auto c = static_cast<unsigned char>(clean[i]);
     if ((c < 0x20 && c != '\n' && c != '\r') || c == 0x7F) {
       out += "\xEF\xBF\xBD";
-    } else if (c == 0xC2 && i + 1 < clean.size() &&
-               static_cast<unsigned char>(clean[i + 1]) <= 0x9F) {
+    } else if (c == 0xC2 && i + 1 < clean.size() && static_cast<unsigned char>(clean[i + 1]) <= 0x9F) {
       out += "\xEF\xBF\xBD";
       ++i;
-    } else if (clean.compare(i, 3, "\xE2\x80\xA8") == 0 ||
-               clean.compare(i, 3, "\xE2\x80\xA9") == 0) {
+    } else if (clean.compare(i, 3, "\xE2\x80\xA8") == 0 || clean.compare(i, 3, "\xE2\x80\xA9") == 0) {
       out += "\xEF\xBF\xBD";
       i += 2;
     } else {
@@ -49,8 +47,7 @@ inline std::string sd_expected(std::string_view s) {
     const auto c = static_cast<unsigned char>(clean[i]);
     if (c < 0x20 || c == 0x7F) {
       out += "\xEF\xBF\xBD";
-    } else if (c == 0xC2 && i + 1 < clean.size() &&
-               static_cast<unsigned char>(clean[i + 1]) <= 0x9F) {
+    } else if (c == 0xC2 && i + 1 < clean.size() && static_cast<unsigned char>(clean[i + 1]) <= 0x9F) {
       out += "\xEF\xBF\xBD";
       ++i;
     } else {
@@ -123,8 +120,7 @@ inline std::optional<Cef> parse_cef(std::string_view line) {
   for (std::size_t e = 0; e < eqs.size(); ++e) {
     const std::size_t eq = eqs[e];
     std::size_t key_start = ext.rfind(' ', eq);
-    key_start = key_start == std::string_view::npos || key_start < prev_value_start ? prev_value_start
-                                                                                   : key_start + 1;
+    key_start = key_start == std::string_view::npos || key_start < prev_value_start ? prev_value_start : key_start + 1;
     if (e > 0) {
       if (key_start == 0 || key_start - 1 < prev_value_start) return std::nullopt;
       out.ext[prev_key] = unescape(ext.substr(prev_value_start, key_start - 1 - prev_value_start));
@@ -144,20 +140,17 @@ struct Text {
 };
 
 inline std::optional<Text> parse_text(std::string_view line) {
-  if (line.find('\n') != std::string_view::npos || line.find('\r') != std::string_view::npos)
-    return std::nullopt;
+  if (line.find('\n') != std::string_view::npos || line.find('\r') != std::string_view::npos) return std::nullopt;
   for (unsigned char c : line) {
     if (c < 0x20 || c == 0x7F) return std::nullopt;  // no raw control character, ESC included
   }
   // No raw C1 (UTF-8 C2 80..C2 9F) and no raw line or paragraph separator.
   for (std::size_t k = 0; k + 1 < line.size(); ++k) {
-    if (static_cast<unsigned char>(line[k]) == 0xC2 &&
-        static_cast<unsigned char>(line[k + 1]) >= 0x80 &&
+    if (static_cast<unsigned char>(line[k]) == 0xC2 && static_cast<unsigned char>(line[k + 1]) >= 0x80 &&
         static_cast<unsigned char>(line[k + 1]) <= 0x9F)
       return std::nullopt;
   }
-  if (line.find("\xE2\x80\xA8") != std::string_view::npos ||
-      line.find("\xE2\x80\xA9") != std::string_view::npos)
+  if (line.find("\xE2\x80\xA8") != std::string_view::npos || line.find("\xE2\x80\xA9") != std::string_view::npos)
     return std::nullopt;
   const auto colon = line.find(": ");
   if (colon == std::string_view::npos) return std::nullopt;
@@ -228,8 +221,7 @@ inline std::optional<Syslog5424> parse_syslog5424(std::string_view r) {
   };
   std::string version;
   if (!token(version) || version != "1") return std::nullopt;
-  if (!token(s.timestamp) || !token(s.hostname) || !token(s.app_name) || !token(s.procid) ||
-      !token(s.msgid)) {
+  if (!token(s.timestamp) || !token(s.hostname) || !token(s.app_name) || !token(s.procid) || !token(s.msgid)) {
     return std::nullopt;
   }
   if (r.empty() || r[0] != '[') return std::nullopt;

@@ -82,8 +82,7 @@ class Child {
     posix_spawn_file_actions_init(&fa);
     if (!out_path.empty()) {
       posix_spawn_file_actions_addopen(&fa, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-      posix_spawn_file_actions_addopen(&fa, 2, (out_path + ".err").c_str(),
-                                       O_WRONLY | O_CREAT | O_TRUNC, 0600);
+      posix_spawn_file_actions_addopen(&fa, 2, (out_path + ".err").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
     }
     if (posix_spawn(&pid_, args[0], &fa, nullptr, args.data(), environ) != 0) pid_ = -1;
     posix_spawn_file_actions_destroy(&fa);
@@ -156,8 +155,7 @@ inline std::string temp_dir(const std::string& name) {
     }
   };
   static Made made;
-  auto d = std::filesystem::temp_directory_path() /
-           ("vigil-" + name + "-" + std::to_string(getpid()));
+  auto d = std::filesystem::temp_directory_path() / ("vigil-" + name + "-" + std::to_string(getpid()));
   std::filesystem::remove_all(d);
   std::filesystem::create_directories(d);
   made.dirs.push_back(d);

@@ -68,8 +68,8 @@ class RouterReloadTest : public ::testing::Test {
 };
 
 TEST_F(RouterReloadTest, AnUnchangedSinkIsTheSameSinkAndAChangedOneIsReplaced) {
-  auto r = router("[{type: file, path: '" + file("a.json") + "'}, {type: file, path: '" + file("b.json") + "'}]",
-                  opts());
+  auto r =
+      router("[{type: file, path: '" + file("a.json") + "'}, {type: file, path: '" + file("b.json") + "'}]", opts());
   ASSERT_TRUE(r);
   for (int i = 0; i < 3; ++i) r->publish(alert(i));
   // Both sinks have written (so a.json is open) before a.json is moved away.
@@ -80,8 +80,10 @@ TEST_F(RouterReloadTest, AnUnchangedSinkIsTheSameSinkAndAChangedOneIsReplaced) {
   Router::Plan what;
   // file-0: the same entry written differently (key order, quoting); file-1: a new format.
   reload(*r,
-         "[{path: \"" + file("a.json") + "\", type: file}, "
-         "{type: file, format: text, path: '" + file("b.json") + "'}]",
+         "[{path: \"" + file("a.json") +
+             "\", type: file}, "
+             "{type: file, format: text, path: '" +
+             file("b.json") + "'}]",
          &what);
   EXPECT_EQ(what.kept, std::vector<std::string>{"file-0"});
   EXPECT_EQ(what.replaced, std::vector<std::string>{"file-1"});
@@ -100,17 +102,16 @@ TEST_F(RouterReloadTest, AnUnchangedSinkIsTheSameSinkAndAChangedOneIsReplaced) {
   EXPECT_EQ(st[1].sent, 5u);
   const auto b = lines_of(file("b.json"));
   ASSERT_EQ(b.size(), 5u);
-  EXPECT_EQ(b[0].front(), '{');   // json before the reload
-  EXPECT_NE(b[4].front(), '{');   // text after it
+  EXPECT_EQ(b[0].front(), '{');  // json before the reload
+  EXPECT_NE(b[4].front(), '{');  // text after it
 }
 
 TEST_F(RouterReloadTest, AnErrorChangesNothing) {
   auto r = router("[{type: file, path: '" + file("a.json") + "'}]", opts());
   ASSERT_TRUE(r);
-  for (const std::string& bad : std::vector<std::string>{"[{type: file, path: '" + file("a.json") + "', colour: red}]",
-                                "[{type: carrier_pigeon}]",
-                                "[{type: file, path: '" + file("no/such/dir/b.json") + "'}]",
-                                "{type: stdout}"}) {
+  for (const std::string& bad : std::vector<std::string>{
+           "[{type: file, path: '" + file("a.json") + "', colour: red}]", "[{type: carrier_pigeon}]",
+           "[{type: file, path: '" + file("no/such/dir/b.json") + "'}]", "{type: stdout}"}) {
     auto plan = r->prepare(YAML::Load(bad));
     EXPECT_FALSE(plan) << bad;
   }
@@ -210,8 +211,9 @@ TEST_F(RouterReloadTest, AReplacedSinkTakesOverTheSpool) {
 TEST_F(RouterReloadTest, ARemovedSinksDropsStayCounted) {
   RouterOptions o = opts();
   o.retire_deadline = 200ms;
-  auto r = router("[{type: file, path: '" + file("a.json") + "'}, {type: webhook, url: 'http://127.0.0.1:1/', "
-                  "retry: {max_attempts: 1}}]",
+  auto r = router("[{type: file, path: '" + file("a.json") +
+                      "'}, {type: webhook, url: 'http://127.0.0.1:1/', "
+                      "retry: {max_attempts: 1}}]",
                   o);
   ASSERT_TRUE(r);
   for (int i = 0; i < 5; ++i) r->publish(alert(i));

@@ -31,8 +31,8 @@ class Rsyslog : public ::testing::Test {
         << "template(name=\"fields\" type=\"string\" string=\"%pri%\\t%hostname%\\t%app-name%"
            "\\t%msgid%\\t%structured-data%\\t%msg%\\n\")\n"
         << "*.* action(type=\"omfile\" file=\"" << dir_ << "/out.log\" template=\"fields\")\n";
-    daemon_ = testing::Child({bin, "-n", "-f", dir_ + "/rsyslog.conf", "-i", dir_ + "/rsyslog.pid"},
-                             dir_ + "/rsyslogd.log");
+    daemon_ =
+        testing::Child({bin, "-n", "-f", dir_ + "/rsyslog.conf", "-i", dir_ + "/rsyslog.pid"}, dir_ + "/rsyslogd.log");
     ASSERT_TRUE(testing::wait_until([&] { return testing::tcp_port_open(tcp_); }, 10s))
         << "rsyslogd did not start: " << testing::slurp(dir_ + "/rsyslogd.log.err");
   }
@@ -65,9 +65,8 @@ class Rsyslog : public ::testing::Test {
   }
 
   void send_through(const std::string& scheme, std::uint16_t port) {
-    const std::string cfg = "[{type: syslog, address: '" + scheme + "://127.0.0.1:" +
-                            std::to_string(port) + "', framing: rfc5424, facility: local3," +
-                            " app_name: vigil-test, format: json}]";
+    const std::string cfg = "[{type: syslog, address: '" + scheme + "://127.0.0.1:" + std::to_string(port) +
+                            "', framing: rfc5424, facility: local3," + " app_name: vigil-test, format: json}]";
     auto r = Router::from_config(YAML::Load(cfg), testing::router_options("h"));
     ASSERT_TRUE(r) << r.error().message;
     for (int i = 0; i < 5; ++i) {
@@ -93,7 +92,8 @@ class Rsyslog : public ::testing::Test {
       EXPECT_EQ(f[3], "alert");
       EXPECT_EQ(f[4],
                 "[vigil@32473 rule=\"evil\\\"\\] [x@1 a=\\\"b\\\"\\]\xEF\xBF\xBD<13>1 - forged\" "
-                "priority=\"Critical\" uuid=\"u" + std::to_string(i) + "\"]");
+                "priority=\"Critical\" uuid=\"u" +
+                    std::to_string(i) + "\"]");
       const auto j = nlohmann::json::parse(f[5]);
       EXPECT_EQ(j["uuid"], "u" + std::to_string(i));
       EXPECT_EQ(j["output"], "line1\nline2 \x1b[31m");
@@ -125,9 +125,9 @@ TEST_F(Rsyslog, TcpReconnectsAfterDaemonRestart) {
   (*r)->publish(std::make_shared<const event::Alert>(a));
   ASSERT_EQ(wait_lines(1).size(), 1u);
   daemon_.stop();
-  daemon_ = testing::Child({testing::find_program("rsyslogd"), "-n", "-f", dir_ + "/rsyslog.conf",
-                            "-i", dir_ + "/rsyslog.pid"},
-                           dir_ + "/rsyslogd.log");
+  daemon_ = testing::Child(
+      {testing::find_program("rsyslogd"), "-n", "-f", dir_ + "/rsyslog.conf", "-i", dir_ + "/rsyslog.pid"},
+      dir_ + "/rsyslogd.log");
   ASSERT_TRUE(testing::wait_until([&] { return testing::tcp_port_open(tcp_); }, 10s));
   a.uuid = "after";
   (*r)->publish(std::make_shared<const event::Alert>(a));

@@ -26,8 +26,7 @@ using testing::small_alert;
 std::shared_ptr<const event::Alert> A(std::string uuid, std::string rule = "r",
                                       event::Priority p = event::Priority::kWarning,
                                       std::vector<std::string> tags = {}) {
-  return std::make_shared<const event::Alert>(small_alert(std::move(uuid), std::move(rule), p,
-                                                          std::move(tags)));
+  return std::make_shared<const event::Alert>(small_alert(std::move(uuid), std::move(rule), p, std::move(tags)));
 }
 
 SinkOptions opts(std::string name = "t") {
@@ -40,8 +39,7 @@ SinkOptions opts(std::string name = "t") {
 }
 
 std::string tmpdir(const std::string& name) {
-  auto d = std::filesystem::temp_directory_path() /
-           ("vigil-sink-test-" + name + "-" + std::to_string(getpid()));
+  auto d = std::filesystem::temp_directory_path() / ("vigil-sink-test-" + name + "-" + std::to_string(getpid()));
   std::filesystem::remove_all(d);
   std::filesystem::create_directories(d);
   return d.string();
@@ -112,7 +110,7 @@ TEST(Sink, DropOldestMakesRoomByBytes) {
   o.overflow = Overflow::kDropOldest;
   Sink s(o, std::make_unique<FakeTransport>(peer), nullptr);
   for (int i = 0; i < 4; ++i) s.offer(A(std::to_string(i)), 300);  // 900 bytes queued
-  s.offer(A("big"), 700);  // needs three of the old ones gone
+  s.offer(A("big"), 700);                                          // needs three of the old ones gone
   EXPECT_EQ(s.stats().dropped, 3u);
   EXPECT_LE(s.stats().queue_bytes, 1000u);
   s.start();
@@ -164,12 +162,12 @@ TEST(Sink, FiltersByPriorityRulesAndTags) {
   o.filter.tags_exclude = {"test"};
   Sink s(o, std::make_unique<FakeTransport>(peer), nullptr);
   s.start();
-  s.offer(A("1", "r", event::Priority::kCritical, {"crypto_mining"}), 10);  // pass
-  s.offer(A("2", "r", event::Priority::kWarning, {"crypto_mining"}), 10);   // priority
-  s.offer(A("3", "noisy", event::Priority::kCritical, {"egress"}), 10);     // rule
-  s.offer(A("4", "r", event::Priority::kCritical, {"tamper"}), 10);         // tag not included
+  s.offer(A("1", "r", event::Priority::kCritical, {"crypto_mining"}), 10);    // pass
+  s.offer(A("2", "r", event::Priority::kWarning, {"crypto_mining"}), 10);     // priority
+  s.offer(A("3", "noisy", event::Priority::kCritical, {"egress"}), 10);       // rule
+  s.offer(A("4", "r", event::Priority::kCritical, {"tamper"}), 10);           // tag not included
   s.offer(A("5", "r", event::Priority::kEmergency, {"egress", "test"}), 10);  // tag excluded
-  s.offer(A("6", "r", event::Priority::kError, {"egress"}), 10);            // pass
+  s.offer(A("6", "r", event::Priority::kError, {"egress"}), 10);              // pass
   ASSERT_TRUE(peer->wait_for(2, 5s));
   s.shutdown(std::chrono::steady_clock::now() + 1s);
   ASSERT_EQ(peer->received.size(), 2u);
@@ -183,8 +181,7 @@ TEST(Sink, RulesIncludeKeepsOnlyNamedRules) {
   fo.rules_include = {"a"};
   Filter f(fo);
   EXPECT_EQ(f.check(small_alert("1", "a"), std::chrono::steady_clock::now()), Filter::Verdict::kPass);
-  EXPECT_EQ(f.check(small_alert("1", "b"), std::chrono::steady_clock::now()),
-            Filter::Verdict::kFiltered);
+  EXPECT_EQ(f.check(small_alert("1", "b"), std::chrono::steady_clock::now()), Filter::Verdict::kFiltered);
 }
 
 TEST(Filter, TokenBucketLimitsAndRefills) {
@@ -403,8 +400,7 @@ TEST(Sink, FullSpoolDropsAndCounts) {
   Sink s(opts(), std::make_unique<FakeTransport>(peer), nullptr, std::move(*spool));
   s.start();
   for (int i = 0; i < 100; ++i) s.offer(A(std::to_string(i)), 10);
-  for (int i = 0; i < 2000 && s.stats().spooled + s.stats().dropped < 100; ++i)
-    std::this_thread::sleep_for(1ms);
+  for (int i = 0; i < 2000 && s.stats().spooled + s.stats().dropped < 100; ++i) std::this_thread::sleep_for(1ms);
   const auto st = s.stats();
   EXPECT_EQ(st.spooled + st.dropped, 100u);
   EXPECT_GT(st.dropped, 0u);
@@ -418,10 +414,8 @@ TEST(Router, AStalledSinkDelaysNoOtherSink) {
   auto fast = std::make_shared<FakePeer>();
   slow->set_stall(true);
   std::vector<std::unique_ptr<Sink>> sinks;
-  sinks.push_back(std::make_unique<Sink>(opts("slow"), std::make_unique<FakeTransport>(slow),
-                                         nullptr));
-  sinks.push_back(std::make_unique<Sink>(opts("fast"), std::make_unique<FakeTransport>(fast),
-                                         nullptr));
+  sinks.push_back(std::make_unique<Sink>(opts("slow"), std::make_unique<FakeTransport>(slow), nullptr));
+  sinks.push_back(std::make_unique<Sink>(opts("fast"), std::make_unique<FakeTransport>(fast), nullptr));
   Router r(std::move(sinks), testing::router_options("h"));
   // The slow sink stalls until released, so were the fast one behind it, it would get
   // nothing at all; no tight time bound is needed to tell.
@@ -472,7 +466,7 @@ TEST(Sink, DropsAreLoggedRateLimitedWithTheCountSinceTheLastLine) {
   s.start();
   s.offer(A("0"), 10);
   for (int i = 0; i < 200 && s.stats().queue_depth != 0; ++i) std::this_thread::sleep_for(1ms);
-  s.offer(A("1"), 10);                                       // queued
+  s.offer(A("1"), 10);                                             // queued
   for (int i = 2; i < 12; ++i) s.offer(A(std::to_string(i)), 10);  // 10 dropped
   // The first drop is logged at once; the 9 after it wait for the interval.
   EXPECT_EQ(count_of(out.str(), "alerts dropped"), 1u) << out.str();
@@ -481,8 +475,7 @@ TEST(Sink, DropsAreLoggedRateLimitedWithTheCountSinceTheLastLine) {
       << out.str();
   std::this_thread::sleep_for(350ms);
   s.offer(A("12"), 10);  // the interval has passed: this drop logs the 10 since the last line
-  EXPECT_NE(out.str().find("output w: 10 alerts dropped (queue_full=10); 11 dropped since start"),
-            std::string::npos)
+  EXPECT_NE(out.str().find("output w: 10 alerts dropped (queue_full=10); 11 dropped since start"), std::string::npos)
       << out.str();
   s.offer(A("13"), 10);
   EXPECT_EQ(count_of(out.str(), "alerts dropped"), 2u) << out.str();
@@ -490,8 +483,7 @@ TEST(Sink, DropsAreLoggedRateLimitedWithTheCountSinceTheLastLine) {
   ASSERT_TRUE(peer->wait_for(2, 5s));
   s.shutdown(std::chrono::steady_clock::now() + 1s);
   // Shutdown reports what the rate limit held back.
-  EXPECT_NE(out.str().find("output w: 1 alerts dropped (queue_full=1); 12 dropped since start"),
-            std::string::npos)
+  EXPECT_NE(out.str().find("output w: 1 alerts dropped (queue_full=1); 12 dropped since start"), std::string::npos)
       << out.str();
   const auto st = s.stats();
   EXPECT_EQ(st.drops[static_cast<std::size_t>(DropReason::kQueueFull)], 12u);

@@ -50,15 +50,14 @@ TEST(Syslog, Rfc3164Record) {
   o.framing = SyslogFraming::kRfc3164;
   o.facility = 4;
   Message m = golden_message(Format::kText);
-  EXPECT_EQ(syslog_record(o, m, 9),
-            "<34>Nov 14 22:13:20 gpu-node-1 vigil[9]: " + m.body);
+  EXPECT_EQ(syslog_record(o, m, 9), "<34>Nov 14 22:13:20 gpu-node-1 vigil[9]: " + m.body);
 }
 
 TEST(Syslog, HostileValuesCannotBreakStructuredData) {
   SyslogOptions o;
-  for (std::string v : {std::string("a\"] [evil@1 x=\"y"), std::string("back\\slash]"),
-                        std::string("new\nline\r\0nul", 14), std::string("\xFF\xC2\x9B"),
-                        std::string("host name\twith spaces")}) {
+  for (std::string v :
+       {std::string("a\"] [evil@1 x=\"y"), std::string("back\\slash]"), std::string("new\nline\r\0nul", 14),
+        std::string("\xFF\xC2\x9B"), std::string("host name\twith spaces")}) {
     Message m = golden_message();
     m.rule = v;
     m.uuid = v;

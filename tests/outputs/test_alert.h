@@ -36,8 +36,7 @@ inline event::Alert golden_alert() {
 }
 
 // A small alert with a given rule/priority/uuid (sink tests).
-inline event::Alert small_alert(std::string uuid, std::string rule = "r",
-                                event::Priority p = event::Priority::kWarning,
+inline event::Alert small_alert(std::string uuid, std::string rule = "r", event::Priority p = event::Priority::kWarning,
                                 std::vector<std::string> tags = {}) {
   event::Alert a;
   a.time_ns = 1700000000000000000ULL;
@@ -50,8 +49,7 @@ inline event::Alert small_alert(std::string uuid, std::string rule = "r",
   return a;
 }
 
-inline RouterOptions router_options(std::string hostname,
-                                    std::string state_dir = "/var/lib/vigil") {
+inline RouterOptions router_options(std::string hostname, std::string state_dir = "/var/lib/vigil") {
   RouterOptions o;
   o.hostname = std::move(hostname);
   o.state_dir = std::move(state_dir);

@@ -203,8 +203,8 @@ TEST(Webhook, StalledServerTimesOutAndSpoolLosesNothing) {
     std::this_thread::sleep_for(5ms);
   }
   // The stalled request times out; its alert stays in the spool.
-  ASSERT_TRUE(testing::wait_until(
-      [&] { return s.stats().errors[static_cast<std::size_t>(ErrorClass::kTimeout)] > 0; }, 5s));
+  ASSERT_TRUE(
+      testing::wait_until([&] { return s.stats().errors[static_cast<std::size_t>(ErrorClass::kTimeout)] > 0; }, 5s));
   server.set_default({HttpAnswer::kDrop});
   for (int i = 40; i < 60; ++i) s.offer(A(i), 100);
   std::this_thread::sleep_for(300ms);
@@ -253,8 +253,7 @@ TEST(Webhook, SpoolSurvivesRestartThroughRouter) {
 TEST(Webhook, DownServerDropsAreCountedByReasonAndAddUp) {
   HttpServer server;
   server.set_default({HttpAnswer::kStatus, 503});
-  const std::string cfg = "[{type: webhook, url: '" + server.url() +
-                          "', queue: {max_events: 50}," +
+  const std::string cfg = "[{type: webhook, url: '" + server.url() + "', queue: {max_events: 50}," +
                           " retry: {max_attempts: 3, initial_backoff_ms: 5, max_backoff_ms: 20}}]";
   std::ostringstream log_text;
   auto log_sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(log_text);
@@ -280,16 +279,12 @@ TEST(Webhook, DownServerDropsAreCountedByReasonAndAddUp) {
   EXPECT_EQ(queue_full + exhausted, st.drops_total()) << st.describe_drops();
   EXPECT_EQ(st.sent + st.drops_total(), 201u) << "sent " << st.sent << ", " << st.describe_drops();
   EXPECT_EQ((*r)->drops_total(), 201u - got.size());
-  EXPECT_EQ((*r)->describe_drops(), st.name + "/queue_full=" + std::to_string(queue_full) + " " +
-                                        st.name + "/retries_exhausted=" + std::to_string(exhausted));
+  EXPECT_EQ((*r)->describe_drops(), st.name + "/queue_full=" + std::to_string(queue_full) + " " + st.name +
+                                        "/retries_exhausted=" + std::to_string(exhausted));
   // The first drop was logged at once; the rest by the line at shutdown.
   const std::string text = log_text.str();
-  EXPECT_NE(text.find("warning output " + st.name + ": 1 alerts dropped (queue_full=1)"),
-            std::string::npos)
-      << text;
-  EXPECT_NE(text.find(std::to_string(st.drops_total()) + " dropped since start"),
-            std::string::npos)
-      << text;
+  EXPECT_NE(text.find("warning output " + st.name + ": 1 alerts dropped (queue_full=1)"), std::string::npos) << text;
+  EXPECT_NE(text.find(std::to_string(st.drops_total()) + " dropped since start"), std::string::npos) << text;
 }
 
 // The case: a webhook that answers 200 after 0.5 s, 200 alerts

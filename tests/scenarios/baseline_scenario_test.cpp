@@ -18,11 +18,10 @@ namespace {
 
 constexpr int kRepeats = 10;
 
-const char* const kBaselineRules[] = {"Program outside the workload baseline",
-                                      "Connection outside the workload baseline",
-                                      "File written outside the workload baseline",
-                                      "GPU class outside the workload baseline",
-                                      "New GPU compute context then connection outside the workload baseline"};
+const char* const kBaselineRules[] = {
+    "Program outside the workload baseline", "Connection outside the workload baseline",
+    "File written outside the workload baseline", "GPU class outside the workload baseline",
+    "New GPU compute context then connection outside the workload baseline"};
 
 bool is_baseline_rule(const json& a) {
   for (const char* r : kBaselineRules)
@@ -66,8 +65,13 @@ class BaselineScenario : public Scenario {
 
     PodRun tr;
     tr.tcp_sinks = {"10.244.3.18:4444"};
-    tr.argv = {s().tool("pt_main_thread"), "-m", "torch.distributed.run", "--nproc_per_node=2", "train.py",
-               "--optimizer", "adamw"};
+    tr.argv = {s().tool("pt_main_thread"),
+               "-m",
+               "torch.distributed.run",
+               "--nproc_per_node=2",
+               "train.py",
+               "--optimizer",
+               "adamw"};
     tr.steps = "open:/dev/nvidiactl:rw;open:/dev/nvidia0:rw;open:/dev/nvidia1:rw;alloc:c6c0;tcp:10.244.3.18:4444";
     EXPECT_EQ(run_in_pod(pod("base-train-0"), tr).second, 0);
 
@@ -141,9 +145,10 @@ TEST_F(BaselineScenario, BenignWorkloadsStayInTheirBaselinesAndAttacksDoNot) {
                          f.value("proc.name", "") == "sh");
     (attack ? attacks : benign).push_back(a);
   }
-  std::printf("FIGURES baselines: %d benign runs of 3 workloads after learning: %zu baseline alerts; "
-              "attack variants: %zu alerts\n",
-              kRepeats, benign.size(), attacks.size());
+  std::printf(
+      "FIGURES baselines: %d benign runs of 3 workloads after learning: %zu baseline alerts; "
+      "attack variants: %zu alerts\n",
+      kRepeats, benign.size(), attacks.size());
   EXPECT_TRUE(benign.empty()) << "benign workloads left their baselines:\n" << dump(benign);
   EXPECT_GE(attacks.size(), 3u) << dump(attacks);
 }

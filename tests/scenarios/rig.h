@@ -65,9 +65,9 @@ struct PodSpec {
   std::string name{}, ns{}, uid{}, container{}, image{};
   std::map<std::string, std::string> labels{};
   int gpu_limit = 0;
-  std::string visible{};   // NVIDIA_VISIBLE_DEVICES, "" = unset
-  std::string id{};        // 64 hex
-  std::string scope{};     // cgroup directory
+  std::string visible{};  // NVIDIA_VISIBLE_DEVICES, "" = unset
+  std::string id{};       // 64 hex
+  std::string scope{};    // cgroup directory
 };
 
 json pod_json(const PodSpec& p) {
@@ -78,14 +78,15 @@ json pod_json(const PodSpec& p) {
   for (const auto& [k, v] : p.labels) labels[k] = v;
   return {{"apiVersion", "v1"},
           {"kind", "Pod"},
-          {"metadata", {{"name", p.name}, {"namespace", p.ns}, {"uid", p.uid}, {"resourceVersion", "7"},
-                        {"labels", labels}}},
+          {"metadata",
+           {{"name", p.name}, {"namespace", p.ns}, {"uid", p.uid}, {"resourceVersion", "7"}, {"labels", labels}}},
           {"spec", {{"nodeName", kNode}, {"containers", json::array({c})}}},
-          {"status", {{"phase", "Running"},
-                      {"containerStatuses", json::array({{{"name", p.container},
-                                                          {"containerID", "containerd://" + p.id},
-                                                          {"image", p.image},
-                                                          {"ready", true}}})}}}};
+          {"status",
+           {{"phase", "Running"},
+            {"containerStatuses", json::array({{{"name", p.container},
+                                                {"containerID", "containerd://" + p.id},
+                                                {"image", p.image},
+                                                {"ready", true}}})}}}};
 }
 
 std::string hex_id(int n) {
@@ -139,8 +140,8 @@ class ApiStandIn {
         watches_.push_back(c);  // open and silent until the end
         continue;
       }
-      json list = {{"apiVersion", "v1"}, {"kind", "PodList"},
-                   {"metadata", {{"resourceVersion", "100"}}}, {"items", pods_}};
+      json list = {
+          {"apiVersion", "v1"}, {"kind", "PodList"}, {"metadata", {{"resourceVersion", "100"}}}, {"items", pods_}};
       std::string body = list.dump();
       std::string resp = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: " +
                          std::to_string(body.size()) + "\r\n\r\n" + body;
@@ -171,10 +172,10 @@ class ApiStandIn {
 // the reason in `why` otherwise.
 bool start_agent(VigilProcess& agent, int api_port, const std::string& kmsg_fifo, std::string& why,
                  const std::vector<std::string>& extra_args = {}) {
-  std::vector<std::string> args = {"-r", "rules/vigil_rules.yaml", "--k8s-api",
-                                   "http://127.0.0.1:" + std::to_string(api_port),
-                                   "-o", "sensor.kmsg_path=" + kmsg_fifo, "-o", "flight_recorder.enabled=false",
-                                   "-o", "sensor.usage_interval_ms=1000", "--format", "json"};
+  std::vector<std::string> args = {
+      "-r", "rules/vigil_rules.yaml",        "--k8s-api", "http://127.0.0.1:" + std::to_string(api_port),
+      "-o", "sensor.kmsg_path=" + kmsg_fifo, "-o",        "flight_recorder.enabled=false",
+      "-o", "sensor.usage_interval_ms=1000", "--format",  "json"};
   args.insert(args.end(), extra_args.begin(), extra_args.end());
   if (!agent.start(args, {{"NODE_NAME", kNode}})) {
     why = "cannot start " VIGIL_BINARY;
@@ -196,8 +197,8 @@ bool start_agent(VigilProcess& agent, int api_port, const std::string& kmsg_fifo
 
 struct PodRun {
   // Addresses put on the pod's loopback (/32 or /128).
-  std::vector<std::string> addrs = {"10.96.0.10", "198.51.100.20", "198.51.100.9", "198.51.100.70",
-                                    "203.0.113.50", "169.254.169.254", "10.100.4.7", "10.244.3.18"};
+  std::vector<std::string> addrs = {"10.96.0.10",   "198.51.100.20",   "198.51.100.9", "198.51.100.70",
+                                    "203.0.113.50", "169.254.169.254", "10.100.4.7",   "10.244.3.18"};
   std::map<std::string, std::string> dns;  // name -> IPv4 answer of the DNS stand-in at 10.96.0.10
   std::vector<std::string> tcp_sinks;      // "ADDR:PORT" accepting and reading connections
   std::vector<std::string> argv;           // the workload's command line (argv[0] = its path)
@@ -269,8 +270,7 @@ void tcp_sink(const std::string& ep) {
     if (x < 0) continue;
     if (fork() == 0) {
       char buf[1024];
-      while (read(x, buf, sizeof(buf)) > 0) {
-      }
+      while (read(x, buf, sizeof(buf)) > 0) {}
       _exit(0);
     }
     close(x);
@@ -290,9 +290,9 @@ bool private_dev() {
   mkdir("/dev/pts", 0755);
   if (mount("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666") != 0) return false;
   symlink("pts/ptmx", "/dev/ptmx");
-  for (const char* n : {"/dev/null", "/dev/nvidiactl", "/dev/nvidia0", "/dev/nvidia1", "/dev/nvidia-uvm",
-                        "/dev/nvidia-uvm-tools", "/dev/nvidia-caps/nvidia-cap1", "/dev/nvidia-caps/nvidia-cap12",
-                        "/dev/kmsg", "/dev/mem"}) {
+  for (const char* n :
+       {"/dev/null", "/dev/nvidiactl", "/dev/nvidia0", "/dev/nvidia1", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools",
+        "/dev/nvidia-caps/nvidia-cap1", "/dev/nvidia-caps/nvidia-cap12", "/dev/kmsg", "/dev/mem"}) {
     if (mknod(n, S_IFCHR | 0666, makedev(1, 3)) != 0) return false;
   }
   return true;
@@ -304,42 +304,44 @@ std::pair<pid_t, int> run_in_pod(const PodSpec& pod, const PodRun& run) {
   int p[2];
   if (pipe(p) != 0) return {-1, -1};
   // The pod's cgroup, and a network namespace of its own with loopback up.
-  Child outer = Child::run([&] {
-    close(p[0]);
-    if (unshare(CLONE_NEWNS) != 0) _exit(90);
-    for (const auto& a : run.addrs) {
-      if (!run_cmd({"/usr/sbin/ip", "addr", "add", a + "/32", "dev", "lo"})) _exit(92);
-    }
-    if (!private_dev()) _exit(93);
-    std::vector<pid_t> helpers;
-    if (!run.dns.empty()) {
-      pid_t h = fork();
-      if (h == 0) dns_server(run.dns);
-      helpers.push_back(h);
-    }
-    for (const auto& ep : run.tcp_sinks) {
-      pid_t h = fork();
-      if (h == 0) tcp_sink(ep);
-      helpers.push_back(h);
-    }
-    usleep(100 * 1000);  // the stand-ins bind before the workload starts
-    pid_t w = fork();
-    if (w == 0) {
-      setenv("VIGIL_STEPS", run.steps.c_str(), 1);
-      if (!run.child_steps.empty()) setenv("VIGIL_CHILD_STEPS", run.child_steps.c_str(), 1);
-      std::vector<char*> a;
-      for (const auto& s : run.argv) a.push_back(const_cast<char*>(s.c_str()));
-      a.push_back(nullptr);
-      execv(a[0], a.data());
-      _exit(127);
-    }
-    (void)write(p[1], &w, sizeof(w));
-    int st = 0;
-    waitpid(w, &st, 0);
-    for (pid_t h : helpers) kill(h, SIGKILL);
-    for (pid_t h : helpers) waitpid(h, nullptr, 0);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 100;
-  }, {.cgroup = pod.scope, .new_netns = true});
+  Child outer = Child::run(
+      [&] {
+        close(p[0]);
+        if (unshare(CLONE_NEWNS) != 0) _exit(90);
+        for (const auto& a : run.addrs) {
+          if (!run_cmd({"/usr/sbin/ip", "addr", "add", a + "/32", "dev", "lo"})) _exit(92);
+        }
+        if (!private_dev()) _exit(93);
+        std::vector<pid_t> helpers;
+        if (!run.dns.empty()) {
+          pid_t h = fork();
+          if (h == 0) dns_server(run.dns);
+          helpers.push_back(h);
+        }
+        for (const auto& ep : run.tcp_sinks) {
+          pid_t h = fork();
+          if (h == 0) tcp_sink(ep);
+          helpers.push_back(h);
+        }
+        usleep(100 * 1000);  // the stand-ins bind before the workload starts
+        pid_t w = fork();
+        if (w == 0) {
+          setenv("VIGIL_STEPS", run.steps.c_str(), 1);
+          if (!run.child_steps.empty()) setenv("VIGIL_CHILD_STEPS", run.child_steps.c_str(), 1);
+          std::vector<char*> a;
+          for (const auto& s : run.argv) a.push_back(const_cast<char*>(s.c_str()));
+          a.push_back(nullptr);
+          execv(a[0], a.data());
+          _exit(127);
+        }
+        (void)write(p[1], &w, sizeof(w));
+        int st = 0;
+        waitpid(w, &st, 0);
+        for (pid_t h : helpers) kill(h, SIGKILL);
+        for (pid_t h : helpers) waitpid(h, nullptr, 0);
+        return WIFEXITED(st) ? WEXITSTATUS(st) : 100;
+      },
+      {.cgroup = pod.scope, .new_netns = true});
   close(p[1]);
   pid_t w = -1;
   if (read(p[0], &w, sizeof(w)) != sizeof(w)) w = -1;
@@ -405,40 +407,92 @@ struct Suite {
       fs::create_symlink(VIGIL_WORKLOAD, tool(n));
     }
 
-    add_pod({.name = "miner-0", .ns = "ml", .container = "trainer", .image = "ghcr.io/acme/train:1.4",
-             .labels = {{"app", "train"}}, .gpu_limit = 1, .visible = "0"});
-    add_pod({.name = "web-0", .ns = "shop", .container = "web", .image = "docker.io/library/python:3.12",
+    add_pod({.name = "miner-0",
+             .ns = "ml",
+             .container = "trainer",
+             .image = "ghcr.io/acme/train:1.4",
+             .labels = {{"app", "train"}},
+             .gpu_limit = 1,
+             .visible = "0"});
+    add_pod({.name = "web-0",
+             .ns = "shop",
+             .container = "web",
+             .image = "docker.io/library/python:3.12",
              .labels = {{"app", "web"}}});
-    add_pod({.name = "train-1", .ns = "ml", .container = "trainer", .image = "ghcr.io/acme/train:1.4",
-             .labels = {{"app", "train"}}, .gpu_limit = 1, .visible = "0"});
-    add_pod({.name = "llm-0", .ns = "serving", .container = "vllm", .image = "docker.io/vllm/vllm-openai:v0.6.3",
-             .labels = {{"app.kubernetes.io/component", "inference"}}, .gpu_limit = 1, .visible = "0"});
-    add_pod({.name = "job-0", .ns = "batch", .container = "job", .image = "docker.io/library/python:3.12",
-             .labels = {{"app", "job"}}});
-    add_pod({.name = "llm-ok-0", .ns = "serving", .container = "vllm",
+    add_pod({.name = "train-1",
+             .ns = "ml",
+             .container = "trainer",
+             .image = "ghcr.io/acme/train:1.4",
+             .labels = {{"app", "train"}},
+             .gpu_limit = 1,
+             .visible = "0"});
+    add_pod({.name = "llm-0",
+             .ns = "serving",
+             .container = "vllm",
              .image = "docker.io/vllm/vllm-openai:v0.6.3",
-             .labels = {{"app.kubernetes.io/component", "inference"}}, .gpu_limit = 1, .visible = "1"});
-    add_pod({.name = "pretrain-0", .ns = "research", .container = "pytorch",
-             .image = "nvcr.io/nvidia/pytorch:24.08-py3", .labels = {{"app", "pretrain"}}, .gpu_limit = 2,
+             .labels = {{"app.kubernetes.io/component", "inference"}},
+             .gpu_limit = 1,
+             .visible = "0"});
+    add_pod({.name = "job-0",
+             .ns = "batch",
+             .container = "job",
+             .image = "docker.io/library/python:3.12",
+             .labels = {{"app", "job"}}});
+    add_pod({.name = "llm-ok-0",
+             .ns = "serving",
+             .container = "vllm",
+             .image = "docker.io/vllm/vllm-openai:v0.6.3",
+             .labels = {{"app.kubernetes.io/component", "inference"}},
+             .gpu_limit = 1,
+             .visible = "1"});
+    add_pod({.name = "pretrain-0",
+             .ns = "research",
+             .container = "pytorch",
+             .image = "nvcr.io/nvidia/pytorch:24.08-py3",
+             .labels = {{"app", "pretrain"}},
+             .gpu_limit = 2,
              .visible = "0,1"});
-    add_pod({.name = "etl-0", .ns = "batch", .container = "etl", .image = "registry.example.com/data/etl:7",
+    add_pod({.name = "etl-0",
+             .ns = "batch",
+             .container = "etl",
+             .image = "registry.example.com/data/etl:7",
              .labels = {{"job-name", "etl"}}});
     // The sequences scenario's inference pod: no other scenario runs a shell there.
-    add_pod({.name = "llm-seq-0", .ns = "serving", .container = "vllm",
+    add_pod({.name = "llm-seq-0",
+             .ns = "serving",
+             .container = "vllm",
              .image = "docker.io/vllm/vllm-openai:v0.6.3",
-             .labels = {{"app.kubernetes.io/component", "inference"}}, .gpu_limit = 1, .visible = "0"});
+             .labels = {{"app.kubernetes.io/component", "inference"}},
+             .gpu_limit = 1,
+             .visible = "0"});
     // The forensics scenario's own pod, so no other scenario sees its alerts.
-    add_pod({.name = "forensics-0", .ns = "ml", .container = "trainer", .image = "ghcr.io/acme/train:1.4",
-             .labels = {{"app", "train"}}, .gpu_limit = 1, .visible = "0"});
+    add_pod({.name = "forensics-0",
+             .ns = "ml",
+             .container = "trainer",
+             .image = "ghcr.io/acme/train:1.4",
+             .labels = {{"app", "train"}},
+             .gpu_limit = 1,
+             .visible = "0"});
     // The baselines scenario's own pods (baseline_scenario_test.cpp): the
     // benign inference server, training job and batch job, learnt and judged.
-    add_pod({.name = "base-llm-0", .ns = "serving", .container = "vllm",
+    add_pod({.name = "base-llm-0",
+             .ns = "serving",
+             .container = "vllm",
              .image = "docker.io/vllm/vllm-openai:v0.6.4",
-             .labels = {{"app.kubernetes.io/component", "inference"}}, .gpu_limit = 1, .visible = "1"});
-    add_pod({.name = "base-train-0", .ns = "research", .container = "pytorch",
-             .image = "nvcr.io/nvidia/pytorch:24.09-py3", .labels = {{"app", "pretrain"}}, .gpu_limit = 2,
+             .labels = {{"app.kubernetes.io/component", "inference"}},
+             .gpu_limit = 1,
+             .visible = "1"});
+    add_pod({.name = "base-train-0",
+             .ns = "research",
+             .container = "pytorch",
+             .image = "nvcr.io/nvidia/pytorch:24.09-py3",
+             .labels = {{"app", "pretrain"}},
+             .gpu_limit = 2,
              .visible = "0,1"});
-    add_pod({.name = "base-etl-0", .ns = "batch", .container = "etl", .image = "registry.example.com/data/etl:8",
+    add_pod({.name = "base-etl-0",
+             .ns = "batch",
+             .container = "etl",
+             .image = "registry.example.com/data/etl:8",
              .labels = {{"job-name", "etl"}}});
     for (const auto& cg : cgroups) {
       if (!cg->ok()) {
@@ -564,8 +618,7 @@ class Scenario : public ::testing::Test {
                               << s().agent.stderr_text();
     EXPECT_EQ(got[0].value("priority", ""), priority) << got[0].dump();
     EXPECT_EQ(got[0]["output_fields"].value("k8s.ns.name", json()), pod(pod_name).ns) << got[0].dump();
-    EXPECT_EQ(got[0]["output_fields"].value("container.id", json()), pod(pod_name).id.substr(0, 12))
-        << got[0].dump();
+    EXPECT_EQ(got[0]["output_fields"].value("container.id", json()), pod(pod_name).id.substr(0, 12)) << got[0].dump();
     auto tags = got[0].value("tags", json::array());
     EXPECT_FALSE(tags.empty()) << got[0].dump();
   }

@@ -21,7 +21,7 @@ TEST_F(Scenario, CryptoMiningInAGpuPod) {
   r.dns = {{"pool.supportxmr.com", "198.51.100.20"}};
   r.tcp_sinks = {"198.51.100.20:3333"};
   r.argv = {s().tool("xmrig"), "-o", "stratum+tcp://pool.supportxmr.com:3333", "-u", "44AFFq5kSiGBoZ4NMDwYtN18",
-            "--donate-level", "1"};
+            "--donate-level",  "1"};
   r.steps =
       "dns:pool.supportxmr.com@10.96.0.10;open:/dev/nvidiactl:rw;open:/dev/nvidia0:rw;alloc:c6c0;"
       "tcp:198.51.100.20:3333;send:{\"id\":1,\"jsonrpc\":\"2.0\",\"method\":\"login\",\"params\":{\"login\":"
@@ -54,8 +54,9 @@ TEST_F(Scenario, GpuDeviceAccessOutsideTheAllocation) {
 
   PodRun other;
   other.argv = {s().tool("worker")};
-  other.steps = "open:/dev/nvidiactl:rw;open:/dev/nvidia0:rw;open:/dev/nvidia1:rw;"
-                "open:/dev/nvidia-uvm-tools:rw;open:/dev/nvidia-caps/nvidia-cap1:r";
+  other.steps =
+      "open:/dev/nvidiactl:rw;open:/dev/nvidia0:rw;open:/dev/nvidia1:rw;"
+      "open:/dev/nvidia-uvm-tools:rw;open:/dev/nvidia-caps/nvidia-cap1:r";
   ASSERT_EQ(run_in_pod(pod("train-1"), other).second, 0);
   expect_alert("GPU opened outside container allocation", "train-1", "Error");
   expect_alert("GPU profiler device opened in container", "train-1", "Warning");
@@ -153,8 +154,7 @@ TEST_F(Scenario, GpuXidsFromTheKernelLog) {
   s().kmsg(4, "NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.");
   auto fatal = s().agent.alerts(
       [](const json& a) {
-        return a.value("rule", "") == "GPU Xid hardware failure" &&
-               a["output_fields"].value("gpu.xid", json()) == 79;
+        return a.value("rule", "") == "GPU Xid hardware failure" && a["output_fields"].value("gpu.xid", json()) == 79;
       },
       10s);
   ASSERT_FALSE(fatal.empty()) << s().agent.stderr_text();
@@ -208,8 +208,8 @@ TEST_F(Scenario, TamperingWithTheNode) {
 
   // An Xid line written from user space: its facility is LOG_USER, not the kernel's.
   s().kmsg(12, "NVRM: Xid (PCI:0000:3b:00): 48, pid='<unknown>', name=<unknown>, forged DBE");
-  auto forged = s().agent.alerts(
-      [](const json& a) { return a.value("rule", "") == "Forged NVIDIA kernel message"; }, 10s);
+  auto forged =
+      s().agent.alerts([](const json& a) { return a.value("rule", "") == "Forged NVIDIA kernel message"; }, 10s);
   ASSERT_FALSE(forged.empty()) << s().agent.stderr_text();
   EXPECT_EQ(forged[0].value("priority", ""), "Critical");
   auto counted = s().agent.alerts([](const json& a) {
@@ -237,8 +237,13 @@ TEST_F(Scenario, BenignWorkloadsRaiseNothing) {
   // A training job on its two GPUs, with its rendezvous peer on a pool-like port.
   PodRun tr;
   tr.tcp_sinks = {"10.244.3.18:4444"};
-  tr.argv = {s().tool("pt_main_thread"), "-m", "torch.distributed.run", "--nproc_per_node=2", "train.py",
-             "--optimizer", "adamw"};
+  tr.argv = {s().tool("pt_main_thread"),
+             "-m",
+             "torch.distributed.run",
+             "--nproc_per_node=2",
+             "train.py",
+             "--optimizer",
+             "adamw"};
   tr.steps = "open:/dev/nvidiactl:rw;open:/dev/nvidia0:rw;open:/dev/nvidia1:rw;alloc:c6c0;tcp:10.244.3.18:4444";
   auto [tpid, trc] = run_in_pod(pod("pretrain-0"), tr);
   EXPECT_EQ(trc, 0);
@@ -296,8 +301,7 @@ TEST_F(Scenario, CaptureOfALivePodScenarioReplaysToTheSameAlerts) {
   std::string why;
   ASSERT_TRUE(start_agent(rec, s().api->port(), fifo, why, {"--capture", cap})) << why;
   for (int i = 0; i < 100 && s().api->lists() <= lists_before; ++i) std::this_thread::sleep_for(100ms);
-  ASSERT_GT(s().api->lists(), lists_before) << "the recording agent never listed the pods\n"
-                                            << rec.stderr_text();
+  ASSERT_GT(s().api->lists(), lists_before) << "the recording agent never listed the pods\n" << rec.stderr_text();
   std::this_thread::sleep_for(1500ms);  // the list reaches the agent's state
 
   const PodSpec& p = pod("forensics-0");
@@ -305,8 +309,9 @@ TEST_F(Scenario, CaptureOfALivePodScenarioReplaysToTheSameAlerts) {
   r.tcp_sinks = {"198.51.100.20:3333"};
   r.argv = {s().tool("xmrig"), "-o", "stratum+tcp://198.51.100.20:3333"};
   // A program written to /tmp and run from there: a sequence, live and replayed.
-  r.steps = "exec:/bin/sh|-c|cp /bin/true /tmp/vigil-drop-$$ && /tmp/vigil-drop-$$ && rm -f /tmp/vigil-drop-$$;"
-            "open:/dev/nvidiactl:rw;open:/dev/nvidia0:rw;alloc:c6c0;tcp:198.51.100.20:3333;sleep:3000";
+  r.steps =
+      "exec:/bin/sh|-c|cp /bin/true /tmp/vigil-drop-$$ && /tmp/vigil-drop-$$ && rm -f /tmp/vigil-drop-$$;"
+      "open:/dev/nvidiactl:rw;open:/dev/nvidia0:rw;alloc:c6c0;tcp:198.51.100.20:3333;sleep:3000";
   pid_t seen = 0;
   int rc = -1;
   std::thread job([&] { std::tie(seen, rc) = run_in_pod(p, r); });
@@ -331,8 +336,8 @@ TEST_F(Scenario, CaptureOfALivePodScenarioReplaysToTheSameAlerts) {
   const std::vector<std::string> expected = {"Crypto miner binary executed", "GPU pod connection to mining pool port",
                                              "GPU Xid application fault", "Executable written then run in container"};
   for (const auto& rule : expected) {
-    EXPECT_FALSE(rec.alerts(in_pod(rule), 10s).empty())
-        << "no live '" << rule << "' alert for forensics-0\n" << rec.stderr_text();
+    EXPECT_FALSE(rec.alerts(in_pod(rule), 10s).empty()) << "no live '" << rule << "' alert for forensics-0\n"
+                                                        << rec.stderr_text();
   }
   ASSERT_EQ(rec.stop(), 0) << "vigil run did not exit cleanly on SIGTERM\n" << rec.stderr_text();
   const std::vector<json> live = rec.alerts([](const json&) { return true; });

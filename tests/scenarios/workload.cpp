@@ -276,8 +276,7 @@ int main() {
       ok = last_sock >= 0;
     } else if (op == "send") {
       std::string text = unescape(arg);
-      ok = last_sock >= 0 && send(last_sock, text.data(), text.size(), 0) ==
-                                 static_cast<ssize_t>(text.size());
+      ok = last_sock >= 0 && send(last_sock, text.data(), text.size(), 0) == static_cast<ssize_t>(text.size());
     } else if (op == "udp") {
       ok = step_udp(arg);
     } else if (op == "exec") {

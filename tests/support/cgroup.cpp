@@ -53,7 +53,7 @@ PodCgroup::PodCgroup(const std::string& pod_uid, const std::string& container_id
     }
   }
   scope_ = levels.back();
-  struct stat st{};
+  struct stat st {};
   if (::stat(scope_.c_str(), &st) == 0) {
     id_ = st.st_ino;
   } else {

@@ -26,21 +26,22 @@ std::string K8sStub::start(const TempDir& dir, const std::string& stable_pod_gpu
   dir_ = dir.path();
   if (std::system("command -v python3 >/dev/null 2>&1 && command -v openssl >/dev/null 2>&1") != 0)
     return "python3 and openssl are needed for the Kubernetes API stand-in";
-  const std::string cmd =
-      "(cd '" + dir_ +
-      "' && openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes"
-      " -keyout ca.key -out ca.crt -days 2 -subj '/CN=vigil e2e CA'"
-      " -addext 'basicConstraints=critical,CA:TRUE' -addext 'keyUsage=critical,keyCertSign,cRLSign'"
-      " && openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout srv.key"
-      " -out srv.csr -subj '/CN=127.0.0.1'"
-      " && printf 'subjectAltName=IP:127.0.0.1\\nbasicConstraints=CA:FALSE\\n' > ext.cnf"
-      " && openssl x509 -req -in srv.csr -CA ca.crt -CAkey ca.key -CAcreateserial"
-      " -out srv.crt -days 2 -extfile ext.cnf) >/dev/null 2>&1";
+  const std::string cmd = "(cd '" + dir_ +
+                          "' && openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes"
+                          " -keyout ca.key -out ca.crt -days 2 -subj '/CN=vigil e2e CA'"
+                          " -addext 'basicConstraints=critical,CA:TRUE' -addext 'keyUsage=critical,keyCertSign,cRLSign'"
+                          " && openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout srv.key"
+                          " -out srv.csr -subj '/CN=127.0.0.1'"
+                          " && printf 'subjectAltName=IP:127.0.0.1\\nbasicConstraints=CA:FALSE\\n' > ext.cnf"
+                          " && openssl x509 -req -in srv.csr -CA ca.crt -CAkey ca.key -CAcreateserial"
+                          " -out srv.crt -days 2 -extfile ext.cnf) >/dev/null 2>&1";
   if (std::system(cmd.c_str()) != 0) return "openssl could not make the test certificates";
   dir.write("token", "e2e-token\n");
-  std::vector<std::string> args = {"python3", "tests/engine/state/k8s_stub.py", "--cert", dir_ + "/srv.crt",
-                                   "--key", dir_ + "/srv.key", "--port-file", dir_ + "/port",
-                                   "--log", dir_ + "/requests.log"};
+  std::vector<std::string> args = {"python3",     "tests/engine/state/k8s_stub.py",
+                                   "--cert",      dir_ + "/srv.crt",
+                                   "--key",       dir_ + "/srv.key",
+                                   "--port-file", dir_ + "/port",
+                                   "--log",       dir_ + "/requests.log"};
   if (!stable_pod_gpus.empty()) {
     args.push_back("--stable-pod-gpus");
     args.push_back(stable_pod_gpus);
@@ -61,8 +62,8 @@ std::string K8sStub::start(const TempDir& dir, const std::string& stable_pod_gpu
 }
 
 std::vector<std::string> K8sStub::vigil_args() const {
-  return {"--k8s-api", url(), "--k8s-ca", ca(), "--k8s-token-file", token_file(), "-o",
-          std::string("k8s.node_name=") + kNode};
+  return {"--k8s-api",        url(),        "--k8s-ca", ca(),
+          "--k8s-token-file", token_file(), "-o",       std::string("k8s.node_name=") + kNode};
 }
 
 std::string K8sStub::config_yaml() const {

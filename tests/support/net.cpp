@@ -18,7 +18,8 @@ TcpListener::TcpListener(const std::string& addr, std::uint16_t port, int backlo
     a4->sin_family = AF_INET;
     a4->sin_port = htons(port);
     len = sizeof(*a4);
-  } else if (auto* a6 = reinterpret_cast<sockaddr_in6*>(&ss); ::inet_pton(AF_INET6, addr.c_str(), &a6->sin6_addr) == 1) {
+  } else if (auto* a6 = reinterpret_cast<sockaddr_in6*>(&ss);
+             ::inet_pton(AF_INET6, addr.c_str(), &a6->sin6_addr) == 1) {
     family = AF_INET6;
     a6->sin6_family = AF_INET6;
     a6->sin6_port = htons(port);

@@ -35,7 +35,7 @@ bool join_cgroup(const std::string& dir) {
 bool bring_loopback_up() {
   const int sk = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   if (sk < 0) return false;
-  struct ifreq ifr{};
+  struct ifreq ifr {};
   std::strncpy(ifr.ifr_name, "lo", IFNAMSIZ - 1);
   bool up = ::ioctl(sk, SIOCGIFFLAGS, &ifr) == 0;
   ifr.ifr_flags |= IFF_UP;
@@ -47,7 +47,7 @@ bool bring_loopback_up() {
 // A tmpfs on /dev in a private mount namespace holding /dev/null and `nodes`,
 // all with /dev/null's numbers. Returns 0 or the Child exit code of the failure.
 int make_private_dev(const std::vector<std::string>& nodes) {
-  struct stat null_st{};
+  struct stat null_st {};
   if (::stat("/dev/null", &null_st) != 0) return Child::kPrivateDevFailed;
   if (::unshare(CLONE_NEWNS) != 0) return Child::kPrivateDevFailed;
   if (::mount("none", "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return Child::kPrivateDevFailed;

@@ -22,9 +22,9 @@ std::string describe_wait_status(int status);
 int wait_or_kill(pid_t pid, std::chrono::milliseconds timeout);
 
 struct SpawnOptions {
-  std::string cgroup{};       // join this cgroup (its directory) first
-  bool new_netns = false;     // a private network namespace with loopback up
-  bool stdin_pipe = false;    // stdin is a pipe the test writes to (Child::poke)
+  std::string cgroup{};     // join this cgroup (its directory) first
+  bool new_netns = false;   // a private network namespace with loopback up
+  bool stdin_pipe = false;  // stdin is a pipe the test writes to (Child::poke)
   // Stand-in device nodes (e.g. "nvidia0") made, with /dev/null's numbers, in
   // a private /dev (a tmpfs in a private mount namespace).
   std::vector<std::string> private_dev_nodes{};

@@ -8,7 +8,7 @@
 
 // Skips the current test (from the test body or a fixture's SetUp) with
 // `why` when the process is not root.
-#define VIGIL_SKIP_UNLESS_ROOT(why)         \
-  do {                                      \
+#define VIGIL_SKIP_UNLESS_ROOT(why)              \
+  do {                                           \
     if (::geteuid() != 0) GTEST_SKIP() << (why); \
   } while (0)

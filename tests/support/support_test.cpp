@@ -35,7 +35,7 @@ TEST(TempDir, WritesReplacesInstallsAndRemovesEverything) {
     ASSERT_TRUE(dir.ok());
     path = dir.path();
     EXPECT_NE(fs::path(path).filename().string().find("vigil-support-test-"), std::string::npos) << path;
-    struct stat st{};
+    struct stat st {};
     ASSERT_EQ(::stat(path.c_str(), &st), 0);
     EXPECT_EQ(st.st_mode & 0777, 0755u) << "another user (vigil run as nobody) must read what a test writes";
 
@@ -77,7 +77,7 @@ TEST(TempDir, MakesLinksDirectoriesAndReportsInodes) {
   EXPECT_EQ(dir.mkdirs("cg/kubepods.slice/a.scope"), path + "/cg/kubepods.slice/a.scope") << "already there";
   EXPECT_EQ(dir.mkdirs("files/tool/sub"), "");
 
-  struct stat st{};
+  struct stat st {};
   ASSERT_EQ(::stat((path + "/cg/kubepods.slice/a.scope").c_str(), &st), 0);
   EXPECT_EQ(dir.inode("cg/kubepods.slice/a.scope"), st.st_ino);
   EXPECT_NE(dir.inode("cg/kubepods.slice"), dir.inode("cg/kubepods.slice/a.scope"));

@@ -39,9 +39,7 @@ std::string TempDir::write(const std::string& rel, const std::string& content) c
   const std::string p = path_ + "/" + rel;
   std::error_code ec;
   std::filesystem::create_directories(std::filesystem::path(p).parent_path(), ec);
-  {
-    std::ofstream(p + ".tmp", std::ios::binary) << content;
-  }
+  { std::ofstream(p + ".tmp", std::ios::binary) << content; }
   std::filesystem::rename(p + ".tmp", p, ec);
   return p;
 }
@@ -77,7 +75,7 @@ std::string TempDir::mkdirs(const std::string& rel) const {
 }
 
 std::uint64_t TempDir::inode(const std::string& rel) const {
-  struct stat st{};
+  struct stat st {};
   if (::stat((path_ + "/" + rel).c_str(), &st) != 0) return 0;
   return st.st_ino;
 }

@@ -170,8 +170,7 @@ int VigilProcess::stderr_count_locked(const std::string& text) const {
   return n;
 }
 
-bool VigilProcess::wait_until(const std::function<bool()>& pred, std::chrono::milliseconds timeout,
-                              bool stop_on_exit) {
+bool VigilProcess::wait_until(const std::function<bool()>& pred, std::chrono::milliseconds timeout, bool stop_on_exit) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   while (true) {
     {

@@ -152,15 +152,32 @@ static __always_inline int is_sent_class(__u32 cls)
 {
   switch (cls) {
   /* compute */
-  case 0xC5C0: case 0xC6C0: case 0xC7C0: case 0xC9C0: case 0xCBC0: case 0xCDC0: case 0xCEC0:
+  case 0xC5C0:
+  case 0xC6C0:
+  case 0xC7C0:
+  case 0xC9C0:
+  case 0xCBC0:
+  case 0xCDC0:
+  case 0xCEC0:
   case 0x900E: /* MPS_COMPUTE */
   /* channel GPFIFO */
-  case 0xC36F: case 0xC46F: case 0xC56F: case 0xC86F: case 0xC96F: case 0xCA6F:
+  case 0xC36F:
+  case 0xC46F:
+  case 0xC56F:
+  case 0xC86F:
+  case 0xC96F:
+  case 0xCA6F:
   /* debugger, profilers, counter collection */
-  case 0x83DE: case 0x90CC: case 0xB1CC: case 0xB2CC: case 0xCBCA:
+  case 0x83DE:
+  case 0x90CC:
+  case 0xB1CC:
+  case 0xB2CC:
+  case 0xCBCA:
   /* MIG: GPU/compute instance subscriptions, config and monitor sessions */
-  case 0xC637: case 0xC638: case 0xC639: case 0xC640:
-    return 1;
+  case 0xC637:
+  case 0xC638:
+  case 0xC639:
+  case 0xC640: return 1;
   }
   return 0;
 }
@@ -174,17 +191,17 @@ static __always_inline int is_sent_uvm(__u32 cmd)
 
 /* An ioctl on an NVIDIA device, as decoded so far. */
 struct vg_nv_call {
-  __u64 arg;        /* the parameter block (after the XFER unwrap) */
-  __u32 cmd;        /* the command as issued */
-  __u32 nr;         /* the escape number (UVM: the command) */
-  __u32 size;       /* the parameter block's size */
+  __u64 arg;  /* the parameter block (after the XFER unwrap) */
+  __u32 cmd;  /* the command as issued */
+  __u32 nr;   /* the escape number (UVM: the command) */
+  __u32 size; /* the parameter block's size */
   __u32 major;
   __u32 minor;
   __u32 rm_class;   /* NV_ESC_RM_ALLOC: the class allocated */
   __u32 rm_control; /* NV_ESC_RM_CONTROL: the control command */
   __u32 soff;       /* where the RM status word sits, 0: none */
   __u8 iflags;
-  __u8 uvm;         /* nvidia-uvm, whose numbers are not _IOC encoded */
+  __u8 uvm; /* nvidia-uvm, whose numbers are not _IOC encoded */
 };
 
 /* Is open file `f` an NVIDIA device? 1 with c's device numbers and uvm

@@ -255,7 +255,8 @@ static __always_inline void open_regs_args(struct task_struct *t, enum vg_open_k
       a->mode = (__u32)PT_REGS_PARM4_SYSCALL(regs);
     } else {
       struct open_how how = {};
-      bpf_probe_read_user(&how, sizeof(how.flags) + sizeof(how.mode), (void *)PT_REGS_PARM3_SYSCALL(regs));
+      bpf_probe_read_user(&how, sizeof(how.flags) + sizeof(how.mode),
+                          (void *)PT_REGS_PARM3_SYSCALL(regs));
       a->flags = (__u32)how.flags;
       a->mode = (__u32)how.mode;
     }
@@ -324,8 +325,9 @@ static __always_inline void open_file_kind(struct file *f, struct vg_opened *o)
  * *n_given how many of cfg_prefix the given path is still to be compared with
  * once read (0: sent by device, by name or by its resolved path). The given
  * path's arguments are read into `a` (*have_args) where they are needed. */
-static __always_inline int open_filter(struct task_struct *t, struct file *f, enum vg_open_kind kind,
-                                       struct vg_open_args *a, int *have_args, __u32 *n_given)
+static __always_inline int open_filter(struct task_struct *t, struct file *f,
+                                       enum vg_open_kind kind, struct vg_open_args *a,
+                                       int *have_args, __u32 *n_given)
 {
   *n_given = 0;
   if (!cfg_n_prefixes)
@@ -336,7 +338,7 @@ static __always_inline int open_filter(struct task_struct *t, struct file *f, en
     leaf = cfg_n_prefixes > cfg_n_whole_end ? vg_file_leaf_parent(f, &parent) : vg_file_leaf(f);
   if (leaf && ((cfg_n_whole_end > cfg_n_path_prefixes && name_may_match(leaf, 0)) ||
                (parent && name_may_match(parent, 1))))
-    return 1; /* by name */
+    return 1;      /* by name */
   int by_path = 0; /* sent by its resolved path */
   *n_given = leaf ? cfg_n_given : cfg_n_prefixes;
   if (leaf && cfg_n_path_prefixes > cfg_n_given) {

@@ -32,7 +32,7 @@ struct {
 struct vg_user_sockaddr {
   __u16 family;
   __be16 port;
-  __be32 w4;     /* sin_addr; sin6_flowinfo */
+  __be32 w4;      /* sin_addr; sin6_flowinfo */
   __u8 addr6[16]; /* sin6_addr */
   __u32 scope;
 };
@@ -53,7 +53,8 @@ int vg_enter_connect(struct trace_event_raw_sys_enter *ctx)
 {
   if (vg_is_self())
     return 0;
-  struct vg_connect_args a = {.addr = ctx->args[1], .len = (__u32)ctx->args[2], .fd = (__s32)ctx->args[0]};
+  struct vg_connect_args a = {
+      .addr = ctx->args[1], .len = (__u32)ctx->args[2], .fd = (__s32)ctx->args[0]};
   __u32 tid = (__u32)bpf_get_current_pid_tgid();
   if (bpf_map_update_elem(&pending_connect, &tid, &a, BPF_ANY) != 0)
     vg_drop(VG_DROP_MAP_FULL);
@@ -251,7 +252,8 @@ static __always_inline __u16 sock_both_ends(struct sock *sk, struct vg_connect *
 }
 
 /* sock_fd: the fd whose socket the record describes. */
-static __always_inline void sockfd_send(__u16 type, __u8 sc, long ret, __s32 fd, __s32 sock_fd, __u32 flags)
+static __always_inline void sockfd_send(__u16 type, __u8 sc, long ret, __s32 fd, __s32 sock_fd,
+                                        __u32 flags)
 {
   struct task_struct *t = 0;
   if (bpf_core_enum_value_exists(enum bpf_func_id, BPF_FUNC_get_current_task_btf))
@@ -283,14 +285,14 @@ static __always_inline void sockfd_send(__u16 type, __u8 sc, long ret, __s32 fd,
   vg_submit(buf, sizeof(*e));
 }
 
-#define VG_SOCKFD_EXIT(name, type, sc, sock_fd_expr, flags_expr)   \
-  SEC("tracepoint/syscalls/sys_exit_" #name)                      \
-  int vg_exit_##name(struct trace_event_raw_sys_exit *ctx)        \
-  {                                                               \
-    struct vg_sys_args a;                                         \
-    if (vg_sys_args(&a))                                          \
-      sockfd_send(type, sc, ctx->ret, (__s32)a.a[0], (sock_fd_expr), (flags_expr)); \
-    return 0;                                                     \
+#define VG_SOCKFD_EXIT(name, type, sc, sock_fd_expr, flags_expr)                                   \
+  SEC("tracepoint/syscalls/sys_exit_" #name)                                                       \
+  int vg_exit_##name(struct trace_event_raw_sys_exit *ctx)                                         \
+  {                                                                                                \
+    struct vg_sys_args a;                                                                          \
+    if (vg_sys_args(&a))                                                                           \
+      sockfd_send(type, sc, ctx->ret, (__s32)a.a[0], (sock_fd_expr), (flags_expr));                \
+    return 0;                                                                                      \
   }
 
 VG_SOCKFD_EXIT(dup, VG_DUP, VG_SC_DUP, (__s32)a.a[0], 0)

@@ -30,8 +30,8 @@ struct TimelineAlerts final : pipeline::EventTap {
 Status build_pipeline(Agent& a) {
   outputs::Router* rt = a.router.get();
   a.pipe = std::make_unique<pipeline::Pipeline>(
-      pipeline::Deps{*a.state, [rt](std::shared_ptr<const event::Alert> al) { rt->publish(std::move(al)); },
-                     a.hostname, a.baselines.get()},
+      pipeline::Deps{*a.state, [rt](std::shared_ptr<const event::Alert> al) { rt->publish(std::move(al)); }, a.hostname,
+                     a.baselines.get()},
       a.ruleset);
   if (a.web.enabled) a.pipe->add_tap(&a.counters);
   if (a.capture_tap) a.pipe->add_tap(a.capture_tap.get());

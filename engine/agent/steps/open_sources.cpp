@@ -39,9 +39,10 @@ void add_own_files(Agent& a, LiveSourcesConfig& sources) {
     }
   }
   if (!left_out.empty()) {
-    a.log->warn("open filter: write opens of {} are not seen (vigil.file; the filter has {} paths of fewer than "
-                "{} bytes, and the rules' come first)",
-                left_out, sensor::kOpenPathSlots, sensor::kOpenPathMaxLen);
+    a.log->warn(
+        "open filter: write opens of {} are not seen (vigil.file; the filter has {} paths of fewer than "
+        "{} bytes, and the rules' come first)",
+        left_out, sensor::kOpenPathSlots, sensor::kOpenPathMaxLen);
   }
 }
 
@@ -61,8 +62,10 @@ Status open_sources(Agent& a) {
   if (rs.open_any_path()) {
     std::string names;
     for (const auto& n : rs.open_unfiltered_rules()) names += (names.empty() ? "'" : ", '") + n + "'";
-    a.log->warn("open rules the sensor cannot pre-filter by path see device nodes and the other rules' "
-                "paths only (docs/events.md, \"open\"): {}", names);
+    a.log->warn(
+        "open rules the sensor cannot pre-filter by path see device nodes and the other rules' "
+        "paths only (docs/events.md, \"open\"): {}",
+        names);
   }
   return open_live(a, *sources);
 }

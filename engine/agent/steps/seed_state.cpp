@@ -30,8 +30,7 @@ void record_proc_parts(spdlog::logger& log, runtime::Parts& parts) {
     record_part(parts, log, "gpu_inventory", true);
   } else {
     record_part(parts, log, "gpu_inventory", false,
-                open_failure(gpus, errno, "no NVIDIA driver loaded on this node",
-                             caps, {}));
+                open_failure(gpus, errno, "no NVIDIA driver loaded on this node", caps, {}));
   }
 }
 

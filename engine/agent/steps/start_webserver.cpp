@@ -13,9 +13,8 @@
 namespace vigil::agent::steps {
 
 Status start_webserver(Agent& a) {
-  a.runner->add_tick("pod count", std::chrono::seconds(1), [&a](std::uint64_t) {
-    a.pods_known.store(a.state->pod_count(), std::memory_order_relaxed);
-  });
+  a.runner->add_tick("pod count", std::chrono::seconds(1),
+                     [&a](std::uint64_t) { a.pods_known.store(a.state->pod_count(), std::memory_order_relaxed); });
   a.health = std::make_unique<metrics::HealthMonitor>(a.web.stall_after);
   if (!a.web.enabled) return {};
   auto server = agent::start_webserver(a.web, a, *a.health, a.log);

@@ -53,8 +53,8 @@ Status stop_capture(Agent& a) {
   a.state->set_listener(nullptr);
   Status closed = a.writer->close();
   const auto& ws = a.writer->stats();
-  a.log->info("{} events, {} records, {} bytes in {} file(s); drops={} ({})", ws.events, ws.records, ws.bytes,
-              ws.files, rep.drops_total(), rep.describe_drops());
+  a.log->info("{} events, {} records, {} bytes in {} file(s); drops={} ({})", ws.events, ws.records, ws.bytes, ws.files,
+              rep.drops_total(), rep.describe_drops());
   if (a.write_error) return *a.write_error;
   if (rep.error) return *rep.error;
   if (!closed) return closed.error();
@@ -71,9 +71,10 @@ Status stop_replay(Agent& a) {
   const runtime::CaptureSource& src = *a.replay_source;
   const auto& stats = src.stats();
   if (src.truncated()) {
-    a.log->warn("{} ends inside a block at byte {} (cut off mid-write): replayed up to the last "
-                "whole block",
-                a.opts.replay_file, src.reader().truncated_at());
+    a.log->warn(
+        "{} ends inside a block at byte {} (cut off mid-write): replayed up to the last "
+        "whole block",
+        a.opts.replay_file, src.reader().truncated_at());
   }
   if (stats.skipped_records) {
     a.log->info("{} records of types this version does not know were skipped", stats.skipped_records);

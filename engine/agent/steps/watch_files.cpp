@@ -10,14 +10,13 @@
 namespace vigil::agent::steps {
 namespace {
 
-Status watch(runtime::Runner& runner, const std::vector<std::string>& files,
-             std::unique_ptr<runtime::FileWatch>& out, const std::shared_ptr<spdlog::logger>& log) {
+Status watch(runtime::Runner& runner, const std::vector<std::string>& files, std::unique_ptr<runtime::FileWatch>& out,
+             const std::shared_ptr<spdlog::logger>& log) {
   auto w = runtime::FileWatch::create({.log = log});
   if (!w) return w.error();
   (*w)->set_paths(files);
   runtime::FileWatch* raw = w->get();
-  if (Status s = runner.add_fd("file watch", raw->fd(),
-                               [raw] { raw->on_readable(runtime::FileWatch::Clock::now()); });
+  if (Status s = runner.add_fd("file watch", raw->fd(), [raw] { raw->on_readable(runtime::FileWatch::Clock::now()); });
       !s) {
     return s;
   }

@@ -59,9 +59,9 @@ extern "C" {
 /* Return codes. */
 typedef enum vigil_rc {
   VIGIL_RC_OK = 0,
-  VIGIL_RC_FAILURE = 1,  /* see vigil_plugin_get_last_error() */
-  VIGIL_RC_TIMEOUT = 2,  /* next_batch: nothing within the timeout (not an error) */
-  VIGIL_RC_EOF = 3       /* next_batch: the source is done; vigil stops calling it */
+  VIGIL_RC_FAILURE = 1, /* see vigil_plugin_get_last_error() */
+  VIGIL_RC_TIMEOUT = 2, /* next_batch: nothing within the timeout (not an error) */
+  VIGIL_RC_EOF = 3      /* next_batch: the source is done; vigil stops calling it */
 } vigil_rc;
 
 /* The plugin's state: whatever init returns, opaque to vigil. */
@@ -77,8 +77,8 @@ typedef enum vigil_log_level {
 
 /* What vigil offers a plugin. Valid from init until destroy returns. */
 typedef struct vigil_host {
-  uint32_t size;  /* sizeof(vigil_host) as vigil built it */
-  void* ctx;      /* pass back to the functions below */
+  uint32_t size; /* sizeof(vigil_host) as vigil built it */
+  void* ctx;     /* pass back to the functions below */
   /* Writes one line to vigil's log, prefixed with the plugin's name. Any thread. */
   void (*log)(void* ctx, vigil_log_level level, const char* msg);
 } vigil_host;
@@ -103,29 +103,25 @@ typedef enum vigil_field_type {
 } vigil_field_type;
 
 /* Whether a field takes an argument: name[arg]. */
-typedef enum vigil_field_arg {
-  VIGIL_ARG_NONE = 0,
-  VIGIL_ARG_OPTIONAL = 1,
-  VIGIL_ARG_REQUIRED = 2
-} vigil_field_arg;
+typedef enum vigil_field_arg { VIGIL_ARG_NONE = 0, VIGIL_ARG_OPTIONAL = 1, VIGIL_ARG_REQUIRED = 2 } vigil_field_arg;
 
 typedef struct vigil_field_info {
-  const char* name;         /* "nvml.sm_util": lower case, dotted; must start with the plugin's prefix */
+  const char* name; /* "nvml.sm_util": lower case, dotted; must start with the plugin's prefix */
   vigil_field_type type;
   vigil_field_arg arg;
-  const char* description;  /* one sentence, for `vigil fields` */
+  const char* description; /* one sentence, for `vigil fields` */
 } vigil_field_info;
 
 /* One field to extract from one event. vigil fills the first three members,
  * the plugin the rest. */
 typedef struct vigil_extract_request {
-  uint32_t field;        /* index into the plugin's field table */
-  const char* arg;       /* the argument, or NULL when none was given */
-  uint32_t has_value;    /* plugin: 1 when the field has a value for this event, else 0 (<NA>) */
+  uint32_t field;     /* index into the plugin's field table */
+  const char* arg;    /* the argument, or NULL when none was given */
+  uint32_t has_value; /* plugin: 1 when the field has a value for this event, else 0 (<NA>) */
   union {
-    const char* str;     /* VIGIL_FIELD_STRING */
-    uint64_t u64;        /* VIGIL_FIELD_UINT64, VIGIL_FIELD_BOOL (0 or 1) */
-    int64_t i64;         /* VIGIL_FIELD_INT64 */
+    const char* str; /* VIGIL_FIELD_STRING */
+    uint64_t u64;    /* VIGIL_FIELD_UINT64, VIGIL_FIELD_BOOL (0 or 1) */
+    int64_t i64;     /* VIGIL_FIELD_INT64 */
   } value;
 } vigil_extract_request;
 
@@ -134,14 +130,13 @@ typedef struct vigil_extract_request {
 /* "1.0": the ABI version the plugin was built against
  * (VIGIL_PLUGIN_API_VERSION_STRING). */
 const char* vigil_plugin_get_required_api_version(void);
-const char* vigil_plugin_get_name(void);        /* "nvml": [a-z0-9_]+, at most 32 bytes */
-const char* vigil_plugin_get_version(void);     /* the plugin's own version, "0.3.1" */
+const char* vigil_plugin_get_name(void);    /* "nvml": [a-z0-9_]+, at most 32 bytes */
+const char* vigil_plugin_get_version(void); /* the plugin's own version, "0.3.1" */
 const char* vigil_plugin_get_description(void);
 /* Creates the plugin's state from its init_config, given as a JSON document
  * ("{}" when none). On failure returns NULL and writes a one-line reason into
  * err (at most errlen bytes with the NUL). */
-vigil_plugin_state* vigil_plugin_init(const vigil_host* host, const char* config_json, char* err,
-                                      size_t errlen);
+vigil_plugin_state* vigil_plugin_init(const vigil_host* host, const char* config_json, char* err, size_t errlen);
 void vigil_plugin_destroy(vigil_plugin_state* s);
 /* The last failure's reason, for a call that returned VIGIL_RC_FAILURE. */
 const char* vigil_plugin_get_last_error(vigil_plugin_state* s);
@@ -154,8 +149,8 @@ const char* vigil_plugin_get_event_source(void);
 /* Returns up to `max` events in *events (an array the plugin owns) and their
  * count in *n. Waits at most timeout_ms for the first one (VIGIL_RC_TIMEOUT
  * with *n = 0 when none came). VIGIL_RC_EOF: no more events, ever. */
-vigil_rc vigil_plugin_next_batch(vigil_plugin_state* s, uint32_t max, uint32_t timeout_ms,
-                                 const vigil_event** events, uint32_t* n);
+vigil_rc vigil_plugin_next_batch(vigil_plugin_state* s, uint32_t max, uint32_t timeout_ms, const vigil_event** events,
+                                 uint32_t* n);
 
 /* ---- extract ----------------------------------------------------------- */
 
@@ -166,8 +161,7 @@ const vigil_field_info* vigil_plugin_get_fields(uint32_t* n);
 const char* const* vigil_plugin_get_extract_event_sources(void); /* optional */
 /* Fills reqs[0..n) for one event. `ev` is an event this plugin's source made
  * (live, or read back from a capture). */
-vigil_rc vigil_plugin_extract(vigil_plugin_state* s, const vigil_event* ev,
-                              vigil_extract_request* reqs, uint32_t n);
+vigil_rc vigil_plugin_extract(vigil_plugin_state* s, const vigil_event* ev, vigil_extract_request* reqs, uint32_t n);
 
 #ifdef __cplusplus
 }

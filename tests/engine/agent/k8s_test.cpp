@@ -64,7 +64,8 @@ TEST(K8sSection, AKubeconfigThatSkipsVerificationIsWarnedAboutAtStart) {
   l.log->flush();
   const std::string out = l.text.str();
   EXPECT_NE(out.find("warning TLS verification of the Kubernetes API server https://127.0.0.1:6443 is OFF "
-                     "(kubeconfig " + flags.kubeconfig + ": insecure-skip-tls-verify: true in cluster 'lab')"),
+                     "(kubeconfig " +
+                     flags.kubeconfig + ": insecure-skip-tls-verify: true in cluster 'lab')"),
             std::string::npos)
       << out;
 }

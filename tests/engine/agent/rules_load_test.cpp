@@ -69,9 +69,9 @@ TEST(SensorGaps, NothingMissingSaysNothing) {
   auto start = load(rule("Shadow", "evt.type = openat and fd.name startswith /etc/"));
   // The same types, a path the start's prefix covers, and the always-on
   // process events.
-  auto next = load(rule("Shadow", "evt.type = openat and fd.name = /etc/shadow") +
-                   rule("Exec", "evt.type = execve and proc.name = nc") +
-                   rule("Fork", "evt.type = clone and proc.name = nc"));
+  auto next =
+      load(rule("Shadow", "evt.type = openat and fd.name = /etc/shadow") +
+           rule("Exec", "evt.type = execve and proc.name = nc") + rule("Fork", "evt.type = clone and proc.name = nc"));
   EXPECT_EQ(sensor_gaps(start.ruleset->event_types(), start.ruleset->open_paths(), *next.ruleset), "");
   // ioctl and gpu_usage come from the same hooks.
   auto gpu = load(rule("Ioctl", "evt.type = ioctl and gpu.control = 1"));
@@ -88,8 +88,9 @@ TEST(SensorGaps, NewOpenPathsAreNamed) {
             "open paths the kernel's open filter was not given: /root/.ssh/, ../; restart vigil to collect them");
   // Without opens at start the type itself is what is missing.
   auto none = load(rule("Exec", "evt.type = execve and proc.name = nc"));
-  EXPECT_EQ(sensor_gaps(none.ruleset->event_types(), none.ruleset->open_paths(), *next.ruleset),
-            "events the sensor does not collect: openat ('Shadow', 'Keys', 'Traversal'); restart vigil to collect them");
+  EXPECT_EQ(
+      sensor_gaps(none.ruleset->event_types(), none.ruleset->open_paths(), *next.ruleset),
+      "events the sensor does not collect: openat ('Shadow', 'Keys', 'Traversal'); restart vigil to collect them");
 }
 
 }  // namespace

@@ -23,12 +23,11 @@ std::vector<std::string> names(const Plan& p) {
 }
 
 TEST(Plan, RunStepsInOrder) {
-  EXPECT_EQ(names(run_plan()),
-            (std::vector<std::string>{"start loop", "load configuration", "read agent settings", "load plugins",
-                                      "load rules", "start outputs", "seed state", "discover kubernetes",
-                                      "watch pods", "start recording", "open sources", "start baselines",
-                                      "build pipeline", "watch files", "say ready", "start web server",
-                                      "start heartbeat", "run", "stop"}));
+  EXPECT_EQ(names(run_plan()), (std::vector<std::string>{
+                                   "start loop", "load configuration", "read agent settings", "load plugins",
+                                   "load rules", "start outputs", "seed state", "discover kubernetes", "watch pods",
+                                   "start recording", "open sources", "start baselines", "build pipeline",
+                                   "watch files", "say ready", "start web server", "start heartbeat", "run", "stop"}));
   EXPECT_NE(run_plan().on_failure, nullptr);  // the outputs started are shut down
 }
 
@@ -39,8 +38,8 @@ TEST(Plan, CaptureAndReplayStepsInOrder) {
                                       "open sources", "build pipeline", "say ready", "run", "stop"}));
   EXPECT_EQ(names(replay_plan()),
             (std::vector<std::string>{"start loop", "load configuration", "load plugins", "compile filter",
-                                      "open capture", "load rules", "start outputs", "select events",
-                                      "load baselines", "build pipeline", "run", "stop"}));
+                                      "open capture", "load rules", "start outputs", "select events", "load baselines",
+                                      "build pipeline", "run", "stop"}));
 }
 
 // The steps the commands share are the same functions.
@@ -233,7 +232,8 @@ TEST_F(Reload, SkipsThatLoseTooManyRulesKeepTheOldSet) {
   dir.write("rules.yaml", one);
   r = steps::reload(*a, cancel);
   ASSERT_FALSE(r);
-  EXPECT_EQ(r.error().message, "3 rules skipped: 1 enabled rules instead of 4, more than 50% fewer (--max-skipped-rules)");
+  EXPECT_EQ(r.error().message,
+            "3 rules skipped: 1 enabled rules instead of 4, more than 50% fewer (--max-skipped-rules)");
   EXPECT_EQ(a->enabled_in_force, 4u);
 }
 

@@ -17,8 +17,10 @@ state::Container container(std::string image, std::string image_id = "", std::st
 TEST(BaselineKey, ImageKeyIsRepositoryAndTagWithLatestWhenNoneIsNamed) {
   EXPECT_EQ(workload_key(KeyMode::kImage, container("docker.io/vllm/vllm-openai:v0.6.3"), nullptr),
             "docker.io/vllm/vllm-openai:v0.6.3");
-  EXPECT_EQ(workload_key(KeyMode::kImage, container("registry:5000/team/app"), nullptr), "registry:5000/team/app:latest");
-  EXPECT_EQ(workload_key(KeyMode::kImage, container("registry:5000/team/app:1.2"), nullptr), "registry:5000/team/app:1.2");
+  EXPECT_EQ(workload_key(KeyMode::kImage, container("registry:5000/team/app"), nullptr),
+            "registry:5000/team/app:latest");
+  EXPECT_EQ(workload_key(KeyMode::kImage, container("registry:5000/team/app:1.2"), nullptr),
+            "registry:5000/team/app:1.2");
 }
 
 TEST(BaselineKey, NoImageNoKey) {
@@ -28,8 +30,9 @@ TEST(BaselineKey, NoImageNoKey) {
 
 TEST(BaselineKey, DigestModeUsesTheRuntimeDigestElseTheTag) {
   const std::string digest = "sha256:" + std::string(64, 'b');
-  EXPECT_EQ(workload_key(KeyMode::kImageDigest, container("nvcr.io/nim/llama:1", "nvcr.io/nim/llama@" + digest), nullptr),
-            "nvcr.io/nim/llama@" + digest);
+  EXPECT_EQ(
+      workload_key(KeyMode::kImageDigest, container("nvcr.io/nim/llama:1", "nvcr.io/nim/llama@" + digest), nullptr),
+      "nvcr.io/nim/llama@" + digest);
   EXPECT_EQ(workload_key(KeyMode::kImageDigest, container("nvcr.io/nim/llama:1", digest), nullptr),
             "nvcr.io/nim/llama@" + digest);
   EXPECT_EQ(workload_key(KeyMode::kImageDigest, container("nvcr.io/nim/llama:1", ""), nullptr), "nvcr.io/nim/llama:1");

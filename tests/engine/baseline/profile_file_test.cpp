@@ -93,12 +93,12 @@ TEST(BaselineFile, HostileFilesAreRefusedNamingTheFileAndTheReason) {
             std::string::npos);
   Caps small;
   small.files = 1;
-  EXPECT_NE(error_of(R"({"format":"vigil-baseline","version":1,"workload":"a","state":"locked","files":["/a","/b"]})",
-                     small)
-                .find("more than the cap of 1 (baseline.max_files)"),
-            std::string::npos);
-  EXPECT_EQ(error_of(R"({"format":"vigil-baseline","version":1,"workload":"a","state":"locked","files":["/a"]})", small),
-            "");
+  EXPECT_NE(
+      error_of(R"({"format":"vigil-baseline","version":1,"workload":"a","state":"locked","files":["/a","/b"]})", small)
+          .find("more than the cap of 1 (baseline.max_files)"),
+      std::string::npos);
+  EXPECT_EQ(
+      error_of(R"({"format":"vigil-baseline","version":1,"workload":"a","state":"locked","files":["/a"]})", small), "");
 }
 
 TEST(BaselineFile, OversizedFileIsRefusedBeforeItIsParsed) {

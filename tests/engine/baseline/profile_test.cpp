@@ -52,9 +52,9 @@ TEST(BaselineProfile, DestinationsMatchWithinTheLearntNetworkPortAndProtocol) {
   p.add_destination(dest(v4("10.96.0.10"), 24, 53, kUdp), caps, 1);
   p.add_destination(dest(v6("fd00:1:2:3::9"), 64, 443, kTcp), caps, 1);
   EXPECT_TRUE(p.has_destination(v4("10.96.0.77"), 53, kUdp));
-  EXPECT_FALSE(p.has_destination(v4("10.96.1.10"), 53, kUdp));   // another /24
-  EXPECT_FALSE(p.has_destination(v4("10.96.0.10"), 53, kTcp));   // another protocol
-  EXPECT_FALSE(p.has_destination(v4("10.96.0.10"), 5353, kUdp)); // another port
+  EXPECT_FALSE(p.has_destination(v4("10.96.1.10"), 53, kUdp));    // another /24
+  EXPECT_FALSE(p.has_destination(v4("10.96.0.10"), 53, kTcp));    // another protocol
+  EXPECT_FALSE(p.has_destination(v4("10.96.0.10"), 5353, kUdp));  // another port
   EXPECT_TRUE(p.has_destination(v6("fd00:1:2:3:ffff::1"), 443, kTcp));
   EXPECT_FALSE(p.has_destination(v6("fd00:1:2:4::9"), 443, kTcp));
   // An exact (/32) entry beside the /24 one.

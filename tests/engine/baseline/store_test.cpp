@@ -169,7 +169,8 @@ TEST(BaselineStore, EphemeralDestinationPortsCountAsOne) {
     observe(s, r, learn, BaselineFact::kDestination);
     auto other = r.connect(kT0 + 61 * kSec, "10.96.0.10", 51234);
     EXPECT_EQ(observe(s, r, other, BaselineFact::kDestination).answer,
-              from ? BaselineAnswer::kIn : BaselineAnswer::kOut) << from;
+              from ? BaselineAnswer::kIn : BaselineAnswer::kOut)
+        << from;
     auto low = r.connect(kT0 + 62 * kSec, "10.96.0.10", 4444);
     EXPECT_EQ(observe(s, r, low, BaselineFact::kDestination).answer, BaselineAnswer::kOut) << from;
   }
@@ -265,9 +266,7 @@ TEST(BaselineStore, SavedProfilesLoadBackAndReadOnlyStoresNeverWrite) {
 
 TEST(BaselineStore, ACorruptFileIsRefusedByNameAndTheOthersLoad) {
   TempDir dir;
-  {
-    std::ofstream(dir.path / "bad.json") << "{not json";
-  }
+  { std::ofstream(dir.path / "bad.json") << "{not json"; }
   Profile good("good:1");
   ASSERT_TRUE(static_cast<bool>(write_profile(dir.path, good)));
   Config cfg;

@@ -104,8 +104,8 @@ TEST(CaptureCmd, ReplayWritesATimelineAndRunsTheBundledRules) {
 TEST(CaptureCmd, ACaptureFromBeforeTheSchemaReplaysToTheSameAlerts) {
   const std::string dir = "tests/engine/capture/fixtures/";
   ::testing::internal::CaptureStdout();
-  int rc = run({"replay", dir + "pre_schema_node.vcap", "-r", dir + "pre_schema_rules.yaml", "-r",
-                "rules/vigil_rules.yaml"});
+  int rc = run(
+      {"replay", dir + "pre_schema_node.vcap", "-r", dir + "pre_schema_rules.yaml", "-r", "rules/vigil_rules.yaml"});
   std::string out = ::testing::internal::GetCapturedStdout();
   ASSERT_EQ(rc, 0);
   std::vector<std::string> got;
@@ -144,7 +144,7 @@ TEST(CaptureCmd, BadInputExitsTwoAndNamesTheOffset) {
   EXPECT_EQ(run({"replay"}), 2);
   EXPECT_EQ(run({"replay", kFixture, "--since", "noon"}), 2);
   EXPECT_EQ(run({"replay", kFixture, "--filter", "proc.name ="}), 2);
-  EXPECT_EQ(run({"capture"}), 2);                    // -w is required
+  EXPECT_EQ(run({"capture"}), 2);  // -w is required
   EXPECT_EQ(run({"capture", "-w", "x", "--size", "lots"}), 2);
   fs::remove_all(dir);
 }

@@ -67,8 +67,7 @@ ReadAll read_bytes(std::string bytes) {
 // Writes `recs` with one block per `per_block` records; returns the file bytes
 // and the end offset of every block.
 std::string write_blocks(const std::vector<RecordData>& recs, std::size_t per_block,
-                         std::vector<std::size_t>* block_ends, const std::string& path,
-                         int zstd_level = 3) {
+                         std::vector<std::size_t>* block_ends, const std::string& path, int zstd_level = 3) {
   auto opts = fixed_options();
   opts.zstd_level = zstd_level;
   auto w = CaptureWriter::open(path, opts);
@@ -138,8 +137,7 @@ TEST(CaptureFormat, AnEventWhosePayloadIsNotItsTypesIsMalformed) {
   RecordData out;
   std::string why;
   auto type = static_cast<std::uint8_t>(rec[0]);
-  EXPECT_EQ(decode_record(type, std::string_view(rec).substr(kRecordHeaderSize), out, why),
-            DecodeOutcome::kBad);
+  EXPECT_EQ(decode_record(type, std::string_view(rec).substr(kRecordHeaderSize), out, why), DecodeOutcome::kBad);
   EXPECT_NE(why.find("payload_kind"), std::string::npos) << why;
 }
 
@@ -235,8 +233,7 @@ TEST(CaptureFormat, CorruptedBlockChecksumIsAnErrorWithTheBlockOffset) {
   auto got = read_bytes(bad);
   EXPECT_EQ(got.records.size(), 5u);  // the first block is still read
   EXPECT_NE(got.error.find("block checksum mismatch"), std::string::npos) << got.error;
-  EXPECT_NE(got.error.find("offset " + std::to_string(ends[1] + 20)), std::string::npos)
-      << got.error;
+  EXPECT_NE(got.error.find("offset " + std::to_string(ends[1] + 20)), std::string::npos) << got.error;
   // A damaged header checksum.
   bad = bytes;
   bad[20] ^= 1;
@@ -255,8 +252,7 @@ TEST(CaptureFormat, NewerFormatVersionIsRefusedWithAClearMessage) {
   std::string header = encode_file_header(fixed_info());
   header[8] = 2;
   auto got = read_bytes(header);
-  EXPECT_NE(got.error.find("unsupported capture format version 2"), std::string::npos)
-      << got.error;
+  EXPECT_NE(got.error.find("unsupported capture format version 2"), std::string::npos) << got.error;
   EXPECT_NE(got.error.find("offset 8"), std::string::npos) << got.error;
 }
 
@@ -449,8 +445,7 @@ TEST(CaptureFormat, Elf32FlagRoundTripsAndIsFalseInOlderRecords) {
     // 64-bit capability sets, the session and process group, and the program
     // identity, empty here: identity_bytes): what a writer before elf32 wrote.
     const std::size_t after = 1 + 3 + 3 * 8 + 2 * 4 + identity_bytes(rd);
-    const std::string_view older =
-        body_of(rec, after);
+    const std::string_view older = body_of(rec, after);
     ASSERT_TRUE(decodes(rec, older, out));
     if (auto* p = std::get_if<state::Process>(&out)) {
       EXPECT_FALSE(p->elf32);
@@ -505,8 +500,8 @@ TEST(CaptureFormat, PodOwnerRoundTripsAndOlderPodRecordsHaveNone) {
   EXPECT_EQ(std::get<state::Pod>(out).owner_name, "trainer");
   EXPECT_EQ(encoded(out), rec);
   // Cut before the owner (and the container start times appended after it).
-  const std::size_t tail = 2 * 4 + std::string("StatefulSet").size() + std::string("trainer").size() +
-                           4 + 8 * pod.containers.size();
+  const std::size_t tail =
+      2 * 4 + std::string("StatefulSet").size() + std::string("trainer").size() + 4 + 8 * pod.containers.size();
   const std::string_view older = body_of(rec, tail);
   ASSERT_TRUE(decodes(rec, older, out));
   EXPECT_EQ(std::get<state::Pod>(out).owner_kind, "");

@@ -42,16 +42,14 @@ int main(int argc, char** argv) {
   // An 8-GPU H100 node: GPUs in PCI order (NVML's index order), minor N for
   // /dev/nvidiaN; nvidia-uvm and nvidia-caps with dynamic majors.
   constexpr int kGpus = 8;
-  constexpr std::array<const char*, kGpus> kPci = {"0000:18:00.0", "0000:2a:00.0", "0000:3a:00.0",
-                                                   "0000:5d:00.0", "0000:9a:00.0", "0000:ab:00.0",
-                                                   "0000:ba:00.0", "0000:db:00.0"};
+  constexpr std::array<const char*, kGpus> kPci = {"0000:18:00.0", "0000:2a:00.0", "0000:3a:00.0", "0000:5d:00.0",
+                                                   "0000:9a:00.0", "0000:ab:00.0", "0000:ba:00.0", "0000:db:00.0"};
   state::NvidiaInfo gpus;
   gpus.uvm_major = 510;
   gpus.caps_major = 511;
   for (int g = 0; g < kGpus; ++g) {
     char uuid[64];
-    std::snprintf(uuid, sizeof uuid, "GPU-%08x-4c2e-9d1a-7b3f-%012llx", 0x5e1d7a00u + g,
-                  0x1a2b3c4d5e60ull + g);
+    std::snprintf(uuid, sizeof uuid, "GPU-%08x-4c2e-9d1a-7b3f-%012llx", 0x5e1d7a00u + g, 0x1a2b3c4d5e60ull + g);
     gpus.gpus.push_back({uuid, kPci[g], static_cast<std::uint32_t>(g), "NVIDIA H100 80GB HBM3"});
   }
   if (auto s = (*w)->write_nvidia(gpus); !s) {  // before the pods, as live captures do
@@ -100,9 +98,9 @@ int main(int argc, char** argv) {
   }
 
   std::mt19937_64 rng(7);
-  const char* programs[] = {"/usr/bin/python3", "/usr/bin/python3", "/usr/bin/nvidia-smi",
-                            "/usr/bin/curl", "/bin/ls", "/usr/bin/python3", "/bin/cat",
-                            "/usr/local/bin/torchrun"};
+  const char* programs[] = {
+      "/usr/bin/python3", "/usr/bin/python3", "/usr/bin/nvidia-smi",    "/usr/bin/curl", "/bin/ls",
+      "/usr/bin/python3", "/bin/cat",         "/usr/local/bin/torchrun"};
   std::uint64_t ts = 1'763'780'400'000'000'000ull;
   std::uint64_t n = 0;
   std::uint32_t next_pid = 20000;

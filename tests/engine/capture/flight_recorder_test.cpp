@@ -97,8 +97,7 @@ class FlightRecorderTest : public ::testing::Test {
 
   void feed(FlightRecorder& fr, const event::Event& e) { fr.on_event(e, ctx_for(e)); }
 
-  event::Alert alert_on(FlightRecorder& fr, const event::Event& e,
-                        event::Priority prio = event::Priority::kCritical) {
+  event::Alert alert_on(FlightRecorder& fr, const event::Event& e, event::Priority prio = event::Priority::kCritical) {
     event::Alert a;
     a.rule = "Shell in GPU pod";
     a.priority = prio;
@@ -319,7 +318,6 @@ TEST_F(FlightRecorderTest, TooManyCapturesAtOnceAreCountedNotQueued) {
   fr.finish();
   EXPECT_EQ(fr.stats().captures, 2u);
 }
-
 
 // Replay resolves GPU allocations through the node's NVIDIA inventory: every
 // capture begins with it (before the pod), and a change announced while a

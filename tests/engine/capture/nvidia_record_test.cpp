@@ -50,9 +50,7 @@ std::vector<RecordData> read_file(const std::string& path, std::string* error = 
 }
 
 // The body of an encoded record (after its 5-byte header).
-std::string_view body_of(const std::string& rec) {
-  return std::string_view(rec).substr(kRecordHeaderSize);
-}
+std::string_view body_of(const std::string& rec) { return std::string_view(rec).substr(kRecordHeaderSize); }
 
 DecodeOutcome decode(std::string_view body, RecordData& out, std::string& why) {
   return decode_record(kNvidiaType, body, out, why);
@@ -79,8 +77,7 @@ TEST(NvidiaRecord, RoundTripsEmptyTypicalAndLargestInventories) {
     std::string rec;
     append_nvidia(n, rec);
     EXPECT_EQ(static_cast<std::uint8_t>(rec[0]), kNvidiaType);
-    EXPECT_EQ(get_u32(reinterpret_cast<const unsigned char*>(rec.data()) + 1),
-              rec.size() - kRecordHeaderSize);
+    EXPECT_EQ(get_u32(reinterpret_cast<const unsigned char*>(rec.data()) + 1), rec.size() - kRecordHeaderSize);
     EXPECT_EQ(encoded(RecordData{n}), rec);  // append_record takes the same path
     RecordData out;
     std::string why;

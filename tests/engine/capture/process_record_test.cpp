@@ -29,8 +29,7 @@ DecodeOutcome decode(RecordType type, std::string_view body, RecordData& out) {
   return o;
 }
 
-void expect_same_facts(const std::map<std::string, std::string>& want,
-                       const std::map<std::string, std::string>& got) {
+void expect_same_facts(const std::map<std::string, std::string>& want, const std::map<std::string, std::string>& got) {
   ASSERT_EQ(want.size(), got.size());
   for (const auto& [name, value] : want) {
     auto it = got.find(name);

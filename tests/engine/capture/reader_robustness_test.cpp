@@ -21,9 +21,7 @@ std::string fixture(const char* path = "tests/engine/capture/fixtures/v1_sample.
   return ss.str();
 }
 
-void run(const std::string& s) {
-  LLVMFuzzerTestOneInput(reinterpret_cast<const std::uint8_t*>(s.data()), s.size());
-}
+void run(const std::string& s) { LLVMFuzzerTestOneInput(reinterpret_cast<const std::uint8_t*>(s.data()), s.size()); }
 
 void mutate_and_run(const std::string& seed, int rounds, std::uint32_t rng_seed) {
   std::mt19937 rng(rng_seed);

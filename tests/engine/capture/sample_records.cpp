@@ -47,8 +47,8 @@ event::IpAddr ip6_last(std::uint8_t last) {
 
 }  // namespace
 
-event::Event sample_exec(std::uint64_t ts, std::uint32_t pid, std::uint32_t ppid,
-                         std::uint64_t cgroup_id, std::string exe) {
+event::Event sample_exec(std::uint64_t ts, std::uint32_t pid, std::uint32_t ppid, std::uint64_t cgroup_id,
+                         std::string exe) {
   event::Event ev;
   ev.hdr = header(ts, event::Type::kExec, pid);
   ev.hdr.ppid = ppid;
@@ -378,8 +378,6 @@ ScratchDir::~ScratchDir() {
   if (!path_.empty()) std::filesystem::remove_all(path_, ec);
 }
 
-std::string ScratchDir::file(const std::string& name) const {
-  return (std::filesystem::path(path_) / name).string();
-}
+std::string ScratchDir::file(const std::string& name) const { return (std::filesystem::path(path_) / name).string(); }
 
 }  // namespace vigil::capture::testing

@@ -20,8 +20,8 @@ inline constexpr std::size_t kSampleRecordsInV1Fixture = 17;
 // order differs from their minor order. Not part of sample_records(), which the
 // committed version-1 fixture holds as it was written.
 state::NvidiaInfo sample_nvidia();
-event::Event sample_exec(std::uint64_t ts, std::uint32_t pid, std::uint32_t ppid,
-                         std::uint64_t cgroup_id, std::string exe);
+event::Event sample_exec(std::uint64_t ts, std::uint32_t pid, std::uint32_t ppid, std::uint64_t cgroup_id,
+                         std::string exe);
 // The bytes of a record as the codec writes it: two records are equal field for
 // field exactly when their encodings are equal.
 std::string encoded(const RecordData& r);

@@ -94,9 +94,11 @@ TEST(ConfigCli, ConfigurationErrorsNameTheFileLineOrOverrideAndTheKey) {
       {"run", {"-c", k8s}, k8s + ":1:6: k8s: expected a mapping"},
       {"replay", {"-c", out, capture}, out + ":4:5: outputs[1].formt: unknown key"},
       {"run", {"-o", "nonexistent.key=1"}, "-o nonexistent.key=1: nonexistent: unknown key"},
-      {"run", {"-c", out, "-o", "sensor.ringbuf_mib=abc"},
+      {"run",
+       {"-c", out, "-o", "sensor.ringbuf_mib=abc"},
        "-o sensor.ringbuf_mib=abc: sensor.ringbuf_mib: expected a whole number from 1 to 1024, got 'abc'"},
-      {"capture", {"-w", capture, "-o", "outputs.0.type=webhook"},
+      {"capture",
+       {"-w", capture, "-o", "outputs.0.type=webhook"},
        "-o outputs.0.type=webhook: outputs[0].url: required"},
   };
   for (const Case& c : cases) {

@@ -54,9 +54,7 @@ Outcome vigil(const std::vector<std::string>& args) {
   return r;
 }
 
-bool has(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 TEST(Cli, TopLevelHelpListsEveryCommand) {
   for (const char* flag : {"--help", "-h", "help"}) {
@@ -154,8 +152,9 @@ TEST(Cli, RulesValidate) {
   EXPECT_TRUE(has(r.out, " 0 errors")) << r.out;
 
   support::TempDir dir;
-  const std::string bad = dir.write("bad.yaml", "- rule: broken\n  desc: d\n  condition: evt.type = (\n"
-                                                "  output: o\n  priority: WARNING\n");
+  const std::string bad = dir.write("bad.yaml",
+                                    "- rule: broken\n  desc: d\n  condition: evt.type = (\n"
+                                    "  output: o\n  priority: WARNING\n");
   r = vigil({"rules", "validate", bad});
   EXPECT_EQ(r.code, 2);
   EXPECT_TRUE(has(r.err, bad + ":")) << "the diagnostic names the file: " << r.err;
@@ -177,8 +176,7 @@ TEST(Cli, RulesListTextJsonAndRepeatedR) {
   const std::size_t bundled = arr.size();
 
   // -r is repeatable, one path each time; --rules is its long form.
-  j = vigil({"rules", "list", "--json", "-r", "tests/engine/rules/fixtures/mini_rules.yaml",
-             "--rules", "rules"});
+  j = vigil({"rules", "list", "--json", "-r", "tests/engine/rules/fixtures/mini_rules.yaml", "--rules", "rules"});
   ASSERT_EQ(j.code, 0) << j.err;
   arr = nlohmann::json::parse(j.out, nullptr, false);
   ASSERT_TRUE(arr.is_array());
@@ -227,7 +225,8 @@ TEST(Cli, RulesTestFilesAndDirectories) {
   ASSERT_NE(::getcwd(cwd, sizeof(cwd)), nullptr);
   const std::string abs_rules = std::string(cwd) + "/" + fx + "mini_rules.yaml";
   const std::string one_test =
-      "rules: [" + abs_rules + "]\ntests:\n"
+      "rules: [" + abs_rules +
+      "]\ntests:\n"
       "  - name: NAME\n"
       "    process: {pid: 4242, name: bash, exepath: /bin/bash}\n"
       "    container: {id: 3f1c0d2e9a7b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d, name: s, image: i}\n"

@@ -84,17 +84,19 @@ TEST_F(RunFilesTest, CaptureCommandToASymlinkExitsTwo) {
 TEST_F(RunFilesTest, FileOutputAtASymlinkExitsTwo) {
   const std::string link = dir_.symlink("alerts.json", "victim.txt");
   ASSERT_FALSE(link.empty());
-  const std::string cfg = dir_.write("vigil.yaml", "state_dir: " + dir_.path() + "/state\n" +
-                                                       "flight_recorder: {enabled: false}\n" +
-                                                       "outputs:\n  - {type: file, path: " + link + "}\n");
+  const std::string cfg =
+      dir_.write("vigil.yaml", "state_dir: " + dir_.path() + "/state\n" + "flight_recorder: {enabled: false}\n" +
+                                   "outputs:\n  - {type: file, path: " + link + "}\n");
   auto o = vigil("run", {"-c", cfg, "-r", rules_});
   expect_refused(o, link, "symbolic link");
 }
 
 TEST_F(RunFilesTest, FileOutputInAWorldWritableDirectoryExitsTwo) {
   const std::string ww = world_writable("ww");
-  const std::string cfg = dir_.write("vigil.yaml", "flight_recorder: {enabled: false}\n"
-                                                   "outputs:\n  - {type: file, path: " + ww + "/alerts.json}\n");
+  const std::string cfg = dir_.write("vigil.yaml",
+                                     "flight_recorder: {enabled: false}\n"
+                                     "outputs:\n  - {type: file, path: " +
+                                         ww + "/alerts.json}\n");
   auto o = vigil("run", {"-c", cfg, "-r", rules_});
   expect_refused(o, ww, "writable by group or others");
   EXPECT_EQ(support::read_file(ww + "/alerts.json"), "");
@@ -102,9 +104,9 @@ TEST_F(RunFilesTest, FileOutputInAWorldWritableDirectoryExitsTwo) {
 
 TEST_F(RunFilesTest, SpoolUnderAWorldWritableStateDirExitsTwo) {
   const std::string ww = world_writable("ww");
-  const std::string cfg = dir_.write("vigil.yaml", "state_dir: " + ww + "/state\n" +
-                                                       "flight_recorder: {enabled: false}\n" +
-                                                       "outputs:\n  - {type: webhook, url: 'http://127.0.0.1:9/', spool: true}\n");
+  const std::string cfg =
+      dir_.write("vigil.yaml", "state_dir: " + ww + "/state\n" + "flight_recorder: {enabled: false}\n" +
+                                   "outputs:\n  - {type: webhook, url: 'http://127.0.0.1:9/', spool: true}\n");
   auto o = vigil("run", {"-c", cfg, "-r", rules_});
   expect_refused(o, ww, "writable by group or others");
   struct stat st {};

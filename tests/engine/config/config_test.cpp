@@ -53,8 +53,8 @@ TEST(Config, TopLevelMustBeAMapping) {
 // Issue 16, item 6: 100k nested `[` took 15 s before the error, which said
 // only "bad file". The YAML gate refuses the 65th level at once, naming it.
 TEST(Config, DeepNestingIsRefusedAtOnceWithItsPosition) {
-  for (const std::string& text : {std::string(100000, '['), std::string(100000, '{'),
-                                  "sensor:\n  x: " + std::string(100000, '[')}) {
+  for (const std::string& text :
+       {std::string(100000, '['), std::string(100000, '{'), "sensor:\n  x: " + std::string(100000, '[')}) {
     std::string p = write_temp(text);
     const auto t0 = std::chrono::steady_clock::now();
     auto c = load_config(p);
@@ -128,8 +128,7 @@ TEST(GetOr, GoesThroughTheSchema) {
   YAML::Node root = YAML::Load("sensor: {ringbuf_mib: 3}\nflight_recorder: {window_s: 4000, min_priority: loud}\n");
   auto rb = get_or<std::uint32_t>(root, "sensor.ringbuf_mib", 8);
   ASSERT_FALSE(rb);
-  EXPECT_EQ(rb.error().message,
-            "config key 'sensor.ringbuf_mib': must be a power of two from 1 to 1024, got 3");
+  EXPECT_EQ(rb.error().message, "config key 'sensor.ringbuf_mib': must be a power of two from 1 to 1024, got 3");
   auto w = get_or<double>(root, "flight_recorder.window_s", 30);
   ASSERT_FALSE(w);
   EXPECT_EQ(w.error().message, "config key 'flight_recorder.window_s': must be from 0 to 3600, got 4000");
@@ -163,8 +162,9 @@ TEST(ConfigSchema, TyposInEverySectionAreErrorsWithFileLineAndKey) {
       {"flight_recorder:\n  enabled: true\n  windw_s: 3\n",
        "3:3: flight_recorder.windw_s: unknown key (known: enabled, dir, window_s, after_s, max_mib, "
        "min_priority, keep, max_disk_mib)"},
-      {"k8s:\n  node: n\n", "2:3: k8s.node: unknown key (known: api, token_file, ca_file, kubeconfig, "
-                             "node_name)"},
+      {"k8s:\n  node: n\n",
+       "2:3: k8s.node: unknown key (known: api, token_file, ca_file, kubeconfig, "
+       "node_name)"},
       {"state_dir: /var/lib/vigil\nstatedir: /x\n",
        "2:1: statedir: unknown key (known: rules, hostname, state_dir, outputs, sensor, k8s, plugins, "
        "load_plugins, heartbeat, webserver, flight_recorder, baseline)"},
@@ -192,13 +192,16 @@ TEST(ConfigSchema, WrongTypesAndRangesAreErrorsWithFileLineAndKey) {
     std::string text, expected;
   } cases[] = {
       {"hostname: [a, b]\n", "1:11: hostname: expected a string, got a list"},
-      {"k8s: 5\n", "1:6: k8s: expected a mapping of api, token_file, ca_file, kubeconfig, node_name; "
-                   "got '5'"},
-      {"sensor: [1]\n", "1:9: sensor: expected a mapping of payload_bytes, ringbuf_mib, usage_interval_ms, "
-                        "wakeup_kib, kmsg_path, identify_exe, ioctl_cache; got a list"},
+      {"k8s: 5\n",
+       "1:6: k8s: expected a mapping of api, token_file, ca_file, kubeconfig, node_name; "
+       "got '5'"},
+      {"sensor: [1]\n",
+       "1:9: sensor: expected a mapping of payload_bytes, ringbuf_mib, usage_interval_ms, "
+       "wakeup_kib, kmsg_path, identify_exe, ioctl_cache; got a list"},
       {"sensor:\n  ringbuf_mib: abc\n", "2:16: sensor.ringbuf_mib: expected a whole number from 1 to 1024, got 'abc'"},
       {"sensor:\n  ringbuf_mib: 12\n", "2:16: sensor.ringbuf_mib: must be a power of two from 1 to 1024, got 12"},
-      {"sensor:\n  payload_bytes: -1\n", "2:18: sensor.payload_bytes: expected a whole number from 0 to 4096, got '-1'"},
+      {"sensor:\n  payload_bytes: -1\n",
+       "2:18: sensor.payload_bytes: expected a whole number from 0 to 4096, got '-1'"},
       {"sensor:\n  ringbuf_mib: 1\n  wakeup_kib: 600\n",
        "3:15: sensor.wakeup_kib: must be at most half of sensor.ringbuf_mib (512)"},
       {"flight_recorder: {after_s: 1e99}\n", "1:28: flight_recorder.after_s: must be from 0 to 3600, got 1e99"},
@@ -228,9 +231,10 @@ TEST(ConfigSchema, OverridesAreCheckedAndNamedInErrors) {
        "k8s, plugins, load_plugins, heartbeat, webserver, flight_recorder, baseline)"},
       {{"sensor.ringbuf_mib=abc"},
        "-o sensor.ringbuf_mib=abc: sensor.ringbuf_mib: expected a whole number from 1 to 1024, got 'abc'"},
-      {{"sensor.ringbuff_mib=8"}, "-o sensor.ringbuff_mib=8: sensor.ringbuff_mib: unknown key (known: "
-                                  "payload_bytes, ringbuf_mib, usage_interval_ms, wakeup_kib, kmsg_path, identify_exe, "
-                                  "ioctl_cache)"},
+      {{"sensor.ringbuff_mib=8"},
+       "-o sensor.ringbuff_mib=8: sensor.ringbuff_mib: unknown key (known: "
+       "payload_bytes, ringbuf_mib, usage_interval_ms, wakeup_kib, kmsg_path, identify_exe, "
+       "ioctl_cache)"},
       {{"sensor={ringbuff_mib: 8}"}, "-o sensor={ringbuff_mib: 8}: sensor.ringbuff_mib: unknown key"},
       {{"k8s=5"}, "-o k8s=5: k8s: expected a mapping of"},
       {{"hostname=[a, b]"}, "-o hostname=[a, b]: hostname: expected a string, got a list"},
@@ -260,8 +264,9 @@ TEST(ConfigSchema, K8sInsecureIsNotAConfigurationKey) {
   EXPECT_EQ(r.message, p + ":3:3: k8s.insecure: unknown key (known: api, token_file, ca_file, kubeconfig, "
                            "node_name)");
   r = load("", {"k8s.insecure=true"}, &p);
-  EXPECT_EQ(r.message, "-o k8s.insecure=true: k8s.insecure: unknown key (known: api, token_file, ca_file, "
-                       "kubeconfig, node_name)");
+  EXPECT_EQ(r.message,
+            "-o k8s.insecure=true: k8s.insecure: unknown key (known: api, token_file, ca_file, "
+            "kubeconfig, node_name)");
 }
 
 TEST(ConfigSchema, AValidConfigurationLoads) {
@@ -322,9 +327,9 @@ TEST(ChangedKeys, NamesTheKeysThatDifferOutsideTheSkippedOnes) {
   const YAML::Node after = YAML::Load(
       "rules: [a.yaml]\nstate_dir: /tmp/v\nsensor: {ringbuf_mib: 128, payload_bytes: 256}\n"
       "flight_recorder: {enabled: false}\nplugins: []\n");
-  EXPECT_EQ(changed_keys(before, after, {"rules", "outputs"}),
-            (std::vector<std::string>{"flight_recorder.enabled", "k8s.api", "plugins", "sensor.ringbuf_mib",
-                                      "state_dir"}));
+  EXPECT_EQ(
+      changed_keys(before, after, {"rules", "outputs"}),
+      (std::vector<std::string>{"flight_recorder.enabled", "k8s.api", "plugins", "sensor.ringbuf_mib", "state_dir"}));
   EXPECT_EQ(changed_keys(YAML::Node(YAML::NodeType::Map), before, {}),
             (std::vector<std::string>{"k8s.api", "outputs", "rules", "sensor.payload_bytes", "sensor.ringbuf_mib",
                                       "state_dir"}));

@@ -106,11 +106,11 @@ TEST(NvidiaClass, KindsFollowTheReference) {
 }
 
 TEST(NvidiaClass, MemoryAndEngineObjectsAreNotCompute) {
-  EXPECT_FALSE(is_compute_or_channel(0x40));    // VRAM allocation
-  EXPECT_FALSE(is_compute_or_channel(0x41));    // client
-  EXPECT_FALSE(is_compute_or_channel(0xC6B5));  // copy engine
-  EXPECT_FALSE(is_compute_or_channel(0x83DE));  // debugger
-  EXPECT_FALSE(is_compute_or_channel(0x12345)); // unknown
+  EXPECT_FALSE(is_compute_or_channel(0x40));     // VRAM allocation
+  EXPECT_FALSE(is_compute_or_channel(0x41));     // client
+  EXPECT_FALSE(is_compute_or_channel(0xC6B5));   // copy engine
+  EXPECT_FALSE(is_compute_or_channel(0x83DE));   // debugger
+  EXPECT_FALSE(is_compute_or_channel(0x12345));  // unknown
 }
 
 TEST(NvidiaClass, UnknownClassesHaveNoNameOrKind) {
@@ -167,8 +167,8 @@ TEST(NvidiaControl, ManagementControlsHaveTheirKind) {
 
 TEST(NvidiaControl, QueriesEveryCudaProcessMakesAreOther) {
   // These run at every CUDA/NVML start-up; a rule on "changes" must not see them.
-  for (std::uint32_t cmd : {0x201u, 0x202u, 0x214u, 0x800201u, 0x20800102u, 0x20800110u,
-                            0x2080012Fu, 0x20800133u, 0x20800175u, 0x208001ABu, 0x20803401u}) {
+  for (std::uint32_t cmd : {0x201u, 0x202u, 0x214u, 0x800201u, 0x20800102u, 0x20800110u, 0x2080012Fu, 0x20800133u,
+                            0x20800175u, 0x208001ABu, 0x20803401u}) {
     EXPECT_EQ(control_kind(cmd), "other") << std::hex << cmd;
     EXPECT_FALSE(control_name(cmd).empty()) << std::hex << cmd;
   }
@@ -195,7 +195,7 @@ TEST(NvidiaDevice, PathsForDeviceNumbers) {
 TEST(NvidiaDevice, NonNvidiaNumbersHaveNoPath) {
   EXPECT_EQ(device_path(195, 248, 508), "");  // unused minors
   EXPECT_EQ(device_path(195, 253, 508), "");
-  EXPECT_EQ(device_path(1, 3, 508), "");      // /dev/null
+  EXPECT_EQ(device_path(1, 3, 508), "");  // /dev/null
   EXPECT_EQ(device_path(508, 2, 508), "");
   // No UVM driver loaded: major 0 must never match a real device.
   EXPECT_EQ(device_path(0, 0, 0), "");

@@ -51,9 +51,7 @@ TEST(BuildIdRobustness, MutatedSeedsNeverCrash) {
           for (int k = 0; k < 1 + static_cast<int>(rng() % 4); ++k)
             s[rng() % s.size()] ^= static_cast<char>(1u << (rng() % 8));
           break;
-        case 1:
-          s.resize(rng() % s.size());
-          break;
+        case 1: s.resize(rng() % s.size()); break;
         case 2: {  // a run of 0xff (huge sizes and offsets)
           std::size_t at = rng() % s.size();
           for (std::size_t k = at; k < s.size() && k < at + 1 + rng() % 8; ++k) s[k] = '\xff';

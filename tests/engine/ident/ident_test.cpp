@@ -33,17 +33,23 @@ void put(std::vector<std::uint8_t>& b, std::size_t off, std::uint64_t v, std::si
 // a GNU build-id note with the given bytes.
 std::vector<std::uint8_t> elf_with_build_id(const std::vector<std::uint8_t>& id) {
   std::vector<std::uint8_t> b(64, 0);
-  b[0] = 0x7f; b[1] = 'E'; b[2] = 'L'; b[3] = 'F'; b[4] = 2; b[5] = 1; b[6] = 1;
-  put(b, 32, 64, 8);   // e_phoff
-  put(b, 54, 56, 2);   // e_phentsize
-  put(b, 56, 1, 2);    // e_phnum
+  b[0] = 0x7f;
+  b[1] = 'E';
+  b[2] = 'L';
+  b[3] = 'F';
+  b[4] = 2;
+  b[5] = 1;
+  b[6] = 1;
+  put(b, 32, 64, 8);  // e_phoff
+  put(b, 54, 56, 2);  // e_phentsize
+  put(b, 56, 1, 2);   // e_phnum
   const std::size_t note = 64 + 56;
-  put(b, 64, 4, 4);              // p_type PT_NOTE
-  put(b, 64 + 8, note, 8);       // p_offset
+  put(b, 64, 4, 4);                    // p_type PT_NOTE
+  put(b, 64 + 8, note, 8);             // p_offset
   put(b, 64 + 32, 16 + id.size(), 8);  // p_filesz
-  put(b, note, 4, 4);            // namesz
-  put(b, note + 4, id.size(), 4);  // descsz
-  put(b, note + 8, 3, 4);        // NT_GNU_BUILD_ID
+  put(b, note, 4, 4);                  // namesz
+  put(b, note + 4, id.size(), 4);      // descsz
+  put(b, note + 8, 3, 4);              // NT_GNU_BUILD_ID
   b.resize(note + 16 + id.size());
   std::memcpy(&b[note + 12], "GNU", 4);
   std::memcpy(&b[note + 16], id.data(), id.size());
@@ -296,7 +302,8 @@ TEST(ExeIdentifier, AGoneProcessIsIdentifiedByTheInodeTheKernelRan) {
   fs::create_directories(parent + "/ns");
   make_exec(parent + "/ns/mnt", "");
   fs::create_symlink(n.host.path(), parent + "/root");
-  struct stat ns {}, y {};
+  struct stat ns {
+  }, y{};
   ASSERT_EQ(::stat((parent + "/ns/mnt").c_str(), &ns), 0);
   ASSERT_EQ(::stat((n.host.path() + "/usr/local/bin/y").c_str(), &y), 0);
   auto exec = [&](std::uint32_t pid, std::uint64_t ino) {

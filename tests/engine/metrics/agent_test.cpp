@@ -12,19 +12,20 @@ namespace {
 TEST(AgentMetrics, SequenceEvictionsByReason) {
   AgentView v;
   v.version = "test";
-  v.sequences = [] {
-    return std::vector<SequenceEvictions>{{"Shell then egress", 3, 0}, {"Drop then run", 0, 7}};
-  };
+  v.sequences = [] { return std::vector<SequenceEvictions>{{"Shell then egress", 3, 0}, {"Drop then run", 0, 7}}; };
   Exposition out;
   collect_agent(v, out);
   const std::string t = out.text();
   EXPECT_NE(t.find("# TYPE vigil_sequence_evictions_total counter"), std::string::npos) << t;
   EXPECT_NE(t.find("vigil_sequence_evictions_total{sequence=\"Shell then egress\",reason=\"expired\"} 3"),
-            std::string::npos) << t;
+            std::string::npos)
+      << t;
   EXPECT_NE(t.find("vigil_sequence_evictions_total{sequence=\"Shell then egress\",reason=\"capacity\"} 0"),
-            std::string::npos) << t;
+            std::string::npos)
+      << t;
   EXPECT_NE(t.find("vigil_sequence_evictions_total{sequence=\"Drop then run\",reason=\"capacity\"} 7"),
-            std::string::npos) << t;
+            std::string::npos)
+      << t;
   EXPECT_EQ(out.errors(), 0u);
 }
 
@@ -59,9 +60,11 @@ TEST(AgentMetrics, LossesSkippedRulesAndTlsOffAreExposed) {
   collect_agent(v, out);
   const std::string t = out.text();
   EXPECT_NE(t.find("vigil_sink_dropped_total{sink=\"siem\",type=\"webhook\",reason=\"queue_full\"} 149\n"),
-            std::string::npos) << t;
+            std::string::npos)
+      << t;
   EXPECT_NE(t.find("vigil_sink_dropped_total{sink=\"siem\",type=\"webhook\",reason=\"retries_exhausted\"} 25\n"),
-            std::string::npos) << t;
+            std::string::npos)
+      << t;
   EXPECT_NE(t.find("vigil_sink_failed_total{sink=\"siem\",type=\"webhook\"} 25\n"), std::string::npos) << t;
   EXPECT_NE(t.find("vigil_rules_skipped 1\n"), std::string::npos) << t;
   EXPECT_NE(t.find("vigil_rule_skipped{rule=\"Typo rule\",reason=\"unknown_field\"} 1\n"), std::string::npos) << t;

@@ -83,8 +83,7 @@ TEST(EventCounters, GpuUseIsCountedPerPod) {
   c.collect(out);
   const std::string t = out.text();
   EXPECT_NE(t.find("vigil_pod_gpu_ioctls_total{namespace=\"ml\",pod=\"trainer-0\"} 105\n"), std::string::npos) << t;
-  EXPECT_NE(t.find("vigil_pod_gpu_device_opens_total{namespace=\"ml\",pod=\"trainer-0\"} 1\n"), std::string::npos)
-      << t;
+  EXPECT_NE(t.find("vigil_pod_gpu_device_opens_total{namespace=\"ml\",pod=\"trainer-0\"} 1\n"), std::string::npos) << t;
 }
 
 }  // namespace

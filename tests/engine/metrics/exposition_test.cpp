@@ -27,7 +27,8 @@ TEST(Exposition, LabelValuesFromRulesAndPodsAreEscaped) {
   out.sample("vigil_alerts_total", {{"rule", "say \"hi\"\\\n} 1\nfake_metric 9"}}, 1);
   const std::string t = out.text();
   EXPECT_NE(t.find("# HELP vigil_alerts_total Alerts.\\nback\\\\slash\n"), std::string::npos) << t;
-  EXPECT_NE(t.find("vigil_alerts_total{rule=\"say \\\"hi\\\"\\\\\\n} 1\\nfake_metric 9\"} 1\n"), std::string::npos) << t;
+  EXPECT_NE(t.find("vigil_alerts_total{rule=\"say \\\"hi\\\"\\\\\\n} 1\\nfake_metric 9\"} 1\n"), std::string::npos)
+      << t;
   // No injected line: every line is a comment or a sample of the family.
   EXPECT_EQ(t.find("\nfake_metric"), std::string::npos);
 }

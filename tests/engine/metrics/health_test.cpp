@@ -7,10 +7,10 @@ namespace {
 
 using namespace std::chrono_literals;
 using Clock = HealthMonitor::Clock;
-using source::Backlog;
-using source::EventSource;
 using runtime::LoopStatus;
 using runtime::SourceStatus;
+using source::Backlog;
+using source::EventSource;
 
 struct Rig {
   Clock::time_point t0 = Clock::now();

@@ -30,8 +30,8 @@ TEST(ParseListen, AcceptsHostPortAndBracketedIpv6) {
 }
 
 TEST(ParseListen, RefusesWhatCannotBeBoundWithAReason) {
-  for (const char* bad : {"8765", ":8765", "0.0.0.0:", "0.0.0.0:0", "0.0.0.0:65536", "0.0.0.0:87a", "::1:8765",
-                          "[::1]8765", "[::1"}) {
+  for (const char* bad :
+       {"8765", ":8765", "0.0.0.0:", "0.0.0.0:0", "0.0.0.0:65536", "0.0.0.0:87a", "::1:8765", "[::1]8765", "[::1"}) {
     auto r = parse_listen(bad);
     ASSERT_FALSE(r) << bad;
     EXPECT_NE(r.error().message.find(std::string("webserver.listen '") + bad + "'"), std::string::npos)

@@ -61,9 +61,7 @@ class ScriptedServer {
     for (int c : open_) ::close(c);
     ::close(fd_);
   }
-  std::string url(const std::string& path = "/p") const {
-    return "http://127.0.0.1:" + std::to_string(port_) + path;
-  }
+  std::string url(const std::string& path = "/p") const { return "http://127.0.0.1:" + std::to_string(port_) + path; }
   std::vector<std::string> requests() {
     std::lock_guard lk(mu_);
     return requests_;
@@ -84,9 +82,8 @@ class ScriptedServer {
         std::size_t end = req.find("\r\n\r\n");
         if (end != std::string::npos && want == std::string::npos) {
           std::size_t cl = req.find("Content-Length: ");
-          std::size_t body = cl == std::string::npos || cl > end
-                                 ? 0
-                                 : std::stoul(req.substr(cl + 16, req.find("\r\n", cl) - cl - 16));
+          std::size_t body =
+              cl == std::string::npos || cl > end ? 0 : std::stoul(req.substr(cl + 16, req.find("\r\n", cl) - cl - 16));
           want = end + 4 + body;
         }
       }
@@ -119,10 +116,9 @@ class ScriptedServer {
   std::vector<std::string> requests_;
 };
 
-std::string response(const std::string& status, const std::string& body,
-                     const std::string& extra_headers = "") {
-  return "HTTP/1.1 " + status + "\r\nContent-Length: " + std::to_string(body.size()) +
-         "\r\nConnection: close\r\n" + extra_headers + "\r\n" + body;
+std::string response(const std::string& status, const std::string& body, const std::string& extra_headers = "") {
+  return "HTTP/1.1 " + status + "\r\nContent-Length: " + std::to_string(body.size()) + "\r\nConnection: close\r\n" +
+         extra_headers + "\r\n" + body;
 }
 
 TEST(HttpClient, GetsABodyAndSendsHeadersAndToken) {
@@ -199,8 +195,7 @@ TEST(HttpClient, OversizedBodyFailsOrIsTruncated) {
   r.max_body = 1000;
   HttpResult res = c.perform(r);
   EXPECT_EQ(res.failure, HttpFailure::kTooLarge);
-  EXPECT_NE(res.error.find("GET " + s.url("/big") + ": the response is larger than 1000 bytes"),
-            std::string::npos)
+  EXPECT_NE(res.error.find("GET " + s.url("/big") + ": the response is larger than 1000 bytes"), std::string::npos)
       << res.error;
   EXPECT_TRUE(res.body.size() <= 1000u);
 
@@ -261,8 +256,7 @@ TEST(HttpClient, OversizedStreamLineFails) {
     return true;
   });
   EXPECT_EQ(res.failure, HttpFailure::kTooLarge);
-  EXPECT_NE(res.error.find("a line of the response is larger than 100 bytes"), std::string::npos)
-      << res.error;
+  EXPECT_NE(res.error.find("a line of the response is larger than 100 bytes"), std::string::npos) << res.error;
   EXPECT_EQ(lines, std::vector<std::string>{"short"});
 }
 
@@ -279,8 +273,7 @@ TEST(HttpClient, ErrorBodyOfAStreamIsNotHandedToTheReader) {
   ASSERT_TRUE(res.ok()) << res.error;
   EXPECT_EQ(res.status, 410);
   EXPECT_FALSE(called);
-  EXPECT_NE(res.describe().find("HTTP 410: {\"kind\":\"Status\""), std::string::npos)
-      << res.describe();
+  EXPECT_NE(res.describe().find("HTTP 410: {\"kind\":\"Status\""), std::string::npos) << res.describe();
 }
 
 // Headers promise a body that never comes.

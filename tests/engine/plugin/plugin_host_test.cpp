@@ -169,8 +169,7 @@ TEST(PluginSource, EventsArriveWithTheirSourceAndFieldsReadThemBack) {
   EXPECT_EQ(r.loaded, 2u);
   state::State st(state::Config{.live = false});
   std::vector<std::shared_ptr<const event::Alert>> alerts;
-  pipeline::Pipeline pipe({st, [&](std::shared_ptr<const event::Alert> a) { alerts.push_back(a); }, "h"},
-                          r.ruleset);
+  pipeline::Pipeline pipe({st, [&](std::shared_ptr<const event::Alert> a) { alerts.push_back(a); }, "h"}, r.ruleset);
   for (auto& ev : evs) pipe.process(ev);
   ASSERT_EQ(alerts.size(), 0u) << "tags were not configured: example.tag[team] is <NA>";
 
@@ -191,8 +190,7 @@ TEST(PluginSource, EventsArriveWithTheirSourceAndFieldsReadThemBack) {
   ASSERT_TRUE(s2);
   auto evs2 = drain(*(*s2)[0], 100);
   ASSERT_EQ(evs2.size(), 8u);
-  pipeline::Pipeline pipe2({st, [&](std::shared_ptr<const event::Alert> a) { alerts.push_back(a); }, "h"},
-                           r2.ruleset);
+  pipeline::Pipeline pipe2({st, [&](std::shared_ptr<const event::Alert> a) { alerts.push_back(a); }, "h"}, r2.ruleset);
   for (auto& ev : evs2) pipe2.process(ev);
   ASSERT_EQ(alerts.size(), 1u);
   EXPECT_EQ(alerts[0]->output, "tick 7 label=L source=example");
@@ -254,7 +252,7 @@ TEST(PluginSource, AStuckPluginDoesNotStallTheStop) {
   ASSERT_TRUE(sources);
   auto* src = static_cast<PluginSource*>((*sources)[0].get());
   std::size_t got = 0;
-  ASSERT_TRUE(src->poll(10, [&](event::Event&&) { ++got; }));  // returns at once
+  ASSERT_TRUE(src->poll(10, [&](event::Event&&) { ++got; }));   // returns at once
   std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the thread is inside next_batch
   const auto t0 = std::chrono::steady_clock::now();
   src->stop();
@@ -365,8 +363,7 @@ TEST(PluginCapture, APluginsEventsReplayToTheLiveRunsAlerts) {
     auto sources = h->start_sources({});
     ASSERT_TRUE(sources);
     for (auto& s : *sources) (*runner)->add_source(std::move(s), false);
-    pipeline::Pipeline pipe({st, [&](std::shared_ptr<const event::Alert> a) { live.push_back(a); }, "h"},
-                            r.ruleset);
+    pipeline::Pipeline pipe({st, [&](std::shared_ptr<const event::Alert> a) { live.push_back(a); }, "h"}, r.ruleset);
     pipe.add_tap(&tap);
     auto rep = (*runner)->run(pipe);
     EXPECT_EQ(rep.exit_code, 0);

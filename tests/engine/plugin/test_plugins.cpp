@@ -27,8 +27,7 @@ VIGIL_PLUGIN_EXPORT const char* vigil_plugin_get_name(void) { return VIGIL_TEST_
 VIGIL_PLUGIN_EXPORT const char* vigil_plugin_get_version(void) { return "0.0.1"; }
 VIGIL_PLUGIN_EXPORT const char* vigil_plugin_get_description(void) { return "misbehaves for tests"; }
 
-VIGIL_PLUGIN_EXPORT vigil_plugin_state* vigil_plugin_init(const vigil_host*, const char*, char* err,
-                                                          size_t errlen) {
+VIGIL_PLUGIN_EXPORT vigil_plugin_state* vigil_plugin_init(const vigil_host*, const char*, char* err, size_t errlen) {
 #ifdef VIGIL_TEST_CRASH
   raise(SIGSEGV);
 #endif
@@ -39,9 +38,7 @@ VIGIL_PLUGIN_EXPORT vigil_plugin_state* vigil_plugin_init(const vigil_host*, con
   return reinterpret_cast<vigil_plugin_state*>(&g_state);
 }
 VIGIL_PLUGIN_EXPORT void vigil_plugin_destroy(vigil_plugin_state*) {}
-VIGIL_PLUGIN_EXPORT const char* vigil_plugin_get_last_error(vigil_plugin_state*) {
-  return "the source broke";
-}
+VIGIL_PLUGIN_EXPORT const char* vigil_plugin_get_last_error(vigil_plugin_state*) { return "the source broke"; }
 
 VIGIL_PLUGIN_EXPORT const char* vigil_plugin_get_event_source(void) { return VIGIL_TEST_NAME; }
 

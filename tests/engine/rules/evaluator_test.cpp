@@ -64,9 +64,9 @@ TEST(Evaluator, StringOperators) {
   EXPECT_TRUE(fires(w, "proc.exepath iglob /USR/BIN/PYTHON*"));
   EXPECT_FALSE(fires(w, "proc.exepath glob /USR/BIN/PYTHON*"));
   EXPECT_TRUE(fires(w, "proc.name regex \"py(thon)?[0-9]\""));
-  EXPECT_FALSE(fires(w, "proc.name regex \"py\""));  // must match the whole value
-  EXPECT_TRUE(fires(w, "proc.name bcontains 74686f6e"));      // "thon"
-  EXPECT_TRUE(fires(w, "proc.name bstartswith 707974"));      // "pyt"
+  EXPECT_FALSE(fires(w, "proc.name regex \"py\""));       // must match the whole value
+  EXPECT_TRUE(fires(w, "proc.name bcontains 74686f6e"));  // "thon"
+  EXPECT_TRUE(fires(w, "proc.name bstartswith 707974"));  // "pyt"
   EXPECT_FALSE(fires(w, "proc.name bstartswith 74686f6e"));
 }
 
@@ -357,7 +357,8 @@ TEST(Evaluator, SessionAndProcessGroup) {
   d.sid = 100;
   d.vpgid = 100;
   w.proc.vpid = 100;
-  EXPECT_TRUE(fires(w, "proc.sid = 100 and proc.vpgid = 100 and proc.is_sid_leader = true and proc.is_vpgid_leader = true"));
+  EXPECT_TRUE(
+      fires(w, "proc.sid = 100 and proc.vpgid = 100 and proc.is_sid_leader = true and proc.is_vpgid_leader = true"));
   d.sid = 50;
   d.vpgid = 50;
   EXPECT_TRUE(fires(w, "proc.is_sid_leader = false and proc.is_vpgid_leader = false"));
@@ -399,7 +400,7 @@ TEST(Evaluator, GpuAllocatedList) {
   World w;
   w.exec();
   w.pod.containers[0].gpu_devices = {"0", "3"};
-  EXPECT_TRUE(fires(w, "gpu.allocated in (0, 1, 2, 3)"));   // every element in the set
+  EXPECT_TRUE(fires(w, "gpu.allocated in (0, 1, 2, 3)"));  // every element in the set
   EXPECT_FALSE(fires(w, "gpu.allocated in (0, 1)"));
   EXPECT_TRUE(fires(w, "gpu.allocated intersects (3, 4)"));  // at least one in common
   EXPECT_TRUE(fires(w, "gpu.allocated = 3"));                // any element
@@ -457,7 +458,8 @@ TEST(Evaluator, NoAllocationFreeMatchNothing) {
   // The evaluator must report nothing and stay inside its arena for events no rule matches.
   World w;
   w.open("/tmp/x");
-  auto r = testing::load_one(testing::rule_yaml("evt.type = open and fd.name startswith /etc and proc.cmdline contains x"));
+  auto r =
+      testing::load_one(testing::rule_yaml("evt.type = open and fd.name startswith /etc and proc.cmdline contains x"));
   ASSERT_TRUE(r.ruleset);
   std::vector<event::Alert> out;
   r.ruleset->evaluate(w.ctx(), out);

@@ -28,12 +28,14 @@ using event::Type;
 
 // Every argument name the extractor knew, and one no call has.
 constexpr std::string_view kNames[] = {
-    "fd", "name", "path", "pathname", "filename", "flags", "mode", "exe", "cwd", "cmd", "res",
-    "request", "target", "linkpath", "linkdirfd", "newdir", "oldpath", "newpath", "newdirfd",
-    "olddirfd", "olddir", "dirfd", "pid", "addr", "domain", "type", "proto", "oldfd", "newfd",
-    "uid", "gid", "ruid", "euid", "suid", "rgid", "egid", "sgid", "nstype", "backlog", "option",
-    "arg2_int", "entries", "sig", "code", "tid", "config", "cap_effective", "cap_permitted",
-    "cap_inheritable", "uargs", "nosuch"};
+    "fd",        "name",   "path",    "pathname", "filename",      "flags",         "mode",
+    "exe",       "cwd",    "cmd",     "res",      "request",       "target",        "linkpath",
+    "linkdirfd", "newdir", "oldpath", "newpath",  "newdirfd",      "olddirfd",      "olddir",
+    "dirfd",     "pid",    "addr",    "domain",   "type",          "proto",         "oldfd",
+    "newfd",     "uid",    "gid",     "ruid",     "euid",          "suid",          "rgid",
+    "egid",      "sgid",   "nstype",  "backlog",  "option",        "arg2_int",      "entries",
+    "sig",       "code",   "tid",     "config",   "cap_effective", "cap_permitted", "cap_inheritable",
+    "uargs",     "nosuch"};
 
 struct Sample {
   std::string label;
@@ -64,14 +66,16 @@ event::FileOpData file_op(Syscall s, std::string path, std::string path2 = "", s
 
 event::CredData cred(Syscall s) { return event::CredData{s, 1, 2, 3, 0}; }
 
-event::SysCallData call(std::uint64_t a0, std::uint64_t a1, std::uint64_t a2, std::uint64_t a3,
-                        std::string name = "", std::int64_t result = 8) {
+event::SysCallData call(std::uint64_t a0, std::uint64_t a1, std::uint64_t a2, std::uint64_t a3, std::string name = "",
+                        std::int64_t result = 8) {
   return event::SysCallData{a0, a1, a2, a3, std::move(name), result};
 }
 
 std::vector<Sample> samples() {
   std::vector<Sample> v;
-  auto add = [&](std::string label, Type t, event::Payload p) { v.push_back({std::move(label), make(t, std::move(p))}); };
+  auto add = [&](std::string label, Type t, event::Payload p) {
+    v.push_back({std::move(label), make(t, std::move(p))});
+  };
   {
     event::OpenData o;
     o.path = "/etc/shadow";
@@ -186,8 +190,7 @@ std::vector<Sample> samples() {
   add("vigil_signal-unknown", Type::kVigilSignal, call(99, 1, 2, 3));
   add("perf_event_open", Type::kPerfEventOpen, call(2, 3, static_cast<std::uint64_t>(-1), 2));
   add("perf_event_open-other", Type::kPerfEventOpen, call(7, 0, 0, 0));
-  add("capset", Type::kCapset,
-      event::CapsData{(1ull << 21) | (1ull << 13), (1ull << 41) - 1 + (1ull << 45), 0, 0});
+  add("capset", Type::kCapset, event::CapsData{(1ull << 21) | (1ull << 13), (1ull << 41) - 1 + (1ull << 45), 0, 0});
   add("connect", Type::kConnect, event::ConnectData{});
   add("fork", Type::kFork, event::ForkData{});
   add("open-without-payload", Type::kOpen, std::monostate{});

@@ -33,10 +33,9 @@ Counts load(const std::string& file) {
   return c;
 }
 
-#define REQUIRE_FALCO_FILE(f)                                                              \
-  if (!std::filesystem::exists(falco_dir() + "/" + (f))) {                                 \
-    GTEST_SKIP() << "Falco's stock rules not found in " << falco_dir()                     \
-                 << " (set VIGIL_FALCO_RULES_DIR)";                                       \
+#define REQUIRE_FALCO_FILE(f)                                                                             \
+  if (!std::filesystem::exists(falco_dir() + "/" + (f))) {                                                \
+    GTEST_SKIP() << "Falco's stock rules not found in " << falco_dir() << " (set VIGIL_FALCO_RULES_DIR)"; \
   }
 
 TEST(FalcoCompat, StableRules) {

@@ -309,11 +309,11 @@ TEST(FieldValues, ExeFilelessIsExeKindMemfdDeletedOrDevshm) {
           w.open("/etc/hosts");
         }
         const std::string kind = printed(w, "%proc.exe_kind");
-        const std::string want = kind == "<NA>"                                         ? "<NA>"
+        const std::string want = kind == "<NA>"                                             ? "<NA>"
                                  : kind == "memfd" || kind == "deleted" || kind == "devshm" ? "true"
                                                                                             : "false";
-        EXPECT_EQ(printed(w, "%proc.is_exe_fileless"), want) << "facts " << bits << " path '" << path << "' kind "
-                                                            << kind << (at_exec ? " at exec" : " later");
+        EXPECT_EQ(printed(w, "%proc.is_exe_fileless"), want)
+            << "facts " << bits << " path '" << path << "' kind " << kind << (at_exec ? " at exec" : " later");
       }
     }
   }

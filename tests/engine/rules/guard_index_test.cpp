@@ -142,12 +142,12 @@ std::vector<std::string> with_value_rules(std::vector<std::string> v) {
 // literal test can hold.
 TEST(GuardIndex, LiteralGuardsLetThroughWhatCanMatchAndKeepOutTheRest) {
   OpenIndex ix(with_value_rules({
-      "fd.name startswith /etc/ and proc.name != cat",                          // 2
+      "fd.name startswith /etc/ and proc.name != cat",                                   // 2
       "(fd.name startswith /srv/a or fd.name startswith /srv/bb) and proc.name != cat",  // 3
-      "fd.name endswith release_agent and proc.name != cat",                    // 4
-      "fd.nameraw contains \"../\" and proc.name != cat",                      // 5
-      "fd.name pmatch (/tmp, /var/tmp) and proc.name != cat",                   // 6
-      "not fd.name startswith /proc",                                           // 7: no guard
+      "fd.name endswith release_agent and proc.name != cat",                             // 4
+      "fd.nameraw contains \"../\" and proc.name != cat",                                // 5
+      "fd.name pmatch (/tmp, /var/tmp) and proc.name != cat",                            // 6
+      "not fd.name startswith /proc",                                                    // 7: no guard
   }));
   ASSERT_TRUE(ix.index.active());
   auto f = ix.index.fields();
@@ -161,7 +161,8 @@ TEST(GuardIndex, LiteralGuardsLetThroughWhatCanMatchAndKeepOutTheRest) {
   EXPECT_EQ(ix.let_through("/srv/a"), (B{false, false, false, true, false, false, false, true}));
   EXPECT_EQ(ix.let_through("/srv/b/x"), (B{false, false, false, false, false, false, false, true}));
   EXPECT_EQ(ix.let_through("/srv/bb1"), (B{false, false, false, true, false, false, false, true}));
-  EXPECT_EQ(ix.let_through("/sys/fs/cgroup/x/release_agent"), (B{false, false, false, false, true, false, false, true}));
+  EXPECT_EQ(ix.let_through("/sys/fs/cgroup/x/release_agent"),
+            (B{false, false, false, false, true, false, false, true}));
   EXPECT_EQ(ix.let_through("release_agent"), (B{false, false, false, false, true, false, false, true}));
   EXPECT_EQ(ix.let_through("/x/release_agent.bak"), (B{false, false, false, false, false, false, false, true}));
   // fd.nameraw is the path as given; the resolved path has no "../".
@@ -190,7 +191,7 @@ TEST(GuardIndex, LiteralGuardsLetThroughWhatCanMatchAndKeepOutTheRest) {
 TEST(GuardIndex, AddressExceptionsKeepTheirRulesOutOfTheEventsTheyExclude) {
   TypeIndex ix({"fd.sport = 22 and proc.name != sshd",                                      // 0
                 "fd.sip in (169.254.169.254)",                                              // 1
-                "fd.sip exists and not fd.snet in (10.0.0.0/8, 192.168.0.0/16, fd00::/8)",   // 2
+                "fd.sip exists and not fd.snet in (10.0.0.0/8, 192.168.0.0/16, fd00::/8)",  // 2
                 "fd.sport = 443 and not fd.snet in (10.0.0.0/8) and not fd.sip = 8.8.8.8",  // 3
                 "fd.sip exists and (proc.name = curl or not fd.snet in (10.0.0.0/8))",      // 4
                 "not fd.sport in (80, 443)"},                                               // 5
@@ -256,8 +257,7 @@ struct ExecIndex : TypeIndex {
   explicit ExecIndex(const std::vector<std::string>& conditions)
       : TypeIndex(conditions, "execve", event::Type::kExec) {}
   // Which rules may match an exec of `comm`, with the identity facts given.
-  std::vector<bool> let_through(const std::string& comm, bool shell, bool elf32 = false,
-                                bool fileless = false) const {
+  std::vector<bool> let_through(const std::string& comm, bool shell, bool elf32 = false, bool fileless = false) const {
     World w;
     w.proc.comm = comm;
     w.ev.hdr.comm = comm;
@@ -277,12 +277,12 @@ struct ExecIndex : TypeIndex {
 // `F = false`, or a boolean behind a transformer-free `!=`, has no guard.
 TEST(GuardIndex, FlagGuardsLetThroughWhatCanMatchAndKeepOutTheRest) {
   ExecIndex ix({
-      "proc.name in (xmrig, t-rex)",                                               // 0: value
+      "proc.name in (xmrig, t-rex)",                                                     // 0: value
       "(proc.is_exe_shell = true or proc.name in (bash, sh)) and container.id != host",  // 1
-      "proc.is_32bit = true and not proc.name in (steam)",                         // 2
-      "proc.is_exe_fileless = true and proc.name != runc",                         // 3
-      "(proc.is_exe_shell = true or proc.name startswith py) and proc.tty = 0",    // 4: flag + literal
-      "proc.is_exe_shell = false and proc.name != cat",                            // 5: no guard
+      "proc.is_32bit = true and not proc.name in (steam)",                               // 2
+      "proc.is_exe_fileless = true and proc.name != runc",                               // 3
+      "(proc.is_exe_shell = true or proc.name startswith py) and proc.tty = 0",          // 4: flag + literal
+      "proc.is_exe_shell = false and proc.name != cat",                                  // 5: no guard
   });
   ASSERT_TRUE(ix.index.active());
   auto f = ix.index.fields();
@@ -335,13 +335,14 @@ TEST(GuardIndex, FlagGuardedRuleStillFires) {
 // keyed by the address (IPv4 and IPv6); a network wider than one address is
 // not, and its rule runs for every connect.
 TEST(GuardIndex, SingleAddressesGuardByValue) {
-  TypeIndex ix({
-                   "fd.sip in (169.254.169.254, fd00:ec2::254) and container.id != host",  // 0
-                   "fd.sip = 10.0.0.5 and proc.name != cat",                              // 1
-                   "fd.snet in (10.0.0.0/8) and proc.name != cat",  // 2: a network, no guard
-                   "fd.sport in (3333, 4444)",                      // 3: value (port)
-               },
-               "connect", event::Type::kConnect);
+  TypeIndex ix(
+      {
+          "fd.sip in (169.254.169.254, fd00:ec2::254) and container.id != host",  // 0
+          "fd.sip = 10.0.0.5 and proc.name != cat",                               // 1
+          "fd.snet in (10.0.0.0/8) and proc.name != cat",                         // 2: a network, no guard
+          "fd.sport in (3333, 4444)",                                             // 3: value (port)
+      },
+      "connect", event::Type::kConnect);
   ASSERT_TRUE(ix.index.active());
   auto f = ix.index.fields();
   std::sort(f.begin(), f.end());

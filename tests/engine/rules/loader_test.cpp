@@ -51,8 +51,9 @@ TEST(LoaderDiagnostics, OperatorNotForType) {
   EXPECT_EQ(only(r, Severity::kError),
             "test.yaml:4:14: error E006: rule 'R': operator 'contains' cannot be used with ip field 'fd.sip'\n");
   r = testing::load_one(testing::rule_yaml("fd.sip in (10.0.0.0/33)"));
-  EXPECT_EQ(only(r, Severity::kError),
-            "test.yaml:4:14: error E006: rule 'R': '10.0.0.0/33' is not an IP address or network, but 'fd.sip' is an ip field\n");
+  EXPECT_EQ(
+      only(r, Severity::kError),
+      "test.yaml:4:14: error E006: rule 'R': '10.0.0.0/33' is not an IP address or network, but 'fd.sip' is an ip field\n");
   r = testing::load_one(testing::rule_yaml("evt.failed = maybe"));
   EXPECT_EQ(only(r, Severity::kError),
             "test.yaml:4:14: error E006: rule 'R': 'maybe' is not true or false, but 'evt.failed' is a bool field\n");
@@ -63,8 +64,7 @@ TEST(LoaderDiagnostics, OperatorNotForType) {
   EXPECT_EQ(only(r, Severity::kError),
             "test.yaml:4:14: error E006: rule 'R': field 'proc.aname' needs a numeric index 0..32, got 'x'\n");
   r = testing::load_one(testing::rule_yaml("proc.name[1] = bash"));
-  EXPECT_EQ(only(r, Severity::kError),
-            "test.yaml:4:14: error E006: rule 'R': field 'proc.name' takes no argument\n");
+  EXPECT_EQ(only(r, Severity::kError), "test.yaml:4:14: error E006: rule 'R': field 'proc.name' takes no argument\n");
 }
 
 TEST(LoaderDiagnostics, SyntaxErrorShowsWhere) {
@@ -84,10 +84,9 @@ TEST(LoaderDiagnostics, UndefinedMacroAndCycle) {
   auto r = testing::load_one(testing::rule_yaml("evt.type = execve and nosuch"));
   EXPECT_EQ(only(r, Severity::kError),
             "test.yaml:4:14: error E005: rule 'R': undefined macro 'nosuch' used in condition\n");
-  r = testing::load_one(testing::rule_yaml(
-      "a", "o", "- macro: a\n  condition: b\n- macro: b\n  condition: proc.pid = 1 or a\n"));
-  EXPECT_EQ(only(r, Severity::kError),
-            "test.yaml:8:14: error E013: rule 'R': macro 'a' refers to itself\n");
+  r = testing::load_one(
+      testing::rule_yaml("a", "o", "- macro: a\n  condition: b\n- macro: b\n  condition: proc.pid = 1 or a\n"));
+  EXPECT_EQ(only(r, Severity::kError), "test.yaml:8:14: error E013: rule 'R': macro 'a' refers to itself\n");
 }
 
 TEST(LoaderDiagnostics, YamlErrors) {
@@ -110,10 +109,11 @@ TEST(LoaderDiagnostics, YamlErrors) {
 }
 
 TEST(LoaderDiagnostics, EveryProblemOfOneLoadIsReported) {
-  std::string y = testing::rule_yaml("proc.pid > x") +
-                  "- rule: S\n  desc: d\n  priority: INFO\n  condition: 'proc.name = '\n  output: o\n"
-                  "- rule: T\n  desc: d\n  priority: INFO\n  condition: 'evt.type = execve and proc.name = a'\n  output: '%proc.name'\n"
-                  "- bogus: 1\n";
+  std::string y =
+      testing::rule_yaml("proc.pid > x") +
+      "- rule: S\n  desc: d\n  priority: INFO\n  condition: 'proc.name = '\n  output: o\n"
+      "- rule: T\n  desc: d\n  priority: INFO\n  condition: 'evt.type = execve and proc.name = a'\n  output: '%proc.name'\n"
+      "- bogus: 1\n";
   auto r = testing::load_one(y);
   EXPECT_EQ(r.errors, 2u);
   EXPECT_EQ(r.loaded, 1u);
@@ -140,8 +140,9 @@ TEST(LoaderDiagnostics, OtherSourcesAreSkipped) {
   auto r = testing::load_one(
       "- rule: K\n  desc: d\n  priority: INFO\n  source: k8s_audit\n  condition: ka.verb = create\n  output: o\n");
   EXPECT_EQ(r.skipped, 1u);
-  EXPECT_EQ(only(r, Severity::kWarning),
-            "test.yaml:1:3: warning W004: rule 'K': source 'k8s_audit' is not one vigil has (no loaded plugin gives it); rule skipped\n");
+  EXPECT_EQ(
+      only(r, Severity::kWarning),
+      "test.yaml:1:3: warning W004: rule 'K': source 'k8s_audit' is not one vigil has (no loaded plugin gives it); rule skipped\n");
 }
 
 TEST(LoaderDiagnostics, UnknownKeysAndOutputFieldsWarn) {
@@ -168,16 +169,17 @@ TEST(LoaderDiagnostics, EngineVersion) {
 
 TEST(LoaderDiagnostics, WarnEvttypes) {
   auto r = testing::load_one(testing::rule_yaml("proc.name = bash"));
-  EXPECT_EQ(only(r, Severity::kWarning),
-            "test.yaml:4:14: warning W008: rule 'R': the condition does not restrict evt.type: it runs for every event\n");
+  EXPECT_EQ(
+      only(r, Severity::kWarning),
+      "test.yaml:4:14: warning W008: rule 'R': the condition does not restrict evt.type: it runs for every event\n");
   r = testing::load_one(
       "- rule: R\n  desc: d\n  priority: INFO\n  condition: proc.name = bash\n  output: o\n  warn_evttypes: false\n");
   EXPECT_EQ(only(r, Severity::kWarning), "");
 }
 
 TEST(LoaderDiagnostics, UnusedMacrosAndLists) {
-  auto r = testing::load_one(testing::rule_yaml(
-      "evt.type = execve", "o", "- list: l\n  items: [a]\n- macro: m\n  condition: proc.pid = 1\n"));
+  auto r = testing::load_one(
+      testing::rule_yaml("evt.type = execve", "o", "- list: l\n  items: [a]\n- macro: m\n  condition: proc.pid = 1\n"));
   EXPECT_EQ(only(r, Severity::kWarning),
             "test.yaml:3:3: warning W006: macro 'm': macro is not used\n"
             "test.yaml:1:3: warning W007: list 'l': list is not used\n");
@@ -186,8 +188,9 @@ TEST(LoaderDiagnostics, UnusedMacrosAndLists) {
 TEST(LoaderDiagnostics, InputThatLoopsTheYamlParserIsRejected) {
   // Found by fuzzing: yaml-cpp 0.7 never finishes this document (and allocates
   // without bound). The libyaml syntax check refuses it first, with its position.
-  auto r = testing::load_one(", required_engi, '\"my shell\"']\n- macro: spawned\n  cexceptions:\n"
-                             "    - na: and proc.pid > 2\n");
+  auto r = testing::load_one(
+      ", required_engi, '\"my shell\"']\n- macro: spawned\n  cexceptions:\n"
+      "    - na: and proc.pid > 2\n");
   EXPECT_EQ(only(r, Severity::kError),
             "test.yaml:1:1: error E002: invalid YAML: while parsing a block node: did not find "
             "expected node content\n");
@@ -210,8 +213,8 @@ TEST(LoaderDiagnostics, HostileExpansionsAreBounded) {
   // A list that names itself (twice) does not expand forever.
   World w;
   w.exec();
-  auto r = testing::load_one(testing::rule_yaml("evt.type = execve and proc.name in (l)", "o",
-                                                "- list: l\n  items: [l, l, python3]\n"));
+  auto r = testing::load_one(
+      testing::rule_yaml("evt.type = execve and proc.name in (l)", "o", "- list: l\n  items: [l, l, python3]\n"));
   ASSERT_TRUE(r.ruleset) << testing::diags(r);
   EXPECT_EQ(fired(r, w), std::vector<std::string>{"R"});
   // Macros that double at every level are stopped with an error, not exhausted memory.
@@ -223,7 +226,8 @@ TEST(LoaderDiagnostics, HostileExpansionsAreBounded) {
   r = testing::load_one(testing::rule_yaml("evt.type = execve and m40", "o", macros));
   EXPECT_FALSE(r.ruleset);
   EXPECT_NE(only(r, Severity::kError).find("E014: rule 'R': the condition is too large after macro expansion"),
-            std::string::npos) << testing::diags(r);
+            std::string::npos)
+      << testing::diags(r);
 }
 
 // An exec rule named `name` whose condition is an `and` chain of `terms`
@@ -244,7 +248,8 @@ TEST(LoaderDiagnostics, ConditionSizeIsLimited) {
   EXPECT_EQ(r.errors, 1u);
   EXPECT_EQ(only(r, Severity::kError),
             "big.yaml:9:14: error E014: rule 'huge': the condition is too large (over 10000 nodes, the limit; "
-            "split it into several rules)\n") << testing::diags(r);
+            "split it into several rules)\n")
+      << testing::diags(r);
   LoadOptions small;
   small.max_condition_nodes = 15;  // the 10-term rule has 12 nodes (11 tests, one and)
   r = load_rules_text({{"big.yaml", chain_rule("small", 10)}}, small);
@@ -269,7 +274,8 @@ TEST(LoaderDiagnostics, CompileBudgetAndCancelStopTheLoad) {
   EXPECT_FALSE(r.ruleset);
   EXPECT_EQ(only(r, Severity::kError),
             "b.yaml:6:3: error E015: rule 'after': the compile took longer than its budget of 1 ms; stopped "
-            "here, this rule and those after it are not compiled\n") << testing::diags(r);
+            "here, this rule and those after it are not compiled\n")
+      << testing::diags(r);
   std::atomic<bool> cancel{true};
   LoadOptions cancelled;
   cancelled.cancel = &cancel;
@@ -277,7 +283,8 @@ TEST(LoaderDiagnostics, CompileBudgetAndCancelStopTheLoad) {
   EXPECT_FALSE(r.ruleset);
   EXPECT_EQ(only(r, Severity::kError),
             "b.yaml:1:3: error E015: rule 'slow': the compile was cancelled; stopped here, this rule and those "
-            "after it are not compiled\n") << testing::diags(r);
+            "after it are not compiled\n")
+      << testing::diags(r);
   cancel = false;
   budget.compile_budget = std::chrono::seconds(600);
   r = load_rules_text({{"b.yaml", yaml}}, cancelled);
@@ -310,7 +317,8 @@ TEST(LoaderOverride, AppendAndReplace) {
   std::string base =
       "- list: names\n  items: [bash]\n"
       "- rule: R\n  desc: d\n  priority: INFO\n  condition: evt.type = execve\n  output: first\n  tags: [a]\n";
-  auto r = testing::load_one(base +
+  auto r = testing::load_one(
+      base +
       "- list: names\n  items: [python3]\n  override:\n    items: replace\n"
       "- rule: R\n  condition: and proc.name in (names)\n  output: second\n  tags: [b]\n  priority: CRITICAL\n"
       "  override:\n    condition: append\n    output: replace\n    tags: append\n    priority: replace\n");
@@ -322,7 +330,8 @@ TEST(LoaderOverride, AppendAndReplace) {
   EXPECT_EQ(out[0].priority, event::Priority::kCritical);
   EXPECT_EQ(out[0].tags, (std::vector<std::string>{"a", "b"}));
   // Replace the list with something else: no longer fires.
-  r = testing::load_one(base + "- list: names\n  items: [zsh]\n  override:\n    items: replace\n"
+  r = testing::load_one(base +
+                        "- list: names\n  items: [zsh]\n  override:\n    items: replace\n"
                         "- rule: R\n  condition: and proc.name in (names)\n  override:\n    condition: append\n");
   EXPECT_TRUE(fired(r, w).empty());
 }
@@ -343,16 +352,24 @@ TEST(LoaderOverride, EnabledReplaceAndDeprecatedToggle) {
 
 TEST(LoaderOverride, Errors) {
   std::string base = "- rule: R\n  desc: d\n  priority: INFO\n  condition: evt.type = execve\n  output: o\n";
-  auto r = testing::load_one(base + "- rule: R\n  condition: and proc.pid = 1\n  append: true\n  override:\n    condition: append\n");
-  EXPECT_NE(only(r, Severity::kError).find("E008: rule 'R': 'append' and 'override' cannot be used together"), std::string::npos);
+  auto r = testing::load_one(
+      base + "- rule: R\n  condition: and proc.pid = 1\n  append: true\n  override:\n    condition: append\n");
+  EXPECT_NE(only(r, Severity::kError).find("E008: rule 'R': 'append' and 'override' cannot be used together"),
+            std::string::npos);
   r = testing::load_one(base + "- rule: R\n  priority: INFO\n  override:\n    priority: append\n");
-  EXPECT_NE(only(r, Severity::kError).find("E008: rule 'R': key 'priority' cannot be overridden with 'append'"), std::string::npos);
-  r = testing::load_one(base + "- rule: R\n  condition: and proc.pid = 1\n  output: x\n  override:\n    condition: append\n");
-  EXPECT_NE(only(r, Severity::kError).find("E008: rule 'R': unexpected key 'output': no corresponding entry under 'override'"), std::string::npos);
+  EXPECT_NE(only(r, Severity::kError).find("E008: rule 'R': key 'priority' cannot be overridden with 'append'"),
+            std::string::npos);
+  r = testing::load_one(base +
+                        "- rule: R\n  condition: and proc.pid = 1\n  output: x\n  override:\n    condition: append\n");
+  EXPECT_NE(only(r, Severity::kError)
+                .find("E008: rule 'R': unexpected key 'output': no corresponding entry under 'override'"),
+            std::string::npos);
   r = testing::load_one("- rule: Missing\n  condition: and proc.pid = 1\n  override:\n    condition: append\n");
-  EXPECT_EQ(only(r, Severity::kError), "test.yaml:1:3: error E008: rule 'Missing': override to a rule that is not defined\n");
+  EXPECT_EQ(only(r, Severity::kError),
+            "test.yaml:1:3: error E008: rule 'Missing': override to a rule that is not defined\n");
   r = testing::load_one("- list: nolist\n  items: [a]\n  append: true\n");
-  EXPECT_NE(only(r, Severity::kError).find("E008: list 'nolist': append to a list that is not defined"), std::string::npos);
+  EXPECT_NE(only(r, Severity::kError).find("E008: list 'nolist': append to a list that is not defined"),
+            std::string::npos);
 }
 
 TEST(LoaderOverride, RedefinitionReplacesAndKeepsPosition) {
@@ -375,15 +392,16 @@ TEST(LoaderOverride, RedefinitionReplacesAndKeepsPosition) {
 
 std::string exc_rule(const std::string& exceptions) {
   return "- rule: R\n  desc: d\n  priority: INFO\n  condition: evt.type = execve\n  output: o\n"
-         "  exceptions:\n" + exceptions;
+         "  exceptions:\n" +
+         exceptions;
 }
 
 TEST(LoaderExceptions, TupleValues) {
   World w;
   w.exec();
-  auto r = testing::load_one(exc_rule(
-      "  - name: known\n    fields: [proc.name, proc.pname]\n    comps: [=, in]\n"
-      "    values:\n      - [python3, [bash, zsh]]\n"));
+  auto r =
+      testing::load_one(exc_rule("  - name: known\n    fields: [proc.name, proc.pname]\n    comps: [=, in]\n"
+                                 "    values:\n      - [python3, [bash, zsh]]\n"));
   ASSERT_TRUE(r.ruleset) << testing::diags(r);
   EXPECT_TRUE(fired(r, w).empty());  // python3 under bash is excepted
   w.proc.comm = "perl";
@@ -410,15 +428,16 @@ TEST(LoaderExceptions, ScalarFieldUsesIn) {
   r = testing::load_one(exc_rule("  - name: e\n    fields: proc.exepath\n    comps: pmatch\n    values: [/usr/bin]\n"));
   EXPECT_TRUE(fired(r, w).empty());
   r = testing::load_one(exc_rule("  - name: e\n    fields: proc.name\n    comps: '='\n    values: [x]\n"));
-  EXPECT_NE(only(r, Severity::kError).find("with a single field, comps must be in, pmatch or intersects"), std::string::npos);
+  EXPECT_NE(only(r, Severity::kError).find("with a single field, comps must be in, pmatch or intersects"),
+            std::string::npos);
 }
 
 TEST(LoaderExceptions, TransformerValuesCompareFields) {
   World w;
   w.exec();
   w.proc.comm = "bash";
-  auto r = testing::load_one(exc_rule(
-      "  - name: same\n    fields: [proc.name]\n    values:\n      - [val(proc.pname)]\n"));
+  auto r =
+      testing::load_one(exc_rule("  - name: same\n    fields: [proc.name]\n    values:\n      - [val(proc.pname)]\n"));
   ASSERT_TRUE(r.ruleset) << testing::diags(r);
   EXPECT_TRUE(fired(r, w).empty());
   w.proc.comm = "sh";
@@ -431,21 +450,24 @@ TEST(LoaderExceptions, NoValuesThenAppendedValues) {
   std::string y = exc_rule("  - name: e\n    fields: [proc.name]\n");
   auto r = testing::load_one(y);
   EXPECT_EQ(fired(r, w).size(), 1u);  // no values: excepts nothing
-  r = testing::load_one(y + "- rule: R\n  exceptions:\n  - name: e\n    values: [[python3]]\n"
+  r = testing::load_one(y +
+                        "- rule: R\n  exceptions:\n  - name: e\n    values: [[python3]]\n"
                         "  override:\n    exceptions: append\n");
   ASSERT_TRUE(r.ruleset) << testing::diags(r);
   EXPECT_TRUE(fired(r, w).empty());
   r = testing::load_one(y + "- rule: R\n  exceptions:\n  - name: e\n  override:\n    exceptions: append\n");
   EXPECT_NE(testing::diags(r).find("W010: rule 'R': exception 'e': append with no values"), std::string::npos);
-  r = testing::load_one(y + "- rule: R\n  exceptions:\n  - name: e\n    fields: [proc.pid]\n    values: [[1]]\n"
+  r = testing::load_one(y +
+                        "- rule: R\n  exceptions:\n  - name: e\n    fields: [proc.pid]\n    values: [[1]]\n"
                         "  override:\n    exceptions: append\n");
   EXPECT_NE(only(r, Severity::kError).find("appending may add values only, not fields or comps"), std::string::npos);
 }
 
 TEST(LoaderExceptions, Malformed) {
-  auto r = testing::load_one(exc_rule(
-      "  - name: e\n    fields: [proc.name, proc.pid]\n    comps: [=]\n    values: [[a, 1]]\n"));
-  EXPECT_NE(only(r, Severity::kError).find("E010: rule 'R': exception 'e': fields and comps differ in length"), std::string::npos);
+  auto r = testing::load_one(
+      exc_rule("  - name: e\n    fields: [proc.name, proc.pid]\n    comps: [=]\n    values: [[a, 1]]\n"));
+  EXPECT_NE(only(r, Severity::kError).find("E010: rule 'R': exception 'e': fields and comps differ in length"),
+            std::string::npos);
   r = testing::load_one(exc_rule("  - name: e\n    fields: [proc.name, proc.pid]\n    values: [[a]]\n"));
   EXPECT_NE(only(r, Severity::kError).find("a value tuple has 1 elements, fields has 2"), std::string::npos);
   r = testing::load_one(exc_rule("  - name: e\n    fields: [proc.name]\n  - name: e\n    fields: [proc.pid]\n"));
@@ -469,8 +491,7 @@ TEST(RulesetAlerts, OutputSubstitutionAndTypedFields) {
   r.ruleset->evaluate(w.ctx(), out);
   ASSERT_EQ(out.size(), 1u);
   const auto& a = out[0];
-  EXPECT_EQ(a.output,
-            "Run (pid=100 name=python3 parent=bash app=train up=PYTHON3 fd=<NA> 100% 3f1c0d2e9a7bx)");
+  EXPECT_EQ(a.output, "Run (pid=100 name=python3 parent=bash app=train up=PYTHON3 fd=<NA> 100% 3f1c0d2e9a7bx)");
   EXPECT_EQ(a.priority, event::Priority::kCritical);
   EXPECT_EQ(a.tags, (std::vector<std::string>{"inference_shell", "T1059"}));
   EXPECT_EQ(a.time_ns, w.ev.hdr.ts_ns);
@@ -516,7 +537,8 @@ TEST(RulesetIndex, EventTypesAndOnlyMatchingRulesRun) {
   auto r = testing::load_one(
       "- rule: E\n  desc: d\n  priority: INFO\n  condition: evt.type in (execve, connect)\n  output: o\n"
       "- rule: O\n  desc: d\n  priority: INFO\n  condition: evt.type = openat and not proc.name = x\n  output: o\n"
-      "- rule: N\n  desc: d\n  priority: INFO\n  condition: not evt.type in (" + all_but_xid + ")\n  output: o\n");
+      "- rule: N\n  desc: d\n  priority: INFO\n  condition: not evt.type in (" +
+      all_but_xid + ")\n  output: o\n");
   ASSERT_TRUE(r.ruleset) << testing::diags(r);
   auto infos = r.ruleset->rules();
   ASSERT_EQ(infos.size(), 3u);
@@ -524,8 +546,8 @@ TEST(RulesetIndex, EventTypesAndOnlyMatchingRulesRun) {
   EXPECT_EQ(infos[1].event_types, (std::vector<std::string>{"openat"}));
   EXPECT_EQ(infos[2].event_types, (std::vector<std::string>{"xid"}));
   auto types = r.ruleset->event_types();
-  EXPECT_EQ(types, (std::set<event::Type>{event::Type::kExec, event::Type::kConnect, event::Type::kOpen,
-                                          event::Type::kXid}));
+  EXPECT_EQ(types,
+            (std::set<event::Type>{event::Type::kExec, event::Type::kConnect, event::Type::kOpen, event::Type::kXid}));
 }
 
 // fd.sip.name is filled from DNS answers: a rule reading it, in its
@@ -589,12 +611,14 @@ TEST(RulesetIndex, OpenPathPrefixes) {
   EXPECT_TRUE(r.ruleset->open_paths().whole.empty());
   // Where an "and" offers both, the resolved path's literals are taken: they
   // judge the file opened, whatever path the process gave.
-  r = testing::load_one(testing::rule_yaml("evt.type = openat and fd.nameraw startswith /x/ and fd.name startswith /y/"));
+  r = testing::load_one(
+      testing::rule_yaml("evt.type = openat and fd.nameraw startswith /x/ and fd.name startswith /y/"));
   EXPECT_EQ(r.ruleset->open_paths().prefixes, (std::vector<std::string>{"/y/"}));
   EXPECT_TRUE(r.ruleset->open_paths().given.empty());
   // Only an open for writing can match a literal of an "and" that needs
   // one (Falco's open_write): a read is not judged by it.
-  r = testing::load_one(testing::rule_yaml("evt.type = openat and evt.is_open_write = true and fd.name startswith /w/"));
+  r = testing::load_one(
+      testing::rule_yaml("evt.type = openat and evt.is_open_write = true and fd.name startswith /w/"));
   EXPECT_TRUE(r.ruleset->open_paths().prefixes.empty());
   EXPECT_EQ(r.ruleset->open_paths().write_prefixes, (std::vector<std::string>{"/w/"}));
   // A directory under a prefix takes no slot; "/" is no directory name.

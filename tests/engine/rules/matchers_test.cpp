@@ -95,10 +95,18 @@ bool naive(const std::vector<std::string>& lits, Op op, std::string_view v) {
   for (auto& c : low) c = lower(c);
   for (const auto& l : lits) {
     switch (op) {
-      case Op::kContains: if (v.find(l) != std::string_view::npos) return true; break;
-      case Op::kIContains: if (std::string_view(low).find(l) != std::string_view::npos) return true; break;
-      case Op::kStartsWith: if (starts_with(v, l)) return true; break;
-      case Op::kEndsWith: if (ends_with(v, l)) return true; break;
+      case Op::kContains:
+        if (v.find(l) != std::string_view::npos) return true;
+        break;
+      case Op::kIContains:
+        if (std::string_view(low).find(l) != std::string_view::npos) return true;
+        break;
+      case Op::kStartsWith:
+        if (starts_with(v, l)) return true;
+        break;
+      case Op::kEndsWith:
+        if (ends_with(v, l)) return true;
+        break;
       default: break;
     }
   }
@@ -130,8 +138,8 @@ TEST(LiteralMatcher, AgreesWithOneComparisonPerLiteral) {
       LiteralMatcher m(lits, op);
       for (int i = 0; i < 200; ++i) {
         std::string v = word(24);
-        ASSERT_EQ(m.match(v), naive(lits, op, v)) << "op " << static_cast<int>(op) << " value '" << v << "' first literal '"
-                                                  << lits[0] << "' of " << lits.size();
+        ASSERT_EQ(m.match(v), naive(lits, op, v)) << "op " << static_cast<int>(op) << " value '" << v
+                                                  << "' first literal '" << lits[0] << "' of " << lits.size();
       }
     }
   }
@@ -163,8 +171,8 @@ TEST(LiteralMatcher, LargeSetsWithoutTheAutomatonAgreeToo) {
 // end, and an empty literal.
 TEST(LiteralMatcher, ContainsScanEdgeCases) {
   LiteralMatcher m({"abcd", "bc", "xbcy"}, Op::kContains);
-  EXPECT_TRUE(m.match("xxabcx"));   // "bc" inside an unfinished "abcd"
-  EXPECT_TRUE(m.match("xbc"));      // "bc" at the end, inside an unfinished "xbcy"
+  EXPECT_TRUE(m.match("xxabcx"));  // "bc" inside an unfinished "abcd"
+  EXPECT_TRUE(m.match("xbc"));     // "bc" at the end, inside an unfinished "xbcy"
   EXPECT_FALSE(m.match("abxcd b c"));
   LiteralMatcher i({"stratum+tcp://", "xmr"}, Op::kIContains);
   EXPECT_TRUE(i.match("run --url STRATUM+TCP://pool"));
@@ -248,14 +256,14 @@ TEST(LiteralScan, EdgeCases) {
   EXPECT_EQ(s.scan("x", 0), 0u);
   EXPECT_EQ(s.scan("STRATUM+TCP://pool", 0), 0b1101u);  // set 3 by "://", not by "+TCP"
   EXPECT_EQ(s.scan("STRATUM+TCP:/pool", 0), 0u);
-  EXPECT_EQ(s.scan("Stratum+tcp:pool", 0), 0b1000u);    // "+tcp" as written
+  EXPECT_EQ(s.scan("Stratum+tcp:pool", 0), 0b1000u);  // "+tcp" as written
   EXPECT_EQ(s.scan("miner --Donate 1", 0), 0b0110u);
-  EXPECT_EQ(s.scan("miner --donate 1", 0), 0b0100u);    // set 1 wants "--Donate" as written
+  EXPECT_EQ(s.scan("miner --donate 1", 0), 0b0100u);  // set 1 wants "--Donate" as written
   EXPECT_EQ(s.scan("miner --DONATE", 0), 0b0100u);
   EXPECT_EQ(s.scan("x -a y", 0), 0b0010u);
   EXPECT_EQ(s.scan("x -A y", 0), 0u);
-  EXPECT_EQ(s.scan(" -a x", 0), 0b0010u);               // at the very start
-  EXPECT_EQ(s.scan("x -a", 0), 0u);                     // " -a " needs its space
+  EXPECT_EQ(s.scan(" -a x", 0), 0b0010u);  // at the very start
+  EXPECT_EQ(s.scan("x -a", 0), 0u);        // " -a " needs its space
   EXPECT_EQ(s.scan("XMR", 0), 0b0001u);
   // A long value with the literal only at its end, and one without any.
   std::string lng(100000, 'q');

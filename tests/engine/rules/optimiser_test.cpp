@@ -122,8 +122,8 @@ struct Corpus {
     return s;
   }
   event::IpAddr addr() {
-    static const char* kAddrs[] = {"10.0.0.5", "8.8.8.8", "169.254.169.254", "192.168.1.4", "1.2.3.4",
-                                   "100.64.0.1", "fd00::1", "2001:db8::7", "172.16.5.5", "127.0.0.1"};
+    static const char* kAddrs[] = {"10.0.0.5",   "8.8.8.8", "169.254.169.254", "192.168.1.4", "1.2.3.4",
+                                   "100.64.0.1", "fd00::1", "2001:db8::7",     "172.16.5.5",  "127.0.0.1"};
     return testing::ip(kAddrs[rng() % 10]);
   }
 
@@ -280,8 +280,7 @@ TEST(Optimiser, SameAlertsAsTheConditionsAsWritten) {
     auto ctx = w.ctx();
     auto fa = fired(*a.ruleset, ctx);
     auto fb = fired(*b.ruleset, ctx);
-    ASSERT_EQ(fa, fb) << "event " << i << " type " << event::type_name(w.ev.hdr.type) << " proc "
-                      << w.proc.comm;
+    ASSERT_EQ(fa, fb) << "event " << i << " type " << event::type_name(w.ev.hdr.type) << " proc " << w.proc.comm;
     alerts += fa.size();
     for (const auto& n : fa) rules_fired.insert(n.substr(0, n.find(" | ")));
   }
@@ -327,8 +326,7 @@ TEST(Optimiser, SameAlertsWithAllStockRulesAndSequences) {
     std::vector<std::string> fa, fb;
     for (const auto& x : oa) fa.push_back(x.rule + " | " + x.output);
     for (const auto& x : ob) fb.push_back(x.rule + " | " + x.output);
-    ASSERT_EQ(fa, fb) << "event " << i << " type " << event::type_name(w.ev.hdr.type) << " proc "
-                      << w.proc.comm;
+    ASSERT_EQ(fa, fb) << "event " << i << " type " << event::type_name(w.ev.hdr.type) << " proc " << w.proc.comm;
     alerts += fa.size();
     for (const auto& n : fa) rules_fired.insert(n.substr(0, n.find(" | ")));
   }
@@ -346,9 +344,11 @@ TEST(Optimiser, InListsMatchExactlyTheirMembers) {
                              "- rule: r\n"
                              "  desc: d\n"
                              "  condition: evt.type = openat and fd.name in (/etc/shadow, /etc/shadoz, "
-                             "/a, \"/b c\", /" + long1 + ", " + long2 + ")\n"
-                             "  output: o\n"
-                             "  priority: WARNING\n"}},
+                             "/a, \"/b c\", /" +
+                                 long1 + ", " + long2 +
+                                 ")\n"
+                                 "  output: o\n"
+                                 "  priority: WARNING\n"}},
                            LoadOptions{});
   ASSERT_TRUE(r.ruleset) << summary_line(r);
   auto fires = [&](const std::string& path) {
@@ -365,7 +365,7 @@ TEST(Optimiser, InListsMatchExactlyTheirMembers) {
   EXPECT_TRUE(fires("/" + long1));
   EXPECT_TRUE(fires(long2));
   EXPECT_FALSE(fires("/etc/shadow "));
-  EXPECT_FALSE(fires("/etc/shadox"));   // same length, first and last byte as members
+  EXPECT_FALSE(fires("/etc/shadox"));  // same length, first and last byte as members
   EXPECT_FALSE(fires("/etc/sHadow"));
   EXPECT_FALSE(fires("/" + long1 + "a"));  // shares the "63 or more" length bucket
   EXPECT_FALSE(fires("/" + std::string(98, 'y') + "/"));
@@ -424,7 +424,6 @@ TEST(Optimiser, SelectiveTestsRunBeforeExceptions) {
   EXPECT_EQ(first_check.rfind("  fd.name = /etc/shadow\n", 0), 0u) << plan;
 }
 
-
 // Both rule sets (optimised and as written) for one rule file.
 struct Pair {
   LoadResult fast, plain;
@@ -459,8 +458,9 @@ std::string rule(const std::string& name, const std::string& cond) {
 // suffixes and substrings at the edges, overlapping literals, literals that
 // share prefixes, case folding, and an empty literal.
 TEST(Optimiser, LiteralSetsMatchLikeTheSingleComparisons) {
-  Pair p(rule("contains", "proc.cmdline contains \" --rig\" or proc.cmdline contains \" --rig-id\" or "
-                          "proc.cmdline contains abab or proc.cmdline contains zz") +
+  Pair p(rule("contains",
+              "proc.cmdline contains \" --rig\" or proc.cmdline contains \" --rig-id\" or "
+              "proc.cmdline contains abab or proc.cmdline contains zz") +
          rule("icontains", "proc.cmdline icontains anyof (Stratum+TCP://, xmr)") +
          rule("starts", "proc.cmdline startswith anyof (\"python3 -m\", py, \"sh -c\")") +
          rule("ends", "proc.cmdline endswith anyof (.sh, /x.sh, \" &\")") +
@@ -468,21 +468,21 @@ TEST(Optimiser, LiteralSetsMatchLikeTheSingleComparisons) {
   ASSERT_TRUE(p.fast.ruleset) << summary_line(p.fast);
   ASSERT_TRUE(p.plain.ruleset);
   using V = std::vector<std::string>;
-  EXPECT_EQ(p.exec("a", {"--rig"}), (V{"contains", "empty"}));           // " --rig" at the very end
-  EXPECT_EQ(p.exec("a", {"--ri"}), (V{"empty"}));                        // a prefix of a literal only
-  EXPECT_EQ(p.exec("a", {"ababab"}), (V{"contains", "empty"}));          // overlapping occurrences
-  EXPECT_EQ(p.exec("a", {"aba", "bab"}), (V{"empty"}));                  // split by a space
-  EXPECT_EQ(p.exec("z", {"z"}), (V{"empty"}));                           // "z z": no "zz"
-  EXPECT_EQ(p.exec("zz", {}), (V{"contains", "empty"}));                 // the whole value
+  EXPECT_EQ(p.exec("a", {"--rig"}), (V{"contains", "empty"}));   // " --rig" at the very end
+  EXPECT_EQ(p.exec("a", {"--ri"}), (V{"empty"}));                // a prefix of a literal only
+  EXPECT_EQ(p.exec("a", {"ababab"}), (V{"contains", "empty"}));  // overlapping occurrences
+  EXPECT_EQ(p.exec("a", {"aba", "bab"}), (V{"empty"}));          // split by a space
+  EXPECT_EQ(p.exec("z", {"z"}), (V{"empty"}));                   // "z z": no "zz"
+  EXPECT_EQ(p.exec("zz", {}), (V{"contains", "empty"}));         // the whole value
   EXPECT_EQ(p.exec("a", {"sTRATUM+tcp://pool"}), (V{"icontains", "empty"}));
   EXPECT_EQ(p.exec("a", {"XMR"}), (V{"icontains", "empty"}));
   EXPECT_EQ(p.exec("a", {"stratum+tcp:/"}), (V{"empty"}));
   EXPECT_EQ(p.exec("python3", {"-m", "x"}), (V{"starts", "empty"}));
-  EXPECT_EQ(p.exec("p", {"y"}), (V{"empty"}));                           // "p y" does not start with "py"
+  EXPECT_EQ(p.exec("p", {"y"}), (V{"empty"}));  // "p y" does not start with "py"
   EXPECT_EQ(p.exec("pyx", {}), (V{"starts", "empty"}));
   EXPECT_EQ(p.exec("bash", {"/tmp/x.sh"}), (V{"ends", "empty"}));
   EXPECT_EQ(p.exec("bash", {"/tmp/x.shh"}), (V{"empty"}));
-  EXPECT_EQ(p.exec("sh", {}), (V{"empty"}));                             // shorter than ".sh"
+  EXPECT_EQ(p.exec("sh", {}), (V{"empty"}));  // shorter than ".sh"
   EXPECT_EQ(p.exec(".sh", {}), (V{"ends", "empty"}));
   EXPECT_EQ(p.exec("a", {"&"}), (V{"ends", "empty"}));
 }
@@ -503,10 +503,10 @@ TEST(Optimiser, RegexPrefiltersNeverChangeTheAnswer) {
   EXPECT_EQ(p.exec("miner", {"--algo", "kawpow"}), (V{"algo", "lowered"}));
   EXPECT_EQ(p.exec("miner", {"-a=ethash", "-o", "x"}), (V{"algo", "lowered"}));
   EXPECT_EQ(p.exec("miner", {"--algo", "equihash144_5"}), (V{"algo"}));
-  EXPECT_EQ(p.exec("miner", {"--ALGO", "kawpow"}), (V{"lowered"}));      // the regex is case-sensitive
+  EXPECT_EQ(p.exec("miner", {"--ALGO", "kawpow"}), (V{"lowered"}));  // the regex is case-sensitive
   EXPECT_EQ(p.exec("miner", {"--algo", "KAWPOW"}), (V{"lowered"}));
   EXPECT_EQ(p.exec("miner", {"-A=EtHash"}), (V{"lowered"}));
-  EXPECT_EQ(p.exec("miner", {"kawpow", "--algo"}), (V{}));               // atoms present, no match
+  EXPECT_EQ(p.exec("miner", {"kawpow", "--algo"}), (V{}));  // atoms present, no match
   EXPECT_EQ(p.exec("miner", {"--algox", "kawpow"}), (V{}));
   EXPECT_EQ(p.exec("miner", {"--ALGOX", "KAWPOW"}), (V{}));
   EXPECT_EQ(p.exec("x", {"STRATUM"}), (V{"caseless"}));
@@ -522,11 +522,13 @@ TEST(Optimiser, RegexPrefiltersNeverChangeTheAnswer) {
 // merely occurs), with other terms of the or kept, and an or of plain
 // contains checks left as it is (the guard index may guard a rule by it).
 TEST(Optimiser, OneScanForAnOrOfLiteralChecksOnOneField) {
-  Pair p(rule("miner", "proc.cmdline icontains \"stratum+tcp://\" or proc.cmdline icontains \"stratum+ssl://\" or "
-                       "proc.cmdline contains \" --donate-level\" or proc.cmdline contains \" -wal \" or "
-                       "tolower(proc.cmdline) regex \".* (-a|--algo)[ =](kawpow|ethash)( .*)?\"") +
-         rule("mixed", "proc.name = xmrig or proc.cmdline icontains XMR or proc.cmdline contains \"--Pool\" or "
-                       "proc.exe contains \"--Pool\"") +
+  Pair p(rule("miner",
+              "proc.cmdline icontains \"stratum+tcp://\" or proc.cmdline icontains \"stratum+ssl://\" or "
+              "proc.cmdline contains \" --donate-level\" or proc.cmdline contains \" -wal \" or "
+              "tolower(proc.cmdline) regex \".* (-a|--algo)[ =](kawpow|ethash)( .*)?\"") +
+         rule("mixed",
+              "proc.name = xmrig or proc.cmdline icontains XMR or proc.cmdline contains \"--Pool\" or "
+              "proc.exe contains \"--Pool\"") +
          rule("plain", "proc.cmdline contains \" --rig\" or proc.cmdline contains zz"));
   ASSERT_TRUE(p.fast.ruleset) << summary_line(p.fast);
   ASSERT_TRUE(p.plain.ruleset);
@@ -539,11 +541,11 @@ TEST(Optimiser, OneScanForAnOrOfLiteralChecksOnOneField) {
   EXPECT_EQ(p.exec("x", {"-o", "stratum+ssl://pool"}), (V{"miner"}));
   EXPECT_EQ(p.exec("x", {"-o", "stratum+tcp:/pool"}), (V{}));
   EXPECT_EQ(p.exec("x", {"--donate-level", "1"}), (V{"miner"}));
-  EXPECT_EQ(p.exec("x", {"--DONATE-LEVEL", "1"}), (V{}));           // contains is case-sensitive
+  EXPECT_EQ(p.exec("x", {"--DONATE-LEVEL", "1"}), (V{}));  // contains is case-sensitive
   EXPECT_EQ(p.exec("x", {"-wal", "w"}), (V{"miner"}));
-  EXPECT_EQ(p.exec("x", {"-wal"}), (V{}));                          // " -wal " needs the space after
-  EXPECT_EQ(p.exec("x", {"--ALGO", "KawPow"}), (V{"miner"}));       // the regex sees the value lowered
-  EXPECT_EQ(p.exec("x", {"--algo", "scrypt"}), (V{}));              // prefilter literal, no match
+  EXPECT_EQ(p.exec("x", {"-wal"}), (V{}));                     // " -wal " needs the space after
+  EXPECT_EQ(p.exec("x", {"--ALGO", "KawPow"}), (V{"miner"}));  // the regex sees the value lowered
+  EXPECT_EQ(p.exec("x", {"--algo", "scrypt"}), (V{}));         // prefilter literal, no match
   EXPECT_EQ(p.exec("x", {"kawpow", "--algo"}), (V{}));
   EXPECT_EQ(p.exec("x", {"--algo", "ethash", "--donate-level"}), (V{"miner"}));
   EXPECT_EQ(p.exec("xmrig", {}), (V{"mixed"}));
@@ -594,7 +596,6 @@ TEST(Optimiser, GuardIndexPicksRulesByRequiredValues) {
   EXPECT_EQ(fires("python3", "/etc/hosts", false), (V{"python_any", "any"}));
 }
 
-
 // Guards on numbers (ports in a list); booleans are not used as guards.
 TEST(Optimiser, GuardIndexOnNumbers) {
   std::string yaml;
@@ -643,11 +644,11 @@ TEST(Optimiser, GuardIndexOnNumbers) {
   EXPECT_EQ(fires(65535, false), (V{"not_compute"}));
 }
 
-
 // An `or` of `and`s, each with a guard, is guarded by the union of them.
 TEST(Optimiser, GuardIndexThroughOrsOfAnds) {
-  Pair p(rule("search", "(proc.name = find and proc.args contains id_rsa) or "
-                        "(proc.name in (grep, egrep) and proc.args contains \"BEGIN RSA\")") +
+  Pair p(rule("search",
+              "(proc.name = find and proc.args contains id_rsa) or "
+              "(proc.name in (grep, egrep) and proc.args contains \"BEGIN RSA\")") +
          rule("other", "proc.name = vi and proc.args contains x"));
   ASSERT_TRUE(p.fast.ruleset) << summary_line(p.fast);
   EXPECT_EQ(p.fast.ruleset->guard_fields(event::Type::kExec), std::vector<std::string>{"proc.name"});

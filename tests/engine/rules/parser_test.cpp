@@ -45,8 +45,8 @@ TEST(Parser, EveryComparisonOperator) {
   EXPECT_EQ(canon("proc.pid <= 5"), "proc.pid <= 5");
   EXPECT_EQ(canon("proc.pid > 5"), "proc.pid > 5");
   EXPECT_EQ(canon("proc.pid >= 5"), "proc.pid >= 5");
-  for (const char* op : {"contains", "icontains", "bcontains", "startswith", "bstartswith",
-                         "endswith", "glob", "iglob", "regex"}) {
+  for (const char* op :
+       {"contains", "icontains", "bcontains", "startswith", "bstartswith", "endswith", "glob", "iglob", "regex"}) {
     EXPECT_EQ(canon(std::string("proc.name ") + op + " x"), std::string("proc.name ") + op + " x");
   }
   EXPECT_EQ(canon("proc.name in (a, b)"), "proc.name in (a, b)");

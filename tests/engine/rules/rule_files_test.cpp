@@ -26,8 +26,7 @@ TEST(RuleFiles, DirectoriesGiveTheirYamlFilesSortedByName) {
   Diagnostics d;
   YamlFiles f = expand_yaml_paths({dir.path(), single}, d);
   EXPECT_TRUE(d.all().empty());
-  EXPECT_EQ(f.files, (std::vector<std::string>{dir.path() + "/a.yaml", dir.path() + "/b.yml",
-                                               single}))
+  EXPECT_EQ(f.files, (std::vector<std::string>{dir.path() + "/a.yaml", dir.path() + "/b.yml", single}))
       << "a file given by name is taken whatever its extension";
   EXPECT_TRUE(f.empty_dirs.empty());
 }

@@ -138,8 +138,7 @@ struct World {
     d.dev_major = major;
     d.dev_minor = minor;
   }
-  void connect(const char* daddr, std::uint16_t dport, event::L4 proto = event::L4::kTcp,
-               std::int64_t result = 0) {
+  void connect(const char* daddr, std::uint16_t dport, event::L4 proto = event::L4::kTcp, std::int64_t result = 0) {
     ev.hdr.type = event::Type::kConnect;
     event::ConnectData d;
     d.daddr = ip(daddr);
@@ -202,15 +201,12 @@ inline std::string sq(const std::string& s) {
 }
 
 // One rule named R with this condition (and any extra items before it).
-inline std::string rule_yaml(const std::string& cond, const std::string& output = "o",
-                             const std::string& extra = "") {
+inline std::string rule_yaml(const std::string& cond, const std::string& output = "o", const std::string& extra = "") {
   return extra + "- rule: R\n  desc: d\n  priority: WARNING\n  condition: '" + sq(cond) + "'\n  output: '" +
          sq(output) + "'\n";
 }
 
-inline LoadResult load_one(const std::string& yaml) {
-  return load_rules_text({{"test.yaml", yaml}}, LoadOptions{});
-}
+inline LoadResult load_one(const std::string& yaml) { return load_rules_text({{"test.yaml", yaml}}, LoadOptions{}); }
 
 inline std::string diags(const LoadResult& r) {
   std::string s;

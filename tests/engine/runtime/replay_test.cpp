@@ -49,8 +49,8 @@ std::shared_ptr<const rules::Ruleset> bundled_rules(std::string extra = "") {
   return r.ruleset;
 }
 
-event::Event make(std::uint64_t ts, event::Type type, std::uint32_t pid, std::uint32_t ppid,
-                  std::string comm, std::uint64_t cgroup, event::Payload data) {
+event::Event make(std::uint64_t ts, event::Type type, std::uint32_t pid, std::uint32_t ppid, std::string comm,
+                  std::uint64_t cgroup, event::Payload data) {
   event::Event ev;
   ev.hdr.ts_ns = ts;
   ev.hdr.type = type;
@@ -120,8 +120,7 @@ std::vector<event::Event> scenario() {
   conn.dport = 3333;
   conn.result = 0;
   evs.push_back(make(t += 1000, Type::kConnect, 101, 100, "xmrig", 5000, conn));
-  XidData xid{"kmsg", 0, 4, "0000:3b:00.0", 79, 101, "xmrig",
-              "pid=101, name=xmrig, GPU has fallen off the bus."};
+  XidData xid{"kmsg", 0, 4, "0000:3b:00.0", 79, 101, "xmrig", "pid=101, name=xmrig, GPU has fallen off the bus."};
   evs.push_back(make(t += 1000, Type::kXid, 0, 0, "", 0, xid));
   evs.push_back(make(t += 1000, Type::kFork, 100, 1, "python3", 5000, ForkData{102, 102, false}));
   ExecData sh;
@@ -175,8 +174,7 @@ class ReplayTest : public ::testing::Test {
     EXPECT_TRUE(w);
     st.set_listener(w->get());
     AlertList alerts;
-    pipeline::Pipeline pl({st, [&](std::shared_ptr<const event::Alert> a) { alerts.push_back(*a); },
-                           "gpu-node-1"},
+    pipeline::Pipeline pl({st, [&](std::shared_ptr<const event::Alert> a) { alerts.push_back(*a); }, "gpu-node-1"},
                           std::move(rules));
     CaptureTap tap(**w, filter);
     pl.add_tap(&tap);
@@ -199,8 +197,8 @@ class ReplayTest : public ::testing::Test {
 
   // `vigil replay` as the CLI wires it: a capture source in a runner, the
   // selector on the pipeline.
-  Result<ReplayStats> replay(std::shared_ptr<const rules::Ruleset> rules, AlertList& alerts,
-                             SelectOptions select = {}, CaptureSourceOptions copts = {}) {
+  Result<ReplayStats> replay(std::shared_ptr<const rules::Ruleset> rules, AlertList& alerts, SelectOptions select = {},
+                             CaptureSourceOptions copts = {}) {
     auto r = capture::CaptureReader::open(path_);
     if (!r) return r.error();
     state::State st(state::Config{.live = false});
@@ -211,8 +209,7 @@ class ReplayTest : public ::testing::Test {
     const CaptureSource& source = *src;
     (*runner)->add_source(std::move(src));
     ReplaySelector sel(std::move(select));
-    pipeline::Pipeline pl({st, [&](std::shared_ptr<const event::Alert> a) { alerts.push_back(*a); },
-                           "gpu-node-1"},
+    pipeline::Pipeline pl({st, [&](std::shared_ptr<const event::Alert> a) { alerts.push_back(*a); }, "gpu-node-1"},
                           std::move(rules));
     pl.set_selector(&sel);
     RunReport rep = (*runner)->run(pl);
@@ -398,8 +395,7 @@ TEST_F(ReplayTest, FlightRecorderThroughThePipelineNamesItsCaptureInTheAlert) {
   FlightRecorder fr(fo);
   st.set_listener(&fr);
   AlertList alerts;
-  pipeline::Pipeline pl({st, [&](std::shared_ptr<const event::Alert> a) { alerts.push_back(*a); },
-                         "gpu-node-1"},
+  pipeline::Pipeline pl({st, [&](std::shared_ptr<const event::Alert> a) { alerts.push_back(*a); }, "gpu-node-1"},
                         rules);
   FlightRecorderTap tap(fr, st);
   pl.add_tap(&tap);
@@ -420,10 +416,8 @@ TEST_F(ReplayTest, FlightRecorderThroughThePipelineNamesItsCaptureInTheAlert) {
   path_ = capture;
   AlertList again;
   ASSERT_TRUE(replay(rules, again));
-  EXPECT_TRUE(rules_of(again).count("Crypto miner binary executed"))
-      << ::testing::PrintToString(rules_of(again));
+  EXPECT_TRUE(rules_of(again).count("Crypto miner binary executed")) << ::testing::PrintToString(rules_of(again));
 }
-
 
 // ---- the node's NVIDIA inventory -------------------------------------------
 //
@@ -456,8 +450,7 @@ class NvidiaReplayTest : public ReplayTest {
   void fake_gpu(const std::string& pci, const std::string& uuid, int minor) {
     write(root_ + "/proc/driver/nvidia/gpus/" + pci + "/information",
           "Model: \t\t NVIDIA H100 80GB HBM3\nIRQ:   \t\t 150\nGPU UUID: \t " + uuid +
-              "\nBus Type: \t PCIe\nDevice Minor: \t " + std::to_string(minor) +
-              "\nGPU Excluded:\t No\n");
+              "\nBus Type: \t PCIe\nDevice Minor: \t " + std::to_string(minor) + "\nGPU Excluded:\t No\n");
   }
 
   // A live state over the fake driver tree, with the NVIDIA devices read the
@@ -496,10 +489,10 @@ class NvidiaReplayTest : public ReplayTest {
     train.cwd = "/work";
     evs.push_back(make(t += 1000, Type::kExec, 101, 100, "python3", 5000, train));
     // Its own GPU (minor 1), then a neighbour's (minor 0).
-    evs.push_back(make(t += 1000, Type::kOpen, 101, 100, "python3", 5000,
-                       OpenData{"/dev/nvidia1", 2, 0, 3, 195, 1, true}));
-    evs.push_back(make(t += 1000, Type::kOpen, 101, 100, "python3", 5000,
-                       OpenData{"/dev/nvidia0", 2, 0, 4, 195, 0, true}));
+    evs.push_back(
+        make(t += 1000, Type::kOpen, 101, 100, "python3", 5000, OpenData{"/dev/nvidia1", 2, 0, 3, 195, 1, true}));
+    evs.push_back(
+        make(t += 1000, Type::kOpen, 101, 100, "python3", 5000, OpenData{"/dev/nvidia0", 2, 0, 4, 195, 0, true}));
     return evs;
   }
 
@@ -511,9 +504,8 @@ class NvidiaReplayTest : public ReplayTest {
     EXPECT_TRUE(w);
     st->set_listener(w->get());
     AlertList alerts;
-    pipeline::Pipeline pl(
-        {*st, [&](std::shared_ptr<const event::Alert> a) { alerts.push_back(*a); }, "gpu-node-1"},
-        std::move(rules));
+    pipeline::Pipeline pl({*st, [&](std::shared_ptr<const event::Alert> a) { alerts.push_back(*a); }, "gpu-node-1"},
+                          std::move(rules));
     CaptureTap tap(**w);
     pl.add_tap(&tap);
     for (auto& ev : gpu_scenario()) pl.process(ev);
@@ -591,9 +583,8 @@ TEST_F(NvidiaReplayTest, FlightCaptureCarriesTheInventory) {
   listeners.add(&fr);
   st->set_listener(&listeners);
   AlertList alerts;
-  pipeline::Pipeline pl(
-      {*st, [&](std::shared_ptr<const event::Alert> a) { alerts.push_back(*a); }, "gpu-node-1"},
-      rules);
+  pipeline::Pipeline pl({*st, [&](std::shared_ptr<const event::Alert> a) { alerts.push_back(*a); }, "gpu-node-1"},
+                        rules);
   FlightRecorderTap tap(fr, *st);  // after load_nvidia, as `vigil run` builds it
   pl.add_tap(&tap);
   for (auto& ev : gpu_scenario()) pl.process(ev);
@@ -614,7 +605,6 @@ TEST_F(NvidiaReplayTest, FlightCaptureCarriesTheInventory) {
   EXPECT_EQ(replayed->output, wrong->output);
   EXPECT_EQ(replayed->uuid, wrong->uuid);
 }
-
 
 // An inventory read after the recording taps are listening (State::load_nvidia
 // later, or again) reaches each of them through the fanout, in order.

@@ -65,7 +65,8 @@ TEST(RuleTestReader, TheTestFormatsOwnNames) {
   EXPECT_EQ(b.proc.start_ts_ns, 12u);
   EXPECT_EQ(b.proc.loginuid, 0xffffffffu);
   const YAML::Node none = YAML::Load("{}");
-  EXPECT_THROW(build_context(Context{YAML::Load("{pid: 7, no_such_fact: 1}"), none["a"], none["b"], none["c"]}), BadTest);
+  EXPECT_THROW(build_context(Context{YAML::Load("{pid: 7, no_such_fact: 1}"), none["a"], none["b"], none["c"]}),
+               BadTest);
 }
 
 TEST(RuleTestReader, ExecReportsTheProcessFacts) {

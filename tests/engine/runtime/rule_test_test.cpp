@@ -26,19 +26,21 @@ TEST(RuleTestRunner, FailuresNameFileLineAndTest) {
   EXPECT_EQ(rep.failed, 2u);
   EXPECT_EQ(rep.exit_code(), 1);
   ASSERT_EQ(rep.failures.size(), 2u);
-  EXPECT_EQ(rep.failures[0].to_string(),
-            kDir + "failing_test.yaml:4: test 'expects a rule that does not fire': expected 'Shell in pod' to fire; fired: none");
+  EXPECT_EQ(
+      rep.failures[0].to_string(),
+      kDir +
+          "failing_test.yaml:4: test 'expects a rule that does not fire': expected 'Shell in pod' to fire; fired: none");
   EXPECT_EQ(rep.failures[1].to_string(),
-            kDir + "failing_test.yaml:10: test 'wrong output text': output of 'Shell in pod' differs:\n"
-                   "  expected: something else\n"
-                   "  got:      Shell in pod (pid=4242 name=bash parent=<NA> pod=inference/serve-0)");
+            kDir +
+                "failing_test.yaml:10: test 'wrong output text': output of 'Shell in pod' differs:\n"
+                "  expected: something else\n"
+                "  got:      Shell in pod (pid=4242 name=bash parent=<NA> pod=inference/serve-0)");
 }
 
 TEST(RuleTestRunner, InvalidFileExitsTwo) {
   auto rep = run_rule_tests({kDir + "invalid_test.yaml"});
   ASSERT_EQ(rep.problems.size(), 1u);
-  EXPECT_EQ(rep.problems[0].to_string(),
-            kDir + "invalid_test.yaml:7:15: error E003: unknown event type 'teleport'");
+  EXPECT_EQ(rep.problems[0].to_string(), kDir + "invalid_test.yaml:7:15: error E003: unknown event type 'teleport'");
   EXPECT_EQ(rep.exit_code(), 2);
   rep = run_rule_tests({kDir + "does_not_exist.yaml"});
   EXPECT_EQ(rep.exit_code(), 2);

@@ -87,8 +87,7 @@ struct PidTap final : pipeline::EventTap {
   void on_event(const event::Event& ev, const state::EvalContext&) override { pids.push_back(ev.hdr.pid); }
 };
 
-std::vector<event::Event> events(std::uint32_t first_pid, int n, std::uint64_t t0 = 1000,
-                                 std::uint64_t step = 1000) {
+std::vector<event::Event> events(std::uint32_t first_pid, int n, std::uint64_t t0 = 1000, std::uint64_t step = 1000) {
   std::vector<event::Event> out;
   for (int i = 0; i < n; ++i) out.push_back(exec_event(t0 + step * i, first_pid + i, "true"));
   return out;
@@ -101,8 +100,8 @@ std::shared_ptr<const rules::Ruleset> compile(const std::string& yaml) {
 }
 
 std::string exec_rule(const std::string& name, const std::string& comm) {
-  return "- rule: " + name + "\n  desc: d\n  condition: evt.type = execve and proc.name = " + comm +
-         "\n  output: \"" + name + " %proc.pid\"\n  priority: WARNING\n";
+  return "- rule: " + name + "\n  desc: d\n  condition: evt.type = execve and proc.name = " + comm + "\n  output: \"" +
+         name + " %proc.pid\"\n  priority: WARNING\n";
 }
 
 class RunnerTest : public ::testing::Test {
@@ -115,9 +114,8 @@ class RunnerTest : public ::testing::Test {
     return std::move(*r);
   }
   pipeline::Pipeline pipeline(std::shared_ptr<const rules::Ruleset> rules = nullptr) {
-    return pipeline::Pipeline(
-        {st_, [this](std::shared_ptr<const event::Alert> a) { alerts_.push_back(a->rule); }, "n"},
-        std::move(rules));
+    return pipeline::Pipeline({st_, [this](std::shared_ptr<const event::Alert> a) { alerts_.push_back(a->rule); }, "n"},
+                              std::move(rules));
   }
   state::State st_;
   std::vector<std::string> alerts_;
@@ -384,8 +382,7 @@ TEST_F(RunnerTest, AHugeRuleFileCompilesWhileTheOldRulesAlert) {
   auto old_rules = compile(exec_rule("Old", "bash"));
   std::string cond = "evt.type = execve and proc.name = bash";
   for (int i = 0; i < 60000; ++i) cond += " and proc.pid != " + std::to_string(1000000 + i);
-  const std::string huge =
-      "- rule: Huge\n  desc: d\n  priority: WARNING\n  condition: " + cond + "\n  output: o\n";
+  const std::string huge = "- rule: Huge\n  desc: d\n  priority: WARNING\n  condition: " + cond + "\n  output: o\n";
   std::shared_ptr<const rules::Ruleset> compiled;
   RunnerOptions o;
   o.budget = 1;
@@ -469,7 +466,8 @@ TEST_F(RunnerTest, AReloadsCommitRunsWithTheRulesBetweenTwoEvents) {
     ++reloads;
     if (reloads == 1) return Error::bad_input("vigil.yaml:7:3: outputs[0].type: unknown output type 'x'");
     if (reloads == 2) return Reloaded{nullptr, [&] { ++commits; }, ""};
-    return Reloaded{new_rules, [&] {
+    return Reloaded{new_rules,
+                    [&] {
                       ++commits;
                       alerts_at_commit = alerts_.size();
                       rules_at_commit = pipe_ptr->ruleset().get();

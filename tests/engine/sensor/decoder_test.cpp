@@ -337,11 +337,11 @@ TEST(Decoder, CredentialsNamespacesInboundAndNumberedCalls) {
 TEST(Decoder, SignalToVigilAndPerfEventOpen) {
   vg_sys k{};
   fill_hdr(&k.hdr, VG_VIGIL_SIGNAL);
-  k.a[0] = 10;                                          // SIGUSR1
-  k.a[1] = 4242;                                        // vigil's pid
+  k.a[0] = 10;                                            // SIGUSR1
+  k.a[1] = 4242;                                          // vigil's pid
   k.a[2] = static_cast<std::uint64_t>(std::int64_t{-6});  // SI_TKILL
-  k.a[3] = 4243;                                        // the thread named
-  k.result = 1;                                         // ignored
+  k.a[3] = 4243;                                          // the thread named
+  k.result = 1;                                           // ignored
   auto ev = decode(record(k));
   ASSERT_TRUE(ev);
   EXPECT_EQ(ev->hdr.type, event::Type::kVigilSignal);

@@ -40,8 +40,8 @@ TEST(Dns, AnswerWithCompressionAndBothFamilies) {
   // CNAME (ignored)
   std::vector<std::uint8_t> cn = {0xC0, 12, 0, 5, 0, 1, 0, 0, 0, 60, 0, 2, 0xC0, 12};
   // AAAA 2001:db8::1
-  std::vector<std::uint8_t> aaaa = {0xC0, 12, 0, 28, 0, 1, 0, 0, 0, 60, 0, 16,
-                                    0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+  std::vector<std::uint8_t> aaaa = {0xC0, 12,   0, 28, 0, 1, 0, 0, 0, 60, 0, 16, 0x20, 0x01,
+                                    0x0d, 0xb8, 0, 0,  0, 0, 0, 0, 0, 0,  0, 0,  0,    1};
   m.insert(m.end(), a.begin(), a.end());
   m.insert(m.end(), cn.begin(), cn.end());
   m.insert(m.end(), aaaa.begin(), aaaa.end());

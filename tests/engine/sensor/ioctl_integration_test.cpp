@@ -99,8 +99,7 @@ std::uint64_t total(const Usage& u) {
 // come (a call counted twice would).
 Usage reported(Recorder& rec, std::uint32_t pid, std::uint64_t expected, std::chrono::milliseconds interval) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while (total(usage_in(rec.events_of(pid, 100))) < expected && std::chrono::steady_clock::now() < deadline) {
-  }
+  while (total(usage_in(rec.events_of(pid, 100))) < expected && std::chrono::steady_clock::now() < deadline) {}
   return usage_in(rec.events_of(pid, static_cast<int>(3 * interval.count())));
 }
 
@@ -125,7 +124,8 @@ int sent(Recorder& rec, std::uint32_t pid, std::uint32_t nr, std::uint32_t ctl =
 TEST_P(IoctlCounts, ExactAcrossThreadsCpusThreadExitsAndReports) {
   REQUIRE_ROOT();
   TempDir dir("vigil-ioctl");
-  struct stat null_st{}, zero_st{};
+  struct stat null_st {
+  }, zero_st{};
   ASSERT_EQ(stat("/dev/null", &null_st), 0);
   ASSERT_EQ(stat("/dev/zero", &zero_st), 0);
   const std::string node0 = make_standin_node(dir, "nvidia0", "/dev/null");
@@ -173,7 +173,8 @@ TEST_P(IoctlCounts, ExactAcrossThreadsCpusThreadExitsAndReports) {
   for (int i = 0; i < kThreads; ++i) {
     want[{major(null_st.st_rdev), minor(null_st.st_rdev), 0x2A}] += static_cast<std::uint64_t>(rounds(i) * kRepeat);
     want[{major(null_st.st_rdev), minor(null_st.st_rdev), 0x2B}] += static_cast<std::uint64_t>(rounds(i));
-    want[{major(zero_st.st_rdev), minor(zero_st.st_rdev), kCardInfoNr}] += static_cast<std::uint64_t>(rounds(i) * (i + 1));
+    want[{major(zero_st.st_rdev), minor(zero_st.st_rdev), kCardInfoNr}] +=
+        static_cast<std::uint64_t>(rounds(i) * (i + 1));
   }
   const Usage got = reported(rec, pid, total(want), interval);
   EXPECT_EQ(got, want);
@@ -196,7 +197,7 @@ TEST_P(IoctlCounts, ASecondProcessOnTheSameCpuIsCountedAndSeenOnItsOwn) {
   TempDir dir("vigil-ioctl");
   const std::string node = make_standin_node(dir);
   ASSERT_FALSE(node.empty());
-  struct stat st{};
+  struct stat st {};
   ASSERT_EQ(stat(node.c_str(), &st), 0);
   const std::vector<int> cpus = allowed_cpus();
   ASSERT_FALSE(cpus.empty());
@@ -247,7 +248,8 @@ TEST_P(IoctlCounts, ASecondProcessOnTheSameCpuIsCountedAndSeenOnItsOwn) {
 TEST_P(IoctlCounts, AnFdNumberReusedForAnotherDeviceAndANonNvidiaFile) {
   REQUIRE_ROOT();
   TempDir dir("vigil-ioctl");
-  struct stat null_st{}, zero_st{};
+  struct stat null_st {
+  }, zero_st{};
   ASSERT_EQ(stat("/dev/null", &null_st), 0);
   ASSERT_EQ(stat("/dev/zero", &zero_st), 0);
   const std::string node0 = make_standin_node(dir, "nvidia0", "/dev/null");
@@ -310,8 +312,7 @@ TEST_P(IoctlCounts, AControlCommandIssuedOnTwoCpusAtOnceIsSentOnce) {
       pin(cpus[static_cast<std::size_t>(me)]);
       for (std::uint32_t k = 1; k <= kCommands; ++k) {
         ready[me].store(k);
-        while (ready[1 - me].load() < k) {
-        }
+        while (ready[1 - me].load() < k) {}
         std::uint32_t ctl[8] = {};
         ctl[2] = kBase + k;
         ioctl(fd, kRmControl, ctl);
@@ -396,8 +397,7 @@ TEST_P(IoctlCounts, APidReusedByALaterProcessHasItsOwnFirstUses) {
       << "the later process with pid " << pid << " was not sent its first use of the device and command";
 }
 
-INSTANTIATE_TEST_SUITE_P(SensorIntegration, IoctlCounts,
-                         ::testing::Combine(::testing::Bool(), ::testing::Bool()),
+INSTANTIATE_TEST_SUITE_P(SensorIntegration, IoctlCounts, ::testing::Combine(::testing::Bool(), ::testing::Bool()),
                          [](const ::testing::TestParamInfo<std::tuple<bool, bool>>& i) {
                            return std::string(std::get<0>(i.param) ? "Cache" : "NoCache") +
                                   (std::get<1>(i.param) ? "EnterExitPairs" : "ArgsAtExit");

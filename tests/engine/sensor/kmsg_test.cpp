@@ -45,7 +45,8 @@ TEST(KmsgRecord, RejectsMalformed) {
 
 // Every format of nvidia.md §5.1.
 TEST(Xid, OpenModulesWithPidAndName) {
-  auto x = parse_xid("NVRM: Xid (PCI:0000:38:00): 13, pid=2924364, name=pt_main_thread, Graphics SM Warp Exception on (GPC 9, TPC 1, SM 1): Out Of Range Address");
+  auto x = parse_xid(
+      "NVRM: Xid (PCI:0000:38:00): 13, pid=2924364, name=pt_main_thread, Graphics SM Warp Exception on (GPC 9, TPC 1, SM 1): Out Of Range Address");
   ASSERT_TRUE(x);
   EXPECT_EQ(x->pci, "0000:38:00");
   EXPECT_EQ(x->code, 13u);
@@ -55,7 +56,8 @@ TEST(Xid, OpenModulesWithPidAndName) {
 }
 
 TEST(Xid, UnknownPidAndNameDefaults) {
-  auto x = parse_xid("NVRM: Xid (PCI:0000:01:00): 31, pid='<unknown>', name=<unknown>, Ch 00000008, intr 10000000. MMU Fault");
+  auto x = parse_xid(
+      "NVRM: Xid (PCI:0000:01:00): 31, pid='<unknown>', name=<unknown>, Ch 00000008, intr 10000000. MMU Fault");
   ASSERT_TRUE(x);
   EXPECT_EQ(x->code, 31u);
   EXPECT_EQ(x->xid_pid, 0u);
@@ -176,9 +178,9 @@ TEST(KlogLine, ParsesPriorityTimestampAndMessage) {
 }
 
 TEST(KlogLine, RefusesLinesWithoutTheHead) {
-  for (const char* bad : {"", "<3>no timestamp", "[ 1.000000] no priority", "<x>[ 1.000000] a", "<3>[ 1.5] short",
-                          "<3>[ 1.0000000] long", "<3>[1.000000 unclosed", " continuation line",
-                          "<3>[ 99999999999999999999.000000] overflow"}) {
+  for (const char* bad :
+       {"", "<3>no timestamp", "[ 1.000000] no priority", "<x>[ 1.000000] a", "<3>[ 1.5] short", "<3>[ 1.0000000] long",
+        "<3>[1.000000 unclosed", " continuation line", "<3>[ 99999999999999999999.000000] overflow"}) {
     EXPECT_FALSE(parse_klog_line(bad)) << bad;
   }
 }

@@ -72,18 +72,15 @@ TEST(SensorIntegration, ExecForkExitOfARealChild) {
   pid_t child = run_child({"/bin/sh", "-c", script, "arg-with-space x"}, &status);
   ASSERT_EQ(WEXITSTATUS(status), 7);
 
-  auto fork_ev = rec.wait_for([&](const Event& e) {
-    return e.hdr.type == Type::kFork && e.hdr.pid == static_cast<std::uint32_t>(child);
-  });
+  auto fork_ev = rec.wait_for(
+      [&](const Event& e) { return e.hdr.type == Type::kFork && e.hdr.pid == static_cast<std::uint32_t>(child); });
   ASSERT_TRUE(fork_ev) << "no fork event from child " << child;
   const auto* fk = fork_ev->as<event::ForkData>();
   ASSERT_NE(fk, nullptr);
   EXPECT_FALSE(fk->is_thread);
   std::uint32_t grandchild = fk->child_pid;
   EXPECT_NE(grandchild, 0u);
-  auto gexec = rec.wait_for([&](const Event& e) {
-    return e.hdr.type == Type::kExec && e.hdr.pid == grandchild;
-  });
+  auto gexec = rec.wait_for([&](const Event& e) { return e.hdr.type == Type::kExec && e.hdr.pid == grandchild; });
   ASSERT_TRUE(gexec) << "no exec event for grandchild " << grandchild;
   EXPECT_EQ(gexec->hdr.ppid, static_cast<std::uint32_t>(child));
   std::vector<std::string> gargs = {"/bin/true", "grandchild"};
@@ -92,9 +89,8 @@ TEST(SensorIntegration, ExecForkExitOfARealChild) {
 
   // Events come in order per CPU only: the child's exec may be polled
   // before or after the grandchild's, so look it up among what was seen.
-  auto exec_ev = rec.wait_for([&](const Event& e) {
-    return e.hdr.type == Type::kExec && e.hdr.pid == static_cast<std::uint32_t>(child);
-  });
+  auto exec_ev = rec.wait_for(
+      [&](const Event& e) { return e.hdr.type == Type::kExec && e.hdr.pid == static_cast<std::uint32_t>(child); });
   ASSERT_TRUE(exec_ev) << "no exec event for child " << child;
   const auto* x = exec_ev->as<event::ExecData>();
   ASSERT_NE(x, nullptr);
@@ -112,7 +108,7 @@ TEST(SensorIntegration, ExecForkExitOfARealChild) {
   EXPECT_EQ(exec_ev->hdr.comm, "sh");
   EXPECT_EQ(exec_ev->hdr.uid, 0u);
   EXPECT_NE(exec_ev->hdr.cgroup_id, 0u);
-  struct stat st{};
+  struct stat st {};
   ASSERT_EQ(stat("/proc/self/ns/net", &st), 0);
   EXPECT_EQ(exec_ev->hdr.net_ns, st.st_ino);
   ASSERT_EQ(stat("/proc/self/ns/pid", &st), 0);
@@ -120,13 +116,12 @@ TEST(SensorIntegration, ExecForkExitOfARealChild) {
   ASSERT_EQ(stat("/proc/self/ns/mnt", &st), 0);
   EXPECT_EQ(exec_ev->hdr.mnt_ns, st.st_ino);
   // Wall clock: within a minute of now.
-  auto now = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                 std::chrono::system_clock::now().time_since_epoch()).count();
+  auto now =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   EXPECT_LT(std::llabs(static_cast<long long>(exec_ev->hdr.ts_ns) - now), 60'000'000'000LL);
 
-  auto exit_ev = rec.wait_for([&](const Event& e) {
-    return e.hdr.type == Type::kExit && e.hdr.pid == static_cast<std::uint32_t>(child);
-  });
+  auto exit_ev = rec.wait_for(
+      [&](const Event& e) { return e.hdr.type == Type::kExit && e.hdr.pid == static_cast<std::uint32_t>(child); });
   ASSERT_TRUE(exit_ev);
   EXPECT_EQ(exit_ev->as<event::ExitData>()->exit_code, 7);
   EXPECT_EQ(exit_ev->as<event::ExitData>()->signal, 0);
@@ -141,9 +136,8 @@ TEST(SensorIntegration, LongArgvIsTruncatedAndFlagged) {
   int status = 0;
   std::string big(3000, 'a');
   pid_t child = run_child({"/bin/true", big}, &status);
-  auto ev = rec.wait_for([&](const Event& e) {
-    return e.hdr.type == Type::kExec && e.hdr.pid == static_cast<std::uint32_t>(child);
-  });
+  auto ev = rec.wait_for(
+      [&](const Event& e) { return e.hdr.type == Type::kExec && e.hdr.pid == static_cast<std::uint32_t>(child); });
   ASSERT_TRUE(ev);
   const auto* x = ev->as<event::ExecData>();
   EXPECT_TRUE(x->args_truncated);
@@ -160,13 +154,11 @@ TEST(SensorIntegration, KilledChildReportsSignal) {
   Recorder rec(*s);
   int status = 0;
   pid_t child = run_child({"/bin/sh", "-c", "kill -9 $$"}, &status);
-  auto ev = rec.wait_for([&](const Event& e) {
-    return e.hdr.type == Type::kExit && e.hdr.pid == static_cast<std::uint32_t>(child);
-  });
+  auto ev = rec.wait_for(
+      [&](const Event& e) { return e.hdr.type == Type::kExit && e.hdr.pid == static_cast<std::uint32_t>(child); });
   ASSERT_TRUE(ev);
   EXPECT_EQ(ev->as<event::ExitData>()->signal, 9);
 }
-
 
 // Runs fn in a forked child (the test process itself is vigil's pid, which the
 // sensor filters out); returns the child's pid after it exited.
@@ -185,7 +177,7 @@ struct Xfer {
 TEST_P(SyscallArgs, OpenAndIoctlOnAStandInNvidiaNode) {
   REQUIRE_ROOT();
   TempDir dir("vigil-sensor");
-  struct stat null_st{};
+  struct stat null_st {};
   ASSERT_EQ(stat("/dev/null", &null_st), 0);
   const std::string node = make_standin_node(dir);
   ASSERT_FALSE(node.empty());
@@ -202,7 +194,7 @@ TEST_P(SyscallArgs, OpenAndIoctlOnAStandInNvidiaNode) {
     int fd = open(node.c_str(), O_RDWR);
     if (fd < 0) return 1;
     Nvos64 a{};
-    a.hClass = 0xC6C0;  // AMPERE_COMPUTE_A
+    a.hClass = 0xC6C0;          // AMPERE_COMPUTE_A
     ioctl(fd, 0xC030462B, &a);  // NV_ESC_RM_ALLOC, NVOS64
     Nvos64 b{};
     b.hClass = 0xC7C0;  // AMPERE_COMPUTE_B, through NV_ESC_IOCTL_XFER_CMD
@@ -267,38 +259,49 @@ TEST_P(SyscallArgs, OpenAndIoctlOnAStandInNvidiaNode) {
   EXPECT_EQ(xfer->as<event::IoctlData>()->cmd, 0xC01046D3u);
 
   // The five NV01_DEVICE_0 allocations are counted, not sent one by one.
-  auto usage = rec.wait_for([&](const Event& e) {
-    auto* u = e.as<event::GpuUsageData>();
-    return u && e.hdr.pid == cpid;
-  }, 3000);
+  auto usage = rec.wait_for(
+      [&](const Event& e) {
+        auto* u = e.as<event::GpuUsageData>();
+        return u && e.hdr.pid == cpid;
+      },
+      3000);
   ASSERT_TRUE(usage) << "no GPU usage report";
   std::uint64_t allocs = 0;
   for (const auto& en : usage->as<event::GpuUsageData>()->entries)
     if (en.nr == 0x2B) allocs += en.count;
   EXPECT_EQ(allocs, 8u);  // 1 + 1 (XFER, unwrapped) + 5 + 1 (debugger)
-  auto debugger = rec.wait_for([&](const Event& e) {
-    auto* i = e.as<event::IoctlData>();
-    return i && e.hdr.pid == cpid && i->rm_class == 0x83DE;
-  }, 0);
+  auto debugger = rec.wait_for(
+      [&](const Event& e) {
+        auto* i = e.as<event::IoctlData>();
+        return i && e.hdr.pid == cpid && i->rm_class == 0x83DE;
+      },
+      0);
   EXPECT_TRUE(debugger) << "a GPU debugger allocation is sent one by one";
   int ctl_events = 0, ctl2_events = 0;
-  rec.wait_for([&](const Event& e) {
-    auto* i = e.as<event::IoctlData>();
-    if (i && e.hdr.pid == cpid && i->nr == 0x2A && i->rm_control == 0x20800112) ++ctl_events;
-    if (i && e.hdr.pid == cpid && i->nr == 0x2A && i->rm_control == 0x20800110) ++ctl2_events;
-    return false;
-  }, 0);
+  rec.wait_for(
+      [&](const Event& e) {
+        auto* i = e.as<event::IoctlData>();
+        if (i && e.hdr.pid == cpid && i->nr == 0x2A && i->rm_control == 0x20800112) ++ctl_events;
+        if (i && e.hdr.pid == cpid && i->nr == 0x2A && i->rm_control == 0x20800110) ++ctl2_events;
+        return false;
+      },
+      0);
   EXPECT_EQ(ctl_events, 1) << "a control command is reported once per process";
   EXPECT_EQ(ctl2_events, 1) << "each distinct control command is reported, once";
-  auto sent_device0 = rec.wait_for([&](const Event& e) {
-    auto* i = e.as<event::IoctlData>();
-    return i && e.hdr.pid == cpid && i->rm_class == 0x0080;
-  }, 0);
+  auto sent_device0 = rec.wait_for(
+      [&](const Event& e) {
+        auto* i = e.as<event::IoctlData>();
+        return i && e.hdr.pid == cpid && i->rm_class == 0x0080;
+      },
+      0);
   EXPECT_FALSE(sent_device0);
-  auto devnull = rec.wait_for([&](const Event& e) {
-    auto* i = e.as<event::IoctlData>();
-    return i && e.hdr.pid == cpid && i->dev_major == major(null_st.st_rdev) && i->fd != alloc->as<event::IoctlData>()->fd;
-  }, 0);
+  auto devnull = rec.wait_for(
+      [&](const Event& e) {
+        auto* i = e.as<event::IoctlData>();
+        return i && e.hdr.pid == cpid && i->dev_major == major(null_st.st_rdev) &&
+               i->fd != alloc->as<event::IoctlData>()->fd;
+      },
+      0);
   EXPECT_FALSE(devnull) << "an ioctl on /dev/null was reported as NVIDIA";
 }
 
@@ -308,7 +311,7 @@ TEST_P(SyscallArgs, OpenAndIoctlOnAStandInNvidiaNode) {
 TEST_P(SyscallArgs, IoctlBehindAHighFdNumber) {
   REQUIRE_ROOT();
   TempDir dir("vigil-sensor");
-  struct stat null_st{};
+  struct stat null_st {};
   ASSERT_EQ(stat("/dev/null", &null_st), 0);
   const std::string node = make_standin_node(dir);
   ASSERT_FALSE(node.empty());
@@ -343,10 +346,12 @@ TEST_P(SyscallArgs, IoctlBehindAHighFdNumber) {
   ASSERT_TRUE(hit) << "no ioctl event for the stand-in node at fd " << kHighFd;
   EXPECT_EQ(hit->as<event::IoctlData>()->fd, kHighFd);
   EXPECT_EQ(hit->as<event::IoctlData>()->dev_major, major(null_st.st_rdev));
-  auto bad = rec.wait_for([&](const Event& e) {
-    auto* i = e.as<event::IoctlData>();
-    return i && e.hdr.pid == cpid && i->rm_class == 0xC7C0;
-  }, 0);
+  auto bad = rec.wait_for(
+      [&](const Event& e) {
+        auto* i = e.as<event::IoctlData>();
+        return i && e.hdr.pid == cpid && i->rm_class == 0xC7C0;
+      },
+      0);
   EXPECT_FALSE(bad) << "an ioctl on an fd past the table was reported";
 }
 
@@ -384,13 +389,14 @@ TEST_P(SyscallArgs, OpenOfARulePathPrefix) {
   });
   ASSERT_TRUE(failed) << "a failed open of a watched path is reported with its errno";
   EXPECT_EQ(failed->as<event::OpenData>()->path, dir.path() + "/watched-missing/x");
-  auto not_watched = rec.wait_for([&](const Event& e) {
-    auto* o = e.as<event::OpenData>();
-    return o && e.hdr.pid == cpid && o->path == other;
-  }, 300);
+  auto not_watched = rec.wait_for(
+      [&](const Event& e) {
+        auto* o = e.as<event::OpenData>();
+        return o && e.hdr.pid == cpid && o->path == other;
+      },
+      300);
   EXPECT_FALSE(not_watched);
 }
-
 
 // A prefix of the resolved path (fd.name startswith, fd.directory) is judged
 // by the file opened, as fd.name will hold it: a relative open from inside the
@@ -413,12 +419,12 @@ TEST_P(SyscallArgs, OpenOfAResolvedPrefixHoweverReached) {
   Recorder rec(*s);
   const auto cpid = static_cast<std::uint32_t>(in_child([&] {
     if (chdir((d + "/watched").c_str()) != 0) return 1;
-    close(open("rel", O_CREAT | O_WRONLY, 0600));                               // relative
+    close(open("rel", O_CREAT | O_WRONLY, 0600));                                  // relative
     close(open((d + "/other/../watched/mid").c_str(), O_CREAT | O_WRONLY, 0600));  // ".." inside
-    close(open((d + "/sub/link/sym").c_str(), O_CREAT | O_WRONLY, 0600));        // through a symlink
-    close(open((d + "/watched/deep/er/leaf").c_str(), O_CREAT | O_WRONLY, 0600)); // deeper than 4 names
-    close(open("../other/beside", O_CREAT | O_WRONLY, 0600));                    // beside it
-    close(open((d + "/watched/../other/x").c_str(), O_CREAT | O_WRONLY, 0600));  // starts so as given only
+    close(open((d + "/sub/link/sym").c_str(), O_CREAT | O_WRONLY, 0600));          // through a symlink
+    close(open((d + "/watched/deep/er/leaf").c_str(), O_CREAT | O_WRONLY, 0600));  // deeper than 4 names
+    close(open("../other/beside", O_CREAT | O_WRONLY, 0600));                      // beside it
+    close(open((d + "/watched/../other/x").c_str(), O_CREAT | O_WRONLY, 0600));    // starts so as given only
     return 0;
   }));
   std::set<std::string> paths;
@@ -497,10 +503,12 @@ TEST_P(SyscallArgs, OpenOfAWholeRulePathHoweverReached) {
   auto opened = [&](const std::function<int()>& fn) {
     const auto cpid = static_cast<std::uint32_t>(in_child(fn));
     return [&rec, cpid](const std::string& path, int wait_ms) {
-      return rec.wait_for([&](const Event& e) {
-        auto* o = e.as<event::OpenData>();
-        return o && e.hdr.pid == cpid && o->path == path;
-      }, wait_ms);
+      return rec.wait_for(
+          [&](const Event& e) {
+            auto* o = e.as<event::OpenData>();
+            return o && e.hdr.pid == cpid && o->path == path;
+          },
+          wait_ms);
     };
   };
   auto relative = opened([&] {
@@ -536,7 +544,7 @@ TEST_P(SyscallArgs, OpenOfAWholeRulePathHoweverReached) {
   EXPECT_TRUE(bound(watched, 5000)) << "a file bind-mounted onto a whole rule path";
 
   auto failed = opened([&] {
-    int a = open(watched.c_str(), O_RDONLY | O_DIRECTORY);  // ENOTDIR
+    int a = open(watched.c_str(), O_RDONLY | O_DIRECTORY);           // ENOTDIR
     int b = open((dir.path() + "/watched.conX").c_str(), O_RDONLY);  // ENOENT, not the path
     return a >= 0 || b >= 0;
   });
@@ -564,10 +572,9 @@ TEST_P(SyscallArgs, ShortOpenPrefixesAndAPathAtAPageEnd) {
     if (chdir(dir.path().c_str()) != 0) return 1;
     int a = open("vgq-file", O_CREAT | O_WRONLY, 0600);  // matches
     int b = open("vgx-file", O_CREAT | O_WRONLY, 0600);  // differs in the 3rd byte
-    int c = open("vg", O_RDONLY);                          // shorter than the prefix
+    int c = open("vg", O_RDONLY);                        // shorter than the prefix
     const long pg = sysconf(_SC_PAGESIZE);
-    auto* m = static_cast<char*>(
-        mmap(nullptr, 2 * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+    auto* m = static_cast<char*>(mmap(nullptr, 2 * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
     if (m == MAP_FAILED || mprotect(m + pg, pg, PROT_NONE) != 0) return 1;
     char* tail = m + pg - 4;
     std::memcpy(tail, "vgq", 4);
@@ -578,10 +585,12 @@ TEST_P(SyscallArgs, ShortOpenPrefixesAndAPathAtAPageEnd) {
   });
   const auto cpid = static_cast<std::uint32_t>(child);
   auto path_seen = [&](const std::string& path, int wait_ms) {
-    return rec.wait_for([&](const Event& e) {
-      auto* o = e.as<event::OpenData>();
-      return o && e.hdr.pid == cpid && o->path == path;
-    }, wait_ms);
+    return rec.wait_for(
+        [&](const Event& e) {
+          auto* o = e.as<event::OpenData>();
+          return o && e.hdr.pid == cpid && o->path == path;
+        },
+        wait_ms);
   };
   // A successful open reports the resolved path; a failed one the path as given.
   auto hit = path_seen(dir.path() + "/vgq-file", 5000);
@@ -676,9 +685,8 @@ TEST_P(SyscallArgs, BpfProgramLoadByAnotherProcess) {
     long fd = syscall(SYS_bpf, 5 /* BPF_PROG_LOAD */, &attr, sizeof(attr));
     return fd >= 0 ? 0 : 1;
   });
-  auto ev = rec.wait_for([&](const Event& e) {
-    return e.hdr.type == Type::kBpf && e.hdr.pid == static_cast<std::uint32_t>(child);
-  });
+  auto ev = rec.wait_for(
+      [&](const Event& e) { return e.hdr.type == Type::kBpf && e.hdr.pid == static_cast<std::uint32_t>(child); });
   ASSERT_TRUE(ev) << "no bpf() event";
   const auto* b = ev->as<event::BpfData>();
   EXPECT_EQ(b->cmd, 5u);
@@ -700,7 +708,7 @@ pid_t in_pod_child(const PodCgroup& cg, std::uint32_t* netns, const std::functio
   Child c = Child::run(
       [&] {
         close(p[0]);
-        struct stat st{};
+        struct stat st {};
         stat("/proc/self/ns/net", &st);
         std::uint32_t ino = static_cast<std::uint32_t>(st.st_ino);
         if (write(p[1], &ino, sizeof(ino)) != sizeof(ino)) return 92;
@@ -757,7 +765,8 @@ TEST_P(SyscallArgs, ConnectFromAPodCgroupInItsOwnNetns) {
   auto s = open_sensor(cfg);
   ASSERT_TRUE(s);
   Recorder rec(*s);
-  const std::string stratum = R"({"id":1,"method":"mining.subscribe","params":["xmrig/6.21"]})" "\n";
+  const std::string stratum = R"({"id":1,"method":"mining.subscribe","params":["xmrig/6.21"]})"
+                              "\n";
   std::uint32_t netns = 0;
   pid_t child = in_pod_child(cg, &netns, [&] {
     if (int r = tcp_exchange(AF_INET, "127.0.0.1", 3333, stratum)) return 10 + r;
@@ -779,7 +788,7 @@ TEST_P(SyscallArgs, ConnectFromAPodCgroupInItsOwnNetns) {
     return 0;
   });
   ASSERT_NE(netns, 0u);
-  struct stat host{};
+  struct stat host {};
   ASSERT_EQ(stat("/proc/self/ns/net", &host), 0);
   ASSERT_NE(netns, host.st_ino);
   const auto cpid = static_cast<std::uint32_t>(child);
@@ -830,7 +839,8 @@ TEST_P(SyscallArgs, ConnectFromAPodCgroupInItsOwnNetns) {
   EXPECT_EQ(pl->hdr.pid, cpid);
   EXPECT_EQ(pl->hdr.cgroup_id, cg.id());
 
-  const auto ports = rec.connects_of(cpid, [](const event::ConnectData& c) { return std::to_string(c.dport); }, 0);
+  const auto ports = rec.connects_of(
+      cpid, [](const event::ConnectData& c) { return std::to_string(c.dport); }, 0);
   EXPECT_EQ(std::count(ports.begin(), ports.end(), "9999"), 1);
 }
 
@@ -852,9 +862,9 @@ TEST(SensorIntegration, DnsQuestionAndAnswerWithALocalServer) {
     inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
     if (bind(srv, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) return 1;
     int cl = socket(AF_INET, SOCK_DGRAM, 0);
-    std::vector<std::uint8_t> q = {0xbe, 0xef, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0,
-                                   4, 'p', 'o', 'o', 'l', 10, 's', 'u', 'p', 'p', 'o', 'r', 't', 'x', 'm', 'r',
-                                   3, 'c', 'o', 'm', 0, 0, 1, 0, 1};
+    std::vector<std::uint8_t> q = {0xbe, 0xef, 0x01, 0x00, 0,   1,   0,   0,   0,   0,   0,   0,   4,
+                                   'p',  'o',  'o',  'l',  10,  's', 'u', 'p', 'p', 'o', 'r', 't', 'x',
+                                   'm',  'r',  3,    'c',  'o', 'm', 0,   0,   1,   0,   1};
     if (sendto(cl, q.data(), q.size(), 0, reinterpret_cast<sockaddr*>(&a), sizeof(a)) < 0) return 2;
     std::uint8_t buf[512];
     sockaddr_in from{};
@@ -897,7 +907,6 @@ TEST(SensorIntegration, DnsQuestionAndAnswerWithALocalServer) {
   EXPECT_EQ(r->hdr.cgroup_id, cg.id());
 }
 
-
 TEST(SensorIntegration, ScriptExecReportsScriptAndInterpreter) {
   REQUIRE_ROOT();
   TempDir dir("vigil-sensor");
@@ -909,9 +918,8 @@ TEST(SensorIntegration, ScriptExecReportsScriptAndInterpreter) {
   Recorder rec(*s);
   int status = 0;
   pid_t child = run_child({script, "one"}, &status);
-  auto ev = rec.wait_for([&](const Event& e) {
-    return e.hdr.type == Type::kExec && e.hdr.pid == static_cast<std::uint32_t>(child);
-  });
+  auto ev = rec.wait_for(
+      [&](const Event& e) { return e.hdr.type == Type::kExec && e.hdr.pid == static_cast<std::uint32_t>(child); });
   ASSERT_TRUE(ev);
   const auto* x = ev->as<event::ExecData>();
   EXPECT_EQ(x->filename, script);
@@ -927,8 +935,13 @@ TEST(SensorIntegration, ScriptExecReportsScriptAndInterpreter) {
 // header, one PT_LOAD program header, nine bytes of code.
 std::string write_elf32_exit(const std::string& path, std::uint8_t code) {
   std::vector<std::uint8_t> b;
-  auto u16 = [&](std::uint16_t v) { b.push_back(v & 0xff); b.push_back(v >> 8); };
-  auto u32 = [&](std::uint32_t v) { for (int i = 0; i < 4; ++i) b.push_back((v >> (8 * i)) & 0xff); };
+  auto u16 = [&](std::uint16_t v) {
+    b.push_back(v & 0xff);
+    b.push_back(v >> 8);
+  };
+  auto u32 = [&](std::uint32_t v) {
+    for (int i = 0; i < 4; ++i) b.push_back((v >> (8 * i)) & 0xff);
+  };
   const std::uint32_t base = 0x08048000, ehsize = 52, phsize = 32;
   const std::uint8_t text[] = {0xB8, 0x01, 0x00, 0x00, 0x00,  // mov eax, 1 (exit)
                                0xBB, code, 0x00, 0x00, 0x00,  // mov ebx, code
@@ -936,14 +949,30 @@ std::string write_elf32_exit(const std::string& path, std::uint8_t code) {
   const std::uint32_t size = ehsize + phsize + sizeof(text);
   const std::uint8_t ident[16] = {0x7f, 'E', 'L', 'F', 1 /* 32-bit */, 1 /* LE */, 1};
   b.insert(b.end(), ident, ident + 16);
-  u16(2); u16(3); u32(1);                 // ET_EXEC, EM_386, EV_CURRENT
-  u32(base + ehsize + phsize); u32(ehsize); u32(0); u32(0);  // entry, phoff, shoff, flags
-  u16(ehsize); u16(phsize); u16(1); u16(0); u16(0); u16(0);
-  u32(1); u32(0); u32(base); u32(base);   // PT_LOAD from offset 0 at base
-  u32(size); u32(size); u32(5); u32(0x1000);  // R+X
+  u16(2);
+  u16(3);
+  u32(1);  // ET_EXEC, EM_386, EV_CURRENT
+  u32(base + ehsize + phsize);
+  u32(ehsize);
+  u32(0);
+  u32(0);  // entry, phoff, shoff, flags
+  u16(ehsize);
+  u16(phsize);
+  u16(1);
+  u16(0);
+  u16(0);
+  u16(0);
+  u32(1);
+  u32(0);
+  u32(base);
+  u32(base);  // PT_LOAD from offset 0 at base
+  u32(size);
+  u32(size);
+  u32(5);
+  u32(0x1000);  // R+X
   b.insert(b.end(), text, text + sizeof(text));
-  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(b.data()),
-                                               static_cast<std::streamsize>(b.size()));
+  std::ofstream(path, std::ios::binary)
+      .write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
   chmod(path.c_str(), 0755);
   return path;
 }
@@ -955,8 +984,7 @@ TEST(SensorIntegration, StandInNodeNamesShortLongAndUvm) {
   REQUIRE_ROOT();
   TempDir dir("vigil-sensor");
   const std::vector<std::string> names = {"nvidia3", "nvidia-uvm",
-                                          "nvidia7-a-stand-in-node-whose-name-is-longer-than-forty-bytes",
-                                          "nvidiX9"};
+                                          "nvidia7-a-stand-in-node-whose-name-is-longer-than-forty-bytes", "nvidiX9"};
   for (const auto& n : names) ASSERT_FALSE(make_standin_node(dir, n).empty());
   Config cfg;
   cfg.event_types = {Type::kIoctl};
@@ -977,10 +1005,12 @@ TEST(SensorIntegration, StandInNodeNamesShortLongAndUvm) {
     pids.push_back(c.pid());
   }
   auto first_use = [&](pid_t p) {
-    return rec.wait_for([&](const Event& e) {
-      auto* i = e.as<event::IoctlData>();
-      return i && e.hdr.pid == static_cast<std::uint32_t>(p);
-    }, 3000);
+    return rec.wait_for(
+        [&](const Event& e) {
+          auto* i = e.as<event::IoctlData>();
+          return i && e.hdr.pid == static_cast<std::uint32_t>(p);
+        },
+        3000);
   };
   auto short_ev = first_use(pids[0]);
   ASSERT_TRUE(short_ev) << "short stand-in name not recognised";
@@ -1004,11 +1034,9 @@ TEST(SensorIntegration, Exec32BitProgramIsFlagged) {
   int status = 0;
   pid_t child = run_child({prog}, &status);
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 42)
-    GTEST_SKIP() << "this kernel cannot run 32-bit programs (no IA32 emulation): "
-                 << Child::what(status);
-  auto ev = rec.wait_for([&](const Event& e) {
-    return e.hdr.type == Type::kExec && e.hdr.pid == static_cast<std::uint32_t>(child);
-  });
+    GTEST_SKIP() << "this kernel cannot run 32-bit programs (no IA32 emulation): " << Child::what(status);
+  auto ev = rec.wait_for(
+      [&](const Event& e) { return e.hdr.type == Type::kExec && e.hdr.pid == static_cast<std::uint32_t>(child); });
   ASSERT_TRUE(ev) << "no exec event for the 32-bit program";
   EXPECT_TRUE(ev->as<event::ExecData>()->elf32);
   EXPECT_EQ(ev->as<event::ExecData>()->exe, prog);
@@ -1107,8 +1135,8 @@ TEST_P(SyscallArgs, RepeatedConnectsFromOneThread) {
   });
   close(l1);
   close(l2);
-  EXPECT_EQ(seen, (std::vector<std::string>{"tcp:" + std::to_string(p1), "unix:" + upath,
-                                            "tcp:" + std::to_string(p2)}));
+  EXPECT_EQ(seen,
+            (std::vector<std::string>{"tcp:" + std::to_string(p1), "unix:" + upath, "tcp:" + std::to_string(p2)}));
 }
 
 // A datagram socket connected, then disconnected (AF_UNSPEC), then connected

@@ -109,7 +109,7 @@ class Recorder {
 // failure) when it cannot be made.
 inline std::string make_standin_node(const support::TempDir& dir, const std::string& name = "nvidia0",
                                      const char* like = "/dev/null") {
-  struct stat st{};
+  struct stat st {};
   std::string path = dir.path() + "/" + name;
   if (stat(like, &st) != 0 || mknod(path.c_str(), S_IFCHR | 0666, st.st_rdev) != 0) {
     ADD_FAILURE() << "cannot make the stand-in node " << path << ": " << std::strerror(errno);

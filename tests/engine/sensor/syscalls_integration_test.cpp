@@ -29,11 +29,10 @@ using support::TempDir;
 
 Config all_new_types(bool pairs) {
   Config cfg;
-  cfg.event_types = {Type::kSymlink, Type::kLink,        Type::kUnlink,      Type::kRename,
-                     Type::kMkdir,   Type::kRmdir,       Type::kChmod,       Type::kPtrace,
-                     Type::kSocket,  Type::kDup,         Type::kModule,      Type::kSetuid,
-                     Type::kSetgid,  Type::kSetns,       Type::kUnshare,     Type::kAccept,
-                     Type::kListen,  Type::kBind,        Type::kUserfaultfd, Type::kMemfdCreate,
+  cfg.event_types = {Type::kSymlink, Type::kLink,         Type::kUnlink,       Type::kRename,      Type::kMkdir,
+                     Type::kRmdir,   Type::kChmod,        Type::kPtrace,       Type::kSocket,      Type::kDup,
+                     Type::kModule,  Type::kSetuid,       Type::kSetgid,       Type::kSetns,       Type::kUnshare,
+                     Type::kAccept,  Type::kListen,       Type::kBind,         Type::kUserfaultfd, Type::kMemfdCreate,
                      Type::kPrctl,   Type::kIoUringSetup, Type::kDeleteModule, Type::kCapset};
   cfg.enter_exit_pairs = pairs;
   return cfg;
@@ -348,15 +347,14 @@ TEST_P(SyscallArgs, OpensOfListedFileNamesAndTraversalsAreSent) {
     close(open("../up", O_CREAT | O_WRONLY, 0600));             // a traversal
     close(open((d + "/sub/other").c_str(), O_RDONLY));          // not listed
     close(open((d + "/sub/syslog").c_str(), O_RDONLY));         // listed name, absolute
-    close(open("../", O_RDONLY | O_DIRECTORY));                  // a directory, by traversal
+    close(open("../", O_RDONLY | O_DIRECTORY));                 // a directory, by traversal
     return 0;
   }));
   std::vector<std::string> paths;
   for (const auto& e : rec.events_of(cpid, 1000)) {
     auto* o = e.as<event::OpenData>();
     if (o && o->path.starts_with(d))  // not the device nodes the child helper opens
-      paths.push_back(o->path + (o->raw.empty() ? "" : " as " + o->raw) + " type " +
-                      std::to_string(o->file_type));
+      paths.push_back(o->path + (o->raw.empty() ? "" : " as " + o->raw) + " type " + std::to_string(o->file_type));
   }
   const std::string reg = " type " + std::to_string(event::OpenData::kFileRegular);
   const std::string directory = " type " + std::to_string(event::OpenData::kFileDirectory);
@@ -454,8 +452,8 @@ TEST(SensorExec, SessionAndProcessGroupOfTheNewProgram) {
 TEST(SensorExec, AProgramWrittenIntoAnOverlaysUpperLayerIsFlagged) {
   REQUIRE_ROOT();
   TempDir dir("vigil-ovl");
-  const std::string lower = dir.path() + "/lower", upper = dir.path() + "/upper",
-                    work = dir.path() + "/work", merged = dir.path() + "/merged";
+  const std::string lower = dir.path() + "/lower", upper = dir.path() + "/upper", work = dir.path() + "/work",
+                    merged = dir.path() + "/merged";
   for (const auto& p : {lower, upper, work, merged}) ASSERT_EQ(mkdir(p.c_str(), 0755), 0) << p;
   ASSERT_TRUE(copy_file("/bin/true", lower + "/from_image"));
   auto s = open_sensor(Config{});

@@ -13,25 +13,22 @@ const std::string kId = "3b7a1c0f9e4d2a6b8c5e7f1a0b9c8d7e6f5a4b3c2d1e0f9a8b7c6d5
 const std::string kUid = "5d0c2a9e-1f3b-4c6d-8e7f-9a0b1c2d3e4f";
 const std::string kUidUnderscore = "5d0c2a9e_1f3b_4c6d_8e7f_9a0b1c2d3e4f";
 
-CgroupMatch m(const std::string& runtime, const std::string& uid = "") {
-  return CgroupMatch{kId, runtime, uid};
-}
+CgroupMatch m(const std::string& runtime, const std::string& uid = "") { return CgroupMatch{kId, runtime, uid}; }
 
 TEST(ParseCgroupPath, ContainerdSystemdDriverEveryQos) {
   for (std::string qos : {"burstable", "besteffort"}) {
-    std::string p = "/kubepods.slice/kubepods-" + qos + ".slice/kubepods-" + qos + "-pod" +
-                    kUidUnderscore + ".slice/cri-containerd-" + kId + ".scope";
+    std::string p = "/kubepods.slice/kubepods-" + qos + ".slice/kubepods-" + qos + "-pod" + kUidUnderscore +
+                    ".slice/cri-containerd-" + kId + ".scope";
     EXPECT_EQ(parse_cgroup_path(p), m(ContainerRuntime::kContainerd, kUid)) << p;
   }
   // Guaranteed pods sit directly below kubepods.slice.
-  std::string g = "/kubepods.slice/kubepods-pod" + kUidUnderscore + ".slice/cri-containerd-" + kId +
-                  ".scope";
+  std::string g = "/kubepods.slice/kubepods-pod" + kUidUnderscore + ".slice/cri-containerd-" + kId + ".scope";
   EXPECT_EQ(parse_cgroup_path(g), m(ContainerRuntime::kContainerd, kUid));
 }
 
 TEST(ParseCgroupPath, CrioSystemdDriver) {
-  std::string p = "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" +
-                  kUidUnderscore + ".slice/crio-" + kId + ".scope";
+  std::string p = "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" + kUidUnderscore + ".slice/crio-" +
+                  kId + ".scope";
   EXPECT_EQ(parse_cgroup_path(p), m(ContainerRuntime::kCrio, kUid));
 }
 
@@ -45,18 +42,14 @@ TEST(ParseCgroupPath, CgroupfsDriverEveryQos) {
 }
 
 TEST(ParseCgroupPath, DockerBothDrivers) {
-  EXPECT_EQ(parse_cgroup_path("/system.slice/docker-" + kId + ".scope"),
-            m(ContainerRuntime::kDocker));
+  EXPECT_EQ(parse_cgroup_path("/system.slice/docker-" + kId + ".scope"), m(ContainerRuntime::kDocker));
   EXPECT_EQ(parse_cgroup_path("/docker/" + kId), m(ContainerRuntime::kDocker));
 }
 
 TEST(ParseCgroupPath, Podman) {
-  EXPECT_EQ(parse_cgroup_path("/machine.slice/libpod-" + kId + ".scope"),
-            m(ContainerRuntime::kPodman));
-  EXPECT_EQ(parse_cgroup_path("/machine.slice/libpod-" + kId + ".scope/container"),
-            m(ContainerRuntime::kPodman));
-  EXPECT_EQ(parse_cgroup_path("/user.slice/user-1000.slice/user@1000.service/user.slice/libpod-" +
-                              kId + ".scope"),
+  EXPECT_EQ(parse_cgroup_path("/machine.slice/libpod-" + kId + ".scope"), m(ContainerRuntime::kPodman));
+  EXPECT_EQ(parse_cgroup_path("/machine.slice/libpod-" + kId + ".scope/container"), m(ContainerRuntime::kPodman));
+  EXPECT_EQ(parse_cgroup_path("/user.slice/user-1000.slice/user@1000.service/user.slice/libpod-" + kId + ".scope"),
             m(ContainerRuntime::kPodman));
   EXPECT_EQ(parse_cgroup_path("/libpod_parent/libpod-" + kId), m(ContainerRuntime::kPodman));
 }
@@ -68,16 +61,16 @@ TEST(ParseCgroupPath, NestedKubeletInsideDockerTakesInnermost) {
 }
 
 TEST(ParseCgroupPath, SubCgroupOfAContainerBelongsToIt) {
-  std::string p = "/kubepods.slice/kubepods-pod" + kUidUnderscore + ".slice/cri-containerd-" +
-                  kId + ".scope/init.scope";
+  std::string p =
+      "/kubepods.slice/kubepods-pod" + kUidUnderscore + ".slice/cri-containerd-" + kId + ".scope/init.scope";
   EXPECT_EQ(parse_cgroup_path(p), m(ContainerRuntime::kContainerd, kUid));
 }
 
 TEST(ParseCgroupPath, HostCgroupsAreNotContainers) {
   for (std::string p :
-       {std::string("/"), std::string("/init.scope"), std::string("/system.slice/sshd.service"), std::string("/user.slice/user-0.slice/session-1.scope"),
-        std::string("/kubepods.slice"), std::string("/kubepods/burstable"), "/kubepods.slice/kubepods-pod" + kUidUnderscore +
-                                                      ".slice"}) {
+       {std::string("/"), std::string("/init.scope"), std::string("/system.slice/sshd.service"),
+        std::string("/user.slice/user-0.slice/session-1.scope"), std::string("/kubepods.slice"),
+        std::string("/kubepods/burstable"), "/kubepods.slice/kubepods-pod" + kUidUnderscore + ".slice"}) {
     EXPECT_FALSE(parse_cgroup_path(p).has_value()) << p;
   }
 }

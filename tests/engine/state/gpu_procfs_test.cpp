@@ -33,8 +33,9 @@ TEST(ProcStat, TruncatedOrGarbageIsRejected) {
 }
 
 TEST(ProcStatus, UidsGidsAndNamespacePid) {
-  auto s = parse_proc_status("Name:\tx\nTgid:\t50\nPPid:\t1\nUid:\t1000\t0\t0\t0\n"
-                             "Gid:\t100\t0\t0\t0\nNSpid:\t50\t3\t1\n");
+  auto s = parse_proc_status(
+      "Name:\tx\nTgid:\t50\nPPid:\t1\nUid:\t1000\t0\t0\t0\n"
+      "Gid:\t100\t0\t0\t0\nNSpid:\t50\t3\t1\n");
   ASSERT_TRUE(s);
   EXPECT_EQ(s->uid, 1000u);  // the real uid
   EXPECT_EQ(s->gid, 100u);
@@ -54,8 +55,9 @@ TEST(ProcStatus, SessionAndNamespaceProcessGroup) {
 }
 
 TEST(ProcStatus, CapabilitySetsInHex) {
-  auto s = parse_proc_status("Uid:\t0\t0\t0\t0\nGid:\t0\t0\t0\t0\nCapInh:\t0000000000000000\n"
-                             "CapPrm:\t000001ffffffffff\nCapEff:\t0000000000210000\nCapBnd:\tffffffffffffffff\n");
+  auto s = parse_proc_status(
+      "Uid:\t0\t0\t0\t0\nGid:\t0\t0\t0\t0\nCapInh:\t0000000000000000\n"
+      "CapPrm:\t000001ffffffffff\nCapEff:\t0000000000210000\nCapBnd:\tffffffffffffffff\n");
   ASSERT_TRUE(s);
   EXPECT_EQ(s->cap_inheritable, 0u);
   EXPECT_EQ(s->cap_permitted, 0x1ffffffffffull);
@@ -71,8 +73,7 @@ TEST(ProcFs, NamespaceLinksAndCmdline) {
   EXPECT_EQ(parse_ns_link("net:[x]"), 0u);
   EXPECT_EQ(parse_ns_link("net:4026531840"), 0u);
   EXPECT_EQ(parse_ns_link(""), 0u);
-  EXPECT_EQ(parse_cmdline(std::string("a\0b\0\0c", 6)),
-            (std::vector<std::string>{"a", "b", "", "c"}));
+  EXPECT_EQ(parse_cmdline(std::string("a\0b\0\0c", 6)), (std::vector<std::string>{"a", "b", "", "c"}));
   std::string many;
   for (int i = 0; i < 1000; ++i) many += std::string("x") + '\0';
   EXPECT_EQ(parse_cmdline(many).size(), kMaxArgs);
@@ -98,13 +99,13 @@ TEST(ProcFs, ReadFileIsBounded) {
 
 TEST(NvidiaInfo, ProcDevicesAndInformation) {
   NvidiaInfo info;
-  parse_proc_devices("Character devices:\n  1 mem\n195 nvidia\n234 nvidia-uvm\n235 nvidia-caps\n"
-                     "Block devices:\n236 nvidia-uvm\n",
-                     &info);
+  parse_proc_devices(
+      "Character devices:\n  1 mem\n195 nvidia\n234 nvidia-uvm\n235 nvidia-caps\n"
+      "Block devices:\n236 nvidia-uvm\n",
+      &info);
   EXPECT_EQ(info.uvm_major, 234u);
   EXPECT_EQ(info.caps_major, 235u);
-  auto g = parse_gpu_information("Model: \t\t Tesla T4\nGPU UUID: \t GPU-1234\nDevice Minor: \t 3\n",
-                                 "0000:00:04.0");
+  auto g = parse_gpu_information("Model: \t\t Tesla T4\nGPU UUID: \t GPU-1234\nDevice Minor: \t 3\n", "0000:00:04.0");
   ASSERT_TRUE(g);
   EXPECT_EQ(g->uuid, "GPU-1234");
   EXPECT_EQ(g->minor, 3u);

@@ -12,9 +12,8 @@ namespace {
 TEST(K8sConfig, InClusterFromEnvironmentAndServiceAccount) {
   K8sOptions o;
   o.use_env_for_test = true;
-  o.env_for_test = {{"KUBERNETES_SERVICE_HOST", "10.96.0.1"},
-                    {"KUBERNETES_SERVICE_PORT", "443"},
-                    {"NODE_NAME", "gpu-7"}};
+  o.env_for_test = {
+      {"KUBERNETES_SERVICE_HOST", "10.96.0.1"}, {"KUBERNETES_SERVICE_PORT", "443"}, {"NODE_NAME", "gpu-7"}};
   o.sa_dir = "/sa";
   auto c = k8s_config_discover(o);
   ASSERT_TRUE(c.ok()) << c.error().message;
@@ -73,8 +72,7 @@ TEST(K8sConfig, DeeplyNestedKubeconfigIsRefusedAtOnce) {
   ::unlink(path);
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(c.error().kind, Error::Kind::kBadInput);
-  EXPECT_EQ(c.error().message,
-            std::string(path) + ": kubeconfig:1:74: nested deeper than 64 levels (the limit)");
+  EXPECT_EQ(c.error().message, std::string(path) + ": kubeconfig:1:74: nested deeper than 64 levels (the limit)");
 }
 
 // Issue 16, item 10: insecure-skip-tls-verify in a kubeconfig turned off

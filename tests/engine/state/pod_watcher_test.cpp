@@ -24,15 +24,13 @@ extern char** environ;
 namespace vigil::state {
 namespace {
 
+using support::TempDir;
 using testing::RecordingListener;
 using testing::replay_config;
-using support::TempDir;
 
 // --- the watcher against a local HTTPS API server --------------------------------
 
-bool run_cmd(const std::string& cmd) {
-  return std::system(("(" + cmd + ") >/dev/null 2>&1").c_str()) == 0;
-}
+bool run_cmd(const std::string& cmd) { return std::system(("(" + cmd + ") >/dev/null 2>&1").c_str()) == 0; }
 
 // The Kubernetes API stand-in (support::K8sStub: k8s_stub.py over TLS, with a
 // CA and a server certificate for 127.0.0.1 made in dir_) and a watcher
@@ -163,7 +161,8 @@ TEST_F(PodWatcherTest, UntrustedServerCertificateIsRefused) {
   PodWatcher w(c);
   ASSERT_TRUE(w.start().ok());
   State s(replay_config());
-  bool failed = drain_until(w, s, [&] { return w.stats().errors >= 1; }, 10000);
+  bool failed = drain_until(
+      w, s, [&] { return w.stats().errors >= 1; }, 10000);
   w.stop();
   EXPECT_TRUE(failed);
   EXPECT_FALSE(w.stats().synced);
@@ -187,7 +186,8 @@ TEST_F(PodWatcherTest, OversizedListIsRefused) {
   PodWatcher w(c);
   ASSERT_TRUE(w.start().ok());
   State s(replay_config());
-  ASSERT_TRUE(drain_until(w, s, [&] { return w.stats().errors >= 1; }, 10000));
+  ASSERT_TRUE(drain_until(
+      w, s, [&] { return w.stats().errors >= 1; }, 10000));
   w.stop();
   EXPECT_NE(w.stats().last_error.find("larger than"), std::string::npos) << w.stats().last_error;
   EXPECT_TRUE(s.pods().empty());
@@ -197,9 +197,9 @@ TEST_F(PodWatcherTest, GpuDeviceIdsComeFromTheKubeletPodResourcesApi) {
   std::string py = testing::python_with_h2();
   if (py.empty()) GTEST_SKIP() << "python3-h2 is needed for the stand-in kubelet";
   std::string sock = dir_.path() + "/kubelet.sock";
-  std::vector<std::string> args = {py, "tests/engine/state/podresources_stub.py", "--socket", sock,
-                                   "--log", dir_.path() + "/grpc.log", "--assign",
-                                   "ml/a/main=nvidia.com/gpu:GPU-aaaa"};
+  std::vector<std::string> args = {
+      py,         "tests/engine/state/podresources_stub.py", "--socket", sock, "--log", dir_.path() + "/grpc.log",
+      "--assign", "ml/a/main=nvidia.com/gpu:GPU-aaaa"};
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);

@@ -43,10 +43,10 @@ std::string sample_response() {
   std::string devs = container_devices("nvidia.com/gpu", {"GPU-aaa", "GPU-bbb::2"});
   // An unknown varint field and an unknown fixed64 field are skipped.
   devs += varint((7 << 3) | 0) + varint(300) + varint((8 << 3) | 1) + std::string(8, '\x01');
-  std::string c1 = bytes_field(1, "server") + bytes_field(2, devs) +
-                   bytes_field(2, container_devices("example.com/fpga", {"f0"}));
-  std::string pod = bytes_field(1, "vllm-0") + bytes_field(2, "ml") + bytes_field(3, c1) +
-                    bytes_field(3, bytes_field(1, "sidecar"));
+  std::string c1 =
+      bytes_field(1, "server") + bytes_field(2, devs) + bytes_field(2, container_devices("example.com/fpga", {"f0"}));
+  std::string pod =
+      bytes_field(1, "vllm-0") + bytes_field(2, "ml") + bytes_field(3, c1) + bytes_field(3, bytes_field(1, "sidecar"));
   return bytes_field(1, pod) + bytes_field(1, bytes_field(1, "empty") + bytes_field(2, "default"));
 }
 
@@ -54,8 +54,7 @@ TEST(PodResourcesDecode, ListResponse) {
   auto r = decode_list_pod_resources(sample_response());
   ASSERT_TRUE(r.ok()) << r.error().message;
   ASSERT_EQ(r->size(), 2u);
-  EXPECT_EQ((*r)[0], (ContainerDeviceIds{"ml", "vllm-0", "server", "nvidia.com/gpu",
-                                         {"GPU-aaa", "GPU-bbb::2"}}));
+  EXPECT_EQ((*r)[0], (ContainerDeviceIds{"ml", "vllm-0", "server", "nvidia.com/gpu", {"GPU-aaa", "GPU-bbb::2"}}));
   EXPECT_EQ((*r)[1].resource, "example.com/fpga");
   EXPECT_TRUE(decode_list_pod_resources("")->empty());
 }
@@ -65,15 +64,16 @@ TEST(PodResourcesDecode, HostileBytesAreErrors) {
   // Every truncation of a valid message is either an error or a clean prefix, never a crash.
   for (std::size_t n = 0; n < good.size(); ++n) (void)decode_list_pod_resources(good.substr(0, n));
   EXPECT_FALSE(decode_list_pod_resources(good.substr(0, good.size() - 1)).ok());
-  EXPECT_FALSE(decode_list_pod_resources(std::string(11, '\xff')).ok());         // endless varint
+  EXPECT_FALSE(decode_list_pod_resources(std::string(11, '\xff')).ok());              // endless varint
   EXPECT_FALSE(decode_list_pod_resources(varint((1 << 3) | 2) + varint(1000)).ok());  // length
-  EXPECT_FALSE(decode_list_pod_resources(varint((1 << 3) | 3)).ok());            // group
-  EXPECT_FALSE(decode_list_pod_resources(std::string("\x00", 1)).ok());          // field 0
+  EXPECT_FALSE(decode_list_pod_resources(varint((1 << 3) | 3)).ok());                 // group
+  EXPECT_FALSE(decode_list_pod_resources(std::string("\x00", 1)).ok());               // field 0
   // Bounded output.
   std::string many;
   for (int i = 0; i < 100; ++i) {
-    many += bytes_field(1, bytes_field(1, "p") + bytes_field(3, bytes_field(1, "c") +
-                                                                bytes_field(2, container_devices("nvidia.com/gpu", {"x"}))));
+    many += bytes_field(
+        1, bytes_field(1, "p") +
+               bytes_field(3, bytes_field(1, "c") + bytes_field(2, container_devices("nvidia.com/gpu", {"x"}))));
   }
   EXPECT_EQ(decode_list_pod_resources(many, 10)->size(), 10u);
 }
@@ -118,8 +118,9 @@ TEST(PodResourcesList, AgainstAStandInKubelet) {
   if (py.empty()) GTEST_SKIP() << "python3-h2 is needed for the stand-in kubelet (apt-get install python3-h2)";
   support::TempDir d;
   std::string sock = d.path() + "/kubelet.sock";
-  std::vector<std::string> args = {py, "tests/engine/state/podresources_stub.py", "--socket", sock,
-                                   "--log", d.path() + "/log",
+  std::vector<std::string> args = {py,         "tests/engine/state/podresources_stub.py",
+                                   "--socket", sock,
+                                   "--log",    d.path() + "/log",
                                    "--assign", "ml/vllm-0/server=nvidia.com/gpu:GPU-aaa,GPU-bbb",
                                    "--assign", "ml/train-1/main=nvidia.com/mig-1g.10gb:MIG-xyz"};
   std::vector<char*> argv;
@@ -127,7 +128,7 @@ TEST(PodResourcesList, AgainstAStandInKubelet) {
   argv.push_back(nullptr);
   pid_t pid = -1;
   ASSERT_EQ(::posix_spawnp(&pid, py.c_str(), nullptr, nullptr, argv.data(), environ), 0);
-  struct stat st{};
+  struct stat st {};
   for (int i = 0; i < 200 && ::stat(sock.c_str(), &st) != 0; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(25));
   }
@@ -136,8 +137,7 @@ TEST(PodResourcesList, AgainstAStandInKubelet) {
   ::waitpid(pid, nullptr, 0);
   ASSERT_TRUE(r.ok()) << r.error().message;
   ASSERT_EQ(r->size(), 2u);
-  EXPECT_EQ((*r)[0], (ContainerDeviceIds{"ml", "vllm-0", "server", "nvidia.com/gpu",
-                                         {"GPU-aaa", "GPU-bbb"}}));
+  EXPECT_EQ((*r)[0], (ContainerDeviceIds{"ml", "vllm-0", "server", "nvidia.com/gpu", {"GPU-aaa", "GPU-bbb"}}));
   EXPECT_EQ((*r)[1].device_ids, std::vector<std::string>{"MIG-xyz"});
 }
 

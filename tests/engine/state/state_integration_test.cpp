@@ -72,7 +72,7 @@ TEST_F(RealProcTest, SeededGpuFdsOfAStandInNvidiaNode) {
   ASSERT_NE(::mkdtemp(tmpl), nullptr);
   std::string dir = tmpl;
   std::string node = dir + "/nvidia0";
-  struct stat null_st{};
+  struct stat null_st {};
   ASSERT_EQ(::stat("/dev/null", &null_st), 0);
   if (::mknod(node.c_str(), S_IFCHR | 0666, null_st.st_rdev) != 0) {
     ::rmdir(dir.c_str());
@@ -112,8 +112,8 @@ TEST_F(RealProcTest, EventInAKubeletCgroupIsAttributedByCgroupIdAlone) {
   if (s.cgroup_root().empty()) GTEST_SKIP() << "no cgroup v2 hierarchy mounted";
   const std::string id(64, 'e');
   const std::string uid_us = "0f0f0f0f_1111_4222_8333_444444444444";
-  const std::string pod_dir = s.cgroup_root() + "/kubepods.slice/kubepods-besteffort.slice/" +
-                              "kubepods-besteffort-pod" + uid_us + ".slice";
+  const std::string pod_dir =
+      s.cgroup_root() + "/kubepods.slice/kubepods-besteffort.slice/" + "kubepods-besteffort-pod" + uid_us + ".slice";
   const std::string dir = pod_dir + "/cri-containerd-" + id + ".scope";
   std::string mk = "mkdir -p '" + dir + "'";
   if (std::system(mk.c_str()) != 0) GTEST_SKIP() << "cannot create cgroups under " << s.cgroup_root();
@@ -132,8 +132,7 @@ TEST_F(RealProcTest, EventInAKubeletCgroupIsAttributedByCgroupIdAlone) {
   s.apply(ev);
   EvalContext ctx = s.enrich(ev);
   std::string rm = "rmdir '" + dir + "' '" + pod_dir + "' '" + s.cgroup_root() +
-                   "/kubepods.slice/kubepods-besteffort.slice' '" + s.cgroup_root() +
-                   "/kubepods.slice' 2>/dev/null";
+                   "/kubepods.slice/kubepods-besteffort.slice' '" + s.cgroup_root() + "/kubepods.slice' 2>/dev/null";
   (void)std::system(rm.c_str());
   ASSERT_NE(cid, 0u);
   ASSERT_NE(ctx.container, nullptr);

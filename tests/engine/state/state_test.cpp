@@ -13,13 +13,13 @@
 namespace vigil::state {
 namespace {
 
+using support::TempDir;
 using testing::exec_event;
 using testing::exit_event;
 using testing::fork_event;
 using testing::make_event;
 using testing::RecordingListener;
 using testing::replay_config;
-using support::TempDir;
 
 const std::string kId = "3b7a1c0f9e4d2a6b8c5e7f1a0b9c8d7e6f5a4b3c2d1e0f9a8b7c6d5e4f3a2b1c";
 const std::string kId2 = "a9b8c7d6e5f4a3b2c1d0e9f8a7b6c5d4e3f2a1b0c9d8e7f6a5b4c3d2e1f0a9b8";
@@ -32,8 +32,7 @@ void apply_all(State& s, const event::Event& ev) {
   s.after(ev);
 }
 
-Pod make_pod(const std::string& uid, const std::string& container_id, const std::string& env,
-             std::int64_t limit) {
+Pod make_pod(const std::string& uid, const std::string& container_id, const std::string& env, std::int64_t limit) {
   Pod p;
   p.uid = uid;
   p.name = "infer-0";
@@ -392,8 +391,7 @@ TEST(Attribution, HostProcessHasNoContainer) {
 
 TEST(Attribution, LiveMissWalksCgroupTreeAndReportsContainer) {
   TempDir root;
-  std::string pod_dir = "kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" +
-                        kUidUnderscore + ".slice";
+  std::string pod_dir = "kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" + kUidUnderscore + ".slice";
   root.mkdirs("cg/" + pod_dir + "/cri-containerd-" + kId + ".scope");
   root.mkdirs("cg/system.slice/sshd.service");
   root.mkdirs("proc");  // an empty fake /proc: the process is not there (short-lived)
@@ -436,21 +434,20 @@ TEST(Attribution, LiveMissWalksCgroupTreeAndReportsContainer) {
 
 // --- seeding from a fake /proc ----------------------------------------------
 
-std::string stat_line(std::uint32_t pid, const std::string& comm, std::uint32_t ppid,
-                      std::uint32_t tty, std::uint64_t start) {
-  return std::to_string(pid) + " (" + comm + ") S " + std::to_string(ppid) + " 1 1 " +
-         std::to_string(tty) + " -1 4194560 100 0 0 0 5 3 0 0 20 0 1 0 " + std::to_string(start) +
-         " 1000 200\n";
+std::string stat_line(std::uint32_t pid, const std::string& comm, std::uint32_t ppid, std::uint32_t tty,
+                      std::uint64_t start) {
+  return std::to_string(pid) + " (" + comm + ") S " + std::to_string(ppid) + " 1 1 " + std::to_string(tty) +
+         " -1 4194560 100 0 0 0 5 3 0 0 20 0 1 0 " + std::to_string(start) + " 1000 200\n";
 }
 
 void fake_process(const TempDir& d, std::uint32_t pid, std::uint32_t ppid, const std::string& comm,
                   const std::string& cmdline, const std::string& cgroup) {
   std::string base = "proc/" + std::to_string(pid);
   d.write(base + "/stat", stat_line(pid, comm, ppid, 34816, 500));
-  d.write(base + "/status", "Name:\t" + comm + "\nTgid:\t" + std::to_string(pid) +
-                                "\nPPid:\t" + std::to_string(ppid) +
+  d.write(base + "/status", "Name:\t" + comm + "\nTgid:\t" + std::to_string(pid) + "\nPPid:\t" + std::to_string(ppid) +
                                 "\nUid:\t1000\t1000\t1000\t1000\nGid:\t2000\t2000\t2000\t2000\n"
-                                "NSpid:\t" + std::to_string(pid) + "\t7\n");
+                                "NSpid:\t" +
+                                std::to_string(pid) + "\t7\n");
   d.write(base + "/comm", comm + "\n");
   d.write(base + "/cmdline", cmdline);
   d.write(base + "/cgroup", "0::" + cgroup + "\n");
@@ -468,8 +465,14 @@ TEST(Seed, A32BitProgramIsFlaggedFromItsElfHeader) {
   d.write("proc/stat", "cpu 1 2 3\nbtime 1700000000\n");
   fake_process(d, 50, 1, "sh", std::string("sh\0", 3), "/");
   fake_process(d, 51, 1, "tiny32", std::string("tiny32\0", 7), "/");
-  d.write("files/tiny32", std::string("\x7f" "ELF\x01\x01\x01", 7) + std::string(60, '\0'));
-  d.write("files/tiny64", std::string("\x7f" "ELF\x02\x01\x01", 7) + std::string(60, '\0'));
+  d.write("files/tiny32", std::string("\x7f"
+                                      "ELF\x01\x01\x01",
+                                      7) +
+                              std::string(60, '\0'));
+  d.write("files/tiny64", std::string("\x7f"
+                                      "ELF\x02\x01\x01",
+                                      7) +
+                              std::string(60, '\0'));
   d.write("files/script", "#!/bin/sh\n");
   d.symlink("proc/50/exe", d.path() + "/files/tiny64");
   d.symlink("proc/51/exe", d.path() + "/files/tiny32");
@@ -614,8 +617,8 @@ TEST(Seed, FailsClearlyWithoutProc) {
 
 // --- GPU fds, compute, allocations ------------------------------------------
 
-event::Event open_event(std::uint32_t pid, const std::string& path, std::uint32_t major,
-                        std::uint32_t minor, std::int64_t fd, std::uint32_t flags = O_RDWR) {
+event::Event open_event(std::uint32_t pid, const std::string& path, std::uint32_t major, std::uint32_t minor,
+                        std::int64_t fd, std::uint32_t flags = O_RDWR) {
   event::Event ev = make_event(event::Type::kOpen, pid);
   event::OpenData od;
   od.path = path;
@@ -700,8 +703,8 @@ TEST(GpuFds, ComputeAllocationMarksTheProcess) {
 void fake_gpu(const TempDir& d, const std::string& pci, const std::string& uuid, int minor) {
   d.write("proc/driver/nvidia/gpus/" + pci + "/information",
           "Model: \t\t NVIDIA H100 80GB HBM3\nIRQ:   \t\t 150\nGPU UUID: \t " + uuid +
-              "\nVideo BIOS: \t 96.00.99.00.01\nBus Type: \t PCIe\nDevice Minor: \t " +
-              std::to_string(minor) + "\nGPU Excluded:\t No\n");
+              "\nVideo BIOS: \t 96.00.99.00.01\nBus Type: \t PCIe\nDevice Minor: \t " + std::to_string(minor) +
+              "\nGPU Excluded:\t No\n");
 }
 
 class GpuAllocationTest : public ::testing::Test {
@@ -775,8 +778,8 @@ TEST_F(GpuAllocationTest, UuidAllocationAllowsOnlyThatGpu) {
 
 TEST_F(GpuAllocationTest, IndexesFollowPciOrder) {
   state_->upsert_pod(make_pod(kUid, kId, "0,2", 2));
-  EXPECT_TRUE(allowed(195, 2));   // index 0 → 0000:1b:00.0 → minor 2
-  EXPECT_TRUE(allowed(195, 1));   // index 2 → 0000:5b:00.0 → minor 1
+  EXPECT_TRUE(allowed(195, 2));  // index 0 → 0000:1b:00.0 → minor 2
+  EXPECT_TRUE(allowed(195, 1));  // index 2 → 0000:5b:00.0 → minor 1
   EXPECT_FALSE(allowed(195, 0));
 }
 
@@ -786,7 +789,7 @@ TEST_F(GpuAllocationTest, NoAllocationForbidsEveryNvidiaNode) {
   EXPECT_FALSE(allowed(195, 255));
   EXPECT_FALSE(allowed(508, 0));
   EXPECT_FALSE(allowed(1, 3, "/dev/nvidia0"));  // a stand-in node, by name
-  EXPECT_TRUE(allowed(1, 3, "/dev/null"));       // not an NVIDIA node at all
+  EXPECT_TRUE(allowed(1, 3, "/dev/null"));      // not an NVIDIA node at all
 }
 
 TEST_F(GpuAllocationTest, AllNoneVoidAndLimitOnly) {
@@ -833,7 +836,7 @@ TEST_F(GpuAllocationTest, HostAndUnknownPodAreAllowed) {
   event::Event ev = open_event(901, "/dev/nvidia0", 195, 0, 3);
   state_->apply(ev);
   EXPECT_TRUE(state_->gpu_allowed(state_->enrich(ev), 195, 0));  // host
-  EXPECT_TRUE(allowed(195, 0));  // container whose pod is not known yet
+  EXPECT_TRUE(allowed(195, 0));                                  // container whose pod is not known yet
 }
 
 // --- DNS ---------------------------------------------------------------------
@@ -876,8 +879,7 @@ TEST(Dns, AnswersAreRememberedPerPod) {
   event::Event other = make_event(event::Type::kConnect, 7);
   other.hdr.cgroup_id = 2;
   s.apply(other);
-  EXPECT_EQ(s.dns_name_for(s.enrich(other), testing::ipv4(18, 1, 2, 3)), "")
-      << "another pod did not resolve that name";
+  EXPECT_EQ(s.dns_name_for(s.enrich(other), testing::ipv4(18, 1, 2, 3)), "") << "another pod did not resolve that name";
 
   // Host processes share their network namespace's memory.
   event::Event h1 = dns_answer(8, 0, "pool.example.org", {testing::ipv4(1, 1, 1, 1)});
@@ -942,8 +944,9 @@ TEST(Dns, MemoryIsBounded) {
 
 TEST(Users, NamesFromPasswdAndGroupFiles) {
   TempDir d;
-  d.write("passwd", "root:x:0:0:root:/root:/bin/bash\n# comment\nbroken line\n"
-                    "svc:x:abc:1:\nalice:x:1000:1000::/home/alice:/bin/sh\nalias:x:1000:1:::\n");
+  d.write("passwd",
+          "root:x:0:0:root:/root:/bin/bash\n# comment\nbroken line\n"
+          "svc:x:abc:1:\nalice:x:1000:1000::/home/alice:/bin/sh\nalias:x:1000:1:::\n");
   d.write("group", "root:x:0:\nvideo:x:44:alice\n");
   Config c = replay_config();
   c.passwd_path = d.path() + "/passwd";

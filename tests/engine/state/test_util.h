@@ -53,8 +53,8 @@ inline event::Event fork_event(std::uint32_t parent, std::uint32_t child, std::u
   return ev;
 }
 
-inline event::Event exec_event(std::uint32_t pid, std::vector<std::string> argv,
-                               std::string exe, std::uint64_t ts = 2000) {
+inline event::Event exec_event(std::uint32_t pid, std::vector<std::string> argv, std::string exe,
+                               std::uint64_t ts = 2000) {
   event::Event ev = make_event(event::Type::kExec, pid, ts);
   std::string base = exe.substr(exe.rfind('/') + 1);
   ev.hdr.comm = base.substr(0, 15);

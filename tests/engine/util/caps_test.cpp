@@ -28,7 +28,7 @@ TEST(Caps, AMissingOrMalformedCapEffIsNotGuessed) {
   EXPECT_FALSE(parse_cap_eff("CapEff:\t00000zz000000000\n"));
   EXPECT_FALSE(parse_cap_eff("CapEff:\t\n"));
   EXPECT_FALSE(parse_cap_eff("CapEff:\t10000000000000000\n"));  // 17 digits
-  auto last = parse_cap_eff("CapEff:\t0000000000200000");    // no newline at the end
+  auto last = parse_cap_eff("CapEff:\t0000000000200000");       // no newline at the end
   ASSERT_TRUE(last);
   EXPECT_TRUE(last->has(Cap::kSysAdmin));
 }

@@ -60,11 +60,14 @@ TEST(YamlGate, RefusesDeepNestingAtTheFirstLevelPastTheLimit) {
   const std::vector<Case> cases = {
       {"flow sequences", std::string(n, '['), 1, 65},
       {"flow mappings", std::string(n, '{'), 1, 65},
-      {"flow mappings with keys", "a: " + [&] {
-         std::string s;
-         for (std::size_t i = 0; i < n; ++i) s += "{a: ";
-         return s;
-       }(), 1, 4 + 4 * 63},
+      {"flow mappings with keys",
+       "a: " +
+           [&] {
+             std::string s;
+             for (std::size_t i = 0; i < n; ++i) s += "{a: ";
+             return s;
+           }(),
+       1, 4 + 4 * 63},
       {"block sequences", block, 1, 129},
       {"indented mappings", indented, 65, 65},
   };
@@ -73,8 +76,7 @@ TEST(YamlGate, RefusesDeepNestingAtTheFirstLevelPastTheLimit) {
     ASSERT_FALSE(yaml_syntax_ok(c.text, &e)) << c.name;
     EXPECT_EQ(e.line, c.line) << c.name;
     EXPECT_EQ(e.column, c.column) << c.name;
-    EXPECT_EQ(e.message, "nested deeper than " + std::to_string(kYamlMaxDepth) + " levels (the limit)")
-        << c.name;
+    EXPECT_EQ(e.message, "nested deeper than " + std::to_string(kYamlMaxDepth) + " levels (the limit)") << c.name;
     // The work done: the scanner stopped within its look-ahead (1024
     // characters on a line) of the refused level, not at the end of the input.
     EXPECT_LT(e.scanned, 4096u) << c.name << ": " << e.scanned << " of " << c.text.size();
@@ -102,8 +104,8 @@ TEST(YamlGate, ShippedAndStockRuleFilesAreWellUnderTheDepthLimit) {
   std::vector<std::string> files;
   const char* falco = std::getenv("VIGIL_FALCO_RULES_DIR");
   std::error_code ec;
-  for (const std::string dir : {std::string("rules"), std::string("rules/tests"),
-                                std::string(falco ? falco : "../shared/falco-rules")}) {
+  for (const std::string dir :
+       {std::string("rules"), std::string("rules/tests"), std::string(falco ? falco : "../shared/falco-rules")}) {
     for (const auto& ent : fs::directory_iterator(dir, ec)) {
       if (ent.path().extension() == ".yaml") files.push_back(ent.path().string());
     }

@@ -28,18 +28,18 @@ struct Extracted {
   bool has(const std::string& f) const { return fields.count(f) != 0; }
   std::string str(const std::string& f) const {
     auto it = fields.find(f);
-    return it != fields.end() && std::holds_alternative<std::string>(it->second)
-               ? std::get<std::string>(it->second) : std::string();
+    return it != fields.end() && std::holds_alternative<std::string>(it->second) ? std::get<std::string>(it->second)
+                                                                                 : std::string();
   }
   std::uint64_t u64(const std::string& f) const {
     auto it = fields.find(f);
-    return it != fields.end() && std::holds_alternative<std::uint64_t>(it->second)
-               ? std::get<std::uint64_t>(it->second) : 0;
+    return it != fields.end() && std::holds_alternative<std::uint64_t>(it->second) ? std::get<std::uint64_t>(it->second)
+                                                                                   : 0;
   }
   std::int64_t i64(const std::string& f) const {
     auto it = fields.find(f);
-    return it != fields.end() && std::holds_alternative<std::int64_t>(it->second)
-               ? std::get<std::int64_t>(it->second) : INT64_MIN;
+    return it != fields.end() && std::holds_alternative<std::int64_t>(it->second) ? std::get<std::int64_t>(it->second)
+                                                                                  : INT64_MIN;
   }
 };
 

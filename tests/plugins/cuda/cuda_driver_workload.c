@@ -74,8 +74,8 @@ int main(int argc, char** argv) {
   CUresult (*cuMemFree_v2)(unsigned long long) = need("cuMemFree_v2");
   CUresult (*cuModuleLoadData)(void**, const void*) = need("cuModuleLoadData");
   CUresult (*cuModuleGetFunction)(void**, void*, const char*) = need("cuModuleGetFunction");
-  CUresult (*cuLaunchKernel)(void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void*,
-                             void**, void**) = need("cuLaunchKernel");
+  CUresult (*cuLaunchKernel)(void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void*, void**,
+                             void**) = need("cuLaunchKernel");
   CUresult (*cuCtxSynchronize)(void) = need("cuCtxSynchronize");
 
   int dev = 0;
@@ -88,13 +88,15 @@ int main(int argc, char** argv) {
   for (int i = 0; i < 8; ++i) check("cuMemFree_v2", cuMemFree_v2(ptrs[i]));
   check("cuModuleLoadData", cuModuleLoadData(&mod, kPtx));
   check("cuModuleGetFunction", cuModuleGetFunction(&fn, mod, "vigil_noop"));
-  for (long i = 0; i < launches && fn; ++i) check("cuLaunchKernel", cuLaunchKernel(fn, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL));
+  for (long i = 0; i < launches && fn; ++i)
+    check("cuLaunchKernel", cuLaunchKernel(fn, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL));
   check("cuCtxSynchronize", cuCtxSynchronize());
   check("cuDevicePrimaryCtxRetain", cuDevicePrimaryCtxRetain(&pctx, dev));
   check("cuDevicePrimaryCtxRelease_v2", cuDevicePrimaryCtxRelease_v2(dev));
   check("cuCtxDestroy_v2", cuCtxDestroy_v2(ctx));
-  printf("pid %d device %d: 1 cuCtxCreate_v2, 8 cuMemAlloc_v2 (1..8 MiB), 8 cuMemFree_v2, 1 cuModuleLoadData (ptx), "
-         "%ld cuLaunchKernel, 1 cuDevicePrimaryCtxRetain; %d failed calls\n",
-         (int)getpid(), dev, fn ? launches : 0L, failures);
+  printf(
+      "pid %d device %d: 1 cuCtxCreate_v2, 8 cuMemAlloc_v2 (1..8 MiB), 8 cuMemFree_v2, 1 cuModuleLoadData (ptx), "
+      "%ld cuLaunchKernel, 1 cuDevicePrimaryCtxRetain; %d failed calls\n",
+      (int)getpid(), dev, fn ? launches : 0L, failures);
   return failures ? 1 : 0;
 }

@@ -31,8 +31,8 @@ namespace {
 using vigil::cuda::test::AbiClient;
 using vigil::cuda::test::Extracted;
 
-using LaunchFn = int (*)(void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void*,
-                         void**, void**);
+using LaunchFn = int (*)(void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void*, void**,
+                         void**);
 using AllocFn = int (*)(unsigned long long*, std::size_t);
 
 LaunchFn g_launch = nullptr;
@@ -148,9 +148,9 @@ int main(int argc, char** argv) {
   g_launch = reinterpret_cast<LaunchFn>(dlsym(h, "cuLaunchKernel"));
   g_alloc = reinterpret_cast<AllocFn>(dlsym(h, "cuMemAlloc_v2"));
   if (!g_launch || !g_alloc) return 1;
-  for (auto [name, phase] : {std::pair{"no_probe", Phase::kDetached}, std::pair{"multi_uprobe", Phase::kMulti},
-                             std::pair{"uprobe_per_entry", Phase::kSingle},
-                             std::pair{"multi_uprobe_wake_each_record", Phase::kWakeEach}}) {
+  for (auto [name, phase] :
+       {std::pair{"no_probe", Phase::kDetached}, std::pair{"multi_uprobe", Phase::kMulti},
+        std::pair{"uprobe_per_entry", Phase::kSingle}, std::pair{"multi_uprobe_wake_each_record", Phase::kWakeEach}}) {
     benchmark::RegisterBenchmark((std::string("cuLaunchKernel/") + name).c_str(), BM_cuLaunchKernel, phase);
     benchmark::RegisterBenchmark((std::string("cuMemAlloc_v2/") + name).c_str(), BM_cuMemAlloc_v2, phase);
     if (phase == Phase::kDetached || phase == Phase::kMulti) {

@@ -66,7 +66,6 @@ int main(int argc, char** argv) {
     }
     std::fflush(stdout);
   }
-  std::fprintf(stderr, "cuda_probe_check: %llu events in %ld s\n", static_cast<unsigned long long>(events),
-               seconds);
+  std::fprintf(stderr, "cuda_probe_check: %llu events in %ld s\n", static_cast<unsigned long long>(events), seconds);
   return 0;
 }

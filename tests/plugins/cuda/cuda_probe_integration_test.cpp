@@ -62,9 +62,7 @@ class Caller {
     if (!s.empty() && s.back() == '\n') s.pop_back();
     return s;
   }
-  void go() {
-    [[maybe_unused]] ssize_t n = write(to_, "go\n", 3);
-  }
+  void go() { [[maybe_unused]] ssize_t n = write(to_, "go\n", 3); }
   int wait_exit() {
     int st = 0;
     waitpid(pid_, &st, 0);
@@ -176,9 +174,9 @@ TEST_F(CudaProbeTest, FindsLibrariesInMapsAndReportsExactActivity) {
   EXPECT_EQ(lo->pid, static_cast<std::uint32_t>(old.pid()));
   EXPECT_EQ(lo->u64("cuda.probes"), 11u);
   std::string missing = lo->str("cuda.missing");
-  for (const char* m : {"cuCtxCreate_v3 (absent)", "cuCtxCreate_v4 (absent)", "cuLaunchKernelEx (absent)",
-                        "cuLibraryLoadData (absent)", "cuLaunchCooperativeKernel (not a function)",
-                        "cuGraphLaunch (absent)"})
+  for (const char* m :
+       {"cuCtxCreate_v3 (absent)", "cuCtxCreate_v4 (absent)", "cuLaunchKernelEx (absent)", "cuLibraryLoadData (absent)",
+        "cuLaunchCooperativeKernel (not a function)", "cuGraphLaunch (absent)"})
     EXPECT_NE(missing.find(m), std::string::npos) << m << " not in: " << missing;
 
   a.go();
@@ -197,8 +195,7 @@ TEST_F(CudaProbeTest, FindsLibrariesInMapsAndReportsExactActivity) {
        po = static_cast<std::uint32_t>(old.pid());
   EXPECT_TRUE(collect(p, c, 5000, [&] {
     return c.launches(pa) >= 17 * kN && c.launches(pb) >= 17 * kN && c.launches(po) >= 15 * kN &&
-           c.graphs(pa) >= 3 * kN && c.graphs(pb) >= 3 * kN &&
-           c.of(pa, "cuda_call").size() >= 2 * kN + 8;
+           c.graphs(pa) >= 3 * kN && c.graphs(pb) >= 3 * kN && c.of(pa, "cuda_call").size() >= 2 * kN + 8;
   }));
   // Then one more interval: nothing may be counted twice.
   collect(p, c, 600, [] { return false; });
@@ -259,9 +256,9 @@ TEST_F(CudaProbeTest, FindsLibrariesInMapsAndReportsExactActivity) {
   // The old driver's file: what it has is probed, what it lacks is not called.
   std::set<std::string> old_calls;
   for (const Extracted* e : c.of(po, "cuda_call")) old_calls.insert(e->str("cuda.call"));
-  EXPECT_EQ(old_calls, (std::set<std::string>{"cuCtxCreate_v2", "cuDevicePrimaryCtxRetain", "cuMemAlloc_v2",
-                                              "cuMemFree_v2", "cuMemAllocManaged", "cuModuleLoad",
-                                              "cuModuleLoadData", "cuModuleLoadDataEx"}));
+  EXPECT_EQ(old_calls,
+            (std::set<std::string>{"cuCtxCreate_v2", "cuDevicePrimaryCtxRetain", "cuMemAlloc_v2", "cuMemFree_v2",
+                                   "cuMemAllocManaged", "cuModuleLoad", "cuModuleLoadData", "cuModuleLoadDataEx"}));
   EXPECT_EQ(c.of(po, "cuda_call").size(), 2u * kN + 6);
 }
 
@@ -375,13 +372,14 @@ TEST_F(CudaProbeTest, ProbesAtMostMaxLibraries) {
 // other than the one its process mapped.
 TEST_F(CudaProbeTest, OpensLibrariesThroughTheProcessRootOnlyWhenTheInodeMatches) {
   fs::path proc = dir_ / "proc";
-  struct stat a {}, b {};
+  struct stat a {
+  }, b{};
   ASSERT_EQ(stat(lib_a_.c_str(), &a), 0);
   ASSERT_EQ(stat(lib_b_.c_str(), &b), 0);
   auto maps_line = [](const struct stat& st, const std::string& path) {
     char buf[512];
-    std::snprintf(buf, sizeof(buf), "7f0000000000-7f0000100000 r-xp 00001000 %02x:%02x %llu    %s\n",
-                  major(st.st_dev), minor(st.st_dev), static_cast<unsigned long long>(st.st_ino), path.c_str());
+    std::snprintf(buf, sizeof(buf), "7f0000000000-7f0000100000 r-xp 00001000 %02x:%02x %llu    %s\n", major(st.st_dev),
+                  minor(st.st_dev), static_cast<unsigned long long>(st.st_ino), path.c_str());
     return std::string(buf);
   };
   auto process = [&](int pid, const std::string& maps, const fs::path& root) {

@@ -69,8 +69,8 @@ TEST(CudaElfSymbols, FindsEveryEntryPointAtItsCode) {
 }
 
 TEST(CudaElfSymbols, ReportsAbsentAndNonFunctionSymbols) {
-  std::vector<std::string_view> names{"cuLaunchKernel", "cuCtxCreate_v4", "cuLaunchCooperativeKernel",
-                                      "dlopen", "fake_cuda_calls"};
+  std::vector<std::string_view> names{"cuLaunchKernel", "cuCtxCreate_v4", "cuLaunchCooperativeKernel", "dlopen",
+                                      "fake_cuda_calls"};
   std::vector<std::uint8_t> file = slurp(VIGIL_FAKE_CUDA_MINIMAL);
   SymbolLookup r = lookup_bytes(file, names);
   ASSERT_EQ(r.error, "");

@@ -28,7 +28,10 @@ static unsigned long long next_ptr = 0x700000000000ull;
 
 #define COUNT(i) (fake_cuda_calls[i] += (i) + 1)
 
-EXPORT CUresult cuInit(unsigned flags) { COUNT(0); return 0; }
+EXPORT CUresult cuInit(unsigned flags) {
+  COUNT(0);
+  return 0;
+}
 
 EXPORT CUresult cuCtxCreate_v2(CUcontext* pctx, unsigned flags, CUdevice dev) {
   COUNT(1);
@@ -40,13 +43,22 @@ EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext* pctx, CUdevice dev) {
   if (pctx) *pctx = (CUcontext)(uintptr_t)(0x2000 + dev);
   return 0;
 }
-EXPORT CUresult cuModuleLoad(CUmodule* m, const char* fname) { COUNT(3); return 0; }
-EXPORT CUresult cuModuleLoadData(CUmodule* m, const void* image) { COUNT(4); return 0; }
+EXPORT CUresult cuModuleLoad(CUmodule* m, const char* fname) {
+  COUNT(3);
+  return 0;
+}
+EXPORT CUresult cuModuleLoadData(CUmodule* m, const void* image) {
+  COUNT(4);
+  return 0;
+}
 EXPORT CUresult cuModuleLoadDataEx(CUmodule* m, const void* image, unsigned n, void* opts, void** vals) {
   COUNT(5);
   return 0;
 }
-EXPORT CUresult cuModuleLoadFatBinary(CUmodule* m, const void* fat) { COUNT(6); return 0; }
+EXPORT CUresult cuModuleLoadFatBinary(CUmodule* m, const void* fat) {
+  COUNT(6);
+  return 0;
+}
 EXPORT CUresult cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize) {
   COUNT(7);
   if (dptr) *dptr = next_ptr;
@@ -59,15 +71,17 @@ EXPORT CUresult cuMemAllocManaged(CUdeviceptr* dptr, size_t bytesize, unsigned f
   next_ptr += 0x100000;
   return 0;
 }
-EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr) { COUNT(9); return 0; }
+EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr) {
+  COUNT(9);
+  return 0;
+}
 EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                                unsigned bz, unsigned shmem, CUstream s, void** params, void** extra) {
   COUNT(10);
   return 0;
 }
-EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
-                                    unsigned by, unsigned bz, unsigned shmem, CUstream s, void** params,
-                                    void** extra) {
+EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                                    unsigned bz, unsigned shmem, CUstream s, void** params, void** extra) {
   COUNT(11);
   return 0;
 }
@@ -87,8 +101,8 @@ EXPORT CUresult cuLibraryLoadData(CUlibrary* lib, const void* code, void* jo, vo
   COUNT(14);
   return 0;
 }
-EXPORT CUresult cuLibraryLoadFromFile(CUlibrary* lib, const char* file, void* jo, void** jv, unsigned nj,
-                                      void* lo, void** lv, unsigned nl) {
+EXPORT CUresult cuLibraryLoadFromFile(CUlibrary* lib, const char* file, void* jo, void** jv, unsigned nj, void* lo,
+                                      void** lv, unsigned nl) {
   COUNT(15);
   return 0;
 }
@@ -106,8 +120,8 @@ EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig* cfg, CUfunction f, v
   COUNT(18);
   return 0;
 }
-EXPORT CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
-                                          unsigned by, unsigned bz, unsigned shmem, CUstream s, void** params) {
+EXPORT CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                                          unsigned bz, unsigned shmem, CUstream s, void** params) {
   COUNT(19);
   return 0;
 }
@@ -118,13 +132,18 @@ EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, CUstrea
   return 0;
 }
 EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
-                                               unsigned by, unsigned bz, unsigned shmem, CUstream s,
-                                               void** params) {
+                                               unsigned by, unsigned bz, unsigned shmem, CUstream s, void** params) {
   COUNT(21);
   return 0;
 }
-EXPORT CUresult cuGraphLaunch(void* exec, CUstream s) { COUNT(22); return 0; }
-EXPORT CUresult cuGraphLaunch_ptsz(void* exec, CUstream s) { COUNT(23); return 0; }
+EXPORT CUresult cuGraphLaunch(void* exec, CUstream s) {
+  COUNT(22);
+  return 0;
+}
+EXPORT CUresult cuGraphLaunch_ptsz(void* exec, CUstream s) {
+  COUNT(23);
+  return 0;
+}
 #else
 __attribute__((visibility("default"))) volatile unsigned long long cuLaunchCooperativeKernel = 0;
 #endif

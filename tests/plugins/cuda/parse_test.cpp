@@ -43,9 +43,8 @@ TEST(CudaProcMaps, ParsesLines) {
   EXPECT_EQ(m->path, "");
 
   for (const char* bad : {"", "garbage", "2000-1000 r-xp 0 fd:01 1 /x", "1000-2000 r-x 0 fd:01 1 /x",
-                          "1000-2000 r-xp zz fd:01 1 /x", "1000-2000 r-xp 0 fd01 1 /x",
-                          "1000-2000 r-xp 0 fd:01 -1 /x", "11112222333344445-2000 r-xp 0 fd:01 1 /x",
-                          "1000-2000 r-xp 0 fd:01"})
+                          "1000-2000 r-xp zz fd:01 1 /x", "1000-2000 r-xp 0 fd01 1 /x", "1000-2000 r-xp 0 fd:01 -1 /x",
+                          "11112222333344445-2000 r-xp 0 fd:01 1 /x", "1000-2000 r-xp 0 fd:01"})
     EXPECT_FALSE(parse_maps_line(bad)) << bad;
   EXPECT_FALSE(parse_maps_line("1000-2000 r-xp 0 fd:01 1 /" + std::string(5000, 'a')));
 }
@@ -123,11 +122,11 @@ TEST(CudaConfig, DefaultsAndKeys) {
 }
 
 TEST(CudaConfig, Refusals) {
-  for (const char* bad : {"[1]", "{", R"({"intervall":"1s"})", R"({"interval":1})", R"({"interval":"1h"})",
-                          R"({"interval":"10ms"})", R"({"interval":"1x"})", R"({"scan_max_pids":0})",
-                          R"({"scan_max_pids":-3})", R"({"library_names":["a/b"]})",
-                          R"({"library_paths":["rel/libcuda.so"]})", R"({"probes":["gpu"]})",
-                          R"({"ringbuf_bytes":1})", R"({"proc_root":"proc"})", R"({"library_names":[""]})", R"({"multi_uprobe":1})"}) {
+  for (const char* bad :
+       {"[1]", "{", R"({"intervall":"1s"})", R"({"interval":1})", R"({"interval":"1h"})", R"({"interval":"10ms"})",
+        R"({"interval":"1x"})", R"({"scan_max_pids":0})", R"({"scan_max_pids":-3})", R"({"library_names":["a/b"]})",
+        R"({"library_paths":["rel/libcuda.so"]})", R"({"probes":["gpu"]})", R"({"ringbuf_bytes":1})",
+        R"({"proc_root":"proc"})", R"({"library_names":[""]})", R"({"multi_uprobe":1})"}) {
     Config c;
     std::string err;
     EXPECT_FALSE(parse_config(bad, c, err)) << bad;

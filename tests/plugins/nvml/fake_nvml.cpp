@@ -130,8 +130,7 @@ void load() {
       p.device = index;
       while (ls >> word) {
         if (auto v = value_of(word, "pid"); !v.empty()) p.pid = std::stoul(v);
-        if (auto v = value_of(word, "mem"); !v.empty())
-          p.mem = v == "na" ? api::kValueNotAvailable : std::stoull(v);
+        if (auto v = value_of(word, "mem"); !v.empty()) p.mem = v == "na" ? api::kValueNotAvailable : std::stoull(v);
       }
       t.processes.push_back(p);
     } else if (kind == "util") {
@@ -209,8 +208,8 @@ FAKE_EXPORT api::Return nvmlDeviceGetCount_v2(unsigned* count) {
   g_insufficient_done.clear();
   if (api::Return rc = failure("count"); rc != api::kSuccess) return rc;
   unsigned long long claimed = 0;
-  *count = option("device_count", claimed) ? static_cast<unsigned>(claimed)
-                                           : static_cast<unsigned>(g_table.devices.size());
+  *count =
+      option("device_count", claimed) ? static_cast<unsigned>(claimed) : static_cast<unsigned>(g_table.devices.size());
   return api::kSuccess;
 }
 
@@ -262,8 +261,7 @@ FAKE_EXPORT api::Return nvmlDeviceGetMemoryInfo(api::Device dev, api::Memory* me
   return api::kSuccess;
 }
 
-FAKE_EXPORT api::Return nvmlDeviceGetComputeRunningProcesses_v3(api::Device dev, unsigned* count,
-                                                                void* infos) {
+FAKE_EXPORT api::Return nvmlDeviceGetComputeRunningProcesses_v3(api::Device dev, unsigned* count, void* infos) {
   ++g_procs_calls;
   unsigned index = 0;
   if (device_of(dev, &index) == nullptr) return api::kErrorInvalidArgument;
@@ -303,10 +301,8 @@ FAKE_EXPORT api::Return nvmlDeviceGetComputeRunningProcesses_v3(api::Device dev,
 }
 
 #ifndef FAKE_NVML_WITHOUT_UTILIZATION
-FAKE_EXPORT api::Return nvmlDeviceGetProcessUtilization(api::Device dev,
-                                                        api::ProcessUtilizationSample* samples,
-                                                        unsigned* count,
-                                                        unsigned long long last_seen) {
+FAKE_EXPORT api::Return nvmlDeviceGetProcessUtilization(api::Device dev, api::ProcessUtilizationSample* samples,
+                                                        unsigned* count, unsigned long long last_seen) {
   unsigned index = 0;
   if (device_of(dev, &index) == nullptr) return api::kErrorInvalidArgument;
   g_last_seen[index] = last_seen;

@@ -57,13 +57,13 @@ Fn sym(void* lib, const char* name) {
   return reinterpret_cast<Fn>(p);
 }
 
-#define CHECK(call)                                                              \
-  do {                                                                           \
-    CUresult rc_ = (call);                                                       \
-    if (rc_ != 0) {                                                              \
+#define CHECK(call)                                                                 \
+  do {                                                                              \
+    CUresult rc_ = (call);                                                          \
+    if (rc_ != 0) {                                                                 \
       std::fprintf(stderr, "nvml_cuda_load: %s failed: CUresult %d\n", #call, rc_); \
-      return 1;                                                                  \
-    }                                                                            \
+      return 1;                                                                     \
+    }                                                                               \
   } while (0)
 
 }  // namespace
@@ -83,8 +83,8 @@ int main(int argc, char** argv) {
   auto module_load = sym<CUresult (*)(CUmodule*, const void*)>(lib, "cuModuleLoadData");
   auto get_function = sym<CUresult (*)(CUfunction*, CUmodule, const char*)>(lib, "cuModuleGetFunction");
   auto mem_alloc = sym<CUresult (*)(CUdeviceptr*, size_t)>(lib, "cuMemAlloc_v2");
-  auto launch = sym<CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
-                                 unsigned, unsigned, void*, void**, void**)>(lib, "cuLaunchKernel");
+  auto launch = sym<CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                                 void*, void**, void**)>(lib, "cuLaunchKernel");
   auto synchronize = sym<CUresult (*)()>(lib, "cuCtxSynchronize");
 
   CHECK(cu_init(0));
@@ -98,8 +98,8 @@ int main(int argc, char** argv) {
   CHECK(get_function(&fn, mod, "spin"));
   CUdeviceptr buf = 0;
   CHECK(mem_alloc(&buf, static_cast<size_t>(mib) << 20));
-  std::printf("nvml_cuda_load: pid %d busy on device %d with %d MiB for %d s\n",
-              static_cast<int>(getpid()), ordinal, mib, seconds);
+  std::printf("nvml_cuda_load: pid %d busy on device %d with %d MiB for %d s\n", static_cast<int>(getpid()), ordinal,
+              mib, seconds);
   std::fflush(stdout);
   unsigned iters = 200000;
   void* params[] = {&buf, &iters};

@@ -25,16 +25,18 @@ constexpr const char* kUuid1 = "GPU-aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee";
 // Two GPUs; GPU 0 runs 4242 (3 GiB, three utilisation samples) and 4343
 // (memory not available); GPU 1 (minor 3) runs 5151 (idle) and 7777, which
 // has utilisation samples but is not a compute process.
-const std::string kTable = std::string() +
-    "device 0 uuid=" + kUuid0 + " minor=0 pci=00000000:3B:00.0 total=85899345920 used=4294967296\n"
-    "device 1 uuid=" + kUuid1 + " minor=3 pci=00000000:86:00.0 total=85899345920 used=1073741824\n"
-    "process 0 pid=4242 mem=3221225472\n"
-    "process 0 pid=4343 mem=na\n"
-    "process 1 pid=5151 mem=1073741824\n"
-    "util 0 pid=4242 ts=1000 sm=40 mem=10\n"
-    "util 0 pid=4242 ts=2000 sm=61 mem=21\n"
-    "util 0 pid=4343 ts=1500 sm=30 mem=5\n"
-    "util 1 pid=7777 ts=1200 sm=12 mem=3\n";
+const std::string kTable = std::string() + "device 0 uuid=" + kUuid0 +
+                           " minor=0 pci=00000000:3B:00.0 total=85899345920 used=4294967296\n"
+                           "device 1 uuid=" +
+                           kUuid1 +
+                           " minor=3 pci=00000000:86:00.0 total=85899345920 used=1073741824\n"
+                           "process 0 pid=4242 mem=3221225472\n"
+                           "process 0 pid=4343 mem=na\n"
+                           "process 1 pid=5151 mem=1073741824\n"
+                           "util 0 pid=4242 ts=1000 sm=40 mem=10\n"
+                           "util 0 pid=4242 ts=2000 sm=61 mem=21\n"
+                           "util 0 pid=4343 ts=1500 sm=30 mem=5\n"
+                           "util 1 pid=7777 ts=1200 sm=12 mem=3\n";
 
 using Fields = std::map<std::string, std::string>;  // field -> value, "<NA>" when none
 
@@ -108,8 +110,7 @@ class NvmlPluginTest : public ::testing::Test {
     for (uint32_t i = 0; i < n; ++i) {
       std::string v = "<NA>";
       if (reqs[i].has_value != 0) {
-        v = info[i].type == VIGIL_FIELD_STRING ? std::string(reqs[i].value.str)
-                                               : std::to_string(reqs[i].value.u64);
+        v = info[i].type == VIGIL_FIELD_STRING ? std::string(reqs[i].value.str) : std::to_string(reqs[i].value.u64);
       }
       out[info[i].name] = v;
     }
@@ -137,17 +138,26 @@ TEST_F(NvmlPluginTest, ExportsNameVersionSourceAndFields) {
   for (uint32_t i = 0; i < n; ++i) {
     std::string name = f[i].name;
     EXPECT_EQ(name.rfind("nvml.", 0), 0u) << name;
-    EXPECT_EQ(name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789._"), std::string::npos)
-        << name;
+    EXPECT_EQ(name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789._"), std::string::npos) << name;
     EXPECT_GT(std::string(f[i].description).size(), 20u) << name;
     EXPECT_EQ(f[i].arg, VIGIL_ARG_NONE) << name;
     names.push_back(name);
   }
-  std::vector<std::string> expected = {
-      "nvml.event", "nvml.pid", "nvml.sm_util", "nvml.mem_util", "nvml.memory_used",
-      "nvml.device.uuid", "nvml.device.index", "nvml.device.minor", "nvml.device.pci_bus_id",
-      "nvml.device.memory_used", "nvml.device.memory_total", "nvml.device.sm_util",
-      "nvml.device.mem_util", "nvml.device.process_count", "nvml.device.processes_dropped"};
+  std::vector<std::string> expected = {"nvml.event",
+                                       "nvml.pid",
+                                       "nvml.sm_util",
+                                       "nvml.mem_util",
+                                       "nvml.memory_used",
+                                       "nvml.device.uuid",
+                                       "nvml.device.index",
+                                       "nvml.device.minor",
+                                       "nvml.device.pci_bus_id",
+                                       "nvml.device.memory_used",
+                                       "nvml.device.memory_total",
+                                       "nvml.device.sm_util",
+                                       "nvml.device.mem_util",
+                                       "nvml.device.process_count",
+                                       "nvml.device.processes_dropped"};
   EXPECT_EQ(names, expected);
 }
 
@@ -255,8 +265,7 @@ TEST_F(NvmlPluginTest, MissingEntryPointWarnsNamingItAndEnds) {
   start(config("", VIGIL_FAKE_NVML_NOSYM));
   auto warnings = host_.warnings();
   ASSERT_EQ(warnings.size(), 1u);
-  EXPECT_NE(warnings[0].find("nvmlDeviceGetProcessUtilization"), std::string::npos)
-      << warnings[0];
+  EXPECT_NE(warnings[0].find("nvmlDeviceGetProcessUtilization"), std::string::npos) << warnings[0];
   EXPECT_NE(warnings[0].find(VIGIL_FAKE_NVML_NOSYM), std::string::npos) << warnings[0];
   const vigil_event* evs = nullptr;
   uint32_t n = 0;
@@ -273,9 +282,8 @@ TEST_F(NvmlPluginTest, SamplesTheScriptedTable) {
     uint32_t pid;
     int32_t minor;
   };
-  const Want want[] = {{"device_sample", 0, 0},  {"process_sample", 4242, 0},
-                       {"process_sample", 4343, 0}, {"device_sample", 0, 3},
-                       {"process_sample", 5151, 3}, {"process_sample", 7777, 3}};
+  const Want want[] = {{"device_sample", 0, 0}, {"process_sample", 4242, 0}, {"process_sample", 4343, 0},
+                       {"device_sample", 0, 3}, {"process_sample", 5151, 3}, {"process_sample", 7777, 3}};
   for (std::size_t i = 0; i < events.size(); ++i) {
     EXPECT_EQ(events[i].name, want[i].name) << i;
     EXPECT_EQ(events[i].pid, want[i].pid) << i;
@@ -304,7 +312,7 @@ TEST_F(NvmlPluginTest, ExtractsEveryField) {
                     {"nvml.device.pci_bus_id", "00000000:3B:00.0"},
                     {"nvml.device.memory_used", "4294967296"},
                     {"nvml.device.memory_total", "85899345920"},
-                    {"nvml.device.sm_util", "81"},  // 51 + 30
+                    {"nvml.device.sm_util", "81"},   // 51 + 30
                     {"nvml.device.mem_util", "21"},  // 16 + 5
                     {"nvml.device.process_count", "2"},
                     {"nvml.device.processes_dropped", "0"}};
@@ -371,9 +379,8 @@ TEST_F(NvmlPluginTest, UnknownValuesAreNotAvailable) {
   ASSERT_EQ(events.size(), 6u - 1u);  // 7777 was known only from its utilisation samples
   for (const auto& e : events) EXPECT_EQ(e.gpu_minor, -1) << e.name;
   Fields d = extract_all(events[0]);
-  for (const char* f : {"nvml.device.uuid", "nvml.device.minor", "nvml.device.pci_bus_id",
-                        "nvml.device.memory_used", "nvml.device.memory_total",
-                        "nvml.device.sm_util", "nvml.device.mem_util"}) {
+  for (const char* f : {"nvml.device.uuid", "nvml.device.minor", "nvml.device.pci_bus_id", "nvml.device.memory_used",
+                        "nvml.device.memory_total", "nvml.device.sm_util", "nvml.device.mem_util"}) {
     EXPECT_EQ(d[f], "<NA>") << f;
   }
   EXPECT_EQ(d["nvml.device.index"], "0");
@@ -444,11 +451,9 @@ TEST_F(NvmlPluginTest, RejectsGarbledData) {
   garbled([](OwnedEvent& e) { e.data[28] = 200; }, "out of range");  // device SM util
   garbled([](OwnedEvent& e) { e.data[24] = 9; }, "out of range");    // dropped > count
   garbled([](OwnedEvent& e) { e.data[16] = 248; }, "out of range");  // not a GPU minor
-  garbled([](OwnedEvent& e) { std::fill(e.data.begin() + 36, e.data.begin() + 40, 0); },
-          "without a pid");
+  garbled([](OwnedEvent& e) { std::fill(e.data.begin() + 36, e.data.begin() + 40, 0); }, "without a pid");
   garbled([](OwnedEvent& e) { e.data[72] = 0x07; }, "unprintable");
-  garbled([](OwnedEvent& e) { std::fill(e.data.begin() + 72, e.data.begin() + 168, 'A'); },
-          "unterminated");
+  garbled([](OwnedEvent& e) { std::fill(e.data.begin() + 72, e.data.begin() + 168, 'A'); }, "unterminated");
   garbled([](OwnedEvent& e) { e.data[199] = 'x'; }, "unterminated");  // past the bus id's NUL
   garbled([](OwnedEvent& e) { e.name = "device_sample"; }, "holds a process_sample record");
   OwnedEvent device = events[0];
@@ -506,7 +511,7 @@ TEST_F(NvmlPluginTest, UtilisationIsSinceTheLastSample) {
   // New samples arrive on GPU 0; GPU 1 has none.
   write_table(kTable + "util 0 pid=4242 ts=2500 sm=90 mem=70\n");
   auto second = next_sample();
-  ASSERT_EQ(second.size(), 5u);  // 7777 had nothing new on GPU 1, and is gone
+  ASSERT_EQ(second.size(), 5u);    // 7777 had nothing new on GPU 1, and is gone
   EXPECT_EQ(last_seen(0), 2000u);  // the newest time stamp already used
   EXPECT_EQ(last_seen(1), 1200u);
   EXPECT_GT(second[0].ts_ns, first[0].ts_ns);
@@ -611,8 +616,7 @@ TEST_F(NvmlPluginTest, HugeProcessCountsAreBounded) {
 TEST_F(NvmlPluginTest, GarbageCountsAreNotTrusted) {
   // The process list claims 1000 entries in a 32-entry buffer; the
   // utilisation query claims 100000 samples; NVML claims 1000 GPUs.
-  write_table(kTable +
-              "option procs_count 1000\noption util_count 100000\noption device_count 1000\n");
+  write_table(kTable + "option procs_count 1000\noption util_count 100000\noption device_count 1000\n");
   start(config());
   auto events = next_sample();
   ASSERT_EQ(events.size(), 2u + 3u);  // 2 GPUs; 4242, 4343, 7777 from utilisation samples
@@ -668,8 +672,7 @@ TEST_F(NvmlPluginTest, DeviceCountFailureSkipsTheSampleAndRecovers) {
   uint32_t n = 0;
   EXPECT_EQ(lib_.next_batch(state_, 16, 0, &evs, &n), VIGIL_RC_TIMEOUT);
   ASSERT_EQ(host_.warnings().size(), 1u);
-  EXPECT_NE(host_.warnings()[0].find("nvmlDeviceGetCount_v2 failed: GPU is lost (15)"),
-            std::string::npos);
+  EXPECT_NE(host_.warnings()[0].find("nvmlDeviceGetCount_v2 failed: GPU is lost (15)"), std::string::npos);
   write_table(kTable);
   EXPECT_EQ(next_sample().size(), 6u);
 }

@@ -19,8 +19,7 @@ using vigil::nvml::test::PluginLib;
 using vigil::nvml::test::RecordingHost;
 
 int usage() {
-  std::fprintf(stderr,
-               "usage: nvml_probe [--plugin PATH] [--library NVML] [--interval 1s] [--samples N]\n");
+  std::fprintf(stderr, "usage: nvml_probe [--plugin PATH] [--library NVML] [--interval 1s] [--samples N]\n");
   return 1;
 }
 
@@ -92,8 +91,7 @@ int main(int argc, char** argv) {
   auto flush_log = [&] {
     auto lines = host.lines();
     for (; logged < lines.size(); ++logged) {
-      std::fprintf(stderr, "plugin log [%d]: %s\n", static_cast<int>(lines[logged].level),
-                   lines[logged].msg.c_str());
+      std::fprintf(stderr, "plugin log [%d]: %s\n", static_cast<int>(lines[logged].level), lines[logged].msg.c_str());
     }
   };
   for (int round = 0; round < samples * 100 && taken <= samples; ++round) {

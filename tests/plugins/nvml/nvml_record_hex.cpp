@@ -19,8 +19,10 @@
 namespace {
 
 int usage(const char* why) {
-  std::fprintf(stderr, "nvml_record_hex: %s\nkeys: kind=process|device pid minor uuid pci index "
-               "sm mem_util memory dev_total dev_used dev_sm dev_mem_util count dropped\n", why);
+  std::fprintf(stderr,
+               "nvml_record_hex: %s\nkeys: kind=process|device pid minor uuid pci index "
+               "sm mem_util memory dev_total dev_used dev_sm dev_mem_util count dropped\n",
+               why);
   return 2;
 }
 

@@ -24,16 +24,16 @@ std::vector<std::string> nvml_fields(const std::string& text) {
   std::vector<std::string> out;
   for (std::size_t at = text.find("nvml."); at != std::string::npos; at = text.find("nvml.", at)) {
     std::size_t end = at;
-    while (end < text.size() && (std::islower(static_cast<unsigned char>(text[end])) ||
-                                 std::isdigit(static_cast<unsigned char>(text[end])) ||
-                                 text[end] == '_' || text[end] == '.')) {
+    while (end < text.size() &&
+           (std::islower(static_cast<unsigned char>(text[end])) ||
+            std::isdigit(static_cast<unsigned char>(text[end])) || text[end] == '_' || text[end] == '.')) {
       ++end;
     }
     std::string name = text.substr(at, end - at);
     while (!name.empty() && name.back() == '.') name.pop_back();
     // nvml_* macro names are not fields; a field starts right after a non-name byte.
-    bool starts = at == 0 || !(std::isalnum(static_cast<unsigned char>(text[at - 1])) ||
-                               text[at - 1] == '_' || text[at - 1] == '.');
+    bool starts = at == 0 || !(std::isalnum(static_cast<unsigned char>(text[at - 1])) || text[at - 1] == '_' ||
+                               text[at - 1] == '.');
     if (starts) out.push_back(name);
     at = end;
   }
@@ -61,8 +61,7 @@ class NvmlRulesData : public ::testing::Test {
   void SetUp() override {
     ASSERT_TRUE(lib_.ok()) << lib_.error();
     char err[256] = {};
-    state_ = lib_.init(host_.host(), R"({"nvml_library": "/nonexistent/libnvidia-ml.so.1"})", err,
-                       sizeof err);
+    state_ = lib_.init(host_.host(), R"({"nvml_library": "/nonexistent/libnvidia-ml.so.1"})", err, sizeof err);
     ASSERT_NE(state_, nullptr) << err;
   }
   void TearDown() override {

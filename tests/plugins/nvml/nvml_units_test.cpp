@@ -19,17 +19,15 @@ TEST(NvmlConfig, ParsesDurations) {
   EXPECT_EQ(parse_duration("2m"), milliseconds(120000));
   EXPECT_EQ(parse_duration("1h"), milliseconds(3600000));
   EXPECT_EQ(parse_duration("0s"), milliseconds(0));
-  for (const char* bad : {"", "s", "1", "1 s", " 1s", "1S", "1.5s", "-1s", "1sec", "1ms ",
-                          "999999999999999s", "1us"}) {
+  for (const char* bad : {"", "s", "1", "1 s", " 1s", "1S", "1.5s", "-1s", "1sec", "1ms ", "999999999999999s", "1us"}) {
     EXPECT_EQ(parse_duration(bad), std::nullopt) << bad;
   }
 }
 
 TEST(NvmlConfig, ReadsEveryKey) {
   std::string err;
-  auto c = parse_config(
-      R"({"nvml_library": "/opt/nvidia/libnvidia-ml.so.1", "interval": "250ms", "max_processes": 7})",
-      err);
+  auto c = parse_config(R"({"nvml_library": "/opt/nvidia/libnvidia-ml.so.1", "interval": "250ms", "max_processes": 7})",
+                        err);
   ASSERT_TRUE(c) << err;
   EXPECT_EQ(c->nvml_library, "/opt/nvidia/libnvidia-ml.so.1");
   EXPECT_EQ(c->interval, milliseconds(250));
@@ -162,7 +160,7 @@ TEST(NvmlSampler, DetectsTheProcessEntrySize) {
   std::vector<std::uint8_t> buf(16 * 32, kProcessBufferFill);
   std::fill(buf.begin(), buf.begin() + 48, 0);  // 2 entries of 24 bytes
   EXPECT_EQ(detect_process_stride(buf, 2), 24u);
-  EXPECT_EQ(detect_process_stride(buf, 1), std::nullopt);  // wrote more than it counts
+  EXPECT_EQ(detect_process_stride(buf, 1), std::nullopt);   // wrote more than it counts
   EXPECT_EQ(detect_process_stride(buf, 10), std::nullopt);  // counts more than it wrote
   EXPECT_EQ(detect_process_stride(buf, 0), std::nullopt);
   EXPECT_EQ(detect_process_stride(buf, 100), std::nullopt);  // past the buffer
@@ -178,18 +176,19 @@ api::ProcessUtilizationSample util(unsigned pid, unsigned long long ts, unsigned
 }
 
 TEST(NvmlSampler, MergesProcessesAndSamples) {
-  std::vector<ComputeEntry> compute = {
-      {30, true, 100}, {10, false, 0}, {30, true, 50},  // 30 twice: two MIG instances
-      {0, true, 1},                                      // pid 0: garbage
-      {kMaxPid + 1, true, 1},                            // past pid_max: garbage
-      {40, true, std::numeric_limits<std::uint64_t>::max()}, {40, true, 5}};  // saturates
-  std::vector<api::ProcessUtilizationSample> samples = {
-      util(10, 100, 20, 2), util(10, 200, 41, 4),
-      util(10, 50, 100, 100),   // not newer than last_seen: ignored
-      util(20, 300, 101, 0),    // over 100%: ignored
-      util(20, 310, 30, 0),     // utilisation only
-      util(0, 400, 50, 50),     // pid 0: ignored
-      util(30, 999, 90, 0)};
+  std::vector<ComputeEntry> compute = {{30, true, 100},
+                                       {10, false, 0},
+                                       {30, true, 50},          // 30 twice: two MIG instances
+                                       {0, true, 1},            // pid 0: garbage
+                                       {kMaxPid + 1, true, 1},  // past pid_max: garbage
+                                       {40, true, std::numeric_limits<std::uint64_t>::max()},
+                                       {40, true, 5}};  // saturates
+  std::vector<api::ProcessUtilizationSample> samples = {util(10, 100, 20, 2),   util(10, 200, 41, 4),
+                                                        util(10, 50, 100, 100),  // not newer than last_seen: ignored
+                                                        util(20, 300, 101, 0),   // over 100%: ignored
+                                                        util(20, 310, 30, 0),    // utilisation only
+                                                        util(0, 400, 50, 50),    // pid 0: ignored
+                                                        util(30, 999, 90, 0)};
   DeviceSample d;
   auto newest = merge_processes(compute, samples, true, 50, 16, d);
   EXPECT_EQ(newest, 999u);

@@ -91,11 +91,9 @@ class PluginLib {
   void (*destroy)(vigil_plugin_state*) = nullptr;
   const char* (*get_last_error)(vigil_plugin_state*) = nullptr;
   const char* (*get_event_source)() = nullptr;
-  vigil_rc (*next_batch)(vigil_plugin_state*, uint32_t, uint32_t, const vigil_event**,
-                         uint32_t*) = nullptr;
+  vigil_rc (*next_batch)(vigil_plugin_state*, uint32_t, uint32_t, const vigil_event**, uint32_t*) = nullptr;
   const vigil_field_info* (*get_fields)(uint32_t*) = nullptr;
-  vigil_rc (*extract)(vigil_plugin_state*, const vigil_event*, vigil_extract_request*,
-                      uint32_t) = nullptr;
+  vigil_rc (*extract)(vigil_plugin_state*, const vigil_event*, vigil_extract_request*, uint32_t) = nullptr;
 
   // The index of field `name` in the plugin's table; -1 when absent.
   int field_index(const std::string& name) const {
