@@ -104,7 +104,7 @@ TEST(YamlGate, ShippedAndStockRuleFilesAreWellUnderTheDepthLimit) {
   std::vector<std::string> files;
   const char* falco = std::getenv("VIGIL_FALCO_RULES_DIR");
   std::error_code ec;
-  for (const std::string dir :
+  for (const std::string& dir :
        {std::string("rules"), std::string("rules/tests"), std::string(falco ? falco : "../shared/falco-rules")}) {
     for (const auto& ent : fs::directory_iterator(dir, ec)) {
       if (ent.path().extension() == ".yaml") files.push_back(ent.path().string());
