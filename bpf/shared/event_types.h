@@ -20,8 +20,8 @@
  *
  * Everything else derives from this table: the C and C++ enums, evt.type
  * names and masks, the capture codec, the JSON form, the timeline and the
- * rule-test reader. Adding an event type is: a row here, the BPF program, the
- * decoder case (engine/sensor/decoder.cpp) and the rule fields that read it.
+ * rule-test reader. Adding an event type is: a row here, the BPF program, the decoder case
+ * (sensor/decoder.cpp), its evt.arg names (kFalcoArgs, event/schema.h) and its rule fields.
  * Ids are contiguous from 1: the engine asserts it.
  */
 #ifndef VIGIL_BPF_SHARED_EVENT_TYPES_H
