@@ -151,8 +151,9 @@ Status read_secret_file(const std::string& path, std::string& out) {
   return {};
 }
 
-Status parse_common(Entry& e, OutputConfig& c, const std::string& state_dir) {
-  SinkOptions& s = c.sink;
+// The sink's format and its name (the name is part of metrics and of the
+// spool's directory).
+Status parse_format_and_name(Entry& e, SinkOptions& s) {
   std::string fmt = "json";
   if (Status st = e.str("format", fmt); !st) return st;
   const auto f = format_from_name(fmt);
@@ -165,7 +166,12 @@ Status parse_common(Entry& e, OutputConfig& c, const std::string& state_dir) {
       })) {
     return e.err("name", "letters, digits, '.', '_', '-' (at most 64, not starting with '.')");
   }
+  return {};
+}
 
+// Which alerts the sink takes: min_priority, the rules and tags included and
+// excluded.
+Status parse_selection(Entry& e, SinkOptions& s) {
   if (e.has("min_priority")) {
     std::string p;
     if (Status st = e.str("min_priority", p); !st) return st;
@@ -180,134 +186,164 @@ Status parse_common(Entry& e, OutputConfig& c, const std::string& state_dir) {
     if (Status st = e.list((*r)["include"], std::string(which) + ".include", inc); !st) return st;
     if (Status st = e.list((*r)["exclude"], std::string(which) + ".exclude", exc); !st) return st;
   }
-  {
-    auto r = e.sub("rate_limit", {"per_second", "burst"});
-    if (!r) return r.error();
-    if (r->IsMap()) {
-      const YAML::Node ps = (*r)["per_second"];
-      double rate = 0;
-      try {
-        rate = ps.as<double>();
-      } catch (...) {
-        return e.err("rate_limit.per_second", "expected a number");
-      }
-      if (!(rate > 0) || rate > 1e9) return e.err("rate_limit.per_second", "must be > 0");
-      s.filter.rate_per_s = rate;
-      std::uint64_t burst = static_cast<std::uint64_t>(std::max(1.0, rate));
-      if ((*r)["burst"].IsDefined()) {
-        if (Status st = e.parse_uint((*r)["burst"], "rate_limit.burst", burst, 1, 1000000000); !st) return st;
-      }
-      s.filter.burst = static_cast<double>(burst);
+  return {};
+}
+
+Status parse_rate_limit(Entry& e, SinkOptions& s) {
+  auto r = e.sub("rate_limit", {"per_second", "burst"});
+  if (!r) return r.error();
+  if (r->IsMap()) {
+    const YAML::Node ps = (*r)["per_second"];
+    double rate = 0;
+    try {
+      rate = ps.as<double>();
+    } catch (...) {
+      return e.err("rate_limit.per_second", "expected a number");
     }
+    if (!(rate > 0) || rate > 1e9) return e.err("rate_limit.per_second", "must be > 0");
+    s.filter.rate_per_s = rate;
+    std::uint64_t burst = static_cast<std::uint64_t>(std::max(1.0, rate));
+    if ((*r)["burst"].IsDefined()) {
+      if (Status st = e.parse_uint((*r)["burst"], "rate_limit.burst", burst, 1, 1000000000); !st) return st;
+    }
+    s.filter.burst = static_cast<double>(burst);
   }
-  {
-    auto r = e.sub("queue", {"max_events", "max_bytes", "overflow"});
-    if (!r) return r.error();
-    if (r->IsMap()) {
-      std::uint64_t v = s.queue_max_events;
-      if ((*r)["max_events"].IsDefined()) {
-        if (Status st = e.parse_uint((*r)["max_events"], "queue.max_events", v, 1, 10000000); !st) return st;
-      }
-      s.queue_max_events = v;
-      v = s.queue_max_bytes;
-      if ((*r)["max_bytes"].IsDefined()) {
-        if (Status st = e.parse_uint((*r)["max_bytes"], "queue.max_bytes", v, 1024, 1ULL << 40); !st) return st;
-      }
-      s.queue_max_bytes = v;
-      if ((*r)["overflow"].IsDefined()) {
-        const std::string o = (*r)["overflow"].IsScalar() ? (*r)["overflow"].Scalar() : "";
-        if (o == "drop_newest") s.overflow = Overflow::kDropNewest;
-        else if (o == "drop_oldest") s.overflow = Overflow::kDropOldest;
-        else return e.err("queue.overflow", "expected drop_newest or drop_oldest");
-      }
+  return {};
+}
+
+Status parse_queue(Entry& e, SinkOptions& s) {
+  auto r = e.sub("queue", {"max_events", "max_bytes", "overflow"});
+  if (!r) return r.error();
+  if (r->IsMap()) {
+    std::uint64_t v = s.queue_max_events;
+    if ((*r)["max_events"].IsDefined()) {
+      if (Status st = e.parse_uint((*r)["max_events"], "queue.max_events", v, 1, 10000000); !st) return st;
     }
-  }
-  {
-    auto r = e.sub("batch", {"max_events", "max_bytes", "max_delay_ms"});
-    if (!r) return r.error();
-    if (r->IsMap()) {
-      std::uint64_t v = s.batch.max_events;
-      if ((*r)["max_events"].IsDefined()) {
-        if (Status st = e.parse_uint((*r)["max_events"], "batch.max_events", v, 1, 100000); !st) return st;
-      }
-      s.batch.max_events = v;
-      v = s.batch.max_bytes;
-      if ((*r)["max_bytes"].IsDefined()) {
-        if (Status st = e.parse_uint((*r)["max_bytes"], "batch.max_bytes", v, 1, 1ULL << 30); !st) return st;
-      }
-      s.batch.max_bytes = v;
-      v = static_cast<std::uint64_t>(s.batch.max_delay.count());
-      if ((*r)["max_delay_ms"].IsDefined()) {
-        if (Status st = e.parse_uint((*r)["max_delay_ms"], "batch.max_delay_ms", v, 0, 60000); !st) return st;
-      }
-      s.batch.max_delay = std::chrono::milliseconds(v);
+    s.queue_max_events = v;
+    v = s.queue_max_bytes;
+    if ((*r)["max_bytes"].IsDefined()) {
+      if (Status st = e.parse_uint((*r)["max_bytes"], "queue.max_bytes", v, 1024, 1ULL << 40); !st) return st;
     }
-  }
-  {
-    auto r = e.sub("retry", {"max_attempts", "initial_backoff_ms", "max_backoff_ms"});
-    if (!r) return r.error();
-    if (r->IsMap()) {
-      std::uint64_t v = static_cast<std::uint64_t>(s.retry.max_attempts);
-      if ((*r)["max_attempts"].IsDefined()) {
-        if (Status st = e.parse_uint((*r)["max_attempts"], "retry.max_attempts", v, 1, 1000); !st) return st;
-      }
-      s.retry.max_attempts = static_cast<int>(v);
-      v = static_cast<std::uint64_t>(s.retry.initial_backoff.count());
-      if ((*r)["initial_backoff_ms"].IsDefined()) {
-        if (Status st = e.parse_uint((*r)["initial_backoff_ms"], "retry.initial_backoff_ms", v, 1, 3600000); !st)
-          return st;
-      }
-      s.retry.initial_backoff = std::chrono::milliseconds(v);
-      v = static_cast<std::uint64_t>(s.retry.max_backoff.count());
-      if ((*r)["max_backoff_ms"].IsDefined()) {
-        if (Status st = e.parse_uint((*r)["max_backoff_ms"], "retry.max_backoff_ms", v, 1, 3600000); !st) return st;
-      }
-      s.retry.max_backoff = std::chrono::milliseconds(v);
-    }
-  }
-  {
-    const YAML::Node sp = e.node("spool");
-    bool enabled = false;
-    std::string dir;
-    std::uint64_t max_bytes = s.spool.max_bytes;
-    if (sp.IsDefined() && !sp.IsNull()) {
-      if (s.type != "kafka" && s.type != "webhook") {
-        return e.err("spool", "only kafka and webhook outputs have a spool");
-      }
-      if (sp.IsScalar()) {
-        if (sp.Scalar() == "true") enabled = true;
-        else if (sp.Scalar() != "false") return e.err("spool", "expected true, false or a mapping");
-      } else {
-        auto r = e.sub("spool", {"enabled", "dir", "max_bytes", "sync_interval_ms"});
-        if (!r) return r.error();
-        enabled = true;
-        if ((*r)["enabled"].IsDefined()) {
-          const std::string v = (*r)["enabled"].IsScalar() ? (*r)["enabled"].Scalar() : "";
-          if (v != "true" && v != "false") return e.err("spool.enabled", "expected true or false");
-          enabled = v == "true";
-        }
-        if ((*r)["dir"].IsDefined()) {
-          if (!(*r)["dir"].IsScalar() || (*r)["dir"].Scalar().empty())
-            return e.err("spool.dir", "expected a directory path");
-          dir = (*r)["dir"].Scalar();
-        }
-        if ((*r)["max_bytes"].IsDefined()) {
-          if (Status st = e.parse_uint((*r)["max_bytes"], "spool.max_bytes", max_bytes, 4096, 1ULL << 44); !st)
-            return st;
-        }
-        if ((*r)["sync_interval_ms"].IsDefined()) {
-          std::uint64_t v = 0;
-          if (Status st = e.parse_uint((*r)["sync_interval_ms"], "spool.sync_interval_ms", v, 0, 60000); !st) return st;
-          s.spool.sync_interval = std::chrono::milliseconds(v);
-        }
-      }
-    }
-    if (enabled) {
-      s.spool.dir = dir.empty() ? state_dir + "/spool/" + s.name : dir;
-      s.spool.max_bytes = max_bytes;
+    s.queue_max_bytes = v;
+    if ((*r)["overflow"].IsDefined()) {
+      const std::string o = (*r)["overflow"].IsScalar() ? (*r)["overflow"].Scalar() : "";
+      if (o == "drop_newest") s.overflow = Overflow::kDropNewest;
+      else if (o == "drop_oldest") s.overflow = Overflow::kDropOldest;
+      else return e.err("queue.overflow", "expected drop_newest or drop_oldest");
     }
   }
   return {};
+}
+
+Status parse_batch(Entry& e, SinkOptions& s) {
+  auto r = e.sub("batch", {"max_events", "max_bytes", "max_delay_ms"});
+  if (!r) return r.error();
+  if (r->IsMap()) {
+    std::uint64_t v = s.batch.max_events;
+    if ((*r)["max_events"].IsDefined()) {
+      if (Status st = e.parse_uint((*r)["max_events"], "batch.max_events", v, 1, 100000); !st) return st;
+    }
+    s.batch.max_events = v;
+    v = s.batch.max_bytes;
+    if ((*r)["max_bytes"].IsDefined()) {
+      if (Status st = e.parse_uint((*r)["max_bytes"], "batch.max_bytes", v, 1, 1ULL << 30); !st) return st;
+    }
+    s.batch.max_bytes = v;
+    v = static_cast<std::uint64_t>(s.batch.max_delay.count());
+    if ((*r)["max_delay_ms"].IsDefined()) {
+      if (Status st = e.parse_uint((*r)["max_delay_ms"], "batch.max_delay_ms", v, 0, 60000); !st) return st;
+    }
+    s.batch.max_delay = std::chrono::milliseconds(v);
+  }
+  return {};
+}
+
+Status parse_retry(Entry& e, SinkOptions& s) {
+  auto r = e.sub("retry", {"max_attempts", "initial_backoff_ms", "max_backoff_ms"});
+  if (!r) return r.error();
+  if (r->IsMap()) {
+    std::uint64_t v = static_cast<std::uint64_t>(s.retry.max_attempts);
+    if ((*r)["max_attempts"].IsDefined()) {
+      if (Status st = e.parse_uint((*r)["max_attempts"], "retry.max_attempts", v, 1, 1000); !st) return st;
+    }
+    s.retry.max_attempts = static_cast<int>(v);
+    v = static_cast<std::uint64_t>(s.retry.initial_backoff.count());
+    if ((*r)["initial_backoff_ms"].IsDefined()) {
+      if (Status st = e.parse_uint((*r)["initial_backoff_ms"], "retry.initial_backoff_ms", v, 1, 3600000); !st)
+        return st;
+    }
+    s.retry.initial_backoff = std::chrono::milliseconds(v);
+    v = static_cast<std::uint64_t>(s.retry.max_backoff.count());
+    if ((*r)["max_backoff_ms"].IsDefined()) {
+      if (Status st = e.parse_uint((*r)["max_backoff_ms"], "retry.max_backoff_ms", v, 1, 3600000); !st) return st;
+    }
+    s.retry.max_backoff = std::chrono::milliseconds(v);
+  }
+  return {};
+}
+
+// The spool as a mapping: each key given (enabled, dir, max_bytes,
+// sync_interval_ms); `enabled` is true unless it says otherwise.
+Status parse_spool_map(Entry& e, SinkOptions& s, bool& enabled, std::string& dir, std::uint64_t& max_bytes) {
+  auto r = e.sub("spool", {"enabled", "dir", "max_bytes", "sync_interval_ms"});
+  if (!r) return r.error();
+  enabled = true;
+  if ((*r)["enabled"].IsDefined()) {
+    const std::string v = (*r)["enabled"].IsScalar() ? (*r)["enabled"].Scalar() : "";
+    if (v != "true" && v != "false") return e.err("spool.enabled", "expected true or false");
+    enabled = v == "true";
+  }
+  if ((*r)["dir"].IsDefined()) {
+    if (!(*r)["dir"].IsScalar() || (*r)["dir"].Scalar().empty()) return e.err("spool.dir", "expected a directory path");
+    dir = (*r)["dir"].Scalar();
+  }
+  if ((*r)["max_bytes"].IsDefined()) {
+    if (Status st = e.parse_uint((*r)["max_bytes"], "spool.max_bytes", max_bytes, 4096, 1ULL << 44); !st) return st;
+  }
+  if ((*r)["sync_interval_ms"].IsDefined()) {
+    std::uint64_t v = 0;
+    if (Status st = e.parse_uint((*r)["sync_interval_ms"], "spool.sync_interval_ms", v, 0, 60000); !st) return st;
+    s.spool.sync_interval = std::chrono::milliseconds(v);
+  }
+  return {};
+}
+
+// The spool (kafka and webhook only): true, false or a mapping; its
+// directory defaults to one per sink under the state directory.
+Status parse_spool(Entry& e, SinkOptions& s, const std::string& state_dir) {
+  const YAML::Node sp = e.node("spool");
+  bool enabled = false;
+  std::string dir;
+  std::uint64_t max_bytes = s.spool.max_bytes;
+  if (sp.IsDefined() && !sp.IsNull()) {
+    if (s.type != "kafka" && s.type != "webhook") {
+      return e.err("spool", "only kafka and webhook outputs have a spool");
+    }
+    if (sp.IsScalar()) {
+      if (sp.Scalar() == "true") enabled = true;
+      else if (sp.Scalar() != "false") return e.err("spool", "expected true, false or a mapping");
+    } else if (Status st = parse_spool_map(e, s, enabled, dir, max_bytes); !st) {
+      return st;
+    }
+  }
+  if (enabled) {
+    s.spool.dir = dir.empty() ? state_dir + "/spool/" + s.name : dir;
+    s.spool.max_bytes = max_bytes;
+  }
+  return {};
+}
+
+// The keys every output has, whatever its type, in the order they are
+// checked.
+Status parse_common(Entry& e, OutputConfig& c, const std::string& state_dir) {
+  SinkOptions& s = c.sink;
+  if (Status st = parse_format_and_name(e, s); !st) return st;
+  if (Status st = parse_selection(e, s); !st) return st;
+  if (Status st = parse_rate_limit(e, s); !st) return st;
+  if (Status st = parse_queue(e, s); !st) return st;
+  if (Status st = parse_batch(e, s); !st) return st;
+  if (Status st = parse_retry(e, s); !st) return st;
+  return parse_spool(e, s, state_dir);
 }
 
 Status parse_file(Entry& e, FileOptions& o) {

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cctype>
 #include <mutex>
+#include <string>
+#include <utility>
 
 namespace vigil::net {
 namespace {
@@ -76,6 +78,95 @@ struct CurlSlist {
     return true;
   }
 };
+
+// What makes a request invalid before it is sent ("" when nothing does):
+// another scheme, or a line break in the URL, the token or a header.
+std::string invalid_request(const HttpRequest& req) {
+  if (!starts_with_ci(req.url, "http://") && !starts_with_ci(req.url, "https://")) {
+    return "only http:// and https:// URLs are supported";
+  }
+  if (!header_safe(req.url) || !header_safe(req.bearer_token)) {
+    return "line break in the URL or the bearer token";
+  }
+  for (const auto& [k, v] : req.headers) {
+    if (k.empty() || k.find(':') != std::string::npos || !header_safe(k) || !header_safe(v)) {
+      return "invalid header name or value for '" + printable(k, 64) + "'";
+    }
+  }
+  return "";
+}
+
+// The request's headers, the bearer token's and no 100-continue; false when
+// out of memory.
+bool request_headers(const HttpRequest& req, CurlSlist& headers) {
+  bool headers_ok = true;
+  for (const auto& [k, v] : req.headers) headers_ok &= headers.append(k + ": " + v);
+  if (!req.bearer_token.empty()) {
+    headers_ok &= headers.append("Authorization: Bearer " + req.bearer_token);
+  }
+  if (req.method == HttpMethod::kPost) headers_ok &= headers.append("Expect:");  // no 100-continue
+  return headers_ok;
+}
+
+// The request itself: URL, protocols, headers, method and body, timeouts.
+void set_request_options(CURL* h, const HttpRequest& req, curl_slist* headers, char* errbuf) {
+  curl_easy_setopt(h, CURLOPT_URL, req.url.c_str());
+  curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
+  curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
+  curl_easy_setopt(h, CURLOPT_USERAGENT, req.user_agent.c_str());
+  if (headers) curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
+  if (!req.unix_socket.empty()) {
+    curl_easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, req.unix_socket.c_str());
+  }
+  if (req.http2_prior_knowledge) {
+    curl_easy_setopt(h, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE));
+  }
+  if (req.method == HttpMethod::kPost) {
+    curl_easy_setopt(h, CURLOPT_POST, 1L);
+    curl_easy_setopt(h, CURLOPT_POSTFIELDS, req.body.data());
+    curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(req.body.size()));
+  }
+  curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(req.connect_timeout.count()));
+  curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, static_cast<long>(req.timeout.count()));
+  if (req.accept_encoding) curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");
+}
+
+// Verification, the CA and the client certificate and key, from files or
+// from memory.
+void set_tls_options(CURL* h, const TlsOptions& tls) {
+  if (!tls.verify) {
+    curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
+    curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
+  }
+  if (!tls.ca_file.empty()) curl_easy_setopt(h, CURLOPT_CAINFO, tls.ca_file.c_str());
+  if (!tls.ca_pem.empty()) {
+    curl_blob b{const_cast<char*>(tls.ca_pem.data()), tls.ca_pem.size(), CURL_BLOB_COPY};
+    curl_easy_setopt(h, CURLOPT_CAINFO_BLOB, &b);
+  }
+  if (!tls.cert_file.empty()) curl_easy_setopt(h, CURLOPT_SSLCERT, tls.cert_file.c_str());
+  if (!tls.key_file.empty()) curl_easy_setopt(h, CURLOPT_SSLKEY, tls.key_file.c_str());
+  if (!tls.cert_pem.empty()) {
+    curl_blob b{const_cast<char*>(tls.cert_pem.data()), tls.cert_pem.size(), CURL_BLOB_COPY};
+    curl_easy_setopt(h, CURLOPT_SSLCERT_BLOB, &b);
+  }
+  if (!tls.key_pem.empty()) {
+    curl_blob b{const_cast<char*>(tls.key_pem.data()), tls.key_pem.size(), CURL_BLOB_COPY};
+    curl_easy_setopt(h, CURLOPT_SSLKEY_BLOB, &b);
+  }
+}
+
+// Forgets the pointers into one call's locals before they go away (the
+// handle, and its connection cache, outlive the call).
+void forget_call_pointers(CURL* h) {
+  curl_easy_setopt(h, CURLOPT_ERRORBUFFER, nullptr);
+  curl_easy_setopt(h, CURLOPT_HTTPHEADER, nullptr);
+  curl_easy_setopt(h, CURLOPT_NOPROGRESS, 1L);
+  curl_easy_setopt(h, CURLOPT_XFERINFODATA, nullptr);
+  curl_easy_setopt(h, CURLOPT_WRITEDATA, nullptr);
+  curl_easy_setopt(h, CURLOPT_HEADERDATA, nullptr);
+}
 
 }  // namespace
 
@@ -271,6 +362,49 @@ struct HttpClient::Transfer {
     return len;
   }
 
+  // Hands libcurl this transfer's callbacks (body, headers, progress).
+  void attach(CURL* h) {
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, &Transfer::on_write);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, this);
+    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, &Transfer::on_header);
+    curl_easy_setopt(h, CURLOPT_HEADERDATA, this);
+    curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, &Transfer::on_progress);
+    curl_easy_setopt(h, CURLOPT_XFERINFODATA, this);
+  }
+
+  // After a transfer that ended well: a stream's last line may lack its
+  // newline. False when the reader stopped there.
+  bool end_of_stream() {
+    if (mode == Mode::kLines && !line.empty()) {
+      std::string last;
+      last.swap(line);
+      try {
+        deliver(last);
+      } catch (...) {
+        stopped = true;
+      }
+      if (stopped) return false;
+    }
+    return true;
+  }
+
+  // Why a transfer that did not end well failed: this side's reasons first
+  // (too large, stopped, idle, cancelled), then libcurl's.
+  std::pair<HttpFailure, std::string> failure(CURLcode rc, const char* errbuf) const {
+    if (too_large) {
+      return {HttpFailure::kTooLarge, std::string(mode == Mode::kLines ? "a line of the response" : "the response") +
+                                          " is larger than " + std::to_string(req->max_body) + " bytes"};
+    }
+    if (stopped) return {HttpFailure::kStopped, "stopped by the reader"};
+    if (idle_expired) {
+      return {HttpFailure::kTimeout, "no data for " + std::to_string(req->idle_timeout.count()) + " ms"};
+    }
+    if (rc == CURLE_ABORTED_BY_CALLBACK) return {HttpFailure::kCancelled, "cancelled"};
+    std::string why = errbuf[0] ? printable(errbuf, CURL_ERROR_SIZE) : curl_easy_strerror(rc);
+    return {classify(rc), why};
+  }
+
   // Called at least once a second while the transfer runs, idle or not.
   static int on_progress(void* user, curl_off_t, curl_off_t received, curl_off_t, curl_off_t) {
     auto* t = static_cast<Transfer*>(user);
@@ -306,17 +440,7 @@ HttpResult HttpClient::run(const HttpRequest& req, const LineHandler* on_line) {
     res.error = res.target + ": " + why;
     return res;
   };
-  if (!starts_with_ci(req.url, "http://") && !starts_with_ci(req.url, "https://")) {
-    return fail(HttpFailure::kInvalid, "only http:// and https:// URLs are supported");
-  }
-  if (!header_safe(req.url) || !header_safe(req.bearer_token)) {
-    return fail(HttpFailure::kInvalid, "line break in the URL or the bearer token");
-  }
-  for (const auto& [k, v] : req.headers) {
-    if (k.empty() || k.find(':') != std::string::npos || !header_safe(k) || !header_safe(v)) {
-      return fail(HttpFailure::kInvalid, "invalid header name or value for '" + printable(k, 64) + "'");
-    }
-  }
+  if (std::string why = invalid_request(req); !why.empty()) return fail(HttpFailure::kInvalid, why);
   if (cancelled_) return fail(HttpFailure::kCancelled, "cancelled");
 
   global_init();
@@ -326,13 +450,7 @@ HttpResult HttpClient::run(const HttpRequest& req, const LineHandler* on_line) {
   curl_easy_reset(h);  // keeps the connection cache
 
   CurlSlist headers;
-  bool headers_ok = true;
-  for (const auto& [k, v] : req.headers) headers_ok &= headers.append(k + ": " + v);
-  if (!req.bearer_token.empty()) {
-    headers_ok &= headers.append("Authorization: Bearer " + req.bearer_token);
-  }
-  if (req.method == HttpMethod::kPost) headers_ok &= headers.append("Expect:");  // no 100-continue
-  if (!headers_ok) return fail(HttpFailure::kOther, "out of memory");
+  if (!request_headers(req, headers)) return fail(HttpFailure::kOther, "out of memory");
 
   Transfer t;
   t.req = &req;
@@ -342,93 +460,20 @@ HttpResult HttpClient::run(const HttpRequest& req, const LineHandler* on_line) {
   t.cancelled = &cancelled_;
   t.mode = on_line ? Transfer::Mode::kLinesPending : Transfer::Mode::kBuffer;
   char errbuf[CURL_ERROR_SIZE] = {};
-
-  curl_easy_setopt(h, CURLOPT_URL, req.url.c_str());
-  curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-  curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
-  curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
-  curl_easy_setopt(h, CURLOPT_USERAGENT, req.user_agent.c_str());
-  if (headers.list) curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers.list);
-  if (!req.unix_socket.empty()) {
-    curl_easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, req.unix_socket.c_str());
-  }
-  if (req.http2_prior_knowledge) {
-    curl_easy_setopt(h, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE));
-  }
-  if (req.method == HttpMethod::kPost) {
-    curl_easy_setopt(h, CURLOPT_POST, 1L);
-    curl_easy_setopt(h, CURLOPT_POSTFIELDS, req.body.data());
-    curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(req.body.size()));
-  }
-  curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(req.connect_timeout.count()));
-  curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, static_cast<long>(req.timeout.count()));
-  if (req.accept_encoding) curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");
-  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, &Transfer::on_write);
-  curl_easy_setopt(h, CURLOPT_WRITEDATA, &t);
-  curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, &Transfer::on_header);
-  curl_easy_setopt(h, CURLOPT_HEADERDATA, &t);
-  curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
-  curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, &Transfer::on_progress);
-  curl_easy_setopt(h, CURLOPT_XFERINFODATA, &t);
-
-  const TlsOptions& tls = req.tls;
-  if (!tls.verify) {
-    curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
-    curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
-  }
-  if (!tls.ca_file.empty()) curl_easy_setopt(h, CURLOPT_CAINFO, tls.ca_file.c_str());
-  if (!tls.ca_pem.empty()) {
-    curl_blob b{const_cast<char*>(tls.ca_pem.data()), tls.ca_pem.size(), CURL_BLOB_COPY};
-    curl_easy_setopt(h, CURLOPT_CAINFO_BLOB, &b);
-  }
-  if (!tls.cert_file.empty()) curl_easy_setopt(h, CURLOPT_SSLCERT, tls.cert_file.c_str());
-  if (!tls.key_file.empty()) curl_easy_setopt(h, CURLOPT_SSLKEY, tls.key_file.c_str());
-  if (!tls.cert_pem.empty()) {
-    curl_blob b{const_cast<char*>(tls.cert_pem.data()), tls.cert_pem.size(), CURL_BLOB_COPY};
-    curl_easy_setopt(h, CURLOPT_SSLCERT_BLOB, &b);
-  }
-  if (!tls.key_pem.empty()) {
-    curl_blob b{const_cast<char*>(tls.key_pem.data()), tls.key_pem.size(), CURL_BLOB_COPY};
-    curl_easy_setopt(h, CURLOPT_SSLKEY_BLOB, &b);
-  }
+  set_request_options(h, req, headers.list, errbuf);
+  t.attach(h);
+  set_tls_options(h, req.tls);
 
   const CURLcode rc = curl_easy_perform(h);
   curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &res.status);
-  // Forget the pointers into this call's locals before they go away.
-  curl_easy_setopt(h, CURLOPT_ERRORBUFFER, nullptr);
-  curl_easy_setopt(h, CURLOPT_HTTPHEADER, nullptr);
-  curl_easy_setopt(h, CURLOPT_NOPROGRESS, 1L);
-  curl_easy_setopt(h, CURLOPT_XFERINFODATA, nullptr);
-  curl_easy_setopt(h, CURLOPT_WRITEDATA, nullptr);
-  curl_easy_setopt(h, CURLOPT_HEADERDATA, nullptr);
+  forget_call_pointers(h);
 
   if (rc == CURLE_OK) {
-    // A stream's last line may lack its newline.
-    if (t.mode == Transfer::Mode::kLines && !t.line.empty()) {
-      std::string last;
-      last.swap(t.line);
-      try {
-        t.deliver(last);
-      } catch (...) {
-        t.stopped = true;
-      }
-      if (t.stopped) return fail(HttpFailure::kStopped, "stopped by the reader");
-    }
+    if (!t.end_of_stream()) return fail(HttpFailure::kStopped, "stopped by the reader");
     return res;
   }
-  if (t.too_large) {
-    return fail(HttpFailure::kTooLarge,
-                std::string(t.mode == Transfer::Mode::kLines ? "a line of the response" : "the response") +
-                    " is larger than " + std::to_string(req.max_body) + " bytes");
-  }
-  if (t.stopped) return fail(HttpFailure::kStopped, "stopped by the reader");
-  if (t.idle_expired) {
-    return fail(HttpFailure::kTimeout, "no data for " + std::to_string(req.idle_timeout.count()) + " ms");
-  }
-  if (rc == CURLE_ABORTED_BY_CALLBACK) return fail(HttpFailure::kCancelled, "cancelled");
-  std::string why = errbuf[0] ? printable(errbuf, CURL_ERROR_SIZE) : curl_easy_strerror(rc);
-  return fail(classify(rc), why);
+  const auto [failure, why] = t.failure(rc, errbuf);
+  return fail(failure, why);
 }
 
 }  // namespace vigil::net

@@ -180,39 +180,36 @@ std::vector<std::string> parse_cmdline(std::string_view text) {
   return out;
 }
 
-std::optional<ProcRecord> read_process(const std::string& proc_root, std::uint32_t pid, const ProcReadOptions& opt) {
-  const std::string dir = proc_root + "/" + std::to_string(pid);
-  auto stat_text = read_file_bounded(dir + "/stat", kMaxSmallFile);
-  auto status_text = read_file_bounded(dir + "/status", kMaxSmallFile);
-  if (!stat_text || !status_text) return std::nullopt;
-  auto st = parse_proc_stat(*stat_text);
-  auto status = parse_proc_status(*status_text);
-  if (!st || !status) return std::nullopt;
+namespace {
 
-  ProcRecord rec;
-  Process& p = rec.proc;
+// What /proc/PID/stat and /proc/PID/status say: ids, capabilities, session,
+// terminal, the kernel's comm, and the start time.
+void copy_stat_and_status(const ProcStat& st, const ProcStatus& status, std::uint32_t pid, Process& p) {
   p.pid = pid;
-  p.ppid = status->ppid != 0 ? status->ppid : st->ppid;
-  p.uid = status->uid;
-  p.gid = status->gid;
-  p.vpid = status->vpid != 0 ? status->vpid : pid;
-  p.cap_inheritable = status->cap_inheritable;
-  p.cap_permitted = status->cap_permitted;
-  p.cap_effective = status->cap_effective;
-  p.sid = st->session;
-  p.vpgid = status->vpgid;
-  p.tty = st->tty;
-  p.comm = st->comm;
+  p.ppid = status.ppid != 0 ? status.ppid : st.ppid;
+  p.uid = status.uid;
+  p.gid = status.gid;
+  p.vpid = status.vpid != 0 ? status.vpid : pid;
+  p.cap_inheritable = status.cap_inheritable;
+  p.cap_permitted = status.cap_permitted;
+  p.cap_effective = status.cap_effective;
+  p.sid = st.session;
+  p.vpgid = status.vpgid;
+  p.tty = st.tty;
+  p.comm = st.comm;
+}
+
+// /proc/PID/comm, when it can be read, over the comm of stat.
+void read_comm(const std::string& dir, Process& p) {
   if (auto c = read_file_bounded(dir + "/comm", 64)) {
     std::string comm = *c;
     if (!comm.empty() && comm.back() == '\n') comm.pop_back();
     if (!comm.empty()) p.comm = bounded(std::move(comm), kMaxCommLen);
   }
-  p.from_proc = true;
-  if (opt.boot_time_ns != 0 && opt.clock_ticks > 0) {
-    p.start_ts_ns = opt.boot_time_ns + st->start_ticks * (1000000000ULL / static_cast<std::uint64_t>(opt.clock_ticks));
-  }
+}
 
+// The program and its arguments, from /proc/PID/cmdline.
+void read_cmdline(const std::string& dir, Process& p) {
   bool truncated = false;
   if (auto cmd = read_file_bounded(dir + "/cmdline", kMaxCmdlineBytes, &truncated)) {
     std::string_view text = *cmd;
@@ -224,6 +221,11 @@ std::optional<ProcRecord> read_process(const std::string& proc_root, std::uint32
       p.args.assign(std::make_move_iterator(argv.begin() + 1), std::make_move_iterator(argv.end()));
     }
   }
+}
+
+// The program file: its path (/proc/PID/exe), whether it was run from a
+// memfd, and its ELF class; the exe falls back to it, then to the comm.
+void read_exe(const std::string& dir, Process& p) {
   if (auto exe = read_link(dir + "/exe")) {
     std::string e = std::move(*exe);
     static constexpr std::string_view kDeleted = " (deleted)";
@@ -245,6 +247,10 @@ std::optional<ProcRecord> read_process(const std::string& proc_root, std::uint32
                             "ELF") == 0 &&
               (*head)[4] == 1;
   }
+}
+
+// The working directory, the login uid and the namespaces.
+void read_cwd_loginuid_namespaces(const std::string& dir, Process& p) {
   if (auto cwd = read_link(dir + "/cwd")) p.cwd = std::move(*cwd);
   if (auto lu = read_file_bounded(dir + "/loginuid", 32)) {
     std::uint32_t v = 0;
@@ -253,6 +259,11 @@ std::optional<ProcRecord> read_process(const std::string& proc_root, std::uint32
   if (auto l = read_link(dir + "/ns/pid")) p.pid_ns = parse_ns_link(*l);
   if (auto l = read_link(dir + "/ns/mnt")) p.mnt_ns = parse_ns_link(*l);
   if (auto l = read_link(dir + "/ns/net")) p.net_ns = parse_ns_link(*l);
+}
+
+// The cgroup v2 path, its id and the container it names.
+void read_cgroup(const std::string& dir, const ProcReadOptions& opt, ProcRecord& rec) {
+  Process& p = rec.proc;
   if (auto cg = read_file_bounded(dir + "/cgroup", kMaxSmallFile)) {
     if (auto path = cgroup_v2_path(*cg)) {
       rec.cgroup_path = std::move(*path);
@@ -262,53 +273,89 @@ std::optional<ProcRecord> read_process(const std::string& proc_root, std::uint32
       if (auto m = parse_cgroup_path(rec.cgroup_path)) p.container_id = m->id;
     }
   }
+}
 
-  // Fds: sockets on 0/1 (reverse shells) and NVIDIA device nodes.
-  const std::string fd_dir = dir + "/fd";
-  if (DIR* d = ::opendir(fd_dir.c_str())) {
-    std::size_t scanned = 0;
-    while (dirent* e = ::readdir(d)) {
-      std::uint32_t fdnum = 0;
-      if (!parse_pid(e->d_name, &fdnum) && std::strcmp(e->d_name, "0") != 0) continue;
-      if (++scanned > kMaxFdsScanned) break;
-      if (fdnum > INT32_MAX) continue;
-      std::string fd_path = fd_dir + "/" + e->d_name;
-      auto target = read_link(fd_path);
-      if (!target) continue;
-      if (fdnum <= 1 && target->rfind("socket:[", 0) == 0) {
-        (fdnum == 0 ? p.stdin_is_socket : p.stdout_is_socket) = true;
-        continue;
-      }
-      // Device nodes live under /dev; stand-in nodes (test rigs) anywhere,
-      // named nvidia*. Everything else (files, sockets, pipes) is skipped
-      // without a stat.
-      std::string_view base = *target;
-      base = base.substr(base.rfind('/') == std::string_view::npos ? 0 : base.rfind('/') + 1);
-      bool under_dev = target->rfind("/dev/", 0) == 0;
-      if (!under_dev && base.rfind("nvidia", 0) != 0) continue;
-      std::uint32_t major = 0, minor = 0;
-      struct stat fst {};
-      if (::stat(fd_path.c_str(), &fst) == 0) {
-        if (!S_ISCHR(fst.st_mode)) continue;  // a regular file named nvidia*
-        major = ::major(fst.st_rdev);
-        minor = ::minor(fst.st_rdev);
-      } else if (!under_dev) {
-        continue;
-      }
-      NvidiaNode n = nvidia_node(major, minor, *target, opt.nvidia);
-      if (n.kind == NvidiaNodeKind::kNone) continue;
-      if (p.gpu_fds.size() >= kMaxGpuFds) continue;
-      p.gpu_fds.push_back({static_cast<std::int32_t>(fdnum), n.major, n.minor, false});
-    }
-    ::closedir(d);
-    std::sort(p.gpu_fds.begin(), p.gpu_fds.end(), [](const GpuFd& a, const GpuFd& b) { return a.fd < b.fd; });
-    std::vector<std::uint32_t> minors;
-    for (const auto& g : p.gpu_fds) {
-      if (g.major == kNvidiaMajor && g.minor <= kNvidiaMaxGpuMinor) minors.push_back(g.minor);
-    }
-    std::sort(minors.begin(), minors.end());
-    p.gpu_devices_opened = static_cast<std::uint32_t>(std::unique(minors.begin(), minors.end()) - minors.begin());
+// One open fd (`fd_path`, linking to `target`): a socket on 0 or 1, or an
+// NVIDIA device node.
+void note_fd(std::uint32_t fdnum, const std::string& fd_path, const std::string& target, const ProcReadOptions& opt,
+             Process& p) {
+  if (fdnum <= 1 && target.rfind("socket:[", 0) == 0) {
+    (fdnum == 0 ? p.stdin_is_socket : p.stdout_is_socket) = true;
+    return;
   }
+  // Device nodes live under /dev; stand-in nodes (test rigs) anywhere,
+  // named nvidia*. Everything else (files, sockets, pipes) is skipped
+  // without a stat.
+  std::string_view base = target;
+  base = base.substr(base.rfind('/') == std::string_view::npos ? 0 : base.rfind('/') + 1);
+  bool under_dev = target.rfind("/dev/", 0) == 0;
+  if (!under_dev && base.rfind("nvidia", 0) != 0) return;
+  std::uint32_t major = 0, minor = 0;
+  struct stat fst {};
+  if (::stat(fd_path.c_str(), &fst) == 0) {
+    if (!S_ISCHR(fst.st_mode)) return;  // a regular file named nvidia*
+    major = ::major(fst.st_rdev);
+    minor = ::minor(fst.st_rdev);
+  } else if (!under_dev) {
+    return;
+  }
+  NvidiaNode n = nvidia_node(major, minor, target, opt.nvidia);
+  if (n.kind == NvidiaNodeKind::kNone) return;
+  if (p.gpu_fds.size() >= kMaxGpuFds) return;
+  p.gpu_fds.push_back({static_cast<std::int32_t>(fdnum), n.major, n.minor, false});
+}
+
+// Fds: sockets on 0/1 (reverse shells) and NVIDIA device nodes, and how many
+// GPUs those nodes open.
+void scan_fds(const std::string& dir, const ProcReadOptions& opt, Process& p) {
+  const std::string fd_dir = dir + "/fd";
+  DIR* d = ::opendir(fd_dir.c_str());
+  if (!d) return;
+  std::size_t scanned = 0;
+  while (dirent* e = ::readdir(d)) {
+    std::uint32_t fdnum = 0;
+    if (!parse_pid(e->d_name, &fdnum) && std::strcmp(e->d_name, "0") != 0) continue;
+    if (++scanned > kMaxFdsScanned) break;
+    if (fdnum > INT32_MAX) continue;
+    std::string fd_path = fd_dir + "/" + e->d_name;
+    auto target = read_link(fd_path);
+    if (!target) continue;
+    note_fd(fdnum, fd_path, *target, opt, p);
+  }
+  ::closedir(d);
+  std::sort(p.gpu_fds.begin(), p.gpu_fds.end(), [](const GpuFd& a, const GpuFd& b) { return a.fd < b.fd; });
+  std::vector<std::uint32_t> minors;
+  for (const auto& g : p.gpu_fds) {
+    if (g.major == kNvidiaMajor && g.minor <= kNvidiaMaxGpuMinor) minors.push_back(g.minor);
+  }
+  std::sort(minors.begin(), minors.end());
+  p.gpu_devices_opened = static_cast<std::uint32_t>(std::unique(minors.begin(), minors.end()) - minors.begin());
+}
+
+}  // namespace
+
+std::optional<ProcRecord> read_process(const std::string& proc_root, std::uint32_t pid, const ProcReadOptions& opt) {
+  const std::string dir = proc_root + "/" + std::to_string(pid);
+  auto stat_text = read_file_bounded(dir + "/stat", kMaxSmallFile);
+  auto status_text = read_file_bounded(dir + "/status", kMaxSmallFile);
+  if (!stat_text || !status_text) return std::nullopt;
+  auto st = parse_proc_stat(*stat_text);
+  auto status = parse_proc_status(*status_text);
+  if (!st || !status) return std::nullopt;
+
+  ProcRecord rec;
+  Process& p = rec.proc;
+  copy_stat_and_status(*st, *status, pid, p);
+  read_comm(dir, p);
+  p.from_proc = true;
+  if (opt.boot_time_ns != 0 && opt.clock_ticks > 0) {
+    p.start_ts_ns = opt.boot_time_ns + st->start_ticks * (1000000000ULL / static_cast<std::uint64_t>(opt.clock_ticks));
+  }
+  read_cmdline(dir, p);
+  read_exe(dir, p);
+  read_cwd_loginuid_namespaces(dir, p);
+  read_cgroup(dir, opt, rec);
+  scan_fds(dir, opt, p);
 
   // The process may have exited while we read it: its stat must still be there.
   if (::access((dir + "/stat").c_str(), F_OK) != 0) return std::nullopt;
