@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "engine/sensor/kmsg.h"
+#include "engine/util/parse_number.h"
 
 namespace vigil::sensor {
 namespace {
@@ -21,13 +22,6 @@ constexpr int kSizeBuffer = 10;
 // a larger answer is not believed.
 constexpr int kMaxBuffer = 32 << 20;
 
-template <typename T>
-bool to_num(std::string_view s, T* out) {
-  if (s.empty()) return false;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
-  return ec == std::errc() && p == s.data() + s.size();
-}
-
 }  // namespace
 
 std::optional<KlogLine> parse_klog_line(std::string_view line) {
@@ -36,7 +30,7 @@ std::optional<KlogLine> parse_klog_line(std::string_view line) {
   auto gt = line.find('>');
   if (gt == std::string_view::npos || gt > 5) return std::nullopt;
   std::uint32_t pri = 0;
-  if (!to_num(line.substr(1, gt - 1), &pri)) return std::nullopt;
+  if (!util::parse_whole(line.substr(1, gt - 1), &pri)) return std::nullopt;
   std::string_view rest = line.substr(gt + 1);
   if (rest.empty() || rest[0] != '[') return std::nullopt;
   auto close = rest.find(']');
@@ -47,7 +41,7 @@ std::optional<KlogLine> parse_klog_line(std::string_view line) {
   if (dot == std::string_view::npos) return std::nullopt;
   std::uint64_t sec = 0, frac = 0;
   std::string_view frac_s = ts.substr(dot + 1);
-  if (!to_num(ts.substr(0, dot), &sec) || frac_s.size() != 6 || !to_num(frac_s, &frac)) return std::nullopt;
+  if (!util::parse_whole(ts.substr(0, dot), &sec) || frac_s.size() != 6 || !util::parse_whole(frac_s, &frac)) return std::nullopt;
   if (sec > (UINT64_MAX / 1000000) - 1) return std::nullopt;
   KlogLine l;
   l.facility = pri >> 3;

@@ -8,18 +8,13 @@
 #include <cstring>
 #include <utility>
 
+#include "engine/util/parse_number.h"
+
 namespace vigil::sensor {
 namespace {
 
 constexpr std::size_t kReadBuf = 8192;
 constexpr std::size_t kMaxPending = 64 * 1024;
-
-template <typename T>
-bool to_num(std::string_view s, T* out) {
-  if (s.empty()) return false;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
-  return ec == std::errc() && p == s.data() + s.size();
-}
 
 int hex(char c) {
   if (c >= '0' && c <= '9') return c - '0';
@@ -74,7 +69,7 @@ std::optional<KmsgRecord> parse_kmsg_record(std::string_view line) {
   if (n < 4) return std::nullopt;  // pri, seq, ts, flags are required; more are ignored
   std::uint32_t pri = 0;
   KmsgRecord r;
-  if (!to_num(fields[0], &pri) || !to_num(fields[1], &r.seq) || !to_num(fields[2], &r.ts_us)) return std::nullopt;
+  if (!util::parse_whole(fields[0], &pri) || !util::parse_whole(fields[1], &r.seq) || !util::parse_whole(fields[2], &r.ts_us)) return std::nullopt;
   r.facility = pri >> 3;
   r.level = pri & 7;
   r.continuation = fields[3].find('c') != std::string_view::npos || fields[3].find('+') != std::string_view::npos;
@@ -121,7 +116,7 @@ std::optional<event::XidData> parse_xid(std::string_view msg) {
   // Code: decimal up to ','
   auto comma = s.find(',');
   std::string_view code = s.substr(0, comma);
-  if (!to_num(code, &x.code)) return std::nullopt;
+  if (!util::parse_whole(code, &x.code)) return std::nullopt;
   if (comma == std::string_view::npos) return x;
   s.remove_prefix(comma + 1);
   if (s.starts_with(" ")) s.remove_prefix(1);
@@ -130,7 +125,7 @@ std::optional<event::XidData> parse_xid(std::string_view msg) {
     auto c = s.find(',');
     std::string_view pid = s.substr(4, c == std::string_view::npos ? std::string_view::npos : c - 4);
     std::uint32_t v = 0;
-    if (to_num(pid, &v)) x.xid_pid = v;  // "'<unknown>'" leaves 0
+    if (util::parse_whole(pid, &v)) x.xid_pid = v;  // "'<unknown>'" leaves 0
     s = c == std::string_view::npos ? std::string_view() : s.substr(c + 1);
     if (s.starts_with(" ")) s.remove_prefix(1);
   }

@@ -6,6 +6,7 @@
 #include <charconv>
 
 #include "engine/state/procfs.h"
+#include "engine/util/parse_number.h"
 
 namespace vigil::state {
 namespace {
@@ -26,10 +27,7 @@ std::string_view trim(std::string_view s) {
 
 template <typename T>
 bool parse_uint(std::string_view s, T* out) {
-  s = trim(s);
-  if (s.empty()) return false;
-  auto r = std::from_chars(s.data(), s.data() + s.size(), *out);
-  return r.ec == std::errc() && r.ptr == s.data() + s.size();
+  return util::parse_whole(trim(s), out);
 }
 
 template <typename F>

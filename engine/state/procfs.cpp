@@ -12,21 +12,20 @@
 
 #include "engine/state/cgroup.h"
 #include "engine/state/gpu.h"
+#include "engine/util/parse_number.h"
 
 namespace vigil::state {
 namespace {
 
 constexpr std::size_t kMaxSmallFile = 16 * 1024;
 constexpr std::size_t kMaxCommLen = 15;
-constexpr std::size_t kMaxPathLen = 4096;
+constexpr std::size_t kMaxProcPathLen = 4096;
 
 template <typename T>
 bool parse_num(std::string_view s, T* out) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\n')) s.remove_suffix(1);
-  if (s.empty()) return false;
-  auto r = std::from_chars(s.data(), s.data() + s.size(), *out);
-  return r.ec == std::errc() && r.ptr == s.data() + s.size();
+  return util::parse_whole(s, out);
 }
 
 bool parse_pid(std::string_view s, std::uint32_t* pid) {
@@ -76,7 +75,7 @@ std::optional<std::string> read_file_bounded(const std::string& path, std::size_
 }
 
 std::optional<std::string> read_link(const std::string& path) {
-  char buf[kMaxPathLen];
+  char buf[kMaxProcPathLen];
   ssize_t n = ::readlink(path.c_str(), buf, sizeof(buf));
   if (n < 0 || static_cast<std::size_t>(n) >= sizeof(buf)) return std::nullopt;
   return std::string(buf, static_cast<std::size_t>(n));
