@@ -54,12 +54,12 @@ bool read_name(std::span<const std::uint8_t> m, std::size_t* off, std::string* o
   return true;
 }
 
-Error bad(const std::string& what) { return Error::bad_input("dns message: " + what); }
+Error dns_error(const std::string& what) { return Error::bad_input("dns message: " + what); }
 
 }  // namespace
 
 Result<event::DnsData> parse_dns(std::span<const std::uint8_t> m) {
-  if (m.size() < kHeaderLen) return bad("shorter than the header");
+  if (m.size() < kHeaderLen) return dns_error("shorter than the header");
   event::DnsData d;
   d.id = be16(m, 0);
   std::uint16_t flags = be16(m, 2);
@@ -67,20 +67,20 @@ Result<event::DnsData> parse_dns(std::span<const std::uint8_t> m) {
   d.rcode = flags & 0x000F;
   std::uint16_t qd = be16(m, 4);
   std::uint16_t an = be16(m, 6);
-  if (qd == 0) return bad("no question");
+  if (qd == 0) return dns_error("no question");
   std::size_t off = kHeaderLen;
   // The first question is the one reported; others (never sent by real
   // resolvers) are skipped.
   for (std::uint16_t q = 0; q < qd; ++q) {
     std::string name;
-    if (!read_name(m, &off, &name)) return bad("bad question name");
-    if (off + 4 > m.size()) return bad("question cut short");
+    if (!read_name(m, &off, &name)) return dns_error("bad question name");
+    if (off + 4 > m.size()) return dns_error("question cut short");
     if (q == 0) {
       d.name = std::move(name);
       d.qtype = be16(m, off);
     }
     off += 4;
-    if (q >= 4) return bad("too many questions");
+    if (q >= 4) return dns_error("too many questions");
   }
   if (!d.is_response) return d;
   for (std::uint16_t a = 0; a < an && d.answers.size() < kDnsMaxAnswers; ++a) {

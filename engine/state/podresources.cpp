@@ -7,7 +7,7 @@
 namespace vigil::state {
 namespace {
 
-constexpr std::size_t kMaxString = 1024;
+constexpr std::size_t kMaxPodResourcesString = 1024;
 constexpr std::size_t kMaxIdsPerDevice = 1024;
 
 // A bounded reader of protobuf wire format.
@@ -66,7 +66,7 @@ class Reader {
   std::size_t pos_ = 0;
 };
 
-std::string bounded(std::string_view s) { return std::string(s.substr(0, kMaxString)); }
+std::string bounded(std::string_view s) { return std::string(s.substr(0, kMaxPodResourcesString)); }
 
 struct Device {
   std::string resource;
