@@ -31,6 +31,17 @@ std::string_view op_name(Op op) {
 
 bool op_takes_list(Op op) { return op == Op::kIn || op == Op::kIntersects || op == Op::kPMatch; }
 
+bool op_from_word(std::string_view word, Op& op) {
+  // The word operators are kContains..kPMatch in the enum; op_name spells them.
+  for (auto o = static_cast<int>(Op::kContains); o <= static_cast<int>(Op::kPMatch); ++o) {
+    if (op_name(static_cast<Op>(o)) == word) {
+      op = static_cast<Op>(o);
+      return true;
+    }
+  }
+  return false;
+}
+
 std::string_view transformer_name(Transformer t) {
   switch (t) {
     case Transformer::kToLower: return "tolower";
@@ -394,26 +405,14 @@ class Parser {
       op = Op::kGt;
       return true;
     }
-    static constexpr std::pair<std::string_view, Op> kWords[] = {
-        {"contains", Op::kContains},
-        {"icontains", Op::kIContains},
-        {"bcontains", Op::kBContains},
-        {"startswith", Op::kStartsWith},
-        {"bstartswith", Op::kBStartsWith},
-        {"endswith", Op::kEndsWith},
-        {"glob", Op::kGlob},
-        {"iglob", Op::kIGlob},
-        {"regex", Op::kRegex},
-        {"intersects", Op::kIntersects},
-        {"in", Op::kIn},
-        {"pmatch", Op::kPMatch},
-        {"exists", Op::kExists},
-    };
-    for (const auto& [w, o] : kWords) {
-      if (keyword(w)) {
-        op = o;
-        return true;
-      }
+    std::string_view word = peek_ident();
+    if (op_from_word(word, op)) {
+      pos_ += word.size();
+      return true;
+    }
+    if (keyword("exists")) {
+      op = Op::kExists;
+      return true;
     }
     return false;
   }

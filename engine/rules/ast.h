@@ -63,6 +63,9 @@ enum class Op : std::uint8_t {
 };
 std::string_view op_name(Op op);
 bool op_takes_list(Op op);  // in, intersects, pmatch
+// The binary operators spelled as words (contains ... pmatch; not exists), as
+// conditions and exceptions' comps write them.
+bool op_from_word(std::string_view word, Op& op);
 
 enum class Modifier : std::uint8_t { kNone, kAnyOf, kAllOf, kOneOf };
 

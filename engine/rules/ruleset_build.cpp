@@ -54,26 +54,14 @@ bool op_from_text(std::string_view s, Op& op) {
                                                              {"<", Op::kLt},
                                                              {"<=", Op::kLe},
                                                              {">", Op::kGt},
-                                                             {">=", Op::kGe},
-                                                             {"contains", Op::kContains},
-                                                             {"icontains", Op::kIContains},
-                                                             {"bcontains", Op::kBContains},
-                                                             {"startswith", Op::kStartsWith},
-                                                             {"bstartswith", Op::kBStartsWith},
-                                                             {"endswith", Op::kEndsWith},
-                                                             {"glob", Op::kGlob},
-                                                             {"iglob", Op::kIGlob},
-                                                             {"regex", Op::kRegex},
-                                                             {"in", Op::kIn},
-                                                             {"intersects", Op::kIntersects},
-                                                             {"pmatch", Op::kPMatch}};
+                                                             {">=", Op::kGe}};
   for (const auto& [n, o] : kOps) {
     if (n == s) {
       op = o;
       return true;
     }
   }
-  return false;
+  return op_from_word(s, op);
 }
 
 Value exception_rhs(const ExceptionValue& ev, Op op) {
@@ -337,17 +325,25 @@ class RulesetBuilder {
     }
   }
 
-  // One rule: its condition with its exceptions, its event types, its
-  // output; null when it has errors or is skipped.
-  std::unique_ptr<Ruleset::Rule> compile_rule(const RuleDef& r) {
-    const std::string lbl = "rule '" + r.name + "'";
-    auto pr = parse_condition(r.condition);
+  // A condition parsed, the macros and lists it names noted as used; null,
+  // with the error reported at pos, when it does not parse.
+  NodePtr parse_noted(const std::string& condition, const Pos& pos, const std::string& lbl) {
+    auto pr = parse_condition(condition);
     if (!pr.ok()) {
-      d_.error(code::kConditionSyntax, r.condition_pos, lbl, pr.error.message + snippet(r.condition, pr.error.offset));
+      d_.error(code::kConditionSyntax, pos, lbl, pr.error.message + snippet(condition, pr.error.offset));
       return nullptr;
     }
     collect_macro_refs(*pr.root, used_macros_);
     collect_list_refs(*pr.root, lists_, used_lists_);
+    return std::move(pr.root);
+  }
+
+  // One rule: its condition with its exceptions, its event types, its
+  // output; null when it has errors or is skipped.
+  std::unique_ptr<Ruleset::Rule> compile_rule(const RuleDef& r) {
+    const std::string lbl = "rule '" + r.name + "'";
+    NodePtr root = parse_noted(r.condition, r.condition_pos, lbl);
+    if (!root) return nullptr;
     if (r.source != "syscall" && !opts_.plugin_sources.count(r.source)) {
       d_.warning(code::kUnknownSource, r.pos, lbl,
                  "source '" + r.source + "' is not one vigil has (no loaded plugin gives it); rule skipped");
@@ -355,7 +351,6 @@ class RulesetBuilder {
       return nullptr;
     }
     bool ok = true;
-    NodePtr root = std::move(pr.root);
     NodePtr exc = exceptions_node(r, d_, ok);
     if (!ok) return nullptr;
     if (exc) {
@@ -544,14 +539,9 @@ class RulesetBuilder {
   // Step i of a sequence as a step rule; null when it has errors.
   std::unique_ptr<Ruleset::Rule> compile_step(const SequenceDef& sd, std::size_t i, const std::string& slbl) {
     const StepDoc& st = sd.steps[i];
-    auto pr = parse_condition(st.condition);
-    if (!pr.ok()) {
-      d_.error(code::kConditionSyntax, st.pos, slbl, pr.error.message + snippet(st.condition, pr.error.offset));
-      return nullptr;
-    }
-    collect_macro_refs(*pr.root, used_macros_);
-    collect_list_refs(*pr.root, lists_, used_lists_);
-    CompileResult cr = compile_condition(std::move(pr.root), macros_, lists_, cat_, &slots_, opts_.optimise,
+    NodePtr root = parse_noted(st.condition, st.pos, slbl);
+    if (!root) return nullptr;
+    CompileResult cr = compile_condition(std::move(root), macros_, lists_, cat_, &slots_, opts_.optimise,
                                          opts_.max_condition_nodes);
     for (std::size_t e = 0; e < cr.errors.size(); ++e) d_.error(cr.error_codes[e], st.pos, slbl, cr.errors[e].message);
     if (!cr.errors.empty()) return nullptr;
