@@ -16,10 +16,9 @@
 #include "engine/state/users.h"
 
 namespace vigil::state {
-namespace {
 
-constexpr std::size_t kMaxPodContainers = 64;
-
+// The state's table rows, outside the anonymous namespace because State::Impl
+// holds them (GCC's -Wsubobject-linkage, when this file shares a unity batch).
 struct ProcSlot {
   Process p;
   bool exited = false;  // reaped by after() once the rules saw the exit
@@ -29,6 +28,10 @@ struct CgroupEntry {
   std::string path;          // relative to the cgroup root; "" when the walk did not find it
   std::string container_id;  // "" for host cgroups
 };
+
+namespace {
+
+constexpr std::size_t kMaxPodContainers = 64;
 
 void count_gpu_devices(Process* p) {
   std::vector<std::uint32_t> minors;

@@ -48,14 +48,17 @@ void write_err(char* err, std::size_t errlen, const std::string& msg) {
   std::snprintf(err, errlen, "%s", msg.c_str());
 }
 
-struct Pending {
+}  // namespace
+
+// A record waiting for the host to take it; outside the anonymous namespace
+// because vigil_plugin_state holds them (GCC's -Wsubobject-linkage, when this
+// file shares a unity batch).
+struct NvmlPendingRecord {
   RecordBytes data;
   std::uint32_t pid;
   std::int32_t gpu_minor;
   RecordKind kind;
 };
-
-}  // namespace
 
 struct vigil_plugin_state {
   // Set at init, read-only afterwards.
@@ -66,7 +69,7 @@ struct vigil_plugin_state {
   std::unique_ptr<Sampler> sampler;
 
   // Source thread only.
-  std::deque<Pending> pending;
+  std::deque<NvmlPendingRecord> pending;
   std::uint64_t pending_ts_ns = 0;
   SteadyClock::time_point next_sample{};
   std::vector<RecordBytes> batch_data;
@@ -189,7 +192,7 @@ VIGIL_PLUGIN_EXPORT vigil_rc vigil_plugin_next_batch(vigil_plugin_state* s, uint
     s->batch_data.reserve(take);
     s->batch.reserve(take);
     for (std::size_t i = 0; i < take; ++i) {
-      Pending& p = s->pending.front();
+      NvmlPendingRecord& p = s->pending.front();
       s->batch_data.push_back(p.data);
       vigil_event ev{};
       ev.ts_ns = s->pending_ts_ns;
