@@ -48,12 +48,8 @@ std::string snippet(std::string_view cond, std::size_t off) {
 }
 
 bool op_from_text(std::string_view s, Op& op) {
-  static constexpr std::pair<std::string_view, Op> kOps[] = {{"=", Op::kEq},
-                                                             {"==", Op::kEq},
-                                                             {"!=", Op::kNe},
-                                                             {"<", Op::kLt},
-                                                             {"<=", Op::kLe},
-                                                             {">", Op::kGt},
+  static constexpr std::pair<std::string_view, Op> kOps[] = {{"=", Op::kEq}, {"==", Op::kEq}, {"!=", Op::kNe},
+                                                             {"<", Op::kLt}, {"<=", Op::kLe}, {">", Op::kGt},
                                                              {">=", Op::kGe}};
   for (const auto& [n, o] : kOps) {
     if (n == s) {
@@ -541,8 +537,8 @@ class RulesetBuilder {
     const StepDoc& st = sd.steps[i];
     NodePtr root = parse_noted(st.condition, st.pos, slbl);
     if (!root) return nullptr;
-    CompileResult cr = compile_condition(std::move(root), macros_, lists_, cat_, &slots_, opts_.optimise,
-                                         opts_.max_condition_nodes);
+    CompileResult cr =
+        compile_condition(std::move(root), macros_, lists_, cat_, &slots_, opts_.optimise, opts_.max_condition_nodes);
     for (std::size_t e = 0; e < cr.errors.size(); ++e) d_.error(cr.error_codes[e], st.pos, slbl, cr.errors[e].message);
     if (!cr.errors.empty()) return nullptr;
     // A sequence is vigil's own: no Falco rule file carries one, so a

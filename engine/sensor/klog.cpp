@@ -41,7 +41,8 @@ std::optional<KlogLine> parse_klog_line(std::string_view line) {
   if (dot == std::string_view::npos) return std::nullopt;
   std::uint64_t sec = 0, frac = 0;
   std::string_view frac_s = ts.substr(dot + 1);
-  if (!util::parse_whole(ts.substr(0, dot), &sec) || frac_s.size() != 6 || !util::parse_whole(frac_s, &frac)) return std::nullopt;
+  if (!util::parse_whole(ts.substr(0, dot), &sec) || frac_s.size() != 6 || !util::parse_whole(frac_s, &frac))
+    return std::nullopt;
   if (sec > (UINT64_MAX / 1000000) - 1) return std::nullopt;
   KlogLine l;
   l.facility = pri >> 3;

@@ -69,7 +69,9 @@ std::optional<KmsgRecord> parse_kmsg_record(std::string_view line) {
   if (n < 4) return std::nullopt;  // pri, seq, ts, flags are required; more are ignored
   std::uint32_t pri = 0;
   KmsgRecord r;
-  if (!util::parse_whole(fields[0], &pri) || !util::parse_whole(fields[1], &r.seq) || !util::parse_whole(fields[2], &r.ts_us)) return std::nullopt;
+  if (!util::parse_whole(fields[0], &pri) || !util::parse_whole(fields[1], &r.seq) ||
+      !util::parse_whole(fields[2], &r.ts_us))
+    return std::nullopt;
   r.facility = pri >> 3;
   r.level = pri & 7;
   r.continuation = fields[3].find('c') != std::string_view::npos || fields[3].find('+') != std::string_view::npos;
