@@ -760,7 +760,7 @@ TEST_F(RunnerFeedTest, APodQueuedBeforeAnEventIsInForceWhenTheEventIsEvaluated) 
   ASSERT_TRUE(r->add_feed("pods", feed.fd(), [&] { feed.apply(st_); }));
   auto pipe = pipeline();
   pipe.add_tap(&tap);
-  feed.queue(infer_pod());  // the watcher heard of the pod ...
+  feed.queue(infer_pod());     // the watcher heard of the pod ...
   s->push(exec_in_pod(4242));  // ... then the kernel saw its first exec
   RunReport rep = r->run(pipe);
   EXPECT_EQ(rep.reason, "stop_when");
@@ -814,9 +814,9 @@ TEST_F(RunnerFeedTest, AQueuedPodWakesAnIdleLoop) {
   auto pipe = pipeline();
   std::thread watcher([&] {
     std::this_thread::sleep_for(50ms);
-    queued_at = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                    std::chrono::steady_clock::now().time_since_epoch())
-                    .count();
+    queued_at =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+            .count();
     feed.queue(infer_pod());
   });
   RunReport rep = r->run(pipe);
