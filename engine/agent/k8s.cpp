@@ -54,6 +54,13 @@ Result<std::optional<state::K8sConfig>> discover_k8s(const YAML::Node& cfg, cons
   return std::optional<state::K8sConfig>();
 }
 
+Result<std::uint64_t> pod_grace_ns(const YAML::Node& cfg) {
+  const double def = static_cast<double>(state::Config{}.pod_grace_ns) / 1e9;
+  auto s = get_or<double>(cfg, "k8s.pod_grace_s", def);
+  if (!s) return s.error();
+  return static_cast<std::uint64_t>(*s * 1e9);
+}
+
 namespace {
 
 // Whether the kubelet's pod-resources socket takes a connection: "" when it

@@ -1,6 +1,7 @@
 // Where pods come from: the Kubernetes settings of run and capture (flags win
 // over the k8s: section; with neither, in-cluster discovery), the pod watcher
-// that drains into the state before the events of each turn of the loop.
+// that drains into the state before the events of each turn of the loop, and
+// how long a deleted pod stays known.
 #pragma once
 
 #include <memory>
@@ -43,6 +44,9 @@ Result<state::K8sOptions> k8s_options(const YAML::Node& cfg, const K8sFlags& fla
 // anything starts.
 Result<std::optional<state::K8sConfig>> discover_k8s(const YAML::Node& cfg, const K8sFlags& flags, spdlog::logger& log,
                                                      runtime::Parts& parts);
+
+// How long a deleted pod stays known (k8s.pod_grace_s, state::Config::pod_grace_ns).
+Result<std::uint64_t> pod_grace_ns(const YAML::Node& cfg);
 
 // Starts the pod watcher and drains it into `st` before the events of every
 // runner turn, and at once when the watcher queues a pod. Records

@@ -93,6 +93,15 @@ TEST(K8sSection, AVerifiedServerIsNotWarnedAbout) {
   EXPECT_EQ(l.text.str().find("warning"), std::string::npos) << l.text.str();
 }
 
+TEST(K8sSection, PodGraceIsReadInSeconds) {
+  auto def = pod_grace_ns(YAML::Load("k8s: {node_name: n}\n"));
+  ASSERT_TRUE(def) << def.error().message;
+  EXPECT_EQ(*def, state::Config{}.pod_grace_ns);
+  auto set = pod_grace_ns(YAML::Load("k8s: {pod_grace_s: 2.5}\n"));
+  ASSERT_TRUE(set) << set.error().message;
+  EXPECT_EQ(*set, 2'500'000'000ull);
+}
+
 // --- the pod watcher in the loop (watch_pods) ------------------------------------
 
 using namespace std::chrono_literals;

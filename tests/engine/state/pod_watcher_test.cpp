@@ -75,7 +75,8 @@ const std::string kUidA = "aaaaaaaa-0000-4000-8000-000000000001";
 const std::string kUidB = "bbbbbbbb-0000-4000-8000-000000000002";
 const std::string kUidC = "cccccccc-0000-4000-8000-000000000003";
 
-// Whether the pod is in force (listed).
+// Whether the pod is in force (listed); a deleted one stays known to
+// s.pod() for its grace period.
 bool listed(const State& s, const std::string& uid) {
   for (const Pod& p : s.pods()) {
     if (p.uid == uid) return true;
@@ -107,9 +108,9 @@ TEST_F(PodWatcherTest, ListWatchDropRelistOnGoneAndDelete) {
 
   // The connection drops, the watch resumes, 410 Gone forces a relist (A, C),
   // which removes B; WATCH 3 deletes A.
-  ASSERT_TRUE(drain_until(w, s, [&] {
-    return !listed(s, kUidB) && listed(s, kUidC) && !listed(s, kUidA);
-  })) << w.stats().last_error;
+  ASSERT_TRUE(drain_until(w, s, [&] { return !listed(s, kUidB) && listed(s, kUidC) && !listed(s, kUidA); }))
+      << w.stats().last_error;
+  EXPECT_NE(s.pod(kUidA), nullptr) << "a deleted pod stays known for its grace period";
   EXPECT_TRUE(s.pod(kUidC)->containers.at(0).privileged);
   EXPECT_EQ(s.pods().size(), 1u);
   bool removed_b = false, removed_a = false;
