@@ -91,11 +91,13 @@ bool PodWatcher::push(PodUpdate u) {
 }
 
 bool PodWatcher::drain(State& state) {
+  // Called before every poll of the loop: nothing queued costs a lock and no
+  // allocation (an empty deque allocates).
+  std::unique_lock<std::mutex> lock(mu_);
+  if (queue_.empty()) return false;
   std::deque<PodUpdate> work;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    work.swap(queue_);
-  }
+  work.swap(queue_);
+  lock.unlock();
   for (auto& u : work) {
     switch (u.kind) {
       case PodUpdate::Kind::kUpsert: state.upsert_pod(std::move(u.pod)); break;
