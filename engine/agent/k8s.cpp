@@ -54,6 +54,13 @@ Result<std::optional<state::K8sConfig>> discover_k8s(const YAML::Node& cfg, cons
   return std::optional<state::K8sConfig>();
 }
 
+Result<std::uint64_t> pod_grace_ns(const YAML::Node& cfg) {
+  const double def = static_cast<double>(state::Config{}.pod_grace_ns) / 1e9;
+  auto s = get_or<double>(cfg, "k8s.pod_grace_s", def);
+  if (!s) return s.error();
+  return static_cast<std::uint64_t>(*s * 1e9);
+}
+
 namespace {
 
 // Whether the kubelet's pod-resources socket takes a connection: "" when it
@@ -87,8 +94,10 @@ Result<std::unique_ptr<state::PodWatcher>> watch_pods(const state::K8sConfig& k8
       pod_resources_off(k8s.pod_resources_socket, util::effective_caps().value_or(util::CapSet::all()));
   record_part(parts, log, "pod_resources", pr_off.empty(), pr_off);
   state::PodWatcher* w = pods.get();
-  // Every turn: pods reach the state (and a capture) before most events that need them.
-  runner.add_tick("pods", std::chrono::nanoseconds(0), [w, &st](std::uint64_t) { w->drain(st); });
+  // Before the events of each turn (and each source's poll), and at once when
+  // a pod is queued: an event never loses to a pod announced before it, and
+  // the pod reaches the state (and a capture) before the events that need it.
+  if (Status s = runner.add_feed("pods", w->wake_fd(), [w, &st] { w->drain(st); }); !s) return s.error();
   return pods;
 }
 

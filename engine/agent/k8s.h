@@ -1,6 +1,7 @@
 // Where pods come from: the Kubernetes settings of run and capture (flags win
-// over the k8s: section; with neither, in-cluster discovery), and the pod
-// watcher that drains into the state on every turn of the loop.
+// over the k8s: section; with neither, in-cluster discovery), the pod watcher
+// that drains into the state before the events of each turn of the loop, and
+// how long a deleted pod stays known.
 #pragma once
 
 #include <memory>
@@ -44,7 +45,11 @@ Result<state::K8sOptions> k8s_options(const YAML::Node& cfg, const K8sFlags& fla
 Result<std::optional<state::K8sConfig>> discover_k8s(const YAML::Node& cfg, const K8sFlags& flags, spdlog::logger& log,
                                                      runtime::Parts& parts);
 
-// Starts the pod watcher and drains it into `st` on every runner turn. Records
+// How long a deleted pod stays known (k8s.pod_grace_s, state::Config::pod_grace_ns).
+Result<std::uint64_t> pod_grace_ns(const YAML::Node& cfg);
+
+// Starts the pod watcher and drains it into `st` before the events of every
+// runner turn, and at once when the watcher queues a pod. Records
 // the part "k8s" on, and "pod_resources" on when the kubelet's socket accepts
 // a connection (off, with the reason, otherwise).
 Result<std::unique_ptr<state::PodWatcher>> watch_pods(const state::K8sConfig& k8s, state::State& st,

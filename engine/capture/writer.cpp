@@ -137,6 +137,11 @@ Status CaptureWriter::write_snapshot() {
     if (!st) break;
     if (st = write_pod(p); !st) break;
   }
+  for (const auto& p : snap.removed_pods) {
+    if (!st) break;
+    if (st = write_pod(p); !st) break;
+    if (st = write_pod_removed(p.uid); !st) break;
+  }
   for (const auto& p : snap.processes) {
     if (!st) break;
     if (st = write_process(p); !st) break;

@@ -46,6 +46,9 @@ struct Snapshot {
   std::vector<state::Process> processes;
   std::vector<state::Container> containers;
   std::vector<state::Pod> pods;
+  // Pods deleted and still in their grace period (State::removed_pods):
+  // written, then removed, so a replay names them too for a grace period.
+  std::vector<state::Pod> removed_pods;
 };
 
 struct WriterOptions {

@@ -33,6 +33,7 @@ constexpr KeySpec kSchema[] = {
     {"k8s.ca_file", K::kString},
     {"k8s.kubeconfig", K::kString},
     {"k8s.node_name", K::kString},
+    {"k8s.pod_grace_s", K::kNumber, 0, 3600},
     {"plugins", K::kPlugins},
     {"load_plugins", K::kNames},
     {"heartbeat", K::kSection},

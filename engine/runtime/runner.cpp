@@ -23,6 +23,9 @@ constexpr std::uint64_t kReloadTag = kSignalTag - 1;
 // add_fd()'s fds: kFdTagBase - index (sources are tagged by their index from 0).
 constexpr std::uint64_t kFdTagBase = kSignalTag - 2;
 constexpr std::size_t kMaxFds = 64;
+// add_feed()'s wake fds: kFeedTagBase - index.
+constexpr std::uint64_t kFeedTagBase = kFdTagBase - kMaxFds;
+constexpr std::size_t kMaxFeeds = 16;
 // A source without an fd that gave nothing is polled again after this long.
 constexpr int kIdlePollMs = 10;
 
@@ -173,6 +176,19 @@ Status Runner::add_fd(std::string name, int fd, std::function<void()> on_readabl
   }
   fds_.push_back({std::move(name), fd, std::move(on_readable)});
   return {};
+}
+
+Status Runner::add_feed(std::string name, int wake_fd, std::function<void()> apply) {
+  if (feeds_.size() >= kMaxFeeds) return Error::runtime("runner: too many feeds");
+  if (wake_fd >= 0 && !watch(epoll_fd_, wake_fd, kFeedTagBase - feeds_.size())) {
+    return Error::runtime("runner: cannot wait on " + name + ": " + std::strerror(errno));
+  }
+  feeds_.push_back({std::move(name), wake_fd, std::move(apply)});
+  return {};
+}
+
+void Runner::apply_feeds() {
+  for (Feed& f : feeds_) f.apply();
 }
 
 void Runner::start_reload(const std::string& why) {
@@ -456,6 +472,10 @@ RunReport Runner::run(pipeline::Pipeline& pipe) {
         signalled = true;
       } else if (evs[i].data.u64 == kReloadTag) {
         // handled above
+      } else if (evs[i].data.u64 <= kFeedTagBase && kFeedTagBase - evs[i].data.u64 < feeds_.size()) {
+        // Cleared before the feed is applied below: a later write wakes the next turn.
+        std::uint64_t count = 0;
+        (void)!read(feeds_[kFeedTagBase - evs[i].data.u64].wake_fd, &count, sizeof(count));
       } else if (evs[i].data.u64 <= kFdTagBase && kFdTagBase - evs[i].data.u64 < fds_.size()) {
         fds_[kFdTagBase - evs[i].data.u64].on_readable();
       } else if (evs[i].data.u64 < slots_.size()) {
@@ -463,9 +483,15 @@ RunReport Runner::run(pipeline::Pipeline& pipe) {
       }
     }
     more_ = false;
+    // What the feeds queued before a poll lands before the events it hands over.
+    apply_feeds();
+    bool polled = false;
     for (Slot& s : slots_) {
       if (!s.active || !s.source) continue;
-      if (s.ready || s.source->wait_fd() < 0) poll_source(s, emit);
+      if (!s.ready && s.source->wait_fd() >= 0) continue;
+      if (polled) apply_feeds();
+      polled = true;
+      poll_source(s, emit);
     }
     if (signalled) {
       signalfd_siginfo si{};

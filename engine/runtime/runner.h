@@ -12,12 +12,19 @@
 //
 // One turn of the loop: wait (epoll over the sources' wait_fd()s and the
 // signalfd, at most opts.max_wait; no wait while a source has more to give),
-// poll every ready source for up to opts.budget events each, in the order
-// they were added (each source's events stay in its order; a flooding source
-// cannot starve the others), read signals, run the ticks that are due, then
-// check the stop conditions. Each event goes to pipeline.process() before the
-// source's emit returns, so a source may hand state to the state (a capture's
-// state records) between events and have it land in order.
+// apply the feeds, poll every ready source for up to opts.budget events each,
+// in the order they were added (each source's events stay in its order; a
+// flooding source cannot starve the others; the feeds are applied again
+// before each further source), read signals, run the ticks that are due,
+// then check the stop conditions. Each event goes to pipeline.process()
+// before the source's emit returns, so a source may hand state to the state
+// (a capture's state records) between events and have it land in order.
+//
+// Feeds (add_feed) are state that another thread hands over, such as the
+// pod watcher's pods: what was queued before a source is polled is applied
+// before the events that poll hands over, so an event never loses to a pod
+// announced before it; and a feed's eventfd wakes the loop, so an idle loop
+// applies it at once, not at the end of opts.max_wait.
 //
 // Stops when: SIGINT/SIGTERM (exit 0); every source is done (0); an
 // essential source failed (exit 1, or 2 when its error is bad input such as a
@@ -179,6 +186,14 @@ class Runner {
   // Starts a reload as SIGHUP does (coalesced with one in progress); `why`
   // names the cause in the log ("SIGHUP", "vigil.yaml changed"). Loop thread.
   void request_reload(const std::string& why);
+  // State fed from another thread: `apply` runs on the loop thread at the
+  // start of every turn and before each source is polled (so it should cost
+  // little when nothing is queued), and the loop wakes when `wake_fd` (an
+  // eventfd owned by the caller, open until run() returns; -1: none) is
+  // written. The runner reads the eventfd before it calls `apply`, so a
+  // write made while `apply` runs wakes the next turn. REQUIRES: before
+  // run(). An error when epoll refuses the fd.
+  Status add_feed(std::string name, int wake_fd, std::function<void()> apply);
   // Calls `on_readable` on the loop thread whenever `fd` (owned by the
   // caller, open until run() returns) is readable: a file watch's inotify
   // fd. REQUIRES: before run(). An error when epoll refuses the fd.
@@ -224,6 +239,7 @@ class Runner {
   void publish_status(bool force);
   void advance_clock();
   void poll_source(Slot& s, const source::EventSource::Emit& emit);
+  void apply_feeds();
   void report_drops(bool final_report, RunReport& rep);
   int wait_ms() const;
   void start_reload(const std::string& why);
@@ -261,6 +277,12 @@ class Runner {
     std::function<void()> on_readable;
   };
   std::vector<FdWatch> fds_;  // tagged kFdTagBase - index in the epoll set
+  struct Feed {
+    std::string name;
+    int wake_fd;  // -1: none
+    std::function<void()> apply;
+  };
+  std::vector<Feed> feeds_;  // wake fds tagged kFeedTagBase - index
   mutable std::mutex stats_mu_;
   ReloadStats reload_stats_;  // guarded by stats_mu_
   // status(): the loop publishes into published_ (guarded by stats_mu_);

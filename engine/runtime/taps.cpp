@@ -10,6 +10,7 @@ capture::Snapshot snapshot_of(const state::State& st) {
   s.processes = st.processes();
   s.containers = st.containers();
   s.pods = st.pods();
+  s.removed_pods = st.removed_pods();
   return s;
 }
 

@@ -7,14 +7,16 @@
 //   auto cfg = k8s_config_discover({});   // in-cluster, or an error saying why not
 //   PodWatcher w(*cfg);
 //   w.start();
-//   while (running) { w.drain(state); ... }   // on the pipeline thread
+//   runner.add_feed("pods", w.wake_fd(), [&] { w.drain(state); });  // on the pipeline thread
 //
 // Ownership and threads: PodWatcher owns one thread that talks to the API
 // server (and to the kubelet's pod-resources socket) and a bounded queue of
 // updates; drain() is called by the pipeline thread (the one that owns the
-// State) and applies queued updates to it. start()/stop()/drain()/stats() are
-// thread-safe. When the queue overflows the watcher drops what is queued and
-// relists, so the State converges instead of missing a deletion.
+// State) and applies queued updates to it. Each update queued writes
+// wake_fd(), an eventfd, so an idle loop wakes to apply it before the events
+// that follow. start()/stop()/drain()/stats() are thread-safe. When the queue
+// overflows the watcher drops what is queued and relists, so the State
+// converges instead of missing a deletion.
 #pragma once
 
 #include <atomic>
@@ -68,7 +70,8 @@ class PodWatcher {
   PodWatcher(const PodWatcher&) = delete;
   PodWatcher& operator=(const PodWatcher&) = delete;
 
-  // Starts the watcher thread. Error when already started or the URL is not https/http.
+  // Starts the watcher thread. Error when already started, the URL is not
+  // https/http, or no eventfd could be made.
   Status start();
   // Stops and joins the thread (also done by the destructor). Interrupts a
   // blocked request within about a second.
@@ -77,6 +80,9 @@ class PodWatcher {
   // replaces the whole pod set: pods that vanished are removed. Returns true
   // when anything changed.
   bool drain(State& state);
+  // Readable (an eventfd: read it to clear) when an update was queued since
+  // it was last read; -1 before start(). The runner reads it (add_feed).
+  int wake_fd() const { return wake_fd_; }
   Stats stats() const;
 
  private:
@@ -109,6 +115,7 @@ class PodWatcher {
   std::chrono::steady_clock::time_point assignments_at_{};
   bool assignments_valid_ = false;
   bool started_ = false;
+  int wake_fd_ = -1;  // set by start(), closed by the destructor
 };
 
 }  // namespace vigil::state

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <deque>
 #include <unordered_map>
 #include <utility>
 
@@ -22,6 +23,12 @@ namespace vigil::state {
 struct ProcSlot {
   Process p;
   bool exited = false;  // reaped by after() once the rules saw the exit
+};
+
+// A pod removed at event time at_ns (0: before any event had a time).
+struct RemovedPod {
+  std::string uid;
+  std::uint64_t at_ns = 0;
 };
 
 struct CgroupEntry {
@@ -80,6 +87,18 @@ struct State::Impl {
   util::LruMap<std::string, Pod> pods;
   // Per pod uid, the allocation of each entry of pod.containers (same order).
   std::unordered_map<std::string, std::vector<GpuAllocation>> allocations;
+  // Pods removed and kept for their grace period, in removal order (at most
+  // cfg.max_pods; an entry is stale when removed_at says otherwise), and
+  // when each pod still in `pods` was removed.
+  std::deque<RemovedPod> removed_order;
+  std::unordered_map<std::string, std::uint64_t> removed_at;
+  std::uint64_t event_time_ns = 0;  // the newest event time applied
+
+  void forget_pod(const std::string& uid) {
+    pods.erase(uid);
+    allocations.erase(uid);
+    removed_at.erase(uid);
+  }
   DnsMemory dns;
   NvidiaInfo nvidia;
   bool nvidia_loaded = false;
@@ -237,16 +256,49 @@ void State::upsert_pod(Pod p) {
     }
   }
   std::string uid = p.uid;
+  s.removed_at.erase(uid);  // back (a relist that still has it): in force again
   auto evicted = s.pods.put(uid, std::move(p));
-  if (evicted) s.allocations.erase(evicted->first);
+  if (evicted) {
+    s.allocations.erase(evicted->first);
+    s.removed_at.erase(evicted->first);
+  }
   s.allocations[uid] = std::move(allocs);
 }
 
 void State::remove_pod(const std::string& uid) {
   Impl& s = *impl_;
-  s.pods.erase(uid);
-  s.allocations.erase(uid);
+  if (s.removed_at.count(uid)) return;  // already in its grace period
   if (listener_) listener_->on_pod_removed(uid);
+  if (s.cfg.pod_grace_ns == 0 || !s.pods.contains(uid)) {
+    s.forget_pod(uid);
+    return;
+  }
+  s.removed_at[uid] = s.event_time_ns;
+  s.removed_order.push_back({uid, s.event_time_ns});
+  if (s.removed_order.size() > s.cfg.max_pods) {
+    // Bounded: the longest gone is forgotten before its time.
+    const RemovedPod oldest = std::move(s.removed_order.front());
+    s.removed_order.pop_front();
+    if (auto it = s.removed_at.find(oldest.uid); it != s.removed_at.end() && it->second == oldest.at_ns) {
+      s.forget_pod(oldest.uid);
+    }
+  }
+}
+
+void State::expire_removed_pods(std::uint64_t now_ns) {
+  Impl& s = *impl_;
+  // Removed before any event had a time: their grace starts now.
+  for (RemovedPod& r : s.removed_order) {
+    if (r.at_ns != 0) break;
+    if (auto it = s.removed_at.find(r.uid); it != s.removed_at.end() && it->second == 0) it->second = now_ns;
+    r.at_ns = now_ns;
+  }
+  while (!s.removed_order.empty() && now_ns - s.removed_order.front().at_ns >= s.cfg.pod_grace_ns) {
+    const RemovedPod r = std::move(s.removed_order.front());
+    s.removed_order.pop_front();
+    // Stale when the pod came back (or was removed again later).
+    if (auto it = s.removed_at.find(r.uid); it != s.removed_at.end() && it->second == r.at_ns) s.forget_pod(r.uid);
+  }
 }
 
 namespace {
@@ -470,7 +522,10 @@ struct State::Apply {
 };
 
 void State::apply(const event::Event& ev) {
-  Apply a{*this, *impl_, ev, ev.hdr};
+  Impl& s = *impl_;
+  if (ev.hdr.ts_ns > s.event_time_ns) s.event_time_ns = ev.hdr.ts_ns;
+  if (!s.removed_order.empty() && s.event_time_ns != 0) expire_removed_pods(s.event_time_ns);
+  Apply a{*this, s, ev, ev.hdr};
   a.cgroup();
   switch (ev.hdr.type) {
     case event::Type::kFork: return a.on_fork();
@@ -574,14 +629,25 @@ std::vector<Container> State::containers() const {
 
 std::vector<Pod> State::pods() const {
   std::vector<Pod> out;
-  impl_->pods.for_each([&](const std::string&, const Pod& p) { out.push_back(p); });
+  impl_->pods.for_each([&](const std::string& uid, const Pod& p) {
+    if (!impl_->removed_at.count(uid)) out.push_back(p);
+  });
+  std::reverse(out.begin(), out.end());
+  return out;
+}
+
+std::vector<Pod> State::removed_pods() const {
+  std::vector<Pod> out;
+  impl_->pods.for_each([&](const std::string& uid, const Pod& p) {
+    if (impl_->removed_at.count(uid)) out.push_back(p);
+  });
   std::reverse(out.begin(), out.end());
   return out;
 }
 
 std::size_t State::process_count() const { return impl_->procs.size(); }
 std::size_t State::container_count() const { return impl_->containers.size(); }
-std::size_t State::pod_count() const { return impl_->pods.size(); }
+std::size_t State::pod_count() const { return impl_->pods.size() - impl_->removed_at.size(); }
 
 const Container* State::container(const std::string& id) const { return impl_->containers.peek(id); }
 const Pod* State::pod(const std::string& uid) const { return impl_->pods.peek(uid); }

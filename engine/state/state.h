@@ -38,6 +38,11 @@ struct Config {
   std::size_t max_cgroups = 16384;          // cgroup id → path cache (host cgroups included)
   std::size_t max_cgroup_walk = 20000;      // directories looked at per walk of the cgroup tree
   std::size_t max_pods = 4096;
+  // A pod the API server deleted stays known for this long of event time
+  // (the newest event's ts_ns), because events about it keep arriving: Xid
+  // lines, plugin samples, late kernel lines. 0: forgotten at once. At most
+  // max_pods deleted pods are kept; past that the oldest is forgotten early.
+  std::uint64_t pod_grace_ns = 60'000'000'000ull;
 };
 
 // Told about every change that did not come from an event (see the header comment).
@@ -67,6 +72,9 @@ class State final : public StateView {
   void upsert_process(Process p);
   void upsert_container(Container c);
   void upsert_pod(Pod p);
+  // The pod is gone: events still name it for cfg.pod_grace_ns of event
+  // time (pod() and enrich() find it), but pods() and pod_count() no longer
+  // list it. Told to the listener now, so a replay keeps it as long.
   void remove_pod(const std::string& uid);
   void upsert_nvidia(NvidiaInfo info);
   // vigil's own files and directories (vigil.file). Not a state record: live
@@ -89,10 +97,13 @@ class State final : public StateView {
 
   void set_listener(StateListener* l) { listener_ = l; }
 
-  // Everything known now, for the first records of a capture.
+  // Everything known now, for the first records of a capture (pods: the
+  // ones not removed; removed_pods(): the ones in their grace period, for a
+  // capture to write and remove again, so its replay still names them).
   std::vector<Process> processes() const;
   std::vector<Container> containers() const;
   std::vector<Pod> pods() const;
+  std::vector<Pod> removed_pods() const;
 
   std::size_t process_count() const;
   std::size_t container_count() const;
@@ -121,6 +132,8 @@ class State final : public StateView {
   // Maps a cgroup id to its path and container by walking the cgroup tree
   // (live only, bounded by cfg.max_cgroup_walk); caches what it saw.
   void resolve_cgroup(std::uint64_t id);
+  // Forgets the removed pods whose grace period ended by event time now_ns.
+  void expire_removed_pods(std::uint64_t now_ns);
   std::unique_ptr<Impl> impl_;
   StateListener* listener_ = nullptr;
   std::vector<std::string> vigil_paths_;

@@ -6,6 +6,7 @@
 // the router (none with --events) and the timeline.
 #include "engine/agent/steps/steps.h"
 
+#include "engine/agent/k8s.h"
 #include "engine/agent/own_paths.h"
 #include "engine/baseline/store.h"
 #include "engine/capture/reader.h"
@@ -48,6 +49,10 @@ Status build_capture_pipeline(Agent& a) {
 Status build_replay_pipeline(Agent& a) {
   state::Config replay_state;
   replay_state.live = false;
+  // As long as the live run kept a deleted pod (the same configuration).
+  auto grace = pod_grace_ns(a.cfg);
+  if (!grace) return grace.error();
+  replay_state.pod_grace_ns = *grace;
   a.state = std::make_unique<state::State>(replay_state);
   // vigil.file judges paths by the replay's own configuration (-c, -r), as
   // `vigil run` with the same ones would (docs/fields.md).

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <string_view>
 
+#include "engine/agent/k8s.h"
 #include "engine/agent/parts.h"
 #include "engine/state/state.h"
 #include "engine/util/caps.h"
@@ -37,7 +38,11 @@ void record_proc_parts(spdlog::logger& log, runtime::Parts& parts) {
 }  // namespace
 
 Status seed_state(Agent& a) {
-  a.state = std::make_unique<state::State>(state::Config{});
+  state::Config sc;
+  auto grace = pod_grace_ns(a.cfg);
+  if (!grace) return grace.error();
+  sc.pod_grace_ns = *grace;
+  a.state = std::make_unique<state::State>(std::move(sc));
   record_proc_parts(*a.log, a.parts);
   if (Status s = a.state->seed_from_proc(); !s) {
     a.log->warn("seeding the process table from /proc: {}", s.error().message);

@@ -265,6 +265,59 @@ TEST_F(ReplayTest, ReplayGivesTheLiveRunsAlertsFieldForField) {
   expect_same_alerts(first, second);
 }
 
+// A file opened while a deleted pod is in its grace period (state::Config::
+// pod_grace_ns): the live run names the pod in the events that follow, and
+// so must the replay, which has only what the file starts with.
+TEST_F(ReplayTest, APodDeletedBeforeTheFileOpenedStillNamesItsEventsOnReplay) {
+  constexpr std::uint64_t kCgroup = 7;
+  auto exec_in_pod = [&](std::uint64_t ts) {
+    event::ExecData x;
+    x.filename = "/usr/bin/nvidia-smi";
+    x.args = {"nvidia-smi"};
+    return make(ts, event::Type::kExec, 500, 1, "nvidia-smi", kCgroup, std::move(x));
+  };
+  {
+    state::State st(state::Config{.live = false});
+    state::Container c;
+    c.id = kContainerId;
+    c.pod_uid = "u-gone";
+    c.cgroup_id = kCgroup;
+    st.upsert_container(c);
+    state::Pod p;
+    p.uid = "u-gone";
+    p.name = "train-0";
+    p.ns = "ml";
+    st.upsert_pod(p);
+    st.apply(exec_in_pod(kT0));
+    st.remove_pod("u-gone");
+    ASSERT_NE(st.enrich(exec_in_pod(kT0 + 1)).pod, nullptr) << "live: in its grace period";
+    WriterOptions wo;
+    wo.snapshot = [&] { return snapshot_of(st); };
+    auto w = CaptureWriter::open(path_, wo);
+    ASSERT_TRUE(w);
+    ASSERT_TRUE((*w)->write_event(exec_in_pod(kT0 + 1'000'000'000)));
+    ASSERT_TRUE((*w)->close());
+  }
+  auto r = capture::CaptureReader::open(path_);
+  ASSERT_TRUE(r) << r.error().message;
+  state::State st(state::Config{.live = false});
+  StateApplier sink(st);
+  auto runner = Runner::create(RunnerOptions{.signals = false});
+  ASSERT_TRUE(runner);
+  (*runner)->add_source(std::make_unique<CaptureSource>(std::move(*r), sink, CaptureSourceOptions{}));
+  pipeline::Pipeline pl({st, nullptr, "gpu-node-1"}, nullptr);
+  struct PodNames final : pipeline::EventTap {
+    std::vector<std::string> names;
+    void on_event(const event::Event&, const state::EvalContext& ctx) override {
+      names.push_back(ctx.pod ? ctx.pod->name : "");
+    }
+  } seen;
+  pl.add_tap(&seen);
+  EXPECT_EQ((*runner)->run(pl).reason, "done");
+  EXPECT_EQ(seen.names, std::vector<std::string>{"train-0"});
+  EXPECT_TRUE(st.pods().empty()) << "deleted in the replay too";
+}
+
 TEST_F(ReplayTest, ARuleWrittenAfterTheCaptureFindsTheEventOnReplay) {
   auto rules = bundled_rules();
   AlertList live = live_run(rules);

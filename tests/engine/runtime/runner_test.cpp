@@ -11,6 +11,7 @@
 #include <atomic>
 #include <algorithm>
 #include <deque>
+#include <functional>
 #include <future>
 #include <mutex>
 #include <thread>
@@ -656,6 +657,174 @@ TEST_F(RunnerTest, ASourceWithAnFdWakesTheLoop) {
   EXPECT_EQ(rep.events, 3u);
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
   EXPECT_LE(s->polls.load(), 10);  // woken by the fd, not spinning
+}
+
+// --- feeds: state another thread hands over (the pod watcher's pods) ---------
+
+// A pod watcher's hand-over as the runner sees it: pods queued by another
+// thread, an eventfd written for each, applied to the state on the loop.
+class PodFeed {
+ public:
+  PodFeed() : fd_(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {}
+  ~PodFeed() { close(fd_); }
+  int fd() const { return fd_; }
+  void queue(state::Pod p) {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      q_.push_back(std::move(p));
+    }
+    std::uint64_t one = 1;
+    (void)!write(fd_, &one, sizeof(one));
+  }
+  // Loop thread: true when a pod was applied.
+  bool apply(state::State& st) {
+    std::deque<state::Pod> got;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      got.swap(q_);
+    }
+    for (auto& p : got) st.upsert_pod(std::move(p));
+    return !got.empty();
+  }
+
+ private:
+  int fd_;
+  std::mutex mu_;
+  std::deque<state::Pod> q_;
+};
+
+constexpr std::uint64_t kPodCgroup = 77;
+
+state::Pod infer_pod() {
+  state::Pod p;
+  p.uid = "u-infer-0";
+  p.name = "infer-0";
+  p.ns = "ml";
+  return p;
+}
+
+// An exec in the container of infer_pod() (its cgroup).
+event::Event exec_in_pod(std::uint32_t pid) {
+  event::Event ev = exec_event(1000 + pid, pid, "bash");
+  ev.hdr.cgroup_id = kPodCgroup;
+  return ev;
+}
+
+// Records, per event, the pod its evaluation saw ("" when none).
+struct PodNameTap final : pipeline::EventTap {
+  std::vector<std::string> names;
+  void on_event(const event::Event&, const state::EvalContext& ctx) override {
+    names.push_back(ctx.pod ? ctx.pod->name : "");
+  }
+};
+
+// Runs `fn` each time it is polled and hands over nothing (a source whose
+// poll takes long enough for another thread to queue something meanwhile).
+class CallbackSource final : public source::EventSource {
+ public:
+  explicit CallbackSource(std::function<void()> fn) : fn_(std::move(fn)) {}
+  std::string_view name() const override { return "callback"; }
+  Result<std::size_t> poll(std::size_t, const Emit&) override {
+    fn_();
+    return std::size_t{0};
+  }
+
+ private:
+  std::function<void()> fn_;
+};
+
+class RunnerFeedTest : public RunnerTest {
+ protected:
+  void SetUp() override {
+    state::Container c;
+    c.id = std::string(64, 'c');
+    c.pod_uid = infer_pod().uid;
+    c.cgroup_id = kPodCgroup;
+    st_.upsert_container(std::move(c));
+  }
+};
+
+// Issue: an alert for a container whose pod was announced tens of ms before
+// the action went out with a null k8s.pod.name, because the pods were
+// drained by a tick after the turn's events.
+TEST_F(RunnerFeedTest, APodQueuedBeforeAnEventIsInForceWhenTheEventIsEvaluated) {
+  RunnerOptions o;
+  o.max_wait = 10s;
+  PodNameTap tap;
+  o.stop_when = [&] { return !tap.names.empty(); };
+  auto r = make(std::move(o));
+  auto src = std::make_unique<EventFdSource>();
+  EventFdSource* s = src.get();
+  r->add_source(std::move(src));
+  PodFeed feed;
+  ASSERT_TRUE(r->add_feed("pods", feed.fd(), [&] { feed.apply(st_); }));
+  auto pipe = pipeline();
+  pipe.add_tap(&tap);
+  feed.queue(infer_pod());     // the watcher heard of the pod ...
+  s->push(exec_in_pod(4242));  // ... then the kernel saw its first exec
+  RunReport rep = r->run(pipe);
+  EXPECT_EQ(rep.reason, "stop_when");
+  EXPECT_EQ(tap.names, (std::vector<std::string>{"infer-0"}));
+}
+
+// The pod is queued while an earlier source is being polled (and the exec
+// reaches a later source, ready in the same turn): it is applied before the
+// later source hands over its events.
+TEST_F(RunnerFeedTest, APodQueuedDuringOneSourcesPollIsInForceForTheNextSource) {
+  PodNameTap tap;
+  RunnerOptions o;
+  o.max_wait = 10s;
+  o.stop_when = [&] { return tap.names.size() >= 2; };
+  auto r = make(std::move(o));
+  PodFeed feed;
+  auto later = std::make_unique<EventFdSource>();
+  EventFdSource* b = later.get();
+  b->push(exec_event(1000, 1, "init"));  // so that b is ready in the first turn
+  bool queued = false;
+  r->add_source(std::make_unique<CallbackSource>([&] {
+    if (queued) return;
+    queued = true;
+    feed.queue(infer_pod());
+    b->push(exec_in_pod(4243));
+  }));
+  r->add_source(std::move(later));
+  ASSERT_TRUE(r->add_feed("pods", feed.fd(), [&] { feed.apply(st_); }));
+  auto pipe = pipeline();
+  pipe.add_tap(&tap);
+  RunReport rep = r->run(pipe);
+  EXPECT_EQ(rep.reason, "stop_when");
+  EXPECT_EQ(tap.names, (std::vector<std::string>{"", "infer-0"}));
+}
+
+TEST_F(RunnerFeedTest, AQueuedPodWakesAnIdleLoop) {
+  RunnerOptions o;
+  o.max_wait = 30s;  // only the feed's fd can wake it in time
+  auto r = make(std::move(o));
+  r->add_source(std::make_unique<EventFdSource>());  // never has anything
+  PodFeed feed;
+  std::atomic<std::int64_t> queued_at{0};
+  std::chrono::steady_clock::duration took{};
+  int applies = 0;
+  ASSERT_TRUE(r->add_feed("pods", feed.fd(), [&] {
+    ++applies;
+    if (!feed.apply(st_)) return;
+    took = std::chrono::steady_clock::now().time_since_epoch() - std::chrono::nanoseconds(queued_at.load());
+    r->stop(0, "applied");
+  }));
+  auto pipe = pipeline();
+  std::thread watcher([&] {
+    std::this_thread::sleep_for(50ms);
+    queued_at =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+            .count();
+    feed.queue(infer_pod());
+  });
+  RunReport rep = r->run(pipe);
+  watcher.join();
+  EXPECT_EQ(rep.reason, "applied");
+  ASSERT_NE(st_.pod(infer_pod().uid), nullptr);
+  EXPECT_LT(took, 2s) << "applied after " << std::chrono::duration<double>(took).count() << " s";
+  EXPECT_LE(applies, 4);  // woken once, not spinning
 }
 
 }  // namespace

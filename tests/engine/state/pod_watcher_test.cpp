@@ -2,6 +2,7 @@
 // pod-resources join (engine/state/pod_watcher.h).
 #include "engine/state/pod_watcher.h"
 
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -74,6 +75,15 @@ const std::string kUidA = "aaaaaaaa-0000-4000-8000-000000000001";
 const std::string kUidB = "bbbbbbbb-0000-4000-8000-000000000002";
 const std::string kUidC = "cccccccc-0000-4000-8000-000000000003";
 
+// Whether the pod is in force (listed); a deleted one stays known to
+// s.pod() for its grace period.
+bool listed(const State& s, const std::string& uid) {
+  for (const Pod& p : s.pods()) {
+    if (p.uid == uid) return true;
+  }
+  return false;
+}
+
 TEST_F(PodWatcherTest, ListWatchDropRelistOnGoneAndDelete) {
   State s(replay_config());
   RecordingListener l;
@@ -98,9 +108,9 @@ TEST_F(PodWatcherTest, ListWatchDropRelistOnGoneAndDelete) {
 
   // The connection drops, the watch resumes, 410 Gone forces a relist (A, C),
   // which removes B; WATCH 3 deletes A.
-  ASSERT_TRUE(drain_until(w, s, [&] {
-    return s.pod(kUidB) == nullptr && s.pod(kUidC) != nullptr && s.pod(kUidA) == nullptr;
-  })) << w.stats().last_error;
+  ASSERT_TRUE(drain_until(w, s, [&] { return !listed(s, kUidB) && listed(s, kUidC) && !listed(s, kUidA); }))
+      << w.stats().last_error;
+  EXPECT_NE(s.pod(kUidA), nullptr) << "a deleted pod stays known for its grace period";
   EXPECT_TRUE(s.pod(kUidC)->containers.at(0).privileged);
   EXPECT_EQ(s.pods().size(), 1u);
   bool removed_b = false, removed_a = false;
@@ -148,6 +158,23 @@ TEST_F(PodWatcherTest, ListWatchDropRelistOnGoneAndDelete) {
   EXPECT_EQ(watch_rvs[0], "100");  // from LIST 1
   EXPECT_EQ(watch_rvs[1], "102");  // resumed after the drop from the last event
   EXPECT_EQ(watch_rvs[2], "200");  // from the relist
+}
+
+// The loop waits on wake_fd() (runner add_feed): an update queued makes it
+// readable, so an idle loop applies the pod at once.
+TEST_F(PodWatcherTest, AQueuedUpdateMakesTheWakeFdReadable) {
+  PodWatcher w(config());
+  EXPECT_LT(w.wake_fd(), 0);
+  ASSERT_TRUE(w.start().ok());
+  ASSERT_GE(w.wake_fd(), 0);
+  pollfd pfd{w.wake_fd(), POLLIN, 0};
+  ASSERT_EQ(::poll(&pfd, 1, 15000), 1) << "no wake-up within 15 s: " << w.stats().last_error;
+  State s(replay_config());
+  EXPECT_TRUE(w.drain(s));
+  EXPECT_TRUE(listed(s, kUidA));
+  std::uint64_t n = 0;
+  EXPECT_EQ(::read(w.wake_fd(), &n, sizeof(n)), static_cast<ssize_t>(sizeof(n)));
+  EXPECT_GE(n, 1u);
 }
 
 TEST_F(PodWatcherTest, UntrustedServerCertificateIsRefused) {

@@ -311,14 +311,110 @@ TEST(Attribution, ContainerTakesNameImageAndPrivilegeFromItsPod) {
   s.upsert_pod(p);
   s.upsert_container(c2);
   EXPECT_EQ(s.container(kId2)->name, "sidecar");
+}
 
-  s.remove_pod(kUid);
-  event::Event ev = make_event(event::Type::kConnect, 5);
-  ev.hdr.cgroup_id = 7;
-  s.apply(ev);
-  EvalContext ctx = s.enrich(ev);
-  ASSERT_NE(ctx.container, nullptr);
-  EXPECT_EQ(ctx.pod, nullptr);
+// --- a deleted pod's grace period (Config::pod_grace_ns) -------------------------
+
+constexpr std::uint64_t kSecond = 1'000'000'000ull;
+
+// A state that knows container kId (cgroup 7) of pod kUid ("infer-0"), with
+// its event clock at 100 s.
+class PodGrace : public ::testing::Test {
+ protected:
+  void start(std::uint64_t grace_ns, std::size_t max_pods = 4096) {
+    Config cfg = replay_config();
+    cfg.pod_grace_ns = grace_ns;
+    cfg.max_pods = max_pods;
+    s_ = std::make_unique<State>(cfg);
+    s_->set_listener(&l_);
+    Container c;
+    c.id = kId;
+    c.pod_uid = kUid;
+    c.cgroup_id = 7;
+    s_->upsert_container(c);
+    s_->upsert_pod(make_pod(kUid, kId, "", 0));
+    EXPECT_EQ(pod_seen_at(100 * kSecond), "infer-0");
+  }
+  // The pod an event of the container at `ts` is attributed to ("" when none).
+  std::string pod_seen_at(std::uint64_t ts) {
+    event::Event ev = make_event(event::Type::kConnect, 5, ts);
+    ev.hdr.cgroup_id = 7;
+    s_->apply(ev);
+    EvalContext ctx = s_->enrich(ev);
+    EXPECT_NE(ctx.container, nullptr);
+    std::string name = ctx.pod ? ctx.pod->name : "";
+    s_->after(ev);
+    return name;
+  }
+  std::unique_ptr<State> s_;
+  RecordingListener l_;
+};
+
+// Xid lines, plugin samples and late kernel lines about a pod keep arriving
+// after the API server deleted it: they still name it for the grace period.
+TEST_F(PodGrace, ADeletedPodStillNamesItsEventsForTheGracePeriod) {
+  start(10 * kSecond);
+  s_->remove_pod(kUid);
+  EXPECT_EQ(l_.removed, std::vector<std::string>{kUid});  // a capture records it now
+  EXPECT_TRUE(s_->pods().empty());                        // no longer in force
+  EXPECT_EQ(s_->pod_count(), 0u);
+  EXPECT_EQ(pod_seen_at(105 * kSecond), "infer-0");
+  EXPECT_EQ(pod_seen_at(109 * kSecond), "infer-0");
+  s_->remove_pod(kUid);  // a relist that lacks it again: no new grace, no second record
+  EXPECT_EQ(l_.removed.size(), 1u);
+  EXPECT_EQ(pod_seen_at(110 * kSecond), "");
+  EXPECT_EQ(s_->pod(kUid), nullptr);
+}
+
+TEST_F(PodGrace, AGraceOfZeroForgetsAtOnce) {
+  start(0);
+  s_->remove_pod(kUid);
+  EXPECT_EQ(s_->pod(kUid), nullptr);
+  EXPECT_EQ(pod_seen_at(100 * kSecond), "");
+}
+
+TEST_F(PodGrace, APodAnnouncedAgainDuringItsGraceStays) {
+  start(10 * kSecond);
+  s_->remove_pod(kUid);
+  s_->upsert_pod(make_pod(kUid, kId, "", 0));
+  EXPECT_EQ(s_->pods().size(), 1u);
+  EXPECT_EQ(pod_seen_at(500 * kSecond), "infer-0");
+}
+
+// The grace runs on event time: a pod removed before any event starts its
+// grace at the first event, not at time 0.
+TEST_F(PodGrace, APodRemovedBeforeAnyEventStartsItsGraceAtTheFirst) {
+  Config cfg = replay_config();
+  cfg.pod_grace_ns = 10 * kSecond;
+  s_ = std::make_unique<State>(cfg);
+  Container c;
+  c.id = kId;
+  c.pod_uid = kUid;
+  c.cgroup_id = 7;
+  s_->upsert_container(c);
+  s_->upsert_pod(make_pod(kUid, kId, "", 0));
+  s_->remove_pod(kUid);
+  EXPECT_EQ(pod_seen_at(100 * kSecond), "infer-0");
+  EXPECT_EQ(pod_seen_at(109 * kSecond), "infer-0");
+  EXPECT_EQ(pod_seen_at(110 * kSecond), "");
+}
+
+// Memory stays bounded however many pods are deleted within one grace period.
+TEST_F(PodGrace, DeletedPodsKeptAreBoundedByMaxPods) {
+  start(3600 * kSecond, /*max_pods=*/4);
+  s_->remove_pod(kUid);
+  for (int i = 0; i < 10; ++i) {
+    const std::string uid = "uid-" + std::to_string(i);
+    Pod p = make_pod(uid, "", "", 0);
+    s_->upsert_pod(p);
+    s_->remove_pod(uid);
+  }
+  int known = 0;
+  for (int i = 0; i < 10; ++i) known += s_->pod("uid-" + std::to_string(i)) != nullptr;
+  EXPECT_LE(known, 4);
+  EXPECT_NE(s_->pod("uid-9"), nullptr);  // the latest deleted is kept
+  EXPECT_EQ(s_->pod(kUid), nullptr);     // the longest deleted went first
+  EXPECT_EQ(s_->pod_count(), 0u);
 }
 
 TEST(Attribution, XidIsAttributedToThePidTheLineNames) {
