@@ -24,6 +24,7 @@
 #include "engine/state/k8s_config.h"
 #include "engine/state/pod_watcher.h"
 #include "engine/state/state.h"
+#include "tests/support/handed_source.h"
 #include "tests/support/k8s_stub.h"
 #include "tests/support/temp_dir.h"
 
@@ -106,39 +107,6 @@ TEST(K8sSection, PodGraceIsReadInSeconds) {
 
 using namespace std::chrono_literals;
 
-// Events the test hands over; its eventfd wakes the loop.
-class HandedEvents final : public source::EventSource {
- public:
-  HandedEvents() : fd_(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {}
-  ~HandedEvents() override { close(fd_); }
-  std::string_view name() const override { return "handed"; }
-  int wait_fd() const override { return fd_; }
-  void push(event::Event ev) {
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      q_.push_back(std::move(ev));
-    }
-    std::uint64_t one = 1;
-    (void)!write(fd_, &one, sizeof(one));
-  }
-  Result<std::size_t> poll(std::size_t, const Emit& emit) override {
-    std::uint64_t n = 0;
-    (void)!read(fd_, &n, sizeof(n));
-    std::deque<event::Event> got;
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      got.swap(q_);
-    }
-    for (auto& e : got) emit(std::move(e));
-    return got.size();
-  }
-
- private:
-  int fd_;
-  std::mutex mu_;
-  std::deque<event::Event> q_;
-};
-
 // The pod each event's evaluation saw ("" when none).
 struct PodSeen final : pipeline::EventTap {
   std::vector<std::string> names;
@@ -170,7 +138,7 @@ class WatchPodsInTheLoop : public ::testing::Test {
     auto r = runtime::Runner::create(std::move(o));
     ASSERT_TRUE(r) << r.error().message;
     runner_ = std::move(*r);
-    auto src = std::make_unique<HandedEvents>();
+    auto src = std::make_unique<support::HandedSource>("handed");
     events_ = src.get();
     runner_->add_source(std::move(src));
     state::K8sConfig k;
@@ -209,7 +177,7 @@ class WatchPodsInTheLoop : public ::testing::Test {
   state::State st_{state::Config{.live = false}};
   std::function<bool()> stop_when_;
   std::unique_ptr<runtime::Runner> runner_;
-  HandedEvents* events_ = nullptr;
+  support::HandedSource* events_ = nullptr;
   std::unique_ptr<state::PodWatcher> watcher_;  // before the runner is destroyed
 };
 

@@ -19,6 +19,7 @@
 #include "engine/pipeline/pipeline.h"
 #include "engine/rules/ruleset.h"
 #include "engine/state/state.h"
+#include "tests/support/handed_source.h"
 
 namespace vigil::runtime {
 namespace {
@@ -587,46 +588,7 @@ TEST_F(RunnerTest, SigtermFromTheSignalfdStopsCleanly) {
 
 // A source with an fd (as a plugin's eventfd): the runner sleeps until it is
 // readable, and wakes for it.
-class EventFdSource final : public source::EventSource {
- public:
-  EventFdSource() : fd_(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {}
-  ~EventFdSource() override { close(fd_); }
-  std::string_view name() const override { return "plugin:test"; }
-  int wait_fd() const override { return fd_; }
-  void push(event::Event ev) {
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      q_.push_back(std::move(ev));
-    }
-    std::uint64_t one = 1;
-    (void)!write(fd_, &one, sizeof(one));
-  }
-  Result<std::size_t> poll(std::size_t budget, const Emit& emit) override {
-    ++polls;
-    std::uint64_t n = 0;
-    (void)!read(fd_, &n, sizeof(n));
-    std::deque<event::Event> got;
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      while (!q_.empty() && got.size() < budget) {
-        got.push_back(std::move(q_.front()));
-        q_.pop_front();
-      }
-      if (!q_.empty()) {
-        std::uint64_t one = 1;
-        (void)!write(fd_, &one, sizeof(one));
-      }
-    }
-    for (auto& e : got) emit(std::move(e));
-    return got.size();
-  }
-  std::atomic<int> polls{0};
-
- private:
-  int fd_;
-  std::mutex mu_;
-  std::deque<event::Event> q_;
-};
+using EventFdSource = support::HandedSource;
 
 TEST_F(RunnerTest, ASourceWithAnFdWakesTheLoop) {
   std::atomic<int> seen{0};
