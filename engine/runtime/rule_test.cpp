@@ -317,9 +317,9 @@ void run_file(const std::string& path, RuleTestReport& rep) {
 RuleTestReport run_rule_tests(const std::vector<std::string>& paths) {
   RuleTestReport rep;
   Diagnostics d;
-  YamlFiles found = expand_yaml_paths(paths, d);
+  YamlFiles found = expand_yaml_paths(paths, d, rules::YamlKind::kRuleTests);
   for (const auto& dir : found.empty_dirs) {
-    d.error(code::kFileRead, Pos{dir, 0, 0}, "", "no rule test files (*.yaml, *.yml) in this directory");
+    d.error(code::kFileRead, Pos{dir, 0, 0}, "", "no rule test files (*_test.yaml, *_test.yml) in this directory");
   }
   for (auto& p : d.take()) rep.problems.push_back(std::move(p));
   for (const auto& f : found.files) run_file(f, rep);

@@ -239,15 +239,15 @@ TEST(Cli, RulesTestFilesAndDirectories) {
     t.replace(t.find("FIRE"), 4, fire);
     return t;
   };
-  dir.write("b_fails.yml", test_file("b", "Other GPU opened"));
-  dir.write("a_fails.yaml", test_file("a", "Other GPU opened"));
-  dir.write("c_passes.yaml", test_file("c", "Shell in pod"));
+  dir.write("b_fails_test.yml", test_file("b", "Other GPU opened"));
+  dir.write("a_fails_test.yaml", test_file("a", "Other GPU opened"));
+  dir.write("c_passes_test.yaml", test_file("c", "Shell in pod"));
   dir.write("notes.txt", "not a test");
-  dir.write("sub/d_fails.yaml", test_file("d", "Other GPU opened"));
+  dir.write("sub/d_fails_test.yaml", test_file("d", "Other GPU opened"));
   r = vigil({"rules", "test", dir.path()});
   EXPECT_EQ(r.code, 1) << r.out << r.err;
   EXPECT_TRUE(has(r.out, "rule tests: 1 passed, 2 failed")) << r.out << r.err;
-  std::size_t a = r.out.find("a_fails.yaml"), b = r.out.find("b_fails.yml");
+  std::size_t a = r.out.find("a_fails_test.yaml"), b = r.out.find("b_fails_test.yml");
   ASSERT_NE(a, std::string::npos) << r.out;
   ASSERT_NE(b, std::string::npos) << r.out;
   EXPECT_LT(a, b) << "name order: " << r.out;
@@ -266,6 +266,18 @@ TEST(Cli, RulesTestFilesAndDirectories) {
   r = vigil({"rules", "test", dir.path() + "/missing"});
   EXPECT_EQ(r.code, 2);
   EXPECT_TRUE(has(r.err, dir.path() + "/missing: error E001: no such file or directory")) << r.err;
+}
+
+// A directory that holds a rule file and its tests (the nvml plugin's): each
+// command takes its own kind of file from it and does not fail on the other.
+TEST(Cli, RulesAndTheirTestsInOneDirectory) {
+  Outcome r = vigil({"rules", "test", "plugins/nvml/rules"});
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_TRUE(has(r.out, " passed, 0 failed")) << r.out;
+  EXPECT_FALSE(has(r.out + r.err, "nvml_rules.yaml:")) << "the rule file is not a test: " << r.out << r.err;
+  r = vigil({"rules", "validate", "plugins/nvml/rules"});
+  EXPECT_FALSE(has(r.out + r.err, "nvml_rules_test.yaml")) << "the test file is not rules: " << r.out << r.err;
+  EXPECT_TRUE(has(r.out + r.err, "0 errors")) << r.out << r.err;
 }
 
 }  // namespace

@@ -31,6 +31,29 @@ TEST(RuleFiles, DirectoriesGiveTheirYamlFilesSortedByName) {
   EXPECT_TRUE(f.empty_dirs.empty());
 }
 
+TEST(RuleFiles, ADirectoryOfRulesAndTheirTestsGivesEachCommandItsKind) {
+  TempDir dir;
+  dir.write("gpu_rules.yaml", "");
+  dir.write("gpu_rules_test.yaml", "");
+  dir.write("more_test.yml", "");
+  dir.write("_test.yaml", "");  // no name before the suffix: a rule file
+  const std::string tests_only = dir.write("tests/only_test.yaml", "");
+  Diagnostics d;
+  YamlFiles rules = expand_yaml_paths({dir.path()}, d);
+  EXPECT_EQ(rules.files, (std::vector<std::string>{dir.path() + "/_test.yaml", dir.path() + "/gpu_rules.yaml"}));
+  YamlFiles tests = expand_yaml_paths({dir.path()}, d, YamlKind::kRuleTests);
+  EXPECT_EQ(tests.files,
+            (std::vector<std::string>{dir.path() + "/gpu_rules_test.yaml", dir.path() + "/more_test.yml"}));
+  // A directory of tests alone holds no rules; a file named on its own is taken as given.
+  YamlFiles none = expand_yaml_paths({dir.path() + "/tests", tests_only}, d);
+  EXPECT_EQ(none.empty_dirs, std::vector<std::string>{dir.path() + "/tests"});
+  EXPECT_EQ(none.files, std::vector<std::string>{tests_only});
+  EXPECT_TRUE(d.all().empty());
+  EXPECT_TRUE(is_rule_test_name("a/b/x_test.yml"));
+  EXPECT_FALSE(is_rule_test_name("a/b/x_test.json"));
+  EXPECT_FALSE(is_rule_test_name("a/b_test/x.yaml"));
+}
+
 TEST(RuleFiles, MissingPathsAndEmptyDirectoriesAreReported) {
   TempDir dir;
   dir.write("empty/readme", "");
@@ -60,7 +83,7 @@ TEST(RuleTestRunner, BundledTestsAsADirectoryRunEveryFile) {
   for (const auto& p : by_dir.problems) ADD_FAILURE() << p.to_string();
   for (const auto& f : by_dir.failures) ADD_FAILURE() << f.to_string();
   Diagnostics d;
-  auto files = expand_yaml_paths({"rules/tests"}, d).files;
+  auto files = expand_yaml_paths({"rules/tests"}, d, YamlKind::kRuleTests).files;
   ASSERT_GE(files.size(), 6u);
   auto by_file = runtime::run_rule_tests(files);
   EXPECT_EQ(by_dir.tests, by_file.tests);
@@ -74,7 +97,7 @@ TEST(RuleTestRunner, EmptyDirectoryIsInvalidButOtherPathsStillRun) {
   auto rep = runtime::run_rule_tests({dir.path() + "/empty", "tests/engine/rules/fixtures/mini_test.yaml"});
   ASSERT_EQ(rep.problems.size(), 1u);
   EXPECT_EQ(rep.problems[0].to_string(),
-            dir.path() + "/empty: error E001: no rule test files (*.yaml, *.yml) in this directory");
+            dir.path() + "/empty: error E001: no rule test files (*_test.yaml, *_test.yml) in this directory");
   EXPECT_EQ(rep.passed, 5u);
   EXPECT_EQ(rep.exit_code(), 2);
 }
