@@ -54,12 +54,8 @@ void pad(Arena& a, std::uint64_t v, int width) noexcept {
   for (int i = len; i < width; ++i) a.append('0');
   a.append(std::string_view(tmp, static_cast<std::size_t>(len)));
 }
-void x_evt_time(const X& x, const F&, E& o) noexcept {
-  std::uint64_t ns = ev(x).hdr.ts_ns;
-  std::tm tm{};
-  time_parts(ns, tm);
-  Arena& a = *x.arena;
-  a.begin();
+// HH:MM:SS.nnnnnnnnn, the clock part of evt.time and evt.time.iso8601.
+void append_clock(Arena& a, const std::tm& tm, std::uint64_t ns) noexcept {
   pad(a, static_cast<std::uint64_t>(tm.tm_hour), 2);
   a.append(':');
   pad(a, static_cast<std::uint64_t>(tm.tm_min), 2);
@@ -67,6 +63,14 @@ void x_evt_time(const X& x, const F&, E& o) noexcept {
   pad(a, static_cast<std::uint64_t>(tm.tm_sec), 2);
   a.append('.');
   pad(a, ns % 1000000000ull, 9);
+}
+void x_evt_time(const X& x, const F&, E& o) noexcept {
+  std::uint64_t ns = ev(x).hdr.ts_ns;
+  std::tm tm{};
+  time_parts(ns, tm);
+  Arena& a = *x.arena;
+  a.begin();
+  append_clock(a, tm, ns);
   str(o, a.finish());
 }
 void x_evt_iso(const X& x, const F&, E& o) noexcept {
@@ -81,13 +85,7 @@ void x_evt_iso(const X& x, const F&, E& o) noexcept {
   a.append('-');
   pad(a, static_cast<std::uint64_t>(tm.tm_mday), 2);
   a.append('T');
-  pad(a, static_cast<std::uint64_t>(tm.tm_hour), 2);
-  a.append(':');
-  pad(a, static_cast<std::uint64_t>(tm.tm_min), 2);
-  a.append(':');
-  pad(a, static_cast<std::uint64_t>(tm.tm_sec), 2);
-  a.append('.');
-  pad(a, ns % 1000000000ull, 9);
+  append_clock(a, tm, ns);
   a.append('Z');
   str(o, a.finish());
 }

@@ -478,6 +478,21 @@ TEST(LoaderExceptions, Malformed) {
 
 // ---------------------------------------------------------------- alerts
 
+TEST(RulesetAlerts, EventTimeFieldsPrintUtcWithNanoseconds) {
+  World w;
+  w.exec();
+  // 2026-01-01 13:04:05.123456789 UTC: every part of the clock zero-padded.
+  w.ev.hdr.ts_ns = (1767225600ull + 13 * 3600 + 4 * 60 + 5) * 1000000000ull + 123456789;
+  auto r = testing::load_one(
+      "- rule: T\n  desc: d\n  priority: INFO\n  condition: evt.type = execve\n"
+      "  output: '%evt.time %evt.time.iso8601'\n");
+  ASSERT_TRUE(r.ruleset) << testing::diags(r);
+  std::vector<event::Alert> out;
+  r.ruleset->evaluate(w.ctx(), out);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].output, "13:04:05.123456789 2026-01-01T13:04:05.123456789Z");
+}
+
 TEST(RulesetAlerts, OutputSubstitutionAndTypedFields) {
   World w;
   w.exec();
