@@ -53,9 +53,9 @@ enum vg_drop {
 #define VG_XID_MSG_MAX 512
 #define VG_DNS_MAX 512      /* DNS message bytes copied from a packet */
 #define VG_PAYLOAD_MAX 4096 /* upper bound of Config::payload_bytes */
-#define VG_OPEN_PREFIXES 48 /* paths (prefixes and whole) the open filter checks */
-#define VG_PREFIX_LEN 64
-#define VG_RP_COMPS 4 /* path components a resolved prefix is judged by */
+#define VG_PREFIX_LEN 64    /* an open-filter path's bytes, NUL included */
+#define VG_RP_COMPS 4       /* path components a resolved prefix is judged by */
+#define VG_CONTAINS_MAX 8   /* name fragments (fd.name contains) a traversal rule may add */
 
 /* The largest record the BPF side can build (scratch buffer size). */
 #define VG_RECORD_MAX 16384
@@ -172,6 +172,53 @@ struct vg_open {
 #define VG_OPEN_DIR 0x08  /* the opened file is a directory */
 #define VG_OPEN_FIFO 0x10 /* the opened file is a named pipe */
 #define VG_OPEN_REG 0x20  /* the opened file is a regular file */
+
+/* The open filter's tables: hash maps user space sizes to what the rules ask
+ * and fills before the programs attach (engine/sensor/open_tables.cpp). Each
+ * value is a set of VG_OF_* bits: which kind of literal put the key there. */
+#define VG_OF_ANY 0x01       /* a prefix (or name) for any open */
+#define VG_OF_WRITE 0x02     /* a prefix for opens for writing only */
+#define VG_OF_TRAVERSAL 0x04 /* only where the path as given holds "../" */
+#define VG_OF_GIVEN 0x08     /* given-path table: a prefix of the path as given */
+#define VG_OF_OTHER 0x10     /* given-path table: another literal, for failed opens */
+
+/* A name (a whole path's last component, or a directory's): its length, 0 for
+ * a whole path or 1 for a directory, its first 16 bytes zero-padded. */
+struct vg_of_name {
+  __u32 len;
+  __u32 dir;
+  __u64 head[2];
+};
+
+/* A resolved prefix is a path of components from the root: the trie's edge
+ * from node `node` by a component of `len` bytes whose first 16 are `head`
+ * (masked to len); VG_OF_PARTIAL in len: the prefix ends inside the name
+ * ("/dev/sd" names "sd..."), which is then at least that long. Node 0 is the
+ * root, whose own entry has len 0. */
+#define VG_OF_PARTIAL 0x80000000u
+struct vg_of_edge {
+  __u32 node;
+  __u32 len;
+  __u64 head[2];
+};
+struct vg_of_node {
+  __u32 node;         /* the node this edge leads to */
+  __u32 ends;         /* VG_OF_* of the prefixes that end here */
+  __u64 partial_lens; /* bit n: an edge from this node ends a prefix inside a name at n bytes */
+};
+
+/* A literal compared with the path as given: its length and bytes (zero past
+ * the end); and its first min(len, 8) bytes, the pre-check of every open. */
+struct vg_of_given {
+  __u32 len;
+  __u32 pad;
+  __u8 bytes[VG_PREFIX_LEN]; /* read and written as 8-byte words */
+} __attribute__((aligned(8)));
+struct vg_of_head {
+  __u32 len;
+  __u32 pad;
+  __u64 head;
+};
 
 struct vg_ioctl {
   struct vg_hdr hdr;

@@ -24,6 +24,8 @@ Result<LiveSourcesConfig> live_sources_config(const YAML::Node& cfg, std::set<ev
   sc.open_given_prefixes = open_paths.given;
   sc.open_path_whole = open_paths.whole;
   sc.open_dirs = open_paths.directories;
+  sc.open_traversal_prefixes = open_paths.traversal_prefixes;
+  sc.open_traversal_fragments = open_paths.traversal_fragments;
   auto payload = get_or<std::uint32_t>(cfg, "sensor.payload_bytes", sc.payload_bytes);
   if (!payload) return payload.error();
   sc.payload_bytes = *payload;
@@ -75,6 +77,12 @@ std::vector<std::string> uncovered_paths(const rules::OpenPaths& now, const rule
   }
   check(now.whole, before.whole);
   check(now.directories, before.directories);
+  check(now.traversal_prefixes, before.traversal_prefixes);
+  for (const std::string& f : now.traversal_fragments) {
+    if (std::find(before.traversal_fragments.begin(), before.traversal_fragments.end(), f) ==
+        before.traversal_fragments.end())
+      out.push_back(f);
+  }
   return out;
 }
 

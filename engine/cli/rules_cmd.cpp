@@ -17,6 +17,7 @@
 #include "engine/event/schema.h"
 #include "engine/rules/fields.h"
 #include "engine/rules/ruleset.h"
+#include "engine/sensor/open_filter.h"
 #include "engine/runtime/rule_test.h"
 
 namespace vigil::cli {
@@ -66,17 +67,23 @@ int validate(const std::vector<std::string>& files, const std::string& config) {
   std::cout << rules::summary_line(r) << std::endl;
   if (r.ruleset) {
     // What the kernel's open filter will be given (docs/events.md, "open"):
-    // vigil run refuses more paths than it has slots.
+    // its tables hold any number of paths; each costs a map entry.
     const rules::OpenPaths& p = r.ruleset->open_paths();
     if (p.size() > 0) {
-      std::cout << "open filter: " << p.size() << " of " << VG_OPEN_PREFIXES << " kernel slots";
-      std::cout << "; " << p.describe();
-      std::cout << std::endl;
-    }
-    if (p.size() > VG_OPEN_PREFIXES) {
-      std::cerr << "vigil: the open rules name more than " << VG_OPEN_PREFIXES
-                << " literal paths; vigil run refuses them (merge prefixes, or use fewer rules)\n";
-      return 2;
+      std::cout << "open filter: " << p.size() << " paths; " << p.describe() << std::endl;
+      if (auto t =
+              sensor::build_open_tables(sensor::OpenLists{p.given, p.prefixes, p.write_prefixes, p.whole, p.directories,
+                                                          p.traversal_prefixes, p.traversal_fragments});
+          t) {
+        std::cout << "open filter tables: " << t->names.size() << " names, " << t->trie.size() << " prefix-trie edges, "
+                  << t->given.size() << " given-path literals, " << t->heads.size() << " 8-byte heads";
+        if (!p.traversal_prefixes.empty() || !p.traversal_fragments.empty())
+          std::cout << "; opens these pass are sent only where the path as given holds \"../\"";
+        std::cout << std::endl;
+      } else {
+        std::cerr << "vigil: " << t.error().message << "\n";
+        return 2;
+      }
     }
   }
   return r.errors == 0 ? 0 : 2;

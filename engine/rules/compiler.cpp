@@ -527,14 +527,24 @@ class Compiler {
       }
     }
     // A path given with "../" (Falco's directory_traversal: fd.nameraw
-    // contains "../"): the sensor sends the opens whose given path starts
-    // with "../", judged by its first bytes like any prefix. A traversal
-    // inside a longer given path ("/srv/www/../../etc/x") is not sent.
+    // contains "../"). Beside a check on the resolved path (an "and" of
+    // both, as Falco's traversal rule has) the sensor judges that check,
+    // then reads the path as given only for the opens it passes and sends
+    // those holding "../"; alone, it sends the opens whose given path
+    // starts with "../".
     if (fname == "fd.nameraw" && chk.ltr.empty() && n.modifier == Modifier::kNone &&
         ((n.op == Op::kContains && vals.size() == 1 && vals[0] == "../") ||
          (n.op == Op::kGlob && vals.size() == 1 && vals[0].starts_with("*../")))) {
       chk.path_check = true;
-      chk.path_literals = {PathLiteral{"../", false, true}};
+      chk.path_literals = {PathLiteral{.path = "../", .given = true, .traversal = true}};
+    }
+    // A fragment of a file name (fd.name contains "id_rsa": no '/', at most
+    // 16 bytes): usable only beside a traversal, where the sensor scans the
+    // opened file's name for it.
+    if (fname == "fd.name" && chk.ltr.empty() && n.modifier == Modifier::kNone && n.op == Op::kContains &&
+        vals.size() == 1 && !vals[0].empty() && vals[0].size() <= 16 && vals[0].find('/') == std::string::npos) {
+      chk.path_check = true;
+      chk.path_literals = {PathLiteral{.path = vals[0], .contains = true}};
     }
     if ((fname == "fd.name" || fname == "fd.directory" || fname == "evt.arg.path" || fname == "evt.arg.name" ||
          fname == "fd.nameraw") &&

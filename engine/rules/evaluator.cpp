@@ -363,26 +363,53 @@ bool prefixes_of(const CNode& n, std::vector<PathLiteral>& out) {
       return true;
     case CNode::Kind::kBool: return !n.value;  // false needs nothing to be true... never true
     case CNode::Kind::kAnd: {
-      // Any branch's literals will do; one whose literals are all of the
-      // resolved path is judged by the file opened (whatever path led to
-      // it), so it is preferred to one judged by the path as given.
+      // Any branch's literals will do. Beside a "../" traversal check, a
+      // branch judged by the opened file alone (resolved prefixes, whole
+      // paths, name fragments) is taken with each literal marked as
+      // holding only where the given path holds "../": the sensor reads
+      // the given path only for the opens that branch passes. Otherwise a
+      // branch whose literals are all of the resolved path is preferred to
+      // one judged by the path as given; a branch with name fragments
+      // cannot be used without a traversal.
       // An "and" that needs an open for writing makes its literals write-only.
       const bool write = needs_open_write(n);
-      std::vector<PathLiteral> first;
-      bool have = false;
+      std::vector<std::vector<PathLiteral>> usable;
       for (const auto& k : n.kids) {
         std::vector<PathLiteral> tmp;
-        if (!prefixes_of(k, tmp)) continue;
-        if (std::none_of(tmp.begin(), tmp.end(), [](const PathLiteral& l) { return l.given; })) {
-          first = std::move(tmp);
-          have = true;
+        if (prefixes_of(k, tmp)) usable.push_back(std::move(tmp));
+      }
+      auto is_marker = [](const std::vector<PathLiteral>& v) {
+        return !v.empty() &&
+               std::all_of(v.begin(), v.end(), [](const PathLiteral& l) { return l.given && l.traversal; });
+      };
+      auto of_file = [](const std::vector<PathLiteral>& v) {
+        return std::none_of(v.begin(), v.end(), [](const PathLiteral& l) { return l.given; });
+      };
+      auto has_fragment = [](const std::vector<PathLiteral>& v) {
+        return std::any_of(v.begin(), v.end(), [](const PathLiteral& l) { return l.contains && !l.traversal; });
+      };
+      const std::vector<PathLiteral>* pick = nullptr;
+      if (std::any_of(usable.begin(), usable.end(), is_marker)) {
+        for (auto& u : usable) {
+          if (is_marker(u) || !of_file(u) || u.empty()) continue;
+          for (auto& l : u) l.traversal = true;
+          pick = &u;
           break;
         }
-        if (!have) first = std::move(tmp), have = true;
       }
+      for (const auto& u : usable) {
+        if (pick) break;
+        if (!has_fragment(u) && of_file(u)) pick = &u;
+      }
+      for (const auto& u : usable) {
+        if (pick) break;
+        if (!has_fragment(u)) pick = &u;
+      }
+      if (!pick) return false;
+      std::vector<PathLiteral> first = *pick;
       for (auto& l : first) l.write = l.write || write;
-      if (have) out.insert(out.end(), first.begin(), first.end());
-      return have;
+      out.insert(out.end(), first.begin(), first.end());
+      return true;
     }
     case CNode::Kind::kOr: {
       std::vector<PathLiteral> all;
@@ -455,9 +482,30 @@ std::string Expr::plan(event::Type t) const {
   render_plan(*by_type_[i], 0, out);
   return out;
 }
-bool Expr::path_prefixes(std::vector<PathLiteral>& out) const { return root_ && prefixes_of(*root_, out); }
+bool Expr::path_prefixes(std::vector<PathLiteral>& out) const {
+  std::vector<PathLiteral> mine;
+  if (!root_ || !prefixes_of(*root_, mine)) return false;
+  // A name fragment outside a traversal is no filter the kernel can apply.
+  if (std::any_of(mine.begin(), mine.end(), [](const PathLiteral& l) { return l.contains && !l.traversal; }))
+    return false;
+  out.insert(out.end(), mine.begin(), mine.end());
+  return true;
+}
 
 OpenPaths open_paths_of(std::vector<PathLiteral> literals) {
+  OpenPaths out;
+  // Literals that hold only beside "../" in the given path: prefixes of the
+  // resolved path (a whole path is its own prefix, a directory the prefix
+  // "dir/") and name fragments. The "../" check alone stays the given prefix
+  // "../".
+  std::vector<std::string> trav;
+  for (auto& l : literals) {
+    if (l.given) l.traversal = false;
+    if (!l.traversal) continue;
+    if (l.contains) out.traversal_fragments.push_back(l.path);
+    else trav.push_back(l.dir ? l.path + "/" : l.path);
+  }
+  std::erase_if(literals, [](const PathLiteral& l) { return l.traversal; });
   // Only resolved prefixes are judged apart for writes: whole paths cost a
   // name test and given prefixes a read of the path either way.
   for (auto& l : literals)
@@ -478,7 +526,6 @@ OpenPaths open_paths_of(std::vector<PathLiteral> literals) {
     }
     return false;
   };
-  OpenPaths out;
   for (const auto& p : literals) {
     if (covered(p)) continue;
     (p.whole   ? out.whole
@@ -488,6 +535,19 @@ OpenPaths open_paths_of(std::vector<PathLiteral> literals) {
                : out.prefixes)
         .push_back(p.path);
   }
+  // A traversal prefix another starts (a prefix for any open, or a shorter
+  // traversal one) adds nothing.
+  std::sort(trav.begin(), trav.end());
+  trav.erase(std::unique(trav.begin(), trav.end()), trav.end());
+  for (const auto& p : trav) {
+    auto starts = [&](const std::string& q) { return &q != &p && q.size() <= p.size() && p.starts_with(q); };
+    if (std::any_of(out.prefixes.begin(), out.prefixes.end(), starts) || std::any_of(trav.begin(), trav.end(), starts))
+      continue;
+    out.traversal_prefixes.push_back(p);
+  }
+  std::sort(out.traversal_fragments.begin(), out.traversal_fragments.end());
+  out.traversal_fragments.erase(std::unique(out.traversal_fragments.begin(), out.traversal_fragments.end()),
+                                out.traversal_fragments.end());
   return out;
 }
 

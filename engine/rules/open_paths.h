@@ -17,13 +17,19 @@ namespace vigil::rules {
 // `write`: only an open for writing (evt.is_open_write) can match it, so the
 // kernel need not judge the others by it. `dir`: the path is the whole
 // directory of the resolved path (fd.directory = / in), judged by the name of
-// the opened file's parent.
+// the opened file's parent. `contains`: a fragment of a file name (fd.name
+// contains "id_rsa", no '/'), usable only beside a traversal. `traversal`:
+// the literal holds only where the path as given holds "../" (a rule that
+// also needs Falco's directory_traversal); on the given literal "../" it
+// marks that need itself.
 struct PathLiteral {
   std::string path;
   bool whole = false;
   bool given = false;
   bool write = false;
   bool dir = false;
+  bool contains = false;
+  bool traversal = false;
   auto operator<=>(const PathLiteral&) const = default;
 };
 
@@ -37,8 +43,14 @@ struct OpenPaths {
   std::vector<std::string> given;           // of the path as given
   std::vector<std::string> whole;           // whole resolved paths
   std::vector<std::string> directories;     // whole directories of resolved paths
+  // Judged only where the path as given holds "../" (the kernel reads it
+  // for these alone): prefixes of the resolved path, and fragments of the
+  // opened file's name.
+  std::vector<std::string> traversal_prefixes;
+  std::vector<std::string> traversal_fragments;
   std::size_t size() const {
-    return prefixes.size() + write_prefixes.size() + given.size() + whole.size() + directories.size();
+    return prefixes.size() + write_prefixes.size() + given.size() + whole.size() + directories.size() +
+           traversal_prefixes.size() + traversal_fragments.size();
   }
   bool operator==(const OpenPaths&) const = default;
   // One line for `vigil rules validate`: each kind that has paths, named.
@@ -58,6 +70,8 @@ struct OpenPaths {
     add("prefixes of the path as given", given);
     add("whole paths", whole);
     add("directories", directories);
+    add("where the path as given holds \"../\", prefixes of the resolved path", traversal_prefixes);
+    add("where the path as given holds \"../\", file names holding", traversal_fragments);
     return out;
   }
 };

@@ -618,7 +618,7 @@ class RulesetBuilder {
         }
       }
     }
-    // The kernel has a few slots for these (VG_OPEN_PREFIXES): a path that a
+    // The kernel's tables take any number of these; a path that a
     // shorter prefix already covers takes none ("/tmp/" covers "/tmp/x/" and
     // the whole path "/tmp/a"); the rules still judge the exact path.
     rs.open_paths_ = open_paths_of(std::move(literals));

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
 #include <utility>
 
 #include "bpf/shared/events.h"
@@ -275,6 +276,12 @@ Status decode_open(std::span<const std::uint8_t> rec, event::Event& ev) {
   if (b.fpath_len) {
     std::string resolved = decode_dpath(fpath);
     if (resolved != d.path) d.raw = std::exchange(d.path, std::move(resolved));
+  } else if (d.path.starts_with('/') && d.path.find("/.") != std::string::npos) {
+    // A failed open has no file to resolve: its fd.name is the absolute
+    // path as given, normalised as Falco's is ("/srv/www/../../etc/x" is
+    // /etc/x), so rules on the file it aimed at still judge it.
+    std::string normal = std::filesystem::path(d.path).lexically_normal().string();
+    if (!normal.empty() && normal != d.path) d.raw = std::exchange(d.path, std::move(normal));
   }
   d.flags = b.flags;
   d.mode = b.mode;

@@ -35,8 +35,7 @@ namespace {
 using event::Type;
 
 constexpr std::size_t kMaxUsageEntries = 256;  // per process per report
-static_assert(kOpenPathSlots == VG_OPEN_PREFIXES && kOpenPathMaxLen == VG_PREFIX_LEN,
-              "sensor.h's open filter bounds are the kernel's");
+static_assert(kOpenPathMaxLen == VG_PREFIX_LEN, "sensor.h's open filter bounds are the kernel's");
 
 int libbpf_print(enum libbpf_print_level level, const char* fmt, va_list args) {
   if (level == LIBBPF_DEBUG) return 0;
@@ -142,6 +141,8 @@ class Sensor::Impl {
   Error load_refused(int err, util::CapSet have) const;
   // The steps of open(), in order.
   Status configure(bool& args_at_exit);
+  // The open filter's tables, into its maps (after load, before attach).
+  Status fill_open_tables();
   std::string find_cgroup_root(util::CapSet caps);
   Result<std::vector<std::pair<const Hook*, bpf_program*>>> choose_programs(const std::string& tracefs,
                                                                             bool args_at_exit);
@@ -152,6 +153,7 @@ class Sensor::Impl {
   Config cfg_;
   std::unique_ptr<ident::ExeIdentifier> ident_;  // null when cfg_.identify_exe is off
   vigil_bpf* skel_ = nullptr;
+  OpenTables open_tables_;
   ring_buffer* rb_ = nullptr;
   // The ring buffer's consumer and producer positions, mapped read-only a
   // second time so that any thread can see how full it is (backlog()).
@@ -263,113 +265,65 @@ void add_own_files(Config& cfg) {
 
 using Rodata = vigil_bpf::vigil_bpf__rodata;
 
-// Open path slot np holds whole path or directory p: its last component's
-// length and first 16 bytes, and the slot ranges by that length.
-Status write_whole_path(Rodata& ro, std::uint32_t np, const std::string& p, bool dir) {
-  const std::string leaf = p.substr(p.rfind('/') + 1);
-  if (leaf.empty()) return Error::bad_input("sensor: whole open path without a file name: " + p);
-  ro.cfg_leaf_len[np] = static_cast<std::uint32_t>(leaf.size());
-  static_assert(VG_PREFIX_LEN <= 64, "cfg_leaf_len_mask has a bit per length");
-  (dir ? ro.cfg_dir_len_mask : ro.cfg_leaf_len_mask) |= std::uint64_t{1} << leaf.size();
-  auto* lo = dir ? ro.cfg_dir_lo : ro.cfg_whole_lo;
-  auto* hi = dir ? ro.cfg_dir_hi : ro.cfg_whole_hi;
-  if (hi[leaf.size()] == 0) lo[leaf.size()] = static_cast<std::uint8_t>(np);
-  hi[leaf.size()] = static_cast<std::uint8_t>(np + 1);
-  if (!dir) ro.cfg_n_whole_end = np + 1;
-  std::uint64_t head[2] = {0, 0};
-  std::memcpy(head, leaf.data(), std::min<std::size_t>(leaf.size(), sizeof(head)));
-  ro.cfg_leaf_head[np][0] = head[0];
-  ro.cfg_leaf_head[np][1] = head[1];
+// The open filter's knobs, into the read-only data (its tables go into its
+// maps once they are created: fill_open_tables).
+void write_open_knobs(const OpenTables& t, Rodata& ro) {
+  ro.cfg_n_prefixes = t.n_literals;
+  ro.cfg_have_whole = t.have_whole;
+  ro.cfg_have_dirs = t.have_dirs;
+  ro.cfg_have_rp = t.have_rp;
+  ro.cfg_have_write_rp = t.have_write_rp;
+  ro.cfg_have_given = t.have_given;
+  ro.cfg_have_traversal = t.have_traversal;
+  ro.cfg_dir_len_mask = t.dir_len_mask;
+  ro.cfg_leaf_len_mask = t.leaf_len_mask;
+  ro.cfg_rp_maxcomp = t.rp_maxcomp;
+  ro.cfg_rp_top_len_mask = t.rp_top_len_mask;
+  ro.cfg_rp_any_len_mask = t.rp_any_len_mask;
+  ro.cfg_given_lens = t.given_lens;
+  ro.cfg_lit_lens = t.lit_lens;
+  ro.cfg_given_heads = t.given_heads;
+  ro.cfg_lit_heads = t.lit_heads;
+  ro.cfg_n_contains = t.n_contains;
+  for (std::size_t i = 0; i < t.fragments.size() && i < VG_CONTAINS_MAX; ++i) {
+    ro.cfg_contains_len[i] = t.fragments[i].first;
+    ro.cfg_contains_head[i][0] = t.fragments[i].second[0];
+    ro.cfg_contains_head[i][1] = t.fragments[i].second[1];
+  }
+}
+
+// Each table's map sized to its entries (a hash map holds at least one).
+Status size_open_maps(const OpenTables& t, vigil_bpf& skel) {
+  const std::pair<bpf_map*, std::size_t> maps[] = {{skel.maps.open_names, t.names.size()},
+                                                   {skel.maps.open_trie, t.trie.size()},
+                                                   {skel.maps.open_given, t.given.size()},
+                                                   {skel.maps.open_heads, t.heads.size()}};
+  for (const auto& [m, n] : maps) {
+    if (int err = bpf_map__set_max_entries(m, static_cast<std::uint32_t>(std::max<std::size_t>(n, 1))); err != 0)
+      return Error::runtime(std::string("sensor: cannot size the open filter's map ") + bpf_map__name(m) + ": " +
+                            std::strerror(-err));
+  }
   return {};
 }
 
-// Open path slot np holds resolved prefix p (`any`: for any open, else for
-// opens for writing): its first components, and the lengths its first
-// component may have.
-Status write_resolved_prefix(Rodata& ro, std::uint32_t np, const std::string& p, bool any) {
-  auto comps = prefix_components(p, VG_RP_COMPS);
-  if (!comps) return comps.error();
-  ro.cfg_rp_ncomp[np] = static_cast<std::uint32_t>(comps->size());
-  ro.cfg_rp_maxcomp = std::max<std::uint32_t>(ro.cfg_rp_maxcomp, static_cast<std::uint32_t>(comps->size()));
-  for (std::size_t k = 0; k < comps->size(); ++k) {
-    const PrefixComponent& c = (*comps)[k];
-    ro.cfg_rp_clen[np][k] = c.len;
-    ro.cfg_rp_cpartial[np][k] = c.partial ? 1 : 0;
-    for (int w = 0; w < 2; ++w) {
-      ro.cfg_rp_chead[np][k][w] = c.head[w];
-      ro.cfg_rp_cmask[np][k][w] = c.mask[w];
-    }
+template <typename K, typename V>
+Status fill_map(bpf_map* m, const std::vector<std::pair<K, V>>& entries) {
+  for (const auto& [k, v] : entries) {
+    if (int err = bpf_map__update_elem(m, &k, sizeof(k), &v, sizeof(v), BPF_ANY); err != 0)
+      return Error::runtime(std::string("sensor: cannot fill the open filter's map ") + bpf_map__name(m) + ": " +
+                            std::strerror(-err));
   }
-  std::uint64_t lens = 0;
-  if (comps->empty()) {
-    lens = ~std::uint64_t{0};  // "/": every path
-  } else {
-    const PrefixComponent& c = comps->front();
-    for (std::uint32_t l = std::min<std::uint32_t>(c.len, 63); l < 64; ++l) {
-      lens |= std::uint64_t{1} << l;
-      if (!c.partial && l < 63) break;  // a whole name: its length (63: 63 and longer)
-    }
-  }
-  ro.cfg_rp_top_len_mask |= lens;
-  if (any) {
-    ro.cfg_rp_any_len_mask |= lens;
-    ro.cfg_n_any_prefixes = np + 1;
-  }
-  ro.cfg_n_path_prefixes = np + 1;
-  return {};
-}
-
-// The open filter's paths, into the read-only data: the given prefixes
-// first, then the resolved ones (with their first components), then the
-// whole paths and directories (with their last), each sorted by its last
-// component's length (the kernel compares a name with those of its length
-// only).
-Status write_open_paths(Config& cfg, Rodata& ro) {
-  add_own_files(cfg);
-  const std::vector<std::string>* const kLists[] = {&cfg.open_given_prefixes, &cfg.open_path_prefixes,
-                                                    &cfg.open_write_prefixes, &cfg.open_path_whole, &cfg.open_dirs};
-  if (std::size_t n = cfg.open_given_prefixes.size() + cfg.open_path_prefixes.size() + cfg.open_write_prefixes.size() +
-                      cfg.open_path_whole.size() + cfg.open_dirs.size();
-      n > VG_OPEN_PREFIXES) {
-    std::string all;
-    for (const auto* l : kLists)
-      for (const std::string& q : *l) all += (all.empty() ? "" : ", ") + q;
-    return Error::bad_input("sensor: more than " + std::to_string(VG_OPEN_PREFIXES) + " open paths (" +
-                            std::to_string(n) + "): " + all);
-  }
-  auto last_len = [](const std::string& p) { return p.size() - (p.rfind('/') + 1); };
-  for (auto* l : {&cfg.open_path_whole, &cfg.open_dirs})
-    std::stable_sort(l->begin(), l->end(),
-                     [&](const std::string& a, const std::string& b) { return last_len(a) < last_len(b); });
-  std::uint32_t np = 0;
-  for (const auto* list : kLists) {
-    for (const std::string& p : *list) {
-      if (p.empty()) continue;
-      if (p.size() >= VG_PREFIX_LEN)
-        return Error::bad_input("sensor: open path longer than " + std::to_string(VG_PREFIX_LEN - 1) + " bytes: " + p);
-      std::memcpy(const_cast<char*>(ro.cfg_prefix[np]), p.data(), p.size());
-      ro.cfg_prefix_len[np] = static_cast<std::uint32_t>(p.size());
-      const bool whole = list == &cfg.open_path_whole || list == &cfg.open_dirs;
-      Status st;
-      if (whole) {
-        st = write_whole_path(ro, np, p, list == &cfg.open_dirs);
-      } else if (list == &cfg.open_path_prefixes || list == &cfg.open_write_prefixes) {
-        st = write_resolved_prefix(ro, np, p, list == &cfg.open_path_prefixes);
-      } else {
-        ro.cfg_n_given = np + 1;
-        ro.cfg_n_any_prefixes = np + 1;
-        ro.cfg_n_path_prefixes = np + 1;
-      }
-      if (!st) return st;
-      if (!whole) ro.cfg_n_whole_end = np + 1;
-      ++np;
-    }
-  }
-  ro.cfg_n_prefixes = np;
   return {};
 }
 
 }  // namespace
+
+Status Sensor::Impl::fill_open_tables() {
+  if (Status st = fill_map(skel_->maps.open_names, open_tables_.names); !st) return st;
+  if (Status st = fill_map(skel_->maps.open_trie, open_tables_.trie); !st) return st;
+  if (Status st = fill_map(skel_->maps.open_given, open_tables_.given); !st) return st;
+  return fill_map(skel_->maps.open_heads, open_tables_.heads);
+}
 
 // The read-only configuration, fixed at load: vigil's pid, device numbers,
 // the open filter, and what the kernel can do (arguments at the exit, the
@@ -381,7 +335,14 @@ Status Sensor::Impl::configure(bool& args_at_exit) {
   ro.cfg_perf_kprobe_type = read_pmu_type("kprobe");
   ro.cfg_perf_uprobe_type = read_pmu_type("uprobe");
   ro.cfg_payload_bytes = std::min<std::uint32_t>(cfg_.payload_bytes, VG_PAYLOAD_MAX);
-  if (Status st = write_open_paths(cfg_, ro); !st) return st;
+  add_own_files(cfg_);
+  auto tables = build_open_tables(OpenLists{cfg_.open_given_prefixes, cfg_.open_path_prefixes, cfg_.open_write_prefixes,
+                                            cfg_.open_path_whole, cfg_.open_dirs, cfg_.open_traversal_prefixes,
+                                            cfg_.open_traversal_fragments});
+  if (!tables) return Error::bad_input("sensor: " + tables.error().message);
+  open_tables_ = std::move(*tables);
+  write_open_knobs(open_tables_, ro);
+  if (Status st = size_open_maps(open_tables_, *skel_); !st) return st;
   ro.cfg_want_payload = cfg_.event_types.count(Type::kPayload) ? 1 : 0;
   args_at_exit =
       !cfg_.enter_exit_pairs && libbpf_probe_bpf_helper(BPF_PROG_TYPE_TRACEPOINT, BPF_FUNC_task_pt_regs, nullptr) == 1;
@@ -553,6 +514,7 @@ Status Sensor::Impl::open(const Config& cfg) {
   auto to_attach = choose_programs(*tracefs, args_at_exit);
   if (!to_attach) return to_attach.error();
   if (int err = vigil_bpf__load(skel_); err != 0) return load_refused(-err, caps);
+  if (Status st = fill_open_tables(); !st) return st;
   if (Status st = attach_all(*to_attach, cgroup_root); !st) return st;
 
   if (Status st = open_ring_buffer(); !st) return st;

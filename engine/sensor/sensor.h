@@ -47,6 +47,12 @@ struct Config {
   std::vector<std::string> open_given_prefixes;  // of the path as given
   std::vector<std::string> open_path_whole;
   std::vector<std::string> open_dirs;  // whole directories (fd.directory =), by the parent's name
+  // Judged only where the path as given holds "../" (a traversal rule):
+  // prefixes of the resolved path, and fragments of the opened file's name
+  // (at most 16 bytes; past VG_CONTAINS_MAX of them every name counts).
+  // A failed open is then sent where its given path holds "../".
+  std::vector<std::string> open_traversal_prefixes;
+  std::vector<std::string> open_traversal_fragments;
   // vigil's own files (configuration, rule files, capture file): added to
   // the whole paths, so that vigil.file sees write opens of them whatever
   // paths the rules name. Whole paths, not prefixes: a successful open is
@@ -81,9 +87,8 @@ struct Config {
 };
 
 inline constexpr std::chrono::milliseconds kMaxBatchDelay{50};
-// Paths the kernel's open filter can check (prefixes and whole paths
-// together, rules' and own_files alike: VG_OPEN_PREFIXES).
-inline constexpr std::size_t kOpenPathSlots = 48;
+// The open filter takes any number of paths (its tables are hash maps sized
+// to them), each shorter than this.
 inline constexpr std::size_t kOpenPathMaxLen = 64;  // bytes, NUL included (VG_PREFIX_LEN)
 
 // Events lost, by reason. The kernel-side reasons are summed over CPUs.

@@ -2,9 +2,10 @@
 /* Opens (open, openat, openat2) of character devices and of the paths the
  * rules ask about: the open filter. A successful open is judged by the file
  * it opened (its name, the first components of its resolved path), a failed
- * one by the path as given, against the prefixes user space wrote into the
- * configuration (config.bpf.h, cfg_prefix and after); what passes is sent as
- * a vg_open record, which user space judges by the exact path.
+ * one by the path as given, against the tables user space filled from the
+ * rules' literal paths (the hash maps below, sized to what the rules ask: no
+ * count limit); what passes is sent as a vg_open record, which user space
+ * judges by the exact path.
  * Compiled as part of fd.bpf.c (which says why). */
 #include "bpf/progs/helpers.bpf.h"
 
@@ -34,71 +35,186 @@ static __always_inline int open_enter(const char *filename, __u32 flags, __u32 m
   return 0;
 }
 
-/* Does the user-given path at buf[off] start with one of cfg_prefix[0, n)? */
-static __always_inline int match_prefix(const __u8 *buf, __u32 off, __u32 n)
+/* The open filter's tables (bpf/shared/events.h, "The open filter's
+ * tables"); user space sets their sizes before load and fills them before
+ * any program attaches. */
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 1);
+  __type(key, struct vg_of_name);
+  __type(value, __u8);
+} open_names SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 1);
+  __type(key, struct vg_of_edge);
+  __type(value, struct vg_of_node);
+} open_trie SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 1);
+  __type(key, struct vg_of_given);
+  __type(value, __u8);
+} open_given SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 1);
+  __type(key, struct vg_of_head);
+  __type(value, __u8);
+} open_heads SEC(".maps");
+
+/* How a sent open's path as given is still to be judged once read (0: it is
+ * sent as it is): against the given prefixes, against every literal (a
+ * failed open, or one the walk cannot place), and/or by holding "../". */
+#define VG_GIVEN_PREFIXES 1
+#define VG_GIVEN_ALL 2
+#define VG_GIVEN_DOTDOT 4
+
+/* The first n bytes of w (1 <= n <= 8), the rest zero. */
+static __always_inline __u64 vg_low_bytes(__u64 w, __u32 n)
 {
-  const __u8 *p = buf + (off & VG_OFF_MASK);
-  for (int i = 0; i < VG_OPEN_PREFIXES; i++) {
-    if (i >= n)
-      return 0;
-    __u32 len = cfg_prefix_len[i];
-    int ok = len > 0;
-    for (int j = 0; j < VG_PREFIX_LEN; j++) {
-      if (j >= len)
-        break;
-      if (p[j] != (__u8)cfg_prefix[i][j]) {
-        ok = 0;
-        break;
-      }
+  return n >= 8 ? w : w & ((1ULL << (n * 8)) - 1);
+}
+
+/* The open filter's longer loops are global functions: the verifier checks
+ * each once, whatever state the program reaches it in, where an inlined copy
+ * would be checked again for each (docs/bpf/verifier.md). Their arguments
+ * are plain numbers, kernel pointers passed as such. */
+
+/* Does the path as given, read at buf[off] (n bytes, its NUL included),
+ * start with a literal of open_given that `mode` compares it with? One
+ * lookup per length the table holds. */
+static __always_inline int match_given(const __u8 *buf, __u32 off, __u32 n, __u32 mode)
+{
+  const __u64 lens = (mode & VG_GIVEN_ALL) ? cfg_lit_lens : cfg_given_lens;
+  const __u8 want = (mode & VG_GIVEN_ALL) ? (VG_OF_GIVEN | VG_OF_OTHER) : VG_OF_GIVEN;
+  const __u64 *p = (const __u64 *)(buf + (off & VG_OFF_MASK));
+  struct vg_of_given k = {};
+  __u64 *kw = (__u64 *)k.bytes;
+  for (__u32 len = 1; len < VG_PREFIX_LEN; len++) {
+    if (len >= n)
+      break;
+    if (!((lens >> len) & 1))
+      continue;
+    k.len = len;
+    for (__u32 i = 0; i < VG_PREFIX_LEN / 8; i++) {
+      if (8 * i >= len)
+        kw[i] = 0;
+      else
+        kw[i] = vg_low_bytes(p[i], len - 8 * i);
     }
-    if (ok)
+    __u8 *v = bpf_map_lookup_elem(&open_given, &k);
+    if (v && (*v & want))
       return 1;
   }
   return 0;
 }
 
-/* A first look at a path before reading all of it: can it start with one of
- * cfg_prefix[0, n), judging by its first 8 bytes? Most opens are of paths no
- * rule asks about, and one 8-byte read rejects them where the full string
- * read costs as much as the rest of the program. Where those 8 bytes cannot
- * be read (a path shorter than 8 bytes at the very end of a mapping), the
- * full read decides. */
-static __always_inline int prefix_may_match(const char *filename, __u32 n)
+/* Does the path as given, read at buf[off] (n bytes, its NUL included), hold
+ * "../"? */
+static __always_inline int has_dotdot(const __u8 *buf, __u32 off, __u32 n)
 {
+  const __u8 *p = buf + (off & VG_OFF_MASK);
+  for (__u32 i = 0; i + 3 < VG_PATH_MAX; i++) {
+    if (i + 3 >= n)
+      break;
+    if (p[i] == '.' && p[i + 1] == '.' && p[i + 2] == '/')
+      return 1;
+  }
+  return 0;
+}
+
+/* Is the path as given, read into the scratch record at `off` (n bytes,
+ * its NUL included), one that `mode` sends? */
+__noinline int vg_of_given_path(__u32 off, __u32 n, __u32 mode)
+{
+  const __u8 *buf = vg_scratch_buf();
+  if (!buf || n == 0)
+    return 0;
+  if ((mode & (VG_GIVEN_PREFIXES | VG_GIVEN_ALL)) && match_given(buf, off, n, mode))
+    return 1;
+  return (mode & VG_GIVEN_DOTDOT) && has_dotdot(buf, off, n);
+}
+
+/* A first look at a path before reading all of it: can it start with a
+ * literal `mode` compares it with, judging by its first 8 bytes? Most opens
+ * are of paths no rule asks about, and one 8-byte read rejects them where
+ * the full string read costs as much as the rest of the program. Where those
+ * 8 bytes cannot be read (a path shorter than 8 bytes at the very end of a
+ * mapping), the full read decides. */
+static __always_inline int prefix_may_match(const char *filename, __u32 mode)
+{
+  const __u32 heads = (mode & VG_GIVEN_ALL) ? cfg_lit_heads : cfg_given_heads;
+  const __u8 want = (mode & VG_GIVEN_ALL) ? (VG_OF_GIVEN | VG_OF_OTHER) : VG_OF_GIVEN;
+  if (!heads)
+    return 0;
   __u64 w = 0;
   if (read_user_u64(&w, filename) != 0)
     return 1;
-  for (int i = 0; i < VG_OPEN_PREFIXES; i++) {
-    if (i >= n)
-      return 0;
-    __u32 len = cfg_prefix_len[i];
-    __u64 mask = len >= 8 ? ~0ULL : (1ULL << (len * 8)) - 1;
-    __u64 head = *(const volatile __u64 *)cfg_prefix[i];
-    if (len > 0 && ((w ^ head) & mask) == 0)
+  struct vg_of_head k = {};
+  for (__u32 len = 1; len <= 8; len++) {
+    if (!((heads >> len) & 1))
+      continue;
+    k.len = len;
+    k.head = vg_low_bytes(w, len);
+    __u8 *v = bpf_map_lookup_elem(&open_heads, &k);
+    if (v && (*v & want))
       return 1;
   }
   return 0;
 }
 
-/* Is dentry d's name the last component of one of the whole paths (dir 0)
- * or directories (dir 1)? The length is looked up first (one bit test), so
- * most names are never read, and a name read is compared only with the
- * entries of its length. */
-static __always_inline int name_may_match(struct dentry *d, int dir)
+/* The VG_OF_* bits of dentry d's name as the last component of a whole path
+ * (dir 0) or a directory (dir 1); 0 for none. The length is looked up first
+ * (one bit test), so most names are never read. */
+static __always_inline __u8 name_flags(struct dentry *d, int dir)
 {
   __u32 len = VG_KREAD(d, struct dentry, d_name.len);
   if (len >= 64 || !(((dir ? cfg_dir_len_mask : cfg_leaf_len_mask) >> len) & 1))
     return 0;
-  __u32 lo = dir ? cfg_dir_lo[len & 63] : cfg_whole_lo[len & 63];
-  __u32 hi = dir ? cfg_dir_hi[len & 63] : cfg_whole_hi[len & 63];
-  __u64 w[2];
-  vg_dentry_name_head(d, len, w);
-  for (int k = 0; k < VG_OPEN_PREFIXES; k++) {
-    __u32 i = lo + k;
-    if (i >= hi || i >= VG_OPEN_PREFIXES)
+  struct vg_of_name k = {.len = len, .dir = dir};
+  vg_dentry_name_head(d, len, k.head);
+  __u8 *v = bpf_map_lookup_elem(&open_names, &k);
+  return v ? *v : 0;
+}
+
+/* Does a name of len bytes, whose first 16 are w0 and w1 (zero-padded),
+ * hold one of the name fragments (cfg_contains_*)? Its first 16 bytes are
+ * searched; a longer name is taken as holding one (the
+ * kernel sends a superset, user space judges the exact path). */
+__noinline int vg_of_name_contains(__u32 len, __u64 w0, __u64 w1)
+{
+  if (len > 16 || cfg_n_contains > VG_CONTAINS_MAX)
+    return 1;
+  __u64 w[2] = {w0, w1};
+  for (__u32 i = 0; i < VG_CONTAINS_MAX; i++) {
+    if (i >= cfg_n_contains)
       break;
-    if (cfg_leaf_head[i][0] == w[0] && cfg_leaf_head[i][1] == w[1])
-      return 1;
+    __u32 cl = cfg_contains_len[i];
+    if (cl == 0 || cl > 16 || cl > len)
+      continue;
+    __u64 m0 = cl >= 8 ? ~0ULL : (1ULL << (cl * 8)) - 1;
+    __u64 m1 = cl <= 8 ? 0 : cl >= 16 ? ~0ULL : (1ULL << ((cl - 8) * 8)) - 1;
+    for (__u32 o = 0; o < 16; o++) {
+      if (o + cl > len)
+        break;
+      __u64 lo, hi;
+      if (o == 0) {
+        lo = w[0];
+        hi = w[1];
+      } else if (o < 8) {
+        lo = (w[0] >> (o * 8)) | (w[1] << (64 - o * 8));
+        hi = w[1] >> (o * 8);
+      } else {
+        lo = w[1] >> ((o - 8) * 8);
+        hi = 0;
+      }
+      if (((lo ^ cfg_contains_head[i][0]) & m0) == 0 && ((hi ^ cfg_contains_head[i][1]) & m1) == 0)
+        return 1;
+    }
   }
   return 0;
 }
@@ -120,13 +236,10 @@ struct {
   __type(value, struct vg_top_walk);
 } top_walk SEC(".maps");
 
-/* The first components of an open file's path, as vg_put_dpath walks it
- * (crossing mounts, up to the task's root or the real root): w->c[k] is the
- * dentry of component k (0: the one just below the root). Returns w with
- * w->result the number of components the path has (at most
- * VG_DPATH_DEPTH), or -1 where the walk cannot place the file (deeper than
- * that, or a dentry outside any tree); NULL without the map. */
-static __always_inline struct vg_top_walk *vg_path_top(struct task_struct *t, struct file *f)
+/* The walk's start: open file f's dentry and mount, and the root of task t
+ * (the current task where t is NULL), into the per-CPU state. Returns it,
+ * NULL without the map. */
+static __always_inline struct vg_top_walk *vg_path_top_start(struct task_struct *t, struct file *f)
 {
   __u32 zero = 0;
   struct vg_top_walk *w = bpf_map_lookup_elem(&top_walk, &zero);
@@ -139,6 +252,21 @@ static __always_inline struct vg_top_walk *vg_path_top(struct task_struct *t, st
   w->root_m = (__u64)VG_KREAD(fs, struct fs_struct, root.mnt);
   w->d = (__u64)VG_KREAD(f, struct file, f_path.dentry);
   w->vm = (__u64)VG_KREAD(f, struct file, f_path.mnt);
+  return w;
+}
+
+/* The first components of the path vg_path_top_start began, as vg_put_dpath
+ * walks it (crossing mounts, up to the task's root or the real root):
+ * w->c[k] is the dentry of component k (0: the one just below the root).
+ * Returns w with w->result the number of components the path has (at most
+ * VG_DPATH_DEPTH), or -1 where the walk cannot place the file (deeper than
+ * that, or a dentry outside any tree); NULL without the map. */
+static __always_inline struct vg_top_walk *vg_path_top(void)
+{
+  __u32 zero = 0;
+  struct vg_top_walk *w = bpf_map_lookup_elem(&top_walk, &zero);
+  if (!w)
+    return 0;
   w->c[0] = w->c[1] = w->c[2] = w->c[3] = 0;
   w->n = 0;
   w->result = -1;
@@ -177,61 +305,74 @@ static __always_inline struct vg_top_walk *vg_path_top(struct task_struct *t, st
   return w;
 }
 
-/* Does the resolved path of open file f start with one of the resolved
- * prefixes cfg_prefix[cfg_n_given, end), whose first components' lengths are
- * the bits of len_mask? 1 yes, 0 no, -1 where the walk cannot place the file
- * (judge it by the path as given). No user memory is read and no string is
- * compared: the first components' lengths and first 16 bytes, from the
- * dentries. */
-static __always_inline int resolved_prefix_match(struct task_struct *t, struct file *f, __u32 end,
-                                                 __u64 len_mask)
+/* Does the resolved path of the open file vg_path_top_start was given start
+ * with a prefix of open_trie
+ * that `want` (VG_OF_ANY, VG_OF_WRITE for an open for writing) takes? The
+ * trie is walked by the first components of the path below the root, each
+ * edge looked up by a component's length and first 16 bytes (from the
+ * dentries: no user memory is read, no string compared); `len_mask` holds
+ * the lengths a first component may have (bit 63: longer). Returns
+ * VG_OF_ANY when one does, else the VG_OF_TRAVERSAL bit where a prefix that
+ * holds only for a path as given with "../" does (0: none); -1 where the walk
+ * cannot place the file (judge it by the path as given). */
+__noinline int vg_of_resolved(__u32 want, __u64 len_mask)
 {
-  struct vg_top_walk *tw = vg_path_top(t, f);
+  struct vg_top_walk *tw = vg_path_top();
   if (!tw)
     return -1;
   int depth = tw->result;
   if (depth < 0)
     return -1;
-  if (depth == 0)
-    return cfg_rp_maxcomp == 0; /* the root itself: only "/" starts it */
-  __u32 len[VG_RP_COMPS] = {};
-  __u64 w[VG_RP_COMPS][2] = {};
+  struct vg_of_edge e = {};
+  struct vg_of_node *v = bpf_map_lookup_elem(&open_trie, &e);
+  if (!v)
+    return 0;
+  if (v->ends & want)
+    return VG_OF_ANY; /* "/": every path */
+  int found = v->ends & VG_OF_TRAVERSAL;
+  __u32 node = 0;
+  __u64 partial = v->partial_lens;
   for (int k = 0; k < VG_RP_COMPS; k++) {
     if (k >= depth || k >= cfg_rp_maxcomp)
       break;
     struct dentry *d = (struct dentry *)tw->c[k & (VG_RP_COMPS - 1)];
-    len[k] = VG_KREAD(d, struct dentry, d_name.len);
-    if (k == 0 && !((len_mask >> (len[0] < 63 ? len[0] : 63)) & 1))
-      return 0; /* no prefix's first component is that long: most opens end here */
-    vg_dentry_name_head(d, len[k], w[k]);
-  }
-  for (int i = 0; i < VG_OPEN_PREFIXES; i++) {
-    if (i >= end)
-      break;
-    if (i < cfg_n_given)
-      continue;
-    __u32 nc = cfg_rp_ncomp[i];
-    if (nc > (__u32)depth)
-      continue;
-    int ok = 1;
-    for (int k = 0; k < VG_RP_COMPS; k++) {
-      if (k >= nc)
-        break;
-      __u32 cl = cfg_rp_clen[i][k];
-      if (cfg_rp_cpartial[i][k] ? len[k] < cl : len[k] != cl) {
-        ok = 0;
-        break;
-      }
-      if (((w[k][0] ^ cfg_rp_chead[i][k][0]) & cfg_rp_cmask[i][k][0]) ||
-          ((w[k][1] ^ cfg_rp_chead[i][k][1]) & cfg_rp_cmask[i][k][1])) {
-        ok = 0;
-        break;
+    __u32 len = VG_KREAD(d, struct dentry, d_name.len);
+    if (k == 0 && !((len_mask >> (len < 63 ? len : 63)) & 1))
+      return found; /* no prefix's first component is that long: most opens end here */
+    __u64 w[2];
+    vg_dentry_name_head(d, len, w);
+    e.node = node;
+    if (partial) {
+      /* Prefixes that end inside this name: one lookup per length. */
+      for (__u32 b = 1; b < 63; b++) {
+        if (b > len)
+          break;
+        if (!((partial >> b) & 1))
+          continue;
+        e.len = b | VG_OF_PARTIAL;
+        e.head[0] = vg_low_bytes(w[0], b);
+        e.head[1] = b <= 8 ? 0 : vg_low_bytes(w[1], b - 8);
+        struct vg_of_node *pv = bpf_map_lookup_elem(&open_trie, &e);
+        if (pv) {
+          if (pv->ends & want)
+            return VG_OF_ANY;
+          found |= pv->ends & VG_OF_TRAVERSAL;
+        }
       }
     }
-    if (ok)
-      return 1;
+    e.len = len;
+    e.head[0] = w[0];
+    e.head[1] = w[1];
+    v = bpf_map_lookup_elem(&open_trie, &e);
+    if (!v)
+      break;
+    if (v->ends & want)
+      return VG_OF_ANY;
+    found |= v->ends & VG_OF_TRAVERSAL;
+    node = v->node;
+    partial = v->partial_lens;
   }
-  return 0;
+  return found;
 }
 
 /* Where each open syscall keeps its arguments. */
@@ -316,66 +457,84 @@ static __always_inline void open_file_kind(struct file *f, struct vg_opened *o)
 /* The open filter, for an open that is not of a character device: is it sent?
  * It is only where a rule's literal path may match it. A successful one is
  * judged as fd.name will hold it, by the file it opened (f): its name against
- * the whole paths' last components, the first components of its resolved
- * path against the resolved prefixes (both from kernel memory; user space
- * compares the whole path), and the path as given against the given
- * prefixes. A failed open, or one whose resolved path does not end in a name
- * of this file, by the path as given against every literal; one the walk
- * cannot place, against every prefix. Returns 0: not sent; 1: sent, with
- * *n_given how many of cfg_prefix the given path is still to be compared with
- * once read (0: sent by device, by name or by its resolved path). The given
- * path's arguments are read into `a` (*have_args) where they are needed. */
+ * the whole paths' and directories' last components, the first components
+ * of its resolved path against the resolved prefixes (both from kernel
+ * memory; user space compares the whole path), and the path as given against
+ * the given prefixes. A failed open, or one the walk cannot place, by the
+ * path as given against every literal. A literal a traversal rule gave
+ * (VG_OF_TRAVERSAL: the rule also needs "../" in the path as given) sends
+ * the open only where the path as given holds "../", and so does any failed
+ * open while such a rule is loaded. Returns 0: not sent; 1: sent, with *mode
+ * how its path as given is still to be judged once read (VG_GIVEN_*; 0: it
+ * is sent as it is). The given path's arguments are read into `a`
+ * (*have_args) where they are needed. */
 static __always_inline int open_filter(struct task_struct *t, struct file *f,
                                        enum vg_open_kind kind, struct vg_open_args *a,
-                                       int *have_args, __u32 *n_given)
+                                       int *have_args, __u32 *mode)
 {
-  *n_given = 0;
+  *mode = 0;
   if (!cfg_n_prefixes)
     return 0;
   struct dentry *parent = 0;
   struct dentry *leaf = 0;
   if (f)
-    leaf = cfg_n_prefixes > cfg_n_whole_end ? vg_file_leaf_parent(f, &parent) : vg_file_leaf(f);
-  if (leaf && ((cfg_n_whole_end > cfg_n_path_prefixes && name_may_match(leaf, 0)) ||
-               (parent && name_may_match(parent, 1))))
-    return 1;      /* by name */
-  int by_path = 0; /* sent by its resolved path */
-  *n_given = leaf ? cfg_n_given : cfg_n_prefixes;
-  if (leaf && cfg_n_path_prefixes > cfg_n_given) {
-    /* An open not for writing is judged by the prefixes for any open
-     * only, and where there are none costs no walk: most opens read. */
-    __u32 end = cfg_n_path_prefixes;
-    __u64 len_mask = cfg_rp_top_len_mask;
-    if (cfg_n_any_prefixes < cfg_n_path_prefixes) {
-      __u32 acc = VG_KREAD(f, struct file, f_flags) & 3;
-      if (acc != 1 && acc != 2) {
-        end = cfg_n_any_prefixes;
-        len_mask = cfg_rp_any_len_mask;
-      }
+    leaf = cfg_have_dirs ? vg_file_leaf_parent(f, &parent) : vg_file_leaf(f);
+  __u32 m = 0;
+  if (leaf) {
+    __u8 nf = cfg_have_whole ? name_flags(leaf, 0) : 0;
+    if (parent)
+      nf |= name_flags(parent, 1);
+    if (nf & VG_OF_ANY)
+      return 1; /* by name */
+    if (nf & VG_OF_TRAVERSAL) {
+      m |= VG_GIVEN_DOTDOT;
+    } else if (cfg_n_contains) {
+      __u32 len = VG_KREAD(leaf, struct dentry, d_name.len);
+      __u64 w[2];
+      vg_dentry_name_head(leaf, len, w);
+      if (vg_of_name_contains(len, w[0], w[1]))
+        m |= VG_GIVEN_DOTDOT;
     }
-    int r = end > cfg_n_given ? resolved_prefix_match(t, f, end, len_mask) : 0;
-    if (r > 0)
-      by_path = 1;
-    else if (r < 0)
-      *n_given = cfg_n_path_prefixes;
+    if (cfg_have_given)
+      m |= VG_GIVEN_PREFIXES;
+    if (cfg_have_rp) {
+      /* An open not for writing is judged by the prefixes for any open
+       * only: most opens read. */
+      __u32 want = VG_OF_ANY;
+      __u64 len_mask = cfg_rp_any_len_mask;
+      if (cfg_have_write_rp) {
+        __u32 acc = VG_KREAD(f, struct file, f_flags) & 3;
+        if (acc == 1 || acc == 2) {
+          want |= VG_OF_WRITE;
+          len_mask = cfg_rp_top_len_mask;
+        }
+      }
+      int r = vg_path_top_start(t, f) ? vg_of_resolved(want, len_mask) : -1;
+      if (r < 0)
+        m = VG_GIVEN_ALL | (cfg_have_traversal ? VG_GIVEN_DOTDOT : 0);
+      else if (r & VG_OF_ANY)
+        return 1; /* by its resolved path */
+      else if (r & VG_OF_TRAVERSAL)
+        m |= VG_GIVEN_DOTDOT;
+    }
+  } else {
+    m = VG_GIVEN_ALL | (cfg_have_traversal ? VG_GIVEN_DOTDOT : 0);
   }
-  if (by_path) {
-    *n_given = 0;
-    return 1;
-  }
-  if (!*n_given)
+  if (!m)
     return 0;
+  *mode = m;
   if (!*have_args) {
     open_regs_args(t, kind, a);
     *have_args = 1;
   }
-  return prefix_may_match(a->filename, *n_given);
+  /* "../" may sit anywhere in the path: only the full read tells. */
+  return (m & VG_GIVEN_DOTDOT) || prefix_may_match(a->filename, m);
 }
 
-/* Fills and submits the vg_open record: the path as given (compared with
- * cfg_prefix[0, n_given) first, where n_given), and the opened file's path. */
+/* Fills and submits the vg_open record: the path as given (judged first as
+ * `mode` says, where it is not 0), and the opened file's path. */
 static __always_inline void open_send(const struct vg_open_args *a, long ret, struct file *f,
-                                      const struct vg_opened *o, __u32 n_given)
+                                      const struct vg_opened *o, __u32 mode)
 {
   __u8 *buf = vg_scratch_buf();
   if (!buf)
@@ -384,7 +543,7 @@ static __always_inline void open_send(const struct vg_open_args *a, long ret, st
   __u32 off = sizeof(*e);
   __u8 trunc = 0;
   __u32 n = vg_put_user_str(buf, off, a->filename, VG_PATH_MAX, &trunc);
-  if (n_given && (n == 0 || !match_prefix(buf, off, n_given)))
+  if (mode && !vg_of_given_path(off, n, mode))
     return;
   vg_fill_hdr(&e->hdr, VG_OPEN);
   e->flags = a->flags;
@@ -436,14 +595,14 @@ static __always_inline int open_exit(enum vg_open_kind kind, long ret)
     if (f)
       open_file_kind(f, &o);
   }
-  __u32 n_given = 0;
-  if (!(o.oflags & VG_OPEN_CHR) && !open_filter(t, f, kind, &a, &have_args, &n_given))
+  __u32 mode = 0;
+  if (!(o.oflags & VG_OPEN_CHR) && !open_filter(t, f, kind, &a, &have_args, &mode))
     return 0;
   if (!have_args)
     open_regs_args(t, kind, &a);
   if (!a.filename && f)
     a.flags = BPF_CORE_READ(f, f_flags);
-  open_send(&a, ret, f, &o, n_given);
+  open_send(&a, ret, f, &o, mode);
   return 0;
 }
 

@@ -25,24 +25,20 @@ Status open_live(Agent& a, const LiveSourcesConfig& sources) {
   return require_an_event_source(a.parts.snapshot());
 }
 
-// vigil's own files (vigil.file) go to the open filter in the slots the
-// rules' paths leave (a rule set that fit before still starts).
+// vigil's own files (vigil.file) join the open filter's whole paths.
 void add_own_files(Agent& a, LiveSourcesConfig& sources) {
-  std::size_t slots = a.ruleset->open_paths().size();
   std::string left_out;
   for (const std::string& f : own_files(a.opts.config, a.rule_paths, a.opts.capture)) {
-    if (slots < sensor::kOpenPathSlots && f.size() < sensor::kOpenPathMaxLen) {
+    if (f.size() < sensor::kOpenPathMaxLen) {
       sources.sensor.own_files.push_back(f);
-      ++slots;
     } else {
       left_out += (left_out.empty() ? "" : ", ") + f;
     }
   }
   if (!left_out.empty()) {
     a.log->warn(
-        "open filter: write opens of {} are not seen (vigil.file; the filter has {} paths of fewer than "
-        "{} bytes, and the rules' come first)",
-        left_out, sensor::kOpenPathSlots, sensor::kOpenPathMaxLen);
+        "open filter: write opens of {} are not seen (vigil.file; the filter takes paths of fewer than {} bytes)",
+        left_out, sensor::kOpenPathMaxLen);
   }
 }
 

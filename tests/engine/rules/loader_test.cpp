@@ -661,8 +661,10 @@ TEST(RulesetIndex, OpenPathPrefixes) {
 
 // What Falco's rules compare besides whole paths and prefixes: file names
 // (fd.filename, fd.name endswith NAME) are judged like a whole path's last
-// component, a path given with "../" by its first bytes, and a check on a
-// field only NVIDIA device opens fill needs no path at all.
+// component; a traversal ("../" in the path as given) beside a check on the
+// resolved path makes that check's literals traversal ones, wherever the
+// "../" sits; and a check on a field only NVIDIA device opens fill needs no
+// path at all.
 TEST(RulesetIndex, OpenFileNamesTraversalAndDeviceFields) {
   auto r = testing::load_one(
       "- rule: L\n  desc: d\n  priority: INFO\n  condition: evt.type = openat and (fd.directory in (/var/log) or fd.filename in (syslog, auth.log))\n  output: o\n"
@@ -672,9 +674,25 @@ TEST(RulesetIndex, OpenFileNamesTraversalAndDeviceFields) {
   ASSERT_TRUE(r.ruleset) << testing::diags(r);
   EXPECT_TRUE(r.ruleset->open_paths().prefixes.empty());
   EXPECT_EQ(r.ruleset->open_paths().directories, (std::vector<std::string>{"/var/log"}));
-  EXPECT_EQ(r.ruleset->open_paths().given, (std::vector<std::string>{"../"}));
+  EXPECT_TRUE(r.ruleset->open_paths().given.empty());
+  EXPECT_EQ(r.ruleset->open_paths().traversal_prefixes, (std::vector<std::string>{"/etc/"}));
+  EXPECT_EQ(r.ruleset->open_paths().traversal_fragments, (std::vector<std::string>{"id_rsa"}));
   EXPECT_EQ(r.ruleset->open_paths().whole, (std::vector<std::string>{"/auth.log", "/release_agent", "/syslog"}));
   EXPECT_FALSE(r.ruleset->open_any_path()) << ::testing::PrintToString(r.ruleset->open_unfiltered_rules());
+  // A traversal alone is judged by the given path's first bytes; a name
+  // fragment without one is no filter.
+  r = testing::load_one(testing::rule_yaml("evt.type = openat and fd.nameraw contains \"../\""));
+  EXPECT_EQ(r.ruleset->open_paths().given, (std::vector<std::string>{"../"}));
+  EXPECT_TRUE(r.ruleset->open_paths().traversal_prefixes.empty());
+  r = testing::load_one(testing::rule_yaml("evt.type = openat and fd.name contains id_rsa"));
+  EXPECT_TRUE(r.ruleset->open_any_path());
+  // A traversal prefix under a prefix for any open adds nothing.
+  r = testing::load_one(
+      "- rule: T\n  desc: d\n  priority: INFO\n  condition: evt.type = openat and fd.name startswith /etc/ssh/ and fd.nameraw contains \"../\"\n  output: o\n"
+      "- rule: E\n  desc: d\n  priority: INFO\n  condition: evt.type = openat and fd.name startswith /etc/\n  output: o\n");
+  ASSERT_TRUE(r.ruleset) << testing::diags(r);
+  EXPECT_EQ(r.ruleset->open_paths().prefixes, (std::vector<std::string>{"/etc/"}));
+  EXPECT_TRUE(r.ruleset->open_paths().traversal_prefixes.empty());
   // A name with a '/' or a suffix that is not a whole name is no file name.
   r = testing::load_one(testing::rule_yaml("evt.type = openat and fd.name endswith /x/agent"));
   EXPECT_TRUE(r.ruleset->open_any_path());

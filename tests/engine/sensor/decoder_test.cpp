@@ -465,6 +465,26 @@ TEST(Decoder, OpenPrefersTheResolvedPath) {
   EXPECT_EQ(ev->as<event::OpenData>()->raw, "");
 }
 
+// A failed open through a traversal names the file it aimed at, as Falco's
+// fd.name does: the absolute given path, normalised; fd.nameraw keeps it.
+TEST(Decoder, FailedOpenThroughTraversalIsNormalised) {
+  vg_open o{};
+  fill_hdr(&o.hdr, VG_OPEN);
+  std::string given = S("/srv/www/../../etc/./shadow\0", 28);
+  o.path_len = given.size();
+  o.result = -13;
+  auto ev = decode(record(o, given));
+  ASSERT_TRUE(ev);
+  EXPECT_EQ(ev->as<event::OpenData>()->path, "/etc/shadow");
+  EXPECT_EQ(ev->as<event::OpenData>()->raw, "/srv/www/../../etc/./shadow");
+  // A relative one has no directory to start from: it stays as given.
+  given = S("../../etc/shadow\0", 17);
+  o.path_len = given.size();
+  ev = decode(record(o, given));
+  ASSERT_TRUE(ev);
+  EXPECT_EQ(ev->as<event::OpenData>()->path, "../../etc/shadow");
+}
+
 TEST(Decoder, IoctlXidPayloadBpf) {
   vg_ioctl i{};
   fill_hdr(&i.hdr, VG_IOCTL);
