@@ -1,6 +1,10 @@
 #include "engine/rules/ast.h"
 
+#include <algorithm>
 #include <cctype>
+#include <charconv>
+
+#include "engine/util/utf8.h"
 
 namespace vigil::rules {
 
@@ -65,24 +69,89 @@ bool transformer_from_name(std::string_view s, Transformer& t) {
   return true;
 }
 
+void append_hex_escape(std::string& out, unsigned char b) {
+  constexpr char kHexDigits[] = "0123456789abcdef";
+  out += "\\x";
+  out += kHexDigits[b >> 4];
+  out += kHexDigits[b & 0xF];
+}
+
+// s with the bytes a terminal or a reader would not see as text (control
+// characters, ill-formed UTF-8) as \xHH, and with `escape_quoting` also '"'
+// and '\\' escaped, so that the result read back as a quoted string is s.
+std::string escaped_text(std::string_view s, bool escape_quoting) {
+  std::string out;
+  out.reserve(s.size());
+  std::size_t i = 0;
+  while (i < s.size()) {
+    const auto b = static_cast<unsigned char>(s[i]);
+    const int n = util::utf8_sequence(s, i);
+    if (n < 0 || b < 0x20 || b == 0x7F) {
+      const std::size_t bad = n < 0 ? static_cast<std::size_t>(-n) : 1;
+      for (std::size_t k = 0; k < bad; ++k) append_hex_escape(out, static_cast<unsigned char>(s[i + k]));
+      i += bad;
+      continue;
+    }
+    if (escape_quoting && (b == '"' || b == '\\')) out += '\\';
+    out.append(s.substr(i, static_cast<std::size_t>(n)));
+    i += static_cast<std::size_t>(n);
+  }
+  return out;
+}
+
 std::string quote(const std::string& s) {
   // Quoted when a bare word would read differently: special characters, or a
-  // modifier keyword at the start ("anyof/x" after an operator).
-  bool needs = s.empty() || s.rfind("anyof", 0) == 0 || s.rfind("allof", 0) == 0 || s.rfind("oneof", 0) == 0;
+  // modifier keyword at the start ("anyof/x" after an operator), or bytes
+  // that are written as escapes.
+  bool needs = s.empty() || s.rfind("anyof", 0) == 0 || s.rfind("allof", 0) == 0 || s.rfind("oneof", 0) == 0 ||
+               !util::utf8_valid(s);
   for (char c : s) {
-    if (std::isspace(static_cast<unsigned char>(c)) || c == '(' || c == ')' || c == '"' || c == '\'' || c == ',' ||
+    const auto b = static_cast<unsigned char>(c);
+    if (std::isspace(b) || b < 0x20 || b == 0x7F || c == '(' || c == ')' || c == '"' || c == '\'' || c == ',' ||
         c == '=') {
       needs = true;
     }
   }
   if (!needs) return s;
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
+  return "\"" + escaped_text(s, true) + "\"";
+}
+
+// The escape whose backslash is s[i] (s[i + 1] exists): appends what it
+// stands for to out and returns the bytes it spans; 0, with `why`, for a \x
+// that two hex digits do not follow. The escapes are Falco's; \xHH came with
+// Falco 0.45. Another character after the backslash is kept with it (Falco
+// rejects those: \d stays \d, for a regex).
+std::size_t decode_escape(std::string_view s, std::size_t i, std::string& out, std::string& why) {
+  switch (s[i + 1]) {
+    case 'n': out += '\n'; return 2;
+    case 't': out += '\t'; return 2;
+    case 'r': out += '\r'; return 2;
+    case 'b': out += '\b'; return 2;
+    case 'f': out += '\f'; return 2;
+    case '\\': out += '\\'; return 2;
+    case '"': out += '"'; return 2;
+    case '\'': out += '\''; return 2;
+    case '/': out += '/'; return 2;
+    case 'x': {
+      unsigned char byte = 0;
+      if (i + 4 <= s.size()) {
+        const char* digits = s.data() + i + 2;
+        auto [end, ec] = std::from_chars(digits, digits + 2, byte, 16);
+        if (ec == std::errc() && end == digits + 2) {
+          out += static_cast<char>(byte);
+          return 4;
+        }
+      }
+      std::string_view seen = s.substr(i, 4);  // up to the closing quote
+      seen = seen.substr(0, std::min(seen.size(), seen.find_first_of("\"'", 2)));
+      why = "bad escape '" + escaped_text(seen, false) + "': \\x takes two hex digits (\\x00 to \\xff)";
+      return 0;
+    }
+    default:
+      out += '\\';
+      out += s[i + 1];
+      return 2;
   }
-  out += '"';
-  return out;
 }
 
 }  // namespace
@@ -469,22 +538,10 @@ class Parser {
     while (pos_ < s_.size() && s_[pos_] != q) {
       char c = s_[pos_];
       if (c == '\\' && pos_ + 1 < s_.size()) {
-        char e = s_[pos_ + 1];
-        switch (e) {
-          case 'n': out += '\n'; break;
-          case 't': out += '\t'; break;
-          case 'r': out += '\r'; break;
-          case 'b': out += '\b'; break;
-          case 'f': out += '\f'; break;
-          case '\\': out += '\\'; break;
-          case '"': out += '"'; break;
-          case '\'': out += '\''; break;
-          default:
-            out += '\\';
-            out += e;
-            break;
-        }
-        pos_ += 2;
+        std::string why;
+        const std::size_t n = decode_escape(s_, pos_, out, why);
+        if (n == 0) return fail(pos_, why);
+        pos_ += n;
         continue;
       }
       out += c;
@@ -592,5 +649,31 @@ ParseResult parse_condition(std::string_view text) { return Parser(text).run(); 
 bool parse_field_expr(std::string_view text, FieldExpr& out, std::string& error) {
   return Parser(text).field_only(out, error);
 }
+
+bool literal_item(std::string_view text, std::string& out, ParseError& error) {
+  out.clear();
+  const bool quoted = text.size() >= 2 && (text.front() == '"' || text.front() == '\'') && text.back() == text.front();
+  if (!quoted) {
+    out = std::string(text);
+    return true;
+  }
+  const std::string_view body = text.substr(1, text.size() - 2);
+  std::size_t i = 0;
+  while (i < body.size()) {
+    if (body[i] == '\\' && i + 1 < body.size()) {
+      const std::size_t n = decode_escape(body, i, out, error.message);
+      if (n == 0) {
+        error.offset = i + 1;
+        return false;
+      }
+      i += n;
+      continue;
+    }
+    out += body[i++];
+  }
+  return true;
+}
+
+std::string printable_text(std::string_view s) { return escaped_text(s, false); }
 
 }  // namespace vigil::rules

@@ -20,6 +20,9 @@
 //   Value       ::= BareString | QuotedString | ListValue | 'val' '(' FieldExpr ')'
 //                 | Transformer '(' FieldExpr ')'
 //   ListValue   ::= '(' [ Value (',' Value)* ] ')'
+//   QuotedString ::= '"' ... '"' | "'" ... "'"  with the escapes \" \' \\ \/ \b \f \n
+//                 \r \t and \xHH (one byte, two hex digits: Falco 0.45); any other
+//                 backslash stays as written
 //   FieldName   ::= [a-zA-Z][a-zA-Z0-9_]* ('.' [a-zA-Z0-9_]+)+
 //   MacroName   ::= [a-zA-Z_][a-zA-Z0-9_]*
 //   BareString  ::= [^()"'\s=,]+  (a bare identifier inside a list may name a list)
@@ -128,6 +131,17 @@ struct ParseResult {
   bool ok() const { return root != nullptr; }
 };
 ParseResult parse_condition(std::string_view text);
+
+// A list item or an exception value as its YAML gives it: when the whole
+// text is quoted ('"sh -c x"'), the text between the quotes with its escapes
+// decoded as in a condition; otherwise the text as written (a bare word keeps
+// its backslashes, as in Falco). False, with `error` (its offset into text),
+// for a \x that two hex digits do not follow.
+bool literal_item(std::string_view text, std::string& out, ParseError& error);
+
+// Text for a diagnostic: s with control characters and the bytes of
+// ill-formed UTF-8 written as \xHH.
+std::string printable_text(std::string_view s);
 
 // Parses a single field expression (for output tokens and exception fields):
 // "proc.name", "proc.aname[2]", "toupper(proc.name)". Rejects trailing text.

@@ -19,6 +19,7 @@
 #include "engine/rules/compiled.h"
 #include "engine/rules/compiler_parts.h"
 #include "engine/rules/diagnostic.h"
+#include "engine/util/utf8.h"
 
 namespace vigil::rules {
 
@@ -461,6 +462,14 @@ class Compiler {
   bool compile_strings(const Node& n, CCheck& chk, std::vector<std::string>& vals) {
     const std::string op = std::string(op_name(n.op));
     for (auto& v : vals) {
+      // As in Falco 0.45, where only byte buffers such as evt.buffer take a
+      // NUL byte: no string field's value holds one (bcontains 00 finds it).
+      if (v.find('\0') != std::string::npos) {
+        error(code::kTypeError, n.offset,
+              "'" + printable_text(v) + "' holds a NUL byte (\\x00), which no value of string field '" +
+                  n.field.to_string() + "' can hold");
+        return false;
+      }
       if (n.op == Op::kIContains || n.op == Op::kIGlob) {
         std::transform(v.begin(), v.end(), v.begin(), lower);
       }
@@ -478,7 +487,13 @@ class Compiler {
         o.set_max_mem(8 << 20);
         auto re = std::make_unique<RE2>(v, o);
         if (!re->ok()) {
-          error(code::kRegex, n.offset, "bad regular expression '" + v + "': " + re->error());
+          // A \xHH escape of a byte 0x80-0xff puts a lone byte in the
+          // expression; the text a regex runs on has U+FFFD in its place.
+          const char* hint = util::utf8_valid(v) ? ""
+                                                 : " (\\x80 to \\xff are bytes, not characters: the text a regex "
+                                                   "runs on has U+FFFD for each invalid byte, which '.' matches)";
+          error(code::kRegex, n.offset,
+                "bad regular expression '" + printable_text(v) + "': " + printable_text(re->error()) + hint);
           return false;
         }
         chk.re_pre.push_back(optimise_ ? regex_prefilter(v, o) : nullptr);

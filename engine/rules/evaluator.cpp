@@ -7,10 +7,29 @@
 #include <vector>
 
 #include "engine/rules/compiled.h"
+#include "engine/util/utf8.h"
 
 namespace vigil::rules {
 
 namespace {
+
+// `regex` as Falco 0.45 runs it: on the value with each ill-formed UTF-8
+// sequence replaced by U+FFFD (RE2 reads text as UTF-8 and matches nothing at
+// an invalid byte, so `.*` would miss "a\xffb"); every other operator
+// compares the bytes. A value that is valid UTF-8, nearly every one, is
+// matched in place; the copy lives in a per-thread buffer as long as three
+// times the longest value matched so far. Without memory for it, no match.
+bool regex_full_match(const RE2& re, std::string_view v) noexcept {
+  if (util::utf8_valid(v)) return RE2::FullMatch(re2::StringPiece(v.data(), v.size()), re);
+  thread_local std::string replaced;
+  try {
+    replaced.clear();
+    util::append_utf8_replacing(replaced, v);
+  } catch (...) {
+    return false;
+  }
+  return RE2::FullMatch(re2::StringPiece(replaced.data(), replaced.size()), re);
+}
 
 bool cmp_str(const CCheck& c, Op op, std::string_view v, std::string_view rhs, std::size_t idx) noexcept {
   switch (op) {
@@ -27,7 +46,7 @@ bool cmp_str(const CCheck& c, Op op, std::string_view v, std::string_view rhs, s
     case Op::kRegex: {
       if (idx >= c.res.size() || !c.res[idx]) return false;
       if (idx < c.re_pre.size() && c.re_pre[idx] && !c.re_pre[idx]->match(v)) return false;
-      return RE2::FullMatch(re2::StringPiece(v.data(), v.size()), *c.res[idx]);
+      return regex_full_match(*c.res[idx], v);
     }
     case Op::kIn:
     case Op::kIntersects: return c.set.contains(v);

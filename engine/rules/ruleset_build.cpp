@@ -30,12 +30,14 @@ std::string trim(std::string_view s) {
   return std::string(s.substr(b, e - b));
 }
 
-// A list item as written: quotes around it are removed ('"sh -c x"' -> sh -c x).
-std::string list_item(std::string s) {
-  if (s.size() >= 2 && ((s.front() == '"' && s.back() == '"') || (s.front() == '\'' && s.back() == '\''))) {
-    return s.substr(1, s.size() - 2);
-  }
-  return s;
+// A list item or exception value as written: quotes around it are removed
+// and its escapes decoded ('"sh -c x"' -> sh -c x, '"a\xffb"' -> a, 0xff, b).
+// False, with `why`, for a bad escape.
+bool list_item(const std::string& s, std::string& out, std::string& why) {
+  ParseError e;
+  if (literal_item(s, out, e)) return true;
+  why = "item '" + printable_text(s) + "': " + e.message;
+  return false;
 }
 
 std::string snippet(std::string_view cond, std::size_t off) {
@@ -60,17 +62,18 @@ bool op_from_text(std::string_view s, Op& op) {
   return op_from_word(s, op);
 }
 
-Value exception_rhs(const ExceptionValue& ev, Op op) {
-  Value v;
+// The right-hand side an exception value gives its check; false, with
+// `why`, when a quoted value has a bad escape.
+bool exception_rhs(const ExceptionValue& ev, Op op, Value& v, std::string& why) {
   if (ev.is_list) {
     v.kind = Value::Kind::kList;
     for (const auto& s : ev.items) {
       Value i;
-      i.text = list_item(s);
+      if (!list_item(s, i.text, why)) return false;
       i.bare = true;
       v.items.push_back(std::move(i));
     }
-    return v;
+    return true;
   }
   // A transformer or val() on the right: a field-to-field comparison.
   std::string_view t = ev.text;
@@ -82,25 +85,24 @@ Value exception_rhs(const ExceptionValue& ev, Op op) {
     if (head == "val" && parse_field_expr(t.substr(paren + 1, t.size() - paren - 2), f, err)) {
       v.kind = Value::Kind::kField;
       v.field = f;
-      return v;
+      return true;
     }
     if ((head == "tolower" || head == "toupper" || head == "b64" || head == "basename" || head == "len") &&
         parse_field_expr(t, f, err)) {
       v.kind = Value::Kind::kField;
       v.field = f;
-      return v;
+      return true;
     }
   }
   if (op_takes_list(op)) {
     v.kind = Value::Kind::kList;
     Value i;
-    i.text = ev.text;
+    if (!list_item(ev.text, i.text, why)) return false;
     i.bare = true;
     v.items.push_back(std::move(i));
-    return v;
+    return true;
   }
-  v.text = ev.text;
-  return v;
+  return list_item(ev.text, v.text, why);
 }
 
 NodePtr make_node(Node::Kind k) {
@@ -164,7 +166,13 @@ NodePtr exceptions_node(const RuleDef& r, Diagnostics& d, bool& ok) {
       chk->value.kind = Value::Kind::kList;
       for (const auto& tuple : e.values) {
         for (const auto& v : tuple) {
-          Value rhs = exception_rhs(v, ops[0]);
+          Value rhs;
+          std::string why;
+          if (!exception_rhs(v, ops[0], rhs, why)) {
+            d.error(code::kConditionSyntax, e.pos, lbl, "exception '" + e.name + "': " + why);
+            ok = false;
+            return nullptr;
+          }
           for (auto& i : rhs.items) chk->value.items.push_back(std::move(i));
         }
       }
@@ -184,7 +192,12 @@ NodePtr exceptions_node(const RuleDef& r, Diagnostics& d, bool& ok) {
         auto chk = make_node(Node::Kind::kCheck);
         chk->field = fields[i];
         chk->op = ops[i];
-        chk->value = exception_rhs(tuple[i], ops[i]);
+        std::string why;
+        if (!exception_rhs(tuple[i], ops[i], chk->value, why)) {
+          d.error(code::kConditionSyntax, e.pos, lbl, "exception '" + e.name + "': " + why);
+          ok = false;
+          return nullptr;
+        }
         if (!op_takes_list(ops[i]) && chk->value.kind == Value::Kind::kList) {
           d.error(code::kException, e.pos, lbl,
                   "exception '" + e.name + "': a list value needs in, pmatch or intersects");
@@ -278,7 +291,11 @@ class RulesetBuilder {
     for (const auto& l : col_.lists()) {
       std::vector<std::string> items;
       items.reserve(l.items.size());
-      for (const auto& i : l.items) items.push_back(list_item(i));
+      for (const auto& i : l.items) {
+        std::string item, why;
+        if (list_item(i, item, why)) items.push_back(std::move(item));
+        else d_.error(code::kConditionSyntax, l.pos, "list '" + l.name + "'", why);
+      }
       lists_[l.name] = std::move(items);
     }
   }

@@ -77,6 +77,44 @@ TEST(Parser, EscapesInsideQuotes) {
   EXPECT_EQ(r.root->value.text, "a\"b\\c");
 }
 
+// The value a condition's single check compares with.
+std::string value_of(const std::string& cond) {
+  auto r = parse_condition(cond);
+  EXPECT_TRUE(r.ok()) << cond << ": " << r.error.message;
+  return r.ok() ? r.root->value.text : "";
+}
+
+TEST(Parser, HexEscapesAreBytes) {
+  // Falco 0.45: \xHH is one byte, two hex digits of either case.
+  EXPECT_EQ(value_of(R"(proc.name = "\x41\x62c")"), "Abc");
+  EXPECT_EQ(value_of(R"(proc.name = '\xff\xFE')"), "\xff\xfe");
+  EXPECT_EQ(value_of(R"(proc.name = "\x413")"), "A3");
+  EXPECT_EQ(value_of(R"(proc.name = "a\x00b")"), std::string("a\0b", 3));  // the compiler refuses it
+  EXPECT_EQ(value_of(R"(proc.name = "a\/b")"), "a/b");                     // Falco's \/
+  // Escapes Falco does not know stay as written (for a regex), and a bare
+  // word has no escapes.
+  EXPECT_EQ(value_of(R"(proc.name = "\d+\.")"), "\\d+\\.");
+  EXPECT_EQ(value_of(R"(proc.name = \x41)"), "\\x41");
+}
+
+TEST(Parser, BadHexEscapeNamesItsOffset) {
+  auto e = err(R"(proc.name = "ab\xg1")");
+  EXPECT_EQ(e.offset, 15u);
+  EXPECT_EQ(e.message, "bad escape '\\xg1': \\x takes two hex digits (\\x00 to \\xff)");
+  EXPECT_EQ(err(R"(proc.name = "\x")").message, "bad escape '\\x': \\x takes two hex digits (\\x00 to \\xff)");
+  EXPECT_EQ(err(R"(proc.name in ("ok", '\x4'))").offset, 21u);
+  EXPECT_EQ(err(R"(proc.aname["\xZ"] = x)").offset, 12u);
+}
+
+TEST(Parser, CanonicalTextWritesBytesAsEscapes) {
+  // Control characters and invalid UTF-8 print as \xHH; the text parses back
+  // to the same bytes. Valid UTF-8 stays as it is.
+  const std::string c = canon(R"(fd.name = "/p\xff\x01\t")");
+  EXPECT_EQ(c, R"(fd.name = "/p\xff\x01\x09")");
+  EXPECT_EQ(value_of(c), "/p\xff\x01\t");
+  EXPECT_EQ(canon("fd.name = /caf\xC3\xA9"), "fd.name = /caf\xC3\xA9");
+}
+
 TEST(Parser, ListsWithQuotedAndBareItems) {
   auto r = parse_condition("proc.name in (bash, \"my shell\", 'x', 42)");
   ASSERT_TRUE(r.ok());
