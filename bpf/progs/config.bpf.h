@@ -23,41 +23,13 @@
 const volatile __u32 cfg_vigil_tgid __weak = 0;      /* vigil's own pid: never traced */
 const volatile __u32 cfg_uvm_major __weak = 0;       /* nvidia-uvm's dynamic major */
 const volatile __u32 cfg_payload_bytes __weak = 256; /* first bytes of a TCP connection */
-/* The open filter (bpf/progs/fd/open.bpf.c). Its tables are hash maps
- * (open_names, open_trie, open_given, open_heads) sized to what the rules ask;
- * these knobs say which tables hold anything, and masks of the lengths they
- * hold, so that most opens are judged without a lookup. */
-const volatile __u32 cfg_n_prefixes __weak = 0; /* open-filter literals in use (0: filter off) */
-const volatile __u32 cfg_have_whole __weak = 0; /* whole paths in open_names */
-const volatile __u32 cfg_have_dirs __weak = 0;  /* directories in open_names */
-const volatile __u32 cfg_have_rp __weak = 0;    /* resolved prefixes in open_trie */
-/* 1: some resolved prefixes are for opens for writing only (VG_OF_WRITE). */
-const volatile __u32 cfg_have_write_rp __weak = 0;
-const volatile __u32 cfg_have_given __weak = 0; /* given prefixes (VG_OF_GIVEN) */
-/* 1: some literals hold only where the path as given holds "../"
- * (VG_OF_TRAVERSAL): a failed open's given path is scanned for it. */
-const volatile __u32 cfg_have_traversal __weak = 0;
-const volatile __u64 cfg_dir_len_mask __weak =
-    0; /* bit n: some directory's last component has n bytes */
-const volatile __u64 cfg_leaf_len_mask __weak =
-    0; /* bit n: some whole path's last component has n bytes */
-const volatile __u32 cfg_rp_maxcomp __weak = 0; /* the most components any prefix compares */
-/* bit n: a resolved prefix's first component may be n bytes (63: longer);
- * of all of them, and of those for any open. */
-const volatile __u64 cfg_rp_top_len_mask __weak = 0;
-const volatile __u64 cfg_rp_any_len_mask __weak = 0;
-/* Lengths in open_given (bit n: a literal of n bytes), of the given prefixes
- * and of all literals; and the same of open_heads (bits 1 to 8). */
-const volatile __u64 cfg_given_lens __weak = 0;
-const volatile __u64 cfg_lit_lens __weak = 0;
-const volatile __u32 cfg_given_heads __weak = 0;
-const volatile __u32 cfg_lit_heads __weak = 0;
-/* Name fragments a traversal rule asks for (fd.name contains "id_rsa"): the
- * opened file's name is scanned for them (its first 16 bytes; a longer name
- * may hold one further on and is taken as holding one). */
-const volatile __u32 cfg_n_contains __weak = 0;
-const volatile __u32 cfg_contains_len[VG_CONTAINS_MAX] __weak = {};
-const volatile __u64 cfg_contains_head[VG_CONTAINS_MAX][2] __weak = {};
+/* The open filter's knobs (bpf/progs/fd/open.bpf.c, bpf/shared/events.h):
+ * not read-only data but a data section of their own, which user space
+ * rewrites when a reload changes the rules' paths (with the filter's tables,
+ * hash maps). want_payload is there too: a reload may start the payload
+ * events. */
+struct vg_of_knobs vg_of SEC(".data.openf") __weak = {};
+
 /* nvidia:nvidia_dev_xid field offsets, read from its format file (module BTF
  * is usually absent, so CO-RE cannot relocate them). */
 const volatile __u32 cfg_xid_dev_off __weak = 0;

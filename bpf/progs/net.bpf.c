@@ -18,8 +18,6 @@ char LICENSE[] SEC("license") = "GPL";
 #define ETH_P_IP 0x0800
 #define ETH_P_IPV6 0x86DD
 
-const volatile __u32 cfg_want_payload __weak = 0;
-
 /* Per-socket owner, set at connect (TCP: payload wanted) or at a DNS query
  * (UDP): who to attribute later packets of this socket to. */
 struct vg_sk_owner {
@@ -304,7 +302,7 @@ int vg_skb_egress(struct __sk_buff *skb)
   struct vg_sk_owner *o = 0;
   if (sk) {
     if (sk->protocol == IPPROTO_TCP) {
-      if (!cfg_want_payload)
+      if (!vg_of.want_payload)
         return 1;
       o = bpf_sk_storage_get(&sk_owner, sk, 0, 0);
       if (!o || !o->want_payload)

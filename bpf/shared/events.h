@@ -196,15 +196,48 @@ struct vg_of_name {
  * ("/dev/sd" names "sd..."), which is then at least that long. Node 0 is the
  * root, whose own entry has len 0. */
 #define VG_OF_PARTIAL 0x80000000u
+/* A node's id is a hash of the components that lead to it (the root's 0), so
+ * two rule sets' tables agree on every node they share: a reload adds and
+ * removes edges while the programs walk the trie. */
 struct vg_of_edge {
-  __u32 node;
+  __u64 node;
   __u32 len;
+  __u32 pad;
   __u64 head[2];
 };
 struct vg_of_node {
-  __u32 node;         /* the node this edge leads to */
-  __u32 ends;         /* VG_OF_* of the prefixes that end here */
+  __u64 node; /* the node this edge leads to */
+  __u32 ends; /* VG_OF_* of the prefixes that end here */
+  __u32 pad;
   __u64 partial_lens; /* bit n: an edge from this node ends a prefix inside a name at n bytes */
+};
+
+/* The open filter's knobs: which tables hold anything, and masks of the
+ * lengths they hold, so that most opens are judged without a lookup. They
+ * live in a data section user space rewrites on a reload (bpf/progs/
+ * config.bpf.h, vg_of), with the tables. */
+struct vg_of_knobs {
+  __u32 n_literals;     /* literals in use (0: the filter is off) */
+  __u32 have_whole;     /* whole paths in open_names */
+  __u32 have_dirs;      /* directories in open_names */
+  __u32 have_rp;        /* resolved prefixes in open_trie */
+  __u32 have_write_rp;  /* some of them for opens for writing only */
+  __u32 have_given;     /* given prefixes (VG_OF_GIVEN) */
+  __u32 have_traversal; /* traversal literals: a failed open's given path is scanned for "../" */
+  __u32 rp_maxcomp;     /* the most components a prefix compares */
+  __u32 given_heads;    /* bits 1 to 8: head lengths in open_heads, of the given prefixes */
+  __u32 lit_heads;      /* the same, of every literal */
+  __u32 n_contains;     /* name fragments (VG_CONTAINS_MAX + 1: every name counts) */
+  __u32 want_payload;   /* payload events are collected (net.bpf.c) */
+  __u64 dir_len_mask;   /* bit n: a directory's last component has n bytes */
+  __u64 leaf_len_mask;  /* bit n: a whole path's last component has n bytes */
+  __u64
+      rp_top_len_mask; /* bit n: a resolved prefix's first component may be n bytes (63: longer) */
+  __u64 rp_any_len_mask; /* the same, of the prefixes for any open */
+  __u64 given_lens;      /* bit n: a given prefix of n bytes in open_given */
+  __u64 lit_lens;        /* bit n: a literal of n bytes in open_given */
+  __u32 contains_len[VG_CONTAINS_MAX];
+  __u64 contains_head[VG_CONTAINS_MAX][2];
 };
 
 /* A literal compared with the path as given: its length and bytes (zero past

@@ -75,6 +75,10 @@ class PodWatcher;
 class State;
 }  // namespace vigil::state
 
+namespace vigil::sensor {
+class Sensor;
+}  // namespace vigil::sensor
+
 namespace vigil::agent {
 
 class Progress;
@@ -143,9 +147,12 @@ struct Agent {
   YAML::Node cfg_in_force;
   std::size_t enabled_in_force = 0;
   metrics::RulesInForce rules_in_force;  // the same counts, for /metrics
-  // What the sensor was set up for at start (a reload cannot change it).
+  // What the sensor collects for the rules in force: a reload moves it to
+  // the new rules' (sensor->update) in its commit. `sensor` is owned by the
+  // runner, null where the BPF sensor is off.
   std::set<event::Type> collected_in_force;
   rules::OpenPaths filtered_in_force;
+  sensor::Sensor* sensor = nullptr;
   // The files a reload reads, and the watch on them.
   std::vector<std::string> watched;
   std::unique_ptr<runtime::FileWatch> watch;

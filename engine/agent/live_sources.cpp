@@ -143,7 +143,7 @@ std::string sensor_gaps(const std::set<event::Type>& collected, const rules::Ope
 }
 
 Status add_live_sources(runtime::Runner& runner, const LiveSourcesConfig& cfg, runtime::Parts& parts,
-                        spdlog::logger& log) {
+                        spdlog::logger& log, sensor::Sensor** sensor_out) {
   const util::CapSet caps = util::effective_caps().value_or(util::CapSet::all());
   auto sensor = sensor::Sensor::open(cfg.sensor);
   if (!sensor && sensor.error().kind == Error::Kind::kBadInput) return sensor.error();
@@ -151,6 +151,7 @@ Status add_live_sources(runtime::Runner& runner, const LiveSourcesConfig& cfg, r
     record_part(parts, log, "bpf", true);
     const sensor::CgroupPrograms& cgroup = (*sensor)->cgroup_programs();
     if (cgroup.wanted) record_part(parts, log, "bpf_cgroup", cgroup.off.empty(), cgroup.off);
+    if (sensor_out) *sensor_out = sensor->get();
     runner.add_source(std::move(*sensor));
   } else {
     record_part(parts, log, "bpf", false, sensor.error().message);

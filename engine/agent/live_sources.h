@@ -55,8 +55,10 @@ std::string sensor_gaps(const std::set<event::Type>& collected, const rules::Ope
 // saying why. Errors are bad input only (a sensor setting out of bounds); once
 // the plugin sources are added too, require_an_event_source() (parts.h)
 // decides whether anything can run.
+// `sensor`, where given, is set to the BPF sensor handed to the runner (null
+// where it is off).
 Status add_live_sources(runtime::Runner& runner, const LiveSourcesConfig& cfg, runtime::Parts& parts,
-                        spdlog::logger& log);
+                        spdlog::logger& log, sensor::Sensor** sensor = nullptr);
 
 // Adds the plugins' sources to the runner, not essential (a plugin that fails
 // leaves detection going), and records each as the part "plugin:NAME".

@@ -94,40 +94,63 @@ std::uint64_t first_lengths(const std::vector<PrefixComponent>& comps) {
   return lens;
 }
 
+// A node's id: a hash of its parent's id and the edge's component
+// (splitmix64 steps), never 0 (the root's).
+std::uint64_t node_id(std::uint64_t parent, std::uint32_t len, std::uint64_t h0, std::uint64_t h1) {
+  auto mix = [](std::uint64_t x) {
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+  };
+  std::uint64_t id = mix(mix(mix(mix(parent) ^ len) ^ h0) ^ h1);
+  return id ? id : 1;
+}
+
 // The trie of resolved prefixes, built node by node.
 class Trie {
  public:
-  Trie() : nodes_(1) {}
   void add(const std::vector<PrefixComponent>& comps, std::uint8_t flag) {
-    std::uint32_t node = 0;
+    std::uint64_t node = 0;
     if (comps.empty()) {
       nodes_[0].ends |= flag;
       return;
     }
-    for (std::size_t k = 0; k < comps.size(); ++k) {
-      const PrefixComponent& c = comps[k];
+    for (const PrefixComponent& c : comps) {
       if (c.partial) {  // only the last component ends inside a name
-        std::uint32_t n = std::min<std::uint32_t>(c.len, 62);
-        vg_of_edge e{node, n | VG_OF_PARTIAL, {low_bytes(c.head[0], n), n <= 8 ? 0 : low_bytes(c.head[1], n - 8)}};
-        partial_[key(e)].ends |= flag;
-        partial_keys_.emplace(key(e), e);
+        const std::uint32_t n = std::min<std::uint32_t>(c.len, 62);
+        vg_of_edge e{};
+        e.node = node;
+        e.len = n | VG_OF_PARTIAL;
+        e.head[0] = low_bytes(c.head[0], n);
+        e.head[1] = n <= 8 ? 0 : low_bytes(c.head[1], n - 8);
+        partial_[key(e)] = {e, partial_[key(e)].second | flag};
         nodes_[node].partial_lens |= std::uint64_t{1} << n;
         return;
       }
-      vg_of_edge e{node, c.len, {c.head[0], c.head[1]}};
-      auto [it, fresh] = edges_.emplace(key(e), std::make_pair(e, static_cast<std::uint32_t>(nodes_.size())));
-      if (fresh) nodes_.emplace_back();
-      node = it->second.second;
+      vg_of_edge e{};
+      e.node = node;
+      e.len = c.len;
+      e.head[0] = c.head[0];
+      e.head[1] = c.head[1];
+      const std::uint64_t child = node_id(node, c.len, c.head[0], c.head[1]);
+      edges_.emplace(key(e), std::make_pair(e, child));
+      nodes_[child];
+      node = child;
     }
     nodes_[node].ends |= flag;
   }
   void emit(std::vector<std::pair<vg_of_edge, vg_of_node>>& out) const {
-    out.push_back({vg_of_edge{}, vg_of_node{0, nodes_[0].ends, nodes_[0].partial_lens}});
-    for (const auto& [k, v] : edges_) {
-      const Node& n = nodes_[v.second];
-      out.push_back({v.first, vg_of_node{v.second, n.ends, n.partial_lens}});
-    }
-    for (const auto& [k, e] : partial_keys_) out.push_back({e, vg_of_node{0, partial_.at(k).ends, 0}});
+    auto value = [](std::uint64_t id, const Node& n) {
+      vg_of_node v{};
+      v.node = id;
+      v.ends = n.ends;
+      v.partial_lens = n.partial_lens;
+      return v;
+    };
+    out.push_back({vg_of_edge{}, value(0, nodes_.at(0))});
+    for (const auto& [k, v] : edges_) out.push_back({v.first, value(v.second, nodes_.at(v.second))});
+    for (const auto& [k, p] : partial_) out.push_back({p.first, value(0, Node{p.second, 0})});
   }
 
  private:
@@ -135,12 +158,11 @@ class Trie {
     std::uint32_t ends = 0;
     std::uint64_t partial_lens = 0;
   };
-  using Key = std::tuple<std::uint32_t, std::uint32_t, std::uint64_t, std::uint64_t>;
+  using Key = std::tuple<std::uint64_t, std::uint32_t, std::uint64_t, std::uint64_t>;
   static Key key(const vg_of_edge& e) { return {e.node, e.len, e.head[0], e.head[1]}; }
-  std::vector<Node> nodes_;
-  std::map<Key, std::pair<vg_of_edge, std::uint32_t>> edges_;
-  std::map<Key, Node> partial_;
-  std::map<Key, vg_of_edge> partial_keys_;
+  std::map<std::uint64_t, Node> nodes_{{0, Node{}}};
+  std::map<Key, std::pair<vg_of_edge, std::uint64_t>> edges_;
+  std::map<Key, std::pair<vg_of_edge, std::uint32_t>> partial_;
 };
 
 Status check_length(const std::string& p) {
@@ -158,27 +180,27 @@ Result<OpenTables> build_open_tables(const OpenLists& lists) {
   std::map<std::string, std::uint8_t> given;
   auto add_given = [&](const std::string& p, std::uint8_t flag) {
     given[p] |= flag;
-    (flag == VG_OF_GIVEN ? t.given_lens : t.lit_lens) |= std::uint64_t{1} << p.size();
-    t.lit_lens |= std::uint64_t{1} << p.size();
+    (flag == VG_OF_GIVEN ? t.knobs.given_lens : t.knobs.lit_lens) |= std::uint64_t{1} << p.size();
+    t.knobs.lit_lens |= std::uint64_t{1} << p.size();
   };
   for (const std::string& p : lists.given) {
     if (p.empty()) continue;
     if (Status st = check_length(p); !st) return st.error();
     add_given(p, VG_OF_GIVEN);
-    t.have_given = true;
-    ++t.n_literals;
+    t.knobs.have_given = 1;
+    ++t.knobs.n_literals;
   }
   auto add_prefix = [&](const std::string& p, std::uint8_t flag) -> Status {
     if (Status st = check_length(p); !st) return st;
     auto comps = prefix_components(p, VG_RP_COMPS);
     if (!comps) return comps.error();
     trie.add(*comps, flag);
-    t.rp_maxcomp = std::max<std::uint32_t>(t.rp_maxcomp, static_cast<std::uint32_t>(comps->size()));
+    t.knobs.rp_maxcomp = std::max<std::uint32_t>(t.knobs.rp_maxcomp, static_cast<std::uint32_t>(comps->size()));
     const std::uint64_t lens = first_lengths(*comps);
-    t.rp_top_len_mask |= lens;
-    if (flag != VG_OF_WRITE) t.rp_any_len_mask |= lens;
-    t.have_rp = true;
-    ++t.n_literals;
+    t.knobs.rp_top_len_mask |= lens;
+    if (flag != VG_OF_WRITE) t.knobs.rp_any_len_mask |= lens;
+    t.knobs.have_rp = 1;
+    ++t.knobs.n_literals;
     return {};
   };
   for (const std::string& p : lists.prefixes) {
@@ -190,12 +212,12 @@ Result<OpenTables> build_open_tables(const OpenLists& lists) {
     if (p.empty()) continue;
     if (Status st = add_prefix(p, VG_OF_WRITE); !st) return st.error();
     add_given(p, VG_OF_OTHER);
-    t.have_write_rp = true;
+    t.knobs.have_write_rp = 1;
   }
   for (const std::string& p : lists.traversal_prefixes) {
     if (p.empty()) continue;
     if (Status st = add_prefix(p, VG_OF_TRAVERSAL); !st) return st.error();
-    t.have_traversal = true;
+    t.knobs.have_traversal = 1;
   }
   for (const auto* list : {&lists.whole, &lists.dirs}) {
     const bool dir = list == &lists.dirs;
@@ -206,27 +228,37 @@ Result<OpenTables> build_open_tables(const OpenLists& lists) {
       if (leaf.empty()) return Error::bad_input("open filter: whole path without a file name: " + p);
       const auto h = head16(leaf);
       names[{static_cast<std::uint32_t>(leaf.size()), dir ? 1u : 0u, h[0], h[1]}] |= VG_OF_ANY;
-      (dir ? t.dir_len_mask : t.leaf_len_mask) |= std::uint64_t{1} << leaf.size();
-      (dir ? t.have_dirs : t.have_whole) = true;
+      (dir ? t.knobs.dir_len_mask : t.knobs.leaf_len_mask) |= std::uint64_t{1} << leaf.size();
+      (dir ? t.knobs.have_dirs : t.knobs.have_whole) = 1;
       add_given(p, VG_OF_OTHER);
-      ++t.n_literals;
+      ++t.knobs.n_literals;
     }
   }
   for (const std::string& f : lists.traversal_fragments) {
     if (f.empty()) continue;
     if (f.size() > 16 || f.find('/') != std::string::npos)
       return Error::bad_input("open filter: a file-name fragment is at most 16 bytes without '/': " + f);
-    t.fragments.push_back({static_cast<std::uint32_t>(f.size()), head16(f)});
-    t.have_traversal = true;
-    ++t.n_literals;
+    if (t.knobs.n_contains < VG_CONTAINS_MAX) {
+      const auto h = head16(f);
+      t.knobs.contains_len[t.knobs.n_contains] = static_cast<std::uint32_t>(f.size());
+      t.knobs.contains_head[t.knobs.n_contains][0] = h[0];
+      t.knobs.contains_head[t.knobs.n_contains][1] = h[1];
+    }
+    ++t.knobs.n_contains;
+    t.knobs.have_traversal = 1;
+    ++t.knobs.n_literals;
   }
-  t.n_contains =
-      t.fragments.size() > VG_CONTAINS_MAX ? VG_CONTAINS_MAX + 1 : static_cast<std::uint32_t>(t.fragments.size());
+  t.knobs.n_contains = std::min<std::uint32_t>(t.knobs.n_contains, VG_CONTAINS_MAX + 1);
   trie.emit(t.trie);
-  if (!t.have_rp) t.trie.clear();
+  if (!t.knobs.have_rp) t.trie.clear();
   for (const auto& [k, v] : names) {
     const auto& [len, dir, h0, h1] = k;
-    t.names.push_back({vg_of_name{len, dir, {h0, h1}}, v});
+    vg_of_name n{};
+    n.len = len;
+    n.dir = dir;
+    n.head[0] = h0;
+    n.head[1] = h1;
+    t.names.push_back({n, v});
   }
   std::map<std::pair<std::uint32_t, std::uint64_t>, std::uint8_t> heads;
   for (const auto& [p, flags] : given) {
@@ -238,10 +270,15 @@ Result<OpenTables> build_open_tables(const OpenLists& lists) {
     std::uint64_t w = 0;
     std::memcpy(&w, p.data(), n);
     heads[{n, w}] |= flags;
-    ((flags & VG_OF_GIVEN) ? t.given_heads : t.lit_heads) |= 1u << n;
-    t.lit_heads |= 1u << n;
+    ((flags & VG_OF_GIVEN) ? t.knobs.given_heads : t.knobs.lit_heads) |= 1u << n;
+    t.knobs.lit_heads |= 1u << n;
   }
-  for (const auto& [k, v] : heads) t.heads.push_back({vg_of_head{k.first, 0, k.second}, v});
+  for (const auto& [k, v] : heads) {
+    vg_of_head h{};
+    h.len = k.first;
+    h.head = k.second;
+    t.heads.push_back({h, v});
+  }
   return t;
 }
 
@@ -264,29 +301,43 @@ int tables_judge(const OpenTables& t, std::string_view path, bool write) {
     if (nf & VG_OF_ANY) return 1;
     if (nf & VG_OF_TRAVERSAL) gated = 2;
     const std::string_view leaf = comps.back();
-    for (const auto& [len, h] : t.fragments) {
-      std::string frag(reinterpret_cast<const char*>(h.data()), len);
-      if (leaf.size() > 16 || leaf.find(frag) != std::string_view::npos) gated = 2;
+    for (std::uint32_t i = 0; i < t.knobs.n_contains; ++i) {
+      if (i >= VG_CONTAINS_MAX || leaf.size() > 16) {
+        gated = 2;
+        break;
+      }
+      std::string frag(reinterpret_cast<const char*>(t.knobs.contains_head[i]), t.knobs.contains_len[i]);
+      if (leaf.find(frag) != std::string_view::npos) gated = 2;
     }
   }
   const std::uint32_t want = VG_OF_ANY | (write ? VG_OF_WRITE : 0);
   const vg_of_node* v = find_edge(vg_of_edge{});
+  if (!t.knobs.have_rp) v = nullptr;
   if (!v) return gated;
   if (v->ends & want) return 1;
   if (v->ends & VG_OF_TRAVERSAL) gated = 2;
-  std::uint32_t node = 0;
+  std::uint64_t node = 0;
   std::uint64_t partial = v->partial_lens;
-  for (std::size_t k = 0; k < comps.size() && k < VG_RP_COMPS && k < t.rp_maxcomp; ++k) {
+  for (std::size_t k = 0; k < comps.size() && k < VG_RP_COMPS && k < t.knobs.rp_maxcomp; ++k) {
     const auto len = static_cast<std::uint32_t>(comps[k].size());
     const auto w = head16(comps[k]);
     for (std::uint32_t b = 1; b < 63 && b <= len; ++b) {
       if (!((partial >> b) & 1)) continue;
-      const vg_of_node* pv =
-          find_edge(vg_of_edge{node, b | VG_OF_PARTIAL, {low_bytes(w[0], b), b <= 8 ? 0 : low_bytes(w[1], b - 8)}});
+      vg_of_edge e{};
+      e.node = node;
+      e.len = b | VG_OF_PARTIAL;
+      e.head[0] = low_bytes(w[0], b);
+      e.head[1] = b <= 8 ? 0 : low_bytes(w[1], b - 8);
+      const vg_of_node* pv = find_edge(e);
       if (pv && (pv->ends & want)) return 1;
       if (pv && (pv->ends & VG_OF_TRAVERSAL)) gated = 2;
     }
-    v = find_edge(vg_of_edge{node, len, {w[0], w[1]}});
+    vg_of_edge e{};
+    e.node = node;
+    e.len = len;
+    e.head[0] = w[0];
+    e.head[1] = w[1];
+    v = find_edge(e);
     if (!v) break;
     if (v->ends & want) return 1;
     if (v->ends & VG_OF_TRAVERSAL) gated = 2;
@@ -294,6 +345,45 @@ int tables_judge(const OpenTables& t, std::string_view path, bool write) {
     partial = v->partial_lens;
   }
   return gated;
+}
+
+}  // namespace vigil::sensor
+
+namespace vigil::sensor {
+
+vg_of_knobs knobs_union(const vg_of_knobs& a, const vg_of_knobs& b) {
+  vg_of_knobs u = a;
+  u.n_literals = std::max(a.n_literals, b.n_literals);
+  u.have_whole = a.have_whole | b.have_whole;
+  u.have_dirs = a.have_dirs | b.have_dirs;
+  u.have_rp = a.have_rp | b.have_rp;
+  u.have_write_rp = a.have_write_rp | b.have_write_rp;
+  u.have_given = a.have_given | b.have_given;
+  u.have_traversal = a.have_traversal | b.have_traversal;
+  u.rp_maxcomp = std::max(a.rp_maxcomp, b.rp_maxcomp);
+  u.given_heads = a.given_heads | b.given_heads;
+  u.lit_heads = a.lit_heads | b.lit_heads;
+  u.want_payload = a.want_payload | b.want_payload;
+  u.dir_len_mask = a.dir_len_mask | b.dir_len_mask;
+  u.leaf_len_mask = a.leaf_len_mask | b.leaf_len_mask;
+  u.rp_top_len_mask = a.rp_top_len_mask | b.rp_top_len_mask;
+  u.rp_any_len_mask = a.rp_any_len_mask | b.rp_any_len_mask;
+  u.given_lens = a.given_lens | b.given_lens;
+  u.lit_lens = a.lit_lens | b.lit_lens;
+  // Name fragments: both lists where they fit, else every name counts.
+  u.n_contains = a.n_contains;
+  for (std::uint32_t i = 0; i < b.n_contains && i < VG_CONTAINS_MAX; ++i) {
+    if (u.n_contains >= VG_CONTAINS_MAX) {
+      u.n_contains = VG_CONTAINS_MAX + 1;
+      break;
+    }
+    u.contains_len[u.n_contains] = b.contains_len[i];
+    u.contains_head[u.n_contains][0] = b.contains_head[i][0];
+    u.contains_head[u.n_contains][1] = b.contains_head[i][1];
+    ++u.n_contains;
+  }
+  if (b.n_contains > VG_CONTAINS_MAX) u.n_contains = VG_CONTAINS_MAX + 1;
+  return u;
 }
 
 }  // namespace vigil::sensor

@@ -57,25 +57,19 @@ struct OpenLists {
   std::vector<std::string> traversal_fragments;
 };
 
-// The open filter's configuration: the knobs (config.bpf.h, cfg_* of the
-// open filter) and the entries of its four maps.
+// The open filter's configuration: its knobs (vg_of) and the entries of its
+// four maps.
 struct OpenTables {
-  std::uint32_t n_literals = 0;
-  bool have_whole = false, have_dirs = false, have_rp = false, have_write_rp = false, have_given = false,
-       have_traversal = false;
-  std::uint64_t dir_len_mask = 0, leaf_len_mask = 0, rp_top_len_mask = 0, rp_any_len_mask = 0;
-  std::uint64_t given_lens = 0, lit_lens = 0;
-  std::uint32_t given_heads = 0, lit_heads = 0, rp_maxcomp = 0;
-  // Name fragments: their length and first 16 bytes. More than
-  // VG_CONTAINS_MAX: n_contains is VG_CONTAINS_MAX + 1 and every name is
-  // taken as holding one.
-  std::uint32_t n_contains = 0;
-  std::vector<std::pair<std::uint32_t, std::array<std::uint64_t, 2>>> fragments;
+  vg_of_knobs knobs{};
   std::vector<std::pair<vg_of_name, std::uint8_t>> names;
   std::vector<std::pair<vg_of_edge, vg_of_node>> trie;
   std::vector<std::pair<vg_of_given, std::uint8_t>> given;
   std::vector<std::pair<vg_of_head, std::uint8_t>> heads;
 };
+
+// Knobs that let through what either `a` or `b` lets through: in force
+// while a reload moves the tables from one rule set's to the other's.
+vg_of_knobs knobs_union(const vg_of_knobs& a, const vg_of_knobs& b);
 
 // The tables for `lists`. A path of VG_PREFIX_LEN bytes or more, a resolved
 // prefix that is not absolute, a whole path without a file name or a name

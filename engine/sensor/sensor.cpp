@@ -26,6 +26,7 @@
 #include "engine/sensor/device.h"
 #include "engine/sensor/hooks.h"
 #include "engine/sensor/open_filter.h"
+#include "engine/sensor/open_maps.h"
 #include "engine/sensor/sysfs.h"
 #include "engine/util/caps.h"
 
@@ -113,7 +114,8 @@ std::int64_t now_wall_ns() {
 class Sensor::Impl {
  public:
   ~Impl() {
-    for (bpf_link* l : links_) bpf_link__destroy(l);
+    for (HookState& h : hooks_)
+      if (h.link) bpf_link__destroy(h.link);
     if (rb_) ring_buffer__free(rb_);
     if (consumer_page_ != MAP_FAILED) munmap(consumer_page_, page_size_);
     if (producer_page_ != MAP_FAILED) munmap(producer_page_, page_size_);
@@ -125,10 +127,17 @@ class Sensor::Impl {
   }
 
   Status open(const Config& cfg);
+  std::string cannot_update(const Config& next) const;
+  Status update(const Config& next);
   const CgroupPrograms& cgroup_programs() const { return cgroup_; }
   Result<std::size_t> poll(std::size_t budget, const source::EventSource::Emit& emit);
   DropCounters drops() const;
-  std::vector<std::string> attached() const { return attached_; }
+  std::vector<std::string> attached() const {
+    std::vector<std::string> out;
+    for (const HookState& h : hooks_)
+      if (h.link) out.push_back(h.hook->name);
+    return out;
+  }
   int epoll_fd() const { return epoll_fd_; }
   const std::string& failure() const { return failure_; }
   std::optional<source::Backlog> backlog() const;
@@ -137,23 +146,45 @@ class Sensor::Impl {
   static int on_record(void* ctx, void* data, size_t size);
   std::size_t report_usage(const source::EventSource::Emit& emit);
   void drain_ioctl_slots();
-  Status attach_one(const Hook& h, bpf_program* prog);
+  // A hook of the table, its program, whether this kernel and vigil's
+  // privileges let it run (why not, where not), and its link while attached.
+  struct HookState {
+    const Hook* hook = nullptr;
+    bpf_program* prog = nullptr;
+    bool available = false;
+    std::string why_not;
+    bpf_link* link = nullptr;
+  };
+  Status attach_one(HookState& h);
   Error load_refused(int err, util::CapSet have) const;
   // The steps of open(), in order.
-  Status configure(bool& args_at_exit);
-  // The open filter's tables, into its maps (after load, before attach).
-  Status fill_open_tables();
-  std::string find_cgroup_root(util::CapSet caps);
-  Result<std::vector<std::pair<const Hook*, bpf_program*>>> choose_programs(const std::string& tracefs,
-                                                                            bool args_at_exit);
-  Status attach_all(const std::vector<std::pair<const Hook*, bpf_program*>>& to_attach, const std::string& cgroup_root);
+  Status load(util::CapSet caps, bool load_all);
+  Status configure();
+  void find_cgroup_root(util::CapSet caps);
+  Status choose_programs(const std::string& tracefs, bool load_all);
+  Status attach_wanted();
   Status open_ring_buffer();
   Status open_wait_fd();
+  Status open_usage_timer();
+  // Does `cfg` (with the tables `t`) want hook h attached?
+  bool want_now(const Hook& h, const Config& cfg, const OpenTables& t) const;
+  // The open filter's tables into its maps: every entry of `next`, then the
+  // knobs of both, then the old entries `next` lacks removed, then its knobs.
+  Status apply_open_tables(OpenTables next);
+  OpenMaps open_maps() const {
+    return {skel_->maps.open_names, skel_->maps.open_trie, skel_->maps.open_given, skel_->maps.open_heads};
+  }
 
   Config cfg_;
   std::unique_ptr<ident::ExeIdentifier> ident_;  // null when cfg_.identify_exe is off
   vigil_bpf* skel_ = nullptr;
   OpenTables open_tables_;
+  std::vector<HookState> hooks_;
+  bool all_loaded_ = false;    // every available program loaded, attached or not (reloads attach them)
+  bool args_at_exit_ = false;  // cfg_args_at_exit
+  std::string cgroup_root_;    // "" where the cgroup programs cannot run
+  std::string cgroup_off_;     // why not
+  std::string tracefs_;
   ring_buffer* rb_ = nullptr;
   // The ring buffer's consumer and producer positions, mapped read-only a
   // second time so that any thread can see how full it is (backlog()).
@@ -161,8 +192,6 @@ class Sensor::Impl {
   void* producer_page_ = MAP_FAILED;
   std::size_t page_size_ = 4096;
   std::uint64_t ring_bytes_ = 0;
-  std::vector<bpf_link*> links_;
-  std::vector<std::string> attached_;
   int cgroup_fd_ = -1;
   int timer_fd_ = -1;  // the GPU usage report
   int batch_fd_ = -1;  // kMaxBatchDelay: records below the wake-up threshold
@@ -180,7 +209,14 @@ class Sensor::Impl {
 // with the record already handed over (its consumer position advanced).
 constexpr int kBudgetReached = -ECANCELED;
 
-Status Sensor::Impl::attach_one(const Hook& h, bpf_program* prog) {
+Status Sensor::Impl::attach_one(HookState& hs) {
+  const Hook& h = *hs.hook;
+  bpf_program* prog = hs.prog;
+  if (h.kind == AttachKind::kCgroup && cgroup_fd_ < 0) {
+    cgroup_fd_ = ::open(cgroup_root_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (cgroup_fd_ < 0)
+      return Error::runtime("sensor: cannot open the cgroup v2 root " + cgroup_root_ + ": " + std::strerror(errno));
+  }
   bpf_link* link = nullptr;
   if (h.kind == AttachKind::kCgroup) {
     link = bpf_program__attach_cgroup(prog, cgroup_fd_);
@@ -196,8 +232,7 @@ Status Sensor::Impl::attach_one(const Hook& h, bpf_program* prog) {
     int err = errno;
     return Error::runtime(std::string("sensor: cannot attach ") + h.name + ": " + std::strerror(err));
   }
-  links_.push_back(link);
-  attached_.push_back(h.name);
+  hs.link = link;
   return {};
 }
 
@@ -250,109 +285,44 @@ Result<std::string> tracefs_for(const Config& cfg) {
   return std::string();
 }
 
-// vigil's own files join the whole paths (those a rule's resolved prefix
-// covers are sent already; the rule on them wants writes).
-void add_own_files(Config& cfg) {
-  for (const std::string& own : cfg.own_files) {
-    if (own.empty() || own[0] != '/' || own.size() >= VG_PREFIX_LEN || own.back() == '/') continue;
-    auto starts = [&](const std::string& q) { return !q.empty() && own.compare(0, q.size(), q) == 0; };
-    const bool covered = std::any_of(cfg.open_path_prefixes.begin(), cfg.open_path_prefixes.end(), starts) ||
-                         std::any_of(cfg.open_write_prefixes.begin(), cfg.open_write_prefixes.end(), starts);
-    if (!covered && std::find(cfg.open_path_whole.begin(), cfg.open_path_whole.end(), own) == cfg.open_path_whole.end())
-      cfg.open_path_whole.push_back(own);
-  }
-}
-
-using Rodata = vigil_bpf::vigil_bpf__rodata;
-
-// The open filter's knobs, into the read-only data (its tables go into its
-// maps once they are created: fill_open_tables).
-void write_open_knobs(const OpenTables& t, Rodata& ro) {
-  ro.cfg_n_prefixes = t.n_literals;
-  ro.cfg_have_whole = t.have_whole;
-  ro.cfg_have_dirs = t.have_dirs;
-  ro.cfg_have_rp = t.have_rp;
-  ro.cfg_have_write_rp = t.have_write_rp;
-  ro.cfg_have_given = t.have_given;
-  ro.cfg_have_traversal = t.have_traversal;
-  ro.cfg_dir_len_mask = t.dir_len_mask;
-  ro.cfg_leaf_len_mask = t.leaf_len_mask;
-  ro.cfg_rp_maxcomp = t.rp_maxcomp;
-  ro.cfg_rp_top_len_mask = t.rp_top_len_mask;
-  ro.cfg_rp_any_len_mask = t.rp_any_len_mask;
-  ro.cfg_given_lens = t.given_lens;
-  ro.cfg_lit_lens = t.lit_lens;
-  ro.cfg_given_heads = t.given_heads;
-  ro.cfg_lit_heads = t.lit_heads;
-  ro.cfg_n_contains = t.n_contains;
-  for (std::size_t i = 0; i < t.fragments.size() && i < VG_CONTAINS_MAX; ++i) {
-    ro.cfg_contains_len[i] = t.fragments[i].first;
-    ro.cfg_contains_head[i][0] = t.fragments[i].second[0];
-    ro.cfg_contains_head[i][1] = t.fragments[i].second[1];
-  }
-}
-
-// Each table's map sized to its entries (a hash map holds at least one).
-Status size_open_maps(const OpenTables& t, vigil_bpf& skel) {
-  const std::pair<bpf_map*, std::size_t> maps[] = {{skel.maps.open_names, t.names.size()},
-                                                   {skel.maps.open_trie, t.trie.size()},
-                                                   {skel.maps.open_given, t.given.size()},
-                                                   {skel.maps.open_heads, t.heads.size()}};
-  for (const auto& [m, n] : maps) {
-    if (int err = bpf_map__set_max_entries(m, static_cast<std::uint32_t>(std::max<std::size_t>(n, 1))); err != 0)
-      return Error::runtime(std::string("sensor: cannot size the open filter's map ") + bpf_map__name(m) + ": " +
-                            std::strerror(-err));
-  }
-  return {};
-}
-
-template <typename K, typename V>
-Status fill_map(bpf_map* m, const std::vector<std::pair<K, V>>& entries) {
-  for (const auto& [k, v] : entries) {
-    if (int err = bpf_map__update_elem(m, &k, sizeof(k), &v, sizeof(v), BPF_ANY); err != 0)
-      return Error::runtime(std::string("sensor: cannot fill the open filter's map ") + bpf_map__name(m) + ": " +
-                            std::strerror(-err));
-  }
-  return {};
-}
-
 }  // namespace
 
-Status Sensor::Impl::fill_open_tables() {
-  if (Status st = fill_map(skel_->maps.open_names, open_tables_.names); !st) return st;
-  if (Status st = fill_map(skel_->maps.open_trie, open_tables_.trie); !st) return st;
-  if (Status st = fill_map(skel_->maps.open_given, open_tables_.given); !st) return st;
-  return fill_map(skel_->maps.open_heads, open_tables_.heads);
+// The open filter's tables, into its maps, and its knobs (after load: the
+// data section is mapped; the programs may be running).
+Status Sensor::Impl::apply_open_tables(OpenTables next) {
+  const OpenMaps maps = open_maps();
+  if (Status st = fill_open_maps(maps, next); !st) return st;
+  vg_of_knobs& live = skel_->data_openf->vg_of;
+  live = knobs_union(open_tables_.knobs, next.knobs);
+  remove_stale_entries(maps, open_tables_, next);
+  live = next.knobs;
+  open_tables_ = std::move(next);
+  return {};
 }
 
-// The read-only configuration, fixed at load: vigil's pid, device numbers,
-// the open filter, and what the kernel can do (arguments at the exit, the
-// task in cgroup programs, the per-CPU ioctl slots); the ring buffer's size.
-Status Sensor::Impl::configure(bool& args_at_exit) {
+// The configuration fixed at load: vigil's pid, device numbers, what the
+// kernel can do (arguments at the exit, the task in cgroup programs, the
+// per-CPU ioctl slots), the ring buffer's size; and the open filter's first
+// knobs and its maps' room.
+Status Sensor::Impl::configure() {
   auto& ro = *skel_->rodata;
   ro.cfg_vigil_tgid = static_cast<std::uint32_t>(getpid());
   ro.cfg_uvm_major = read_uvm_major();
   ro.cfg_perf_kprobe_type = read_pmu_type("kprobe");
   ro.cfg_perf_uprobe_type = read_pmu_type("uprobe");
   ro.cfg_payload_bytes = std::min<std::uint32_t>(cfg_.payload_bytes, VG_PAYLOAD_MAX);
-  add_own_files(cfg_);
-  auto tables = build_open_tables(OpenLists{cfg_.open_given_prefixes, cfg_.open_path_prefixes, cfg_.open_write_prefixes,
-                                            cfg_.open_path_whole, cfg_.open_dirs, cfg_.open_traversal_prefixes,
-                                            cfg_.open_traversal_fragments});
-  if (!tables) return Error::bad_input("sensor: " + tables.error().message);
+  auto tables = tables_for(cfg_);
+  if (!tables) return tables.error();
   open_tables_ = std::move(*tables);
-  write_open_knobs(open_tables_, ro);
-  if (Status st = size_open_maps(open_tables_, *skel_); !st) return st;
-  ro.cfg_want_payload = cfg_.event_types.count(Type::kPayload) ? 1 : 0;
-  args_at_exit =
+  skel_->data_openf->vg_of = open_tables_.knobs;
+  if (Status st = size_open_maps(open_maps(), open_tables_); !st) return st;
+  args_at_exit_ =
       !cfg_.enter_exit_pairs && libbpf_probe_bpf_helper(BPF_PROG_TYPE_TRACEPOINT, BPF_FUNC_task_pt_regs, nullptr) == 1;
-  ro.cfg_args_at_exit = args_at_exit ? 1 : 0;
+  ro.cfg_args_at_exit = args_at_exit_ ? 1 : 0;
   ro.cfg_sock_task_btf =
       libbpf_probe_bpf_helper(BPF_PROG_TYPE_CGROUP_SOCK_ADDR, BPF_FUNC_get_current_task_btf, nullptr) == 1 ? 1 : 0;
   // The per-CPU ioctl slots, where user space can empty them on every CPU.
-  const bool ioctl_slots = cfg_.ioctl_cache &&
-                           (cfg_.event_types.count(Type::kIoctl) || cfg_.event_types.count(Type::kGpuUsage)) &&
-                           can_run_on_a_cpu();
+  const bool ioctl_slots = cfg_.ioctl_cache && can_run_on_a_cpu();
   ro.cfg_ioctl_slot = ioctl_slots ? 1 : 0;
   bpf_program__set_autoload(skel_->progs.vg_ioctl_slot_drain, ioctl_slots);
   ro.cfg_wakeup_bytes =
@@ -364,85 +334,85 @@ Status Sensor::Impl::configure(bool& args_at_exit) {
 
 // The cgroup socket programs (connect, sendmsg, skb: network events) need
 // CAP_NET_ADMIN and a cgroup v2 mount; without either the tracing programs
-// still run, and cgroup_programs() says why the others do not. Returns the
-// cgroup v2 root they attach to ("" when they are off).
-std::string Sensor::Impl::find_cgroup_root(util::CapSet caps) {
+// still run, and cgroup_programs() says why the others do not (when the rules
+// want them). Sets the cgroup v2 root they attach to ("" when they cannot).
+void Sensor::Impl::find_cgroup_root(util::CapSet caps) {
   cgroup_.wanted = std::any_of(hooks().begin(), hooks().end(),
                                [&](const Hook& h) { return h.kind == AttachKind::kCgroup && wanted(h, cfg_); });
-  if (!cgroup_.wanted) return {};
+  cgroup_root_.clear();
+  cgroup_off_.clear();
   if (std::string m = missing_caps_to_load(BPF_PROG_TYPE_CGROUP_SKB, caps); !m.empty()) {
-    cgroup_.off = "the cgroup socket programs need " + m;
+    cgroup_off_ = "the cgroup socket programs need " + m;
   } else if (auto root = cgroup2_root(); !root) {
-    cgroup_.off = root.error().message;
+    cgroup_off_ = root.error().message;
   } else {
-    return *root;
+    cgroup_root_ = *root;
   }
-  return {};
+  cgroup_.off = cgroup_.wanted ? cgroup_off_ : "";
 }
 
-// Only the programs the ruleset needs are loaded and attached: the hooks to
-// attach, with their programs; every other program is not loaded.
-Result<std::vector<std::pair<const Hook*, bpf_program*>>> Sensor::Impl::choose_programs(const std::string& tracefs,
-                                                                                        bool args_at_exit) {
-  std::vector<std::pair<const Hook*, bpf_program*>> to_attach;
+bool Sensor::Impl::want_now(const Hook& h, const Config& cfg, const OpenTables& t) const {
+  if (!wanted(h, cfg)) return false;
+  // The enter programs only keep arguments for the exit programs where those
+  // cannot read them; the open ones only while the open filter has paths.
+  if (std::string_view(h.prog).starts_with("vg_enter_open") && t.knobs.n_literals == 0) return false;
+  return true;
+}
+
+// Which hooks this kernel and vigil's privileges let run, and which programs
+// load: those the rules want, or (load_all) every one that can run, so that a
+// reload whose rules want another hook only attaches it.
+Status Sensor::Impl::choose_programs(const std::string& tracefs, bool load_all) {
+  hooks_.clear();
   for (const Hook& h : hooks()) {
-    bpf_program* prog = bpf_object__find_program_by_name(skel_->obj, h.prog);
-    if (!prog) {
-      if (wanted(h, cfg_) && !h.optional)
+    HookState hs;
+    hs.hook = &h;
+    hs.prog = bpf_object__find_program_by_name(skel_->obj, h.prog);
+    const bool want = want_now(h, cfg_, open_tables_);
+    if (!hs.prog) {
+      if (want && !h.optional)
         return Error::runtime(std::string("sensor: BPF program ") + h.prog + " missing from the object");
-      continue;
-    }
-    bool want = wanted(h, cfg_) && !(h.kind == AttachKind::kCgroup && !cgroup_.off.empty());
-    if (want && h.tracepoint) {
-      std::string path = tracefs + "/events/" + h.tracepoint;
-      if (access(path.c_str(), F_OK) != 0) {
-        if (!h.optional)
-          return Error::runtime(std::string("sensor: tracepoint ") + h.name + " missing on this kernel (" + path + ")");
-        want = false;
-      }
-    }
-    if (want && h.kind == AttachKind::kXidTracepoint) {
+      hs.why_not = "its program is missing from the object";
+    } else if (h.kind == AttachKind::kCgroup && cgroup_root_.empty()) {
+      hs.why_not = cgroup_off_;
+    } else if (std::string_view(h.prog).starts_with("vg_enter_") && args_at_exit_) {
+      hs.why_not = "the exit programs read the arguments";
+    } else if (h.tracepoint && (tracefs.empty() || access((tracefs + "/events/" + h.tracepoint).c_str(), F_OK) != 0)) {
+      const std::string path = tracefs + "/events/" + h.tracepoint;
+      if (want && !h.optional)
+        return Error::runtime(std::string("sensor: tracepoint ") + h.name + " missing on this kernel (" + path + ")");
+      hs.why_not = "tracepoint " + std::string(h.name) + " missing on this kernel";
+    } else if (h.kind == AttachKind::kXidTracepoint) {
       auto offs = xid_tracepoint_offsets(tracefs + "/events/nvidia/nvidia_dev_xid/format");
       if (!offs) {
-        want = false;
+        hs.why_not = "the NVIDIA driver's Xid tracepoint has no format vigil reads";
       } else {
         skel_->rodata->cfg_xid_dev_off = offs->dev;
         skel_->rodata->cfg_xid_code_off = offs->code;
         skel_->rodata->cfg_xid_msg_off = offs->msg;
+        hs.available = true;
       }
+    } else {
+      hs.available = true;
     }
-    // The enter programs only keep arguments for the exit programs where
-    // those cannot read them (args_at_exit false); the open ones only when
-    // path prefixes need the given path.
-    if (want && std::string_view(h.prog).starts_with("vg_enter_")) {
-      if (args_at_exit) want = false;
-      if (std::string_view(h.prog).starts_with("vg_enter_open") && skel_->rodata->cfg_n_prefixes == 0) want = false;
-    }
-    if (want) to_attach.emplace_back(&h, prog);
+    hooks_.push_back(std::move(hs));
   }
-  // A program shared by several hooks loads when any of them wants it.
-  for (const Hook& h : hooks()) {
-    if (bpf_program* prog = bpf_object__find_program_by_name(skel_->obj, h.prog)) {
-      bool any = std::any_of(to_attach.begin(), to_attach.end(), [&](const auto& p) { return p.second == prog; });
-      bpf_program__set_autoload(prog, any);
-    }
+  // A program shared by several hooks loads when any of them needs it.
+  for (const HookState& hs : hooks_) {
+    if (!hs.prog) continue;
+    const bool any = std::any_of(hooks_.begin(), hooks_.end(), [&](const HookState& o) {
+      return o.prog == hs.prog && o.available && (load_all || want_now(*o.hook, cfg_, open_tables_));
+    });
+    bpf_program__set_autoload(hs.prog, any);
   }
-  return to_attach;
+  return {};
 }
 
-// Attaches the chosen programs, the cgroup ones to `cgroup_root`.
-Status Sensor::Impl::attach_all(const std::vector<std::pair<const Hook*, bpf_program*>>& to_attach,
-                                const std::string& cgroup_root) {
-  bool need_cgroup = std::any_of(to_attach.begin(), to_attach.end(),
-                                 [](const auto& p) { return p.first->kind == AttachKind::kCgroup; });
-  if (need_cgroup) {
-    cgroup_fd_ = ::open(cgroup_root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (cgroup_fd_ < 0)
-      return Error::runtime("sensor: cannot open the cgroup v2 root " + cgroup_root + ": " + std::strerror(errno));
-  }
-  for (auto& [h, prog] : to_attach) {
-    Status st = attach_one(*h, prog);
-    if (!st) return st;
+// Attaches the hooks the rules want.
+Status Sensor::Impl::attach_wanted() {
+  for (HookState& hs : hooks_) {
+    if (!hs.available || hs.link || !want_now(*hs.hook, cfg_, open_tables_)) continue;
+    if (Status st = attach_one(hs); !st) return st;
   }
   return {};
 }
@@ -489,14 +459,46 @@ Status Sensor::Impl::open_wait_fd() {
   if (cfg_.wakeup_bytes > 0) {
     if (Status st = periodic(batch_fd_, kMaxBatchDelay.count(), 1); !st) return st;
   }
-  if (cfg_.event_types.count(Type::kIoctl) || cfg_.event_types.count(Type::kGpuUsage)) {
-    if (Status st = periodic(timer_fd_, std::max<std::int64_t>(cfg_.usage_interval.count(), 10), 2); !st) return st;
-  }
+  return open_usage_timer();
+}
+
+// The GPU usage report's timer (tag 2), while a rule wants ioctl or gpu_usage
+// events.
+Status Sensor::Impl::open_usage_timer() {
+  if (timer_fd_ >= 0 || !(cfg_.event_types.count(Type::kIoctl) || cfg_.event_types.count(Type::kGpuUsage))) return {};
+  timer_fd_ = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+  if (timer_fd_ < 0) return Error::runtime(std::string("sensor: timerfd: ") + std::strerror(errno));
+  const std::int64_t ms = std::max<std::int64_t>(cfg_.usage_interval.count(), 10);
+  itimerspec its{};
+  its.it_interval.tv_sec = ms / 1000;
+  its.it_interval.tv_nsec = (ms % 1000) * 1000000;
+  its.it_value = its.it_interval;
+  timerfd_settime(timer_fd_, 0, &its, nullptr);
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.u32 = 2;
+  if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, timer_fd_, &ev) != 0)
+    return Error::runtime(std::string("sensor: epoll_ctl: ") + std::strerror(errno));
   return {};
 }
 
-// Checks the host, opens and configures the object, loads the programs the
-// ruleset needs and attaches them, then opens what poll() reads.
+// Opens and configures the object and loads its programs: every one that can
+// run here (load_all), else those the rules want.
+Status Sensor::Impl::load(util::CapSet caps, bool load_all) {
+  skel_ = vigil_bpf__open();
+  if (!skel_) return Error::runtime(std::string("sensor: cannot open the BPF object: ") + std::strerror(errno));
+  if (Status st = configure(); !st) return st;
+  find_cgroup_root(caps);
+  if (Status st = choose_programs(tracefs_, load_all); !st) return st;
+  if (int err = vigil_bpf__load(skel_); err != 0) return load_refused(-err, caps);
+  all_loaded_ = load_all;
+  return {};
+}
+
+// Checks the host, loads the programs (every one that can run here, so that
+// a reload only attaches; where the kernel refuses one the rules do not want,
+// only those they want), fills the open filter and attaches the hooks the
+// rules want, then opens what poll() reads.
 Status Sensor::Impl::open(const Config& cfg) {
   cfg_ = cfg;
   cfg_.event_types.insert({Type::kExec, Type::kFork, Type::kExit});
@@ -505,17 +507,22 @@ Status Sensor::Impl::open(const Config& cfg) {
   libbpf_set_print(libbpf_print);
   auto tracefs = tracefs_for(cfg_);
   if (!tracefs) return tracefs.error();
-
-  skel_ = vigil_bpf__open();
-  if (!skel_) return Error::runtime(std::string("sensor: cannot open the BPF object: ") + std::strerror(errno));
-  bool args_at_exit = false;
-  if (Status st = configure(args_at_exit); !st) return st;
-  const std::string cgroup_root = find_cgroup_root(caps);
-  auto to_attach = choose_programs(*tracefs, args_at_exit);
-  if (!to_attach) return to_attach.error();
-  if (int err = vigil_bpf__load(skel_); err != 0) return load_refused(-err, caps);
-  if (Status st = fill_open_tables(); !st) return st;
-  if (Status st = attach_all(*to_attach, cgroup_root); !st) return st;
+  tracefs_ = *tracefs;
+  if (tracefs_.empty()) {
+    if (auto t = ensure_tracefs(); t) tracefs_ = *t;  // for the hooks a reload may want
+  }
+  if (Status st = load(caps, true); !st) {
+    if (st.error().kind == Error::Kind::kBadInput) return st;
+    vigil_bpf__destroy(skel_);
+    skel_ = nullptr;
+    if (Status again = load(caps, false); !again) return again;
+    std::fprintf(stderr,
+                 "vigil: sensor: loading every program failed (%s); loaded those the rules want: a reload "
+                 "whose rules want another hook needs a restart\n",
+                 st.error().message.c_str());
+  }
+  if (Status st = apply_open_tables(open_tables_); !st) return st;
+  if (Status st = attach_wanted(); !st) return st;
 
   if (Status st = open_ring_buffer(); !st) return st;
   if (Status st = open_wait_fd(); !st) return st;
@@ -525,6 +532,52 @@ Status Sensor::Impl::open(const Config& cfg) {
     ident_->learn_host();
   }
   return {};
+}
+
+// What keeps the sensor from collecting for `in` by update() ("" when
+// nothing does): a hook the rules want whose program was not loaded at
+// start, a table without room. Reads only what open()
+// fixed, so any thread may ask.
+std::string Sensor::Impl::cannot_update(const Config& in) const {
+  Config next = in;
+  next.event_types.insert({Type::kExec, Type::kFork, Type::kExit});
+  auto tables = tables_for(next);
+  if (!tables) return tables.error().message;
+  if (std::string why = open_maps_too_small(open_maps(), *tables); !why.empty()) return why;
+  std::string out;
+  for (const HookState& hs : hooks_) {
+    // A hook that cannot run here is skipped as it is at start (the parts
+    // say so); one that can but was not loaded needs a restart.
+    if (!want_now(*hs.hook, next, *tables) || !hs.available || bpf_program__fd(hs.prog) >= 0) continue;
+    out += (out.empty() ? "" : "; ") + std::string(hs.hook->name) +
+           ": its program was not loaded at start (the kernel refused loading every program up front)";
+  }
+  return out;
+}
+
+// A reload's rules: the open filter's tables move to theirs, the hooks they
+// want are attached and those no rule wants any more detached, on the loop
+// thread between two polls. Nothing changes where cannot_update() says why.
+Status Sensor::Impl::update(const Config& in) {
+  if (std::string why = cannot_update(in); !why.empty()) return Error::runtime("sensor: " + why);
+  Config next = in;
+  next.event_types.insert({Type::kExec, Type::kFork, Type::kExit});
+  auto tables = tables_for(next);
+  if (!tables) return tables.error();
+  // New hooks first, so that the tables they judge by are in place when the
+  // first event of the new rules arrives; then the hooks that went.
+  if (Status st = apply_open_tables(std::move(*tables)); !st) return st;
+  cfg_ = std::move(next);
+  if (Status st = attach_wanted(); !st) return st;
+  for (HookState& hs : hooks_) {
+    if (hs.link && !want_now(*hs.hook, cfg_, open_tables_)) {
+      bpf_link__destroy(hs.link);
+      hs.link = nullptr;
+    }
+  }
+  cgroup_.wanted = std::any_of(hooks_.begin(), hooks_.end(),
+                               [](const HookState& h) { return h.link && h.hook->kind == AttachKind::kCgroup; });
+  return open_usage_timer();
 }
 
 int Sensor::Impl::on_record(void* ctx, void* data, size_t size) {
@@ -707,6 +760,8 @@ source::Drops Sensor::drops() const {
   return d;
 }
 std::vector<std::string> Sensor::attached() const { return impl_->attached(); }
+std::string Sensor::cannot_update(const Config& next) const { return impl_->cannot_update(next); }
+Status Sensor::update(const Config& next) { return impl_->update(next); }
 const CgroupPrograms& Sensor::cgroup_programs() const { return impl_->cgroup_programs(); }
 
 }  // namespace vigil::sensor

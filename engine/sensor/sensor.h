@@ -120,6 +120,20 @@ class Sensor final : public source::EventSource {
   // kernel refused; no BTF; a hook missing...).
   static Result<std::unique_ptr<Sensor>> open(const Config& cfg);
 
+  // A reload's rules (the loop thread, between two polls): the open
+  // filter's tables move to next's paths and the hooks next wants are
+  // attached, those it no longer wants detached. Every program that can run
+  // on this kernel is loaded at start, so no hook is missing and no event is
+  // lost or doubled across the change: each event type has one program. An
+  // error, with nothing changed, where cannot_update() says why.
+  Status update(const Config& next);
+  // Why update(next) would be refused ("" when it would not): a hook next
+  // wants whose program the kernel refused at start, or an open-filter table
+  // without room. A hook that cannot run here at all (a tracepoint this
+  // kernel lacks, the cgroup programs without CAP_NET_ADMIN) is skipped, as
+  // at start. Any thread may ask.
+  std::string cannot_update(const Config& next) const;
+
   // source::EventSource. poll() does not block: it reads the timers, sends
   // the GPU usage report when due, and hands over up to `budget` ring-buffer
   // records, in order per CPU. A ring buffer that cannot be read fails the

@@ -28,11 +28,13 @@ std::string exec_rule(const std::string& rule, const std::string& prog_name) {
          prog_name + "\"\n  output: ran (proc.pid=%proc.pid)\n  priority: WARNING\n";
 }
 
-pid_t run_once(const std::string& prog) {
-  Child c = Child::spawn({prog});
+pid_t run_once_args(const std::vector<std::string>& argv) {
+  Child c = Child::spawn(argv);
   c.wait();
   return c.pid();
 }
+
+pid_t run_once(const std::string& prog) { return run_once_args({prog}); }
 
 // The pids of the JSON alerts of `rule` in a file output, each with its count.
 std::map<long, int> pids_in_file(const std::string& path, const std::string& rule) {
@@ -99,26 +101,46 @@ TEST_F(e2eReload, SighupAddsAFileOutputAndTheNextAlertsLandThere) {
   EXPECT_EQ(v.stop(), 0) << v.diag();
 }
 
-// A reload that adds a rule on a syscall the sensor did not hook at start
-// (its hooks and open filter are set when it loads) loads the rule and says,
-// by name, that it sees nothing until a restart.
-TEST_F(e2eReload, ARuleOnASyscallNotHookedAtStartIsNamedOnReload) {
+std::string open_rule(const std::string& rule, const std::string& prefix, const std::string& prog_name) {
+  return "- rule: " + rule + "\n  desc: the test program opened a file\n  condition: evt.type = openat and fd.name " +
+         "startswith " + prefix + " and proc.name = \"" + prog_name +
+         "\"\n  output: opened %fd.name (proc.pid=%proc.pid)\n  priority: WARNING\n";
+}
+
+std::string ptrace_rule(const std::string& rule, const std::string& prog_name) {
+  return "- rule: " + rule +
+         "\n  desc: the test program traced one\n  condition: evt.type = ptrace and proc.name = \"" + prog_name +
+         "\"\n  output: traced (proc.pid=%proc.pid)\n  priority: WARNING\n";
+}
+
+// The actor seizes a sleeping process with ptrace; returns the actor's pid.
+pid_t seize_one(const std::string& prog) {
+  Child target = Child::spawn({"/bin/sleep", "30"});
+  const pid_t p = run_once_args({prog, "ptseize", std::to_string(target.pid())});
+  ::kill(target.pid(), SIGKILL);
+  target.wait();
+  return p;
+}
+
+// (f) A SIGHUP that adds a rule on a syscall no rule hooked at start: the
+// sensor attaches its hook in the reload (every program it can run was
+// loaded at start), and the rule fires on the next action, no restart.
+TEST_F(e2eReload, SighupAddsAPtraceRuleThatFiresOnTheNextAction) {
   VIGIL_E2E_REQUIRE_ROOT();
   const std::string rules = dir_.write("rules.yaml", exec_rule("e2e reload", name_));
   const std::string cfg = dir_.write("vigil.yaml", config(rules, "  - type: stdout\n"));
   Vigil v;
   ASSERT_TRUE(v.start({"-c", cfg}));
   ASSERT_TRUE(v.wait_ready()) << v.diag();
-  dir_.write("rules.yaml",
-             exec_rule("e2e reload", name_) +
-                 "- rule: e2e reload ptrace\n  desc: d\n  condition: evt.type = ptrace and proc.name = \"" + name_ +
-                 "\"\n  output: traced\n  priority: WARNING\n");
+  EXPECT_EQ(v.stderr_text().find("syscalls:sys_exit_ptrace"), std::string::npos) << "hooked before any rule asked";
+  const pid_t before = seize_one(prog_);
+  dir_.write("rules.yaml", exec_rule("e2e reload", name_) + ptrace_rule("e2e reload ptrace", name_));
   v.signal(SIGHUP);
-  ASSERT_TRUE(
-      v.wait_stderr("reload: events the sensor does not collect: ptrace ('e2e reload ptrace'); "
-                    "restart vigil to collect them"))
-      << v.diag();
   ASSERT_TRUE(v.wait_stderr("rules reloaded")) << v.diag();
+  EXPECT_EQ(v.stderr_text().find("restart vigil"), std::string::npos) << v.diag();
+  const pid_t after = seize_one(prog_);
+  EXPECT_FALSE(v.alerts_where("e2e reload ptrace", "proc.pid", after, 20s).empty()) << v.diag();
+  EXPECT_TRUE(v.alerts_where("e2e reload ptrace", "proc.pid", before).empty()) << "an action before the reload";
   EXPECT_EQ(v.stop(), 0) << v.diag();
 }
 
@@ -201,6 +223,67 @@ TEST_F(e2eReload, AConfigMapSymlinkSwapReloadsWithoutASignal) {
   EXPECT_TRUE(v.alerts_where("e2e before swap", "proc.pid", p2).empty()) << v.diag();
   EXPECT_EQ(v.stderr_count("rules reloaded"), 1) << "one swap, one reload" << v.diag();
   EXPECT_EQ(v.stop(), 0) << v.diag();
+}
+
+// (g) A ConfigMap swap whose rules name a path the open filter was not given
+// at start: the filter's tables take it in the reload, and the next open
+// under it fires.
+TEST_F(e2eReload, AConfigMapSwapAddingAnOpenPathFiresOnTheNextOpen) {
+  VIGIL_E2E_REQUIRE_ROOT();
+  const std::string cm = dir_.mkdirs("cm");
+  const std::string watched = dir_.mkdirs("newly-watched");
+  dir_.write("newly-watched/f", "x\n");
+  dir_.write("cm/..2026_11_28_05_00_00.1/rules.yaml", exec_rule("e2e before swap", name_));
+  dir_.write("cm/..2026_11_28_05_00_00.1/vigil.yaml", config(cm + "/rules.yaml", "  - type: stdout\n"));
+  dir_.symlink("cm/..data", "..2026_11_28_05_00_00.1");
+  dir_.symlink("cm/rules.yaml", "..data/rules.yaml");
+  const std::string cfg = dir_.symlink("cm/vigil.yaml", "..data/vigil.yaml");
+  Vigil v;
+  ASSERT_TRUE(v.start({"-c", cfg}));
+  ASSERT_TRUE(v.wait_ready()) << v.diag();
+  dir_.write("cm/..2026_11_28_05_01_00.2/rules.yaml", open_rule("e2e new path", watched + "/", name_));
+  dir_.write("cm/..2026_11_28_05_01_00.2/vigil.yaml", config(cm + "/rules.yaml", "  - type: stdout\n"));
+  dir_.symlink("cm/..data", "..2026_11_28_05_01_00.2");
+  std::filesystem::remove_all(cm + "/..2026_11_28_05_00_00.1");
+  ASSERT_TRUE(v.wait_stderr("rules reloaded", 1, 20s)) << v.diag();
+  EXPECT_EQ(v.stderr_text().find("restart vigil"), std::string::npos) << v.diag();
+  const pid_t p = run_once_args({prog_, "open", watched + "/f"});
+  EXPECT_FALSE(v.alerts_where("e2e new path", "proc.pid", p, 20s).empty()) << v.diag();
+  EXPECT_EQ(v.stop(), 0) << v.diag();
+}
+
+// (h) Opens before, during and after a reload that attaches a hook (ptrace)
+// and gives the open filter another path: each open alerts exactly once.
+TEST_F(e2eReload, AlertsAcrossAReloadThatAddsHooksAreNeitherLostNorDuplicated) {
+  VIGIL_E2E_REQUIRE_ROOT();
+  const std::string watched = dir_.mkdirs("watched");
+  const std::string other = dir_.mkdirs("other");
+  dir_.write("watched/f", "x\n");
+  const std::string rules = dir_.write("rules.yaml", open_rule("e2e across open", watched + "/", name_));
+  const std::string out = dir_.path() + "/a.json";
+  const std::string cfg = dir_.write("vigil.yaml", config(rules, "  - type: file\n    path: " + out + "\n"));
+  Vigil v;
+  ASSERT_TRUE(v.start({"-c", cfg}));
+  ASSERT_TRUE(v.wait_ready()) << v.diag();
+  dir_.write("rules.yaml", open_rule("e2e across open", watched + "/", name_) +
+                               open_rule("e2e other open", other + "/", name_) +
+                               ptrace_rule("e2e across ptrace", name_));
+  std::set<long> pids;
+  for (int i = 0; i < 100; ++i) {
+    if (i == 30) v.signal(SIGHUP);
+    pids.insert(run_once_args({prog_, "open", watched + "/f"}));
+  }
+  ASSERT_TRUE(v.wait_stderr("rules reloaded")) << v.diag();
+  const long last = run_once_args({prog_, "open", watched + "/f"});
+  pids.insert(last);
+  ASSERT_TRUE(file_has(out, "e2e across open", last)) << v.diag();
+  EXPECT_EQ(v.stop(), 0) << v.diag();
+  std::set<long> got;
+  for (const auto& [pid, n] : pids_in_file(out, "e2e across open")) {
+    EXPECT_EQ(n, 1) << "pid " << pid << " alerted " << n << " times";
+    got.insert(pid);
+  }
+  EXPECT_EQ(got, pids) << v.diag();
 }
 
 // (e) Execs before, during and after a reload that moves the output from one

@@ -36,11 +36,13 @@ static __always_inline int open_enter(const char *filename, __u32 flags, __u32 m
 }
 
 /* The open filter's tables (bpf/shared/events.h, "The open filter's
- * tables"); user space sets their sizes before load and fills them before
- * any program attaches. */
+ * tables"); user space sizes them before load (room for reloads: an entry
+ * takes memory only once added), fills them before any program attaches,
+ * and changes them on a reload. */
 struct {
   __uint(type, BPF_MAP_TYPE_HASH);
   __uint(max_entries, 1);
+  __uint(map_flags, BPF_F_NO_PREALLOC);
   __type(key, struct vg_of_name);
   __type(value, __u8);
 } open_names SEC(".maps");
@@ -48,6 +50,7 @@ struct {
 struct {
   __uint(type, BPF_MAP_TYPE_HASH);
   __uint(max_entries, 1);
+  __uint(map_flags, BPF_F_NO_PREALLOC);
   __type(key, struct vg_of_edge);
   __type(value, struct vg_of_node);
 } open_trie SEC(".maps");
@@ -55,6 +58,7 @@ struct {
 struct {
   __uint(type, BPF_MAP_TYPE_HASH);
   __uint(max_entries, 1);
+  __uint(map_flags, BPF_F_NO_PREALLOC);
   __type(key, struct vg_of_given);
   __type(value, __u8);
 } open_given SEC(".maps");
@@ -62,6 +66,7 @@ struct {
 struct {
   __uint(type, BPF_MAP_TYPE_HASH);
   __uint(max_entries, 1);
+  __uint(map_flags, BPF_F_NO_PREALLOC);
   __type(key, struct vg_of_head);
   __type(value, __u8);
 } open_heads SEC(".maps");
@@ -89,7 +94,7 @@ static __always_inline __u64 vg_low_bytes(__u64 w, __u32 n)
  * lookup per length the table holds. */
 static __always_inline int match_given(const __u8 *buf, __u32 off, __u32 n, __u32 mode)
 {
-  const __u64 lens = (mode & VG_GIVEN_ALL) ? cfg_lit_lens : cfg_given_lens;
+  const __u64 lens = (mode & VG_GIVEN_ALL) ? vg_of.lit_lens : vg_of.given_lens;
   const __u8 want = (mode & VG_GIVEN_ALL) ? (VG_OF_GIVEN | VG_OF_OTHER) : VG_OF_GIVEN;
   const __u64 *p = (const __u64 *)(buf + (off & VG_OFF_MASK));
   struct vg_of_given k = {};
@@ -147,7 +152,7 @@ __noinline int vg_of_given_path(__u32 off, __u32 n, __u32 mode)
  * mapping), the full read decides. */
 static __always_inline int prefix_may_match(const char *filename, __u32 mode)
 {
-  const __u32 heads = (mode & VG_GIVEN_ALL) ? cfg_lit_heads : cfg_given_heads;
+  const __u32 heads = (mode & VG_GIVEN_ALL) ? vg_of.lit_heads : vg_of.given_heads;
   const __u8 want = (mode & VG_GIVEN_ALL) ? (VG_OF_GIVEN | VG_OF_OTHER) : VG_OF_GIVEN;
   if (!heads)
     return 0;
@@ -173,7 +178,7 @@ static __always_inline int prefix_may_match(const char *filename, __u32 mode)
 static __always_inline __u8 name_flags(struct dentry *d, int dir)
 {
   __u32 len = VG_KREAD(d, struct dentry, d_name.len);
-  if (len >= 64 || !(((dir ? cfg_dir_len_mask : cfg_leaf_len_mask) >> len) & 1))
+  if (len >= 64 || !(((dir ? vg_of.dir_len_mask : vg_of.leaf_len_mask) >> len) & 1))
     return 0;
   struct vg_of_name k = {.len = len, .dir = dir};
   vg_dentry_name_head(d, len, k.head);
@@ -182,18 +187,18 @@ static __always_inline __u8 name_flags(struct dentry *d, int dir)
 }
 
 /* Does a name of len bytes, whose first 16 are w0 and w1 (zero-padded),
- * hold one of the name fragments (cfg_contains_*)? Its first 16 bytes are
+ * hold one of the name fragments (vg_of.contains_*)? Its first 16 bytes are
  * searched; a longer name is taken as holding one (the
  * kernel sends a superset, user space judges the exact path). */
 __noinline int vg_of_name_contains(__u32 len, __u64 w0, __u64 w1)
 {
-  if (len > 16 || cfg_n_contains > VG_CONTAINS_MAX)
+  if (len > 16 || vg_of.n_contains > VG_CONTAINS_MAX)
     return 1;
   __u64 w[2] = {w0, w1};
   for (__u32 i = 0; i < VG_CONTAINS_MAX; i++) {
-    if (i >= cfg_n_contains)
+    if (i >= vg_of.n_contains)
       break;
-    __u32 cl = cfg_contains_len[i];
+    __u32 cl = vg_of.contains_len[i];
     if (cl == 0 || cl > 16 || cl > len)
       continue;
     __u64 m0 = cl >= 8 ? ~0ULL : (1ULL << (cl * 8)) - 1;
@@ -212,7 +217,8 @@ __noinline int vg_of_name_contains(__u32 len, __u64 w0, __u64 w1)
         lo = w[1] >> ((o - 8) * 8);
         hi = 0;
       }
-      if (((lo ^ cfg_contains_head[i][0]) & m0) == 0 && ((hi ^ cfg_contains_head[i][1]) & m1) == 0)
+      if (((lo ^ vg_of.contains_head[i][0]) & m0) == 0 &&
+          ((hi ^ vg_of.contains_head[i][1]) & m1) == 0)
         return 1;
     }
   }
@@ -330,10 +336,10 @@ __noinline int vg_of_resolved(__u32 want, __u64 len_mask)
   if (v->ends & want)
     return VG_OF_ANY; /* "/": every path */
   int found = v->ends & VG_OF_TRAVERSAL;
-  __u32 node = 0;
+  __u64 node = 0;
   __u64 partial = v->partial_lens;
   for (int k = 0; k < VG_RP_COMPS; k++) {
-    if (k >= depth || k >= cfg_rp_maxcomp)
+    if (k >= depth || k >= vg_of.rp_maxcomp)
       break;
     struct dentry *d = (struct dentry *)tw->c[k & (VG_RP_COMPS - 1)];
     __u32 len = VG_KREAD(d, struct dentry, d_name.len);
@@ -409,7 +415,7 @@ static __always_inline void open_regs_args(struct task_struct *t, enum vg_open_k
  * report. */
 static __always_inline int open_saved_args(long ret, struct vg_open_args *a)
 {
-  if (cfg_n_prefixes) {
+  if (vg_of.n_literals) {
     __u32 tid = (__u32)bpf_get_current_pid_tgid();
     struct vg_open_args *ap = bpf_map_lookup_elem(&pending_open, &tid);
     if (!ap)
@@ -473,52 +479,52 @@ static __always_inline int open_filter(struct task_struct *t, struct file *f,
                                        int *have_args, __u32 *mode)
 {
   *mode = 0;
-  if (!cfg_n_prefixes)
+  if (!vg_of.n_literals)
     return 0;
   struct dentry *parent = 0;
   struct dentry *leaf = 0;
   if (f)
-    leaf = cfg_have_dirs ? vg_file_leaf_parent(f, &parent) : vg_file_leaf(f);
+    leaf = vg_of.have_dirs ? vg_file_leaf_parent(f, &parent) : vg_file_leaf(f);
   __u32 m = 0;
   if (leaf) {
-    __u8 nf = cfg_have_whole ? name_flags(leaf, 0) : 0;
+    __u8 nf = vg_of.have_whole ? name_flags(leaf, 0) : 0;
     if (parent)
       nf |= name_flags(parent, 1);
     if (nf & VG_OF_ANY)
       return 1; /* by name */
     if (nf & VG_OF_TRAVERSAL) {
       m |= VG_GIVEN_DOTDOT;
-    } else if (cfg_n_contains) {
+    } else if (vg_of.n_contains) {
       __u32 len = VG_KREAD(leaf, struct dentry, d_name.len);
       __u64 w[2];
       vg_dentry_name_head(leaf, len, w);
       if (vg_of_name_contains(len, w[0], w[1]))
         m |= VG_GIVEN_DOTDOT;
     }
-    if (cfg_have_given)
+    if (vg_of.have_given)
       m |= VG_GIVEN_PREFIXES;
-    if (cfg_have_rp) {
+    if (vg_of.have_rp) {
       /* An open not for writing is judged by the prefixes for any open
        * only: most opens read. */
       __u32 want = VG_OF_ANY;
-      __u64 len_mask = cfg_rp_any_len_mask;
-      if (cfg_have_write_rp) {
+      __u64 len_mask = vg_of.rp_any_len_mask;
+      if (vg_of.have_write_rp) {
         __u32 acc = VG_KREAD(f, struct file, f_flags) & 3;
         if (acc == 1 || acc == 2) {
           want |= VG_OF_WRITE;
-          len_mask = cfg_rp_top_len_mask;
+          len_mask = vg_of.rp_top_len_mask;
         }
       }
       int r = vg_path_top_start(t, f) ? vg_of_resolved(want, len_mask) : -1;
       if (r < 0)
-        m = VG_GIVEN_ALL | (cfg_have_traversal ? VG_GIVEN_DOTDOT : 0);
+        m = VG_GIVEN_ALL | (vg_of.have_traversal ? VG_GIVEN_DOTDOT : 0);
       else if (r & VG_OF_ANY)
         return 1; /* by its resolved path */
       else if (r & VG_OF_TRAVERSAL)
         m |= VG_GIVEN_DOTDOT;
     }
   } else {
-    m = VG_GIVEN_ALL | (cfg_have_traversal ? VG_GIVEN_DOTDOT : 0);
+    m = VG_GIVEN_ALL | (vg_of.have_traversal ? VG_GIVEN_DOTDOT : 0);
   }
   if (!m)
     return 0;
@@ -580,7 +586,7 @@ static __always_inline int open_exit(enum vg_open_kind kind, long ret)
     /* Without path literals only successful opens of character devices are
      * reported: a failed open is dropped before any work. The arguments are
      * read from the registers only once they are needed. */
-    if ((ret < 0 && !cfg_n_prefixes) || (__u32)t->tgid == cfg_vigil_tgid)
+    if ((ret < 0 && !vg_of.n_literals) || (__u32)t->tgid == cfg_vigil_tgid)
       return 0;
   } else {
     if (!open_saved_args(ret, &a))

@@ -18,7 +18,7 @@ namespace {
 // The live sources, then the plugins' (not essential: if one fails,
 // detection goes on without it); at least one must run.
 Status open_live(Agent& a, const LiveSourcesConfig& sources) {
-  if (Status s = add_live_sources(*a.runner, sources, a.parts, *a.log); !s) return s;
+  if (Status s = add_live_sources(*a.runner, sources, a.parts, *a.log, &a.sensor); !s) return s;
   auto plugin_sources = a.plugins->start_sources(plugin::SourceOptions{});
   if (!plugin_sources) return plugin_sources.error();
   add_plugin_sources(*a.runner, std::move(*plugin_sources), a.parts, *a.log);
@@ -44,17 +44,23 @@ void add_own_files(Agent& a, LiveSourcesConfig& sources) {
 
 }  // namespace
 
-Status open_sources(Agent& a) {
-  const rules::Ruleset& rs = *a.ruleset;
+Result<LiveSourcesConfig> run_sources_config(Agent& a, const rules::Ruleset& rs) {
   auto sources = live_sources_config(a.cfg, rs.event_types(), rs.open_paths());
   if (!sources) return sources.error();
-  a.collected_in_force = rs.event_types();
-  a.filtered_in_force = rs.open_paths();
+  add_own_files(a, *sources);
+  return sources;
+}
+
+Status open_sources(Agent& a) {
+  const rules::Ruleset& rs = *a.ruleset;
   // vigil's own files and directories (vigil.file): the rules judge them;
   // the sensor sends the write opens of its files (not of what is inside its
   // directories: docs/events.md, "open").
   a.state->set_vigil_paths(own_paths(a.opts.config, a.rule_paths, a.cfg, a.opts.capture));
-  add_own_files(a, *sources);
+  auto sources = run_sources_config(a, rs);
+  if (!sources) return sources.error();
+  a.collected_in_force = rs.event_types();
+  a.filtered_in_force = rs.open_paths();
   if (rs.open_any_path()) {
     std::string names;
     for (const auto& n : rs.open_unfiltered_rules()) names += (names.empty() ? "'" : ", '") + n + "'";

@@ -6,6 +6,8 @@
 #include "engine/agent/steps/steps.h"
 
 #include <memory>
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -15,6 +17,7 @@
 #include "engine/agent/rules_load.h"
 #include "engine/baseline/store.h"
 #include "engine/config/config.h"
+#include "engine/sensor/sensor.h"
 #include "engine/runtime/file_watch.h"
 #include "outputs/router.h"
 
@@ -25,8 +28,11 @@ namespace {
 struct Prepared {
   std::unique_ptr<outputs::Router::Plan> outputs;
   RuleCounts counts;
-  std::vector<std::string> files;  // what the next reload reads
-  std::string gaps;                // what the sensor, set up at start, does not give the new rules
+  std::vector<std::string> files;        // what the next reload reads
+  std::string gaps;                      // what no live source gives the new rules (no sensor)
+  std::optional<sensor::Config> sensor;  // what the sensor moves to
+  std::set<event::Type> collected;
+  rules::OpenPaths filtered;
 };
 
 // Keys a reload cannot change, logged (the rest of the configuration stays).
@@ -41,6 +47,16 @@ void warn_restart_keys(Agent& a, const YAML::Node& cfg) {
 void commit(Agent& a, Prepared& p) {
   a.router->commit(std::move(p.outputs));
   if (!p.gaps.empty()) a.log->warn("reload: {}", p.gaps);
+  if (p.sensor && a.sensor) {
+    // Between two events: the new rules judge the next one, and the sensor
+    // collects what they need from it on.
+    if (Status st = a.sensor->update(*p.sensor); !st) {
+      a.log->error("reload: the sensor kept collecting for the old rules: {}", st.error().message);
+    } else {
+      a.collected_in_force = std::move(p.collected);
+      a.filtered_in_force = std::move(p.filtered);
+    }
+  }
   a.enabled_in_force = p.counts.enabled;
   a.rules_in_force.set({p.counts.enabled, p.counts.skipped, p.counts.skipped_rules});
   if (a.watch && p.files != a.watched) a.watch->set_paths(p.files);
@@ -67,7 +83,22 @@ Result<runtime::Reloaded> reload(Agent& a, const std::atomic<bool>& cancel) {
   if (!loaded) return loaded.error();
   p->counts.enabled_in_force = a.enabled_in_force;
   if (Status ok = check_rule_counts(p->counts, a.count_policy); !ok) return ok.error();
-  p->gaps = sensor_gaps(a.collected_in_force, a.filtered_in_force, **loaded);
+  if (a.sensor) {
+    // The sensor loaded every program it can run here: it attaches the
+    // hooks the new rules need and moves its open filter in the commit; it
+    // refuses only what it cannot (then so does the reload, the old rules
+    // running on).
+    auto sources = run_sources_config(a, **loaded);
+    if (!sources) return sources.error();
+    if (std::string why = a.sensor->cannot_update(sources->sensor); !why.empty())
+      return Error::runtime("the sensor cannot collect what the new rules need (" + why +
+                            "); restart vigil to load them");
+    p->sensor = sources->sensor;
+    p->collected = (*loaded)->event_types();
+    p->filtered = (*loaded)->open_paths();
+  } else {
+    p->gaps = sensor_gaps(a.collected_in_force, a.filtered_in_force, **loaded);
+  }
   auto plan = a.router->prepare((*cfg)["outputs"]);
   if (!plan) return plan.error();
   p->outputs = std::move(*plan);

@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "engine/agent/agent.h"
+#include "engine/agent/live_sources.h"
 #include "engine/runtime/runner.h"
 #include "engine/util/result.h"
 
@@ -44,6 +45,9 @@ Status start_capture_file(Agent& a);
 // capture's filter.
 Status open_sources(Agent& a);
 Status open_capture_sources(Agent& a);
+// What run's live sources collect for rule set `rs` (its event types and open
+// paths, vigil's own files); a reload's too.
+Result<LiveSourcesConfig> run_sources_config(Agent& a, const rules::Ruleset& rs);
 // open_capture.cpp: replay's capture file.
 Status open_capture(Agent& a);
 // select_events.cpp: what replay prints or writes beside alerts.

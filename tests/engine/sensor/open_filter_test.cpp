@@ -92,7 +92,7 @@ TEST(OpenFilterTables, AnyNumberOfPathsEachJudged) {
   for (int i = 0; i < 100; ++i) l.dirs.push_back("/d/x" + std::to_string(i));
   auto t = build_open_tables(l);
   ASSERT_TRUE(t.ok()) << t.error().message;
-  EXPECT_EQ(t->n_literals, 700u);
+  EXPECT_EQ(t->knobs.n_literals, 700u);
   EXPECT_EQ(tables_judge(*t, "/p299/a", false), 1);
   EXPECT_EQ(tables_judge(*t, "/p0/deep/er/still", false), 1);
   EXPECT_EQ(tables_judge(*t, "/p300/a", false), 0);
@@ -152,7 +152,7 @@ TEST(OpenFilterTables, TraversalLiteralsWaitForTheGivenPath) {
   l.traversal_fragments = {"id_rsa"};
   auto t = build_open_tables(l);
   ASSERT_TRUE(t.ok()) << t.error().message;
-  EXPECT_TRUE(t->have_traversal);
+  EXPECT_TRUE(t->knobs.have_traversal);
   EXPECT_EQ(tables_judge(*t, "/etc/passwd", false), 2);
   EXPECT_EQ(tables_judge(*t, "/root/.ssh/config", false), 2);
   EXPECT_EQ(tables_judge(*t, "/home/u/.ssh/id_rsa.pub", false), 2);
@@ -187,9 +187,9 @@ TEST(OpenFilterTables, GivenTableHoldsEveryLiteralForFailedOpens) {
   l.whole = {"/dev/mem"};
   auto t = build_open_tables(l);
   ASSERT_TRUE(t.ok());
-  EXPECT_EQ(t->given_lens, std::uint64_t{1} << 3);
-  EXPECT_EQ(t->lit_lens, (std::uint64_t{1} << 3) | (std::uint64_t{1} << 5) | (std::uint64_t{1} << 8));
-  EXPECT_EQ(t->given_heads, 1u << 3);
+  EXPECT_EQ(t->knobs.given_lens, std::uint64_t{1} << 3);
+  EXPECT_EQ(t->knobs.lit_lens, (std::uint64_t{1} << 3) | (std::uint64_t{1} << 5) | (std::uint64_t{1} << 8));
+  EXPECT_EQ(t->knobs.given_heads, 1u << 3);
   EXPECT_EQ(t->given.size(), 3u);
   for (const auto& [k, v] : t->given) {
     const std::string p(reinterpret_cast<const char*>(k.bytes), k.len);
