@@ -5,6 +5,10 @@
 
 #include <filesystem>
 
+#include "engine/plugin/host.h"
+#include "engine/rules/append_output.h"
+#include "engine/rules/fields.h"
+
 namespace vigil::agent {
 namespace fs = std::filesystem;
 
@@ -59,6 +63,21 @@ Status check_rule_counts(const RuleCounts& c, const RuleCountPolicy& policy) {
                               "% fewer (--max-skipped-rules)");
     }
   }
+  return {};
+}
+
+Status set_append_output(const YAML::Node& cfg, const ConfigOrigin& origin, const plugin::Host* plugins,
+                         rules::LoadOptions& opts) {
+  auto spec = rules::parse_append_output(cfg.IsMap() ? cfg["append_output"] : YAML::Node(), origin);
+  if (!spec) return spec.error();
+  std::vector<rules::SuggestedField> suggested = rules::builtin_suggested_fields();
+  if (plugins) {
+    for (rules::SuggestedField& s : plugins->suggested_fields()) suggested.push_back(std::move(s));
+  }
+  const rules::FieldCatalog& catalog = opts.fields ? *opts.fields : rules::FieldCatalog::builtin();
+  auto compiled = rules::compile_append_output(*spec, catalog, suggested);
+  if (!compiled) return compiled.error();
+  opts.append_output = *compiled;
   return {};
 }
 

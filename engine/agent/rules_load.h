@@ -14,7 +14,12 @@
 #include <yaml-cpp/yaml.h>
 
 #include "engine/rules/ruleset.h"
+#include "engine/util/config_origin.h"
 #include "engine/util/result.h"
+
+namespace vigil::plugin {
+class Host;
+}
 
 namespace vigil::agent {
 
@@ -47,6 +52,15 @@ struct RuleCounts {
 //   than policy.max_skipped_share of the enabled rules in force out
 //   (enabled_in_force - enabled > share * enabled_in_force).
 Status check_rule_counts(const RuleCounts& c, const RuleCountPolicy& policy);
+
+// The configuration's `append_output:` (Falco's default, suggested_output on,
+// when the key is absent) compiled into opts.append_output, against the
+// rules' field catalogue (opts.fields: set it first) with vigil's suggested
+// fields (container and pod) and those of `plugins` (may be null). Bad input
+// names where the value came from (`origin`) and its key:
+//   "vigil.yaml:9:11: append_output[0].extra_fields[0]: unknown field 'container.idd' ..."
+Status set_append_output(const YAML::Node& cfg, const ConfigOrigin& origin, const plugin::Host* plugins,
+                         rules::LoadOptions& opts);
 
 // Loads rules, logging every diagnostic (skipped rules are warnings that name
 // them); an error when any rule file has errors. `counts`, when given, gets

@@ -13,6 +13,7 @@
 
 #include "engine/config/config.h"
 #include "engine/agent/plugins.h"
+#include "engine/agent/rules_load.h"
 #include "bpf/shared/events.h"
 #include "engine/event/schema.h"
 #include "engine/rules/fields.h"
@@ -24,8 +25,9 @@ namespace vigil::cli {
 
 namespace {
 
-// The rule-loading options of `-c CONFIG`: its plugins' fields and sources.
-// The host must outlive the rules loaded with the options.
+// The rule-loading options of `-c CONFIG`: its plugins' fields and sources,
+// and its append_output (so that validate reports a field it names that no
+// one has). The host must outlive the rules loaded with the options.
 struct WithPlugins {
   std::unique_ptr<plugin::Host> host;
   rules::LoadOptions opts;
@@ -39,6 +41,9 @@ Result<WithPlugins> with_plugins(const std::string& config, bool init) {
   if (!h) return h.error();
   w.host = std::move(*h);
   w.host->configure(w.opts);
+  if (Status s = agent::set_append_output(*cfg, vigil::config::config_origin(config), w.host.get(), w.opts); !s) {
+    return s.error();
+  }
   return w;
 }
 int config_error(const Error& e) {

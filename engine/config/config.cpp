@@ -107,13 +107,17 @@ Result<YAML::Node> read_config_file(const std::string& path) {
 Result<YAML::Node> load_config(const std::string& path, const std::vector<std::string>& overrides) {
   auto cfg = read_config_file(path);
   if (!cfg) return cfg.error();
-  ConfigOrigin origin(path);
   for (const std::string& o : overrides) {
     if (Status st = apply_override(*cfg, o); !st) return st.error();
-    origin.add_override(std::string_view(o).substr(0, o.find('=')), o);
   }
-  if (Status st = check_config(*cfg, origin); !st) return st.error();
+  if (Status st = check_config(*cfg, config_origin(path, overrides)); !st) return st.error();
   return cfg;
+}
+
+ConfigOrigin config_origin(const std::string& path, const std::vector<std::string>& overrides) {
+  ConfigOrigin origin(path);
+  for (const std::string& o : overrides) origin.add_override(std::string_view(o).substr(0, o.find('=')), o);
+  return origin;
 }
 
 std::vector<std::string> changed_keys(const YAML::Node& before, const YAML::Node& after,

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/util/config_origin.h"
 #include "engine/util/result.h"
 
 namespace vigil::config {
@@ -21,6 +22,11 @@ namespace vigil::config {
 //   "vigil.yaml:3:3: sensor.ringbuff_mib: unknown key (known: ...)"
 //   "-o sensor.ringbuf_mib=abc: sensor.ringbuf_mib: expected a whole number ..."
 Result<YAML::Node> load_config(const std::string& path, const std::vector<std::string>& overrides = {});
+
+// Where the values of load_config(path, overrides) came from, for errors a
+// section reader finds later (append_output's fields, once the rules' field
+// catalogue is known).
+ConfigOrigin config_origin(const std::string& path, const std::vector<std::string>& overrides = {});
 
 // Applies "a.b.0.c=value": dotted keys, numeric parts index sequences (one
 // past the end appends). The value is parsed as YAML, so `true`, `42` and

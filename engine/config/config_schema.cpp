@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "engine/event/alert.h"
+#include "engine/rules/append_output.h"
 #include "engine/sensor/sensor.h"
 #include "outputs/config.h"
 
@@ -19,6 +20,7 @@ constexpr KeySpec kSchema[] = {
     {"hostname", K::kString, 0, 0, false, true},
     {"state_dir", K::kString, 0, 0, false, true},
     {"outputs", K::kOutputs},
+    {"append_output", K::kAppendOutput},
     {"sensor", K::kSection},
     {"sensor.payload_bytes", K::kUint, 0, 4096},
     {"sensor.ringbuf_mib", K::kUint, 1, 1024, true},
@@ -166,6 +168,10 @@ Status check_entry(const std::vector<std::string>& path, const YAML::Node& key, 
   if (spec->kind == K::kSection) return check_section(spec->path, value, origin);
   if (spec->kind == K::kPlugins) return value.IsNull() ? Status{} : check_plugins(value, origin);
   if (spec->kind == K::kOutputs) return {};  // parse_outputs, once state_dir is known
+  if (spec->kind == K::kAppendOutput) {
+    auto parsed = rules::parse_append_output(value, origin);
+    return parsed ? Status{} : Status(parsed.error());
+  }
   if (Status st = check_value(*spec, value); !st) return origin.error(path, value, st.error().message);
   return {};
 }
@@ -229,6 +235,7 @@ Status check_value(const KeySpec& spec, const YAML::Node& v) {
       return why("expected a mapping of " + keys_under(spec.path) + "; got " + shown(v));
     case K::kOutputs:
     case K::kPlugins:
+    case K::kAppendOutput:
       if (v.IsSequence()) return {};
       return why("expected a list");
   }

@@ -8,7 +8,9 @@
 // Unknown keys are errors at every level (a typo must not silently turn a
 // setting off). The `outputs:` entries are checked by outputs::parse_outputs
 // (their keys depend on the type); `plugins:` entries here, and their
-// declarations further by plugin::parse_config.
+// declarations further by plugin::parse_config; `append_output:` entries by
+// rules::parse_append_output (their fields when the rules load, once the
+// plugins' fields are known).
 #pragma once
 
 #include <yaml-cpp/yaml.h>
@@ -23,16 +25,17 @@
 namespace vigil::config {
 
 enum class ValueKind {
-  kString,    // a scalar; `non_empty` when "" is refused
-  kBool,      // true/false (yes/no, on/off)
-  kUint,      // a decimal whole number in [min, max]
-  kNumber,    // a decimal number in [min, max]
-  kPriority,  // an alert priority name (Critical, warning, ...)
-  kPaths,     // a path or a list of paths
-  kNames,     // a list of names
-  kSection,   // a mapping of the keys below it
-  kOutputs,   // the outputs: list (outputs::parse_outputs)
-  kPlugins,   // the plugins: list of {name, library_path, init_config}
+  kString,        // a scalar; `non_empty` when "" is refused
+  kBool,          // true/false (yes/no, on/off)
+  kUint,          // a decimal whole number in [min, max]
+  kNumber,        // a decimal number in [min, max]
+  kPriority,      // an alert priority name (Critical, warning, ...)
+  kPaths,         // a path or a list of paths
+  kNames,         // a list of names
+  kSection,       // a mapping of the keys below it
+  kOutputs,       // the outputs: list (outputs::parse_outputs)
+  kPlugins,       // the plugins: list of {name, library_path, init_config}
+  kAppendOutput,  // the append_output: list (rules::parse_append_output)
 };
 
 struct KeySpec {

@@ -248,6 +248,14 @@ void Host::configure(rules::LoadOptions& opts) const {
   for (const std::string& s : event_sources()) opts.plugin_sources.insert(s);
 }
 
+std::vector<rules::SuggestedField> Host::suggested_fields() const {
+  std::vector<rules::SuggestedField> out;
+  for (const auto& p : plugins_) {
+    for (const std::string& name : p->suggested_output_fields()) out.push_back({name, p->extract_sources()});
+  }
+  return out;
+}
+
 std::set<std::string> Host::event_sources() const {
   std::set<std::string> out;
   for (const auto& p : plugins_) {

@@ -28,6 +28,7 @@
 
 #include "engine/plugin/plugin.h"
 #include "engine/plugin/source.h"
+#include "engine/rules/append_output.h"
 #include "engine/rules/fields.h"
 #include "engine/rules/ruleset.h"
 #include "engine/util/result.h"
@@ -72,6 +73,9 @@ class Host {
   void configure(rules::LoadOptions& opts) const;
   const rules::FieldCatalog& fields() const { return *catalog_; }
   std::set<std::string> event_sources() const;
+  // The fields the plugins suggest for every alert (append_output's
+  // suggested_output), each with the sources whose rules get it.
+  std::vector<rules::SuggestedField> suggested_fields() const;
 
   // A runtime source for each initialised source plugin.
   Result<std::vector<std::unique_ptr<source::EventSource>>> start_sources(const SourceOptions& opts);

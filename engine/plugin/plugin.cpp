@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <charconv>
 #include <cstring>
@@ -113,6 +114,7 @@ Result<std::unique_ptr<Plugin>> Plugin::open(const std::string& name, const std:
   VIGIL_SYM(next_batch_, "vigil_plugin_next_batch");
   VIGIL_SYM(get_fields_, "vigil_plugin_get_fields");
   VIGIL_SYM(extract_sources_fn_, "vigil_plugin_get_extract_event_sources");
+  VIGIL_SYM(suggested_fn_, "vigil_plugin_get_suggested_output_fields");
   VIGIL_SYM(extract_, "vigil_plugin_extract");
 #undef VIGIL_SYM
 
@@ -229,6 +231,15 @@ Status Plugin::check_and_copy_info() {
             "it reads (vigil_plugin_get_extract_event_sources)");
       }
       extract_sources_.push_back(source_);
+    }
+    if (suggested_fn_) {
+      const char* const* names = suggested_fn_();
+      for (std::size_t i = 0; names && names[i]; ++i) {
+        if (i >= kMaxFields) return Error::bad_input("it suggests more than 512 output fields");
+        std::string s = bounded(names[i], 128);
+        if (!seen.count(s)) return Error::bad_input("suggested output field '" + s + "' is not one of its fields");
+        if (std::find(suggested_.begin(), suggested_.end(), s) == suggested_.end()) suggested_.push_back(std::move(s));
+      }
     }
   }
   return {};

@@ -70,6 +70,9 @@ class Plugin {
   const std::vector<FieldInfo>& fields() const { return fields_; }
   // The sources whose events its fields read (its own when it declared none).
   const std::vector<std::string>& extract_sources() const { return extract_sources_; }
+  // Its fields every alert about those sources should carry (ABI 1.1,
+  // optional): names of fields(), in the plugin's order.
+  const std::vector<std::string>& suggested_output_fields() const { return suggested_; }
 
   // The ABI calls, on an initialised plugin.
   vigil_rc next_batch(std::uint32_t max, std::uint32_t timeout_ms, const vigil_event** events, std::uint32_t* n);
@@ -91,6 +94,7 @@ class Plugin {
   std::string name_, path_, version_, description_, source_;
   std::vector<FieldInfo> fields_;
   std::vector<std::string> extract_sources_;
+  std::vector<std::string> suggested_;
   void* handle_ = nullptr;
   std::atomic<bool> abandoned_{false};
   vigil_plugin_state* state_ = nullptr;
@@ -109,6 +113,7 @@ class Plugin {
   vigil_rc (*next_batch_)(vigil_plugin_state*, uint32_t, uint32_t, const vigil_event**, uint32_t*) = nullptr;
   const vigil_field_info* (*get_fields_)(uint32_t*) = nullptr;
   const char* const* (*extract_sources_fn_)() = nullptr;
+  const char* const* (*suggested_fn_)() = nullptr;
   vigil_rc (*extract_)(vigil_plugin_state*, const vigil_event*, vigil_extract_request*, uint32_t) = nullptr;
 };
 

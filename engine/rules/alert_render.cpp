@@ -1,6 +1,7 @@
 // Alert rendering: the uuid of an alert, the output fields of a rule or a
 // sequence rendered for an event (text and typed value), and the alerts
 // themselves. Runs only when a rule matches (or a sequence step captures).
+#include <algorithm>
 #include <string>
 #include <variant>
 #include <vector>
@@ -105,6 +106,34 @@ void capture_token(const ExtractCtx& x, const OutputFormat::Token& tok, StepFiel
   }
 }
 
+namespace {
+
+// Adds append_output's extra fields to `a`'s output_fields, rendered for the
+// event in `x`: a bare field's typed value, a format's text. A key the
+// output already has gets the extra field's value (as in Falco).
+void add_extra_fields(const std::vector<ExtraField>& extra, const ExtractCtx& x, event::Alert& a) {
+  for (const ExtraField& f : extra) {
+    event::FieldValue value;
+    std::string text;
+    if (f.raw) {
+      render_token(x, f.format.tokens().front(), text, value);
+    } else {
+      for (const auto& tok : f.format.tokens()) {
+        event::FieldValue unused;
+        if (tok.is_field) render_token(x, tok, text, unused);
+        else text += tok.literal;
+      }
+      value = std::move(text);
+    }
+    auto it =
+        std::find_if(a.output_fields.begin(), a.output_fields.end(), [&](const auto& kv) { return kv.first == f.key; });
+    if (it != a.output_fields.end()) it->second = std::move(value);
+    else a.output_fields.emplace_back(f.key, std::move(value));
+  }
+}
+
+}  // namespace
+
 event::Alert rule_alert(const Ruleset::Rule& r, const ExtractCtx& x, const std::string& hostname) {
   event::Alert a;
   a.time_ns = x.ctx->ev->hdr.ts_ns;
@@ -125,6 +154,7 @@ event::Alert rule_alert(const Ruleset::Rule& r, const ExtractCtx& x, const std::
     render_token(x, tok, a.output, values[k]);
   }
   for (auto k : r.output_fields) a.output_fields.emplace_back(toks[k].name, std::move(values[k]));
+  add_extra_fields(r.extra_fields, x, a);
   return a;
 }
 
@@ -154,6 +184,7 @@ event::Alert sequence_alert(const Ruleset::Sequence& s, const Partial& m, const 
     }
   }
   for (auto k : s.output_fields) a.output_fields.emplace_back(toks[k].name, std::move(values[k]));
+  add_extra_fields(s.extra_fields, x, a);
   return a;
 }
 

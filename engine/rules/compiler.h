@@ -219,6 +219,11 @@ class OutputFormat {
   static OutputFormat parse(std::string_view text, const FieldCatalog& catalog, std::vector<std::string>& unknown,
                             std::string& error, std::size_t steps = 0);
   const std::vector<Token>& tokens() const { return tokens_; }
+  // Appends `separator` (literal text) and then `more`'s tokens (append_output).
+  void append(std::string_view separator, const OutputFormat& more);
+  // True when a token prints the field `name` (as written, e.g. "container.id")
+  // of the event at hand.
+  bool prints(std::string_view name) const;
 
  private:
   std::vector<Token> tokens_;

@@ -1,4 +1,5 @@
 // Output formats: %field tokens and literal text, parsed once per rule.
+#include <algorithm>
 #include <cctype>
 #include <climits>
 #include <string>
@@ -155,6 +156,30 @@ OutputFormat OutputFormat::parse(std::string_view text, const FieldCatalog& cata
   }
   flush();
   return f;
+}
+
+void OutputFormat::append(std::string_view separator, const OutputFormat& more) {
+  if (!separator.empty()) {
+    if (!tokens_.empty() && !tokens_.back().is_field) {
+      tokens_.back().literal += separator;
+    } else {
+      Token t;
+      t.literal = std::string(separator);
+      tokens_.push_back(std::move(t));
+    }
+  }
+  for (const Token& t : more.tokens_) {
+    if (!t.is_field && !tokens_.empty() && !tokens_.back().is_field) {
+      tokens_.back().literal += t.literal;
+    } else {
+      tokens_.push_back(t);
+    }
+  }
+}
+
+bool OutputFormat::prints(std::string_view name) const {
+  return std::any_of(tokens_.begin(), tokens_.end(),
+                     [&](const Token& t) { return t.is_field && t.step < 0 && t.name == name; });
 }
 
 }  // namespace vigil::rules

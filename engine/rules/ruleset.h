@@ -37,6 +37,7 @@
 
 namespace vigil::rules {
 
+class AppendOutput;
 class Expr;
 class FieldCatalog;
 class OutputFormat;
@@ -63,6 +64,10 @@ struct LoadOptions {
   // Event sources besides "syscall" (the loaded source plugins'): a rule with
   // `source: X` loads when X is here, and sees only X's events.
   std::set<std::string> plugin_sources;
+  // append_output (append_output.h), compiled against `fields`: what the
+  // configuration adds to the output text and output_fields of the rules and
+  // sequences it selects, applied as each compiles. null: nothing.
+  std::shared_ptr<const AppendOutput> append_output;
   // Bounds on the work of one load, for rule files nobody vetted (a reload
   // compiles on a thread of its own while events flow, but it must end):
   // the most syntax-tree nodes one condition may have once its macros,

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/rules/append_output.h"
 #include "engine/rules/ast.h"
 #include "engine/rules/compiler.h"
 #include "engine/rules/document.h"
@@ -422,6 +423,7 @@ class RulesetBuilder {
     rule->source = r.source;
     rule->enabled = enabled_by_options(opts_, r.enabled, r.name, r.tags, r.priority);
     rule->expr = std::move(cr.expr);
+    if (opts_.append_output) opts_.append_output->apply(r.name, r.source, r.tags, of, rule->extra_fields);
     rule->output = std::move(of);
     rule->output_fields = first_fields(rule->output);
     rule->mask = mask;
@@ -506,6 +508,8 @@ class RulesetBuilder {
     seq->within_ns = sd.within_ns;
     seq->steps = static_cast<std::uint32_t>(sd.steps.size());
     seq->enabled = enabled_by_options(opts_, sd.enabled, sd.name, sd.tags, sd.priority);
+    // A sequence's steps are kernel events: its source is syscall.
+    if (opts_.append_output) opts_.append_output->apply(sd.name, "syscall", sd.tags, of, seq->extra_fields);
     seq->output = std::move(of);
     seq->output_fields = first_fields(seq->output);
     // The fields an earlier step (not the last) gives keep a slot in the partial match.
@@ -642,17 +646,21 @@ class RulesetBuilder {
   }
 
   // fd.sip.name & co come from the DNS answers the state remembers: a rule
-  // that reads one (in its condition or its output) needs the dns events
-  // even when no rule is on them.
+  // that reads one (in its condition, its output or append_output's extra
+  // fields) needs the dns events even when no rule is on them.
   bool reads_dns_names(const Ruleset::Rule& r) const {
     static constexpr std::string_view kDnsNamed[] = {"fd.sip.name", "fd.rip.name", "fd.cip.name", "fd.lip.name"};
     bool reads = r.expr->reads_any(kDnsNamed);
-    const OutputFormat& output = r.sequence >= 0 ? rs_->sequences_[r.sequence]->output : r.output;
-    for (const auto& tok : output.tokens()) {
-      if (tok.field.def &&
-          std::find(std::begin(kDnsNamed), std::end(kDnsNamed), tok.field.def->name) != std::end(kDnsNamed))
-        reads = true;
-    }
+    auto reads_in = [&](const OutputFormat& f) {
+      for (const auto& tok : f.tokens()) {
+        if (tok.field.def &&
+            std::find(std::begin(kDnsNamed), std::end(kDnsNamed), tok.field.def->name) != std::end(kDnsNamed))
+          reads = true;
+      }
+    };
+    const bool step = r.sequence >= 0;
+    reads_in(step ? rs_->sequences_[r.sequence]->output : r.output);
+    for (const ExtraField& f : step ? rs_->sequences_[r.sequence]->extra_fields : r.extra_fields) reads_in(f.format);
     return reads;
   }
 

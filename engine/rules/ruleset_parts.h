@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/event/alert.h"
+#include "engine/rules/append_output.h"
 #include "engine/rules/compiler.h"
 #include "engine/rules/fields.h"
 #include "engine/rules/ruleset.h"
@@ -25,8 +26,9 @@ struct Ruleset::Rule {
   std::string source;
   bool enabled = true;
   std::unique_ptr<Expr> expr;
-  OutputFormat output;
+  OutputFormat output;                     // with append_output's text
   std::vector<std::size_t> output_fields;  // token indexes, first occurrence of each name
+  std::vector<ExtraField> extra_fields;    // append_output's, in output_fields only
   event::TypeMask mask;
   std::string file;
   int line = 0;
@@ -47,9 +49,10 @@ struct Ruleset::Sequence {
   std::vector<std::uint8_t> step_key;
   std::uint64_t within_ns = 0;
   std::uint32_t steps = 0;
-  std::vector<std::uint32_t> step_rules;  // rules_ index of each step
-  OutputFormat output;
+  std::vector<std::uint32_t> step_rules;   // rules_ index of each step
+  OutputFormat output;                     // with append_output's text
   std::vector<std::size_t> output_fields;  // token indexes, first occurrence of each name
+  std::vector<ExtraField> extra_fields;    // append_output's, from the last step's event
   // Per output token: its slot in Partial::fields when an earlier step (not
   // the last) gives it, else -1 (literal, or rendered from the last event).
   std::vector<std::int32_t> slot;

@@ -10,6 +10,9 @@
 //   example.label      string  the configured label
 //   example.tag[KEY]   string  KEY=value pairs of the configured tags
 //
+// It suggests example.label as an output field (ABI 1.1): with append_output's
+// suggested_output, every alert of an `example` rule ends in example_label=...
+//
 // init_config: {"interval_ms": 100, "count": 0, "burst": 1, "pid": 0,
 //               "label": "tick", "tags": {"team": "gpu"}}
 #include <algorithm>
@@ -161,6 +164,11 @@ VIGIL_PLUGIN_EXPORT vigil_rc vigil_plugin_next_batch(vigil_plugin_state* st, uin
 VIGIL_PLUGIN_EXPORT const vigil_field_info* vigil_plugin_get_fields(uint32_t* n) {
   *n = sizeof(kFields) / sizeof(kFields[0]);
   return kFields;
+}
+
+VIGIL_PLUGIN_EXPORT const char* const* vigil_plugin_get_suggested_output_fields(void) {
+  static const char* const kSuggested[] = {"example.label", nullptr};
+  return kSuggested;
 }
 
 VIGIL_PLUGIN_EXPORT vigil_rc vigil_plugin_extract(vigil_plugin_state* st, const vigil_event* ev,

@@ -2,8 +2,9 @@
 // this repository in ../shared/falco-rules or $VIGIL_FALCO_RULES_DIR) under
 // `vigil run`: the real binary and BPF programs, real processes. Each test
 // stages the one action a rule describes, the way Falco's event-generator
-// does, and checks that the rule fires and that no other stock rule fires
-// for the test's process tree. See README.md.
+// does, and checks that the rule fires, that no other stock rule fires for
+// the test's process tree, and that its alert carries the container and pod
+// fields (vigil's default append_output, as Falco's). See README.md.
 //
 // Needs root and a kernel with BTF (label integration); skipped with a message otherwise.
 #include <sys/stat.h>
@@ -229,9 +230,58 @@ class FalcoStableE2E : public ::testing::Test {
     for (const auto& a : tree_alerts(root)) {
       if (a.value("rule", "") == rule) {
         std::printf("[falco e2e] %s: %s\n", rule.c_str(), a.value("output", "").c_str());
+        expect_container_fields(a);
         break;
       }
     }
+  }
+
+  static std::string string_field(const json& a, const std::string& key) {
+    const json& f = a.at("output_fields");
+    return f.contains(key) && f[key].is_string() ? f[key].get<std::string>() : "";
+  }
+
+  // No stock rule's output prints a container or pod field; vigil's default
+  // append_output (Falco's: suggested_output, the container plugin's fields)
+  // puts them in every alert, in output_fields and at the end of the text
+  // (container_id=... k8s_ns_name=...). A process in the stand-in's pod
+  // names its container, pod and namespace; one on the host, "host".
+  static void expect_container_fields(const json& a) {
+    ASSERT_TRUE(a.contains("output_fields")) << a.dump();
+    const json& f = a["output_fields"];
+    const std::string out = a.value("output", "");
+    for (const std::string k : {"container.id", "container.name", "container.image.repository", "container.image.tag",
+                                "k8s.pod.name", "k8s.ns.name"}) {
+      EXPECT_TRUE(f.contains(k)) << k << " is not in output_fields: " << a.dump();
+      std::string label = k;
+      std::replace(label.begin(), label.end(), '.', '_');
+      EXPECT_NE(out.find(" " + label + "="), std::string::npos) << label << "= is not in the output: " << out;
+    }
+    const std::string id = string_field(a, "container.id");
+    if (id == "host") {
+      EXPECT_EQ(string_field(a, "container.name"), "host") << a.dump();
+      EXPECT_TRUE(f["k8s.pod.name"].is_null()) << a.dump();
+      return;
+    }
+    EXPECT_EQ(id, K8sStub::stable_container_id().substr(0, 12)) << a.dump();
+    EXPECT_NE(out.find(" container_id=" + id + " "), std::string::npos) << out;
+    if (g_env->no_api.empty()) {
+      EXPECT_EQ(string_field(a, "k8s.pod.name"), K8sStub::kStablePodName) << a.dump();
+      EXPECT_EQ(string_field(a, "k8s.ns.name"), K8sStub::kStablePodNamespace) << a.dump();
+      EXPECT_NE(out.find(std::string(" k8s_pod_name=") + K8sStub::kStablePodName), std::string::npos) << out;
+    }
+  }
+
+  // The alert of `rule` for the tree below `root` is about a process in the
+  // stand-in's pod (in_pod) or on the host.
+  void expect_where(pid_t root, const std::string& rule, bool in_pod) {
+    for (const auto& a : tree_alerts(root)) {
+      if (a.value("rule", "") != rule) continue;
+      if (in_pod) EXPECT_EQ(string_field(a, "container.id"), K8sStub::stable_container_id().substr(0, 12)) << a.dump();
+      else EXPECT_EQ(string_field(a, "container.id"), "host") << a.dump();
+      return;
+    }
+    ADD_FAILURE() << "no alert of \"" << rule << "\" for pid " << root;
   }
 
   // Lets every event staged so far be judged: a marker action (an untrusted
@@ -308,6 +358,7 @@ TEST_F(FalcoStableE2E, ReadSensitiveFileTrustedAfterStartup) {
 TEST_F(FalcoStableE2E, ReadSensitiveFileUntrusted) {
   const pid_t root = stage({actor(unique("shadow")), "open", "/etc/shadow"});
   expect_only(root, "Read sensitive file untrusted");
+  expect_where(root, "Read sensitive file untrusted", /*in_pod=*/false);
 }
 
 // A symlink whose target is /etc/shadow.
@@ -373,6 +424,7 @@ TEST_F(FalcoStableE2E, SystemUserInteractive) {
 TEST_F(FalcoStableE2E, TerminalShellInContainer) {
   const pid_t root = stage({actor("runc"), "pty", "/bin/sh", "sh", "-c", "exit 0"}, in_container());
   expect_only(root, "Terminal shell in container");
+  expect_where(root, "Terminal shell in container", /*in_pod=*/true);
 }
 
 // nc -e in a container (a copy of /bin/true named nc).

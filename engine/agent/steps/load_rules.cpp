@@ -6,6 +6,7 @@
 
 #include "engine/agent/config.h"
 #include "engine/agent/rules_load.h"
+#include "engine/config/config.h"
 
 namespace vigil::agent::steps {
 
@@ -19,6 +20,11 @@ Status load_rules(Agent& a) {
   auto paths = run_rule_paths(a.opts, a.cfg);
   if (!paths) return paths.error();
   a.rule_paths = *paths;
+  if (Status s = set_append_output(a.cfg, config::config_origin(a.opts.config, a.opts.overrides), a.plugins.get(),
+                                   a.load_opts);
+      !s) {
+    return s;
+  }
   RuleCounts counts;
   auto loaded = load_rules_logged(a.rule_paths, *a.log, a.load_opts, &counts);
   if (!loaded) return loaded.error();
@@ -44,6 +50,12 @@ Status load_replay_rules(Agent& a) {
     std::string bundled = find_bundled_rules();
     if (bundled.empty()) return Error::bad_input("no rules given (-r) and no bundled rules found");
     a.rule_paths.push_back(bundled);
+  }
+  // The live run's alerts: the same text and fields appended.
+  if (Status s = set_append_output(a.cfg, config::config_origin(a.opts.config, a.opts.overrides), a.plugins.get(),
+                                   a.load_opts);
+      !s) {
+    return s;
   }
   auto loaded = load_rules_logged(a.rule_paths, *a.log, a.load_opts);
   if (!loaded) return loaded.error();

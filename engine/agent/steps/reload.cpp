@@ -1,7 +1,8 @@
 // Step "reload" (SIGHUP, or a watched file changed): the configuration (same
-// file, same -o) and the rules it names, then the outputs; in force together,
-// or not at all. prepare runs on the runner's reload thread and changes
-// nothing in the agent; commit runs on the loop thread, between two events.
+// file, same -o) and the rules it names, with its append_output, then the
+// outputs; in force together, or not at all. prepare runs on the runner's
+// reload thread and changes nothing in the agent; commit runs on the loop
+// thread, between two events.
 // One reload at a time: the next starts after the commit.
 #include "engine/agent/steps/steps.h"
 
@@ -38,7 +39,7 @@ struct Prepared {
 // Keys a reload cannot change, logged (the rest of the configuration stays).
 void warn_restart_keys(Agent& a, const YAML::Node& cfg) {
   std::string restart;
-  for (const std::string& k : config::changed_keys(a.cfg_in_force, cfg, {"rules", "outputs"})) {
+  for (const std::string& k : config::changed_keys(a.cfg_in_force, cfg, {"rules", "outputs", "append_output"})) {
     restart += (restart.empty() ? "" : ", ") + k;
   }
   if (!restart.empty()) a.log->warn("reload: changed keys need a restart, kept as they are: {}", restart);
@@ -78,6 +79,10 @@ Result<runtime::Reloaded> reload(Agent& a, const std::atomic<bool>& cancel) {
   if (!paths) return paths.error();
   rules::LoadOptions opts = a.load_opts;
   opts.cancel = &cancel;
+  if (Status s = set_append_output(*cfg, config::config_origin(a.opts.config, a.opts.overrides), a.plugins.get(), opts);
+      !s) {
+    return s.error();
+  }
   auto p = std::make_shared<Prepared>();
   auto loaded = load_rules_logged(*paths, *a.log, opts, &p->counts);
   if (!loaded) return loaded.error();

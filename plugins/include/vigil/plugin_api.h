@@ -1,4 +1,4 @@
-/* vigil plugin ABI, version 1.0.
+/* vigil plugin ABI, version 1.1 (1.1 added vigil_plugin_get_suggested_output_fields).
  *
  * A plugin is a shared object that vigil loads with dlopen. It can be
  *
@@ -50,8 +50,8 @@ extern "C" {
 #define VIGIL_PLUGIN_EXPORT __attribute__((visibility("default")))
 
 #define VIGIL_PLUGIN_API_VERSION_MAJOR 1
-#define VIGIL_PLUGIN_API_VERSION_MINOR 0
-#define VIGIL_PLUGIN_API_VERSION_STRING "1.0"
+#define VIGIL_PLUGIN_API_VERSION_MINOR 1
+#define VIGIL_PLUGIN_API_VERSION_STRING "1.1"
 
 #define VIGIL_PLUGIN_MAX_EVENT_DATA 65536u
 #define VIGIL_PLUGIN_MAX_BATCH 1024u
@@ -127,7 +127,7 @@ typedef struct vigil_extract_request {
 
 /* ---- required ---------------------------------------------------------- */
 
-/* "1.0": the ABI version the plugin was built against
+/* "1.1": the ABI version the plugin was built against
  * (VIGIL_PLUGIN_API_VERSION_STRING). */
 const char* vigil_plugin_get_required_api_version(void);
 const char* vigil_plugin_get_name(void);    /* "nvml": [a-z0-9_]+, at most 32 bytes */
@@ -159,6 +159,12 @@ const vigil_field_info* vigil_plugin_get_fields(uint32_t* n);
 /* The sources whose events the fields apply to, as a NULL-terminated array;
  * NULL: only the plugin's own source. */
 const char* const* vigil_plugin_get_extract_event_sources(void); /* optional */
+/* Since 1.1. Fields of the table every alert about the sources they read
+ * should carry (Falco's "suggested output" fields), as a NULL-terminated
+ * array of names; NULL: none. With append_output's suggested_output (on by
+ * default) vigil appends each to the outputs of those sources' rules as
+ * "name_with_underscores=%name", unless a rule's output prints it already. */
+const char* const* vigil_plugin_get_suggested_output_fields(void); /* optional */
 /* Fills reqs[0..n) for one event. `ev` is an event this plugin's source made
  * (live, or read back from a capture). */
 vigil_rc vigil_plugin_extract(vigil_plugin_state* s, const vigil_event* ev, vigil_extract_request* reqs, uint32_t n);

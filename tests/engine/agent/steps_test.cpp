@@ -11,6 +11,8 @@
 #include "engine/agent/agent.h"
 #include "engine/agent/plan.h"
 #include "engine/agent/steps/steps.h"
+#include "engine/rules/ruleset.h"
+#include "tests/engine/rules/test_util.h"
 #include "tests/support/temp_dir.h"
 
 namespace vigil::agent {
@@ -177,6 +179,58 @@ TEST(LoadRules, ABrokenFileIsBadInput) {
   EXPECT_EQ(s.error().kind, Error::Kind::kBadInput);
 }
 
+// The alerts `rs` raises for an exec in a pod's container (test_util.h's world).
+std::vector<event::Alert> exec_alerts(const rules::Ruleset& rs) {
+  rules::testing::World w;
+  w.proc.comm = "x";
+  w.exec();
+  std::vector<event::Alert> out;
+  rs.evaluate(w.ctx(), out);
+  return out;
+}
+
+// Falco's default append_output (no key in the configuration): every alert
+// names its container and pod; the configuration's own replaces it.
+TEST(LoadRules, AppendOutputIsFalcosDefaultOrTheConfigurations) {
+  support::TempDir dir;
+  ASSERT_TRUE(dir.ok());
+  const std::string rules = dir.write("rules.yaml", exec_rule("one"));
+  {
+    Agent a(run_options(dir, rules));
+    ASSERT_TRUE(steps::load_config(a));
+    ASSERT_TRUE(steps::load_rules(a));
+    auto out = exec_alerts(*a.ruleset);
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(out[0].output,
+              "o container_id=3f1c0d2e9a7b container_name=trainer container_image_repository=ghcr.io/acme/train "
+              "container_image_tag=1.4 k8s_pod_name=train-0 k8s_ns_name=ml");
+  }
+  Options o = run_options(dir, rules);
+  o.config = dir.write("vigil.yaml", "append_output:\n  - extra_output: 'on %proc.name'\n");
+  Agent a(std::move(o));
+  ASSERT_TRUE(steps::load_config(a));
+  ASSERT_TRUE(steps::load_rules(a));
+  auto out = exec_alerts(*a.ruleset);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].output, "o on x");
+}
+
+TEST(LoadRules, AnAppendOutputFieldNoOneHasIsBadInputNamingItsPlace) {
+  support::TempDir dir;
+  ASSERT_TRUE(dir.ok());
+  Options o = run_options(dir, dir.write("rules.yaml", exec_rule("one")));
+  o.config = dir.write("vigil.yaml", "append_output:\n  - extra_fields: [proc.nmae]\n");
+  Agent a(std::move(o));
+  ASSERT_TRUE(steps::load_config(a));  // the shape is right; the field is checked with the rules' fields
+  Status s = steps::load_rules(a);
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.error().kind, Error::Kind::kBadInput);
+  EXPECT_EQ(s.error().message, a.opts.config +
+                                   ":2:20: append_output[0].extra_fields[0]: unknown field 'proc.nmae' (`vigil "
+                                   "fields` lists them)");
+  EXPECT_EQ(a.ruleset, nullptr);
+}
+
 // An agent of `vigil run` up to its outputs, the reload's inputs.
 class Reload : public ::testing::Test {
  protected:
@@ -235,6 +289,25 @@ TEST_F(Reload, SkipsThatLoseTooManyRulesKeepTheOldSet) {
   EXPECT_EQ(r.error().message,
             "3 rules skipped: 1 enabled rules instead of 4, more than 50% fewer (--max-skipped-rules)");
   EXPECT_EQ(a->enabled_in_force, 4u);
+}
+
+// append_output reloads with the rules: a change is in force after the
+// commit, a bad one keeps the rules in force.
+TEST_F(Reload, AppendOutputChangesWithTheRules) {
+  a->opts.config = dir.write("vigil.yaml", "append_output:\n  - extra_output: 'first'\n");
+  auto r = steps::reload(*a, cancel);
+  ASSERT_TRUE(r) << r.error().message;
+  auto out = exec_alerts(*r->rules);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].output, "o first");
+  r->commit();
+  dir.write("vigil.yaml", "append_output:\n  - extra_output: '%nope.field'\n");
+  r = steps::reload(*a, cancel);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().message,
+            a->opts.config +
+                ":2:19: append_output[0].extra_output: unknown field 'nope.field' (`vigil fields` lists "
+                "them)");
 }
 
 }  // namespace

@@ -166,8 +166,8 @@ TEST(ConfigSchema, TyposInEverySectionAreErrorsWithFileLineAndKey) {
        "2:3: k8s.node: unknown key (known: api, token_file, ca_file, kubeconfig, "
        "node_name, pod_grace_s)"},
       {"state_dir: /var/lib/vigil\nstatedir: /x\n",
-       "2:1: statedir: unknown key (known: rules, hostname, state_dir, outputs, sensor, k8s, plugins, "
-       "load_plugins, heartbeat, webserver, flight_recorder, baseline)"},
+       "2:1: statedir: unknown key (known: rules, hostname, state_dir, outputs, append_output, sensor, k8s, "
+       "plugins, load_plugins, heartbeat, webserver, flight_recorder, baseline)"},
       {"baseline:\n  enabled: true\n  learn_for: 3600\n",
        "3:3: baseline.learn_for: unknown key (known: enabled, dir, key, learn_for_s, save_interval_s, v4_prefix, "
        "v6_prefix, ephemeral_from, watch_paths, max_workloads, max_exes, max_destinations, max_files, "
@@ -177,6 +177,8 @@ TEST(ConfigSchema, TyposInEverySectionAreErrorsWithFileLineAndKey) {
       {"plugins:\n  - {name: nvml, libary_path: x.so}\n",
        "2:18: plugins[0].libary_path: unknown key (known: name, library_path, init_config)"},
       {"outputs:\n  - type: stdout\n    formt: json\n", "3:5: outputs[0].formt: unknown key"},
+      {"append_output:\n  - match: {rule: x, tag: [a]}\n",
+       "2:22: append_output[0].match.tag: unknown key (known: source, tags, rule)"},
       {"outputs:\n  - type: file\n    path: /x\n    rotate: {max_byte: 5}\n",
        "4:14: outputs[0].rotate.max_byte: unknown key"},
   };
@@ -210,6 +212,10 @@ TEST(ConfigSchema, WrongTypesAndRangesAreErrorsWithFileLineAndKey) {
       {"rules: {a: 1}\n", "1:8: rules: expected a path or a list of paths"},
       {"load_plugins: nvml\n", "1:15: load_plugins: expected a list of names"},
       {"outputs: stdout\n", "1:10: outputs: expected a list of outputs"},
+      {"append_output: true\n",
+       "1:16: append_output: expected a list of {match, extra_output, extra_fields, suggested_output}"},
+      {"append_output:\n  - suggested_output: 1.5\n",
+       "2:23: append_output[0].suggested_output: expected true or false"},
       {"outputs:\n  - type: syslog\n    address: tcpx://x\n", "3:14: outputs[0].address: "},
       {"outputs:\n  - type: webhook\n", "2:5: outputs[0].url: required, http:// or https://"},
       {"outputs:\n  - type: stdout\n    queue: {max_events: 0}\n",
@@ -228,8 +234,8 @@ TEST(ConfigSchema, OverridesAreCheckedAndNamedInErrors) {
     std::string expected;
   } cases[] = {
       {{"nonexistent.key=1"},
-       "-o nonexistent.key=1: nonexistent: unknown key (known: rules, hostname, state_dir, outputs, sensor, "
-       "k8s, plugins, load_plugins, heartbeat, webserver, flight_recorder, baseline)"},
+       "-o nonexistent.key=1: nonexistent: unknown key (known: rules, hostname, state_dir, outputs, "
+       "append_output, sensor, k8s, plugins, load_plugins, heartbeat, webserver, flight_recorder, baseline)"},
       {{"sensor.ringbuf_mib=abc"},
        "-o sensor.ringbuf_mib=abc: sensor.ringbuf_mib: expected a whole number from 1 to 1024, got 'abc'"},
       {{"sensor.ringbuff_mib=8"},
@@ -241,6 +247,9 @@ TEST(ConfigSchema, OverridesAreCheckedAndNamedInErrors) {
       {{"hostname=[a, b]"}, "-o hostname=[a, b]: hostname: expected a string, got a list"},
       {{"outputs.0.format=xml"}, "-o outputs.0.format=xml: outputs[0].format: unknown format 'xml'"},
       {{"outputs.1.type=file"}, "-o outputs.1.type=file: outputs[1].path: required"},
+      // A Falco user's `-o append_output...` (one past the end appends an entry).
+      {{"append_output.0.suggested_output=perhaps"},
+       "-o append_output.0.suggested_output=perhaps: append_output[0].suggested_output: expected true or false"},
       // The later override wins, and is the one named.
       {{"sensor.ringbuf_mib=8", "sensor.ringbuf_mib=7"},
        "-o sensor.ringbuf_mib=7: sensor.ringbuf_mib: must be a power of two"},

@@ -16,6 +16,7 @@
 #include "engine/pipeline/pipeline.h"
 #include "engine/plugin/plugin.h"
 #include "engine/plugin/source.h"
+#include "engine/rules/append_output.h"
 #include "engine/rules/ruleset.h"
 #include "engine/runtime/replay.h"
 #include "engine/runtime/runner.h"
@@ -72,6 +73,17 @@ TEST(PluginOpen, TheExamplePluginDescribesItself) {
   ASSERT_EQ((*p)->fields().size(), 4u);
   EXPECT_EQ((*p)->fields()[0].name, "example.seq");
   EXPECT_EQ((*p)->fields()[3].arg, VIGIL_ARG_REQUIRED);
+  EXPECT_EQ((*p)->suggested_output_fields(), std::vector<std::string>{"example.label"});  // ABI 1.1
+}
+
+TEST(PluginOpen, ASuggestedOutputFieldItDoesNotHaveIsRefused) {
+  auto p = Plugin::open("bad_suggestion", test_plugin("bad_suggestion"));
+  ASSERT_FALSE(p);
+  EXPECT_EQ(p.error().kind, Error::Kind::kBadInput);
+  EXPECT_NE(p.error().message.find("plugin 'bad_suggestion'"), std::string::npos) << p.error().message;
+  EXPECT_NE(p.error().message.find("suggested output field 'bad_suggestion.y' is not one of its fields"),
+            std::string::npos)
+      << p.error().message;
 }
 
 TEST(PluginOpen, AnotherAbiMajorIsRefusedNamingThePlugin) {
@@ -195,6 +207,50 @@ TEST(PluginSource, EventsArriveWithTheirSourceAndFieldsReadThemBack) {
   ASSERT_EQ(alerts.size(), 1u);
   EXPECT_EQ(alerts[0]->output, "tick 7 label=L source=example");
   EXPECT_EQ(alerts[0]->source, "example");
+}
+
+// append_output's suggested_output: the fields a plugin suggests end the
+// alerts of its sources' rules, after vigil's own (container and pod).
+TEST(PluginRules, TheFieldsAPluginSuggestsAreAppendedToItsSourcesAlerts) {
+  Logged l;
+  auto h = example_host(R"({"interval_ms": 1, "count": 3, "label": "L"})", l);
+  ASSERT_TRUE(h);
+  const std::vector<rules::SuggestedField> plugin_fields = h->suggested_fields();
+  ASSERT_EQ(plugin_fields.size(), 1u);
+  EXPECT_EQ(plugin_fields[0].name, "example.label");
+  EXPECT_EQ(plugin_fields[0].sources, std::vector<std::string>{"example"});
+  rules::LoadOptions opts;
+  h->configure(opts);
+  std::vector<rules::SuggestedField> suggested = rules::builtin_suggested_fields();
+  suggested.insert(suggested.end(), plugin_fields.begin(), plugin_fields.end());
+  auto ao = rules::compile_append_output(rules::AppendOutputConfig::falco_default(), *opts.fields, suggested);
+  ASSERT_TRUE(ao) << ao.error().message;
+  opts.append_output = *ao;
+  auto r = rules::load_rules_text({{"p.yaml", R"(
+- rule: Third tick
+  desc: d
+  condition: example.seq = 3
+  output: "tick %example.seq"
+  priority: NOTICE
+  source: example
+)"}},
+                                  opts);
+  ASSERT_TRUE(r.ruleset);
+  auto s = h->start_sources({});
+  ASSERT_TRUE(s);
+  auto evs = drain(*(*s)[0], 100);
+  ASSERT_EQ(evs.size(), 3u);
+  state::State st(state::Config{.live = false});
+  std::vector<std::shared_ptr<const event::Alert>> alerts;
+  pipeline::Pipeline pipe({st, [&](std::shared_ptr<const event::Alert> a) { alerts.push_back(a); }, "h"}, r.ruleset);
+  for (auto& ev : evs) pipe.process(ev);
+  ASSERT_EQ(alerts.size(), 1u);
+  const std::string& out = alerts[0]->output;
+  EXPECT_EQ(out.rfind("tick 3 container_id=", 0), 0u) << out;
+  EXPECT_EQ(out.substr(out.size() - std::string(" k8s_ns_name=<NA> example_label=L").size()),
+            " k8s_ns_name=<NA> example_label=L")
+      << out;
+  EXPECT_EQ(alerts[0]->output_fields.back().first, "example.label");
 }
 
 TEST(PluginRules, ARuleOnAnUnknownPluginFieldOrSourceIsSkippedWithAWarningNamingIt) {

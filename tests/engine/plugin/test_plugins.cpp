@@ -1,6 +1,7 @@
 // Plugins that misbehave on purpose, one per VIGIL_TEST_* definition, for the
 // host's tests: a wrong ABI version, a source without next_batch, a crash in
-// init, a next_batch that never returns, a failing source.
+// init, a next_batch that never returns, a failing source, an extractor that
+// suggests an output field it does not have.
 #include <signal.h>
 #include <unistd.h>
 
@@ -58,6 +59,24 @@ VIGIL_PLUGIN_EXPORT vigil_rc vigil_plugin_next_batch(vigil_plugin_state*, uint32
   *events = nullptr;
   *n = 0;
   return VIGIL_RC_TIMEOUT;
+}
+#endif
+
+#ifdef VIGIL_TEST_BAD_SUGGESTION
+// An extractor that suggests an output field it does not have.
+VIGIL_PLUGIN_EXPORT const vigil_field_info* vigil_plugin_get_fields(uint32_t* n) {
+  static const vigil_field_info kFields[] = {{"bad_suggestion.x", VIGIL_FIELD_STRING, VIGIL_ARG_NONE, "x"}};
+  *n = 1;
+  return kFields;
+}
+VIGIL_PLUGIN_EXPORT vigil_rc vigil_plugin_extract(vigil_plugin_state*, const vigil_event*, vigil_extract_request* r,
+                                                  uint32_t n) {
+  for (uint32_t i = 0; i < n; ++i) r[i].has_value = 0;
+  return VIGIL_RC_OK;
+}
+VIGIL_PLUGIN_EXPORT const char* const* vigil_plugin_get_suggested_output_fields(void) {
+  static const char* const kSuggested[] = {"bad_suggestion.x", "bad_suggestion.y", nullptr};
+  return kSuggested;
 }
 #endif
 
