@@ -50,6 +50,7 @@ void run_phase(const char* name, long ops, F&& body, bool children = false) {
 int main(int argc, char** argv) {
   long n = 200000;
   std::string node;
+  std::string open_path = "/etc/hostname";  // openclose: under /etc/, which Falco's traversal rule watches
   std::vector<std::string> only;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -59,8 +60,11 @@ int main(int argc, char** argv) {
       node = argv[++i];
     } else if (a == "--phase" && i + 1 < argc) {
       only.emplace_back(argv[++i]);
+    } else if (a == "--open-path" && i + 1 < argc) {
+      open_path = argv[++i];
     } else {
-      std::fprintf(stderr, "usage: syscall_mix [--iterations N] [--nvidia-node PATH] [--phase NAME]...\n");
+      std::fprintf(stderr,
+                   "usage: syscall_mix [--iterations N] [--nvidia-node PATH] [--open-path PATH] [--phase NAME]...\n");
       return 2;
     }
   }
@@ -81,8 +85,8 @@ int main(int argc, char** argv) {
   }
 
   if (want("openclose")) {
-    run_phase("openclose", n / 4, [](long) {
-      int fd = open("/etc/hostname", O_RDONLY | O_CLOEXEC);
+    run_phase("openclose", n / 4, [&](long) {
+      int fd = open(open_path.c_str(), O_RDONLY | O_CLOEXEC);
       if (fd >= 0) close(fd);
     });
   }
