@@ -66,9 +66,6 @@ bool components_match(const std::vector<PrefixComponent>& comps, std::string_vie
   return true;
 }
 
-}  // namespace vigil::sensor
-
-namespace vigil::sensor {
 namespace {
 
 std::array<std::uint64_t, 2> head16(std::string_view name) {
@@ -346,10 +343,6 @@ int tables_judge(const OpenTables& t, std::string_view path, bool write) {
   }
   return gated;
 }
-
-}  // namespace vigil::sensor
-
-namespace vigil::sensor {
 
 vg_of_knobs knobs_union(const vg_of_knobs& a, const vg_of_knobs& b) {
   vg_of_knobs u = a;

@@ -8,6 +8,7 @@
 #   sudo tests/bench/prog_ns.sh [PHASE] [ITERATIONS]
 #   sudo VIGIL=path/to/other/vigil tests/bench/prog_ns.sh ioctl
 #   sudo RULES="-r rules/ -o sensor.ioctl_cache=false" tests/bench/prog_ns.sh ioctl
+#   sudo OPEN_PATH=/usr/lib/os-release tests/bench/prog_ns.sh openclose
 #
 # Needs root, bpftool and a built tree (scripts/build.sh). The statistics are
 # turned on with BPF_ENABLE_STATS for the run only (held by a file
@@ -47,7 +48,7 @@ sys.stdin.read()'
 }
 read -r _ <&"${STATS[0]}" || { echo "$BENCH: cannot turn the statistics on" >&2; exit 1; }
 snapshot "$before" >"$work/a"
-"$MIX" --iterations "$ITER" --nvidia-node "$work/nvidia0" --phase "$PHASE" >"$work/mix.txt"
+"$MIX" --iterations "$ITER" --nvidia-node "$work/nvidia0" --open-path "${OPEN_PATH:-/etc/hostname}" --phase "$PHASE" >"$work/mix.txt"
 snapshot "$before" >"$work/b"
 exec {STATS[1]}>&-
 stop_vigil

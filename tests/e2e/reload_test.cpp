@@ -74,6 +74,28 @@ class e2eReload : public ::testing::Test {
            "outputs:\n" +
            outputs;
   }
+  // A Kubernetes-style ConfigMap volume under cm/: version `version`'s
+  // rules.yaml and vigil.yaml (with `outputs`), `..data` linking to it and
+  // the files linking through `..data`, as the kubelet lays them out.
+  // Returns the configuration's path.
+  std::string configmap(const std::string& version, const std::string& rules_text, const std::string& outputs) {
+    const std::string cm = dir_.mkdirs("cm");
+    dir_.write("cm/" + version + "/rules.yaml", rules_text);
+    dir_.write("cm/" + version + "/vigil.yaml", config(cm + "/rules.yaml", outputs));
+    dir_.symlink("cm/..data", version);
+    dir_.symlink("cm/rules.yaml", "..data/rules.yaml");
+    return dir_.symlink("cm/vigil.yaml", "..data/vigil.yaml");
+  }
+  // The kubelet's update: version `next` written, `..data` swapped to it, the
+  // old version removed.
+  void swap_configmap(const std::string& old, const std::string& next, const std::string& rules_text,
+                      const std::string& outputs) {
+    const std::string cm = dir_.path() + "/cm";
+    dir_.write("cm/" + next + "/rules.yaml", rules_text);
+    dir_.write("cm/" + next + "/vigil.yaml", config(cm + "/rules.yaml", outputs));
+    dir_.symlink("cm/..data", next);
+    std::filesystem::remove_all(cm + "/" + old);
+  }
   TempDir dir_;
   std::string name_, prog_;
 };
@@ -197,24 +219,17 @@ TEST_F(e2eReload, ABrokenConfigurationKeepsTheRulesAndOutputsInForce) {
 // `..data` link renamed over: vigil reloads with no signal, rules and outputs.
 TEST_F(e2eReload, AConfigMapSymlinkSwapReloadsWithoutASignal) {
   VIGIL_E2E_REQUIRE_ROOT();
-  const std::string cm = dir_.mkdirs("cm");
   const std::string alerts = dir_.path() + "/alerts.json";
-  dir_.write("cm/..2026_11_26_05_00_00.1/rules.yaml", exec_rule("e2e before swap", name_));
-  dir_.write("cm/..2026_11_26_05_00_00.1/vigil.yaml", config(cm + "/rules.yaml", "  - type: stdout\n"));
-  dir_.symlink("cm/..data", "..2026_11_26_05_00_00.1");
-  dir_.symlink("cm/rules.yaml", "..data/rules.yaml");
-  const std::string cfg = dir_.symlink("cm/vigil.yaml", "..data/vigil.yaml");
+  const std::string cfg =
+      configmap("..2026_11_26_05_00_00.1", exec_rule("e2e before swap", name_), "  - type: stdout\n");
   Vigil v;
   ASSERT_TRUE(v.start({"-c", cfg}));
   ASSERT_TRUE(v.wait_ready()) << v.diag();
   pid_t p1 = run_once(prog_);
   ASSERT_FALSE(v.alerts_where("e2e before swap", "proc.pid", p1, 20s).empty()) << v.diag();
 
-  dir_.write("cm/..2026_11_26_05_01_00.2/rules.yaml", exec_rule("e2e after swap", name_));
-  dir_.write("cm/..2026_11_26_05_01_00.2/vigil.yaml",
-             config(cm + "/rules.yaml", "  - type: stdout\n  - type: file\n    path: " + alerts + "\n"));
-  dir_.symlink("cm/..data", "..2026_11_26_05_01_00.2");
-  std::filesystem::remove_all(cm + "/..2026_11_26_05_00_00.1");
+  swap_configmap("..2026_11_26_05_00_00.1", "..2026_11_26_05_01_00.2", exec_rule("e2e after swap", name_),
+                 "  - type: stdout\n  - type: file\n    path: " + alerts + "\n");
   ASSERT_TRUE(v.wait_stderr("rules reloaded", 1, 20s)) << v.diag();
   EXPECT_NE(v.stderr_text().find(cfg + " changed: reloading"), std::string::npos) << v.diag();
   pid_t p2 = run_once(prog_);
@@ -230,21 +245,15 @@ TEST_F(e2eReload, AConfigMapSymlinkSwapReloadsWithoutASignal) {
 // under it fires.
 TEST_F(e2eReload, AConfigMapSwapAddingAnOpenPathFiresOnTheNextOpen) {
   VIGIL_E2E_REQUIRE_ROOT();
-  const std::string cm = dir_.mkdirs("cm");
   const std::string watched = dir_.mkdirs("newly-watched");
   dir_.write("newly-watched/f", "x\n");
-  dir_.write("cm/..2026_11_28_05_00_00.1/rules.yaml", exec_rule("e2e before swap", name_));
-  dir_.write("cm/..2026_11_28_05_00_00.1/vigil.yaml", config(cm + "/rules.yaml", "  - type: stdout\n"));
-  dir_.symlink("cm/..data", "..2026_11_28_05_00_00.1");
-  dir_.symlink("cm/rules.yaml", "..data/rules.yaml");
-  const std::string cfg = dir_.symlink("cm/vigil.yaml", "..data/vigil.yaml");
+  const std::string cfg =
+      configmap("..2026_11_28_05_00_00.1", exec_rule("e2e before swap", name_), "  - type: stdout\n");
   Vigil v;
   ASSERT_TRUE(v.start({"-c", cfg}));
   ASSERT_TRUE(v.wait_ready()) << v.diag();
-  dir_.write("cm/..2026_11_28_05_01_00.2/rules.yaml", open_rule("e2e new path", watched + "/", name_));
-  dir_.write("cm/..2026_11_28_05_01_00.2/vigil.yaml", config(cm + "/rules.yaml", "  - type: stdout\n"));
-  dir_.symlink("cm/..data", "..2026_11_28_05_01_00.2");
-  std::filesystem::remove_all(cm + "/..2026_11_28_05_00_00.1");
+  swap_configmap("..2026_11_28_05_00_00.1", "..2026_11_28_05_01_00.2", open_rule("e2e new path", watched + "/", name_),
+                 "  - type: stdout\n");
   ASSERT_TRUE(v.wait_stderr("rules reloaded", 1, 20s)) << v.diag();
   EXPECT_EQ(v.stderr_text().find("restart vigil"), std::string::npos) << v.diag();
   const pid_t p = run_once_args({prog_, "open", watched + "/f"});

@@ -18,17 +18,8 @@
 namespace vigil::rules {
 namespace {
 
+using testing::fires;
 using testing::World;
-
-bool fires(const World& w, const std::string& cond, const std::string& extra = "") {
-  auto r = testing::load_one(testing::rule_yaml(cond, "o", extra));
-  EXPECT_TRUE(r.ruleset) << cond << "\n" << testing::diags(r);
-  if (!r.ruleset) return false;
-  EXPECT_EQ(r.loaded, 1u) << cond << "\n" << testing::diags(r);
-  std::vector<event::Alert> out;
-  r.ruleset->evaluate(w.ctx(), out);
-  return !out.empty();
-}
 
 // The errors of a load, one per line.
 std::string errors(const std::string& yaml) {

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
+
 #include "engine/event/event.h"
 #include "engine/rules/fields.h"
 #include "engine/rules/ruleset.h"
@@ -212,6 +214,18 @@ inline std::string diags(const LoadResult& r) {
   std::string s;
   for (const auto& d : r.diagnostics) s += d.to_string() + "\n";
   return s;
+}
+
+// Whether rule R with this condition (and `extra` rules, lists or macros
+// before it) loads alone and fires for the world's event.
+inline bool fires(const World& w, const std::string& cond, const std::string& extra = "") {
+  auto r = load_one(rule_yaml(cond, "o", extra));
+  EXPECT_TRUE(r.ruleset) << cond << "\n" << diags(r);
+  if (!r.ruleset) return false;
+  EXPECT_EQ(r.loaded, 1u) << cond << "\n" << diags(r);
+  std::vector<event::Alert> out;
+  r.ruleset->evaluate(w.ctx(), out);
+  return !out.empty();
 }
 
 }  // namespace vigil::rules::testing
