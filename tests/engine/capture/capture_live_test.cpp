@@ -32,9 +32,10 @@ TEST(CaptureLive, RecordsARealExecAndARetroHuntRuleFindsItOnReplay) {
   const std::string marker = "vigil-capture-marker-" + std::to_string(getpid());
 
   int rc = -1;
-  std::thread recorder([&] { rc = run({"capture", "-w", path, "--duration", "4s"}); });
-  // Give the sensor time to attach, then run a marked program a few times.
-  std::this_thread::sleep_for(std::chrono::milliseconds(2000));
+  std::thread recorder([&] { rc = run({"capture", "-w", path, "--duration", "7s"}); });
+  // Give the sensor time to attach (it verifies every program it can run at
+  // start, about 2 s on a 2-core VM), then run a marked program a few times.
+  std::this_thread::sleep_for(std::chrono::milliseconds(4500));
   for (int i = 0; i < 3; ++i) {
     pid_t child = fork();
     if (child == 0) {

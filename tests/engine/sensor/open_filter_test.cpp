@@ -83,7 +83,7 @@ TEST(OpenFilterPrefix, RelativePrefixIsRefused) {
 }
 
 // The kernel's tables take any number of paths: Falco's three stock files
-// name 83, past the 48 slots the filter once had. Each still decides as its
+// with the bundled rules name 84, past the 48 slots the filter once had. Each still decides as its
 // literal says.
 TEST(OpenFilterTables, AnyNumberOfPathsEachJudged) {
   OpenLists l;
