@@ -1,9 +1,9 @@
 #include "engine/sensor/open_maps.h"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <set>
-#include <tuple>
 #include <vector>
 
 namespace vigil::sensor {
@@ -25,6 +25,19 @@ void add_own_files(Config& cfg) {
 }
 
 std::size_t open_map_room(std::size_t n) { return std::max<std::size_t>(4096, 4 * n); }
+
+// Each map with the entries `t` puts in it, and what they are.
+struct MapNeed {
+  bpf_map* map;
+  std::size_t entries;
+  const char* what;
+};
+std::array<MapNeed, 4> needs(const OpenMaps& m, const OpenTables& t) {
+  return {{{m.names, t.names.size(), "whole paths and directories"},
+           {m.trie, t.trie.size(), "resolved-prefix components"},
+           {m.given, t.given.size(), "given-path literals"},
+           {m.heads, t.heads.size(), "given-path heads"}}};
+}
 
 template <typename K, typename V>
 Status fill_map(bpf_map* m, const std::vector<std::pair<K, V>>& entries) {
@@ -58,26 +71,20 @@ Result<OpenTables> tables_for(Config& cfg) {
 }
 
 Status size_open_maps(const OpenMaps& m, const OpenTables& t) {
-  const std::pair<bpf_map*, std::size_t> maps[] = {
-      {m.names, t.names.size()}, {m.trie, t.trie.size()}, {m.given, t.given.size()}, {m.heads, t.heads.size()}};
-  for (const auto& [map, n] : maps) {
-    if (int err = bpf_map__set_max_entries(map, static_cast<std::uint32_t>(open_map_room(n))); err != 0)
-      return Error::runtime(std::string("sensor: cannot size the open filter's map ") + bpf_map__name(map) + ": " +
+  for (const MapNeed& n : needs(m, t)) {
+    if (int err = bpf_map__set_max_entries(n.map, static_cast<std::uint32_t>(open_map_room(n.entries))); err != 0)
+      return Error::runtime(std::string("sensor: cannot size the open filter's map ") + bpf_map__name(n.map) + ": " +
                             std::strerror(-err));
   }
   return {};
 }
 
 std::string open_maps_too_small(const OpenMaps& m, const OpenTables& next) {
-  const std::tuple<const bpf_map*, std::size_t, const char*> maps[] = {
-      {m.names, next.names.size(), "whole paths and directories"},
-      {m.trie, next.trie.size(), "resolved-prefix components"},
-      {m.given, next.given.size(), "given-path literals"},
-      {m.heads, next.heads.size(), "given-path heads"}};
-  for (const auto& [map, n, what] : maps) {
-    if (n > bpf_map__max_entries(map))
-      return std::string("the open filter's table of ") + what + " has room for " +
-             std::to_string(bpf_map__max_entries(map)) + " entries and the new rules need " + std::to_string(n);
+  for (const MapNeed& n : needs(m, next)) {
+    if (n.entries > bpf_map__max_entries(n.map))
+      return std::string("the open filter's table of ") + n.what + " has room for " +
+             std::to_string(bpf_map__max_entries(n.map)) + " entries and the new rules need " +
+             std::to_string(n.entries);
   }
   return {};
 }

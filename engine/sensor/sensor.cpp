@@ -129,6 +129,8 @@ class Sensor::Impl {
   Status open(const Config& cfg);
   std::string cannot_update(const Config& next) const;
   Status update(const Config& next);
+  // Why the sensor cannot move to `next` with `tables` ("" when it can).
+  std::string refusal(const Config& next, const OpenTables& tables) const;
   const CgroupPrograms& cgroup_programs() const { return cgroup_; }
   Result<std::size_t> poll(std::size_t budget, const source::EventSource::Emit& emit);
   DropCounters drops() const;
@@ -543,12 +545,16 @@ std::string Sensor::Impl::cannot_update(const Config& in) const {
   next.event_types.insert({Type::kExec, Type::kFork, Type::kExit});
   auto tables = tables_for(next);
   if (!tables) return tables.error().message;
-  if (std::string why = open_maps_too_small(open_maps(), *tables); !why.empty()) return why;
+  return refusal(next, *tables);
+}
+
+std::string Sensor::Impl::refusal(const Config& next, const OpenTables& tables) const {
+  if (std::string why = open_maps_too_small(open_maps(), tables); !why.empty()) return why;
   std::string out;
   for (const HookState& hs : hooks_) {
     // A hook that cannot run here is skipped as it is at start (the parts
     // say so); one that can but was not loaded needs a restart.
-    if (!want_now(*hs.hook, next, *tables) || !hs.available || bpf_program__fd(hs.prog) >= 0) continue;
+    if (!want_now(*hs.hook, next, tables) || !hs.available || bpf_program__fd(hs.prog) >= 0) continue;
     out += (out.empty() ? "" : "; ") + std::string(hs.hook->name) +
            ": its program was not loaded at start (the kernel refused loading every program up front)";
   }
@@ -557,15 +563,15 @@ std::string Sensor::Impl::cannot_update(const Config& in) const {
 
 // A reload's rules: the open filter's tables move to theirs, the hooks they
 // want are attached and those no rule wants any more detached, on the loop
-// thread between two polls. Nothing changes where cannot_update() says why.
+// thread between two polls. Nothing changes where refusal() says why.
 Status Sensor::Impl::update(const Config& in) {
-  if (std::string why = cannot_update(in); !why.empty()) return Error::runtime("sensor: " + why);
   Config next = in;
   next.event_types.insert({Type::kExec, Type::kFork, Type::kExit});
   auto tables = tables_for(next);
   if (!tables) return tables.error();
-  // New hooks first, so that the tables they judge by are in place when the
-  // first event of the new rules arrives; then the hooks that went.
+  if (std::string why = refusal(next, *tables); !why.empty()) return Error::runtime("sensor: " + why);
+  // The tables first, so that a hook attached next judges its first event
+  // by the new rules' paths; then the hooks that went.
   if (Status st = apply_open_tables(std::move(*tables)); !st) return st;
   cfg_ = std::move(next);
   if (Status st = attach_wanted(); !st) return st;

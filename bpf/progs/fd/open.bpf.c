@@ -515,7 +515,11 @@ static __always_inline int open_filter(struct task_struct *t, struct file *f,
           len_mask = vg_of.rp_top_len_mask;
         }
       }
-      int r = vg_path_top_start(t, f) ? vg_of_resolved(want, len_mask) : -1;
+      /* No prefix for this kind of open (the bundled rules' are all for
+       * writes): no walk at all. */
+      int r = 0;
+      if (len_mask)
+        r = vg_path_top_start(t, f) ? vg_of_resolved(want, len_mask) : -1;
       if (r < 0)
         m = VG_GIVEN_ALL | (vg_of.have_traversal ? VG_GIVEN_DOTDOT : 0);
       else if (r & VG_OF_ANY)
