@@ -330,22 +330,43 @@ static __always_inline struct vg_nv_seen nv_count(const struct vg_usage_key *uk,
   return seen;
 }
 
+/* Makes the mark `key` in `map` (an LRU hash of __u8): 1 where this call made
+ * it, 0 where it was there already. Another thread making the same mark on
+ * another CPU at the same moment finds it made (-EEXIST). The insert can
+ * fail for other reasons too (the kernel's bucket locks give up rather than
+ * spin forever, and an LRU may find no free node): then a mark that another
+ * CPU made meanwhile still counts as made, the insert is tried once more,
+ * and a mark that still cannot be made lets the call be sent (a repeat
+ * rather than a loss) and is counted as VG_DROP_MAP_FULL. */
+static __always_inline int mark_new(void *map, const void *key)
+{
+  __u8 one = 1;
+  if (bpf_map_lookup_elem(map, key))
+    return 0;
+  long err = bpf_map_update_elem(map, key, &one, BPF_NOEXIST);
+  if (err == 0)
+    return 1;
+  if (err == -EEXIST || bpf_map_lookup_elem(map, key))
+    return 0;
+  err = bpf_map_update_elem(map, key, &one, BPF_NOEXIST);
+  if (err == -EEXIST)
+    return 0;
+  if (err != 0)
+    vg_drop(VG_DROP_MAP_FULL);
+  return 1;
+}
+
 /* Makes the marks of a call not yet known: a process's first use of a device
  * (gpu_seen; VG_IOCTL_FIRST_USE in *iflags) and its first use of an RM control
  * command (ctl_seen). A (process, device) or (process, command) is new only to
- * the CPU whose insert makes its mark: another thread issuing the same call
- * on another CPU at the same moment finds the mark made (-EEXIST). A mark
- * that cannot be made for another reason still lets the call be sent.
- * 1: either mark is new. */
+ * the CPU whose insert makes its mark (mark_new). 1: either mark is new. */
 static __always_inline int nv_mark_first(const struct vg_usage_key *uk, __u64 start,
                                          struct vg_nv_seen seen, __u32 rm_control, __u8 *iflags)
 {
   int first = 0;
   if (!seen.known) {
     struct vg_seen_key sk = {.pid = uk->pid, .dev = uk->dev, .start = start};
-    __u8 one = 1;
-    if (!bpf_map_lookup_elem(&gpu_seen, &sk) &&
-        bpf_map_update_elem(&gpu_seen, &sk, &one, BPF_NOEXIST) != -EEXIST) {
+    if (mark_new(&gpu_seen, &sk)) {
       first = 1;
       *iflags |= VG_IOCTL_FIRST_USE;
     }
@@ -353,10 +374,7 @@ static __always_inline int nv_mark_first(const struct vg_usage_key *uk, __u64 st
   int new_ctl = 0;
   if (!seen.ctl_known) {
     struct vg_ctl_key ck = {.pid = uk->pid, .cmd = rm_control, .start = start};
-    __u8 one = 1;
-    if (!bpf_map_lookup_elem(&ctl_seen, &ck) &&
-        bpf_map_update_elem(&ctl_seen, &ck, &one, BPF_NOEXIST) != -EEXIST)
-      new_ctl = 1;
+    new_ctl = mark_new(&ctl_seen, &ck);
   }
   return first || new_ctl;
 }

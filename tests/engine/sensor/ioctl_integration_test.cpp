@@ -291,7 +291,9 @@ TEST_P(IoctlCounts, AnFdNumberReusedForAnotherDeviceAndANonNvidiaFile) {
 
 // Two threads on two CPUs issue the same new control commands at the same
 // moment, 2000 of them: each command is still sent once for the process
-// (the first-time check and its mark are one step).
+// (the first-time check and its mark are one step). A mark the kernel
+// refuses outright (its bucket lock gave up) lets the call be sent again
+// rather than lost, and is counted: only those may repeat.
 TEST_P(IoctlCounts, AControlCommandIssuedOnTwoCpusAtOnceIsSentOnce) {
   REQUIRE_ROOT();
   const std::vector<int> cpus = allowed_cpus();
@@ -302,6 +304,7 @@ TEST_P(IoctlCounts, AControlCommandIssuedOnTwoCpusAtOnceIsSentOnce) {
   auto s = open_sensor(config(std::chrono::milliseconds(1000)));
   ASSERT_TRUE(s);
   Recorder rec(*s);
+  const std::uint64_t refused_before = s->counters().map_full;
 
   constexpr std::uint32_t kBase = 0x20801000, kCommands = 2000;
   Child c = Child::run([&] {
@@ -336,7 +339,9 @@ TEST_P(IoctlCounts, AControlCommandIssuedOnTwoCpusAtOnceIsSentOnce) {
   int twice = 0;
   for (const auto& [cmd, n] : per_command) twice += n > 1;
   EXPECT_EQ(per_command.size(), kCommands);
-  EXPECT_EQ(twice, 0) << "control commands sent more than once";
+  const std::uint64_t refused = s->counters().map_full - refused_before;
+  EXPECT_LE(static_cast<std::uint64_t>(twice), refused)
+      << "control commands sent more than once, with " << refused << " marks refused";
 }
 
 // A pid the kernel gives again to a later process: that process's first use
