@@ -18,6 +18,7 @@ agent=(
   libre2-dev libyaml-cpp-dev libyaml-dev libspdlog-dev libfmt-dev libcli11-dev
   librdkafka-dev libcurl4-openssl-dev libssl-dev libzstd-dev nlohmann-json3-dev
   libcpp-httplib-dev                       # the metrics and health endpoint (webserver:)
+  libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc # the CRI client
 )
 tests=(
   llvm libclang-rt-14-dev                  # libFuzzer targets
@@ -27,6 +28,7 @@ tests=(
   python3-prometheus-client                  # metrics tests: a real Prometheus text parser
   rsyslog kcat                               # output tests: real syslog and Kafka peers
   podman runc mmdebstrap                     # image test: deploy/build-image.sh, then podman run
+  containerd                                 # CRI e2e: a real runtime on a private socket
   clang-format                               # the format check (tests/style)
 )
 case "$profile" in

@@ -483,6 +483,7 @@ void append_pod(const state::Pod& p, std::string& out) {
     // start times, in the order of the containers above.
     put_u32(out, static_cast<std::uint32_t>(p.containers.size()));
     for (const auto& pc : p.containers) put_i64(out, pc.started_at_ns);
+    put_bool(out, p.from_runtime);  // appended later again
   });
 }
 
@@ -624,6 +625,7 @@ DecodeOutcome decode_pod(Cursor& c, RecordData& out, std::string& why) {
       if (i < p.containers.size()) p.containers[i].started_at_ns = t;
     }
   }
+  if (c.left() > 0) p.from_runtime = c.boolean("pod.from_runtime");  // absent in older files
   if (c.failed()) return malformed(c, why);
   out = std::move(p);
   return DecodeOutcome::kOk;

@@ -100,6 +100,12 @@ struct Pod {
   // controller: true, else the first); both "" when the pod has none.
   std::string owner_kind;  // "ReplicaSet", "StatefulSet", "DaemonSet", "Job", ...
   std::string owner_name;
+  // Known only from the container runtime (the CRI labels the kubelet set
+  // when it created the pod's sandbox and containers: name, namespace, uid,
+  // labels, annotations, container names, images and ids), not yet from the
+  // API server: no spec, so no GPU allocation is judged from it. The API
+  // server's record replaces it when it arrives.
+  bool from_runtime = false;
 };
 
 // One GPU as the driver describes it in /proc/driver/nvidia/gpus/<pci>/information.

@@ -105,8 +105,10 @@ bool PodWatcher::drain(State& state) {
       case PodUpdate::Kind::kSync: {
         std::unordered_set<std::string> keep;
         for (const auto& p : u.pods) keep.insert(p.uid);
+        // A pod known only from the container runtime may be newer than
+        // the list: the API's own DELETE or record settles it.
         for (const auto& p : state.pods()) {
-          if (!keep.count(p.uid)) state.remove_pod(p.uid);
+          if (!keep.count(p.uid) && !p.from_runtime) state.remove_pod(p.uid);
         }
         for (auto& p : u.pods) state.upsert_pod(std::move(p));
         break;

@@ -234,14 +234,50 @@ void State::upsert_container(Container c) {
     }
   }
   if (listener_) listener_->on_container(c);
+  if (unnamed_container_ && !c.pod_uid.empty() && c.name.empty()) unnamed_container_(c);
   std::string id = c.id;
   s.containers.put(id, std::move(c));
 }
+
+namespace {
+
+// Adds (by name) or completes the containers of `into` with those of `from`.
+void merge_runtime_containers(Pod& into, const Pod& from) {
+  for (const auto& rc : from.containers) {
+    auto it = std::find_if(into.containers.begin(), into.containers.end(),
+                           [&](const PodContainer& pc) { return pc.name == rc.name; });
+    if (it == into.containers.end()) {
+      if (into.containers.size() < kMaxPodContainers) into.containers.push_back(rc);
+      continue;
+    }
+    if (it->id.empty()) it->id = rc.id;
+    if (it->image.empty()) it->image = rc.image;
+    if (it->started_at_ns == 0) it->started_at_ns = rc.started_at_ns;
+  }
+}
+
+}  // namespace
 
 void State::upsert_pod(Pod p) {
   Impl& s = *impl_;
   if (p.uid.empty()) return;
   if (p.containers.size() > kMaxPodContainers) p.containers.resize(kMaxPodContainers);
+  if (const Pod* old = s.pods.peek(p.uid)) {
+    if (p.from_runtime) {
+      // What the runtime says completes the record; it never replaces one.
+      Pod merged = *old;
+      merge_runtime_containers(merged, p);
+      p = std::move(merged);
+    } else {
+      // The API's record is the pod's; a container id it does not list yet
+      // (a container just started) stays as the runtime gave it.
+      for (auto& pc : p.containers) {
+        if (!pc.id.empty()) continue;
+        for (const auto& oc : old->containers)
+          if (oc.name == pc.name) pc.id = oc.id;
+      }
+    }
+  }
   if (listener_) listener_->on_pod(p);
   std::vector<GpuAllocation> allocs;
   allocs.reserve(p.containers.size());
@@ -250,19 +286,26 @@ void State::upsert_pod(Pod p) {
     if (pc.id.empty()) continue;
     if (Container* c = s.containers.peek_mut(pc.id)) {
       c->name = pc.name;
-      c->image = pc.image;
-      c->privileged = pc.privileged;
+      if (!pc.image.empty()) c->image = pc.image;
+      c->privileged = c->privileged || pc.privileged;
       if (c->pod_uid.empty()) c->pod_uid = p.uid;
     }
   }
   std::string uid = p.uid;
+  const bool spec_known = !p.from_runtime;
   s.removed_at.erase(uid);  // back (a relist that still has it): in force again
   auto evicted = s.pods.put(uid, std::move(p));
   if (evicted) {
     s.allocations.erase(evicted->first);
     s.removed_at.erase(evicted->first);
   }
-  s.allocations[uid] = std::move(allocs);
+  // Without the pod's spec there is no evidence of its GPU allocation either
+  // way (gpu_allowed: allowed), as for a pod not known at all.
+  if (spec_known) {
+    s.allocations[uid] = std::move(allocs);
+  } else {
+    s.allocations.erase(uid);
+  }
 }
 
 void State::remove_pod(const std::string& uid) {

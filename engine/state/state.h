@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -71,6 +72,10 @@ class State final : public StateView {
 
   void upsert_process(Process p);
   void upsert_container(Container c);
+  // A pod from the API server replaces what was known of it (container ids
+  // the API does not list yet are kept from the old record). A pod known only
+  // from the container runtime (from_runtime) adds its containers to the
+  // pod's record, or creates the record when there is none.
   void upsert_pod(Pod p);
   // The pod is gone: events still name it for cfg.pod_grace_ns of event
   // time (pod() and enrich() find it), but pods() and pod_count() no longer
@@ -96,6 +101,11 @@ class State final : public StateView {
   void after(const event::Event& ev);
 
   void set_listener(StateListener* l) { listener_ = l; }
+  // Called with each container of a Kubernetes pod that becomes known
+  // without its pod's record naming it (upsert_container): the cue to ask
+  // the container runtime (cri_resolver.h). It must not call back into the
+  // State. Live runs only; a replay gets the answers as state records.
+  void set_unnamed_container_hook(std::function<void(const Container&)> fn) { unnamed_container_ = std::move(fn); }
 
   // Everything known now, for the first records of a capture (pods: the
   // ones not removed; removed_pods(): the ones in their grace period, for a
@@ -136,6 +146,7 @@ class State final : public StateView {
   void expire_removed_pods(std::uint64_t now_ns);
   std::unique_ptr<Impl> impl_;
   StateListener* listener_ = nullptr;
+  std::function<void(const Container&)> unnamed_container_;
   std::vector<std::string> vigil_paths_;
 };
 
