@@ -23,6 +23,15 @@ namespace vigil::state {
 struct ProcSlot {
   Process p;
   bool exited = false;  // reaped by after() once the rules saw the exit
+  // When after() saw its exit (event time), 0 while it runs: it stays known
+  // for cfg.process_grace_ns more, for the events about it that arrive late.
+  std::uint64_t reaped_at_ns = 0;
+};
+
+// A process whose exit the rules saw at event time at_ns.
+struct ExitedProcess {
+  std::uint32_t pid = 0;
+  std::uint64_t at_ns = 0;
 };
 
 // A pod removed at event time at_ns (0: before any event had a time).
@@ -91,6 +100,7 @@ struct State::Impl {
   // cfg.max_pods; an entry is stale when removed_at says otherwise), and
   // when each pod still in `pods` was removed.
   std::deque<RemovedPod> removed_order;
+  std::deque<ExitedProcess> exited_order;  // in exit order, at most cfg.max_processes
   std::unordered_map<std::string, std::uint64_t> removed_at;
   std::uint64_t event_time_ns = 0;  // the newest event time applied
 
@@ -568,6 +578,7 @@ void State::apply(const event::Event& ev) {
   Impl& s = *impl_;
   if (ev.hdr.ts_ns > s.event_time_ns) s.event_time_ns = ev.hdr.ts_ns;
   if (!s.removed_order.empty() && s.event_time_ns != 0) expire_removed_pods(s.event_time_ns);
+  if (!s.exited_order.empty()) forget_exited(0, s.event_time_ns);
   Apply a{*this, s, ev, ev.hdr};
   a.cgroup();
   switch (ev.hdr.type) {
@@ -649,8 +660,27 @@ EvalContext State::enrich(const event::Event& ev) const {
 void State::after(const event::Event& ev) {
   if (ev.hdr.type != event::Type::kExit) return;
   Impl& s = *impl_;
-  if (const ProcSlot* slot = s.procs.peek(ev.hdr.pid); slot && slot->exited) {
+  ProcSlot* slot = s.procs.peek_mut(ev.hdr.pid);
+  if (!slot || !slot->exited || slot->reaped_at_ns != 0) return;
+  if (s.cfg.process_grace_ns == 0 || s.event_time_ns == 0) {
     s.procs.erase(ev.hdr.pid);
+    return;
+  }
+  slot->reaped_at_ns = s.event_time_ns;
+  s.exited_order.push_back({ev.hdr.pid, s.event_time_ns});
+  if (s.exited_order.size() > s.cfg.max_processes) forget_exited(s.exited_order.size() - s.cfg.max_processes, 0);
+}
+
+void State::forget_exited(std::size_t at_least, std::uint64_t now_ns) {
+  Impl& s = *impl_;
+  while (!s.exited_order.empty() && (at_least > 0 || now_ns - s.exited_order.front().at_ns >= s.cfg.process_grace_ns)) {
+    const ExitedProcess e = s.exited_order.front();
+    s.exited_order.pop_front();
+    if (at_least > 0) --at_least;
+    // Stale when the pid now belongs to a later process (a fork replaced it).
+    if (const ProcSlot* slot = s.procs.peek(e.pid); slot && slot->exited && slot->reaped_at_ns == e.at_ns) {
+      s.procs.erase(e.pid);
+    }
   }
 }
 

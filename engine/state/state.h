@@ -44,6 +44,11 @@ struct Config {
   // lines, plugin samples, late kernel lines. 0: forgotten at once. At most
   // max_pods deleted pods are kept; past that the oldest is forgotten early.
   std::uint64_t pod_grace_ns = 60'000'000'000ull;
+  // An exited process stays known (process(), enrich()) for this long of
+  // event time after the rules saw its exit, for what arrives about it late:
+  // an Xid line or a plugin sample naming its pid. A fork that reuses the pid
+  // replaces it at once. 0: forgotten at its exit.
+  std::uint64_t process_grace_ns = 5'000'000'000ull;
 };
 
 // Told about every change that did not come from an event (see the header comment).
@@ -97,7 +102,8 @@ class State final : public StateView {
   // The context the rules see for this event. Valid until the next call to
   // apply()/after()/upsert_*().
   EvalContext enrich(const event::Event& ev) const;
-  // After rules: forget what the event ended (an exited process is reaped).
+  // After rules: forget what the event ended (an exited process is reaped
+  // once its grace period, cfg.process_grace_ns, ends).
   void after(const event::Event& ev);
 
   void set_listener(StateListener* l) { listener_ = l; }
@@ -144,6 +150,9 @@ class State final : public StateView {
   void resolve_cgroup(std::uint64_t id);
   // Forgets the removed pods whose grace period ended by event time now_ns.
   void expire_removed_pods(std::uint64_t now_ns);
+  // Forgets the exited processes whose grace period ended by event time
+  // now_ns, and at least the `at_least` oldest.
+  void forget_exited(std::size_t at_least, std::uint64_t now_ns);
   std::unique_ptr<Impl> impl_;
   StateListener* listener_ = nullptr;
   std::function<void(const Container&)> unnamed_container_;

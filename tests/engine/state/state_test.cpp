@@ -91,7 +91,9 @@ TEST(ProcessTable, ThreadCreationAddsNoProcess) {
 }
 
 TEST(ProcessTable, ExitedProcessIsReapedOnlyAfterRules) {
-  State s(replay_config());
+  Config cfg = replay_config();
+  cfg.process_grace_ns = 0;
+  State s(cfg);
   apply_all(s, fork_event(100, 101));
   event::Event ex = exit_event(101);
   s.apply(ex);
@@ -101,6 +103,44 @@ TEST(ProcessTable, ExitedProcessIsReapedOnlyAfterRules) {
   s.after(ex);
   EXPECT_EQ(s.process(101), nullptr);
   EXPECT_NE(s.process(100), nullptr);
+}
+
+// An exited process still names what arrives about it late (an Xid line, a
+// plugin sample) for its grace period of event time; a fork that reuses its
+// pid replaces it at once.
+TEST(ProcessTable, ExitedProcessStaysKnownForItsGracePeriod) {
+  Config cfg = replay_config();
+  cfg.process_grace_ns = 5'000'000'000ull;
+  State s(cfg);
+  event::Event f = fork_event(100, 101);
+  f.hdr.ts_ns = 1'000'000'000ull;
+  apply_all(s, f);
+  event::Event ex = exit_event(101);
+  ex.hdr.ts_ns = 2'000'000'000ull;
+  apply_all(s, ex);
+  ASSERT_NE(s.process(101), nullptr) << "kept after its exit";
+  event::Event later = exec_event(100, {"sleep", "1"}, "/bin/sleep");
+  later.hdr.ts_ns = 6'900'000'000ull;
+  apply_all(s, later);
+  EXPECT_NE(s.process(101), nullptr) << "4.9 s after its exit";
+  later.hdr.ts_ns = 7'000'000'000ull;
+  apply_all(s, later);
+  EXPECT_EQ(s.process(101), nullptr) << "5 s after its exit";
+
+  // Reused: the later process is the one known, and its own exit is timed
+  // from its own end, not from the first one's.
+  event::Event f2 = fork_event(100, 102);
+  f2.hdr.ts_ns = 8'000'000'000ull;
+  apply_all(s, f2);
+  event::Event ex2 = exit_event(102);
+  ex2.hdr.ts_ns = 8'100'000'000ull;
+  apply_all(s, ex2);
+  event::Event f3 = fork_event(100, 102);
+  f3.hdr.ts_ns = 8'200'000'000ull;
+  apply_all(s, f3);
+  later.hdr.ts_ns = 13'500'000'000ull;
+  apply_all(s, later);
+  ASSERT_NE(s.process(102), nullptr) << "the pid's later process is not forgotten with the earlier one";
 }
 
 TEST(ProcessTable, UnknownPidIsBuiltFromTheEventHeader) {
@@ -280,7 +320,7 @@ TEST(Attribution, ShortLivedProcessGetsContainerAndPodFromCgroupId) {
   ASSERT_NE(ctx.container, nullptr);
   EXPECT_EQ(ctx.pod->ns, "ml");
   s.after(end);
-  EXPECT_EQ(s.process(9000), nullptr);
+  ASSERT_NE(s.process(9000), nullptr) << "an exited process stays known for its grace period";
 }
 
 TEST(Attribution, ContainerTakesNameImageAndPrivilegeFromItsPod) {
