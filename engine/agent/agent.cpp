@@ -12,6 +12,7 @@
 #include "engine/plugin/host.h"
 #include "engine/rules/filter.h"
 #include "engine/runtime/file_watch.h"
+#include "engine/state/cri_resolver.h"
 #include "engine/state/pod_watcher.h"
 #include "engine/state/pods.h"
 #include "engine/state/state.h"

@@ -72,6 +72,7 @@ class StateApplier;
 namespace vigil::state {
 struct K8sConfig;
 class PodWatcher;
+class CriResolver;
 class State;
 }  // namespace vigil::state
 
@@ -171,6 +172,7 @@ struct Agent {
   std::unique_ptr<state::State> state;
   std::unique_ptr<state::K8sConfig> k8s;  // null: no Kubernetes API
   std::unique_ptr<state::PodWatcher> pods;
+  std::unique_ptr<state::CriResolver> cri;  // null: no container runtime socket
 
   // Recording: a capture file and the flight recorder, state listeners
   // through one fanout (vigil run), or the capture file alone (vigil capture).

@@ -5,11 +5,14 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
+#include <vector>
 
 #include "engine/agent/parts.h"
 #include "engine/config/config.h"
 #include "engine/runtime/runner.h"
+#include "engine/state/cri_resolver.h"
 #include "engine/state/pods.h"
 #include "engine/state/state.h"
 
@@ -82,6 +85,51 @@ std::string pod_resources_off(const std::string& path, util::CapSet caps) {
 }
 
 }  // namespace
+
+Result<std::unique_ptr<state::CriResolver>> watch_runtime(const YAML::Node& cfg, state::State& st,
+                                                          runtime::Runner& runner, spdlog::logger& log,
+                                                          runtime::Parts& parts) {
+  auto socket = get_or<std::string>(cfg, "cri.socket", "");
+  if (!socket) return socket.error();
+  auto timeout_ms = get_or<double>(cfg, "cri.timeout_ms", 2000);
+  if (!timeout_ms) return timeout_ms.error();
+  if (*socket == "off") {
+    record_part(parts, log, "cri", false, "cri.socket: off", /*warn=*/false);
+    return std::unique_ptr<state::CriResolver>();
+  }
+  const auto timeout = std::chrono::milliseconds(static_cast<std::int64_t>(*timeout_ms));
+  std::vector<std::string> candidates;
+  if (!socket->empty()) {
+    candidates.push_back(*socket);
+  } else {
+    for (const char* s : state::kCriSockets)
+      if (::access(s, F_OK) == 0) candidates.emplace_back(s);
+  }
+  if (candidates.empty()) {
+    record_part(parts, log, "cri", false, "no container runtime socket (looked for containerd's and CRI-O's)",
+                /*warn=*/false);
+    return std::unique_ptr<state::CriResolver>();
+  }
+  std::string why;
+  for (const std::string& path : candidates) {
+    state::CriClient probe(path, timeout);
+    auto v = probe.version();
+    if (!v) {
+      why += (why.empty() ? "" : "; ") + v.error().message;
+      continue;
+    }
+    auto r = std::make_unique<state::CriResolver>(state::CriResolver::Options{.socket = path, .timeout = timeout});
+    if (Status s = r->start(); !s) return s.error();
+    state::CriResolver* rp = r.get();
+    st.set_unnamed_container_hook([rp](const state::Container& c) { rp->request(c.id); });
+    if (Status s = runner.add_feed("cri", rp->wake_fd(), [rp, &st] { rp->drain(st); }); !s) return s.error();
+    record_part(parts, log, "cri", true);
+    log.info("asking the container runtime at {} ({}) for pods of new containers", path, *v);
+    return r;
+  }
+  record_part(parts, log, "cri", false, why, /*warn=*/!socket->empty());
+  return std::unique_ptr<state::CriResolver>();
+}
 
 Result<std::unique_ptr<state::PodWatcher>> watch_pods(const state::K8sConfig& k8s, state::State& st,
                                                       runtime::Runner& runner, spdlog::logger& log,

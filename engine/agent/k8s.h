@@ -17,6 +17,7 @@ namespace vigil::state {
 struct K8sOptions;
 struct K8sConfig;
 class PodWatcher;
+class CriResolver;
 class State;
 }  // namespace vigil::state
 namespace vigil::runtime {
@@ -55,5 +56,16 @@ Result<std::uint64_t> pod_grace_ns(const YAML::Node& cfg);
 Result<std::unique_ptr<state::PodWatcher>> watch_pods(const state::K8sConfig& k8s, state::State& st,
                                                       runtime::Runner& runner, spdlog::logger& log,
                                                       runtime::Parts& parts);
+
+// Starts asking the container runtime (CRI) about the Kubernetes containers
+// the state meets before their pod is known, and drains its answers into
+// `st` like the pod watcher's. The socket: `cri.socket`, else the first of
+// state::kCriSockets that answers a Version call; `cri.socket: off` turns
+// it off. Records the part "cri" on (with the runtime's version) or off
+// with why; a configured socket that does not answer is a warning, not an
+// error, so vigil still starts while the runtime restarts. nullptr when off.
+Result<std::unique_ptr<state::CriResolver>> watch_runtime(const YAML::Node& cfg, state::State& st,
+                                                          runtime::Runner& runner, spdlog::logger& log,
+                                                          runtime::Parts& parts);
 
 }  // namespace vigil::agent

@@ -26,6 +26,8 @@ constexpr PartInfo kParts[] = {
     {"k8s", "a service-account token that may list and watch pods (no capability)", "k8s.* fields stay empty", false},
     {"pod_resources", "/var/lib/kubelet/pod-resources/kubelet.sock",
      "the kubelet's GPU assignments are not seen: a pod's GPUs come from its spec only", false},
+    {"cri", "the container runtime's CRI socket (/run/containerd/containerd.sock or /run/crio/crio.sock)",
+     "a new container's pod is named only once the API server announces it (and not while it is away)", false},
 };
 
 bool is_event_source(const runtime::PartState& p) {

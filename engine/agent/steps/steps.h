@@ -38,6 +38,8 @@ Status seed_state(Agent& a);
 // watch_pods.cpp: where pods come from, then the pod watcher.
 Status discover_k8s(Agent& a);
 Status watch_pods(Agent& a);
+// The container runtime's CRI socket, asked about new containers' pods.
+Status watch_runtime(Agent& a);
 // start_recording.cpp: run's --capture and flight recorder; capture's file.
 Status start_recording(Agent& a);
 Status start_capture_file(Agent& a);

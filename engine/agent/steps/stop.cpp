@@ -14,6 +14,7 @@
 #include "engine/metrics/server.h"
 #include "engine/pipeline/pipeline.h"
 #include "engine/state/pod_watcher.h"
+#include "engine/state/cri_resolver.h"
 #include "engine/state/pods.h"
 #include "engine/state/state.h"
 #include "outputs/router.h"
@@ -24,6 +25,17 @@ void stop_outputs_on_failure(Agent& a) {
   if (a.router) a.router->shutdown(std::chrono::milliseconds(1000));
 }
 
+namespace {
+
+// The state no longer asks the runtime, and the resolver's thread ends.
+void stop_runtime_lookups(Agent& a) {
+  if (!a.cri) return;
+  a.state->set_unnamed_container_hook(nullptr);
+  a.cri->stop();
+}
+
+}  // namespace
+
 Status stop(Agent& a) {
   const runtime::RunReport& rep = a.report;
   if (a.webserver) a.webserver->stop();
@@ -31,6 +43,7 @@ Status stop(Agent& a) {
   a.runner->close_sources();
   if (a.baselines) log_baseline_errors(a.baselines->save(), *a.log);
   if (a.pods) a.pods->stop();
+  stop_runtime_lookups(a);
   if (a.recorder) a.recorder->finish();
   a.state->set_listener(nullptr);
   if (a.writer) {
@@ -50,6 +63,7 @@ Status stop_capture(Agent& a) {
   const runtime::RunReport& rep = a.report;
   a.runner->close_sources();
   if (a.pods) a.pods->stop();
+  stop_runtime_lookups(a);
   a.state->set_listener(nullptr);
   Status closed = a.writer->close();
   const auto& ws = a.writer->stats();

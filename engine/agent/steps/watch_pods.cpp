@@ -7,6 +7,7 @@
 #include "engine/agent/steps/steps.h"
 
 #include "engine/agent/k8s.h"
+#include "engine/state/cri_resolver.h"
 #include "engine/state/pods.h"
 
 namespace vigil::agent::steps {
@@ -23,6 +24,13 @@ Status watch_pods(Agent& a) {
   auto w = agent::watch_pods(*a.k8s, *a.state, *a.runner, *a.log, a.parts);
   if (!w) return w.error();
   a.pods = std::move(*w);
+  return {};
+}
+
+Status watch_runtime(Agent& a) {
+  auto r = agent::watch_runtime(a.cfg, *a.state, *a.runner, *a.log, a.parts);
+  if (!r) return r.error();
+  a.cri = std::move(*r);
   return {};
 }
 

@@ -83,7 +83,7 @@ TEST(Parts, APartAPlainHostHasNoUseForIsSaidAtInfo) {
 }
 
 TEST(Parts, EveryPartHasWhatItNeedsAndWhatIsLost) {
-  for (const char* name : {"bpf", "bpf_cgroup", "kmsg", "procfs", "gpu_inventory", "k8s", "pod_resources"}) {
+  for (const char* name : {"bpf", "bpf_cgroup", "kmsg", "procfs", "gpu_inventory", "k8s", "pod_resources", "cri"}) {
     const PartInfo* info = part_info(name);
     ASSERT_NE(info, nullptr) << name;
     EXPECT_FALSE(info->needs.empty()) << name;
