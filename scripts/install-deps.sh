@@ -28,7 +28,7 @@ tests=(
   python3-prometheus-client                  # metrics tests: a real Prometheus text parser
   rsyslog kcat                               # output tests: real syslog and Kafka peers
   podman runc mmdebstrap                     # image test: deploy/build-image.sh, then podman run
-  containerd                                 # CRI e2e: a real runtime on a private socket
+  containerd busybox-static                  # CRI e2e: a real runtime on a private socket, offline images
   clang-format                               # the format check (tests/style)
 )
 case "$profile" in
