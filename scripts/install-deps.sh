@@ -24,7 +24,6 @@ tests=(
   llvm libclang-rt-14-dev                  # libFuzzer targets
   libgtest-dev libgmock-dev libbenchmark-dev
   iproute2 procps util-linux openssl python3 # integration tests: netns, stand-in servers
-  python3-h2                                 # state tests: stand-in kubelet pod-resources (gRPC/HTTP2)
   python3-prometheus-client                  # metrics tests: a real Prometheus text parser
   rsyslog kcat                               # output tests: real syslog and Kafka peers
   podman runc mmdebstrap                     # image test: deploy/build-image.sh, then podman run

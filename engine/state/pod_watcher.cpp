@@ -291,7 +291,7 @@ void PodWatcher::annotate(Pod& pod) {
     struct stat st {};
     if (::stat(cfg_.pod_resources_socket.c_str(), &st) != 0) return;  // no kubelet API here
     assignments_at_ = now;
-    auto r = list_pod_resources(kubelet_, cfg_.pod_resources_socket);
+    auto r = kubelet_.list(cfg_.pod_resources_socket);
     std::lock_guard<std::mutex> lock(mu_);
     ++stats_.pod_resources_calls;
     if (r) {

@@ -100,8 +100,8 @@ class PodWatcher {
   void annotate(Pod& pod);
 
   K8sConfig cfg_;
-  net::HttpClient http_;     // the API server; watcher thread only (cancel() from stop())
-  net::HttpClient kubelet_;  // pod-resources, asked while a WATCH is streaming
+  net::HttpClient http_;        // the API server; watcher thread only (cancel() from stop())
+  PodResourcesClient kubelet_;  // asked while a WATCH is streaming
   std::thread thread_;
   std::atomic<bool> stop_{false};
   std::atomic<bool> overflow_{false};

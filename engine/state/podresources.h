@@ -3,21 +3,22 @@
 // (GPU or MIG UUIDs, "<uuid>::<replica>" under time-slicing) each container
 // of each pod on the node was given.
 //
-// gRPC is spoken directly through net::HttpClient (HTTP/2 with prior
-// knowledge over the unix socket) and a small bounded protobuf decoder for the four messages
-// involved, so no gRPC/protobuf runtime is needed.
+// The client is generated from the kubelet's upstream api.proto
+// (engine/rpc) and spoken through Debian's gRPC; every answer is bounded in
+// size (the call's maximum message) and in entries.
 //
-// Pure functions except list_pod_resources(), which performs one request.
-// Thread-safe.
+// Pure functions except list_pod_resources() and PodResourcesClient, which
+// perform calls. Thread-safe, except a PodResourcesClient (one thread calls
+// list(); cancel() from any).
 #pragma once
 
 #include <chrono>
 #include <cstddef>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "engine/net/http_client.h"
 #include "engine/state/model.h"
 #include "engine/util/result.h"
 
@@ -35,25 +36,34 @@ struct ContainerDeviceIds {
 };
 
 // Decodes a serialized v1.ListPodResourcesResponse. Unknown fields are
-// skipped; malformed input (bad varints, lengths past the end, group wire
-// types) is an error. At most max_entries entries are returned.
+// skipped; malformed input (bad varints, lengths past the end, groups) is an
+// error. At most max_entries entries are returned, each with at most 1024
+// device ids, every string cut to 1024 bytes.
 Result<std::vector<ContainerDeviceIds>> decode_list_pod_resources(std::string_view msg,
                                                                   std::size_t max_entries = 65536);
-
-// A gRPC length-prefixed message frame (uncompressed).
-std::string grpc_frame(std::string_view msg);
-// The first message of a gRPC response body; error when the body is not a
-// complete uncompressed frame.
-Result<std::string> grpc_first_message(std::string_view body);
 
 // Calls List on the socket. Error when the socket is absent or the call fails.
 Result<std::vector<ContainerDeviceIds>> list_pod_resources(const std::string& socket_path,
                                                            std::chrono::milliseconds timeout = std::chrono::seconds(5),
                                                            std::size_t max_bytes = 16u << 20);
-// The same through a caller's client (whose cancel() interrupts the call).
-Result<std::vector<ContainerDeviceIds>> list_pod_resources(net::HttpClient& client, const std::string& socket_path,
-                                                           std::chrono::milliseconds timeout = std::chrono::seconds(5),
-                                                           std::size_t max_bytes = 16u << 20);
+
+// The same as a client whose call another thread can cut short (the pod
+// watcher's stop()).
+class PodResourcesClient {
+ public:
+  explicit PodResourcesClient(std::chrono::milliseconds timeout = std::chrono::seconds(5),
+                              std::size_t max_bytes = 16u << 20);
+  ~PodResourcesClient();
+  PodResourcesClient(const PodResourcesClient&) = delete;
+  PodResourcesClient& operator=(const PodResourcesClient&) = delete;
+  Result<std::vector<ContainerDeviceIds>> list(const std::string& socket_path);
+  // Ends a call under way (it returns an error) and every later one.
+  void cancel();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 // Sets PodContainer::gpu_devices of pod from the NVIDIA resources
 // ("nvidia.com/...") assigned to its containers (matched by namespace, pod

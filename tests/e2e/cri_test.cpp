@@ -77,5 +77,27 @@ TEST_F(e2eCri, AContainersFirstActionNamesItsPodFromTheRuntime) {
   EXPECT_EQ(v.stop(), 0) << v.diag();
 }
 
+// The API server is configured but away (nothing listens at its address, as
+// while a control plane restarts): a new pod's alerts still name it.
+TEST_F(e2eCri, WhileTheApiServerIsAwayTheRuntimeNamesThePod) {
+  const std::string config =
+      dir_.write("vigil.yaml", "cri:\n  socket: " + ctd_.socket() + "\nk8s:\n  api: http://127.0.0.1:9\n" +
+                                   "  node_name: gpu-node-1\n");
+  Vigil v;
+  ASSERT_TRUE(v.start({"-r", rules(), "-c", config}));
+  ASSERT_TRUE(v.wait_ready()) << "vigil did not get ready" << v.diag();
+  const std::string uid = "0b9e1f2a-3c4d-4e5f-8a6b-7c8d9e0f1a2b";
+  auto pod = ctd_.run_pod("train-3", "research", uid);
+  ASSERT_TRUE(pod) << ctd_.last_error();
+  const std::string id = ctd_.start_container(*pod, "trainer", {"/bin/cat", "/etc/shadow"});
+  ASSERT_FALSE(id.empty()) << ctd_.last_error();
+  auto got = v.alerts([&](const json& a) { return a.value("rule", "") == "e2e shadow read in a container"; }, 20s);
+  ASSERT_EQ(got.size(), 1u) << v.diag();
+  EXPECT_EQ(field(got[0], "k8s.pod.name"), "train-3") << got[0].dump();
+  EXPECT_EQ(field(got[0], "k8s.ns.name"), "research");
+  EXPECT_EQ(field(got[0], "container.name"), "trainer");
+  EXPECT_EQ(v.stop(), 0) << v.diag();
+}
+
 }  // namespace
 }  // namespace vigil::e2e

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "engine/state/state.h"
+#include "tests/engine/state/standin_kubelet.h"
 #include "tests/engine/state/test_util.h"
 #include "tests/support/k8s_stub.h"
 #include "tests/support/temp_dir.h"
@@ -221,20 +222,9 @@ TEST_F(PodWatcherTest, OversizedListIsRefused) {
 }
 
 TEST_F(PodWatcherTest, GpuDeviceIdsComeFromTheKubeletPodResourcesApi) {
-  std::string py = testing::python_with_h2();
-  if (py.empty()) GTEST_SKIP() << "python3-h2 is needed for the stand-in kubelet";
   std::string sock = dir_.path() + "/kubelet.sock";
-  std::vector<std::string> args = {
-      py,         "tests/engine/state/podresources_stub.py", "--socket", sock, "--log", dir_.path() + "/grpc.log",
-      "--assign", "ml/a/main=nvidia.com/gpu:GPU-aaaa"};
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  pid_t kubelet = -1;
-  ASSERT_EQ(::posix_spawnp(&kubelet, py.c_str(), nullptr, nullptr, argv.data(), environ), 0);
-  for (int i = 0; i < 200 && ::access(sock.c_str(), F_OK) != 0; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(25));
-  }
+  testing::StandInKubelet kubelet;
+  ASSERT_TRUE(kubelet.start(sock, {{"ml", "a", "main", "nvidia.com/gpu", {"GPU-aaaa"}}}));
   K8sConfig c = config();
   c.pod_resources_socket = sock;
   State s(replay_config());
@@ -246,8 +236,6 @@ TEST_F(PodWatcherTest, GpuDeviceIdsComeFromTheKubeletPodResourcesApi) {
     return a && !a->containers.empty() && !a->containers[0].gpu_devices.empty();
   });
   w.stop();
-  ::kill(kubelet, SIGTERM);
-  ::waitpid(kubelet, nullptr, 0);
   ASSERT_TRUE(got) << w.stats().last_error;
   EXPECT_EQ(s.pod(kUidA)->containers[0].gpu_devices, std::vector<std::string>{"GPU-aaaa"});
   EXPECT_GE(w.stats().pod_resources_calls, 1u);

@@ -1,9 +1,6 @@
 #include "engine/state/podresources.h"
 
-#include <signal.h>
-#include <spawn.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -11,10 +8,9 @@
 #include <string>
 #include <thread>
 
+#include "tests/engine/state/standin_kubelet.h"
 #include "tests/engine/state/test_util.h"
 #include "tests/support/temp_dir.h"
-
-extern char** environ;
 
 namespace vigil::state {
 namespace {
@@ -78,15 +74,6 @@ TEST(PodResourcesDecode, HostileBytesAreErrors) {
   EXPECT_EQ(decode_list_pod_resources(many, 10)->size(), 10u);
 }
 
-TEST(PodResourcesDecode, GrpcFrames) {
-  std::string f = grpc_frame("hello");
-  EXPECT_EQ(f, std::string("\x00\x00\x00\x00\x05hello", 10));
-  EXPECT_EQ(*grpc_first_message(f + "trailing"), "hello");
-  EXPECT_FALSE(grpc_first_message("").ok());
-  EXPECT_FALSE(grpc_first_message(std::string("\x00\x00\x00\x00\x09hello", 10)).ok());
-  EXPECT_FALSE(grpc_first_message(std::string("\x01\x00\x00\x00\x05hello", 10)).ok());
-}
-
 TEST(PodResourcesApply, NvidiaResourcesOnlyAndByName) {
   Pod p;
   p.ns = "ml";
@@ -114,31 +101,33 @@ TEST(PodResourcesList, AbsentSocketIsAnError) {
 }
 
 TEST(PodResourcesList, AgainstAStandInKubelet) {
-  std::string py = testing::python_with_h2();
-  if (py.empty()) GTEST_SKIP() << "python3-h2 is needed for the stand-in kubelet (apt-get install python3-h2)";
   support::TempDir d;
   std::string sock = d.path() + "/kubelet.sock";
-  std::vector<std::string> args = {py,         "tests/engine/state/podresources_stub.py",
-                                   "--socket", sock,
-                                   "--log",    d.path() + "/log",
-                                   "--assign", "ml/vllm-0/server=nvidia.com/gpu:GPU-aaa,GPU-bbb",
-                                   "--assign", "ml/train-1/main=nvidia.com/mig-1g.10gb:MIG-xyz"};
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  pid_t pid = -1;
-  ASSERT_EQ(::posix_spawnp(&pid, py.c_str(), nullptr, nullptr, argv.data(), environ), 0);
-  struct stat st {};
-  for (int i = 0; i < 200 && ::stat(sock.c_str(), &st) != 0; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(25));
-  }
+  testing::StandInKubelet kubelet;
+  ASSERT_TRUE(kubelet.start(sock, {{"ml", "vllm-0", "server", "nvidia.com/gpu", {"GPU-aaa", "GPU-bbb"}},
+                                   {"ml", "train-1", "main", "nvidia.com/mig-1g.10gb", {"MIG-xyz"}}}));
   auto r = list_pod_resources(sock);
-  ::kill(pid, SIGTERM);
-  ::waitpid(pid, nullptr, 0);
   ASSERT_TRUE(r.ok()) << r.error().message;
   ASSERT_EQ(r->size(), 2u);
   EXPECT_EQ((*r)[0], (ContainerDeviceIds{"ml", "vllm-0", "server", "nvidia.com/gpu", {"GPU-aaa", "GPU-bbb"}}));
   EXPECT_EQ((*r)[1].device_ids, std::vector<std::string>{"MIG-xyz"});
+}
+
+// An answer larger than the call allows is an error, not a large allocation.
+TEST(PodResourcesList, AnAnswerOverTheBoundIsAnError) {
+  support::TempDir d;
+  std::string sock = d.path() + "/kubelet.sock";
+  std::vector<ContainerDeviceIds> many;
+  for (int i = 0; i < 2000; ++i)
+    many.push_back({"ns", "pod-" + std::to_string(i), "c", "nvidia.com/gpu", {"GPU-" + std::to_string(i)}});
+  testing::StandInKubelet kubelet;
+  ASSERT_TRUE(kubelet.start(sock, many));
+  auto r = list_pod_resources(sock, std::chrono::seconds(5), 4096);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("kubelet.sock"), std::string::npos) << r.error().message;
+  auto ok = list_pod_resources(sock);
+  ASSERT_TRUE(ok.ok()) << ok.error().message;
+  EXPECT_EQ(ok->size(), 2000u);
 }
 
 }  // namespace

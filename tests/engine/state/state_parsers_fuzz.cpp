@@ -67,7 +67,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   (void)k8s_config_from_kubeconfig(text, "/base");
 
   if (auto r = decode_list_pod_resources(text, 100); r && r->size() > 100) fail("unbounded entries");
-  (void)grpc_first_message(text);
 
   NvidiaInfo info;
   parse_proc_devices(text, &info);

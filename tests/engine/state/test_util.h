@@ -24,16 +24,6 @@ inline Config replay_config() {
   return c;
 }
 
-// The python that has the h2 package ("" when none): the stand-in kubelet
-// (podresources_stub.py) needs it.
-inline std::string python_with_h2() {
-  for (const char* py : {"python3", "/usr/bin/python3"}) {
-    const std::string cmd = std::string(py) + " -c 'import h2' >/dev/null 2>&1";
-    if (std::system(cmd.c_str()) == 0) return py;
-  }
-  return "";
-}
-
 inline event::Event make_event(event::Type t, std::uint32_t pid, std::uint64_t ts = 1000) {
   event::Event ev;
   ev.hdr.type = t;
