@@ -10,6 +10,8 @@
 #include <csignal>
 #include <chrono>
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <sstream>
 #include <thread>
 
@@ -110,8 +112,9 @@ void with_deadline(grpc::ClientContext& ctx, int seconds) {
 }  // namespace
 
 struct Containerd::Impl {
-  std::unique_ptr<rt::RuntimeService::Stub> stub;
-  std::map<std::string, rt::PodSandboxConfig> configs;  // by sandbox id
+  std::unique_ptr<rt::RuntimeService::Stub> stub;  // thread-safe
+  std::mutex mu;
+  std::map<std::string, rt::PodSandboxConfig> configs;  // by sandbox id; guarded by mu
 };
 
 Containerd::Containerd() : impl_(std::make_unique<Impl>()) {}
@@ -194,10 +197,12 @@ std::optional<Containerd::Pod> Containerd::run_pod(const std::string& name, cons
   with_deadline(ctx, 30);
   grpc::Status st = impl_->stub->RunPodSandbox(&ctx, req, &resp);
   if (!st.ok()) {
+    std::lock_guard<std::mutex> lk(impl_->mu);
     error_ = "RunPodSandbox: " + st.error_message();
     return std::nullopt;
   }
   p.sandbox_id = resp.pod_sandbox_id();
+  std::lock_guard<std::mutex> lk(impl_->mu);
   impl_->configs[p.sandbox_id] = cfg;
   pods_.push_back(p);
   return p;
@@ -207,7 +212,10 @@ std::string Containerd::start_container(const Pod& pod, const std::string& name,
                                         const std::vector<std::string>& command) {
   rt::CreateContainerRequest req;
   req.set_pod_sandbox_id(pod.sandbox_id);
-  *req.mutable_sandbox_config() = impl_->configs[pod.sandbox_id];
+  {
+    std::lock_guard<std::mutex> lk(impl_->mu);
+    *req.mutable_sandbox_config() = impl_->configs[pod.sandbox_id];
+  }
   auto* c = req.mutable_config();
   c->mutable_metadata()->set_name(name);
   c->mutable_image()->set_image(kAppImage);
@@ -222,6 +230,7 @@ std::string Containerd::start_container(const Pod& pod, const std::string& name,
     with_deadline(ctx, 30);
     grpc::Status st = impl_->stub->CreateContainer(&ctx, req, &created);
     if (!st.ok()) {
+      std::lock_guard<std::mutex> lk(impl_->mu);
       error_ = "CreateContainer: " + st.error_message();
       return "";
     }
@@ -233,10 +242,16 @@ std::string Containerd::start_container(const Pod& pod, const std::string& name,
   with_deadline(ctx, 30);
   grpc::Status st = impl_->stub->StartContainer(&ctx, start, &started);
   if (!st.ok()) {
+    std::lock_guard<std::mutex> lk(impl_->mu);
     error_ = "StartContainer: " + st.error_message();
     return "";
   }
   return created.container_id();
+}
+
+std::string Containerd::last_error() const {
+  std::lock_guard<std::mutex> lk(impl_->mu);
+  return error_;
 }
 
 bool Containerd::remove_pod(const Pod& pod) {
@@ -255,13 +270,19 @@ bool Containerd::remove_pod(const Pod& pod) {
   grpc::ClientContext ctx;
   with_deadline(ctx, 30);
   ok = impl_->stub->RemovePodSandbox(&ctx, req, &resp).ok() && ok;
+  std::lock_guard<std::mutex> lk(impl_->mu);
   pods_.erase(std::remove_if(pods_.begin(), pods_.end(), [&](const Pod& p) { return p.sandbox_id == pod.sandbox_id; }),
               pods_.end());
   return ok;
 }
 
 Containerd::~Containerd() {
-  for (const Pod& p : std::vector<Pod>(pods_)) remove_pod(p);
+  std::vector<Pod> left;
+  {
+    std::lock_guard<std::mutex> lk(impl_->mu);
+    left = pods_;
+  }
+  for (const Pod& p : left) remove_pod(p);
   if (daemon_.pid() > 0) {
     ::kill(daemon_.pid(), SIGTERM);
     daemon_.wait(std::chrono::seconds(10));

@@ -12,7 +12,8 @@
 //   std::string id = ctd.start_container(*pod, "server", {"/bin/cat", "/etc/shadow"});
 //
 // The destructor removes every pod it made, stops containerd and unmounts
-// what it left under the directory.
+// what it left under the directory. run_pod, start_container and remove_pod
+// may be called from several threads at once.
 #pragma once
 
 #include <memory>
@@ -49,7 +50,7 @@ class Containerd {
   std::string start_container(const Pod& pod, const std::string& name, const std::vector<std::string>& command);
   // StopPodSandbox + RemovePodSandbox.
   bool remove_pod(const Pod& pod);
-  const std::string& last_error() const { return error_; }
+  std::string last_error() const;
 
  private:
   struct Impl;

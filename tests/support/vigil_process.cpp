@@ -141,6 +141,13 @@ std::vector<VigilProcess::json> VigilProcess::alerts_where(const std::string& ru
       wait);
 }
 
+std::vector<std::pair<VigilProcess::json, std::int64_t>> VigilProcess::timed_alerts() {
+  std::lock_guard<std::mutex> g(mu_);
+  std::vector<std::pair<json, std::int64_t>> out;
+  for (std::size_t i = 0; i < alerts_.size(); ++i) out.emplace_back(alerts_[i], alert_received_ns_[i]);
+  return out;
+}
+
 std::vector<std::string> VigilProcess::stdout_lines() {
   std::lock_guard<std::mutex> g(mu_);
   return lines_;
@@ -200,8 +207,12 @@ void VigilProcess::read_lines(int fd, bool is_stdout) {
       if (is_stdout) {
         if (lines_.size() < kMaxLines) lines_.push_back(line);
         auto j = json::parse(line, nullptr, false);
-        if (!j.is_discarded() && j.is_object() && j.contains("rule") && alerts_.size() < kMaxLines)
+        if (!j.is_discarded() && j.is_object() && j.contains("rule") && alerts_.size() < kMaxLines) {
           alerts_.push_back(std::move(j));
+          alert_received_ns_.push_back(
+              std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+                  .count());
+        }
       } else if (err_.size() < kMaxStderrBytes) {
         err_ += line + "\n";
       }

@@ -76,6 +76,9 @@ class VigilProcess {
   std::vector<json> alerts_where(const std::string& rule, const std::string& field, const json& value,
                                  std::chrono::milliseconds wait = std::chrono::milliseconds(0));
   std::vector<std::string> stdout_lines();
+  // Every alert so far with when the test read it (wall clock, ns since the
+  // epoch): what an alert's delay is measured against.
+  std::vector<std::pair<json, std::int64_t>> timed_alerts();
   std::string stdout_text();
   std::string stderr_text();
   // What to print when an assertion about this run fails: the log and stdout.
@@ -98,6 +101,7 @@ class VigilProcess {
   std::mutex mu_;
   std::vector<std::string> lines_;
   std::vector<json> alerts_;
+  std::vector<std::int64_t> alert_received_ns_;  // when each of alerts_ was read (wall clock, ns)
   std::string err_;
   bool err_closed_ = false;
 };
