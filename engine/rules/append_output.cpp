@@ -175,8 +175,13 @@ Result<AppendOutputConfig> parse_append_output(const YAML::Node& value, const Co
 }
 
 std::vector<SuggestedField> builtin_suggested_fields() {
-  return {{"container.id", {}},        {"container.name", {}}, {"container.image.repository", {}},
-          {"container.image.tag", {}}, {"k8s.pod.name", {}},   {"k8s.ns.name", {}}};
+  return {{"container.id", {}},
+          {"container.name", {}},
+          {"container.image.repository", {}},
+          {"container.image.tag", {}},
+          {"k8s.pod.name", {}},
+          {"k8s.ns.name", {}},
+          {"k8s.meta", {}}};
 }
 
 Result<std::shared_ptr<const AppendOutput>> compile_append_output(const AppendOutputConfig& cfg,

@@ -82,7 +82,8 @@ struct SuggestedField {
 
 // vigil's own suggestions, in Falco's container plugin's order: container.id,
 // container.name, container.image.repository, container.image.tag,
-// k8s.pod.name, k8s.ns.name.
+// k8s.pod.name, k8s.ns.name; then vigil's k8s.meta (how complete those are:
+// a SIEM tells a host process from a pod not resolved yet).
 std::vector<SuggestedField> builtin_suggested_fields();
 
 // A field an entry adds to output_fields only.

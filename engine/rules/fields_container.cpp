@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "engine/rules/field_extractors.h"
+#include "engine/state/metadata.h"
 
 namespace vigil::rules {
 
@@ -93,9 +94,13 @@ void x_ns(const X& x, const F&, E& o) noexcept {
 void x_pod_name(const X& x, const F&, E& o) noexcept {
   if (x.ctx->pod) str(o, x.ctx->pod->name);
 }
+// The pod record's uid, else the one the container's cgroup path names (the
+// kubelet's, known from the container's first event on).
 void x_pod_uid(const X& x, const F&, E& o) noexcept {
   if (x.ctx->pod) str(o, x.ctx->pod->uid);
+  else if (x.ctx->container && !x.ctx->container->pod_uid.empty()) str(o, x.ctx->container->pod_uid);
 }
+void x_meta(const X& x, const F&, E& o) noexcept { str(o, state::metadata_name(state::metadata_of(*x.ctx))); }
 void x_pod_label(const X& x, const F& f, E& o) noexcept {
   if (!x.ctx->pod) return;
   auto it = x.ctx->pod->labels.find(f.arg);
@@ -143,8 +148,17 @@ void append_container_fields(std::vector<FieldDef>& fields) {
           {"container.privileged", T::kBool, A::kNone, false, "*", "The container runs privileged.", x_privileged},
           {"k8s.ns.name", T::kString, A::kNone, false, "*", "Kubernetes namespace of the pod.", x_ns},
           {"k8s.pod.name", T::kString, A::kNone, false, "*", "Kubernetes pod name.", x_pod_name},
-          {"k8s.pod.uid", T::kString, A::kNone, false, "*", "Kubernetes pod uid.", x_pod_uid},
-          {"k8s.pod.id", T::kString, A::kNone, false, "*", "Kubernetes pod uid (Falco's older name).", x_pod_uid},
+          {"k8s.pod.uid", T::kString, A::kNone, false, "*",
+           "Kubernetes pod uid: the pod record's, else the one the container's cgroup path names (known "
+           "before the pod is).",
+           x_pod_uid},
+          {"k8s.pod.id", T::kString, A::kNone, false, "*", "Kubernetes pod uid (Falco's older name; as k8s.pod.uid).",
+           x_pod_uid},
+          {"k8s.meta", T::kString, A::kNone, false, "*",
+           "How complete the event's metadata is: 'complete' (its pod is known, with its name), 'incomplete' "
+           "(the cgroup says it runs in a Kubernetes pod that is not known yet), 'container' (a container "
+           "outside Kubernetes), 'host' (not in a container). On every alert (append_output).",
+           x_meta},
           {"k8s.pod.label", T::kString, A::kRequiredKey, false, "*",
            "A pod label: k8s.pod.label[app] or k8s.pod.label.app.", x_pod_label},
           {"k8s.pod.labels", T::kList, A::kNone, false, "*", "All pod labels as key:value.", x_pod_labels},

@@ -203,7 +203,7 @@ TEST(LoadRules, AppendOutputIsFalcosDefaultOrTheConfigurations) {
     ASSERT_EQ(out.size(), 1u);
     EXPECT_EQ(out[0].output,
               "o container_id=3f1c0d2e9a7b container_name=trainer container_image_repository=ghcr.io/acme/train "
-              "container_image_tag=1.4 k8s_pod_name=train-0 k8s_ns_name=ml");
+              "container_image_tag=1.4 k8s_pod_name=train-0 k8s_ns_name=ml k8s_meta=complete");
   }
   Options o = run_options(dir, rules);
   o.config = dir.write("vigil.yaml", "append_output:\n  - extra_output: 'on %proc.name'\n");

@@ -247,8 +247,8 @@ TEST(PluginRules, TheFieldsAPluginSuggestsAreAppendedToItsSourcesAlerts) {
   ASSERT_EQ(alerts.size(), 1u);
   const std::string& out = alerts[0]->output;
   EXPECT_EQ(out.rfind("tick 3 container_id=", 0), 0u) << out;
-  EXPECT_EQ(out.substr(out.size() - std::string(" k8s_ns_name=<NA> example_label=L").size()),
-            " k8s_ns_name=<NA> example_label=L")
+  EXPECT_EQ(out.substr(out.size() - std::string(" k8s_ns_name=<NA> k8s_meta=host example_label=L").size()),
+            " k8s_ns_name=<NA> k8s_meta=host example_label=L")
       << out;
   EXPECT_EQ(alerts[0]->output_fields.back().first, "example.label");
 }

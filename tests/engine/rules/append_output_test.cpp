@@ -79,7 +79,7 @@ const std::string kStockStyle =
 
 const std::string kContainerText =
     " container_id=3f1c0d2e9a7b container_name=trainer container_image_repository=ghcr.io/acme/train"
-    " container_image_tag=1.4 k8s_pod_name=train-0 k8s_ns_name=ml";
+    " container_image_tag=1.4 k8s_pod_name=train-0 k8s_ns_name=ml k8s_meta=complete";
 
 TEST(AppendOutput, DefaultGivesEveryAlertTheContainerAndPodFieldsInTextAndOutputFields) {
   World w;
@@ -93,7 +93,7 @@ TEST(AppendOutput, DefaultGivesEveryAlertTheContainerAndPodFieldsInTextAndOutput
   for (const auto& kv : a[0].output_fields) keys.push_back(kv.first);
   EXPECT_EQ(keys, (std::vector<std::string>{"proc.pid", "proc.name", "container.id", "container.name",
                                             "container.image.repository", "container.image.tag", "k8s.pod.name",
-                                            "k8s.ns.name"}));
+                                            "k8s.ns.name", "k8s.meta"}));
   EXPECT_EQ(std::get<std::string>(*field(a[0], "container.id")), "3f1c0d2e9a7b");
   EXPECT_EQ(std::get<std::string>(*field(a[0], "k8s.pod.name")), "train-0");
   EXPECT_EQ(std::get<std::string>(*field(a[0], "k8s.ns.name")), "ml");
@@ -131,8 +131,9 @@ TEST(AppendOutput, HostProcessGetsHostAndNoValues) {
   ASSERT_EQ(a.size(), 1u);
   EXPECT_EQ(a[0].output,
             "Shell run (pid=100 name=python3) container_id=host container_name=host container_image_repository=<NA>"
-            " container_image_tag=<NA> k8s_pod_name=<NA> k8s_ns_name=<NA>");
+            " container_image_tag=<NA> k8s_pod_name=<NA> k8s_ns_name=<NA> k8s_meta=host");
   EXPECT_EQ(std::get<std::string>(*field(a[0], "container.id")), "host");
+  EXPECT_EQ(std::get<std::string>(*field(a[0], "k8s.meta")), "host");
   EXPECT_TRUE(std::holds_alternative<std::monostate>(*field(a[0], "k8s.pod.name")));
 }
 
@@ -147,11 +148,11 @@ TEST(AppendOutput, AFieldTheOutputPrintsIsNotAppendedAgain) {
   ASSERT_EQ(a.size(), 1u);
   EXPECT_EQ(a[0].output,
             "Shell run (pid=100 container=3f1c0d2e9a7b pod=ml/train-0) container_name=trainer "
-            "container_image_repository=ghcr.io/acme/train container_image_tag=1.4");
+            "container_image_repository=ghcr.io/acme/train container_image_tag=1.4 k8s_meta=complete");
   EXPECT_EQ(occurrences(a[0].output, "3f1c0d2e9a7b"), 1u);
   EXPECT_EQ(count_key(a[0], "container.id"), 1u);
   EXPECT_EQ(count_key(a[0], "k8s.pod.name"), 1u);
-  EXPECT_EQ(a[0].output_fields.size(), 7u);
+  EXPECT_EQ(a[0].output_fields.size(), 8u);
 }
 
 TEST(AppendOutput, SuggestedOutputFalseOrAnEmptyListAppendsNothing) {
@@ -348,7 +349,43 @@ TEST(AppendOutput, BuiltinSuggestionsAreFalcosContainerPluginsInItsOrder) {
     EXPECT_NE(FieldCatalog::builtin().find(s.name), nullptr) << s.name;
   }
   EXPECT_EQ(names, (std::vector<std::string>{"container.id", "container.name", "container.image.repository",
-                                             "container.image.tag", "k8s.pod.name", "k8s.ns.name"}));
+                                             "container.image.tag", "k8s.pod.name", "k8s.ns.name", "k8s.meta"}));
+}
+
+// Every alert says how complete its metadata is, so a SIEM tells a host
+// process from a pod vigil has not resolved yet.
+TEST(AppendOutput, EveryAlertSaysHowCompleteItsMetadataIs) {
+  auto r = load_with(kStockStyle, compiled(""));
+  ASSERT_TRUE(r.ruleset) << testing::diags(r);
+  auto meta = [&](const World& w) {
+    auto a = alerts(r, w);
+    EXPECT_EQ(a.size(), 1u);
+    if (a.empty()) return std::string();
+    const auto json = nlohmann::json::parse(outputs::format_json(a[0]));
+    const std::string v = json["output_fields"]["k8s.meta"];
+    EXPECT_NE(a[0].output.find(" k8s_meta=" + v), std::string::npos) << a[0].output;
+    return v;
+  };
+  World known;
+  known.exec();
+  EXPECT_EQ(meta(known), "complete");
+
+  World unknown_pod;  // the cgroup names pod uid-1; no pod record yet
+  unknown_pod.exec();
+  unknown_pod.pod_known = false;
+  EXPECT_EQ(meta(unknown_pod), "incomplete");
+
+  World docker;  // a container whose cgroup names no pod
+  docker.exec();
+  docker.container.pod_uid.clear();
+  docker.pod = {};
+  EXPECT_EQ(meta(docker), "container");
+
+  World host;
+  host.exec();
+  host.in_container = false;
+  host.proc.container_id.clear();
+  EXPECT_EQ(meta(host), "host");
 }
 
 }  // namespace

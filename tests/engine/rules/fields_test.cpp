@@ -284,6 +284,22 @@ TEST(FieldValues, ContainerStartTime) {
   EXPECT_EQ(printed(w, "start=%container.start_ts"), "start=<NA>");
 }
 
+// k8s.pod.uid and k8s.pod.id name the pod from the container's first event
+// on: the cgroup path gives the kubelet's pod uid before the pod is known.
+TEST(FieldValues, PodUidComesFromTheCgroupBeforeThePodIsKnown) {
+  testing::World w;
+  w.exec();
+  const std::string out = "uid=%k8s.pod.uid id=%k8s.pod.id name=%k8s.pod.name meta=%k8s.meta";
+  EXPECT_EQ(printed(w, out), "uid=uid-1 id=uid-1 name=train-0 meta=complete");
+  w.pod_known = false;
+  EXPECT_EQ(printed(w, out), "uid=uid-1 id=uid-1 name=<NA> meta=incomplete");
+  w.container.pod_uid.clear();  // a container outside Kubernetes
+  EXPECT_EQ(printed(w, out), "uid=<NA> id=<NA> name=<NA> meta=container");
+  w.in_container = false;
+  w.proc.container_id.clear();
+  EXPECT_EQ(printed(w, out), "uid=<NA> id=<NA> name=<NA> meta=host");
+}
+
 // proc.is_exe_fileless is proc.exe_kind in (memfd, deleted, devshm), at an
 // exec (from the event) and at later events (from the process), for every
 // combination of the facts exe_kind weighs (it is worked out without the

@@ -53,6 +53,7 @@ struct World {
   state::Pod pod;
   event::Event ev;
   bool in_container = true;
+  bool pod_known = true;  // false: the container's cgroup names pod uid-1, whose record is not known yet
 
   World() {
     proc.pid = 100;
@@ -109,8 +110,10 @@ struct World {
     c.state = &st;
     if (in_container) {
       c.container = &container;
-      c.pod = &pod;
-      c.pod_container = &pod.containers[0];
+      if (pod_known) {
+        c.pod = &pod;
+        c.pod_container = &pod.containers[0];
+      }
     }
     return c;
   }
