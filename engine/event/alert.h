@@ -38,6 +38,16 @@ std::optional<Priority> priority_from_name(std::string_view name);
 using FieldValue =
     std::variant<std::monostate, std::int64_t, std::uint64_t, bool, std::string, std::vector<std::string>>;
 
+// Where an alert's output text holds a container.* or k8s.* field the rule
+// renders from the event at hand: so that an alert waiting for its pod's
+// metadata can be rendered again when the pod is known
+// (engine/pipeline/metadata_wait.h). Outputs ignore it.
+struct MetadataSpan {
+  std::uint32_t token = 0;  // index into the rule's output tokens
+  std::uint32_t begin = 0;  // byte offset into Alert::output
+  std::uint32_t size = 0;
+};
+
 struct Alert {
   std::uint64_t time_ns = 0;  // the event's time, ns since the Unix epoch
   std::string rule;
@@ -54,6 +64,9 @@ struct Alert {
   // vigil's own liveness record (heartbeat:), not a detection: it passes every
   // output's filters and rate limit, so a SIEM can alert on its absence.
   bool heartbeat = false;
+  // The container.* and k8s.* fields in `output` (in token order); empty when
+  // there are none. Not part of the alert's JSON.
+  std::vector<MetadataSpan> metadata_spans;
 };
 
 }  // namespace vigil::event

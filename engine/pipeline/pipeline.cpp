@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "engine/pipeline/metadata_wait.h"
 #include "engine/rules/ruleset.h"
 #include "engine/rules/sequence.h"
 #include "engine/state/state.h"
@@ -72,7 +73,8 @@ void Pipeline::process(event::Event& ev) {
         a.hostname = deps_.hostname;
         for (EventTap* t : taps_) t->on_alert(ev, ctx, a);
         alerts_.fetch_add(1, std::memory_order_relaxed);
-        if (deps_.publish) deps_.publish(std::make_shared<const event::Alert>(std::move(a)));
+        if (deps_.metadata_wait != nullptr) deps_.metadata_wait->offer(std::move(a), ctx, rules_);
+        else if (deps_.publish) deps_.publish(std::make_shared<const event::Alert>(std::move(a)));
       }
       scratch_.clear();
     }

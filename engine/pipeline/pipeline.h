@@ -5,7 +5,8 @@
 //   state.apply(ev) → ctx = state.enrich(ev) → [baselines.observe(ctx)] →
 //   taps.on_event(ev, ctx) →
 //   [selector.select(ev, ctx)] → ruleset.evaluate(ctx) →
-//   taps.on_alert(ev, ctx, alert) → publish(alert) → state.after(ev)
+//   taps.on_alert(ev, ctx, alert) → [metadata_wait.offer(alert)] → publish(alert) →
+//   state.after(ev)
 //
 // Taps see every event (a capture records them all, context stays exact);
 // the selector (replay's time window and filters) only decides whether the
@@ -70,6 +71,8 @@ class Selector {
 // Where alerts go (the output router in vigil run; a vector in tests). Must not block.
 using Publisher = std::function<void(std::shared_ptr<const event::Alert>)>;
 
+class MetadataWait;
+
 struct Deps {
   state::State& state;
   Publisher publish;
@@ -78,6 +81,11 @@ struct Deps {
   // before the taps and rules; null when they are off (the default), which
   // costs nothing. REQUIRES: outlives the pipeline.
   state::BaselineView* baselines = nullptr;
+  // Where alerts whose pod is not known yet wait for it (metadata_wait.h):
+  // every alert goes through it, which publishes it through its own
+  // publisher, now or later. null: `publish` at once. REQUIRES: outlives
+  // the pipeline.
+  MetadataWait* metadata_wait = nullptr;
 };
 
 class Pipeline {

@@ -106,30 +106,71 @@ void capture_token(const ExtractCtx& x, const OutputFormat::Token& tok, StepFiel
   }
 }
 
+bool is_metadata_token(const OutputFormat::Token& tok) {
+  if (!tok.is_field || tok.step >= 0 || tok.field.def == nullptr) return false;
+  const std::string_view name = tok.field.def->name;
+  if (!name.starts_with("container.") && !name.starts_with("k8s.")) return false;
+  // vigil's own extractor (a plugin may add fields under these prefixes; they
+  // read the event, which is gone when an alert is rendered again).
+  const FieldDef* own = FieldCatalog::builtin().find(name);
+  return own != nullptr && own->fn == tok.field.def->fn;
+}
+
 namespace {
+
+// Renders token `k` of `toks` into a.output, noting where when it is a
+// container.* or k8s.* field.
+void render_output_token(const ExtractCtx& x, const std::vector<OutputFormat::Token>& toks, std::size_t k,
+                         event::FieldValue& value, event::Alert& a) {
+  const std::size_t begin = a.output.size();
+  render_token(x, toks[k], a.output, value);
+  if (is_metadata_token(toks[k])) {
+    a.metadata_spans.push_back({static_cast<std::uint32_t>(k), static_cast<std::uint32_t>(begin),
+                                static_cast<std::uint32_t>(a.output.size() - begin)});
+  }
+}
+
+// One extra field rendered for the event in `x`: a bare field's typed value,
+// a format's text.
+event::FieldValue extra_value(const ExtraField& f, const ExtractCtx& x) {
+  event::FieldValue value;
+  std::string text;
+  if (f.raw) {
+    render_token(x, f.format.tokens().front(), text, value);
+  } else {
+    for (const auto& tok : f.format.tokens()) {
+      event::FieldValue unused;
+      if (tok.is_field) render_token(x, tok, text, unused);
+      else text += tok.literal;
+    }
+    value = std::move(text);
+  }
+  return value;
+}
+
+void set_output_field(event::Alert& a, const std::string& key, event::FieldValue value) {
+  auto it =
+      std::find_if(a.output_fields.begin(), a.output_fields.end(), [&](const auto& kv) { return kv.first == key; });
+  if (it != a.output_fields.end()) it->second = std::move(value);
+  else a.output_fields.emplace_back(key, std::move(value));
+}
 
 // Adds append_output's extra fields to `a`'s output_fields, rendered for the
 // event in `x`: a bare field's typed value, a format's text. A key the
 // output already has gets the extra field's value (as in Falco).
 void add_extra_fields(const std::vector<ExtraField>& extra, const ExtractCtx& x, event::Alert& a) {
-  for (const ExtraField& f : extra) {
-    event::FieldValue value;
-    std::string text;
-    if (f.raw) {
-      render_token(x, f.format.tokens().front(), text, value);
-    } else {
-      for (const auto& tok : f.format.tokens()) {
-        event::FieldValue unused;
-        if (tok.is_field) render_token(x, tok, text, unused);
-        else text += tok.literal;
-      }
-      value = std::move(text);
-    }
-    auto it =
-        std::find_if(a.output_fields.begin(), a.output_fields.end(), [&](const auto& kv) { return kv.first == f.key; });
-    if (it != a.output_fields.end()) it->second = std::move(value);
-    else a.output_fields.emplace_back(f.key, std::move(value));
+  for (const ExtraField& f : extra) set_output_field(a, f.key, extra_value(f, x));
+}
+
+// An extra field made only of text and container.* / k8s.* fields.
+bool metadata_only(const ExtraField& f) {
+  bool any = false;
+  for (const auto& tok : f.format.tokens()) {
+    if (!tok.is_field) continue;
+    if (!is_metadata_token(tok)) return false;
+    any = true;
   }
+  return any;
 }
 
 }  // namespace
@@ -151,7 +192,7 @@ event::Alert rule_alert(const Ruleset::Rule& r, const ExtractCtx& x, const std::
       a.output += tok.literal;
       continue;
     }
-    render_token(x, tok, a.output, values[k]);
+    render_output_token(x, toks, k, values[k], a);
   }
   for (auto k : r.output_fields) a.output_fields.emplace_back(toks[k].name, std::move(values[k]));
   add_extra_fields(r.extra_fields, x, a);
@@ -180,12 +221,40 @@ event::Alert sequence_alert(const Ruleset::Sequence& s, const Partial& m, const 
       if (f.value_is_text) values[k] = f.text;
       else values[k] = f.value;
     } else {
-      render_token(x, tok, a.output, values[k]);
+      render_output_token(x, toks, k, values[k], a);
     }
   }
   for (auto k : s.output_fields) a.output_fields.emplace_back(toks[k].name, std::move(values[k]));
   add_extra_fields(s.extra_fields, x, a);
   return a;
+}
+
+void rerender_metadata(const OutputFormat& output, const std::vector<ExtraField>& extra, const ExtractCtx& x,
+                       event::Alert& a) {
+  const auto& toks = output.tokens();
+  std::int64_t shift = 0;
+  for (event::MetadataSpan& span : a.metadata_spans) {
+    if (span.token >= toks.size()) continue;
+    const OutputFormat::Token& tok = toks[span.token];
+    const std::size_t begin = static_cast<std::size_t>(static_cast<std::int64_t>(span.begin) + shift);
+    if (begin + span.size > a.output.size()) break;  // not this rule's alert: leave the rest
+    std::string text;
+    event::FieldValue value;
+    render_token(x, tok, text, value);
+    a.output.replace(begin, span.size, text);
+    shift += static_cast<std::int64_t>(text.size()) - static_cast<std::int64_t>(span.size);
+    span.begin = static_cast<std::uint32_t>(begin);
+    span.size = static_cast<std::uint32_t>(text.size());
+    for (auto& kv : a.output_fields) {
+      if (kv.first == tok.name) {
+        kv.second = std::move(value);
+        break;
+      }
+    }
+  }
+  for (const ExtraField& f : extra) {
+    if (metadata_only(f)) set_output_field(a, f.key, extra_value(f, x));
+  }
 }
 
 }  // namespace vigil::rules

@@ -290,4 +290,25 @@ std::vector<RuleInfo> Ruleset::rules() const {
   return v;
 }
 
+bool Ruleset::rerender_metadata(const state::EvalContext& ctx, event::Alert& alert) const noexcept {
+  if (alert.metadata_spans.empty() && alert.output_fields.empty()) return true;
+  Arena arena;
+  FieldCache cache;
+  cache.clear();
+  ExtractCtx x{&ctx, &arena, &cache, nullptr};
+  try {
+    for (const auto& r : rules_) {
+      if (r->sequence >= 0 || r->name != alert.rule || r->source != alert.source) continue;
+      rules::rerender_metadata(r->output, r->extra_fields, x, alert);
+      return true;
+    }
+    for (const auto& s : sequences_) {
+      if (s->name != alert.rule) continue;
+      rules::rerender_metadata(s->output, s->extra_fields, x, alert);
+      return true;
+    }
+  } catch (...) {}
+  return false;
+}
+
 }  // namespace vigil::rules

@@ -132,6 +132,14 @@ class Ruleset {
   void evaluate(const state::EvalContext& ctx, std::vector<event::Alert>& out,
                 SequenceState* sequences = nullptr) const noexcept;
 
+  // Renders again the container.* and k8s.* fields of `alert`, which this
+  // Ruleset made, for the container and pod records in `ctx` (ctx.ev may be
+  // null: nothing else is read): in the output text, in output_fields, and
+  // append_output's extra fields made only of such fields. For an alert that
+  // waited for its pod (engine/pipeline/metadata_wait.h). False when no rule
+  // or sequence has the alert's name. Never throws (out of memory: false,
+  // the alert as it was or partly rendered again).
+  bool rerender_metadata(const state::EvalContext& ctx, event::Alert& alert) const noexcept;
   // Event types at least one enabled rule is indexed under (the sensor
   // attaches only the hooks these need).
   std::set<event::Type> event_types() const;

@@ -74,5 +74,14 @@ event::Alert rule_alert(const Ruleset::Rule& r, const ExtractCtx& x, const std::
 // fields earlier steps gave come from `m`, the others from the event.
 event::Alert sequence_alert(const Ruleset::Sequence& s, const Partial& m, const ExtractCtx& x,
                             const std::string& hostname);
+// A container.* or k8s.* field of the event at hand, read by vigil's own
+// extractor (from the container and pod records only).
+bool is_metadata_token(const OutputFormat::Token& tok);
+// Renders again the container.* and k8s.* fields of alert `a` (made from
+// `output` and `extra`) for the records in `x`: their text in a.output
+// (Alert::metadata_spans), their values in a.output_fields, and the extra
+// fields made only of such fields.
+void rerender_metadata(const OutputFormat& output, const std::vector<ExtraField>& extra, const ExtractCtx& x,
+                       event::Alert& a);
 
 }  // namespace vigil::rules
