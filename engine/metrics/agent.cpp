@@ -1,5 +1,8 @@
 #include "engine/metrics/agent.h"
 
+#include <cmath>
+#include <cstdio>
+
 #include "engine/metrics/process_stats.h"
 #include "outputs/transport.h"
 
@@ -44,6 +47,38 @@ void collect_loop(const runtime::LoopStatus& loop, Exposition& out) {
   }
   out.family("vigil_loop_turns_total", "counter", "Turns of the event loop (it turns at least every 100 ms).");
   out.sample("vigil_loop_turns_total", d(loop.turns));
+}
+
+std::string bound(double le) {
+  if (std::isinf(le)) return "+Inf";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", le);
+  return buf;
+}
+
+void collect_metadata(const MetadataInfo& m, Exposition& out) {
+  out.family("vigil_alerts_metadata_total", "counter",
+             "Alerts published, by how complete their metadata was (k8s.meta: complete, incomplete, container, "
+             "host).");
+  out.sample("vigil_alerts_metadata_total", {{"metadata", "complete"}}, d(m.complete));
+  out.sample("vigil_alerts_metadata_total", {{"metadata", "incomplete"}}, d(m.incomplete));
+  out.sample("vigil_alerts_metadata_total", {{"metadata", "container"}}, d(m.container));
+  out.sample("vigil_alerts_metadata_total", {{"metadata", "host"}}, d(m.host));
+  out.family("vigil_alert_metadata_waits_total", "counter",
+             "Alerts that waited for their pod, by how the wait ended (pod: it became known; timeout: "
+             "k8s.metadata_wait_ms passed; evicted: k8s.metadata_wait_max_alerts were waiting; shutdown).");
+  out.sample("vigil_alert_metadata_waits_total", {{"end", "pod"}}, d(m.resolved));
+  out.sample("vigil_alert_metadata_waits_total", {{"end", "timeout"}}, d(m.timed_out));
+  out.sample("vigil_alert_metadata_waits_total", {{"end", "evicted"}}, d(m.evicted));
+  out.sample("vigil_alert_metadata_waits_total", {{"end", "shutdown"}}, d(m.flushed));
+  out.family("vigil_alert_metadata_waiting", "gauge", "Alerts waiting for their pod now.");
+  out.sample("vigil_alert_metadata_waiting", d(m.parked));
+  out.family("vigil_alert_metadata_wait_seconds", "histogram", "How long alerts waited for their pod.");
+  for (const auto& [le, n] : m.delay_buckets) {
+    out.sample("vigil_alert_metadata_wait_seconds_bucket", {{"le", bound(le)}}, d(n));
+  }
+  out.sample("vigil_alert_metadata_wait_seconds_sum", m.delay_sum_s);
+  out.sample("vigil_alert_metadata_wait_seconds_count", d(m.delay_count));
 }
 
 void collect_sinks(const std::vector<outputs::SinkStats>& sinks, Exposition& out) {
@@ -143,6 +178,7 @@ void collect_agent(const AgentView& v, Exposition& out) {
     out.family("vigil_baseline_save_failures_total", "counter", "Profile files that could not be written.");
     out.sample("vigil_baseline_save_failures_total", d(b.save_failures));
   }
+  if (v.metadata) collect_metadata(v.metadata(), out);
   if (v.reloads) {
     const runtime::ReloadStats r = v.reloads();
     out.family("vigil_reloads_total", "counter", "Reloads of rules and outputs (SIGHUP or a watched file), by result.");

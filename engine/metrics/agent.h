@@ -79,6 +79,19 @@ struct BaselineInfo {
   std::uint64_t save_failures = 0;
 };
 
+// Alerts by how complete their metadata was, and the wait of those whose pod
+// was not known yet (pipeline::MetadataWait).
+struct MetadataInfo {
+  std::uint64_t host = 0, container = 0, complete = 0, incomplete = 0;  // alerts published, by k8s.meta
+  std::uint64_t resolved = 0, timed_out = 0, evicted = 0, flushed = 0;  // waits, by how they ended
+  std::uint64_t parked = 0;                                             // waiting now
+  // The wait's delay: (upper bound in seconds, alerts at most that long,
+  // cumulative), the last bound +Inf.
+  std::vector<std::pair<double, std::uint64_t>> delay_buckets;
+  double delay_sum_s = 0;
+  std::uint64_t delay_count = 0;
+};
+
 struct AgentView {
   std::string version;
   std::function<runtime::LoopStatus()> loop;
@@ -89,6 +102,7 @@ struct AgentView {
   std::function<std::vector<SequenceEvictions>()> sequences;
   std::function<std::optional<K8sInfo>()> k8s;  // nullopt: no Kubernetes API
   std::function<BaselineInfo()> baselines;      // empty: baselines off
+  std::function<MetadataInfo()> metadata;       // empty: no alerts (no rules)
   std::function<Verdict()> health;
   std::function<Verdict()> ready;
   const EventCounters* counters = nullptr;

@@ -79,6 +79,7 @@ void Exposition::family(std::string_view name, std::string_view type, std::strin
   if (!valid_name(name) || find(name) != nullptr) return;
   Family f;
   f.name = std::string(name);
+  f.histogram = type == "histogram";
   f.head = "# HELP " + f.name + " " + escape_help(help) + "\n# TYPE " + f.name + " " + std::string(type) + "\n";
   families_.push_back(std::move(f));
 }
@@ -104,6 +105,11 @@ void Exposition::append_sample(Family& f, std::string_view name, const Label* la
 
 void Exposition::checked_sample(std::string_view name, const Label* labels, std::size_t n, double value) {
   Family* f = find(name);
+  for (std::string_view suffix : {"_bucket", "_sum", "_count"}) {
+    if (f != nullptr || !name.ends_with(suffix)) continue;
+    f = find(name.substr(0, name.size() - suffix.size()));
+    if (f != nullptr && !f->histogram) f = nullptr;
+  }
   bool ok = f != nullptr;
   for (std::size_t i = 0; i < n; ++i) ok = ok && valid_name(labels[i].first) && labels[i].first.substr(0, 2) != "__";
   if (!ok) {

@@ -28,7 +28,9 @@ using Label = std::pair<std::string_view, std::string_view>;
 
 class Exposition {
  public:
-  // type: counter, gauge, untyped. A second declaration of a family is ignored.
+  // type: counter, gauge, untyped, histogram. A second declaration of a
+  // family is ignored. A histogram's samples are NAME_bucket (with an `le`
+  // label), NAME_sum and NAME_count.
   void family(std::string_view name, std::string_view type, std::string_view help);
   void sample(std::string_view name, std::initializer_list<Label> labels, double value);
   void sample(std::string_view name, const std::vector<Label>& labels, double value);
@@ -47,6 +49,7 @@ class Exposition {
     std::string name;
     std::string head;  // # HELP and # TYPE lines
     std::string body;  // samples
+    bool histogram = false;
   };
   Family* find(std::string_view name);
   void checked_sample(std::string_view name, const Label* labels, std::size_t n, double value);

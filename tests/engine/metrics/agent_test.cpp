@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 namespace vigil::metrics {
 namespace {
 
@@ -102,6 +104,44 @@ TEST(AgentMetrics, BaselineCountsAreExposed) {
   EXPECT_NE(t.find("vigil_baseline_not_learnt_total{set=\"destinations\"} 9"), std::string::npos) << t;
   EXPECT_NE(t.find("vigil_baseline_files_refused_total 3"), std::string::npos) << t;
   EXPECT_NE(t.find("vigil_baseline_save_failures_total 0"), std::string::npos) << t;
+  EXPECT_EQ(out.errors(), 0u);
+}
+
+// Issue 28: alerts by how complete their metadata was, and the wait for
+// their pod as a Prometheus histogram.
+TEST(AgentMetrics, MetadataCountsAndTheWaitHistogramAreExposed) {
+  AgentView v;
+  v.metadata = [] {
+    MetadataInfo m;
+    m.complete = 7;
+    m.incomplete = 2;
+    m.host = 40;
+    m.resolved = 6;
+    m.timed_out = 1;
+    m.evicted = 1;
+    m.parked = 3;
+    m.delay_buckets = {{0.1, 4}, {0.5, 8}, {std::numeric_limits<double>::infinity(), 8}};
+    m.delay_sum_s = 1.5;
+    m.delay_count = 8;
+    return m;
+  };
+  Exposition out;
+  collect_agent(v, out);
+  const std::string t = out.text();
+  EXPECT_NE(t.find("vigil_alerts_metadata_total{metadata=\"complete\"} 7"), std::string::npos) << t;
+  EXPECT_NE(t.find("vigil_alerts_metadata_total{metadata=\"incomplete\"} 2"), std::string::npos) << t;
+  EXPECT_NE(t.find("vigil_alerts_metadata_total{metadata=\"host\"} 40"), std::string::npos) << t;
+  EXPECT_NE(t.find("vigil_alert_metadata_waits_total{end=\"timeout\"} 1"), std::string::npos) << t;
+  EXPECT_NE(t.find("vigil_alert_metadata_waits_total{end=\"evicted\"} 1"), std::string::npos) << t;
+  EXPECT_NE(t.find("vigil_alert_metadata_waiting 3"), std::string::npos) << t;
+  EXPECT_NE(t.find("# TYPE vigil_alert_metadata_wait_seconds histogram\n"
+                   "vigil_alert_metadata_wait_seconds_bucket{le=\"0.1\"} 4\n"
+                   "vigil_alert_metadata_wait_seconds_bucket{le=\"0.5\"} 8\n"
+                   "vigil_alert_metadata_wait_seconds_bucket{le=\"+Inf\"} 8\n"
+                   "vigil_alert_metadata_wait_seconds_sum 1.5\n"
+                   "vigil_alert_metadata_wait_seconds_count 8\n"),
+            std::string::npos)
+      << t;
   EXPECT_EQ(out.errors(), 0u);
 }
 

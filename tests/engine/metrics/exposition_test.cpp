@@ -59,5 +59,19 @@ TEST(Exposition, LargeCountersStayExact) {
   EXPECT_EQ(out.text(), "# HELP c_total x\n# TYPE c_total counter\nc_total 1234567890123\n");
 }
 
+TEST(Exposition, AHistogramTakesItsBucketSumAndCountSamples) {
+  Exposition out;
+  out.family("vigil_wait_seconds", "histogram", "Waits.");
+  out.family("vigil_events", "counter", "Events.");
+  out.sample("vigil_wait_seconds_bucket", {{"le", "+Inf"}}, 2);
+  out.sample("vigil_wait_seconds_sum", 0.5);
+  out.sample("vigil_wait_seconds_count", 2);
+  out.sample("vigil_events_sum", 1);  // not a histogram: refused
+  EXPECT_EQ(out.text(),
+            "# HELP vigil_wait_seconds Waits.\n# TYPE vigil_wait_seconds histogram\n"
+            "vigil_wait_seconds_bucket{le=\"+Inf\"} 2\nvigil_wait_seconds_sum 0.5\nvigil_wait_seconds_count 2\n");
+  EXPECT_EQ(out.errors(), 1u);
+}
+
 }  // namespace
 }  // namespace vigil::metrics
