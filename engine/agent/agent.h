@@ -61,6 +61,7 @@ class Router;
 }
 namespace vigil::pipeline {
 class EventTap;
+class MetadataWait;
 class Pipeline;
 }  // namespace vigil::pipeline
 namespace vigil::runtime {
@@ -193,6 +194,9 @@ struct Agent {
   std::unique_ptr<pipeline::EventTap> timeline_alerts;
   std::unique_ptr<Progress> progress;
 
+  // vigil run: where alerts whose pod is not known yet wait for it; every
+  // alert of the pipeline goes through it (before pipe: it outlives it).
+  std::unique_ptr<pipeline::MetadataWait> metadata_wait;
   std::unique_ptr<pipeline::Pipeline> pipe;
   metrics::EventCounters counters;  // counts only for the web server: no cost when it is off
   std::unique_ptr<metrics::HealthMonitor> health;

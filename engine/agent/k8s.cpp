@@ -11,6 +11,7 @@
 
 #include "engine/agent/parts.h"
 #include "engine/config/config.h"
+#include "engine/pipeline/metadata_wait.h"
 #include "engine/runtime/runner.h"
 #include "engine/state/cri_resolver.h"
 #include "engine/state/pods.h"
@@ -62,6 +63,17 @@ Result<std::uint64_t> pod_grace_ns(const YAML::Node& cfg) {
   auto s = get_or<double>(cfg, "k8s.pod_grace_s", def);
   if (!s) return s.error();
   return static_cast<std::uint64_t>(*s * 1e9);
+}
+
+Result<pipeline::MetadataWaitOptions> metadata_wait_options(const YAML::Node& cfg) {
+  pipeline::MetadataWaitOptions o;
+  auto ms = get_or<std::uint64_t>(cfg, "k8s.metadata_wait_ms", static_cast<std::uint64_t>(o.wait.count()));
+  if (!ms) return ms.error();
+  auto max = get_or<std::uint64_t>(cfg, "k8s.metadata_wait_max_alerts", static_cast<std::uint64_t>(o.max_parked));
+  if (!max) return max.error();
+  o.wait = std::chrono::milliseconds(*ms);
+  o.max_parked = static_cast<std::size_t>(*max);
+  return o;
 }
 
 namespace {
@@ -133,7 +145,7 @@ Result<std::unique_ptr<state::CriResolver>> watch_runtime(const YAML::Node& cfg,
 
 Result<std::unique_ptr<state::PodWatcher>> watch_pods(const state::K8sConfig& k8s, state::State& st,
                                                       runtime::Runner& runner, spdlog::logger& log,
-                                                      runtime::Parts& parts) {
+                                                      runtime::Parts& parts, std::function<void()> changed) {
   auto pods = std::make_unique<state::PodWatcher>(k8s);
   if (Status s = pods->start(); !s) return s.error();
   log.info("watching pods of node {} at {}", k8s.node_name, k8s.api_url);
@@ -145,7 +157,12 @@ Result<std::unique_ptr<state::PodWatcher>> watch_pods(const state::K8sConfig& k8
   // Before the events of each turn (and each source's poll), and at once when
   // a pod is queued: an event never loses to a pod announced before it, and
   // the pod reaches the state (and a capture) before the events that need it.
-  if (Status s = runner.add_feed("pods", w->wake_fd(), [w, &st] { w->drain(st); }); !s) return s.error();
+  // After a drain that changed the state, `changed` (alerts waiting for
+  // their pod go out).
+  auto apply = [w, &st, changed = std::move(changed)] {
+    if (w->drain(st) && changed) changed();
+  };
+  if (Status s = runner.add_feed("pods", w->wake_fd(), std::move(apply)); !s) return s.error();
   return pods;
 }
 

@@ -4,6 +4,7 @@
 // how long a deleted pod stays known.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -20,6 +21,9 @@ class PodWatcher;
 class CriResolver;
 class State;
 }  // namespace vigil::state
+namespace vigil::pipeline {
+struct MetadataWaitOptions;
+}
 namespace vigil::runtime {
 class Runner;
 class Parts;
@@ -49,13 +53,18 @@ Result<std::optional<state::K8sConfig>> discover_k8s(const YAML::Node& cfg, cons
 // How long a deleted pod stays known (k8s.pod_grace_s, state::Config::pod_grace_ns).
 Result<std::uint64_t> pod_grace_ns(const YAML::Node& cfg);
 
+// How long an alert waits for its pod, and how many wait at most
+// (k8s.metadata_wait_ms, k8s.metadata_wait_max_alerts; pipeline::MetadataWait).
+Result<pipeline::MetadataWaitOptions> metadata_wait_options(const YAML::Node& cfg);
+
 // Starts the pod watcher and drains it into `st` before the events of every
-// runner turn, and at once when the watcher queues a pod. Records
+// runner turn, and at once when the watcher queues a pod; `changed` (may be
+// empty) runs after a drain that changed the state. Records
 // the part "k8s" on, and "pod_resources" on when the kubelet's socket accepts
 // a connection (off, with the reason, otherwise).
 Result<std::unique_ptr<state::PodWatcher>> watch_pods(const state::K8sConfig& k8s, state::State& st,
                                                       runtime::Runner& runner, spdlog::logger& log,
-                                                      runtime::Parts& parts);
+                                                      runtime::Parts& parts, std::function<void()> changed = {});
 
 // Starts asking the container runtime (CRI) about the Kubernetes containers
 // the state meets before their pod is known, and drains its answers into

@@ -1,8 +1,11 @@
 #include "engine/agent/webserver.h"
 
+#include <limits>
+
 #include "engine/agent/agent.h"
 #include "engine/baseline/store.h"
 #include "engine/config/config.h"
+#include "engine/pipeline/metadata_wait.h"
 #include "engine/pipeline/pipeline.h"
 #include "engine/rules/sequence.h"
 #include "engine/state/pod_watcher.h"
@@ -56,6 +59,31 @@ Result<std::unique_ptr<metrics::Server>> start_webserver(const WebserverConfig& 
       k.relists = s.relists_gone;
       k.tls_verified = tls_verified;
       return k;
+    };
+  }
+  if (a.metadata_wait != nullptr) {
+    v.metadata = [w = a.metadata_wait.get()] {
+      const pipeline::MetadataWaitStats::Snapshot s = w->stats().snapshot();
+      metrics::MetadataInfo m;
+      m.host = s.host;
+      m.container = s.container;
+      m.complete = s.complete;
+      m.incomplete = s.incomplete;
+      m.resolved = s.resolved;
+      m.timed_out = s.timed_out;
+      m.evicted = s.evicted;
+      m.flushed = s.flushed;
+      m.parked = s.parked;
+      std::uint64_t cumulative = 0;
+      for (std::size_t i = 0; i < s.delay_buckets.size(); ++i) {
+        cumulative += s.delay_buckets[i];
+        const double le = i < pipeline::MetadataWaitStats::kBuckets.size() ? pipeline::MetadataWaitStats::kBuckets[i]
+                                                                           : std::numeric_limits<double>::infinity();
+        m.delay_buckets.emplace_back(le, cumulative);
+      }
+      m.delay_sum_s = s.delay_sum_s;
+      m.delay_count = s.delay_count;
+      return m;
     };
   }
   if (a.baselines != nullptr) {

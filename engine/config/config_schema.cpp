@@ -36,6 +36,8 @@ constexpr KeySpec kSchema[] = {
     {"k8s.kubeconfig", K::kString},
     {"k8s.node_name", K::kString},
     {"k8s.pod_grace_s", K::kNumber, 0, 3600},
+    {"k8s.metadata_wait_ms", K::kUint, 0, 60000},
+    {"k8s.metadata_wait_max_alerts", K::kUint, 1, 1000000},
     {"cri", K::kSection},
     {"cri.socket", K::kString},
     {"cri.timeout_ms", K::kNumber, 10, 60000},

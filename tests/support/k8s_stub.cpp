@@ -46,6 +46,10 @@ std::string K8sStub::start(const TempDir& dir, const std::string& stable_pod_gpu
     args.push_back("--stable-pod-gpus");
     args.push_back(stable_pod_gpus);
   }
+  if (stable_pod_delay_.count() > 0) {
+    args.push_back("--stable-pod-delay-s");
+    args.push_back(std::to_string(static_cast<double>(stable_pod_delay_.count()) / 1000.0));
+  }
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);

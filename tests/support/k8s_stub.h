@@ -41,6 +41,11 @@ class K8sStub {
   // default it has none.
   std::string start(const TempDir& dir, const std::string& stable_pod_gpus = "");
 
+  // Before start(): the stand-in waits this long before it announces pod
+  // "c" (the second page of its second LIST), as an API server that learns
+  // of a pod late.
+  void set_stable_pod_delay(std::chrono::milliseconds d) { stable_pod_delay_ = d; }
+
   std::string url() const { return "https://127.0.0.1:" + port_; }
   std::string ca() const { return dir_ + "/ca.crt"; }
   std::string token_file() const { return dir_ + "/token"; }
@@ -61,6 +66,7 @@ class K8sStub {
   std::string dir_;
   std::string port_;
   pid_t pid_ = -1;
+  std::chrono::milliseconds stable_pod_delay_{0};
 };
 
 }  // namespace vigil::support

@@ -1,9 +1,14 @@
 // Step "build pipeline": the pipeline each command runs the loop over, with
-// its taps. vigil run: the rules, alerts to the router, the baselines, and
-// the counters (for the web server), the capture and the flight recorder.
+// its taps. vigil run: the rules, alerts to the router through the metadata
+// wait (an alert whose pod is not known yet waits k8s.metadata_wait_ms for
+// it), the baselines, and the counters (for the web server), the capture
+// and the flight recorder.
 // vigil capture: no rules, the capture tap records. vigil replay: a state
 // that is not live, the capture file as the source, the selector, alerts to
-// the router (none with --events) and the timeline.
+// the router (none with --events; no metadata wait: a capture holds each pod
+// where it reached the state live, so the replay's alerts name what the live
+// run's did when they were made, and the output depends on nothing but the
+// file) and the timeline.
 #include "engine/agent/steps/steps.h"
 
 #include "engine/agent/k8s.h"
@@ -11,6 +16,7 @@
 #include "engine/baseline/store.h"
 #include "engine/capture/reader.h"
 #include "engine/capture/timeline.h"
+#include "engine/pipeline/metadata_wait.h"
 #include "engine/pipeline/pipeline.h"
 #include "engine/state/state.h"
 #include "outputs/router.h"
@@ -30,10 +36,25 @@ struct TimelineAlerts final : pipeline::EventTap {
 
 Status build_pipeline(Agent& a) {
   outputs::Router* rt = a.router.get();
+  pipeline::Publisher publish = [rt](std::shared_ptr<const event::Alert> al) { rt->publish(std::move(al)); };
+  // Every alert goes through the metadata wait (it counts them by k8s.meta);
+  // it waits only where pods come from somewhere (the API server).
+  auto wait = metadata_wait_options(a.cfg);
+  if (!wait) return wait.error();
+  if (!a.k8s) wait->wait = std::chrono::milliseconds(0);
+  a.metadata_wait = std::make_unique<pipeline::MetadataWait>(*wait, *a.state, publish, [] {
+    return static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+            .count());
+  });
+  if (a.metadata_wait->enabled()) {
+    // Every turn of the loop (at least every RunnerOptions::max_wait): the
+    // deadlines, and pods that reached the state by another way.
+    a.runner->add_tick("metadata wait", std::chrono::nanoseconds(0),
+                       [w = a.metadata_wait.get()](std::uint64_t) { w->tick(); });
+  }
   a.pipe = std::make_unique<pipeline::Pipeline>(
-      pipeline::Deps{*a.state, [rt](std::shared_ptr<const event::Alert> al) { rt->publish(std::move(al)); }, a.hostname,
-                     a.baselines.get()},
-      a.ruleset);
+      pipeline::Deps{*a.state, publish, a.hostname, a.baselines.get(), a.metadata_wait.get()}, a.ruleset);
   if (a.web.enabled) a.pipe->add_tap(&a.counters);
   if (a.capture_tap) a.pipe->add_tap(a.capture_tap.get());
   if (a.recorder_tap) a.pipe->add_tap(a.recorder_tap.get());

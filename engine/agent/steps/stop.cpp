@@ -12,6 +12,7 @@
 #include "engine/capture/reader.h"
 #include "engine/capture/timeline.h"
 #include "engine/metrics/server.h"
+#include "engine/pipeline/metadata_wait.h"
 #include "engine/pipeline/pipeline.h"
 #include "engine/state/pod_watcher.h"
 #include "engine/state/cri_resolver.h"
@@ -41,6 +42,8 @@ Status stop(Agent& a) {
   if (a.webserver) a.webserver->stop();
   if (rep.error) a.log->error("event loop: {}", rep.error->message);
   a.runner->close_sources();
+  // No more events: what waits for its pod goes out as it is now.
+  if (a.metadata_wait) a.metadata_wait->flush();
   if (a.baselines) log_baseline_errors(a.baselines->save(), *a.log);
   if (a.pods) a.pods->stop();
   stop_runtime_lookups(a);

@@ -7,6 +7,7 @@
 #include "engine/agent/steps/steps.h"
 
 #include "engine/agent/k8s.h"
+#include "engine/pipeline/metadata_wait.h"
 #include "engine/state/cri_resolver.h"
 #include "engine/state/pods.h"
 
@@ -21,7 +22,10 @@ Status discover_k8s(Agent& a) {
 
 Status watch_pods(Agent& a) {
   if (!a.k8s) return {};
-  auto w = agent::watch_pods(*a.k8s, *a.state, *a.runner, *a.log, a.parts);
+  // The pipeline (and its metadata wait) is built later: looked up per drain.
+  auto w = agent::watch_pods(*a.k8s, *a.state, *a.runner, *a.log, a.parts, [&a] {
+    if (a.metadata_wait) a.metadata_wait->pods_changed();
+  });
   if (!w) return w.error();
   a.pods = std::move(*w);
   return {};

@@ -164,7 +164,7 @@ TEST(ConfigSchema, TyposInEverySectionAreErrorsWithFileLineAndKey) {
        "min_priority, keep, max_disk_mib)"},
       {"k8s:\n  node: n\n",
        "2:3: k8s.node: unknown key (known: api, token_file, ca_file, kubeconfig, "
-       "node_name, pod_grace_s)"},
+       "node_name, pod_grace_s, metadata_wait_ms, metadata_wait_max_alerts)"},
       {"state_dir: /var/lib/vigil\nstatedir: /x\n",
        "2:1: statedir: unknown key (known: rules, hostname, state_dir, outputs, append_output, sensor, k8s, "
        "plugins, load_plugins, heartbeat, webserver, flight_recorder, baseline)"},
@@ -195,7 +195,8 @@ TEST(ConfigSchema, WrongTypesAndRangesAreErrorsWithFileLineAndKey) {
   } cases[] = {
       {"hostname: [a, b]\n", "1:11: hostname: expected a string, got a list"},
       {"k8s: 5\n",
-       "1:6: k8s: expected a mapping of api, token_file, ca_file, kubeconfig, node_name, pod_grace_s; "
+       "1:6: k8s: expected a mapping of api, token_file, ca_file, kubeconfig, node_name, pod_grace_s, "
+       "metadata_wait_ms, metadata_wait_max_alerts; "
        "got '5'"},
       {"sensor: [1]\n",
        "1:9: sensor: expected a mapping of payload_bytes, ringbuf_mib, usage_interval_ms, "
@@ -208,6 +209,7 @@ TEST(ConfigSchema, WrongTypesAndRangesAreErrorsWithFileLineAndKey) {
        "3:15: sensor.wakeup_kib: must be at most half of sensor.ringbuf_mib (512)"},
       {"flight_recorder: {after_s: 1e99}\n", "1:28: flight_recorder.after_s: must be from 0 to 3600, got 1e99"},
       {"k8s: {pod_grace_s: 7200}\n", "1:20: k8s.pod_grace_s: must be from 0 to 3600, got 7200"},
+      {"k8s: {metadata_wait_ms: 120000}\n", "1:25: k8s.metadata_wait_ms: must be from 0 to 60000, got 120000"},
       {"flight_recorder: {enabled: maybe}\n", "1:28: flight_recorder.enabled: expected true or false, got 'maybe'"},
       {"rules: {a: 1}\n", "1:8: rules: expected a path or a list of paths"},
       {"load_plugins: nvml\n", "1:15: load_plugins: expected a list of names"},
@@ -272,11 +274,11 @@ TEST(ConfigSchema, K8sInsecureIsNotAConfigurationKey) {
   std::string p;
   Checked r = load("k8s:\n  api: https://10.0.0.1:6443\n  insecure: true\n", {}, &p);
   EXPECT_EQ(r.message, p + ":3:3: k8s.insecure: unknown key (known: api, token_file, ca_file, kubeconfig, "
-                           "node_name, pod_grace_s)");
+                           "node_name, pod_grace_s, metadata_wait_ms, metadata_wait_max_alerts)");
   r = load("", {"k8s.insecure=true"}, &p);
   EXPECT_EQ(r.message,
             "-o k8s.insecure=true: k8s.insecure: unknown key (known: api, token_file, ca_file, "
-            "kubeconfig, node_name, pod_grace_s)");
+            "kubeconfig, node_name, pod_grace_s, metadata_wait_ms, metadata_wait_max_alerts)");
 }
 
 TEST(ConfigSchema, AValidConfigurationLoads) {

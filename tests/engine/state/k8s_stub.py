@@ -64,6 +64,7 @@ class State:
     watches = 0
     log = None
     stable_pod_gpus = None
+    stable_pod_delay_s = 0.0
 
 
 def stable_pod_c():
@@ -82,7 +83,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def record(self, kind, n, query):
         with State.lock:
-            State.log.write(json.dumps({"kind": kind, "n": n, "path": urlparse(self.path).path,
+            State.log.write(json.dumps({"kind": kind, "n": n, "t": time.time(), "path": urlparse(self.path).path,
                                         "query": query,
                                         "auth": self.headers.get("Authorization", "")}) + "\n")
             State.log.flush()
@@ -162,7 +163,10 @@ class Handler(BaseHTTPRequestHandler):
                 self.end_stream()
             return
         if query.get("continue") == "page2":
-            # Second page of LIST 2 (pagination with a continue token).
+            # Second page of LIST 2 (pagination with a continue token),
+            # after --stable-pod-delay-s: pod C announced late.
+            if State.stable_pod_delay_s > 0:
+                time.sleep(State.stable_pod_delay_s)
             self.record("list-page2", 0, query)
             self.send_json({"kind": "PodList", "apiVersion": "v1",
                             "metadata": {"resourceVersion": "200"},
@@ -189,7 +193,9 @@ def main():
     ap.add_argument("--port-file", required=True)
     ap.add_argument("--log", required=True)
     ap.add_argument("--stable-pod-gpus", default=None)
+    ap.add_argument("--stable-pod-delay-s", type=float, default=0)
     args = ap.parse_args()
+    State.stable_pod_delay_s = args.stable_pod_delay_s
     State.log = open(args.log, "a")
     State.stable_pod_gpus = args.stable_pod_gpus
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
