@@ -38,10 +38,12 @@ Status build_pipeline(Agent& a) {
   outputs::Router* rt = a.router.get();
   pipeline::Publisher publish = [rt](std::shared_ptr<const event::Alert> al) { rt->publish(std::move(al)); };
   // Every alert goes through the metadata wait (it counts them by k8s.meta);
-  // it waits only where pods come from somewhere (the API server).
+  // it waits only where pods come from somewhere (the API server, the
+  // container runtime). Their feeds wake the loop, and the tick of that turn
+  // releases the alerts of the pods they brought.
   auto wait = metadata_wait_options(a.cfg);
   if (!wait) return wait.error();
-  if (!a.k8s) wait->wait = std::chrono::milliseconds(0);
+  if (!a.k8s && !a.cri) wait->wait = std::chrono::milliseconds(0);
   a.metadata_wait = std::make_unique<pipeline::MetadataWait>(*wait, *a.state, publish, [] {
     return static_cast<std::uint64_t>(
         std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
