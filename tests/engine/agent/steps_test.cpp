@@ -25,19 +25,35 @@ std::vector<std::string> names(const Plan& p) {
 }
 
 TEST(Plan, RunStepsInOrder) {
-  EXPECT_EQ(names(run_plan()), (std::vector<std::string>{
-                                   "start loop", "load configuration", "read agent settings", "load plugins",
-                                   "load rules", "start outputs", "seed state", "discover kubernetes", "watch pods",
-                                   "start recording", "open sources", "start baselines", "build pipeline",
-                                   "watch files", "say ready", "start web server", "start heartbeat", "run", "stop"}));
+  EXPECT_EQ(names(run_plan()), (std::vector<std::string>{"start loop",
+                                                         "load configuration",
+                                                         "read agent settings",
+                                                         "load plugins",
+                                                         "load rules",
+                                                         "start outputs",
+                                                         "seed state",
+                                                         "discover kubernetes",
+                                                         "watch pods",
+                                                         "ask the container runtime",
+                                                         "start recording",
+                                                         "open sources",
+                                                         "start baselines",
+                                                         "build pipeline",
+                                                         "watch files",
+                                                         "say ready",
+                                                         "start web server",
+                                                         "start heartbeat",
+                                                         "run",
+                                                         "stop"}));
   EXPECT_NE(run_plan().on_failure, nullptr);  // the outputs started are shut down
 }
 
 TEST(Plan, CaptureAndReplayStepsInOrder) {
-  EXPECT_EQ(names(capture_plan()),
-            (std::vector<std::string>{"start loop", "load configuration", "discover kubernetes", "load plugins",
-                                      "compile filter", "seed state", "watch pods", "start capture file",
-                                      "open sources", "build pipeline", "say ready", "run", "stop"}));
+  EXPECT_EQ(
+      names(capture_plan()),
+      (std::vector<std::string>{"start loop", "load configuration", "discover kubernetes", "load plugins",
+                                "compile filter", "seed state", "watch pods", "ask the container runtime",
+                                "start capture file", "open sources", "build pipeline", "say ready", "run", "stop"}));
   EXPECT_EQ(names(replay_plan()),
             (std::vector<std::string>{"start loop", "load configuration", "load plugins", "compile filter",
                                       "open capture", "load rules", "start outputs", "select events", "load baselines",
