@@ -8,6 +8,7 @@
 #include "engine/pipeline/metadata_wait.h"
 #include "engine/pipeline/pipeline.h"
 #include "engine/rules/sequence.h"
+#include "engine/state/cri_resolver.h"
 #include "engine/state/pod_watcher.h"
 #include "engine/state/pods.h"
 #include "engine/util/version.h"
@@ -84,6 +85,12 @@ Result<std::unique_ptr<metrics::Server>> start_webserver(const WebserverConfig& 
       m.delay_sum_s = s.delay_sum_s;
       m.delay_count = s.delay_count;
       return m;
+    };
+  }
+  if (a.cri != nullptr) {
+    v.cri = [&a] {
+      const state::CriResolver::Stats s = a.cri->stats();
+      return metrics::CriInfo{s.found, s.not_found, s.errors, s.gave_up, s.dropped, s.pending};
     };
   }
   if (a.baselines != nullptr) {

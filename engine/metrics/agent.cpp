@@ -218,6 +218,20 @@ void collect_agent(const AgentView& v, Exposition& out) {
       out.sample("vigil_k8s_tls_verified", k->tls_verified ? 1 : 0);
     }
   }
+  if (v.cri) {
+    const CriInfo c = v.cri();
+    out.family("vigil_cri_lookups_total", "counter",
+               "New containers the container runtime was asked about, by result (found: it named the pod; "
+               "not_found; gave_up: every call failed; dropped: the queue was full, not asked).");
+    out.sample("vigil_cri_lookups_total", {{"result", "found"}}, d(c.found));
+    out.sample("vigil_cri_lookups_total", {{"result", "not_found"}}, d(c.not_found));
+    out.sample("vigil_cri_lookups_total", {{"result", "gave_up"}}, d(c.gave_up));
+    out.sample("vigil_cri_lookups_total", {{"result", "dropped"}}, d(c.dropped));
+    out.family("vigil_cri_errors_total", "counter", "Failed calls to the container runtime's CRI socket.");
+    out.sample("vigil_cri_errors_total", d(c.errors));
+    out.family("vigil_cri_pending", "gauge", "Containers waiting to be asked about.");
+    out.sample("vigil_cri_pending", d(c.pending));
+  }
 }
 
 std::string scrape(const AgentView& v) {

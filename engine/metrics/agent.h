@@ -63,6 +63,16 @@ struct K8sInfo {
   bool tls_verified = true;  // false: the API server's certificate is not checked
 };
 
+// The container runtime asked for new containers' pods (state::CriResolver).
+struct CriInfo {
+  std::uint64_t found = 0;      // containers it named
+  std::uint64_t not_found = 0;  // not known to it, or not Kubernetes containers
+  std::uint64_t errors = 0;     // failed calls
+  std::uint64_t gave_up = 0;    // containers given up after the retries
+  std::uint64_t dropped = 0;    // not asked: the queue was full
+  std::uint64_t pending = 0;    // waiting to be asked
+};
+
 // Evictions of one sequence rule's partial matches (rules::SequenceStats).
 struct SequenceEvictions {
   std::string sequence;
@@ -101,6 +111,7 @@ struct AgentView {
   std::function<RulesInfo()> rules;
   std::function<std::vector<SequenceEvictions>()> sequences;
   std::function<std::optional<K8sInfo>()> k8s;  // nullopt: no Kubernetes API
+  std::function<CriInfo()> cri;                 // empty: part cri off
   std::function<BaselineInfo()> baselines;      // empty: baselines off
   std::function<MetadataInfo()> metadata;       // empty: no alerts (no rules)
   std::function<Verdict()> health;

@@ -81,6 +81,7 @@ TEST_F(e2eCri, AContainersFirstActionNamesItsPodFromTheRuntime) {
     EXPECT_EQ(field(a, "k8s.ns.name"), "ml");
     EXPECT_EQ(field(a, "k8s.pod.uid"), uid);
     EXPECT_EQ(field(a, "k8s.pod.label.app"), "infer");
+    EXPECT_EQ(field(a, "k8s.meta"), "complete");
   }
   EXPECT_EQ(v.stop(), 0) << v.diag();
 }
@@ -168,7 +169,8 @@ TEST_F(e2eCri, ShortLivedPodsAtFivePerSecondAreEachNamed) {
   std::vector<double> delays_ms;
   for (const auto& [a, at] : got) {
     auto it = pod_of.find(field(a, "container.id"));
-    if (it != pod_of.end() && field(a, "k8s.pod.name") == it->second && field(a, "k8s.ns.name") == "churn") {
+    if (it != pod_of.end() && field(a, "k8s.pod.name") == it->second && field(a, "k8s.ns.name") == "churn" &&
+        field(a, "k8s.meta") == "complete") {
       ++complete;
     } else {
       ADD_FAILURE() << "an alert without its pod: " << a.dump();

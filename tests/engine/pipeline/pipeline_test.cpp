@@ -134,7 +134,7 @@ TEST_F(PipelineTest, TapsSeeEventsBeforeAlertsAndMayAnnotateThem) {
   EXPECT_EQ(alerts_[0]->extra[0].second, "/tmp/x.vcap");
 }
 
-TEST_F(PipelineTest, StateFollowsEventsAndReapsAfterRulesSawTheExit) {
+TEST_F(PipelineTest, StateFollowsEventsAndReapsAfterTheExitsGracePeriod) {
   Pipeline p({st_, collect(), "n"}, nullptr);  // no rules: state still kept
   auto f = fork_event(1000, 100, 200);
   p.process(f);
@@ -144,6 +144,15 @@ TEST_F(PipelineTest, StateFollowsEventsAndReapsAfterRulesSawTheExit) {
   EXPECT_EQ(st_.process(200)->comm, "python3");
   auto x = exit_event(3000, 200);
   p.process(x);
+  // Reaped once its grace period (state::Config::process_grace_ns) of event
+  // time has passed after the exit, not before.
+  ASSERT_NE(st_.process(200), nullptr);
+  const std::uint64_t grace = state::Config{}.process_grace_ns;
+  auto later = exec_event(3000 + grace - 1, 201, 100, "sleep", {"sleep", "1"});
+  p.process(later);
+  EXPECT_NE(st_.process(200), nullptr);
+  auto after_grace = exec_event(3000 + grace, 202, 100, "sleep", {"sleep", "1"});
+  p.process(after_grace);
   EXPECT_EQ(st_.process(200), nullptr);
   EXPECT_TRUE(alerts_.empty());
 }
