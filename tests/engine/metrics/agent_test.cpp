@@ -75,10 +75,27 @@ TEST(AgentMetrics, LossesSkippedRulesAndTlsOffAreExposed) {
   EXPECT_EQ(out.errors(), 0u);
 }
 
+// The container runtime's lookups: what it named, what failed, what never
+// got asked (part cri off: no family at all).
+TEST(AgentMetrics, CriLookupsAreExposed) {
+  AgentView v;
+  v.cri = [] { return CriInfo{.found = 41, .not_found = 2, .errors = 3, .gave_up = 1, .dropped = 5, .pending = 7}; };
+  Exposition out;
+  collect_agent(v, out);
+  const std::string t = out.text();
+  EXPECT_NE(t.find("vigil_cri_lookups_total{result=\"found\"} 41\n"), std::string::npos) << t;
+  EXPECT_NE(t.find("vigil_cri_lookups_total{result=\"gave_up\"} 1\n"), std::string::npos) << t;
+  EXPECT_NE(t.find("vigil_cri_lookups_total{result=\"dropped\"} 5\n"), std::string::npos) << t;
+  EXPECT_NE(t.find("vigil_cri_errors_total 3\n"), std::string::npos) << t;
+  EXPECT_NE(t.find("vigil_cri_pending 7\n"), std::string::npos) << t;
+  EXPECT_EQ(out.errors(), 0u);
+}
+
 TEST(AgentMetrics, NoSequenceViewNoFamily) {
   AgentView v;
   Exposition out;
   collect_agent(v, out);
+  EXPECT_EQ(out.text().find("vigil_cri_"), std::string::npos);
   EXPECT_EQ(out.text().find("vigil_sequence_evictions_total"), std::string::npos);
   EXPECT_EQ(out.text().find("vigil_baseline_"), std::string::npos);  // baselines off: no family
 }
