@@ -52,8 +52,9 @@ bool static_elf(const std::string& path) {
   return ok;
 }
 
-int run_quietly(const std::vector<std::string>& argv, const std::string& log) {
-  support::Child c = support::Child::run([&] {
+// Starts argv[0] with argv, its stdout and stderr appended to `log`.
+support::Child spawn_logged(const std::vector<std::string>& argv, const std::string& log) {
+  return support::Child::run([&] {
     int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (fd >= 0) {
       ::dup2(fd, 1);
@@ -65,7 +66,10 @@ int run_quietly(const std::vector<std::string>& argv, const std::string& log) {
     ::execv(args[0], args.data());
     return 127;
   });
-  const int st = c.wait(std::chrono::seconds(60));
+}
+
+int run_quietly(const std::vector<std::string>& argv, const std::string& log) {
+  const int st = spawn_logged(argv, log).wait(std::chrono::seconds(60));
   return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
@@ -131,19 +135,7 @@ std::string Containerd::start(const std::string& dir) {
     f << config_toml(dir, socket_);
   }
   const std::string log = dir + "/containerd.log";
-  const std::vector<std::string> argv = {kContainerd, "--config", dir + "/config.toml"};
-  daemon_ = support::Child::run([&] {
-    int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (fd >= 0) {
-      ::dup2(fd, 1);
-      ::dup2(fd, 2);
-    }
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    ::execv(args[0], args.data());
-    return 127;
-  });
+  daemon_ = spawn_logged({kContainerd, "--config", dir + "/config.toml"}, log);
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_ENABLE_HTTP_PROXY, 0);
   impl_->stub = rt::RuntimeService::NewStub(
