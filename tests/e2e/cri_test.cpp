@@ -19,6 +19,7 @@
 
 #include "tests/e2e/containerd.h"
 #include "tests/e2e/e2e_util.h"
+#include "tests/support/k8s_stub.h"
 
 namespace vigil::e2e {
 namespace {
@@ -105,6 +106,47 @@ TEST_F(e2eCri, WhileTheApiServerIsAwayTheRuntimeNamesThePod) {
   EXPECT_EQ(field(got[0], "k8s.pod.name"), "train-3") << got[0].dump();
   EXPECT_EQ(field(got[0], "k8s.ns.name"), "research");
   EXPECT_EQ(field(got[0], "container.name"), "trainer");
+  EXPECT_EQ(v.stop(), 0) << v.diag();
+}
+
+// An API server that announces the pod 10 s late, after closing the watch
+// with 410 Gone and relisting (the stand-in's script): the container's
+// first action is named by the runtime at once, and its action after the
+// API's record arrived is named too, by the merged record.
+TEST_F(e2eCri, AnApiServerTenSecondsLateAfterA410DoesNotDelayThePodsName) {
+  support::K8sStub api;
+  api.set_stable_pod_delay(10s);
+  support::TempDir api_dir("vigil-e2e-api");
+  if (std::string why = api.start(api_dir); !why.empty()) GTEST_SKIP() << why;
+  const std::string config = dir_.write("vigil.yaml", "cri:\n  socket: " + ctd_.socket() + "\n" + api.config_yaml());
+  Vigil v;
+  ASSERT_TRUE(v.start({"-r", rules(), "-c", config}));
+  ASSERT_TRUE(v.wait_ready()) << "vigil did not get ready" << v.diag();
+  auto pod = ctd_.run_pod(support::K8sStub::kStablePodName, support::K8sStub::kStablePodNamespace,
+                          support::K8sStub::kStablePodUid);
+  ASSERT_TRUE(pod) << ctd_.last_error();
+  const auto started = std::chrono::steady_clock::now();
+  const std::string id =
+      ctd_.start_container(*pod, "main", {"/bin/sh", "-c", "cat /etc/shadow; sleep 14; cat /etc/shadow"});
+  ASSERT_FALSE(id.empty()) << ctd_.last_error();
+  const std::string rule = "e2e shadow read in a container";
+  auto got = v.alerts([&](const json& a) { return a.value("rule", "") == rule; }, 20s);
+  ASSERT_GE(got.size(), 1u) << v.diag();
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 8s) << "the first alert did not wait for the API";
+  ASSERT_TRUE(api.wait_script_done(30s)) << "the watcher did not get through the 410 and the late list; requests:\n"
+                                         << api.requests() << v.diag();
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (got.size() < 2 && std::chrono::steady_clock::now() < deadline)
+    got = v.alerts([&](const json& a) { return a.value("rule", "") == rule; }, 1s);
+  ASSERT_EQ(got.size(), 2u) << v.diag();
+  for (const json& a : got) {
+    SCOPED_TRACE(a.dump());
+    EXPECT_EQ(field(a, "k8s.pod.name"), support::K8sStub::kStablePodName);
+    EXPECT_EQ(field(a, "k8s.ns.name"), support::K8sStub::kStablePodNamespace);
+    EXPECT_EQ(field(a, "k8s.pod.uid"), support::K8sStub::kStablePodUid);
+    EXPECT_EQ(field(a, "container.name"), "main");
+    EXPECT_EQ(field(a, "k8s.meta"), "complete");
+  }
   EXPECT_EQ(v.stop(), 0) << v.diag();
 }
 
