@@ -499,9 +499,10 @@ TEST(CaptureFormat, PodOwnerRoundTripsAndOlderPodRecordsHaveNone) {
   EXPECT_EQ(std::get<state::Pod>(out).owner_kind, "StatefulSet");
   EXPECT_EQ(std::get<state::Pod>(out).owner_name, "trainer");
   EXPECT_EQ(encoded(out), rec);
-  // Cut before the owner (and the container start times appended after it).
+  // Cut before the owner (and the container start times and the runtime
+  // mark appended after it).
   const std::size_t tail =
-      2 * 4 + std::string("StatefulSet").size() + std::string("trainer").size() + 4 + 8 * pod.containers.size();
+      2 * 4 + std::string("StatefulSet").size() + std::string("trainer").size() + 4 + 8 * pod.containers.size() + 1;
   const std::string_view older = body_of(rec, tail);
   ASSERT_TRUE(decodes(rec, older, out));
   EXPECT_EQ(std::get<state::Pod>(out).owner_kind, "");
@@ -525,7 +526,7 @@ TEST(CaptureFormat, PodContainerStartTimesRoundTripAndOlderPodRecordsHaveNone) {
   EXPECT_EQ(std::get<state::Pod>(out).containers.at(0).started_at_ns, 1'764'150'000'000'000'000);
   EXPECT_EQ(std::get<state::Pod>(out).containers.at(1).started_at_ns, 0);
   EXPECT_EQ(encoded(out), rec);
-  const std::size_t tail = 4 + 8 * 2;
+  const std::size_t tail = 4 + 8 * 2 + 1;  // the start times and the runtime mark after them
   const std::string_view older = body_of(rec, tail);
   ASSERT_TRUE(decodes(rec, older, out));
   const auto& p = std::get<state::Pod>(out);
@@ -534,7 +535,24 @@ TEST(CaptureFormat, PodContainerStartTimesRoundTripAndOlderPodRecordsHaveNone) {
   EXPECT_EQ(p.containers[0].gpu_devices, pod.containers[0].gpu_devices);
   EXPECT_EQ(p.owner_name, "trainer");
   // A count that claims more than the body holds is malformed, not a crash.
-  ASSERT_FALSE(decodes(rec, body_of(rec, 8), out));
+  ASSERT_FALSE(decodes(rec, body_of(rec, 9), out));
+}
+
+// A pod known only from the container runtime is marked so in the record
+// appended last: the mark round-trips (a replay judges no GPU allocation
+// from such a pod, as the live run did), and a record written before it
+// reads as the API's.
+TEST(CaptureFormat, PodFromTheRuntimeRoundTripsAndOlderPodRecordsAreTheApis) {
+  state::Pod pod = std::get<state::Pod>(sample_records()[1]);
+  pod.from_runtime = true;
+  const std::string rec = encoded(RecordData(pod));
+  RecordData out;
+  ASSERT_TRUE(decodes(rec, body_of(rec), out));
+  EXPECT_TRUE(std::get<state::Pod>(out).from_runtime);
+  EXPECT_EQ(encoded(out), rec);
+  ASSERT_TRUE(decodes(rec, body_of(rec, 1), out));
+  EXPECT_FALSE(std::get<state::Pod>(out).from_runtime);
+  EXPECT_EQ(std::get<state::Pod>(out).name, pod.name);
 }
 
 // The committed fixture was written by format version 1 (see
