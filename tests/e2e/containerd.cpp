@@ -262,6 +262,16 @@ bool Containerd::remove_pod(const Pod& pod) {
   grpc::ClientContext ctx;
   with_deadline(ctx, 30);
   ok = impl_->stub->RemovePodSandbox(&ctx, req, &resp).ok() && ok;
+  // The pod's cgroup parent, as the kubelet removes it (the runtime leaves it),
+  // in every hierarchy: a later run reusing the uid starts from nothing.
+  std::ifstream mi("/proc/self/mountinfo");
+  for (std::string line; std::getline(mi, line);) {
+    std::istringstream in(line);
+    std::string id, parent, devno, root, mnt;
+    in >> id >> parent >> devno >> root >> mnt;
+    if (line.find(" - cgroup") == std::string::npos) continue;
+    ::rmdir((mnt + "/kubepods/besteffort/pod" + pod.uid).c_str());
+  }
   std::lock_guard<std::mutex> lk(impl_->mu);
   pods_.erase(std::remove_if(pods_.begin(), pods_.end(), [&](const Pod& p) { return p.sandbox_id == pod.sandbox_id; }),
               pods_.end());
