@@ -32,6 +32,10 @@ std::string label(const M& m, const char* key) {
   return it == m.end() ? std::string() : bounded(it->second);
 }
 
+void with_deadline(grpc::ClientContext& ctx, std::chrono::milliseconds timeout) {
+  ctx.set_deadline(std::chrono::system_clock::now() + timeout);
+}
+
 Error call_error(const char* what, const std::string& socket, const grpc::Status& st) {
   return Error::runtime(std::string("CRI ") + what + " on " + socket + ": " + bounded(st.error_message()) +
                         " (gRPC code " + std::to_string(static_cast<int>(st.error_code())) + ")");
@@ -57,14 +61,6 @@ CriClient::CriClient(std::string socket_path, std::chrono::milliseconds timeout)
 }
 
 CriClient::~CriClient() = default;
-
-namespace {
-
-void with_deadline(grpc::ClientContext& ctx, std::chrono::milliseconds timeout) {
-  ctx.set_deadline(std::chrono::system_clock::now() + timeout);
-}
-
-}  // namespace
 
 Result<std::string> CriClient::version() {
   grpc::ClientContext ctx;
