@@ -102,6 +102,20 @@ std::string config_toml(const std::string& dir, const std::string& socket) {
   return o.str();
 }
 
+// This process's mount points, each with whether it is a cgroup hierarchy
+// (v1 or v2), from /proc/self/mountinfo.
+std::vector<std::pair<std::string, bool>> mounts() {
+  std::vector<std::pair<std::string, bool>> out;
+  std::ifstream mi("/proc/self/mountinfo");
+  for (std::string line; std::getline(mi, line);) {
+    std::istringstream in(line);
+    std::string id, parent, devno, root, mnt;
+    in >> id >> parent >> devno >> root >> mnt;
+    out.emplace_back(mnt, line.find(" - cgroup") != std::string::npos);
+  }
+  return out;
+}
+
 // The labels the kubelet puts on a pod's sandbox and containers.
 void kubelet_labels(google::protobuf::Map<std::string, std::string>& l, const Containerd::Pod& p) {
   l["io.kubernetes.pod.name"] = p.name;
@@ -264,14 +278,8 @@ bool Containerd::remove_pod(const Pod& pod) {
   ok = impl_->stub->RemovePodSandbox(&ctx, req, &resp).ok() && ok;
   // The pod's cgroup parent, as the kubelet removes it (the runtime leaves it),
   // in every hierarchy: a later run reusing the uid starts from nothing.
-  std::ifstream mi("/proc/self/mountinfo");
-  for (std::string line; std::getline(mi, line);) {
-    std::istringstream in(line);
-    std::string id, parent, devno, root, mnt;
-    in >> id >> parent >> devno >> root >> mnt;
-    if (line.find(" - cgroup") == std::string::npos) continue;
-    ::rmdir((mnt + "/kubepods/besteffort/pod" + pod.uid).c_str());
-  }
+  for (const auto& [mnt, cgroup] : mounts())
+    if (cgroup) ::rmdir((mnt + "/kubepods/besteffort/pod" + pod.uid).c_str());
   std::lock_guard<std::mutex> lk(impl_->mu);
   pods_.erase(std::remove_if(pods_.begin(), pods_.end(), [&](const Pod& p) { return p.sandbox_id == pod.sandbox_id; }),
               pods_.end());
@@ -292,14 +300,9 @@ Containerd::~Containerd() {
   if (dir_.empty()) return;
   // What a killed runtime may leave mounted under its root (rootfs overlays,
   // sandbox shm), innermost first.
-  std::ifstream mi("/proc/self/mountinfo");
   std::vector<std::string> under;
-  for (std::string line; std::getline(mi, line);) {
-    std::istringstream in(line);
-    std::string id, parent, devno, root, mnt;
-    in >> id >> parent >> devno >> root >> mnt;
+  for (const auto& [mnt, cgroup] : mounts())
     if (mnt.rfind(dir_ + "/", 0) == 0) under.push_back(mnt);
-  }
   std::sort(under.begin(), under.end(), [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
   for (const auto& m : under) ::umount2(m.c_str(), MNT_DETACH);
 }
