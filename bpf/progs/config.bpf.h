@@ -56,5 +56,13 @@ const volatile __u32 cfg_sock_task_btf __weak = 0;
  * user space where it can run vg_ioctl_slot_drain on every CPU (kernels
  * 5.10+); 0: every NVIDIA ioctl is counted in gpu_usage directly. */
 const volatile __u32 cfg_ioctl_slot __weak = 0;
+/* Watched programs: a process whose comm, after its exec, starts with these
+ * bytes (little-endian, under the mask; 0: none) has every successful open
+ * sent, whatever the open filter says: the NVIDIA Container Toolkit's hooks
+ * ("nvidia-c": nvidia-ctk, nvidia-cdi-hook, nvidia-container-*), which run as
+ * host root in a container's context, so that the libraries they load and
+ * the files they touch reach the rules (bpf/progs/proc.bpf.c marks them). */
+const volatile __u64 cfg_watch_comm __weak = 0;
+const volatile __u64 cfg_watch_comm_mask __weak = 0;
 
 #endif /* VIGIL_BPF_PROGS_CONFIG_BPF_H */

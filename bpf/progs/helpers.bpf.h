@@ -14,6 +14,10 @@
 #include <bpf/bpf_tracing.h>
 
 #ifndef S_IFMT
+#ifndef EEXIST
+#define EEXIST 17 /* what a BPF_NOEXIST insert of a present key returns, negated */
+#endif
+
 #define S_IFMT 00170000
 #define S_IFSOCK 0140000
 #define S_IFBLK 0060000

@@ -85,4 +85,16 @@ struct {
   __type(value, struct vg_sys_args);
 } pending_args SEC(".maps") __weak;
 
+/* The watched processes (cfg_watch_comm) by tgid, and how many there are:
+ * an open looks its process up only while one is running, so the usual
+ * cost is one load of the count. A full map leaves a process unwatched
+ * (counted as map_full). */
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 1024);
+  __type(key, __u32);
+  __type(value, __u8);
+} watched SEC(".maps") __weak;
+__u32 vg_watched_live __weak = 0;
+
 #endif /* VIGIL_BPF_PROGS_MAPS_BPF_H */

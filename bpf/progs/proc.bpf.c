@@ -118,7 +118,8 @@ int BPF_PROG(vg_sched_exec, struct task_struct *p, pid_t old_pid, struct linux_b
   struct vg_exec *e = (struct vg_exec *)buf;
   vg_fill_hdr(&e->hdr, VG_EXEC);
   e->flags = 0;
-  e->pad0 = 0;
+  e->flags2 = 0;
+  e->env_len = 0;
   e->pad1 = 0;
 
   /* controlling tty */
@@ -227,6 +228,50 @@ int BPF_PROG(vg_sched_exec, struct task_struct *p, pid_t old_pid, struct linux_b
   e->interp_len = n;
   off += n;
 
+  /* The environment: the start of the new program's envp area, the same
+   * pages the kernel just wrote argv into, so one more copy of resident
+   * memory. It goes last, so a long one only loses its own tail. */
+  unsigned long v0 = BPF_CORE_READ(mm, env_start);
+  unsigned long v1 = BPF_CORE_READ(mm, env_end);
+  __u32 vlen = 0;
+  if (v1 > v0 && off <= VG_OFF_MASK) {
+    unsigned long want = v1 - v0;
+    if (want > VG_ENV_MAX) {
+      want = VG_ENV_MAX;
+      e->flags2 |= VG_EXEC2_ENV_TRUNC;
+      vg_drop(VG_DROP_TRUNCATED);
+    }
+    vlen = want;
+    if (vlen > VG_ENV_MAX)
+      vlen = VG_ENV_MAX;
+    if (bpf_probe_read_user(buf + (off & VG_OFF_MASK), vlen, (const void *)v0) != 0) {
+      vg_drop(VG_DROP_READ_FAIL);
+      vlen = 0;
+    }
+  } else if (v1 > v0) {
+    e->flags2 |= VG_EXEC2_ENV_TRUNC;
+    vg_drop(VG_DROP_TRUNCATED);
+  }
+  e->env_len = vlen;
+  off += vlen;
+
+  if (cfg_watch_comm) {
+    __u32 tgid = BPF_CORE_READ(p, tgid);
+    __u64 c8 = 0;
+    bpf_probe_read_kernel(&c8, sizeof(c8), p->comm);
+    if ((c8 & cfg_watch_comm_mask) == cfg_watch_comm) {
+      __u8 one = 1;
+      long r = bpf_map_update_elem(&watched, &tgid, &one, BPF_NOEXIST);
+      if (r == 0)
+        __sync_fetch_and_add(&vg_watched_live, 1);
+      else if (r != -EEXIST)
+        vg_drop(VG_DROP_MAP_FULL);
+    } else if (vg_watched_live && bpf_map_delete_elem(&watched, &tgid) == 0) {
+      __sync_fetch_and_add(&vg_watched_live,
+                           (__u32)-1); /* it ran a hook, now runs something else */
+    }
+  }
+
   if (trunc)
     e->flags |= VG_EXEC_PATH_TRUNC;
   vg_submit(buf, off);
@@ -261,6 +306,11 @@ int BPF_PROG(vg_sched_exit, struct task_struct *p)
   int live = BPF_CORE_READ(p, signal, live.counter);
   if (live != 0)
     return 0;
+  if (vg_watched_live) {
+    __u32 tgid = BPF_CORE_READ(p, tgid);
+    if (bpf_map_delete_elem(&watched, &tgid) == 0)
+      __sync_fetch_and_add(&vg_watched_live, (__u32)-1);
+  }
   __u8 *buf = vg_scratch_buf();
   if (!buf)
     return 0;

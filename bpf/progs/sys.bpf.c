@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /* The rarer syscalls Falco's rules ask about: symlink, link, unlink, rename,
- * mkdir, rmdir, chmod (paths as given), ptrace, socket, init_module and
+ * mkdir, rmdir, chmod, mknod (paths as given), ptrace, socket, init_module and
  * finit_module. Each has a sys_exit program that reads its arguments from the
  * saved user registers (vg_sys_args); user space attaches a syscall's
  * programs only when a loaded rule asks for its event type. None of these
@@ -99,6 +99,9 @@ VG_FILEOP_EXIT(rmdir, VG_RMDIR, VG_SC_RMDIR, P(0), 0, VG_AT_FDCWD, VG_AT_FDCWD, 
 VG_FILEOP_EXIT(chmod, VG_CHMOD, VG_SC_CHMOD, P(0), 0, VG_AT_FDCWD, VG_AT_FDCWD, 0, U(1))
 VG_FILEOP_EXIT(fchmod, VG_CHMOD, VG_SC_FCHMOD, 0, 0, FD(0), VG_AT_FDCWD, 0, U(1))
 VG_FILEOP_EXIT(fchmodat, VG_CHMOD, VG_SC_FCHMODAT, P(1), 0, FD(0), VG_AT_FDCWD, 0, U(2))
+/* mknod's dev goes in the record's flags. */
+VG_FILEOP_EXIT(mknod, VG_MKNOD, VG_SC_MKNOD, P(0), 0, VG_AT_FDCWD, VG_AT_FDCWD, U(2), U(1))
+VG_FILEOP_EXIT(mknodat, VG_MKNOD, VG_SC_MKNODAT, P(1), 0, FD(0), VG_AT_FDCWD, U(3), U(2))
 
 /* init_module, finit_module (str: the parameters), delete_module (str: the
  * module's name). */

@@ -81,6 +81,8 @@
   X(VigilSignal, VIGIL_SIGNAL, 37, "vigil_signal", "", SysCallData,                                \
     "a signal sent to vigil's own process by another (signal:signal_generate)", "proc")            \
   X(PerfEventOpen, PERF_EVENT_OPEN, 38, "perf_event_open", "", SysCallData,                        \
-    "perf_event_open of a tracepoint, kprobe, uprobe or breakpoint", "proc")
+    "perf_event_open of a tracepoint, kprobe, uprobe or breakpoint", "proc")                       \
+  X(Mknod, MKNOD, 39, "mknodat", "mknod", FileOpData,                                              \
+    "mknod, mknodat (a device node, FIFO or socket file created)", "file")
 
 #endif /* VIGIL_BPF_SHARED_EVENT_TYPES_H */

@@ -25,7 +25,7 @@
 #include <linux/types.h>
 #endif
 
-#define VG_ABI_VERSION 3
+#define VG_ABI_VERSION 4
 
 /* Record ids: derived from the event schema (event_types.h), the same numbers
  * as vigil::event::Type. */
@@ -49,6 +49,7 @@ enum vg_drop {
 #define VG_DPATH_MAX 1024    /* a path walked from a dentry */
 #define VG_DPATH_DEPTH 32    /* components walked at most */
 #define VG_ARGS_MAX 2048     /* argv bytes kept */
+#define VG_ENV_MAX 4096      /* environment bytes kept (the start of envp) */
 #define VG_UNIX_PATH_MAX 108 /* sizeof(sun_path) */
 #define VG_XID_MSG_MAX 512
 #define VG_DNS_MAX 512      /* DNS message bytes copied from a packet */
@@ -82,7 +83,7 @@ struct vg_hdr {
 #define VG_HF_NO_TASK 0x01 /* the header fields other than cgroup_id are not the sender's */
 
 /* exec: data = filename, exe (dpath), args (NUL-separated argv), cwd (dpath),
- * interp (string) */
+ * interp (string), env (NUL-separated "NAME=value" strings) */
 struct vg_exec {
   struct vg_hdr hdr;
   __u32 tty; /* new_encode_dev-style: major << 20 | minor; 0 = none */
@@ -92,9 +93,10 @@ struct vg_exec {
   __u16 args_len;
   __u16 cwd_len;
   __u16 interp_len;
-  __u8 flags; /* VG_EXEC_* */
-  __u8 pad0;
-  __u32 pad1;
+  __u8 flags;  /* VG_EXEC_* */
+  __u8 flags2; /* VG_EXEC2_* */
+  __u16 env_len;
+  __u16 pad1;
   __u64 cap_effective; /* the new program's capability sets */
   __u64 cap_permitted;
   __u64 cap_inheritable;
@@ -113,10 +115,11 @@ struct vg_exec {
 #define VG_EXEC_STDOUT_SOCK 0x02
 #define VG_EXEC_ARGS_TRUNC 0x04
 #define VG_EXEC_PATH_TRUNC 0x08
-#define VG_EXEC_ELF32 0x10    /* the new program is a 32-bit ELF (ia32/x32 syscalls) */
-#define VG_EXEC_MEMFD 0x20    /* the program file is a memfd (memfd_create) */
-#define VG_EXEC_UPPER 0x40    /* the program file is in an overlay's upper layer */
-#define VG_EXEC_WRITABLE 0x80 /* the program file is writable by the user running it */
+#define VG_EXEC_ELF32 0x10      /* the new program is a 32-bit ELF (ia32/x32 syscalls) */
+#define VG_EXEC_MEMFD 0x20      /* the program file is a memfd (memfd_create) */
+#define VG_EXEC_UPPER 0x40      /* the program file is in an overlay's upper layer */
+#define VG_EXEC_WRITABLE 0x80   /* the program file is writable by the user running it */
+#define VG_EXEC2_ENV_TRUNC 0x01 /* the environment was longer than VG_ENV_MAX */
 
 struct vg_fork {
   struct vg_hdr hdr;
@@ -327,7 +330,7 @@ struct vg_fileop {
   __s64 result;
   __s32 fd;
   __s32 fd2;   /* the dirfd of the second path */
-  __u32 flags; /* linkat, unlinkat, renameat2 flags */
+  __u32 flags; /* linkat, unlinkat, renameat2 flags; mknod's dev (new_encode_dev) */
   __u32 mode;  /* mkdir, chmod */
   __u16 path_len;
   __u16 path2_len;
@@ -367,6 +370,8 @@ enum vg_syscall {
   VG_SC_ACCEPT,
   VG_SC_ACCEPT4,
   VG_SC_DELETE_MODULE,
+  VG_SC_MKNOD,
+  VG_SC_MKNODAT,
 };
 
 /* A call on a socket fd, with the socket's endpoints as the kernel holds

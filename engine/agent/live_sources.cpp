@@ -48,6 +48,14 @@ Result<LiveSourcesConfig> live_sources_config(const YAML::Node& cfg, std::set<ev
   auto ioctl_cache = get_or<bool>(cfg, "sensor.ioctl_cache", sc.ioctl_cache);
   if (!ioctl_cache) return ioctl_cache.error();
   sc.ioctl_cache = *ioctl_cache;
+  auto watch = get_or<std::string>(cfg, "sensor.watch_comm_prefix", sc.watch_comm_prefix);
+  if (!watch) return watch.error();
+  if (watch->size() > 8) {
+    return Error::bad_input(
+        "config key 'sensor.watch_comm_prefix' is at most 8 bytes (the kernel compares the "
+        "comm's first 8)");
+  }
+  sc.watch_comm_prefix = *watch;
   auto kmsg = get_or<std::string>(cfg, "sensor.kmsg_path", out.kmsg_path);
   if (!kmsg) return kmsg.error();
   out.kmsg_path = *kmsg;

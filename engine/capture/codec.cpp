@@ -505,6 +505,8 @@ void append_nvidia(const state::NvidiaInfo& n, std::string& out) {
       put_u32(out, g.minor);
       put_str(out, bounded(g.model));
     }
+    put_u32(out, n.nvlink_major);  // appended later
+    put_u32(out, n.nvswitch_major);
   });
 }
 
@@ -656,6 +658,10 @@ DecodeOutcome decode_nvidia(Cursor& c, RecordData& out, std::string& why) {
     c.bounded_str(g.pci, kMaxNvidiaString, "nvidia.gpu.pci");
     g.minor = c.u32("nvidia.gpu.minor");
     c.bounded_str(g.model, kMaxNvidiaString, "nvidia.gpu.model");
+  }
+  if (!c.failed() && c.left() > 0) {  // absent in older files
+    n.nvlink_major = c.u32("nvidia.nvlink_major");
+    n.nvswitch_major = c.u32("nvidia.nvswitch_major");
   }
   if (c.failed()) return malformed(c, why);
   out = std::move(n);

@@ -29,6 +29,7 @@ constexpr KeySpec kSchema[] = {
     {"sensor.kmsg_path", K::kString, 0, 0, false, true},
     {"sensor.identify_exe", K::kBool},
     {"sensor.ioctl_cache", K::kBool},
+    {"sensor.watch_comm_prefix", K::kString},
     {"k8s", K::kSection},
     {"k8s.api", K::kString},
     {"k8s.token_file", K::kString},

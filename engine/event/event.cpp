@@ -124,8 +124,6 @@ constexpr std::string_view kUnreported[] = {"socketpair",
                                             "fsmount",
                                             "move_mount",
                                             "open_tree",
-                                            "mknod",
-                                            "mknodat",
                                             "setrlimit",
                                             "prlimit",
                                             "getrlimit",
@@ -141,10 +139,10 @@ constexpr std::string_view kUnreported[] = {"socketpair",
                                             "procinfo"};
 
 constexpr std::array<std::string_view, static_cast<std::size_t>(Syscall::kCount)> kSyscallNames = {
-    "",         "symlink",   "symlinkat", "link",        "linkat",       "unlink",       "unlinkat", "rename",
-    "renameat", "renameat2", "mkdir",     "mkdirat",     "rmdir",        "chmod",        "fchmod",   "fchmodat",
-    "dup",      "dup2",      "dup3",      "init_module", "finit_module", "setuid",       "setreuid", "setresuid",
-    "setgid",   "setregid",  "setresgid", "accept",      "accept4",      "delete_module"};
+    "",         "symlink",   "symlinkat", "link",        "linkat",       "unlink",        "unlinkat", "rename",
+    "renameat", "renameat2", "mkdir",     "mkdirat",     "rmdir",        "chmod",         "fchmod",   "fchmodat",
+    "dup",      "dup2",      "dup3",      "init_module", "finit_module", "setuid",        "setreuid", "setresuid",
+    "setgid",   "setregid",  "setresgid", "accept",      "accept4",      "delete_module", "mknod",    "mknodat"};
 
 }  // namespace
 

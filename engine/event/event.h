@@ -350,6 +350,8 @@ enum class Syscall : std::uint8_t {
   kAccept,
   kAccept4,
   kDeleteModule,
+  kMknod,
+  kMknodat,
   kCount
 };
 std::string_view syscall_name(Syscall s);  // "symlinkat"...; "" for kNone or out of range
@@ -365,7 +367,8 @@ struct FileOpData {
   std::int64_t fd = kAtFdcwd;   // the first path's dirfd; fchmod's fd
   std::int64_t fd2 = kAtFdcwd;  // the second path's dirfd
   std::uint32_t flags = 0;      // linkat, unlinkat, renameat2 flags
-  std::uint32_t mode = 0;       // mkdir, chmod
+  std::uint32_t mode = 0;       // mkdir, chmod, mknod (S_IFCHR | 0666...)
+  std::uint32_t dev = 0;        // mknod: the device number, Linux's encoding (makedev())
   std::int64_t result = 0;
 
   static constexpr std::string_view kKey = "file_op";
@@ -379,6 +382,8 @@ struct FileOpData {
     v("flags", d.flags);
     v("mode", d.mode);
     v("result", d.result);
+    v.appended();
+    v("dev", d.dev);
   }
 };
 

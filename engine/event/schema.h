@@ -408,6 +408,12 @@ inline constexpr FalcoArg kFalcoArgs[] = {
      args::member<&FileOpData::mode>, nullptr, types("unlinkat mkdirat rmdir fchmodat")},
     {types("symlinkat linkat unlinkat renameat2 mkdirat rmdir fchmodat"), "res", ArgForm::kInt,
      args::member<&FileOpData::result>},
+    // mknod, mknodat (Falco's mknodat: dirfd, path, mode, dev)
+    {types("mknodat"), "dirfd fd", ArgForm::kInt, args::member<&FileOpData::fd>, nullptr, types("mknodat")},
+    {types("mknodat"), "path name pathname filename", ArgForm::kText, args::file_op_path, nullptr, types("mknodat")},
+    {types("mknodat"), "mode", ArgForm::kOctal, args::member<&FileOpData::mode>, nullptr, types("mknodat")},
+    {types("mknodat"), "dev", ArgForm::kInt, args::member<&FileOpData::dev>, nullptr, types("mknodat")},
+    {types("mknodat"), "res", ArgForm::kInt, args::member<&FileOpData::result>},
     // ptrace
     {types("ptrace"), "request", ArgForm::kPtraceRequest, args::member<&PtraceData::request>, nullptr, types("ptrace")},
     {types("ptrace"), "pid", ArgForm::kInt, args::member<&PtraceData::target>, nullptr, types("ptrace")},

@@ -18,7 +18,7 @@ namespace {
 constexpr std::string_view kResultEv =
     "execve, open, openat, connect, ioctl, bpf, symlink, link, unlink, rename, mkdir, rmdir, chmod, "
     "ptrace, socket, dup, init_module, setuid, setgid, setns, unshare, accept, listen, bind, userfaultfd, "
-    "memfd_create, prctl, io_uring_setup, delete_module, capset";
+    "memfd_create, prctl, io_uring_setup, delete_module, capset, mknodat";
 
 // The syscall of a family the event came from (symlink for a symlinkat
 // event made by symlink()), kNone when its payload does not say.

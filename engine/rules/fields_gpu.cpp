@@ -1,10 +1,13 @@
 // gpu.*: the NVIDIA device an event is about, the driver call (escape, RM
 // class and control), Xid errors, and the GPUs the container was given.
+#include <sys/stat.h>
+
 #include <charconv>
 #include <string_view>
 #include <vector>
 
 #include "engine/event/nvidia.h"
+#include "engine/state/gpu.h"
 #include "engine/rules/field_extractors.h"
 
 namespace vigil::rules {
@@ -13,7 +16,7 @@ using namespace fx;
 
 namespace {
 
-constexpr std::string_view kGpuEv = "open, openat, openat2, ioctl, pluginevent";
+constexpr std::string_view kGpuEv = "open, openat, openat2, ioctl, pluginevent, mknodat";
 
 // The NVIDIA device the event is about: path, major, minor.
 struct GpuDev {
@@ -46,6 +49,21 @@ bool gpu_dev(const X& x, GpuDev& d) noexcept {
       d.path = "/dev/nvidia-modeset";
     return true;
   }
+  // A character device node created by mknod: judged by its numbers alone
+  // (a name is not a device), the dynamic majors as /proc/devices gives them.
+  if (auto* p = ev(x).as<event::FileOpData>();
+      p && (p->syscall == event::Syscall::kMknod || p->syscall == event::Syscall::kMknodat)) {
+    if ((p->mode & S_IFMT) != S_IFCHR) return false;
+    const std::uint32_t major = (p->dev & 0xfff00u) >> 8, minor = (p->dev & 0xffu) | ((p->dev >> 12) & 0xfff00u);
+    static const state::NvidiaInfo kNoDriver;
+    const state::NvidiaInfo* known = x.ctx->state ? x.ctx->state->nvidia_info() : nullptr;
+    const state::NvidiaInfo& info = known ? *known : kNoDriver;
+    if (state::nvidia_node(major, minor, {}, info).kind == state::NvidiaNodeKind::kNone) return false;
+    d.major = major;
+    d.minor = minor;
+    d.has_numbers = true;
+    return true;
+  }
   // A plugin event about a GPU (NVML's per-process samples): /dev/nvidiaN.
   if (auto* p = ev(x).as<event::PluginData>();
       p && p->gpu_minor >= 0 && static_cast<std::uint32_t>(p->gpu_minor) <= event::nvidia::kMaxGpuMinor) {
@@ -70,6 +88,16 @@ void x_gpu_device(const X& x, const F&, E& o) noexcept {
     a.append_uint(d.minor);
     str(o, a.finish());
   }
+}
+void x_gpu_node(const X& x, const F&, E& o) noexcept {
+  GpuDev d;
+  if (!gpu_dev(x, d)) return;
+  static const state::NvidiaInfo kNoDriver;
+  const state::NvidiaInfo* known = x.ctx->state ? x.ctx->state->nvidia_info() : nullptr;
+  const state::NvidiaInfo& info = known ? *known : kNoDriver;
+  const auto kind = state::nvidia_node_kind_name(
+      state::nvidia_node(d.has_numbers ? d.major : 0, d.has_numbers ? d.minor : 0, d.path, info).kind);
+  if (!kind.empty()) str(o, kind);
 }
 void x_gpu_major(const X& x, const F&, E& o) noexcept {
   if (GpuDev d; gpu_dev(x, d) && d.has_numbers) num(o, d.major);
@@ -275,6 +303,11 @@ void append_gpu_fields(std::vector<FieldDef>& fields) {
       {
           {"gpu.device", T::kString, A::kNone, false, kGpuEv,
            "NVIDIA device path: opened, or from the ioctl's device numbers.", x_gpu_device},
+          {"gpu.node", T::kString, A::kNone, false, kGpuEv,
+           "Which NVIDIA node the device is: gpu, ctl, modeset, uvm, uvm-tools, caps, nvlink, nvswitch, other "
+           "(by its numbers, the dynamic majors read from /proc/devices; by name for stand-in nodes). For mknod: "
+           "the node created, judged by its numbers.",
+           x_gpu_node},
           {"gpu.major", T::kInt, A::kNone, false, kGpuEv, "Device major number.", x_gpu_major},
           {"gpu.minor", T::kInt, A::kNone, false, kGpuEv, "Device minor number.", x_gpu_minor},
           {"gpu.index", T::kInt, A::kNone, false, kGpuEv, "GPU index N of /dev/nvidiaN.", x_gpu_index},

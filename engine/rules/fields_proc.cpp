@@ -140,6 +140,37 @@ void x_cmdline(const X& x, const F&, E& o) noexcept {
 void x_cwd(const X& x, const F&, E& o) noexcept {
   if (auto* p = proc_of(x); p && !p->cwd.empty()) str(o, p->cwd);
 }
+// The environment the process's program started with: the process's, or an
+// exec's own when the table has no process for it.
+const std::vector<std::string>* env_of(const X& x) noexcept {
+  if (auto* p = proc_of(x)) return &p->env;
+  if (auto* e = ev(x).as<event::ExecData>()) return &e->env;
+  return nullptr;
+}
+void x_env(const X& x, const F& f, E& o) noexcept {
+  const auto* env = env_of(x);
+  if (!env) return;
+  if (f.has_arg) {
+    // proc.env[NAME]: the value of the first NAME=, as getenv(3) reads it.
+    for (const auto& v : *env) {
+      if (v.size() > f.arg.size() && v[f.arg.size()] == '=' && std::string_view(v).starts_with(f.arg)) {
+        str(o, std::string_view(v).substr(f.arg.size() + 1));
+        return;
+      }
+    }
+    return;
+  }
+  if (env->empty()) return;
+  Arena& a = *x.arena;
+  a.begin();
+  bool first = true;
+  for (const auto& v : *env) {
+    if (!first) a.append(' ');
+    a.append(v);
+    first = false;
+  }
+  str(o, a.finish());
+}
 void x_tty(const X& x, const F&, E& o) noexcept {
   if (auto* p = proc_of(x)) num(o, p->tty);
 }
@@ -463,6 +494,10 @@ void append_process_rows(std::vector<FieldDef>& fields) {
            x_args},
           {"proc.cmdline", T::kString, A::kNone, false, "*", "proc.name followed by the arguments.", x_cmdline},
           {"proc.cwd", T::kString, A::kNone, false, "*", "Working directory at exec.", x_cwd},
+          {"proc.env", T::kString, A::kOptionalKey, false, "*",
+           "The environment the program started with, NAME=value joined by spaces (its first 4096 bytes); "
+           "proc.env[NAME]: the value of NAME.",
+           x_env},
           {"proc.tty", T::kInt, A::kNone, false, "*", "Controlling terminal device number (0 = none).", x_tty},
           {"proc.loginuid", T::kInt, A::kNone, false, "*", "Audit login uid (-1 = unset).", x_loginuid},
           {"proc.duration", T::kInt, A::kNone, false, "*", "Nanoseconds since the process started.", x_duration},

@@ -1,5 +1,7 @@
 #include "engine/sensor/decoder.h"
 
+#include "engine/event/environ.h"
+
 #include <sys/socket.h>
 #include <sys/sysmacros.h>
 #include <time.h>
@@ -88,7 +90,7 @@ static_assert(static_cast<int>(VG_SC_SYMLINK) == static_cast<int>(event::Syscall
                   static_cast<int>(VG_SC_FCHMODAT) == static_cast<int>(event::Syscall::kFchmodat) &&
                   static_cast<int>(VG_SC_FINIT_MODULE) == static_cast<int>(event::Syscall::kFinitModule) &&
                   static_cast<int>(VG_SC_SETUID) == static_cast<int>(event::Syscall::kSetuid) &&
-                  static_cast<int>(VG_SC_DELETE_MODULE) + 1 == static_cast<int>(event::Syscall::kCount),
+                  static_cast<int>(VG_SC_MKNODAT) + 1 == static_cast<int>(event::Syscall::kCount),
               "VG_SC_* and event::Syscall list the same calls in the same order");
 event::Syscall syscall_of(std::uint8_t sc) {
   return sc < static_cast<std::uint8_t>(event::Syscall::kCount) ? static_cast<event::Syscall>(sc)
@@ -164,9 +166,9 @@ Status decode_exec(std::span<const std::uint8_t> rec, event::Event& ev) {
   vg_exec b{};
   if (!read_fixed(rec, &b)) return bad("exec record too short");
   Tail t(rec, sizeof(b));
-  std::string_view filename, exe, args, cwd, interp;
+  std::string_view filename, exe, args, cwd, interp, env;
   if (!t.take(b.filename_len, &filename) || !t.take(b.exe_len, &exe) || !t.take(b.args_len, &args) ||
-      !t.take(b.cwd_len, &cwd) || !t.take(b.interp_len, &interp))
+      !t.take(b.cwd_len, &cwd) || !t.take(b.interp_len, &interp) || !t.take(b.env_len, &env))
     return bad("exec field lengths exceed the record");
   event::ExecData d;
   d.filename = c_string(filename);
@@ -175,6 +177,8 @@ Status decode_exec(std::span<const std::uint8_t> rec, event::Event& ev) {
   if ((b.flags & VG_EXEC_MEMFD) && d.exe.starts_with("/memfd:")) d.exe.erase(0, 1);
   d.args = split_args(args);
   d.args_truncated = (b.flags & VG_EXEC_ARGS_TRUNC) != 0;
+  d.env_truncated = (b.flags2 & VG_EXEC2_ENV_TRUNC) != 0;
+  d.env = event::parse_environ(env, d.env_truncated);
   d.cwd = b.cwd_len ? decode_dpath(cwd) : std::string();
   // The record's major << 20 | minor, renumbered as /proc/PID/stat's
   // tty_nr (the kernel's new_encode_dev), which the /proc seed and Falco
@@ -395,7 +399,7 @@ Status decode_bpf(std::span<const std::uint8_t> rec, event::Event& ev) {
   return {};
 }
 
-// symlink, link, unlink, rename, mkdir, rmdir, chmod: paths as given.
+// symlink, link, unlink, rename, mkdir, rmdir, chmod, mknod: paths as given.
 Status decode_fileop(std::span<const std::uint8_t> rec, std::uint16_t type, event::Event& ev) {
   vg_fileop b{};
   if (!read_fixed(rec, &b)) return bad("file call record too short");
@@ -408,9 +412,13 @@ Status decode_fileop(std::span<const std::uint8_t> rec, std::uint16_t type, even
   d.path2 = c_string(p2);
   d.fd = b.fd;
   d.fd2 = b.fd2;
-  d.flags = b.flags;
   d.mode = b.mode;
   d.result = b.result;
+  if (type == VG_MKNOD) {
+    d.dev = b.flags;  // the record carries mknod's dev where the others carry flags
+  } else {
+    d.flags = b.flags;
+  }
   ev.hdr.type = static_cast<event::Type>(type);
   ev.data = std::move(d);
   return {};
@@ -598,7 +606,8 @@ Result<event::Event> decode_record(std::span<const std::uint8_t> rec, const Time
     case VG_RENAME:
     case VG_MKDIR:
     case VG_RMDIR:
-    case VG_CHMOD: st = decode_fileop(rec, h.type, ev); break;
+    case VG_CHMOD:
+    case VG_MKNOD: st = decode_fileop(rec, h.type, ev); break;
     case VG_CAPSET: st = decode_capset(rec, ev); break;
     case VG_PTRACE:
     case VG_SOCKET: st = decode_ptrace_or_socket(rec, h.type, ev); break;

@@ -110,6 +110,8 @@ void append_rare_syscall_hooks(std::vector<Hook>& all) {
       {"chmod", Type::kChmod, true},
       {"fchmod", Type::kChmod, false},
       {"fchmodat", Type::kChmod, false},
+      {"mknod", Type::kMknod, true},
+      {"mknodat", Type::kMknod, false},
       {"ptrace", Type::kPtrace, false},
       {"socket", Type::kSocket, false},
       {"dup", Type::kDup, false},

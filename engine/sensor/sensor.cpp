@@ -310,6 +310,18 @@ Status Sensor::Impl::configure() {
   auto& ro = *skel_->rodata;
   ro.cfg_vigil_tgid = static_cast<std::uint32_t>(getpid());
   ro.cfg_uvm_major = read_uvm_major();
+  // The programs whose every open is sent (cfg_watch_comm): the container
+  // toolkit's hooks, up to 8 bytes of their comm.
+  {
+    const std::string_view prefix = cfg_.watch_comm_prefix.substr(0, 8);
+    std::uint64_t word = 0, mask = 0;
+    for (std::size_t i = 0; i < prefix.size(); ++i) {
+      word |= static_cast<std::uint64_t>(static_cast<unsigned char>(prefix[i])) << (8 * i);
+      mask |= std::uint64_t{0xff} << (8 * i);
+    }
+    ro.cfg_watch_comm = word;
+    ro.cfg_watch_comm_mask = mask;
+  }
   ro.cfg_perf_kprobe_type = read_pmu_type("kprobe");
   ro.cfg_perf_uprobe_type = read_pmu_type("uprobe");
   ro.cfg_payload_bytes = std::min<std::uint32_t>(cfg_.payload_bytes, VG_PAYLOAD_MAX);

@@ -62,6 +62,12 @@ struct Config {
   std::vector<std::string> own_files;
   std::size_t ringbuf_bytes = 8u << 20;
   std::uint32_t payload_bytes = 256;  // at most 4096
+  // Processes whose comm starts with this (its first 8 bytes; "" for none)
+  // have every successful open sent: the NVIDIA Container Toolkit's hooks
+  // (nvidia-ctk, nvidia-cdi-hook, nvidia-container-runtime-hook,
+  // nvidia-container-cli), which run as host root in a container's context.
+  // Other processes pay one load per open while none is running.
+  std::string watch_comm_prefix = "nvidia-c";
   std::chrono::milliseconds usage_interval{10000};
   // Syscall arguments: where the kernel has bpf_task_pt_regs (5.15+) the
   // sys_exit programs read them from the saved user registers and no

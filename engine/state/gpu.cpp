@@ -79,6 +79,8 @@ void parse_proc_devices(std::string_view text, NvidiaInfo* info) {
     std::string_view name = trim(line.substr(sp + 1));
     if (name == "nvidia-uvm") info->uvm_major = major;
     if (name == "nvidia-caps") info->caps_major = major;
+    if (name == "nvidia-nvlink") info->nvlink_major = major;
+    if (name == "nvidia-nvswitch") info->nvswitch_major = major;
   });
 }
 
@@ -126,6 +128,22 @@ NvidiaInfo read_nvidia_info(const std::string& proc_devices_path, const std::str
   return info;
 }
 
+std::string_view nvidia_node_kind_name(NvidiaNodeKind k) {
+  switch (k) {
+    case NvidiaNodeKind::kNone: return "";
+    case NvidiaNodeKind::kGpu: return "gpu";
+    case NvidiaNodeKind::kCtl: return "ctl";
+    case NvidiaNodeKind::kModeset: return "modeset";
+    case NvidiaNodeKind::kUvm: return "uvm";
+    case NvidiaNodeKind::kUvmTools: return "uvm-tools";
+    case NvidiaNodeKind::kCaps: return "caps";
+    case NvidiaNodeKind::kNvlink: return "nvlink";
+    case NvidiaNodeKind::kNvswitch: return "nvswitch";
+    case NvidiaNodeKind::kOther: return "other";
+  }
+  return "";
+}
+
 NvidiaNode nvidia_node(std::uint32_t major, std::uint32_t minor, std::string_view path, const NvidiaInfo& info) {
   NvidiaNode n{NvidiaNodeKind::kNone, major, minor};
   if (major == kNvidiaMajor) {
@@ -146,6 +164,14 @@ NvidiaNode nvidia_node(std::uint32_t major, std::uint32_t minor, std::string_vie
   }
   if (info.caps_major != 0 && major == info.caps_major) {
     n.kind = NvidiaNodeKind::kCaps;
+    return n;
+  }
+  if (info.nvlink_major != 0 && major == info.nvlink_major) {
+    n.kind = NvidiaNodeKind::kNvlink;
+    return n;
+  }
+  if (info.nvswitch_major != 0 && major == info.nvswitch_major) {
+    n.kind = NvidiaNodeKind::kNvswitch;
     return n;
   }
   // Name fallback.

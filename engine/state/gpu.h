@@ -28,14 +28,19 @@ constexpr std::uint32_t kNvidiaCtlMinor = 255;
 // collides with a real device.
 constexpr std::uint32_t kNameOnlyUvmMajor = 0xFFFFF;
 
-// Parses the text of /proc/devices into info->uvm_major / caps_major.
+// Parses the text of /proc/devices into info's dynamic majors (uvm, caps,
+// nvlink, nvswitch).
 void parse_proc_devices(std::string_view text, NvidiaInfo* info);
 // Parses one "information" file; nullopt when it has no UUID or minor.
 std::optional<GpuInfo> parse_gpu_information(std::string_view text, std::string pci);
 // Reads both (bounded: at most 256 GPUs, files of at most 64 KiB).
 NvidiaInfo read_nvidia_info(const std::string& proc_devices_path, const std::string& nvidia_root);
 
-enum class NvidiaNodeKind { kNone, kGpu, kCtl, kModeset, kUvm, kUvmTools, kCaps, kOther };
+enum class NvidiaNodeKind { kNone, kGpu, kCtl, kModeset, kUvm, kUvmTools, kCaps, kNvlink, kNvswitch, kOther };
+
+// "gpu", "ctl", "modeset", "uvm", "uvm-tools", "caps", "nvlink", "nvswitch",
+// "other"; "" for kNone.
+std::string_view nvidia_node_kind_name(NvidiaNodeKind k);
 
 struct NvidiaNode {
   NvidiaNodeKind kind = NvidiaNodeKind::kNone;

@@ -120,9 +120,11 @@ struct GpuInfo {
 // What the node's NVIDIA driver exposes, read once at start (live) and
 // reported to the StateListener so a replay sees the same devices.
 struct NvidiaInfo {
-  std::uint32_t uvm_major = 0;   // dynamic major of nvidia-uvm (/proc/devices), 0 if absent
-  std::uint32_t caps_major = 0;  // dynamic major of nvidia-caps, 0 if absent
-  std::vector<GpuInfo> gpus;     // sorted by PCI address (NVML's index order)
+  std::uint32_t uvm_major = 0;       // dynamic major of nvidia-uvm (/proc/devices), 0 if absent
+  std::uint32_t caps_major = 0;      // dynamic major of nvidia-caps, 0 if absent
+  std::uint32_t nvlink_major = 0;    // dynamic major of nvidia-nvlink, 0 if absent
+  std::uint32_t nvswitch_major = 0;  // dynamic major of nvidia-nvswitch, 0 if absent
+  std::vector<GpuInfo> gpus;         // sorted by PCI address (NVML's index order)
   bool operator==(const NvidiaInfo&) const = default;
 };
 
@@ -195,6 +197,9 @@ class StateView {
   // its container's allocation. Host processes and containers of unknown pods
   // are allowed (no evidence either way).
   virtual bool gpu_allowed(const EvalContext& ctx, std::uint32_t major, std::uint32_t minor) const { return true; }
+  // What the node's NVIDIA driver exposes (its dynamic majors, its GPUs);
+  // null when not known.
+  virtual const NvidiaInfo* nvidia_info() const { return nullptr; }
   // vigil's own files and directories (configuration, rules, state,
   // captures): what vigil.file compares paths with. Empty when not known.
   virtual std::span<const std::string> vigil_paths() const { return {}; }

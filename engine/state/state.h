@@ -138,6 +138,7 @@ class State final : public StateView {
   std::string_view dns_name_for(const EvalContext& ctx, const event::IpAddr& addr) const override;
   const GpuAllocation* gpu_allocation(const EvalContext& ctx) const override;
   bool gpu_allowed(const EvalContext& ctx, std::uint32_t major, std::uint32_t minor) const override;
+  const NvidiaInfo* nvidia_info() const override { return &nvidia(); }
   std::string_view user_name(std::uint32_t uid) const override;
   std::string_view group_name(std::uint32_t gid) const override;
   std::span<const std::string> vigil_paths() const override { return vigil_paths_; }

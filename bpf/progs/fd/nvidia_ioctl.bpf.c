@@ -23,10 +23,6 @@ struct vg_xfer {
 VG_DEFINE_READ_USER(read_user_u32, __u32)
 VG_DEFINE_READ_USER(read_user_xfer, struct vg_xfer)
 
-#ifndef EEXIST
-#define EEXIST 17 /* what a BPF_NOEXIST insert of a present key returns, negated */
-#endif
-
 struct vg_pending_ioctl {
   struct vg_ioctl rec;
   __u64 arg;        /* user pointer to the parameter block (after XFER unwrap) */

@@ -606,7 +606,13 @@ static __always_inline int open_exit(enum vg_open_kind kind, long ret)
       open_file_kind(f, &o);
   }
   __u32 mode = 0;
-  if (!(o.oflags & VG_OPEN_CHR) && !open_filter(t, f, kind, &a, &have_args, &mode))
+  /* A watched process (cfg_watch_comm): its every successful open. */
+  int watched_open = 0;
+  if (vg_watched_live && f) {
+    __u32 tgid = t ? (__u32)t->tgid : (__u32)(bpf_get_current_pid_tgid() >> 32);
+    watched_open = bpf_map_lookup_elem(&watched, &tgid) != 0;
+  }
+  if (!(o.oflags & VG_OPEN_CHR) && !watched_open && !open_filter(t, f, kind, &a, &have_args, &mode))
     return 0;
   if (!have_args)
     open_regs_args(t, kind, &a);

@@ -91,12 +91,14 @@ TEST(NvidiaRecord, LayoutIsTheDocumentedOne) {
   state::NvidiaInfo n;
   n.uvm_major = 508;
   n.caps_major = 509;
+  n.nvlink_major = 510;
+  n.nvswitch_major = 511;
   n.gpus.push_back({"GPU-1", "0000:3b:00.0", 7, "H100"});
   std::string rec;
   append_nvidia(n, rec);
   std::string want;
   want.push_back(6);
-  put_u32(want, 4 + 4 + 4 + (4 + 5) + (4 + 12) + 4 + (4 + 4));
+  put_u32(want, 4 + 4 + 4 + (4 + 5) + (4 + 12) + 4 + (4 + 4) + 4 + 4);
   put_u32(want, 508);
   put_u32(want, 509);
   put_u32(want, 1);
@@ -107,7 +109,13 @@ TEST(NvidiaRecord, LayoutIsTheDocumentedOne) {
   put_u32(want, 7);
   put_u32(want, 4);
   want += "H100";
+  put_u32(want, 510);  // nvlink_major, appended later
+  put_u32(want, 511);  // nvswitch_major
   EXPECT_EQ(rec, want);
+  RecordData out;
+  std::string why;
+  ASSERT_EQ(decode(body_of(rec), out, why), DecodeOutcome::kOk) << why;
+  EXPECT_EQ(std::get<state::NvidiaInfo>(out), n);
 }
 
 TEST(NvidiaRecord, WriterCutsAnInventoryBeyondTheFormatsBounds) {
@@ -175,11 +183,18 @@ TEST(NvidiaRecord, HostileBodiesAreMalformedWithoutAllocating) {
   EXPECT_EQ(decode(body, out, why), DecodeOutcome::kBad);
   EXPECT_NE(why.find("nvidia.gpu.pci"), std::string::npos) << why;
 
-  // Every cut of a real body short of its end is malformed, never a crash.
+  // Every cut of a real body short of its end is malformed, never a crash;
+  // except the cut before the two majors appended later, which is what an
+  // older writer wrote.
   std::string rec;
   append_nvidia(sample_nvidia(), rec);
   std::string_view full = body_of(rec);
   for (std::size_t n = 0; n < full.size(); ++n) {
+    if (n == full.size() - 8) {
+      EXPECT_EQ(decode(full.substr(0, n), out, why), DecodeOutcome::kOk) << why;
+      EXPECT_EQ(std::get<state::NvidiaInfo>(out).nvlink_major, 0u);
+      continue;
+    }
     why.clear();
     EXPECT_EQ(decode(full.substr(0, n), out, why), DecodeOutcome::kBad) << "cut at " << n;
   }

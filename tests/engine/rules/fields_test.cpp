@@ -35,7 +35,7 @@ TEST(FieldCatalog, DocsListEveryField) {
   std::string doc = ss.str();
   for (const auto& f : FieldCatalog::builtin().fields()) {
     std::string name(f.name);
-    if (f.arg == ArgMode::kRequiredKey) name += "[KEY]";
+    if (f.arg == ArgMode::kRequiredKey || f.arg == ArgMode::kOptionalKey) name += "[KEY]";
     else if (f.arg != ArgMode::kNone) name += "[N]";
     EXPECT_NE(doc.find("| `" + name + "` | " + std::string(field_type_name(f.type)) + " |"), std::string::npos)
         << name << " is missing from docs/fields.md (regenerate it from `vigil fields --json`)";
@@ -141,14 +141,15 @@ TEST(FieldCatalog, EventsAreTypeMasks) {
   EXPECT_FALSE(raw->events.all());
   EXPECT_EQ(event::type_names(raw->events.mask), "openat");
 
-  const FieldDef* dev = c.find("gpu.device");  // "open, openat, openat2, ioctl, pluginevent"
+  const FieldDef* dev = c.find("gpu.device");  // "open, openat, openat2, ioctl, pluginevent, mknodat"
   ASSERT_NE(dev, nullptr);
-  EXPECT_EQ(dev->events.mask.count(), 3u);
+  EXPECT_EQ(dev->events.mask.count(), 4u);
   EXPECT_TRUE(dev->events.mask.test(Type::kOpen));
   EXPECT_TRUE(dev->events.mask.test(Type::kIoctl));
   EXPECT_FALSE(dev->events.mask.test(Type::kExec));
   EXPECT_TRUE(dev->events.mask.test(Type::kPlugin));  // NVML samples name a GPU
-  EXPECT_EQ(event::type_names(dev->events.mask), "openat, ioctl, pluginevent");
+  EXPECT_TRUE(dev->events.mask.test(Type::kMknod));   // a node created by mknod
+  EXPECT_EQ(event::type_names(dev->events.mask), "openat, ioctl, pluginevent, mknodat");
 
   const FieldDef* xid = c.find("gpu.xid");
   ASSERT_NE(xid, nullptr);

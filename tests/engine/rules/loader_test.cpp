@@ -147,12 +147,12 @@ TEST(LoaderDiagnostics, OtherSourcesAreSkipped) {
 
 TEST(LoaderDiagnostics, UnknownKeysAndOutputFieldsWarn) {
   auto r = testing::load_one(
-      "- rule: R\n  desc: d\n  priority: INFO\n  condition: evt.type = execve\n  output: '%proc.name %proc.env'\n"
+      "- rule: R\n  desc: d\n  priority: INFO\n  condition: evt.type = execve\n  output: '%proc.name %proc.nosuch'\n"
       "  colour: red\n");
   EXPECT_EQ(r.loaded, 1u);
   EXPECT_EQ(only(r, Severity::kWarning),
             "test.yaml:6:3: warning W002: rule 'R': unknown key 'colour' ignored\n"
-            "test.yaml:5:11: warning W012: rule 'R': unknown field 'proc.env' in output prints <NA>\n");
+            "test.yaml:5:11: warning W012: rule 'R': unknown field 'proc.nosuch' in output prints <NA>\n");
 }
 
 TEST(LoaderDiagnostics, EngineVersion) {

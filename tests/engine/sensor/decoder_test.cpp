@@ -2,6 +2,7 @@
 #include "engine/sensor/sensor.h"
 
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include <cstring>
 #include <vector>
@@ -115,6 +116,54 @@ TEST(Decoder, ExecOfAScriptIsInterpreted) {
   ASSERT_TRUE(ev) << ev.error().message;
   EXPECT_TRUE(ev->as<event::ExecData>()->interpreted);
   EXPECT_EQ(ev->as<event::ExecData>()->filename, "/entrypoint.sh");
+}
+
+TEST(Decoder, ExecCarriesTheEnvironmentItStartedWith) {
+  vg_exec b{};
+  fill_hdr(&b.hdr, VG_EXEC);
+  std::string filename = S("/usr/bin/nvidia-ctk\0", 20);
+  std::string env = S("PATH=/usr/bin\0LD_PRELOAD=/proc/self/cwd/poc.so\0", 47);
+  b.filename_len = filename.size();
+  b.env_len = env.size();
+  auto ev = decode(record(b, filename + env));
+  ASSERT_TRUE(ev) << ev.error().message;
+  const auto* x = ev->as<event::ExecData>();
+  EXPECT_EQ(x->env, (std::vector<std::string>{"PATH=/usr/bin", "LD_PRELOAD=/proc/self/cwd/poc.so"}));
+  EXPECT_FALSE(x->env_truncated);
+
+  // Cut at the sensor's bound: the half variable is dropped, not shown wrong.
+  std::string cut = S("A=1\0LD_PRELOAD=/tm", 18);
+  b.env_len = cut.size();
+  b.flags2 = VG_EXEC2_ENV_TRUNC;
+  ev = decode(record(b, filename + cut));
+  ASSERT_TRUE(ev) << ev.error().message;
+  EXPECT_EQ(ev->as<event::ExecData>()->env, (std::vector<std::string>{"A=1"}));
+  EXPECT_TRUE(ev->as<event::ExecData>()->env_truncated);
+
+  // An environment past the record's end is refused.
+  b.env_len = 4000;
+  EXPECT_FALSE(decode(record(b, filename + cut)));
+}
+
+TEST(Decoder, MknodCarriesTheDeviceNumber) {
+  vg_fileop b{};
+  fill_hdr(&b.hdr, VG_MKNOD);
+  b.fd = VG_AT_FDCWD;
+  b.syscall = VG_SC_MKNODAT;
+  b.mode = S_IFCHR | 0666;
+  b.flags = (195u << 8) | 7;  // the record carries dev where the others carry flags
+  const std::string tail = S("/dev/nvidia7\0", 13);
+  b.path_len = 13;
+  auto ev = decode(record(b, tail));
+  ASSERT_TRUE(ev) << ev.error().message;
+  EXPECT_EQ(ev->hdr.type, event::Type::kMknod);
+  auto* d = ev->as<event::FileOpData>();
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->syscall, event::Syscall::kMknodat);
+  EXPECT_EQ(d->path, "/dev/nvidia7");
+  EXPECT_EQ(d->dev, makedev(195, 7));
+  EXPECT_EQ(d->flags, 0u);
+  EXPECT_EQ(d->mode, static_cast<std::uint32_t>(S_IFCHR | 0666));
 }
 
 TEST(Decoder, ExecFieldLengthsBeyondTheRecordAreRejected) {

@@ -147,6 +147,102 @@ TEST(SensorIntegration, LongArgvIsTruncatedAndFlagged) {
   EXPECT_GT(s->counters().truncated, 0u);
 }
 
+TEST(SensorIntegration, ExecReportsTheEnvironmentItStartedWith) {
+  REQUIRE_ROOT();
+  auto s = open_sensor(Config{});
+  ASSERT_TRUE(s);
+  Recorder rec(*s);
+  Child c = Child::run([] {
+    char* const argv[] = {const_cast<char*>("/bin/true"), nullptr};
+    char* const envp[] = {const_cast<char*>("PATH=/usr/bin"), const_cast<char*>("CUDA_INJECTION64_PATH=/tmp/poc.so"),
+                          nullptr};
+    execve("/bin/true", argv, envp);
+    return 127;
+  });
+  c.wait();
+  auto ev = rec.wait_for(
+      [&](const Event& e) { return e.hdr.type == Type::kExec && e.hdr.pid == static_cast<std::uint32_t>(c.pid()); });
+  ASSERT_TRUE(ev);
+  const auto* x = ev->as<event::ExecData>();
+  EXPECT_EQ(x->env, (std::vector<std::string>{"PATH=/usr/bin", "CUDA_INJECTION64_PATH=/tmp/poc.so"}));
+  EXPECT_FALSE(x->env_truncated);
+
+  // An environment past the bound is cut and flagged; what is kept is whole.
+  Child big = Child::run([] {
+    std::string v = "BIG=" + std::string(6000, 'x');
+    char* const argv[] = {const_cast<char*>("/bin/true"), nullptr};
+    char* const envp[] = {const_cast<char*>("FIRST=1"), v.data(), nullptr};
+    execve("/bin/true", argv, envp);
+    return 127;
+  });
+  big.wait();
+  ev = rec.wait_for(
+      [&](const Event& e) { return e.hdr.type == Type::kExec && e.hdr.pid == static_cast<std::uint32_t>(big.pid()); });
+  ASSERT_TRUE(ev);
+  EXPECT_TRUE(ev->as<event::ExecData>()->env_truncated);
+  EXPECT_EQ(ev->as<event::ExecData>()->env, (std::vector<std::string>{"FIRST=1"}));
+}
+
+TEST_P(SyscallArgs, MknodReportsTheNodeCreated) {
+  REQUIRE_ROOT();
+  Config cfg;
+  cfg.enter_exit_pairs = GetParam();
+  cfg.event_types = {Type::kMknod};
+  auto s = open_sensor(cfg);
+  ASSERT_TRUE(s);
+  Recorder rec(*s);
+  TempDir dir("vigil-mknod");
+  const std::string node = dir.path() + "/nvidia7";
+  Child c = Child::run([&] { return mknod(node.c_str(), S_IFCHR | 0600, makedev(195, 7)) == 0 ? 0 : 1; });
+  ASSERT_EQ(c.wait(), 0) << "mknod of 195:7 failed";
+  auto ev = rec.wait_for(
+      [&](const Event& e) { return e.hdr.type == Type::kMknod && e.hdr.pid == static_cast<std::uint32_t>(c.pid()); });
+  ASSERT_TRUE(ev) << "no mknod event";
+  const auto* d = ev->as<event::FileOpData>();
+  EXPECT_EQ(d->path, node);
+  EXPECT_EQ(d->syscall, event::Syscall::kMknodat) << "glibc's mknod is mknodat";
+  EXPECT_EQ(d->dev, makedev(195, 7));
+  EXPECT_EQ(d->mode & S_IFMT, static_cast<std::uint32_t>(S_IFCHR));
+  EXPECT_EQ(d->result, 0);
+}
+
+// A watched program (the toolkit's hooks, by comm) has every open sent,
+// though no rule names the path; another program's same open is not.
+TEST_P(SyscallArgs, EveryOpenOfAWatchedProgramIsSent) {
+  REQUIRE_ROOT();
+  Config cfg;
+  cfg.enter_exit_pairs = GetParam();
+  cfg.event_types = {Type::kOpen};
+  cfg.open_path_whole = {"/etc/vigil-no-such-file"};  // the filter is on, and names nothing opened here
+  cfg.watch_comm_prefix = "vgwatch-";
+  auto s = open_sensor(cfg);
+  ASSERT_TRUE(s);
+  Recorder rec(*s);
+  TempDir dir("vigil-watch");
+  const std::string lib = dir.path() + "/payload.so";
+  std::ofstream(lib) << "x";
+  // The same program under two names: comm comes from the name it is run as.
+  const std::string watched = dir.path() + "/vgwatch-hook", other = dir.path() + "/plain-tool";
+  ASSERT_EQ(symlink("/bin/cat", watched.c_str()), 0);
+  ASSERT_EQ(symlink("/bin/cat", other.c_str()), 0);
+  int st = 0;
+  pid_t w = run_child({watched, lib}, &st);
+  pid_t o = run_child({other, lib}, &st);
+  auto ev = rec.wait_for([&](const Event& e) {
+    auto* p = e.as<event::OpenData>();
+    return e.hdr.type == Type::kOpen && e.hdr.pid == static_cast<std::uint32_t>(w) && p && p->path == lib;
+  });
+  ASSERT_TRUE(ev) << "the watched program's open was not sent";
+  // The other program's exit comes after its open: once it is seen, the
+  // open would have been too.
+  ASSERT_TRUE(rec.wait_for(
+      [&](const Event& e) { return e.hdr.type == Type::kExit && e.hdr.pid == static_cast<std::uint32_t>(o); }));
+  for (const Event& e : rec.events_of(static_cast<std::uint32_t>(o))) {
+    auto* p = e.as<event::OpenData>();
+    EXPECT_FALSE(e.hdr.type == Type::kOpen && p && p->path == lib) << "an unwatched program's open was sent";
+  }
+}
+
 TEST(SensorIntegration, KilledChildReportsSignal) {
   REQUIRE_ROOT();
   auto s = open_sensor(Config{});

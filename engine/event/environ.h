@@ -1,0 +1,23 @@
+// A process's environment as vigil keeps it: "NAME=value" strings, from the
+// exec record's envp area or /proc/PID/environ, both bounded.
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace vigil::event {
+
+// Bytes of the environment kept per process (the sensor's VG_ENV_MAX).
+inline constexpr std::size_t kEnvBytesMax = 4096;
+
+// "A=1\0B=2\0" -> {"A=1", "B=2"}. When the area was cut at its bound, its
+// last, partial string is dropped (it would read as a whole, wrong value);
+// strings that are not variables (no '=', or an empty name) are dropped too,
+// since a program may write anything into its own envp area.
+std::vector<std::string> parse_environ(std::string_view raw, bool truncated);
+
+}  // namespace vigil::event
