@@ -15,6 +15,7 @@
 #include <signal.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
@@ -172,10 +173,12 @@ class ApiStandIn {
 // the reason in `why` otherwise.
 bool start_agent(VigilProcess& agent, int api_port, const std::string& kmsg_fifo, std::string& why,
                  const std::vector<std::string>& extra_args = {}) {
-  std::vector<std::string> args = {
-      "-r", "rules/vigil_rules.yaml",        "--k8s-api", "http://127.0.0.1:" + std::to_string(api_port),
-      "-o", "sensor.kmsg_path=" + kmsg_fifo, "-o",        "flight_recorder.enabled=false",
-      "-o", "sensor.usage_interval_ms=1000", "--format",  "json"};
+  std::vector<std::string> args = {"-r",        "rules/",
+                                   "--k8s-api", "http://127.0.0.1:" + std::to_string(api_port),
+                                   "-o",        "sensor.kmsg_path=" + kmsg_fifo,
+                                   "-o",        "flight_recorder.enabled=false",
+                                   "-o",        "sensor.usage_interval_ms=1000",
+                                   "--format",  "json"};
   args.insert(args.end(), extra_args.begin(), extra_args.end());
   if (!agent.start(args, {{"NODE_NAME", kNode}})) {
     why = "cannot start " VIGIL_BINARY;
@@ -203,6 +206,8 @@ struct PodRun {
   std::vector<std::string> tcp_sinks;      // "ADDR:PORT" accepting and reading connections
   std::vector<std::string> argv;           // the workload's command line (argv[0] = its path)
   std::string steps, child_steps;
+  std::vector<std::string> env;  // "NAME=value" added to the workload's environment
+  std::string cwd;               // the workload's working directory ("" = the test's)
 };
 
 void put_u16(std::string& s, std::uint16_t v) {
@@ -328,6 +333,8 @@ std::pair<pid_t, int> run_in_pod(const PodSpec& pod, const PodRun& run) {
         if (w == 0) {
           setenv("VIGIL_STEPS", run.steps.c_str(), 1);
           if (!run.child_steps.empty()) setenv("VIGIL_CHILD_STEPS", run.child_steps.c_str(), 1);
+          for (const auto& e : run.env) putenv(const_cast<char*>(e.c_str()));
+          if (!run.cwd.empty() && chdir(run.cwd.c_str()) != 0) _exit(94);
           std::vector<char*> a;
           for (const auto& s : run.argv) a.push_back(const_cast<char*>(s.c_str()));
           a.push_back(nullptr);
@@ -403,7 +410,8 @@ struct Suite {
     }
     tmp = tmp_dir->path();
     fs::create_directories(tmp + "/bin");
-    for (const char* n : {"xmrig", "vllm", "nvidia-smi", "runc", "worker", "bpfloader", "pt_main_thread", "etl"}) {
+    for (const char* n : {"xmrig", "vllm", "nvidia-smi", "runc", "worker", "bpfloader", "pt_main_thread", "etl",
+                          "nvidia-ctk", "mknod"}) {
       fs::create_symlink(VIGIL_WORKLOAD, tool(n));
     }
 
@@ -467,6 +475,21 @@ struct Suite {
              .visible = "0"});
     // The forensics scenario's own pod, so no other scenario sees its alerts.
     add_pod({.name = "forensics-0",
+             .ns = "ml",
+             .container = "trainer",
+             .image = "ghcr.io/acme/train:1.4",
+             .labels = {{"app", "train"}},
+             .gpu_limit = 1,
+             .visible = "0"});
+    // The NVIDIA stack scenario's pods: one attacked, one benign.
+    add_pod({.name = "gpu-stack-0",
+             .ns = "ml",
+             .container = "trainer",
+             .image = "ghcr.io/acme/train:1.4",
+             .labels = {{"app", "train"}},
+             .gpu_limit = 1,
+             .visible = "0"});
+    add_pod({.name = "gpu-stack-ok-0",
              .ns = "ml",
              .container = "trainer",
              .image = "ghcr.io/acme/train:1.4",

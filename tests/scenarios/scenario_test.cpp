@@ -218,6 +218,84 @@ TEST_F(Scenario, TamperingWithTheNode) {
   EXPECT_TRUE(counted.empty()) << "a forged Xid was taken for a GPU error: " << dump(counted);
 }
 
+// The NVIDIA stack as a way out (issue: toolkit hooks, device nodes, the
+// runtime socket, CUDA injection), each staged by its real mechanics: a real
+// shared object loaded through LD_PRELOAD by a hook-named program, a link
+// planted in a stand-in container root that the hook follows onto the host,
+// a real mknod of major 195, a real unix connect to a socket named like
+// containerd's; and the benign look-alikes beside them.
+TEST_F(Scenario, NvidiaStackAttackSurface) {
+  const std::string root = s().tmp + "/rootfs";
+  fs::create_directories(root + "/usr/lib64");
+  fs::create_symlink("/etc/shadow", root + "/usr/lib64/libcuda.so");
+  // The runtime's socket: a listening unix socket named as containerd's.
+  const std::string sock_path = s().tmp + "/containerd.sock";
+  int srv = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(srv, 0);
+  sockaddr_un sa{};
+  sa.sun_family = AF_UNIX;
+  std::strncpy(sa.sun_path, sock_path.c_str(), sizeof(sa.sun_path) - 1);
+  ASSERT_EQ(bind(srv, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)), 0) << std::strerror(errno);
+  ASSERT_EQ(listen(srv, 8), 0);
+
+  // NVIDIAScape: the hook, started with the image's LD_PRELOAD and the
+  // container root as its working directory, loads the image's library.
+  PodRun hook;
+  hook.argv = {s().tool("nvidia-ctk"), "hook", "update-ldcache", "--folder", "/usr/lib64"};
+  hook.env = {std::string("LD_PRELOAD=") + VIGIL_PRELOAD};
+  hook.cwd = root;
+  // CVE-2024-0132-style: the hook opens a path in the image that links to a host file.
+  hook.steps = "open:usr/lib64/libcuda.so:r";
+  ASSERT_EQ(run_in_pod(pod("gpu-stack-0"), hook).second, 0);
+  expect_alert("NVIDIA toolkit hook started with loader variables", "gpu-stack-0", "Critical");
+  expect_alert("NVIDIA toolkit hook loaded a library from outside the host library directories", "gpu-stack-0",
+               "Critical");
+  expect_alert("NVIDIA toolkit hook touched a sensitive host file", "gpu-stack-0", "Critical");
+  auto loaded =
+      alerts_for("NVIDIA toolkit hook loaded a library from outside the host library directories", "gpu-stack-0", 0ms);
+  ASSERT_FALSE(loaded.empty());
+  EXPECT_EQ(loaded[0]["output_fields"].value("fd.name", ""), fs::canonical(VIGIL_PRELOAD).string()) << dump(loaded);
+  auto touched = alerts_for("NVIDIA toolkit hook touched a sensitive host file", "gpu-stack-0", 0ms);
+  ASSERT_FALSE(touched.empty());
+  EXPECT_EQ(touched[0]["output_fields"].value("fd.name", ""), "/etc/shadow") << dump(touched);
+
+  // CVE-2021-1056: a GPU node made by hand in a pod; then the runtime socket;
+  // then a CUDA injection library in a workload's environment.
+  PodRun attack;
+  attack.argv = {s().tool("worker")};
+  attack.env = {"CUDA_INJECTION64_PATH=/tmp/libspy.so"};
+  attack.steps = "mknod:/dev/nvidia7:195:7;unix:" + sock_path;
+  ASSERT_EQ(run_in_pod(pod("gpu-stack-0"), attack).second, 0);
+  expect_alert("NVIDIA device node created in container", "gpu-stack-0", "Critical");
+  expect_alert("Container connected to the container runtime socket", "gpu-stack-0", "Critical");
+  expect_alert("CUDA injection library set in container", "gpu-stack-0", "Warning");
+  auto node = alerts_for("NVIDIA device node created in container", "gpu-stack-0", 0ms);
+  ASSERT_FALSE(node.empty());
+  EXPECT_EQ(node[0]["output_fields"].value("gpu.minor", json()), 7) << dump(node);
+  EXPECT_EQ(node[0]["output_fields"].value("gpu.allowed", json()), false) << dump(node);
+
+  // The look-alikes: the hook with a clean environment doing its job (host
+  // libraries, its ld cache), the runtime creating the container's nodes, a
+  // workload using its own unix socket and ordinary CUDA variables.
+  PodRun clean;
+  clean.argv = {s().tool("nvidia-ctk"), "hook", "update-ldcache", "--folder", "/usr/lib64"};
+  clean.cwd = root;
+  clean.steps = "open:/etc/ld.so.cache:r";
+  ASSERT_EQ(run_in_pod(pod("gpu-stack-ok-0"), clean).second, 0);
+  PodRun runtime;
+  runtime.argv = {s().tool("runc"), "init"};
+  runtime.steps = "mknod:/dev/nvidia0-new:195:0";
+  ASSERT_EQ(run_in_pod(pod("gpu-stack-ok-0"), runtime).second, 0);
+  PodRun work;
+  work.argv = {s().tool("worker")};
+  work.env = {"CUDA_VISIBLE_DEVICES=0", "CUDA_MODULE_LOADING=LAZY"};
+  work.steps = "mknod:/dev/fifo-not-a-gpu:1:3";
+  ASSERT_EQ(run_in_pod(pod("gpu-stack-ok-0"), work).second, 0);
+  auto quiet = any_alert({"gpu-stack-ok-0"}, {});
+  EXPECT_TRUE(quiet.empty()) << dump(quiet);
+  close(srv);
+}
+
 TEST_F(Scenario, BenignWorkloadsRaiseNothing) {
   std::set<long> pids;
   // An inference server on its allocated GPU talking to cluster services and the model hub.
@@ -344,7 +422,7 @@ TEST_F(Scenario, CaptureOfALivePodScenarioReplaysToTheSameAlerts) {
   ASSERT_FALSE(live.empty());
 
   // Replay with the same rules: the same alerts, field for field.
-  const Replay same = replay(cap, "rules/vigil_rules.yaml");
+  const Replay same = replay(cap, "rules/");
   ASSERT_EQ(same.code, 0) << same.log;
   const std::vector<json>& replayed = same.alerts;
   const std::vector<std::string> keys = {"time", "rule", "priority", "output", "output_fields", "tags", "uuid"};

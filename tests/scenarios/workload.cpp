@@ -14,6 +14,8 @@
 //   sockshell:ADDR:PORT     fork a /bin/sh whose stdin and stdout are a TCP socket
 //   ttyshell:SHELL          fork SHELL -c 'exit 0' on a new pseudo-terminal (controlling tty)
 //   bpf                     load a two-instruction socket-filter BPF program
+//   mknod:PATH:MAJOR:MINOR  create a character device node
+//   unix:PATH               connect a unix stream socket to PATH
 //   sleep:MS                sleep
 //
 // Exit status: 0 when every step ran, 10 + the index of the first failed step.
@@ -25,7 +27,10 @@
 #include <pty.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -285,6 +290,18 @@ int main() {
       ok = step_sockshell(arg);
     } else if (op == "ttyshell") {
       ok = step_ttyshell(arg);
+    } else if (op == "mknod") {
+      auto f = split(arg, ':');
+      ok = f.size() == 3 && mknod(f[0].c_str(), S_IFCHR | 0600,
+                                  makedev(static_cast<unsigned>(std::atoi(f[1].c_str())),
+                                          static_cast<unsigned>(std::atoi(f[2].c_str())))) == 0;
+    } else if (op == "unix") {
+      int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      sockaddr_un a{};
+      a.sun_family = AF_UNIX;
+      std::strncpy(a.sun_path, arg.c_str(), sizeof(a.sun_path) - 1);
+      ok = s >= 0 && connect(s, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0;
+      if (s >= 0) close(s);
     } else if (op == "bpf") {
       ok = step_bpf();
     } else if (op == "sleep") {
