@@ -172,10 +172,13 @@ class ApiStandIn {
 // the reason in `why` otherwise.
 bool start_agent(VigilProcess& agent, int api_port, const std::string& kmsg_fifo, std::string& why,
                  const std::vector<std::string>& extra_args = {}) {
-  std::vector<std::string> args = {
-      "-r", "rules/vigil_rules.yaml",        "--k8s-api", "http://127.0.0.1:" + std::to_string(api_port),
-      "-o", "sensor.kmsg_path=" + kmsg_fifo, "-o",        "flight_recorder.enabled=false",
-      "-o", "sensor.usage_interval_ms=1000", "--format",  "json"};
+  std::vector<std::string> args = {"-r",        "rules/vigil_rules.yaml",
+                                   "-r",        "rules/vigil_rules_nvidia_driver.yaml",
+                                   "--k8s-api", "http://127.0.0.1:" + std::to_string(api_port),
+                                   "-o",        "sensor.kmsg_path=" + kmsg_fifo,
+                                   "-o",        "flight_recorder.enabled=false",
+                                   "-o",        "sensor.usage_interval_ms=1000",
+                                   "--format",  "json"};
   args.insert(args.end(), extra_args.begin(), extra_args.end());
   if (!agent.start(args, {{"NODE_NAME", kNode}})) {
     why = "cannot start " VIGIL_BINARY;
@@ -494,6 +497,22 @@ struct Suite {
              .container = "etl",
              .image = "registry.example.com/data/etl:8",
              .labels = {{"job-name", "etl"}}});
+    // The driver surface scenario's pods: one issuing a CUDA-like start-up,
+    // one probing the driver.
+    add_pod({.name = "cuda-0",
+             .ns = "ml",
+             .container = "trainer",
+             .image = "ghcr.io/acme/train:1.4",
+             .labels = {{"app", "train"}},
+             .gpu_limit = 1,
+             .visible = "0"});
+    add_pod({.name = "probe-0",
+             .ns = "ml",
+             .container = "trainer",
+             .image = "ghcr.io/acme/train:1.4",
+             .labels = {{"app", "train"}},
+             .gpu_limit = 1,
+             .visible = "0"});
     for (const auto& cg : cgroups) {
       if (!cg->ok()) {
         skip = "cannot create the kubelet-style cgroup: " + cg->error();

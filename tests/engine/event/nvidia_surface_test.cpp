@@ -101,6 +101,13 @@ TEST(NvidiaSurface, EveryRowIsWellFormed) {
   EXPECT_GT(total, 450u);
 }
 
+// The sensor keeps the table's classes as a bitmap of ids 0..0xFFFF
+// (nv_classes, bpf/progs/fd/nvidia_ioctl.bpf.c): a larger id would be taken
+// for an unknown class and sent at every allocation.
+TEST(NvidiaSurface, EveryClassFitsTheSensorsBitmap) {
+  for (const auto& r : surface_rows(Part::kClass)) EXPECT_LE(r.value, 0xFFFFu) << r.name;
+}
+
 // The decoder's names (escape_name, class_name, control_name, uvm_ioctl_name)
 // and the table agree on every number both know, and every number the
 // decoder names is in the table: one set of facts.
