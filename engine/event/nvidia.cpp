@@ -419,27 +419,77 @@ constexpr std::array<Kinded, 74> kControls = {{
 static_assert(sorted_unique(kControls), "kControls must be sorted by command");
 constexpr Indexed kControlsIndex(kControls);
 
-}  // namespace
+// The driver surface table, generated from nvidia_surface.tsv at build time
+// (cmake/nvidia_surface.cmake): the facts that change with driver releases
+// stay data, one row per fact with its source, not constants here.
+#include "engine/event/nvidia_surface_table.inc"
+static_assert(sorted_unique(kSurface_escape), "nvidia_surface.tsv: escape rows must be sorted by number, once each");
+static_assert(sorted_unique(kSurface_uvm), "nvidia_surface.tsv: uvm rows must be sorted by number, once each");
+static_assert(sorted_unique(kSurface_class), "nvidia_surface.tsv: class rows must be sorted by number, once each");
+static_assert(sorted_unique(kSurface_control), "nvidia_surface.tsv: control rows must be sorted by number, once each");
+constexpr Indexed kSurfaceEscapeIndex(kSurface_escape);
+constexpr Indexed kSurfaceUvmIndex(kSurface_uvm);
+constexpr Indexed kSurfaceClassIndex(kSurface_class);
+constexpr Indexed kSurfaceControlIndex(kSurface_control);
 
-std::string_view escape_name(std::uint32_t nr) {
-  const auto* e = kEscapesIndex.find(nr);
-  return e ? e->name : std::string_view{};
+// A decoder table's name, else the surface table's.
+template <typename T, std::size_t N, typename S, std::size_t M>
+std::string_view name_in(const Indexed<T, N>& own, const Indexed<S, M>& surface, std::uint32_t v) {
+  if (const auto* e = own.find(v)) return e->name;
+  if (const auto* e = surface.find(v)) return e->name;
+  return {};
 }
 
-std::optional<std::uint32_t> escape_from_name(std::string_view name) { return find_name(kEscapes, name); }
+template <typename T, std::size_t N, std::size_t M>
+std::optional<std::uint32_t> find_name_in(const std::array<T, N>& own, const std::array<SurfaceRow, M>& surface,
+                                          std::string_view name) {
+  if (auto v = find_name(own, name)) return v;
+  return find_name(surface, name);
+}
+
+}  // namespace
+
+const SurfaceRow* surface_row(Part part, std::uint32_t value) {
+  switch (part) {
+    case Part::kEscape: return kSurfaceEscapeIndex.find(value);
+    case Part::kUvm: return kSurfaceUvmIndex.find(value);
+    case Part::kClass: return kSurfaceClassIndex.find(value);
+    case Part::kControl: return kSurfaceControlIndex.find(value);
+  }
+  return nullptr;
+}
+
+std::span<const SurfaceRow> surface_rows(Part part) {
+  switch (part) {
+    case Part::kEscape: return kSurface_escape;
+    case Part::kUvm: return kSurface_uvm;
+    case Part::kClass: return kSurface_class;
+    case Part::kControl: return kSurface_control;
+  }
+  return {};
+}
+
+bool surface_allowed_for_workload(std::string_view surface) {
+  return surface == "workload" || surface == "graphics" || surface == "video" || surface == "rdma";
+}
+
+std::string_view escape_name(std::uint32_t nr) { return name_in(kEscapesIndex, kSurfaceEscapeIndex, nr); }
+
+std::optional<std::uint32_t> escape_from_name(std::string_view name) {
+  return find_name_in(kEscapes, kSurface_escape, name);
+}
 
 std::string_view uvm_ioctl_name(std::uint32_t cmd) {
-  if (const auto* e = kUvmIndex.find(cmd)) return e->name;
+  if (auto n = name_in(kUvmIndex, kSurfaceUvmIndex, cmd); !n.empty()) return n;
   if (cmd >= kUvmTestFirst && cmd <= kUvmTestLast) return "UVM_TEST";
   return {};
 }
 
-std::string_view class_name(std::uint32_t cls) {
-  const auto* e = kClassesIndex.find(cls);
-  return e ? e->name : std::string_view{};
-}
+std::string_view class_name(std::uint32_t cls) { return name_in(kClassesIndex, kSurfaceClassIndex, cls); }
 
-std::optional<std::uint32_t> class_from_name(std::string_view name) { return find_name(kClasses, name); }
+std::optional<std::uint32_t> class_from_name(std::string_view name) {
+  return find_name_in(kClasses, kSurface_class, name);
+}
 
 std::string_view class_kind(std::uint32_t cls) {
   const auto* e = kClassesIndex.find(cls);
@@ -451,10 +501,7 @@ bool is_compute_or_channel(std::uint32_t cls) {
   return kind == kCompute || kind == kChannel;
 }
 
-std::string_view control_name(std::uint32_t cmd) {
-  const auto* e = kControlsIndex.find(cmd);
-  return e ? e->name : std::string_view{};
-}
+std::string_view control_name(std::uint32_t cmd) { return name_in(kControlsIndex, kSurfaceControlIndex, cmd); }
 
 std::string_view control_kind(std::uint32_t cmd) {
   const auto* e = kControlsIndex.find(cmd);

@@ -3,11 +3,13 @@
 // classes and controls, UVM ioctls, device majors/minors).
 //
 // All functions are pure and thread-safe. Names are returned as views of
-// static strings; an unknown number gives "".
+// static strings; an unknown number gives "". The name functions know the
+// decoder's own tables below and every row of the driver surface table.
 #pragma once
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -44,6 +46,27 @@ std::string_view control_name(std::uint32_t cmd);
 // What a control changes: "clock", "power", "ecc", "reset", "mig", "other"
 // ("" for unknown commands). Used by rules on management from containers.
 std::string_view control_kind(std::uint32_t cmd);
+
+// The driver surface table (engine/event/nvidia_surface.tsv, one row per fact
+// with its source): every escape, UVM command, RM class and RM control that
+// CUDA, NVML and the NVIDIA tools are known to use, per driver branch, and the
+// surface each belongs to ("workload", "graphics", "video", "rdma", "fabric",
+// "profiler", "debugger", "mig", "management", "internal", "other").
+enum class Part : std::uint8_t { kEscape, kUvm, kClass, kControl };
+struct SurfaceRow {
+  std::uint32_t value;
+  std::string_view name;
+  std::string_view branches;  // "535-595", "570,580"
+  std::string_view surface;
+};
+// The row of a number, nullptr when the table does not know it.
+const SurfaceRow* surface_row(Part part, std::uint32_t value);
+// Every row of a kind, sorted by number.
+std::span<const SurfaceRow> surface_rows(Part part);
+// Surfaces a workload container is given by its driver capabilities
+// (compute, utility, graphics, video) and GPUDirect RDMA: workload, graphics,
+// video, rdma. The others are for profilers, debuggers and host tools.
+bool surface_allowed_for_workload(std::string_view surface);
 
 // The conventional device path for a device number: "/dev/nvidia0",
 // "/dev/nvidiactl", "/dev/nvidia-modeset", "/dev/nvidia-uvm",

@@ -166,6 +166,62 @@ void x_gpu_control_kind(const X& x, const F&, E& o) noexcept {
     if (!n.empty()) str(o, n);
   }
 }
+// The driver surface table's row for an ioctl: the control's row for an RM
+// control whose command the sensor read, the class's for an RM allocation
+// whose class it read, else the escape's (the UVM command's on nvidia-uvm).
+// known: the escape (UVM command) and, where read, the class or control are
+// all rows of the table. Judged from what the sensor already decoded.
+struct Judged {
+  const event::nvidia::SurfaceRow* row = nullptr;
+  bool known = false;
+};
+Judged judge_ioctl(const event::IoctlData& p) noexcept {
+  using event::nvidia::Part;
+  using event::nvidia::surface_row;
+  Judged j;
+  if (p.uvm) {
+    j.row = surface_row(Part::kUvm, p.cmd);
+    j.known = j.row != nullptr;
+    return j;
+  }
+  const auto* esc = surface_row(Part::kEscape, p.nr);
+  if (!esc) return j;
+  j.row = esc;
+  if (p.nr == event::nvidia::kEscRmAlloc && p.rm_class) j.row = surface_row(Part::kClass, p.rm_class);
+  else if (p.nr == event::nvidia::kEscRmControl && p.rm_control) j.row = surface_row(Part::kControl, p.rm_control);
+  j.known = j.row != nullptr;
+  return j;
+}
+void x_gpu_ioctl_known(const X& x, const F&, E& o) noexcept {
+  if (auto* p = ev(x).as<event::IoctlData>()) boolean(o, judge_ioctl(*p).known);
+}
+void x_gpu_ioctl_allowed(const X& x, const F&, E& o) noexcept {
+  if (auto* p = ev(x).as<event::IoctlData>()) {
+    const Judged j = judge_ioctl(*p);
+    boolean(o, j.known && event::nvidia::surface_allowed_for_workload(j.row->surface));
+  }
+}
+void x_gpu_ioctl_surface(const X& x, const F&, E& o) noexcept {
+  if (auto* p = ev(x).as<event::IoctlData>()) {
+    if (const Judged j = judge_ioctl(*p); j.known) str(o, j.row->surface);
+  }
+}
+// Calls in a usage report whose number the table does not know: an escape on
+// an NVIDIA major device; on another major (nvidia-uvm's dynamic one, or a
+// stand-in node) a number that is neither an escape nor a UVM command.
+void x_gpu_usage_unknown(const X& x, const F&, E& o) noexcept {
+  auto* p = ev(x).as<event::GpuUsageData>();
+  if (!p) return;
+  using event::nvidia::Part;
+  using event::nvidia::surface_row;
+  std::uint64_t n = 0;
+  for (const auto& e : p->entries) {
+    bool known = surface_row(Part::kEscape, e.nr) != nullptr;
+    if (!known && e.dev_major != event::nvidia::kMajor) known = surface_row(Part::kUvm, e.nr) != nullptr;
+    if (!known) n += e.count;
+  }
+  num(o, static_cast<std::int64_t>(n));
+}
 void x_gpu_usage_count(const X& x, const F&, E& o) noexcept {
   auto* p = ev(x).as<event::GpuUsageData>();
   if (!p) return;
@@ -324,8 +380,24 @@ void append_gpu_fields(std::vector<FieldDef>& fields) {
           {"gpu.control.name", T::kString, A::kNone, false, "ioctl", "RM control command name.", x_gpu_control_name},
           {"gpu.control.kind", T::kString, A::kNone, false, "ioctl",
            "What the control changes: clock, power, ecc, reset, mig, other.", x_gpu_control_kind},
+          {"gpu.ioctl.known", T::kBool, A::kNone, false, "ioctl",
+           "The driver surface table (engine/event/nvidia_surface.tsv) knows the call: its escape (UVM command) "
+           "and, where the sensor read it, its RM class or RM control.",
+           x_gpu_ioctl_known},
+          {"gpu.ioctl.surface", T::kString, A::kNone, false, "ioctl",
+           "Who needs the call, by the driver surface table (the control's row for an RM control, the class's "
+           "for an RM allocation, else the escape's): workload, graphics, video, rdma, fabric, profiler, "
+           "debugger, mig, management, internal, other. Absent when the table does not know it.",
+           x_gpu_ioctl_surface},
+          {"gpu.ioctl.allowed", T::kBool, A::kNone, false, "ioctl",
+           "The call is known and of a surface a workload container is given (workload, graphics, video, rdma).",
+           x_gpu_ioctl_allowed},
           {"gpu.usage.count", T::kInt, A::kNone, false, "gpu_usage", "Total NVIDIA ioctls in a usage report.",
            x_gpu_usage_count},
+          {"gpu.usage.unknown", T::kInt, A::kNone, false, "gpu_usage",
+           "NVIDIA ioctls in a usage report whose escape number (UVM command) the driver surface table does "
+           "not know.",
+           x_gpu_usage_unknown},
           {"gpu.xid", T::kInt, A::kNone, false, "xid", "Xid error code.", x_xid},
           {"gpu.xid.text", T::kString, A::kNone, false, "xid", "Xid message text.", x_xid_text},
           {"gpu.pci", T::kString, A::kNone, false, "xid", "PCI address of the GPU (0000:3b:00.0).", x_gpu_pci},

@@ -22,6 +22,7 @@
 
 #include "bpf/shared/events.h"
 #include "bpf/vigil_bpf.skel.h"
+#include "engine/event/nvidia.h"
 #include "engine/sensor/decoder.h"
 #include "engine/sensor/device.h"
 #include "engine/sensor/hooks.h"
@@ -164,6 +165,7 @@ class Sensor::Impl {
   Status configure();
   void find_cgroup_root(util::CapSet caps);
   Status choose_programs(const std::string& tracefs, bool load_all);
+  Status fill_nv_surface();
   Status attach_wanted();
   Status open_ring_buffer();
   Status open_wait_fd();
@@ -422,6 +424,34 @@ Status Sensor::Impl::choose_programs(const std::string& tracefs, bool load_all) 
   return {};
 }
 
+// The numbers of the driver surface table the ioctl programs know, filled
+// before any program is attached (a call missing from them is sent one by
+// one): escapes and UVM commands in nv_surface, RM classes as the bitmap
+// nv_classes (ids up to 0xFFFF; controls are sent once per process anyway).
+Status Sensor::Impl::fill_nv_surface() {
+  using event::nvidia::Part;
+  auto fail = [](const char* what) {
+    return Error::runtime(std::string("sensor: cannot fill ") + what + ": " + std::strerror(errno));
+  };
+  const int fd = bpf_map__fd(skel_->maps.nv_surface);
+  const std::uint8_t one = 1;
+  for (auto [part, tag] : {std::pair{Part::kEscape, 0ull}, {Part::kUvm, 1ull}}) {
+    for (const auto& row : event::nvidia::surface_rows(part)) {
+      const std::uint64_t key = (tag << 32) | row.value;
+      if (bpf_map_update_elem(fd, &key, &one, BPF_ANY) != 0) return fail("nv_surface");
+    }
+  }
+  std::map<std::uint32_t, std::uint32_t> words;
+  for (const auto& row : event::nvidia::surface_rows(Part::kClass)) {
+    if (row.value <= 0xFFFF) words[row.value >> 5] |= 1u << (row.value & 31);
+  }
+  const int cfd = bpf_map__fd(skel_->maps.nv_classes);
+  for (const auto& [index, bits] : words) {
+    if (bpf_map_update_elem(cfd, &index, &bits, BPF_ANY) != 0) return fail("nv_classes");
+  }
+  return {};
+}
+
 // Attaches the hooks the rules want.
 Status Sensor::Impl::attach_wanted() {
   for (HookState& hs : hooks_) {
@@ -535,6 +565,7 @@ Status Sensor::Impl::open(const Config& cfg) {
                  "whose rules want another hook needs a restart\n",
                  st.error().message.c_str());
   }
+  if (Status st = fill_nv_surface(); !st) return st;
   if (Status st = apply_open_tables(open_tables_); !st) return st;
   if (Status st = attach_wanted(); !st) return st;
 

@@ -517,6 +517,22 @@ struct Suite {
              .container = "etl",
              .image = "registry.example.com/data/etl:8",
              .labels = {{"job-name", "etl"}}});
+    // The driver surface scenario's pods: one issuing a CUDA-like start-up,
+    // one probing the driver.
+    add_pod({.name = "cuda-0",
+             .ns = "ml",
+             .container = "trainer",
+             .image = "ghcr.io/acme/train:1.4",
+             .labels = {{"app", "train"}},
+             .gpu_limit = 1,
+             .visible = "0"});
+    add_pod({.name = "probe-0",
+             .ns = "ml",
+             .container = "trainer",
+             .image = "ghcr.io/acme/train:1.4",
+             .labels = {{"app", "train"}},
+             .gpu_limit = 1,
+             .visible = "0"});
     for (const auto& cg : cgroups) {
       if (!cg->ok()) {
         skip = "cannot create the kubelet-style cgroup: " + cg->error();

@@ -194,6 +194,51 @@ TEST_F(Scenario, GpuXidsFromTheKernelLog) {
   expect_alert("GPU Xid application fault", "pretrain-0", "Warning");
 }
 
+// The driver's ioctl surface (rules/vigil_rules_nvidia_driver.yaml), through
+// the stand-in /dev/nvidiactl (the numbers of /dev/null: every call fails,
+// the attempt is what the rules judge). A CUDA-like start-up stays quiet; an
+// escape number no driver defines, an allocation of a class the driver
+// surface table does not know and a profiler object each alert.
+TEST_F(Scenario, NvidiaDriverSurface) {
+  PodRun cuda;
+  cuda.argv = {s().tool("pt_main_thread"), "train.py"};
+  // Version check, card info, client, GPU ids, device and subdevice, the MIG
+  // config and monitor sessions and the debugger object CUDA 580 allocates at
+  // start-up, address space, channel group, subcontext, channel, compute and
+  // copy objects, the debugger's exception mask, the perf boost, memory, map.
+  cuda.steps =
+      "open:/dev/nvidiactl:rw;open:/dev/nvidia0:rw;open:/dev/nvidia-uvm:rw;escape:d2;escape:c8;alloc:41;"
+      "control:201;control:202;control:214;escape:d4;alloc:80;alloc:2080;control:20800102;alloc:c639;alloc:c640;"
+      "alloc:90f1;alloc:a06c;alloc:9067;alloc:c86f;alloc:cbc0;alloc:c8b5;alloc:83de;control:83de0309;"
+      "control:2080200a;alloc:40;escape:4e;escape:29;sleep:1500";
+  ASSERT_EQ(run_in_pod(pod("cuda-0"), cuda).second, 0);
+
+  PodRun probe;
+  probe.argv = {s().tool("worker")};
+  probe.steps = "open:/dev/nvidiactl:rw;alloc:41;escape:26;alloc:beef;alloc:b2cc;sleep:1500";
+  auto [probe_pid, rc] = run_in_pod(pod("probe-0"), probe);
+  ASSERT_EQ(rc, 0);
+  expect_alert("Unknown NVIDIA driver call from container", "probe-0", "Warning");
+  expect_alert("GPU profiler or debugger call from container", "probe-0", "Warning");
+  // Both unknown calls arrived one by one: the escape 0x26 (not the first
+  // call on the node) and the class 0xBEEF (not a class the sensor sends
+  // for its own sake).
+  auto unknown = alerts_for("Unknown NVIDIA driver call from container", "probe-0", 3s);
+  bool escape = false, cls = false;
+  for (const auto& a : unknown) {
+    const auto& f = a["output_fields"];
+    EXPECT_EQ(f.value("proc.pid", json()), probe_pid) << a.dump();
+    EXPECT_TRUE(a.value("tags", json::array()).dump().find("gpu_driver") != std::string::npos) << a.dump();
+    if (f.value("gpu.ioctl.nr", json()) == 0x26) escape = true;
+    if (f.value("gpu.class", json()) == 0xBEEF) cls = true;
+  }
+  EXPECT_TRUE(escape) << "no alert for escape 0x26: " << dump(unknown);
+  EXPECT_TRUE(cls) << "no alert for class 0xBEEF: " << dump(unknown);
+
+  auto quiet = any_alert({"cuda-0"}, {});
+  EXPECT_TRUE(quiet.empty()) << "a CUDA-like start-up raised alerts: " << dump(quiet);
+}
+
 TEST_F(Scenario, TamperingWithTheNode) {
   PodRun r;
   r.argv = {s().tool("bpfloader")};

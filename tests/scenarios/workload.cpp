@@ -6,6 +6,7 @@
 //   open:PATH:r|w|rw        open a file or device node (the fd is kept)
 //   alloc:CLASS             NV_ESC_RM_ALLOC (NVOS64) of RM class CLASS (hex) on /dev/nvidiactl
 //   control:CMD             NV_ESC_RM_CONTROL (NVOS54) of control CMD (hex) on /dev/nvidiactl
+//   escape:NR               an ioctl of escape number NR (hex) with a 32-byte block on /dev/nvidiactl
 //   dns:NAME@SERVER         send a DNS A question for NAME to SERVER:53, wait for the answer
 //   tcp:ADDR:PORT           connect a TCP socket (kept as "the last socket")
 //   send:TEXT               send TEXT (\n for a newline) on the last socket
@@ -118,6 +119,14 @@ bool step_control(std::uint32_t cmd) {
   unsigned char p[32] = {};
   std::memcpy(p + 8, &cmd, sizeof(cmd));
   ioctl(fd, 0xC020462A, p);
+  return true;
+}
+
+bool step_escape(std::uint32_t nr) {
+  int fd = nv_ctl();
+  if (fd < 0) return false;
+  unsigned char p[32] = {};
+  ioctl(fd, 0xC0204600UL | (nr & 0xff), p);  // _IOWR('F', nr, 32 bytes)
   return true;
 }
 
@@ -274,6 +283,8 @@ int main() {
       ok = step_alloc(static_cast<std::uint32_t>(std::strtoul(arg.c_str(), nullptr, 16)));
     } else if (op == "control") {
       ok = step_control(static_cast<std::uint32_t>(std::strtoul(arg.c_str(), nullptr, 16)));
+    } else if (op == "escape") {
+      ok = step_escape(static_cast<std::uint32_t>(std::strtoul(arg.c_str(), nullptr, 16)));
     } else if (op == "dns") {
       ok = step_dns(arg);
     } else if (op == "tcp") {

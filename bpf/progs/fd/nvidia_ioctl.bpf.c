@@ -4,7 +4,8 @@
  * command in gpu_usage (through this CPU's ioctl_slot where user space can
  * drain it), and sent one by one only where a rule needs it: a process's
  * first use of a device, the allocations of is_sent_class, each distinct RM
- * control command once per process, UVM tools memory access.
+ * control command once per process, UVM tools memory access, and the calls
+ * the driver surface table does not know (nv_surface).
  * Compiled as part of fd.bpf.c (which says why). */
 #include "bpf/progs/helpers.bpf.h"
 
@@ -176,6 +177,48 @@ static __always_inline int is_sent_class(__u32 cls)
   case 0xC640: return 1;
   }
   return 0;
+}
+
+/* The numbers the driver surface table knows (engine/event/nvidia_surface.tsv),
+ * filled by user space between load and attach. A call the table does not
+ * know is sent one by one: an allocation of an unknown class every time (as
+ * the allocations of is_sent_class are), an unknown escape or UVM command when
+ * its usage key is new in the interval (once per process, device and number
+ * per usage report). Judged by lookup alone: no user memory is read for it.
+ *
+ * nv_surface: escapes and UVM commands, key (part << 32) | number, looked up
+ * only for a key new in the interval. nv_classes: RM classes as a bitmap of
+ * ids 0..0xFFFF (bit id & 31 of word id >> 5; a larger id is unknown), looked
+ * up on every allocation: an array lookup the verifier inlines, not a hash. */
+#define VG_NV_ESCAPE 0ULL
+#define VG_NV_UVM 1ULL
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 1024);
+  __type(key, __u64);
+  __type(value, __u8);
+} nv_surface SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(max_entries, 2048);
+  __type(key, __u32);
+  __type(value, __u32);
+} nv_classes SEC(".maps");
+
+static __always_inline int nv_unknown(__u64 part, __u32 value)
+{
+  __u64 k = (part << 32) | value;
+  return bpf_map_lookup_elem(&nv_surface, &k) == 0;
+}
+
+static __always_inline int nv_unknown_class(__u32 cls)
+{
+  if (cls > 0xFFFF)
+    return 1;
+  __u32 i = cls >> 5;
+  __u32 *w = bpf_map_lookup_elem(&nv_classes, &i);
+  return !w || !((*w >> (cls & 31)) & 1);
 }
 
 /* UVM tools calls that read or write another process's GPU memory
@@ -386,7 +429,9 @@ static __always_inline int nv_mark_first(const struct vg_usage_key *uk, __u64 st
  * more.
  *
  * Sent one by one: the first use of a device by a process, the allocations
- * of is_sent_class(), each distinct RM control command once per process, and
+ * of is_sent_class() and of classes the driver surface table does not know,
+ * each distinct RM control command once per process, an escape (UVM command)
+ * the table does not know once per process, device and usage interval, and
  * UVM tools memory access. Everything else is counted. */
 static __always_inline int ioctl_decode(struct task_struct *t, struct file *f, int fd, __u32 cmd,
                                         __u64 arg, struct vg_ioctl *rec, __u64 *argp,
@@ -402,7 +447,8 @@ static __always_inline int ioctl_decode(struct task_struct *t, struct file *f, i
     return 0;
   struct vg_usage_key uk = {.pid = pid, .dev = VG_MKDEV(c.major, c.minor), .nr = c.nr, .pad0 = 0};
   int is_ctl = !c.uvm && c.nr == NV_ESC_RM_CONTROL && c.soff;
-  int alloc = (c.nr == NV_ESC_RM_ALLOC && !c.uvm && is_sent_class(c.rm_class)) ||
+  int alloc = (c.nr == NV_ESC_RM_ALLOC && !c.uvm &&
+               (is_sent_class(c.rm_class) || nv_unknown_class(c.rm_class))) ||
               (c.uvm && is_sent_uvm(cmd));
   const __u64 start = proc_start(t);
   struct vg_nv_seen seen = nv_count(&uk, start, is_ctl, c.rm_control);
@@ -412,7 +458,9 @@ static __always_inline int ioctl_decode(struct task_struct *t, struct file *f, i
     return 0;
   if (alloc)
     c.iflags |= VG_IOCTL_ALLOC;
-  if (!nv_mark_first(&uk, start, seen, c.rm_control, &c.iflags) && !alloc)
+  /* A key new in this interval: is its escape (UVM command) one the table knows? */
+  int unknown = !seen.known && nv_unknown(c.uvm ? VG_NV_UVM : VG_NV_ESCAPE, c.nr);
+  if (!nv_mark_first(&uk, start, seen, c.rm_control, &c.iflags) && !alloc && !unknown)
     return 0;
 
   rec->fd = fd;

@@ -289,6 +289,57 @@ TEST_P(IoctlCounts, AnFdNumberReusedForAnotherDeviceAndANonNvidiaFile) {
   EXPECT_EQ(first_zero, 1) << "the second device's first use through the reused fd number";
 }
 
+// Calls the driver surface table does not know are sent one by one, and
+// still counted: an allocation of an unknown class at every call (as a
+// security-relevant class is), an unknown escape once per usage interval of
+// the process and device (not at every call), while a known class and a known
+// escape after the first use are only counted. Nothing is read from the
+// caller for it: the events carry what the counted path decodes.
+TEST_P(IoctlCounts, CallsTheDriverSurfaceTableDoesNotKnowAreSent) {
+  REQUIRE_ROOT();
+  TempDir dir("vigil-ioctl");
+  const std::string node = make_standin_node(dir, "nvidia0", "/dev/null");
+  ASSERT_FALSE(node.empty());
+  const auto interval = std::chrono::milliseconds(200);
+  auto s = open_sensor(config(interval));
+  ASSERT_TRUE(s);
+  Recorder rec(*s);
+
+  constexpr std::uint32_t kUnknownNr = 0x26;  // no NV_ESC_* has this number
+  Child c = Child::run([&] {
+    int fd = open(node.c_str(), O_RDWR);
+    if (fd < 0) return 1;
+    unsigned char card[16] = {};
+    ioctl(fd, kCardInfo, card);  // the first use: sent
+    Nvos64 known{};
+    known.hClass = 0x0080;  // NV01_DEVICE_0: counted only
+    for (int i = 0; i < 4; ++i) ioctl(fd, kRmAlloc, &known);
+    Nvos64 unknown{};
+    unknown.hClass = 0xBEEF;  // no RM class has this id
+    for (int i = 0; i < 3; ++i) ioctl(fd, kRmAlloc, &unknown);
+    unsigned char block[32] = {};
+    for (int i = 0; i < 5; ++i) ioctl(fd, 0xC0204600UL | kUnknownNr, block);
+    for (int i = 0; i < 3; ++i) ioctl(fd, kCardInfo, card);  // a known escape again: counted only
+    close(fd);
+    return 0;
+  });
+  ASSERT_EQ(c.wait(), 0);
+  const auto pid = static_cast<std::uint32_t>(c.pid());
+  const Usage u = reported(rec, pid, 16, interval);
+  EXPECT_EQ(total(u), 16u) << "every call is still counted";
+  int unknown_class = 0, known_class = 0;
+  for (const Event& e : rec.events_of(pid, 0)) {
+    const auto* i = e.as<event::IoctlData>();
+    if (!i || i->nr != 0x2B) continue;
+    unknown_class += i->rm_class == 0xBEEF;
+    known_class += i->rm_class == 0x0080;
+  }
+  EXPECT_EQ(unknown_class, 3) << "an allocation of an unknown class is sent at every call";
+  EXPECT_EQ(known_class, 0) << "an allocation of a known, counted class is not sent";
+  EXPECT_EQ(sent(rec, pid, kUnknownNr), 1) << "an unknown escape is sent once in the interval";
+  EXPECT_EQ(sent(rec, pid, kCardInfoNr), 1) << "a known escape only at the first use";
+}
+
 // Two threads on two CPUs issue the same new control commands at the same
 // moment, 2000 of them: each command is still sent once for the process
 // (the first-time check and its mark are one step). A mark the kernel
