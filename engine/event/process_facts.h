@@ -112,9 +112,10 @@
   /* parent's, or a process first seen at its exec. Its next exec remembers nothing of it. */    \
   X(bool, image_unknown, false, E_, P4, 0)                                                       \
   X(std::int64_t, exe_mtime_ns, 0, E1, P5, 0)      /* modification time, ns since the epoch */ \
-  /* The environment the program started with ("NAME=value"), its first VG_ENV_MAX bytes */     \
-  X(std::vector<std::string>, env, {}, E1, P6, kOmitEmpty)                                       \
-  X(bool, env_truncated, false, E1, P6, 0)         /* the environment was longer than kept */
+  /* The environment the program started with ("NAME=value"), its first VG_ENV_MAX bytes. */    \
+  /* The exec's only: kept per process it would cost ~3 KiB of every process in the table. */   \
+  X(std::vector<std::string>, env, {}, E1, P_, kOmitEmpty)                                       \
+  X(bool, env_truncated, false, E1, P_, 0)         /* the environment was longer than kept */
 
 // The original exec payload (the first capture format), in its frozen order.
 #define VG_EXEC_HEAD(H) \
@@ -183,7 +184,7 @@ inline constexpr std::string_view kExecHead[] = {VG_EXEC_HEAD(VG_FACT_HEAD_NAME)
 // versions that wrote it: a written revision never changes (older files and
 // older readers depend on it). A new fact starts a new revision; add its
 // count here.
-inline constexpr std::size_t kRevisionSizes[] = {25, 1, 6, 2, 11, 1, 2};
+inline constexpr std::size_t kRevisionSizes[] = {25, 1, 6, 2, 11, 1};
 
 // The process record's revisions only grow along the table.
 constexpr bool revisions_grow() {

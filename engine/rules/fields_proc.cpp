@@ -140,16 +140,12 @@ void x_cmdline(const X& x, const F&, E& o) noexcept {
 void x_cwd(const X& x, const F&, E& o) noexcept {
   if (auto* p = proc_of(x); p && !p->cwd.empty()) str(o, p->cwd);
 }
-// The environment the process's program started with: the process's, or an
-// exec's own when the table has no process for it.
-const std::vector<std::string>* env_of(const X& x) noexcept {
-  if (auto* p = proc_of(x)) return &p->env;
-  if (auto* e = ev(x).as<event::ExecData>()) return &e->env;
-  return nullptr;
-}
+// The environment the program started with, from its exec (the process
+// table does not keep it: see process_facts.h).
 void x_env(const X& x, const F& f, E& o) noexcept {
-  const auto* env = env_of(x);
-  if (!env) return;
+  const auto* e = ev(x).as<event::ExecData>();
+  if (!e) return;
+  const auto* env = &e->env;
   if (f.has_arg) {
     // proc.env[NAME]: the value of the first NAME=, as getenv(3) reads it.
     for (const auto& v : *env) {
@@ -494,9 +490,9 @@ void append_process_rows(std::vector<FieldDef>& fields) {
            x_args},
           {"proc.cmdline", T::kString, A::kNone, false, "*", "proc.name followed by the arguments.", x_cmdline},
           {"proc.cwd", T::kString, A::kNone, false, "*", "Working directory at exec.", x_cwd},
-          {"proc.env", T::kString, A::kOptionalKey, false, "*",
-           "The environment the program started with, NAME=value joined by spaces (its first 4096 bytes); "
-           "proc.env[NAME]: the value of NAME.",
+          {"proc.env", T::kString, A::kOptionalKey, false, "execve",
+           "The environment the program started with, NAME=value joined by spaces (its first 4096 bytes), on "
+           "its exec; proc.env[NAME]: the value of NAME.",
            x_env},
           {"proc.tty", T::kInt, A::kNone, false, "*", "Controlling terminal device number (0 = none).", x_tty},
           {"proc.loginuid", T::kInt, A::kNone, false, "*", "Audit login uid (-1 = unset).", x_loginuid},

@@ -214,6 +214,9 @@ void read_payload(event::ExecData& d, const PayloadInput& in) {
   if (e["stdout_is_socket"]) d.stdout_is_socket = boolean(e["stdout_is_socket"], "stdout_is_socket");
   if (e["is_32bit"]) d.elf32 = boolean(e["is_32bit"], "is_32bit");
   if (e["args_truncated"]) d.args_truncated = boolean(e["args_truncated"], "args_truncated");
+  // The environment belongs to the exec alone (the process table keeps none).
+  if (e["env"]) d.env = strings(e["env"], "env");
+  if (e["env_truncated"]) d.env_truncated = boolean(e["env_truncated"], "env_truncated");
 }
 
 void read_payload(event::ForkData& d, const PayloadInput& in) {

@@ -10,7 +10,6 @@
 #include <charconv>
 #include <cstring>
 
-#include "engine/event/environ.h"
 #include "engine/state/cgroup.h"
 #include "engine/state/gpu.h"
 #include "engine/util/parse_number.h"
@@ -223,16 +222,6 @@ void read_cmdline(const std::string& dir, Process& p) {
   }
 }
 
-// The environment, from /proc/PID/environ (what the program started with,
-// or what it wrote over it since), bounded as the sensor bounds an exec's.
-void read_environ(const std::string& dir, Process& p) {
-  bool truncated = false;
-  if (auto env = read_file_bounded(dir + "/environ", event::kEnvBytesMax, &truncated)) {
-    p.env = event::parse_environ(*env, truncated);
-    p.env_truncated = truncated;
-  }
-}
-
 // The program file: its path (/proc/PID/exe), whether it was run from a
 // memfd, and its ELF class; the exe falls back to it, then to the comm.
 void read_exe(const std::string& dir, Process& p) {
@@ -362,7 +351,6 @@ std::optional<ProcRecord> read_process(const std::string& proc_root, std::uint32
     p.start_ts_ns = opt.boot_time_ns + st->start_ticks * (1000000000ULL / static_cast<std::uint64_t>(opt.clock_ticks));
   }
   read_cmdline(dir, p);
-  read_environ(dir, p);
   read_exe(dir, p);
   read_cwd_loginuid_namespaces(dir, p);
   read_cgroup(dir, opt, rec);

@@ -339,11 +339,13 @@ std::string_view body_of(const std::string& rec, std::size_t tail = 0) {
 // the class, two flags, the inode (ino, dev, ctime, and its mtime appended
 // after the rest); the process adds its prior command lines (a count) and
 // image_unknown, the exec its interpreted flag.
-// The environment appended after the mtime, empty: its count and its flag.
+// The environment appended to the exec payload after the mtime, empty: its
+// count and its flag (the process record does not keep it).
 constexpr std::size_t kEmptyEnvBytes = 4 + 1;
+std::size_t env_bytes(const RecordData& rd) { return std::holds_alternative<state::Process>(rd) ? 0 : kEmptyEnvBytes; }
 
 std::size_t identity_bytes(const RecordData& rd) {
-  const std::size_t common = 3 * 4 + 1 + 2 + 4 * 8 + kEmptyEnvBytes;
+  const std::size_t common = 3 * 4 + 1 + 2 + 4 * 8 + env_bytes(rd);
   return std::holds_alternative<state::Process>(rd) ? common + 4 + 1 : common + 1;
 }
 
@@ -417,7 +419,7 @@ TEST(CaptureFormat, ExeMtimeRoundTripsAndIsZeroInOlderRecords) {
       EXPECT_EQ(e->as<event::ExecData>()->exe_mtime_ns, 1'699'000'000'000'000'007LL);
     }
     // Without the mtime and what follows it: what a writer before the mtime wrote.
-    const std::string_view older = body_of(rec, 8 + kEmptyEnvBytes);
+    const std::string_view older = body_of(rec, 8 + env_bytes(rd));
     ASSERT_TRUE(decodes(rec, older, out));
     if (auto* p = std::get_if<state::Process>(&out)) {
       EXPECT_EQ(p->exe_mtime_ns, 0);
@@ -430,41 +432,30 @@ TEST(CaptureFormat, ExeMtimeRoundTripsAndIsZeroInOlderRecords) {
   }
 }
 
-// The environment was appended to the exec payload and the process record
-// after the mtime: it round trips, and a body written before it reads as
-// empty with the rest intact.
-TEST(CaptureFormat, EnvironmentRoundTripsAndIsEmptyInOlderRecords) {
+// The environment was appended to the exec payload after the mtime: it
+// round trips, and a body written before it reads as empty with the rest
+// intact.
+TEST(CaptureFormat, EnvironmentRoundTripsAndIsEmptyInOlderExecs) {
   auto recs = sample_records();
-  auto proc = std::get<state::Process>(recs[2]);
   event::Event exec = std::get<event::Event>(recs[3]);
   auto* ed = exec.as<event::ExecData>();
   ASSERT_NE(ed, nullptr);
-  proc.exe_mtime_ns = ed->exe_mtime_ns = 7;
-  const RecordData plain_proc(proc), plain_exec(exec);
-  const std::size_t plain_sizes[] = {encoded(plain_proc).size(), encoded(plain_exec).size()};
-  proc.env = ed->env = {"PATH=/usr/bin", "LD_PRELOAD=/proc/self/cwd/poc.so"};
-  proc.env_truncated = ed->env_truncated = true;
-  int i = 0;
-  for (const RecordData& rd : {RecordData(proc), RecordData(exec)}) {
-    const std::string rec = encoded(rd);
-    RecordData out;
-    ASSERT_TRUE(decodes(rec, body_of(rec), out));
-    EXPECT_EQ(encoded(out), rec);
-    if (auto* p = std::get_if<state::Process>(&out)) EXPECT_EQ(p->env, proc.env);
-    if (auto* e = std::get_if<event::Event>(&out)) EXPECT_EQ(e->as<event::ExecData>()->env, proc.env);
-    // Cut where the environment begins: what a writer before it wrote.
-    const std::size_t cut = plain_sizes[i++] - kEmptyEnvBytes;
-    ASSERT_TRUE(decodes(rec, body_of(rec, rec.size() - cut), out));
-    if (auto* p = std::get_if<state::Process>(&out)) {
-      EXPECT_TRUE(p->env.empty());
-      EXPECT_FALSE(p->env_truncated);
-      EXPECT_EQ(p->exe_mtime_ns, 7);  // what came before is intact
-    }
-    if (auto* e = std::get_if<event::Event>(&out)) {
-      EXPECT_TRUE(e->as<event::ExecData>()->env.empty());
-      EXPECT_EQ(e->as<event::ExecData>()->exe_mtime_ns, 7);
-    }
-  }
+  ed->exe_mtime_ns = 7;
+  const std::size_t plain_size = encoded(RecordData(exec)).size();
+  ed->env = {"PATH=/usr/bin", "LD_PRELOAD=/proc/self/cwd/poc.so"};
+  ed->env_truncated = true;
+  const std::string rec = encoded(RecordData(exec));
+  RecordData out;
+  ASSERT_TRUE(decodes(rec, body_of(rec), out));
+  EXPECT_EQ(encoded(out), rec);
+  EXPECT_EQ(std::get<event::Event>(out).as<event::ExecData>()->env, ed->env);
+  // Cut where the environment begins: what a writer before it wrote.
+  const std::size_t cut = plain_size - kEmptyEnvBytes;
+  ASSERT_TRUE(decodes(rec, body_of(rec, rec.size() - cut), out));
+  const auto* got = std::get<event::Event>(out).as<event::ExecData>();
+  EXPECT_TRUE(got->env.empty());
+  EXPECT_FALSE(got->env_truncated);
+  EXPECT_EQ(got->exe_mtime_ns, 7);  // what came before is intact
 }
 
 // elf32 was appended to the exec payload and the process record: it round
