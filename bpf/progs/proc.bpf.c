@@ -107,6 +107,31 @@ static __always_inline __s64 vg_inode_mtime_ns(struct inode *ino)
   return 0;
 }
 
+/* Copies the user memory [start, end) of the new program (its argv or envp
+ * area), at most max bytes (a constant: the function is inlined), to
+ * buf[off]; returns the bytes copied. *cut: the area was longer, or starts
+ * past where a record may be written (counted as truncated). */
+static __always_inline __u32 put_user_area(__u8 *buf, __u32 off, unsigned long start,
+                                           unsigned long end, __u32 max, int *cut)
+{
+  if (end <= start)
+    return 0;
+  unsigned long want = end - start;
+  if (want > max || off > VG_OFF_MASK) {
+    want = off > VG_OFF_MASK ? 0 : max;
+    *cut = 1;
+    vg_drop(VG_DROP_TRUNCATED);
+  }
+  __u32 len = want;
+  if (len > max)
+    len = max;
+  if (len && bpf_probe_read_user(buf + (off & VG_OFF_MASK), len, (const void *)start) != 0) {
+    vg_drop(VG_DROP_READ_FAIL);
+    return 0;
+  }
+  return len;
+}
+
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(vg_sched_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
@@ -195,24 +220,11 @@ int BPF_PROG(vg_sched_exec, struct task_struct *p, pid_t old_pid, struct linux_b
 
   /* argv: the new program's argument area */
   struct mm_struct *mm = BPF_CORE_READ(p, mm);
-  unsigned long a0 = BPF_CORE_READ(mm, arg_start);
-  unsigned long a1 = BPF_CORE_READ(mm, arg_end);
-  __u32 alen = 0;
-  if (a1 > a0) {
-    unsigned long want = a1 - a0;
-    if (want > VG_ARGS_MAX) {
-      want = VG_ARGS_MAX;
-      e->flags |= VG_EXEC_ARGS_TRUNC;
-      vg_drop(VG_DROP_TRUNCATED);
-    }
-    alen = want;
-    if (alen > VG_ARGS_MAX)
-      alen = VG_ARGS_MAX;
-    if (bpf_probe_read_user(buf + (off & VG_OFF_MASK), alen, (const void *)a0) != 0) {
-      vg_drop(VG_DROP_READ_FAIL);
-      alen = 0;
-    }
-  }
+  int cut = 0;
+  __u32 alen = put_user_area(buf, off, BPF_CORE_READ(mm, arg_start), BPF_CORE_READ(mm, arg_end),
+                             VG_ARGS_MAX, &cut);
+  if (cut)
+    e->flags |= VG_EXEC_ARGS_TRUNC;
   e->args_len = alen;
   off += alen;
 
@@ -231,27 +243,11 @@ int BPF_PROG(vg_sched_exec, struct task_struct *p, pid_t old_pid, struct linux_b
   /* The environment: the start of the new program's envp area, the same
    * pages the kernel just wrote argv into, so one more copy of resident
    * memory. It goes last, so a long one only loses its own tail. */
-  unsigned long v0 = BPF_CORE_READ(mm, env_start);
-  unsigned long v1 = BPF_CORE_READ(mm, env_end);
-  __u32 vlen = 0;
-  if (v1 > v0 && off <= VG_OFF_MASK) {
-    unsigned long want = v1 - v0;
-    if (want > VG_ENV_MAX) {
-      want = VG_ENV_MAX;
-      e->flags2 |= VG_EXEC2_ENV_TRUNC;
-      vg_drop(VG_DROP_TRUNCATED);
-    }
-    vlen = want;
-    if (vlen > VG_ENV_MAX)
-      vlen = VG_ENV_MAX;
-    if (bpf_probe_read_user(buf + (off & VG_OFF_MASK), vlen, (const void *)v0) != 0) {
-      vg_drop(VG_DROP_READ_FAIL);
-      vlen = 0;
-    }
-  } else if (v1 > v0) {
+  cut = 0;
+  __u32 vlen = put_user_area(buf, off, BPF_CORE_READ(mm, env_start), BPF_CORE_READ(mm, env_end),
+                             VG_ENV_MAX, &cut);
+  if (cut)
     e->flags2 |= VG_EXEC2_ENV_TRUNC;
-    vg_drop(VG_DROP_TRUNCATED);
-  }
   e->env_len = vlen;
   off += vlen;
 
