@@ -30,6 +30,7 @@ Plan run_plan() {
            {"ask the container runtime", steps::watch_runtime},
            {"start recording", steps::start_recording},
            {"open sources", steps::open_sources},
+           {"check posture", steps::check_posture},
            {"start baselines", steps::start_baselines},
            {"build pipeline", steps::build_pipeline},
            {"watch files", steps::watch_files},
