@@ -50,7 +50,6 @@ TEST(RuleTestRunner, BundledRuleTestsPass) {
   // Every bundled rule ships with tests in this format; they must pass.
   std::vector<std::string> files;
   for (const char* f : {"crypto_mining_test.yaml", "egress_test.yaml", "gpu_device_access_test.yaml",
-  for (const char* f : {"crypto_mining_test.yaml", "egress_test.yaml", "gpu_device_access_test.yaml",
                         "gpu_xid_test.yaml", "inference_shell_test.yaml", "tamper_test.yaml",
                         "nvidia_driver_surface_test.yaml", "nvidia_driver_tuning_test.yaml",
                         "gpu_posture_test.yaml"}) {
