@@ -118,7 +118,7 @@ Result<std::size_t> PostureSource::poll(std::size_t budget, const Emit& emit) {
 
 source::Drops PostureSource::drops() const {
   source::Drops d;
-  std::lock_guard<std::mutex> l(const_cast<std::mutex&>(mu_));
+  std::lock_guard<std::mutex> l(mu_);
   if (dropped_ != 0) d.add("posture_pending_full", dropped_);
   return d;
 }

@@ -82,7 +82,7 @@ class PostureSource final : public source::EventSource {
   PodScan scan_;
   int efd_ = -1;
 
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;
   std::vector<event::PostureData> pending_;  // guarded by mu_; at most a few

@@ -355,7 +355,7 @@ TEST(FieldValues, PostureFacts) {
                     "%posture.kind %posture.driver_branch %posture.toolkit_version %posture.cves "
                     "%posture.profiling_admin_only %posture.accept_envvar %posture.cuda_compat_hook "
                     "%posture.runtime %posture.ecc"),
-            "node 580 1.17.7 (CVE-2025-23266,CVE-2025-23267) false true unknown <NA> unknown");
+            "node 580 1.17.7 CVE-2025-23266,CVE-2025-23267 false true unknown <NA> unknown");
   auto r = testing::load_one(testing::rule_yaml(
       "evt.type = gpu_posture and posture.cves intersects (CVE-2025-23266) and posture.changed contains vulnerable",
       "x"));
