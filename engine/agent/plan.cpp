@@ -54,6 +54,7 @@ Plan capture_plan() {
            {"ask the container runtime", steps::watch_runtime},
            {"start capture file", steps::start_capture_file},
            {"open sources", steps::open_capture_sources},
+           {"check posture", steps::check_posture},
            {"build pipeline", steps::build_capture_pipeline},
            {"say ready", steps::say_capture_ready},
            {"run", steps::run},

@@ -51,11 +51,11 @@ TEST(Plan, RunStepsInOrder) {
 }
 
 TEST(Plan, CaptureAndReplayStepsInOrder) {
-  EXPECT_EQ(
-      names(capture_plan()),
-      (std::vector<std::string>{"start loop", "load configuration", "discover kubernetes", "load plugins",
-                                "compile filter", "seed state", "watch pods", "ask the container runtime",
-                                "start capture file", "open sources", "build pipeline", "say ready", "run", "stop"}));
+  EXPECT_EQ(names(capture_plan()),
+            (std::vector<std::string>{"start loop", "load configuration", "discover kubernetes", "load plugins",
+                                      "compile filter", "seed state", "watch pods", "ask the container runtime",
+                                      "start capture file", "open sources", "check posture", "build pipeline",
+                                      "say ready", "run", "stop"}));
   EXPECT_EQ(names(replay_plan()),
             (std::vector<std::string>{"start loop", "load configuration", "load plugins", "compile filter",
                                       "open capture", "load rules", "start outputs", "select events", "load baselines",
