@@ -83,6 +83,8 @@
   X(PerfEventOpen, PERF_EVENT_OPEN, 38, "perf_event_open", "", SysCallData,                        \
     "perf_event_open of a tracepoint, kprobe, uprobe or breakpoint", "proc")                       \
   X(Mknod, MKNOD, 39, "mknodat", "mknod", FileOpData,                                              \
-    "mknod, mknodat (a device node, FIFO or socket file created)", "file")
+    "mknod, mknodat (a device node, FIFO or socket file created)", "file")                         \
+  X(GpuPosture, GPU_POSTURE, 40, "gpu_posture", "", PostureData,                                   \
+    "the node's GPU security posture, read at start and when it changes (not a syscall)", "gpu")
 
 #endif /* VIGIL_BPF_SHARED_EVENT_TYPES_H */

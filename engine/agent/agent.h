@@ -80,6 +80,9 @@ class State;
 namespace vigil::sensor {
 class Sensor;
 }  // namespace vigil::sensor
+namespace vigil::posture {
+class View;
+}  // namespace vigil::posture
 
 namespace vigil::agent {
 
@@ -174,6 +177,10 @@ struct Agent {
   std::unique_ptr<state::K8sConfig> k8s;  // null: no Kubernetes API
   std::unique_ptr<state::PodWatcher> pods;
   std::unique_ptr<state::CriResolver> cri;  // null: no container runtime socket
+  // The node's GPU security posture in force (null: posture.enabled false),
+  // for /metrics; its summary when vigil started, for the ready line.
+  std::shared_ptr<posture::View> posture;
+  std::string posture_summary;
 
   // Recording: a capture file and the flight recorder, state listeners
   // through one fanout (vigil run), or the capture file alone (vigil capture).

@@ -101,8 +101,8 @@ std::string sensor_gaps(const std::set<event::Type>& collected, const rules::Ope
   using event::Type;
   std::set<Type> have = collected;
   // Always on (process state), or from sources that do not depend on the
-  // rules (plugins); ioctl and gpu_usage come from the same hooks.
-  have.insert({Type::kExec, Type::kFork, Type::kExit, Type::kPlugin});
+  // rules (plugins, the posture); ioctl and gpu_usage come from the same hooks.
+  have.insert({Type::kExec, Type::kFork, Type::kExit, Type::kPlugin, Type::kGpuPosture});
   if (have.count(Type::kIoctl) || have.count(Type::kGpuUsage)) have.insert({Type::kIoctl, Type::kGpuUsage});
   std::map<Type, std::vector<std::string>> missing;  // type -> who needs it
   for (Type t : next.event_types()) {

@@ -7,6 +7,7 @@
 #include "engine/config/config.h"
 #include "engine/pipeline/metadata_wait.h"
 #include "engine/pipeline/pipeline.h"
+#include "engine/posture/source.h"
 #include "engine/rules/sequence.h"
 #include "engine/state/cri_resolver.h"
 #include "engine/state/pod_watcher.h"
@@ -105,6 +106,21 @@ Result<std::unique_ptr<metrics::Server>> start_webserver(const WebserverConfig& 
       }
       out.files_refused = s.files_refused;
       out.save_failures = s.save_failures;
+      return out;
+    };
+  }
+  if (a.posture != nullptr) {
+    v.posture = [view = a.posture]() -> std::optional<metrics::PostureInfo> {
+      auto p = view->get();
+      if (!p) return std::nullopt;
+      metrics::PostureInfo out;
+      out.driver = p->driver_version;
+      out.toolkit = p->toolkit_version;
+      out.runtime = p->runtime;
+      for (const auto& f : p->vulnerable) out.vulnerable.emplace_back(f.cve, f.component);
+      out.profiling_admin_only = p->profiling_admin_only;
+      out.accept_envvar = p->accept_envvar;
+      out.cuda_compat_hook = p->cuda_compat_hook;
       return out;
     };
   }

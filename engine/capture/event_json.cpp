@@ -177,6 +177,13 @@ std::string summary(const event::PluginData& d) {
   if (d.gpu_minor >= 0) s += " gpu=" + std::to_string(d.gpu_minor);
   return s + " bytes=" + std::to_string(d.data.size());
 }
+std::string summary(const event::PostureData& d) {
+  if (d.kind == "pod") return "pod=" + d.pod_uid + " container=" + d.container + " visible=" + d.visible_devices;
+  std::string s = "driver=" + (d.driver_version.empty() ? std::string("unknown") : d.driver_version) +
+                  " toolkit=" + (d.toolkit_version.empty() ? std::string("unknown") : d.toolkit_version);
+  if (!d.vulnerable.empty()) s += " vulnerable=" + d.vulnerable;
+  return s;
+}
 std::string summary(const event::ModuleData& d) {
   return "fd=" + std::to_string(d.fd) + " res=" + std::to_string(d.result);
 }

@@ -602,9 +602,49 @@ struct PluginData {
   }
 };
 
-using Payload = std::variant<std::monostate, ExecData, ForkData, ExitData, ConnectData, OpenData, IoctlData,
-                             GpuUsageData, XidData, DnsData, PayloadData, BpfData, FileOpData, PtraceData, SocketData,
-                             DupData, ModuleData, CredData, NsData, InboundData, SysCallData, CapsData, PluginData>;
+// The node's GPU security posture (engine/posture), or one pod that asks for
+// GPUs through its environment. Not a syscall: vigil reads the driver's,
+// the toolkit's and the package database's files at start and again every
+// interval, and reports when a fact changed. Tri-state facts: 1 yes, 0 no,
+// -1 not known (the file is missing or does not say).
+struct PostureData {
+  std::string kind;                        // "node", or "pod" (a pod's env asks for GPUs it did not request)
+  std::string changed;                     // node: the facts that changed, space-separated (all at start)
+  std::string driver_version;              // "580.95.05"; "" not known
+  std::string toolkit_version;             // "1.17.8"; "" not known
+  std::string vulnerable;                  // CVEs of the bulletin table that apply, comma-separated
+  std::int32_t profiling_admin_only = -1;  // RmProfilingAdminOnly
+  std::int32_t accept_envvar = -1;         // accept-nvidia-visible-devices-envvar-when-unprivileged
+  std::int32_t cuda_compat_hook = -1;      // the enable-cuda-compat hook runs (features.disable-... not true)
+  std::string runtime;                     // the low-level runtime the toolkit runs: "runc", "crun"; "" not known
+  std::string ecc;                         // "on", "off", "mixed"; "" not known
+  std::string pod_uid;                     // pod: the pod
+  std::string container;                   // pod: the container whose env asks
+  std::string visible_devices;             // pod: its NVIDIA_VISIBLE_DEVICES
+
+  static constexpr std::string_view kKey = "posture";
+  template <class V, class Self>
+  static void fields(V& v, Self& d) {
+    v("kind", d.kind);
+    v("changed", d.changed, kOmitEmpty);
+    v("driver_version", d.driver_version);
+    v("toolkit_version", d.toolkit_version);
+    v("vulnerable", d.vulnerable);
+    v("profiling_admin_only", d.profiling_admin_only);
+    v("accept_envvar", d.accept_envvar);
+    v("cuda_compat_hook", d.cuda_compat_hook);
+    v("runtime", d.runtime);
+    v("ecc", d.ecc);
+    v("pod_uid", d.pod_uid, kOmitEmpty);
+    v("container", d.container, kOmitEmpty);
+    v("visible_devices", d.visible_devices, kOmitEmpty);
+  }
+};
+
+using Payload =
+    std::variant<std::monostate, ExecData, ForkData, ExitData, ConnectData, OpenData, IoctlData, GpuUsageData, XidData,
+                 DnsData, PayloadData, BpfData, FileOpData, PtraceData, SocketData, DupData, ModuleData, CredData,
+                 NsData, InboundData, SysCallData, CapsData, PluginData, PostureData>;
 
 struct Event {
   Header hdr;

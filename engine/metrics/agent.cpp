@@ -218,6 +218,31 @@ void collect_agent(const AgentView& v, Exposition& out) {
       out.sample("vigil_k8s_tls_verified", k->tls_verified ? 1 : 0);
     }
   }
+  if (v.posture) {
+    if (auto p = v.posture()) {
+      auto known = [](const std::string& s) { return s.empty() ? std::string("unknown") : s; };
+      out.family("vigil_gpu_posture_info", "gauge",
+                 "The node's NVIDIA driver and Container Toolkit versions and the runtime the toolkit runs "
+                 "(unknown: not found on the host).");
+      out.sample("vigil_gpu_posture_info",
+                 {{"driver", known(p->driver)}, {"toolkit", known(p->toolkit)}, {"runtime", known(p->runtime)}}, 1);
+      out.family("vigil_gpu_posture_vulnerabilities", "gauge",
+                 "CVEs of NVIDIA's bulletins whose first fixed version is newer than the installed driver or toolkit.");
+      out.sample("vigil_gpu_posture_vulnerabilities", d(p->vulnerable.size()));
+      out.family("vigil_gpu_posture_vulnerable", "gauge",
+                 "1 for each CVE the installed driver or toolkit is exposed to.");
+      for (const auto& [cve, component] : p->vulnerable) {
+        out.sample("vigil_gpu_posture_vulnerable", {{"cve", cve}, {"component", component}}, 1);
+      }
+      out.family("vigil_gpu_posture_setting", "gauge",
+                 "The driver's and the toolkit's security settings: 1 on, 0 off, -1 not known (profiling_admin_only: "
+                 "RmProfilingAdminOnly; accept_envvar: accept-nvidia-visible-devices-envvar-when-unprivileged; "
+                 "cuda_compat_hook: the enable-cuda-compat hook runs).");
+      out.sample("vigil_gpu_posture_setting", {{"setting", "profiling_admin_only"}}, p->profiling_admin_only);
+      out.sample("vigil_gpu_posture_setting", {{"setting", "accept_envvar"}}, p->accept_envvar);
+      out.sample("vigil_gpu_posture_setting", {{"setting", "cuda_compat_hook"}}, p->cuda_compat_hook);
+    }
+  }
   if (v.cri) {
     const CriInfo c = v.cri();
     out.family("vigil_cri_lookups_total", "counter",

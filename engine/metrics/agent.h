@@ -102,6 +102,14 @@ struct MetadataInfo {
   std::uint64_t delay_count = 0;
 };
 
+// The node's GPU security posture in force (engine/posture).
+struct PostureInfo {
+  std::string driver, toolkit, runtime;                         // "" not known
+  std::vector<std::pair<std::string, std::string>> vulnerable;  // (cve, component)
+  // 1 yes, 0 no, -1 not known.
+  int profiling_admin_only = -1, accept_envvar = -1, cuda_compat_hook = -1;
+};
+
 struct AgentView {
   std::string version;
   std::function<runtime::LoopStatus()> loop;
@@ -110,10 +118,11 @@ struct AgentView {
   std::function<std::vector<runtime::PartState>()> parts;
   std::function<RulesInfo()> rules;
   std::function<std::vector<SequenceEvictions>()> sequences;
-  std::function<std::optional<K8sInfo>()> k8s;  // nullopt: no Kubernetes API
-  std::function<CriInfo()> cri;                 // empty: part cri off
-  std::function<BaselineInfo()> baselines;      // empty: baselines off
-  std::function<MetadataInfo()> metadata;       // empty: no alerts (no rules)
+  std::function<std::optional<K8sInfo>()> k8s;          // nullopt: no Kubernetes API
+  std::function<CriInfo()> cri;                         // empty: part cri off
+  std::function<BaselineInfo()> baselines;              // empty: baselines off
+  std::function<MetadataInfo()> metadata;               // empty: no alerts (no rules)
+  std::function<std::optional<PostureInfo>()> posture;  // empty: posture off
   std::function<Verdict()> health;
   std::function<Verdict()> ready;
   const EventCounters* counters = nullptr;

@@ -28,6 +28,7 @@ void append_gpu_fields(std::vector<FieldDef>& fields);        // fields_gpu.cpp
 void append_net_fields(std::vector<FieldDef>& fields);        // fields_net.cpp: dns.*, conn.*
 void append_vigil_fields(std::vector<FieldDef>& fields);      // fields_vigil.cpp
 void append_baseline_fields(std::vector<FieldDef>& fields);   // fields_baseline.cpp
+void append_posture_fields(std::vector<FieldDef>& fields);    // fields_posture.cpp
 
 namespace fx {
 

@@ -136,6 +136,7 @@ FieldCatalog::FieldCatalog() {
   append_net_fields(fields_);
   append_vigil_fields(fields_);
   append_baseline_fields(fields_);
+  append_posture_fields(fields_);
 }
 
 const FieldCatalog& FieldCatalog::builtin() {

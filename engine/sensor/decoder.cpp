@@ -627,8 +627,9 @@ Result<event::Event> decode_record(std::span<const std::uint8_t> rec, const Time
     case VG_MEMFD_CREATE:
     case VG_PRCTL:
     case VG_IO_URING_SETUP: st = decode_syscall(rec, h.type, ev); break;
-    case VG_GPU_USAGE:  // read from the usage map, never sent as a record
-    case VG_PLUGIN:     // made by plugins in user space, never by the kernel
+    case VG_GPU_USAGE:    // read from the usage map, never sent as a record
+    case VG_PLUGIN:       // made by plugins in user space, never by the kernel
+    case VG_GPU_POSTURE:  // made by vigil from the host's files (engine/posture), never by the kernel
     default: return bad("unknown type " + std::to_string(h.type));
   }
 #pragma GCC diagnostic pop

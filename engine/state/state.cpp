@@ -643,6 +643,19 @@ EvalContext State::enrich(const event::Event& ev) const {
     h.cgroup_id = ctx.proc ? ctx.proc->cgroup_id : 0;
   }
   ctx.container = s.container_for(h, ctx.proc);
+  // A posture report about a pod names it (it may have no process yet).
+  if (const auto* pd = ev.as<event::PostureData>(); pd && !pd->pod_uid.empty() && !ctx.container) {
+    ctx.pod = s.pods.peek(pd->pod_uid);
+    if (ctx.pod) {
+      for (const auto& pc : ctx.pod->containers) {
+        if (pc.name == pd->container) {
+          ctx.pod_container = &pc;
+          break;
+        }
+      }
+    }
+    return ctx;
+  }
   if (ctx.container && !ctx.container->pod_uid.empty()) {
     ctx.pod = s.pods.peek(ctx.container->pod_uid);
     if (ctx.pod) {

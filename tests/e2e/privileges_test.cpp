@@ -76,11 +76,14 @@ std::string ready_line(const std::string& log) {
   return "";
 }
 
-// The parts the ready line lists as off ("none" when all run).
+// The parts the ready line lists as off ("none" when all run), up to the
+// next part of the line ("; posture: ...").
 std::string parts_off(const std::string& log) {
   const std::string ready = ready_line(log);
   const auto at = ready.find("parts off: ");
-  return at == std::string::npos ? "<no parts off: in the ready line>" : ready.substr(at + 11);
+  if (at == std::string::npos) return "<no parts off: in the ready line>";
+  const std::string rest = ready.substr(at + 11);
+  return rest.substr(0, rest.find(';'));
 }
 
 bool lists(const std::string& parts, const std::string& part) {

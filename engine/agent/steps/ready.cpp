@@ -10,8 +10,9 @@ Status say_ready(Agent& a) {
   std::string hooks;
   for (const std::string& h : a.runner->attached()) hooks += (hooks.empty() ? "" : ",") + h;
   const std::string off = parts_off(a.parts.snapshot());
-  a.log->info("ready: {} rules loaded from {} path(s), probes attached: {}; parts off: {}", a.ruleset->size(),
-              a.rule_paths.size(), hooks, off.empty() ? "none" : off);
+  a.log->info("ready: {} rules loaded from {} path(s), probes attached: {}; parts off: {}{}{}", a.ruleset->size(),
+              a.rule_paths.size(), hooks, off.empty() ? "none" : off, a.posture ? "; posture: " : "",
+              a.posture ? a.posture_summary : "");
   return {};
 }
 

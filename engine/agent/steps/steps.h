@@ -47,6 +47,8 @@ Status start_capture_file(Agent& a);
 // capture's filter.
 Status open_sources(Agent& a);
 Status open_capture_sources(Agent& a);
+// The node's GPU security posture: read once, then its source (check_posture.cpp).
+Status check_posture(Agent& a);
 // What run's live sources collect for rule set `rs` (its event types and open
 // paths, vigil's own files); a reload's too.
 Result<LiveSourcesConfig> run_sources_config(Agent& a, const rules::Ruleset& rs);

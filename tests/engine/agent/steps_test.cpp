@@ -11,6 +11,7 @@
 #include "engine/agent/agent.h"
 #include "engine/agent/plan.h"
 #include "engine/agent/steps/steps.h"
+#include "engine/posture/source.h"
 #include "engine/rules/ruleset.h"
 #include "tests/engine/rules/test_util.h"
 #include "tests/support/temp_dir.h"
@@ -37,6 +38,7 @@ TEST(Plan, RunStepsInOrder) {
                                                          "ask the container runtime",
                                                          "start recording",
                                                          "open sources",
+                                                         "check posture",
                                                          "start baselines",
                                                          "build pipeline",
                                                          "watch files",
@@ -49,11 +51,11 @@ TEST(Plan, RunStepsInOrder) {
 }
 
 TEST(Plan, CaptureAndReplayStepsInOrder) {
-  EXPECT_EQ(
-      names(capture_plan()),
-      (std::vector<std::string>{"start loop", "load configuration", "discover kubernetes", "load plugins",
-                                "compile filter", "seed state", "watch pods", "ask the container runtime",
-                                "start capture file", "open sources", "build pipeline", "say ready", "run", "stop"}));
+  EXPECT_EQ(names(capture_plan()),
+            (std::vector<std::string>{"start loop", "load configuration", "discover kubernetes", "load plugins",
+                                      "compile filter", "seed state", "watch pods", "ask the container runtime",
+                                      "start capture file", "open sources", "check posture", "build pipeline",
+                                      "say ready", "run", "stop"}));
   EXPECT_EQ(names(replay_plan()),
             (std::vector<std::string>{"start loop", "load configuration", "load plugins", "compile filter",
                                       "open capture", "load rules", "start outputs", "select events", "load baselines",
@@ -127,6 +129,31 @@ TEST(LoadConfig, OverridesAndTheDefaultOutput) {
   ASSERT_TRUE(a.cfg["outputs"].IsSequence());
   EXPECT_EQ(a.cfg["outputs"][0]["type"].as<std::string>(), "stdout");
   EXPECT_EQ(a.cfg["outputs"][0]["format"].as<std::string>(), "text");
+}
+
+// The posture is read before the loop runs (the ready line's summary) and
+// its source joins the runner; posture.enabled: false leaves both out.
+TEST(CheckPosture, ReadsTheHostRootAndAddsItsSource) {
+  support::TempDir dir;
+  ASSERT_TRUE(dir.ok());
+  dir.write("host/sys/module/nvidia/version", "460.27.04\n");
+  Options o;
+  o.config = dir.write("vigil.yaml", "posture: {host_root: " + dir.path() + "/host, interval_s: 5}\n");
+  Agent a(std::move(o));
+  ASSERT_TRUE(steps::start_loop(a));
+  ASSERT_TRUE(steps::load_config(a));
+  ASSERT_TRUE(steps::check_posture(a));
+  ASSERT_NE(a.posture, nullptr);
+  EXPECT_EQ(a.posture->get()->driver_version, "460.27.04");
+  EXPECT_EQ(a.posture_summary.rfind("driver 460.27.04 (CVE-2021-1056), toolkit unknown", 0), 0u) << a.posture_summary;
+
+  Options off;
+  off.overrides = {"posture.enabled=false"};
+  Agent b(std::move(off));
+  ASSERT_TRUE(steps::start_loop(b));
+  ASSERT_TRUE(steps::load_config(b));
+  ASSERT_TRUE(steps::check_posture(b));
+  EXPECT_EQ(b.posture, nullptr);
 }
 
 TEST(LoadConfig, ABadOverrideIsBadInputNamingIt) {

@@ -327,6 +327,26 @@ std::vector<RecordData> sample_records() {
     PluginData d{"nvml", "nvml", "process_sample", 3, std::string("\x01\x00\xffsm=97", 8)};
     out.emplace_back(Event{header(ts++, Type::kPlugin, 4242), d});
   }
+  {
+    // The node's GPU posture and a pod asking for GPUs through its environment.
+    PostureData n;
+    n.kind = "node";
+    n.changed = "toolkit vulnerable";
+    n.driver_version = "580.95.05";
+    n.toolkit_version = "1.17.7";
+    n.vulnerable = "CVE-2025-23266,CVE-2025-23267";
+    n.profiling_admin_only = 1;
+    n.accept_envvar = 1;
+    n.cuda_compat_hook = 0;
+    n.runtime = "runc";
+    out.emplace_back(Event{header(ts++, Type::kGpuPosture, 0), n});
+    PostureData p;
+    p.kind = "pod";
+    p.pod_uid = "6b1f2c3d-0000-4000-8000-000000000040";
+    p.container = "bench";
+    p.visible_devices = "all";
+    out.emplace_back(Event{header(ts++, Type::kGpuPosture, 0), p});
+  }
   return out;
 }
 

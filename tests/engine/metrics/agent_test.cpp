@@ -91,6 +91,38 @@ TEST(AgentMetrics, CriLookupsAreExposed) {
   EXPECT_EQ(out.errors(), 0u);
 }
 
+// The GPU posture: versions as labels (unknown when not found), one series
+// per CVE, settings as 1/0/-1; before the first read, no family.
+TEST(AgentMetrics, GpuPostureIsExposed) {
+  AgentView v;
+  v.posture = []() -> std::optional<PostureInfo> {
+    PostureInfo p;
+    p.driver = "580.95.05";
+    p.runtime = "runc";
+    p.vulnerable = {{"CVE-2025-23266", "toolkit"}, {"CVE-2021-1056", "driver"}};
+    p.profiling_admin_only = 0;
+    p.accept_envvar = 1;
+    return p;
+  };
+  Exposition out;
+  collect_agent(v, out);
+  const std::string t = out.text();
+  EXPECT_NE(t.find("vigil_gpu_posture_info{driver=\"580.95.05\",toolkit=\"unknown\",runtime=\"runc\"} 1\n"),
+            std::string::npos)
+      << t;
+  EXPECT_NE(t.find("vigil_gpu_posture_vulnerabilities 2\n"), std::string::npos) << t;
+  EXPECT_NE(t.find("vigil_gpu_posture_vulnerable{cve=\"CVE-2021-1056\",component=\"driver\"} 1\n"), std::string::npos)
+      << t;
+  EXPECT_NE(t.find("vigil_gpu_posture_setting{setting=\"profiling_admin_only\"} 0\n"), std::string::npos) << t;
+  EXPECT_NE(t.find("vigil_gpu_posture_setting{setting=\"cuda_compat_hook\"} -1\n"), std::string::npos) << t;
+  EXPECT_EQ(out.errors(), 0u);
+  AgentView none;
+  none.posture = []() -> std::optional<PostureInfo> { return std::nullopt; };
+  Exposition empty;
+  collect_agent(none, empty);
+  EXPECT_EQ(empty.text().find("vigil_gpu_posture"), std::string::npos);
+}
+
 TEST(AgentMetrics, NoSequenceViewNoFamily) {
   AgentView v;
   Exposition out;

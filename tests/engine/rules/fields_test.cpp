@@ -336,5 +336,41 @@ TEST(FieldValues, ExeFilelessIsExeKindMemfdDeletedOrDevshm) {
   }
 }
 
+// posture.*: a node report's facts, tri-states as words, the CVE list as a
+// list; a pod report names its container. Other events have no posture.
+TEST(FieldValues, PostureFacts) {
+  testing::World w;
+  w.in_container = false;
+  w.ev.hdr.type = event::Type::kGpuPosture;
+  event::PostureData d;
+  d.kind = "node";
+  d.changed = "toolkit vulnerable";
+  d.driver_version = "580.95.05";
+  d.toolkit_version = "1.17.7";
+  d.vulnerable = "CVE-2025-23266,CVE-2025-23267";
+  d.profiling_admin_only = 0;
+  d.accept_envvar = 1;
+  w.ev.data = d;
+  EXPECT_EQ(printed(w,
+                    "%posture.kind %posture.driver_branch %posture.toolkit_version %posture.cves "
+                    "%posture.profiling_admin_only %posture.accept_envvar %posture.cuda_compat_hook "
+                    "%posture.runtime %posture.ecc"),
+            "node 580 1.17.7 CVE-2025-23266,CVE-2025-23267 false true unknown <NA> unknown");
+  auto r = testing::load_one(testing::rule_yaml(
+      "evt.type = gpu_posture and posture.cves intersects (CVE-2025-23266) and posture.changed contains vulnerable",
+      "x"));
+  ASSERT_TRUE(r.ruleset) << testing::diags(r);
+  std::vector<event::Alert> out;
+  r.ruleset->evaluate(w.ctx(), out);
+  EXPECT_EQ(out.size(), 1u);
+  d.kind = "pod";
+  d.container = "bench";
+  d.visible_devices = "all";
+  w.ev.data = d;
+  EXPECT_EQ(printed(w, "%posture.kind %posture.container %posture.visible_devices"), "pod bench all");
+  w.open("/etc/hosts");
+  EXPECT_EQ(printed(w, "%posture.kind %posture.vulnerable"), "<NA> <NA>");
+}
+
 }  // namespace
 }  // namespace vigil::rules

@@ -51,7 +51,7 @@ TEST(RuleTestRunner, BundledRuleTestsPass) {
   std::vector<std::string> files;
   for (const char* f : {"crypto_mining_test.yaml", "egress_test.yaml", "gpu_device_access_test.yaml",
                         "gpu_xid_test.yaml", "inference_shell_test.yaml", "tamper_test.yaml",
-                        "nvidia_driver_surface_test.yaml", "nvidia_driver_tuning_test.yaml"}) {
+                        "nvidia_driver_surface_test.yaml", "nvidia_driver_tuning_test.yaml", "gpu_posture_test.yaml"}) {
     files.push_back(std::string("rules/tests/") + f);
   }
   auto rep = run_rule_tests(files);
