@@ -274,7 +274,7 @@ bool allocation_allows(const GpuAllocation& a, const NvidiaNode& n) {
       return std::binary_search(a.minors.begin(), a.minors.end(), n.minor);
     case NvidiaNodeKind::kUvmTools:
     case NvidiaNodeKind::kCaps:
-    case NvidiaNodeKind::kNvlink:    // fabric management: the node's, never a workload's
+    case NvidiaNodeKind::kNvlink:  // fabric management: the node's, never a workload's
     case NvidiaNodeKind::kNvswitch:
     case NvidiaNodeKind::kOther: return false;
   }
