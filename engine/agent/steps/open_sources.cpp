@@ -65,8 +65,8 @@ Status open_sources(Agent& a) {
     std::string names;
     for (const auto& n : rs.open_unfiltered_rules()) names += (names.empty() ? "'" : ", '") + n + "'";
     a.log->warn(
-        "open rules the sensor cannot pre-filter by path see device nodes and the other rules' "
-        "paths only (docs/events.md, \"open\"): {}",
+        "open rules the sensor cannot pre-filter by path see device nodes, the other rules' paths and "
+        "every open of the watched programs (sensor.watch_comm_prefix) only (docs/events.md, \"open\"): {}",
         names);
   }
   return open_live(a, *sources);
