@@ -1,5 +1,5 @@
-// A process's environment as vigil keeps it: "NAME=value" strings, from the
-// exec record's envp area or /proc/PID/environ, both bounded.
+// A program's environment as an exec event carries it: "NAME=value" strings,
+// from the exec record's envp area (bounded by the sensor: VG_ENV_MAX).
 //
 // Thread-safety: pure functions.
 #pragma once
@@ -10,9 +10,6 @@
 #include <vector>
 
 namespace vigil::event {
-
-// Bytes of the environment kept per process (the sensor's VG_ENV_MAX).
-inline constexpr std::size_t kEnvBytesMax = 4096;
 
 // "A=1\0B=2\0" -> {"A=1", "B=2"}. When the area was cut at its bound, its
 // last, partial string is dropped (it would read as a whole, wrong value);
