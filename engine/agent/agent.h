@@ -208,6 +208,8 @@ struct Agent {
   metrics::EventCounters counters;  // counts only for the web server: no cost when it is off
   std::unique_ptr<metrics::HealthMonitor> health;
   std::atomic<std::uint64_t> pods_known{0};  // the state's pod count, for /metrics (a tick)
+  // The state's exited processes (state::StateStats), for /metrics (the same tick).
+  std::atomic<std::uint64_t> exited_kept{0}, exited_expired{0}, exited_evicted{0}, late_events{0};
   std::unique_ptr<metrics::Server> webserver;
 
   runtime::RunReport report;  // of the loop, once it ran

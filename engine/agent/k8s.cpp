@@ -65,6 +65,20 @@ Result<std::uint64_t> pod_grace_ns(const YAML::Node& cfg) {
   return static_cast<std::uint64_t>(*s * 1e9);
 }
 
+Status retention(const YAML::Node& cfg, state::Config& sc) {
+  auto pods = pod_grace_ns(cfg);
+  if (!pods) return pods.error();
+  const state::Config def;
+  auto procs = get_or<double>(cfg, "state.process_grace_s", static_cast<double>(def.process_grace_ns) / 1e9);
+  if (!procs) return procs.error();
+  auto max = get_or<std::uint64_t>(cfg, "state.max_exited_processes", def.max_exited_processes);
+  if (!max) return max.error();
+  sc.pod_grace_ns = *pods;
+  sc.process_grace_ns = static_cast<std::uint64_t>(*procs * 1e9);
+  sc.max_exited_processes = static_cast<std::size_t>(*max);
+  return {};
+}
+
 Result<pipeline::MetadataWaitOptions> metadata_wait_options(const YAML::Node& cfg) {
   pipeline::MetadataWaitOptions o;
   auto ms = get_or<std::uint64_t>(cfg, "k8s.metadata_wait_ms", static_cast<std::uint64_t>(o.wait.count()));

@@ -20,6 +20,7 @@ struct K8sConfig;
 class PodWatcher;
 class CriResolver;
 class State;
+struct Config;
 }  // namespace vigil::state
 namespace vigil::pipeline {
 struct MetadataWaitOptions;
@@ -52,6 +53,12 @@ Result<std::optional<state::K8sConfig>> discover_k8s(const YAML::Node& cfg, cons
 
 // How long a deleted pod stays known (k8s.pod_grace_s, state::Config::pod_grace_ns).
 Result<std::uint64_t> pod_grace_ns(const YAML::Node& cfg);
+
+// How long the state keeps what ended, for the events that arrive about it
+// late: a deleted pod (k8s.pod_grace_s), an exited process
+// (state.process_grace_s) and how many exited processes at most
+// (state.max_exited_processes). Live and replay alike.
+Status retention(const YAML::Node& cfg, state::Config& sc);
 
 // How long an alert waits for its pod, and how many wait at most
 // (k8s.metadata_wait_ms, k8s.metadata_wait_max_alerts; pipeline::MetadataWait).

@@ -48,6 +48,14 @@ Result<std::unique_ptr<metrics::Server>> start_webserver(const WebserverConfig& 
     for (const auto& s : p.sequence_stats().snapshot()) out.push_back({s.sequence, s.expired, s.capacity});
     return out;
   };
+  v.process_table = [&a] {
+    metrics::ProcessTableInfo t;
+    t.exited_kept = a.exited_kept.load(std::memory_order_relaxed);
+    t.exited_expired = a.exited_expired.load(std::memory_order_relaxed);
+    t.exited_evicted = a.exited_evicted.load(std::memory_order_relaxed);
+    t.late_events = a.late_events.load(std::memory_order_relaxed);
+    return t;
+  };
   if (a.pods != nullptr) {
     const bool tls_verified = !(a.k8s && a.k8s->api_tls_verification_off());
     v.k8s = [&a, tls_verified]() -> std::optional<metrics::K8sInfo> {

@@ -218,6 +218,22 @@ void collect_agent(const AgentView& v, Exposition& out) {
       out.sample("vigil_k8s_tls_verified", k->tls_verified ? 1 : 0);
     }
   }
+  if (v.process_table) {
+    const ProcessTableInfo t = v.process_table();
+    out.family("vigil_state_exited_processes", "gauge",
+               "Exited processes kept for the events that arrive about them late (Xid lines, plugin events, GPU "
+               "usage reports), within state.process_grace_s.");
+    out.sample("vigil_state_exited_processes", d(t.exited_kept));
+    out.family("vigil_state_exited_processes_forgotten_total", "counter",
+               "Exited processes forgotten, by reason (grace: their grace period ended; capacity: "
+               "state.max_exited_processes were kept, the one that exited first went early).");
+    out.sample("vigil_state_exited_processes_forgotten_total", {{"reason", "grace"}}, d(t.exited_expired));
+    out.sample("vigil_state_exited_processes_forgotten_total", {{"reason", "capacity"}}, d(t.exited_evicted));
+    out.family("vigil_state_late_events_total", "counter",
+               "Events about a process that had already exited (an Xid line, a plugin event, a GPU usage report) "
+               "that still named it, its container and its pod.");
+    out.sample("vigil_state_late_events_total", d(t.late_events));
+  }
   if (v.posture) {
     if (auto p = v.posture()) {
       auto known = [](const std::string& s) { return s.empty() ? std::string("unknown") : s; };

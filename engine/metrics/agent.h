@@ -110,6 +110,14 @@ struct PostureInfo {
   int profiling_admin_only = -1, accept_envvar = -1, cuda_compat_hook = -1;
 };
 
+// Exited processes the state keeps for late events (state::StateStats).
+struct ProcessTableInfo {
+  std::uint64_t exited_kept = 0;     // known now, in their grace period
+  std::uint64_t exited_expired = 0;  // forgotten when their grace period ended
+  std::uint64_t exited_evicted = 0;  // forgotten early: state.max_exited_processes were kept
+  std::uint64_t late_events = 0;     // events about an exited process that still named it
+};
+
 struct AgentView {
   std::string version;
   std::function<runtime::LoopStatus()> loop;
@@ -123,6 +131,7 @@ struct AgentView {
   std::function<BaselineInfo()> baselines;              // empty: baselines off
   std::function<MetadataInfo()> metadata;               // empty: no alerts (no rules)
   std::function<std::optional<PostureInfo>()> posture;  // empty: posture off
+  std::function<ProcessTableInfo()> process_table;      // empty: no state (replay, tests)
   std::function<Verdict()> health;
   std::function<Verdict()> ready;
   const EventCounters* counters = nullptr;

@@ -100,7 +100,10 @@ struct State::Impl {
   // cfg.max_pods; an entry is stale when removed_at says otherwise), and
   // when each pod still in `pods` was removed.
   std::deque<RemovedPod> removed_order;
-  std::deque<ExitedProcess> exited_order;  // in exit order, at most cfg.max_processes
+  std::deque<ExitedProcess> exited_order;  // in exit order, at most cfg.max_exited_processes
+  std::uint64_t exited_expired = 0;        // StateStats
+  std::uint64_t exited_evicted = 0;
+  std::uint64_t late_events = 0;
   std::unordered_map<std::string, std::uint64_t> removed_at;
   std::uint64_t event_time_ns = 0;  // the newest event time applied
 
@@ -561,16 +564,29 @@ struct State::Apply {
     for (const auto& a : dd->answers) s.dns.remember(scope, a, dd->name);
   }
 
-  // The header names whoever logged it; the line may name the faulting
-  // process, which enrich() attributes the alert to.
-  void on_xid() {
-    const auto* xd = ev.as<event::XidData>();
-    if (!xd || xd->xid_pid == 0 || !s.cfg.live || s.procs.contains(xd->xid_pid)) return;
-    if (auto rec = read_process(s.cfg.proc_root, xd->xid_pid, s.read_opts)) {
+  // An event about process `pid` from outside it: an Xid line (the header
+  // names whoever logged it; the line names the faulting process), a plugin
+  // event, a GPU usage report. Its header says nothing about the process
+  // (no uid, cgroup or comm), so the record is neither refreshed from it nor
+  // made up from it: the process is the one known (exited ones included, for
+  // their grace period), else read from /proc (live), else unknown.
+  void on_about(std::uint32_t pid) {
+    if (pid == 0) return;
+    if (const ProcSlot* slot = s.procs.peek(pid)) {
+      if (slot->exited) ++s.late_events;
+      return;
+    }
+    if (!s.cfg.live) return;
+    if (auto rec = read_process(s.cfg.proc_root, pid, s.read_opts)) {
       std::uint64_t cg = rec->proc.cgroup_id;
       if (cg != 0 && !s.cgroups.contains(cg)) st.resolve_cgroup(cg);
       st.upsert_process(std::move(rec->proc));
     }
+  }
+
+  void on_xid() {
+    const auto* xd = ev.as<event::XidData>();
+    if (xd) on_about(xd->xid_pid);
   }
 };
 
@@ -590,6 +606,11 @@ void State::apply(const event::Event& ev) {
     case event::Type::kIoctl: return a.on_ioctl();
     case event::Type::kDns: return a.on_dns();
     case event::Type::kXid: return a.on_xid();
+    case event::Type::kGpuUsage: return a.on_about(ev.hdr.pid);
+    case event::Type::kPlugin:
+      if (ev.hdr.cgroup_id == 0) return a.on_about(ev.hdr.pid);
+      a.own();
+      return;
     default: a.own(); return;
   }
 }
@@ -681,20 +702,80 @@ void State::after(const event::Event& ev) {
   }
   slot->reaped_at_ns = s.event_time_ns;
   s.exited_order.push_back({ev.hdr.pid, s.event_time_ns});
-  if (s.exited_order.size() > s.cfg.max_processes) forget_exited(s.exited_order.size() - s.cfg.max_processes, 0);
+  const std::size_t cap = std::max<std::size_t>(s.cfg.max_exited_processes, 1);
+  if (s.exited_order.size() > cap) forget_exited(s.exited_order.size() - cap, 0);
 }
 
 void State::forget_exited(std::size_t at_least, std::uint64_t now_ns) {
   Impl& s = *impl_;
-  while (!s.exited_order.empty() && (at_least > 0 || now_ns - s.exited_order.front().at_ns >= s.cfg.process_grace_ns)) {
+  auto over = [&](const ExitedProcess& e) { return now_ns >= e.at_ns && now_ns - e.at_ns >= s.cfg.process_grace_ns; };
+  while (!s.exited_order.empty() && (at_least > 0 || over(s.exited_order.front()))) {
     const ExitedProcess e = s.exited_order.front();
     s.exited_order.pop_front();
-    if (at_least > 0) --at_least;
+    const bool early = at_least > 0;
+    if (early) --at_least;
     // Stale when the pid now belongs to a later process (a fork replaced it).
     if (const ProcSlot* slot = s.procs.peek(e.pid); slot && slot->exited && slot->reaped_at_ns == e.at_ns) {
       s.procs.erase(e.pid);
+      ++(early ? s.exited_evicted : s.exited_expired);
     }
   }
+}
+
+StateStats State::stats() const {
+  const Impl& s = *impl_;
+  StateStats st;
+  for (const ExitedProcess& e : s.exited_order) {
+    const ProcSlot* slot = s.procs.peek(e.pid);
+    if (slot && slot->exited && slot->reaped_at_ns == e.at_ns) ++st.exited_kept;
+  }
+  st.exited_expired = s.exited_expired;
+  st.exited_evicted = s.exited_evicted;
+  st.late_events = s.late_events;
+  return st;
+}
+
+std::vector<std::string> State::gpu_client_pods(std::uint32_t minor, std::string_view except_pod_uid) const {
+  const Impl& s = *impl_;
+  std::vector<std::string> uids;
+  auto add = [&](const std::string& uid) {
+    if (!uid.empty() && uid != except_pod_uid) uids.push_back(uid);
+  };
+  // Processes that hold the GPU's node open (MPS clients and time-sliced
+  // jobs open it as any CUDA process does).
+  s.procs.for_each([&](const std::uint32_t&, const ProcSlot& slot) {
+    const Process& p = slot.p;
+    if (p.container_id.empty()) return;
+    for (const GpuFd& g : p.gpu_fds) {
+      if (g.major != kNvidiaMajor || g.minor != minor) continue;
+      if (const Container* c = s.containers.peek(p.container_id)) add(c->pod_uid);
+      break;
+    }
+  });
+  // Pods the GPU was allocated to (the kubelet hands one GPU to several
+  // pods under MPS and time-slicing); "all" names no one in particular.
+  for (const auto& [uid, allocs] : s.allocations) {
+    for (const GpuAllocation& a : allocs) {
+      if (!a.all && std::binary_search(a.minors.begin(), a.minors.end(), minor)) {
+        add(uid);
+        break;
+      }
+    }
+  }
+  std::sort(uids.begin(), uids.end());
+  uids.erase(std::unique(uids.begin(), uids.end()), uids.end());
+  std::vector<std::string> out;
+  for (const std::string& uid : uids) {
+    const Pod* pod = s.pods.peek(uid);
+    if (!pod || pod->name.empty()) continue;
+    out.push_back(pod->ns + "/" + pod->name);
+  }
+  std::sort(out.begin(), out.end());
+  if (out.size() > kMaxGpuClientPods) {
+    out.resize(kMaxGpuClientPods);
+    out.push_back("...");
+  }
+  return out;
 }
 
 std::vector<Process> State::processes() const {

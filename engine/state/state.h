@@ -44,11 +44,26 @@ struct Config {
   // lines, plugin samples, late kernel lines. 0: forgotten at once. At most
   // max_pods deleted pods are kept; past that the oldest is forgotten early.
   std::uint64_t pod_grace_ns = 60'000'000'000ull;
-  // An exited process stays known (process(), enrich()) for this long of
-  // event time after the rules saw its exit, for what arrives about it late:
-  // an Xid line or a plugin sample naming its pid. A fork that reuses the pid
-  // replaces it at once. 0: forgotten at its exit.
-  std::uint64_t process_grace_ns = 5'000'000'000ull;
+  // An exited process stays known (process(), enrich()), with its container
+  // and pod, for this long of event time after the rules saw its exit, for
+  // what arrives about it late: an Xid line (the kernel log is read after
+  // the fact, syslog(2) every second), an NVML sample, a GPU usage report
+  // naming its pid. A fork that reuses the pid replaces it at once. 0:
+  // forgotten at its exit.
+  std::uint64_t process_grace_ns = 60'000'000'000ull;
+  // At most this many exited processes are kept for their grace period; past
+  // that the one that exited first is forgotten early (StateStats).
+  std::size_t max_exited_processes = 4096;
+};
+
+// What the process table did with exited processes (for /metrics).
+struct StateStats {
+  std::uint64_t exited_kept = 0;     // exited processes known now, in their grace period
+  std::uint64_t exited_expired = 0;  // forgotten when their grace period ended
+  std::uint64_t exited_evicted = 0;  // forgotten early: max_exited_processes were kept
+  // Events about a process that had already exited (an Xid line, a plugin
+  // event, a GPU usage report) that still named it.
+  std::uint64_t late_events = 0;
 };
 
 // Told about every change that did not come from an event (see the header comment).
@@ -121,6 +136,7 @@ class State final : public StateView {
   std::vector<Pod> pods() const;
   std::vector<Pod> removed_pods() const;
 
+  StateStats stats() const;
   std::size_t process_count() const;
   std::size_t container_count() const;
   std::size_t pod_count() const;
@@ -141,6 +157,14 @@ class State final : public StateView {
   const NvidiaInfo* nvidia_info() const override { return &nvidia(); }
   std::string_view user_name(std::uint32_t uid) const override;
   std::string_view group_name(std::uint32_t gid) const override;
+  // The pods that use the GPU /dev/nvidia<minor>: those with a process (still
+  // running, or exited within its grace period) holding it open, and those
+  // whose allocation names it (not the ones given every GPU). As
+  // "namespace/name", sorted, without the pod `except_pod_uid`, at most
+  // kMaxGpuClientPods (then a last entry "..."). Who shares a GPU under MPS
+  // or time-slicing: an MPS server's fault is one of theirs.
+  static constexpr std::size_t kMaxGpuClientPods = 16;
+  std::vector<std::string> gpu_client_pods(std::uint32_t minor, std::string_view except_pod_uid) const;
   std::span<const std::string> vigil_paths() const override { return vigil_paths_; }
 
  private:

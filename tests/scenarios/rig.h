@@ -526,6 +526,14 @@ struct Suite {
              .labels = {{"app", "train"}},
              .gpu_limit = 1,
              .visible = "0"});
+    // GPU faults: an Xid about a process that already exited.
+    add_pod({.name = "fault-0",
+             .ns = "research",
+             .container = "hammer",
+             .image = "ghcr.io/acme/hammer:1.0",
+             .labels = {{"app", "hammer"}},
+             .gpu_limit = 1,
+             .visible = "0"});
     add_pod({.name = "probe-0",
              .ns = "ml",
              .container = "trainer",

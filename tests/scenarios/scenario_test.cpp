@@ -194,6 +194,35 @@ TEST_F(Scenario, GpuXidsFromTheKernelLog) {
   expect_alert("GPU Xid application fault", "pretrain-0", "Warning");
 }
 
+// An Xid blamed on a process that already exited. The kernel log is read
+// after the fact, and a fault often kills its job: the line arrives when the
+// process is gone. It must still name the process, its container and its pod
+// (exited processes are kept for state.process_grace_s, 60 s). With the 5 s
+// kept before, more than 5 s of other events between the exit and the line
+// left it with proc.* <NA> and container.id host.
+TEST_F(Scenario, XidAfterTheProcessExitedNamesItsPod) {
+  PodRun r;
+  r.argv = {s().tool("pt_main_thread"), "hammer.py"};
+  r.steps = "open:/dev/nvidia0:rw;sleep:200";
+  auto [pid, rc] = run_in_pod(pod("fault-0"), r);
+  ASSERT_EQ(rc, 0) << "the workload failed";
+  // Event time moves on past the old 5 s: another process runs after it.
+  std::this_thread::sleep_for(7s);
+  PodRun later;
+  later.argv = {s().tool("worker")};
+  later.steps = "sleep:100";
+  ASSERT_EQ(run_in_pod(pod("fault-0"), later).second, 0);
+  s().kmsg(4, "NVRM: Xid (PCI:0000:3b:00): 94, pid=" + std::to_string(pid) +
+                  ", name=pt_main_thread, Contained: SM (0x1). RST: No, D-RST: No");
+  expect_alert("GPU Xid hardware error", "fault-0", "Error");
+  auto got = alerts_for("GPU Xid hardware error", "fault-0");
+  ASSERT_FALSE(got.empty());
+  const auto& f = got[0]["output_fields"];
+  EXPECT_EQ(f.value("proc.pid", json()), pid) << got[0].dump();
+  EXPECT_EQ(f.value("proc.name", json()), "pt_main_thread") << got[0].dump();
+  EXPECT_NE(f.value("proc.cmdline", std::string()).find("hammer.py"), std::string::npos) << got[0].dump();
+}
+
 // The driver's ioctl surface (rules/vigil_rules_nvidia_driver.yaml), through
 // the stand-in /dev/nvidiactl (the numbers of /dev/null: every call fails,
 // the attempt is what the rules judge). A CUDA-like start-up stays quiet; an

@@ -72,10 +72,9 @@ Status build_capture_pipeline(Agent& a) {
 Status build_replay_pipeline(Agent& a) {
   state::Config replay_state;
   replay_state.live = false;
-  // As long as the live run kept a deleted pod (the same configuration).
-  auto grace = pod_grace_ns(a.cfg);
-  if (!grace) return grace.error();
-  replay_state.pod_grace_ns = *grace;
+  // As long as the live run kept a deleted pod and an exited process (the
+  // same configuration).
+  if (Status st = retention(a.cfg, replay_state); !st) return st;
   a.state = std::make_unique<state::State>(replay_state);
   // vigil.file judges paths by the replay's own configuration (-c, -r), as
   // `vigil run` with the same ones would (docs/fields.md).

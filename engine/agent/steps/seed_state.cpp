@@ -39,9 +39,7 @@ void record_proc_parts(spdlog::logger& log, runtime::Parts& parts) {
 
 Status seed_state(Agent& a) {
   state::Config sc;
-  auto grace = pod_grace_ns(a.cfg);
-  if (!grace) return grace.error();
-  sc.pod_grace_ns = *grace;
+  if (Status st = retention(a.cfg, sc); !st) return st;
   a.state = std::make_unique<state::State>(std::move(sc));
   record_proc_parts(*a.log, a.parts);
   if (Status s = a.state->seed_from_proc(); !s) {

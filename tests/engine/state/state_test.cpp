@@ -1095,5 +1095,208 @@ TEST(Users, NamesFromPasswdAndGroupFiles) {
   EXPECT_EQ(s.group_name(1000), "");
 }
 
+// --- events about a process that already exited (Config::process_grace_ns) ------
+
+constexpr std::uint64_t kSec = 1'000'000'000ull;
+
+// A process of a pod's container: pid 4100, uid 1000, cgroup 55.
+void add_pod_process(State& s, std::uint32_t pid = 4100) {
+  Container c;
+  c.id = kId;
+  c.pod_uid = kUid;
+  c.cgroup_id = 55;
+  s.upsert_container(c);
+  s.upsert_pod(make_pod(kUid, kId, "0", 1));
+  Process p;
+  p.pid = pid;
+  p.ppid = 1;
+  p.uid = 1000;
+  p.comm = "pt_main_thread";
+  p.exepath = "/usr/bin/python3";
+  p.cgroup_id = 55;
+  p.container_id = kId;
+  s.upsert_process(p);
+}
+
+event::Event exit_of(std::uint32_t pid, std::uint64_t ts) {
+  event::Event ex = exit_event(pid, ts);
+  ex.hdr.uid = 1000;
+  ex.hdr.cgroup_id = 55;
+  return ex;
+}
+
+event::Event xid_about(std::uint32_t pid, std::uint64_t ts, std::uint32_t code = 94) {
+  event::Event ev = make_event(event::Type::kXid, pid, ts);
+  event::XidData xd;
+  xd.source = "kmsg";
+  xd.facility = 0;
+  xd.code = code;
+  xd.pci = "0000:3b:00";
+  xd.xid_pid = pid;
+  ev.data = xd;
+  return ev;
+}
+
+// The bug this guards: an Xid line read 30 s after its process exited (the
+// kernel log is read after the fact; a node under load reads it late) named
+// no process (proc.* <NA>, container.id host), because an exited process was
+// kept for only 5 s of event time.
+TEST(LateEvents, AnXidLineAfterTheExitNamesTheProcessItsContainerAndPod) {
+  State s(replay_config());
+  add_pod_process(s);
+  apply_all(s, exit_of(4100, 10 * kSec));
+  // Other processes keep the event time going.
+  apply_all(s, fork_event(1, 4200, 38 * kSec));
+  event::Event xid = xid_about(4100, 40 * kSec);
+  s.apply(xid);
+  EvalContext ctx = s.enrich(xid);
+  ASSERT_NE(ctx.proc, nullptr) << "30 s after its exit the process is still known";
+  EXPECT_EQ(ctx.proc->comm, "pt_main_thread");
+  EXPECT_EQ(ctx.proc->uid, 1000u);
+  ASSERT_NE(ctx.container, nullptr);
+  EXPECT_EQ(ctx.container->id, kId);
+  ASSERT_NE(ctx.pod, nullptr);
+  EXPECT_EQ(ctx.pod->name, "infer-0");
+  s.after(xid);
+  EXPECT_EQ(s.stats().late_events, 1u);
+  EXPECT_EQ(s.stats().exited_kept, 1u);
+
+  // Past its grace period (60 s by default) it is forgotten, and counted.
+  apply_all(s, fork_event(1, 4201, 71 * kSec));
+  EXPECT_EQ(s.process(4100), nullptr);
+  EXPECT_EQ(s.stats().exited_expired, 1u);
+  EXPECT_EQ(s.stats().exited_kept, 0u);
+  EvalContext gone = s.enrich(xid);
+  EXPECT_EQ(gone.proc, nullptr);
+}
+
+TEST(LateEvents, TheGraceIsConfigurable) {
+  Config cfg = replay_config();
+  cfg.process_grace_ns = 120 * kSec;
+  State s(cfg);
+  add_pod_process(s);
+  apply_all(s, exit_of(4100, 10 * kSec));
+  apply_all(s, fork_event(1, 4200, 100 * kSec));
+  EXPECT_NE(s.process(4100), nullptr) << "90 s after its exit, with a grace of 120 s";
+  apply_all(s, fork_event(1, 4201, 130 * kSec));
+  EXPECT_EQ(s.process(4100), nullptr);
+}
+
+// A plugin event (an NVML sample) or a GPU usage report is about a pid; its
+// header has no uid, cgroup or comm. It must neither overwrite what the
+// process table knows nor make up a host process for a pid it does not know.
+TEST(LateEvents, EventsAboutAPidNeitherOverwriteNorMakeUpItsRecord) {
+  State s(replay_config());
+  add_pod_process(s);
+  apply_all(s, exit_of(4100, 10 * kSec));
+  event::Event sample = make_event(event::Type::kPlugin, 4100, 12 * kSec);
+  sample.hdr.comm.clear();
+  event::PluginData pd;
+  pd.plugin = "nvml";
+  pd.source = "nvml";
+  pd.name = "process_sample";
+  sample.data = pd;
+  s.apply(sample);
+  EvalContext ctx = s.enrich(sample);
+  ASSERT_NE(ctx.proc, nullptr);
+  EXPECT_EQ(ctx.proc->uid, 1000u) << "the sample's header (uid 0) overwrote the record";
+  EXPECT_EQ(ctx.proc->comm, "pt_main_thread");
+  ASSERT_NE(ctx.pod, nullptr);
+  EXPECT_EQ(ctx.pod->name, "infer-0");
+  s.after(sample);
+
+  event::Event usage = make_event(event::Type::kGpuUsage, 4100, 13 * kSec);
+  usage.data = event::GpuUsageData{};
+  s.apply(usage);
+  ASSERT_NE(s.enrich(usage).pod, nullptr);
+  s.after(usage);
+  EXPECT_EQ(s.stats().late_events, 2u);
+
+  // A pid nobody knows: no record is made up from the header (it would have
+  // named the host as its container, for every later event about that pid).
+  event::Event unknown = make_event(event::Type::kGpuUsage, 4999, 14 * kSec);
+  unknown.data = event::GpuUsageData{};
+  apply_all(s, unknown);
+  sample.hdr.pid = 4998;
+  apply_all(s, sample);
+  EXPECT_EQ(s.process(4999), nullptr);
+  EXPECT_EQ(s.process(4998), nullptr);
+}
+
+// Memory stays bounded however many processes exit within one grace period:
+// past max_exited_processes the one that exited first is forgotten early.
+TEST(LateEvents, ExitedProcessesAreBoundedAndCounted) {
+  Config cfg = replay_config();
+  cfg.max_exited_processes = 2;
+  State s(cfg);
+  for (std::uint32_t pid = 5000; pid < 5003; ++pid) {
+    Process p;
+    p.pid = pid;
+    p.comm = "job";
+    s.upsert_process(p);
+  }
+  apply_all(s, exit_of(5000, 1 * kSec));
+  apply_all(s, exit_of(5001, 2 * kSec));
+  apply_all(s, exit_of(5002, 3 * kSec));
+  EXPECT_EQ(s.process(5000), nullptr) << "the first to exit went early";
+  EXPECT_NE(s.process(5001), nullptr);
+  EXPECT_NE(s.process(5002), nullptr);
+  StateStats st = s.stats();
+  EXPECT_EQ(st.exited_kept, 2u);
+  EXPECT_EQ(st.exited_evicted, 1u);
+  EXPECT_EQ(st.exited_expired, 0u);
+}
+
+// --- the pods that share a GPU (gpu_client_pods): an MPS server's clients --------
+
+TEST(GpuClients, PodsHoldingTheGpuOrAllocatedItAreNamedTheServersOwnLeftOut) {
+  State s(replay_config());
+  NvidiaInfo nv;
+  nv.gpus = {{"GPU-aaaaaaaa-0000-0000-0000-000000000000", "0000:3b:00.0", 0, "H100"},
+             {"GPU-bbbbbbbb-0000-0000-0000-000000000000", "0000:86:00.0", 1, "H100"}};
+  s.upsert_nvidia(nv);
+  struct Tenant {
+    std::string uid, name, cid;
+    std::uint64_t cgroup;
+  };
+  const std::vector<Tenant> tenants = {
+      {"uid-mps", "mps-control", std::string(64, '1'), 61},
+      {"uid-a", "train-a", std::string(64, '2'), 62},
+      {"uid-b", "train-b", std::string(64, '3'), 63},
+      {"uid-c", "other-gpu", std::string(64, '4'), 64},
+  };
+  for (const Tenant& t : tenants) {
+    Container c;
+    c.id = t.cid;
+    c.pod_uid = t.uid;
+    c.cgroup_id = t.cgroup;
+    s.upsert_container(c);
+    Pod p = make_pod(t.uid, t.cid, "", 0);
+    p.name = t.name;
+    p.ns = "ml";
+    s.upsert_pod(p);
+  }
+  auto proc = [&](std::uint32_t pid, const Tenant& t, std::uint32_t minor) {
+    Process p;
+    p.pid = pid;
+    p.comm = "python3";
+    p.cgroup_id = t.cgroup;
+    p.container_id = t.cid;
+    p.gpu_fds = {{3, 195, 255, false}, {4, 195, minor, false}};
+    s.upsert_process(p);
+  };
+  proc(6000, tenants[0], 0);  // the MPS server itself
+  proc(6001, tenants[1], 0);
+  proc(6002, tenants[3], 1);  // another GPU
+  // train-b holds no node open but was allocated GPU 0 (pod-resources).
+  Pod b = make_pod("uid-b", tenants[2].cid, "GPU-aaaaaaaa-0000-0000-0000-000000000000", 1);
+  b.name = "train-b";
+  s.upsert_pod(b);
+  EXPECT_EQ(s.gpu_client_pods(0, "uid-mps"), (std::vector<std::string>{"ml/train-a", "ml/train-b"}));
+  EXPECT_EQ(s.gpu_client_pods(1, "uid-mps"), (std::vector<std::string>{"ml/other-gpu"}));
+  EXPECT_EQ(s.gpu_client_pods(0, ""), (std::vector<std::string>{"ml/mps-control", "ml/train-a", "ml/train-b"}));
+  EXPECT_TRUE(s.gpu_client_pods(2, "").empty());
+}
+
 }  // namespace
 }  // namespace vigil::state
