@@ -430,10 +430,12 @@ void Collector::apply_sequence(const ItemDoc& it, Diagnostics& d) {
     ok = false;
   }
   const std::size_t n = it.steps ? it.steps->size() : 0;
-  if (n < kMinSequenceSteps || n > kMaxSequenceSteps) {
+  // One step is enough when it counts: N matches of it within the window.
+  const bool one_counted = n == 1 && (*it.steps)[0].count > 1;
+  if ((n < kMinSequenceSteps && !one_counted) || n > kMaxSequenceSteps) {
     d.error(code::kSequence, key_pos(it, "steps"), lbl,
             "a sequence has " + std::to_string(kMinSequenceSteps) + " to " + std::to_string(kMaxSequenceSteps) +
-                " steps, this one " +
+                " steps (or one with a 'count' of 2 or more), this one " +
                 (n > kMaxSequenceSteps ? "more than " + std::to_string(kMaxSequenceSteps) : std::to_string(n)));
     ok = false;
   } else {

@@ -3,6 +3,7 @@
 // macros, rules and sequences they define.
 #include "engine/rules/document.h"
 
+#include "engine/util/parse_number.h"
 #include "engine/util/yaml_gate.h"
 
 #include <yaml-cpp/eventhandler.h>
@@ -201,6 +202,20 @@ class Reader {
           st.by_pos = pos_of(kv->second, file_);
           if (kv->second.IsScalar()) st.by.push_back(kv->second.Scalar());
           else ok = string_list(kv->second, st.by, it, "by") && ok;
+        } else if (k == "count") {
+          std::string v;
+          if (!scalar(kv->second, v, it, "count")) {
+            ok = false;
+            continue;
+          }
+          std::uint32_t c = 0;
+          if (!util::parse_whole(std::string_view(v), &c) || c < 1 || c > kMaxStepCount) {
+            d_.error(code::kSequence, pos_of(kv->second, file_), item_label(it),
+                     "a step's 'count' must be a whole number from 1 to " + std::to_string(kMaxStepCount));
+            ok = false;
+            continue;
+          }
+          st.count = c;
         } else {
           d_.warning(code::kUnknownKey, pos_of(kv->first, file_), item_label(it),
                      "unknown step key '" + k + "' ignored");

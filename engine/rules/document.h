@@ -53,6 +53,10 @@ struct StepDoc {
   // (fd.name) is the path later run (proc.exepath). Empty: the sequence's.
   std::vector<std::string> by;
   Pos by_pos;
+  // How many events must match this step (sharing the key) before it is
+  // done: 1 to kMaxStepCount. On the first step the window slides: the
+  // matches kept are those within `within` of the newest.
+  std::uint32_t count = 1;
 };
 
 struct ItemDoc {
@@ -158,6 +162,9 @@ class Collector {
 // Sequence bounds: steps per sequence and the longest window.
 inline constexpr std::size_t kMinSequenceSteps = 2;
 inline constexpr std::size_t kMaxSequenceSteps = 8;
+// A step's `count` (one partial match keeps the time of each match of a
+// counted first step: at most this many).
+inline constexpr std::uint32_t kMaxStepCount = 100;
 inline constexpr std::size_t kMaxSequenceKeyFields = 4;
 inline constexpr std::uint64_t kMaxSequenceWindowNs = 24ull * 3600 * 1000000000ull;
 

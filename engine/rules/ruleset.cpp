@@ -189,6 +189,9 @@ void Ruleset::advance(std::uint32_t seq, std::uint32_t mask, const ExtractCtx& x
       if (!((mask >> i) & 1u) || !key_of(i, key)) continue;
       Partial* p = table.find(*key, now);
       if (!p || p->next != i) continue;
+      // A counted step is done at its count-th match.
+      if (++p->step_hits < s.step_count[i]) return;
+      p->step_hits = 0;
       if (i + 1 < s.steps) {
         capture(*p, i);
         ++p->next;
@@ -200,16 +203,46 @@ void Ruleset::advance(std::uint32_t seq, std::uint32_t mask, const ExtractCtx& x
       out.push_back(std::move(a));
       return;
     }
-    // A first step starts a match, or starts again one that has only its
-    // first step (the window then counts from the later one).
     const std::string* key = nullptr;
-    if ((mask & 1u) && key_of(0, key)) {
-      Partial* p = table.find(*key, now);
-      if (p && p->next != 1) return;
+    if (!(mask & 1u) || !key_of(0, key)) return;
+    Partial* p = table.find(*key, now);
+    if (p && p->next > 1) return;  // further on: a first step does not undo it
+    const std::uint32_t need = s.step_count[0];
+    if (need <= 1) {
+      // A first step starts a match, or starts again one that has only its
+      // first step (the window then counts from the later one).
       Partial& m = table.start(*key, now);
       m.fields.resize(s.slots);
       capture(m, 0);
+      return;
     }
+    // A counted first step: its matches within the window, the newest
+    // `need` of them; done while it has all of them (a further match slides
+    // the window, and gives the step's fields again).
+    Partial* m = p;
+    if (!m) {
+      m = &table.start(*key, now);
+      m->fields.resize(s.slots);
+    }
+    auto& t = m->first_times;
+    std::erase_if(t, [&](std::uint64_t at) { return now > at && now - at > s.within_ns; });
+    t.push_back(now);
+    if (t.size() > need) t.erase(t.begin(), t.end() - need);
+    m->first_ns = t.front();
+    m->step_hits = 0;
+    if (t.size() < need) {
+      m->next = 0;
+      return;
+    }
+    if (s.steps == 1) {
+      // A rate: `need` matches within the window, one alert; the next needs as many again.
+      event::Alert a = sequence_alert(s, *m, x, hostname_);
+      table.erase(*key);
+      out.push_back(std::move(a));
+      return;
+    }
+    capture(*m, 0);
+    m->next = 1;
   } catch (...) {
     // Out of memory: the event does not advance the sequence.
   }

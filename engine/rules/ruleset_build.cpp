@@ -507,6 +507,7 @@ class RulesetBuilder {
     seq->by = sd.by;
     seq->within_ns = sd.within_ns;
     seq->steps = static_cast<std::uint32_t>(sd.steps.size());
+    for (const auto& st : sd.steps) seq->step_count.push_back(st.count);
     seq->enabled = enabled_by_options(opts_, sd.enabled, sd.name, sd.tags, sd.priority);
     // A sequence's steps are kernel events: its source is syscall.
     if (opts_.append_output) opts_.append_output->apply(sd.name, "syscall", sd.tags, of, seq->extra_fields);

@@ -49,6 +49,7 @@ struct Ruleset::Sequence {
   std::vector<std::uint8_t> step_key;
   std::uint64_t within_ns = 0;
   std::uint32_t steps = 0;
+  std::vector<std::uint32_t> step_count;   // matches each step needs (its `count`, 1 by default)
   std::vector<std::uint32_t> step_rules;   // rules_ index of each step
   OutputFormat output;                     // with append_output's text
   std::vector<std::size_t> output_fields;  // token indexes, first occurrence of each name

@@ -67,10 +67,27 @@ void PartialMatches::drop(std::list<Entry>::iterator it) {
   order_.erase(it);
 }
 
+bool PartialMatches::slide(Partial& p, std::uint64_t now_ns) const {
+  auto& t = p.first_times;
+  if (t.size() < 2 || p.next > 1) return false;
+  auto live =
+      std::find_if(t.begin(), t.end(), [&](std::uint64_t at) { return !(now_ns > at && now_ns - at > window_ns_); });
+  if (live == t.end()) return false;
+  t.erase(t.begin(), live);
+  p.first_ns = t.front();
+  p.next = 0;  // fewer than its count now
+  p.step_hits = 0;
+  return true;
+}
+
 Partial* PartialMatches::find(std::string_view key, std::uint64_t now_ns) {
   auto it = index_.find(key);
   if (it == index_.end()) return nullptr;
   if (expired(it->second->p, now_ns)) {
+    if (slide(it->second->p, now_ns)) {
+      order_.splice(order_.end(), order_, it->second);  // its window starts later now
+      return &it->second->p;
+    }
     if (counts_) counts_->expired.fetch_add(1, std::memory_order_relaxed);
     drop(it->second);
     return nullptr;
@@ -80,6 +97,10 @@ Partial* PartialMatches::find(std::string_view key, std::uint64_t now_ns) {
 
 void PartialMatches::expire(std::uint64_t now_ns) {
   while (!order_.empty() && expired(order_.front().p, now_ns)) {
+    if (slide(order_.front().p, now_ns)) {
+      order_.splice(order_.end(), order_, order_.begin());
+      continue;
+    }
     if (counts_) counts_->expired.fetch_add(1, std::memory_order_relaxed);
     drop(order_.begin());
   }
@@ -92,6 +113,8 @@ Partial& PartialMatches::start(std::string_view key, std::uint64_t now_ns) {
     order_.splice(order_.end(), order_, entry);
     entry->p.first_ns = now_ns;
     entry->p.next = 1;
+    entry->p.first_times.clear();
+    entry->p.step_hits = 0;
     expire(now_ns);
     return entry->p;
   }

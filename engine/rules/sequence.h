@@ -81,8 +81,13 @@ struct StepField {
 // One partial match: the steps done so far for one key.
 struct Partial {
   std::uint64_t first_ns = 0;     // time of the first step's event: the window starts here
-  std::uint32_t next = 1;         // the step it waits for
+  std::uint32_t next = 1;         // the step it waits for (0: a counted first step, not done yet)
   std::vector<StepField> fields;  // the earlier steps' output fields, in output token order
+  // A first step with a `count`: the times of its matches within the window
+  // (oldest first, at most its count; first_ns is the oldest). The window
+  // slides: a time that falls out of it is dropped, not the whole match.
+  std::vector<std::uint64_t> first_times;
+  std::uint32_t step_hits = 0;  // matches of the awaited later step so far (a counted step)
 };
 
 // The partial matches of one sequence, by correlation key, at most
@@ -115,6 +120,9 @@ class PartialMatches {
     return now_ns > p.first_ns && now_ns - p.first_ns > window_ns_;
   }
   void drop(std::list<Entry>::iterator it);
+  // An expired match of a counted first step keeps its matches still within
+  // the window (first step not done any more); true when it has some left.
+  bool slide(Partial& p, std::uint64_t now_ns) const;
 
   std::uint64_t window_ns_;
   std::size_t capacity_;

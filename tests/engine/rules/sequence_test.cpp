@@ -449,5 +449,129 @@ TEST(SequenceBounds, LongFieldsAreCutAndLongKeysHashed) {
   EXPECT_EQ(std::get<std::string>(out[0].output_fields[0].second), out[0].output);
 }
 
+// --- counted steps (`count`): N matches of a step, sharing the key, in the window --
+
+// A rate: three shells in one container within a minute.
+std::string three_shells(const std::string& count = "3") {
+  return "- sequence: R\n"
+         "  desc: d\n"
+         "  by: [container.id]\n"
+         "  within: 60s\n"
+         "  steps:\n"
+         "    - condition: evt.type = execve and proc.name = sh\n"
+         "      count: " +
+         count +
+         "\n"
+         "  output: 'shells in %container.id, the last %proc.pid'\n"
+         "  priority: WARNING\n";
+}
+
+TEST(SequenceCount, LoadsListsAndRejectsBadCounts) {
+  auto r = load(three_shells());
+  ASSERT_TRUE(r.ruleset) << testing::diags(r);
+  ASSERT_EQ(r.ruleset->sequences().size(), 1u);
+  for (const char* bad : {"0", "101", "x", "-2", "2.5"}) {
+    r = load(three_shells(bad));
+    EXPECT_FALSE(r.ruleset) << bad;
+    EXPECT_TRUE(has_diag(r, code::kSequence, "seq.yaml:7:14", "'count' must be a whole number from 1 to 100"))
+        << bad << "\n"
+        << testing::diags(r);
+  }
+  // One step needs a count of 2 or more: alone it would be a rule.
+  r = load(three_shells("1"));
+  EXPECT_FALSE(r.ruleset);
+  EXPECT_TRUE(has_diag(r, code::kSequence, "seq.yaml:6:5", "or one with a 'count' of 2 or more")) << testing::diags(r);
+}
+
+class SequenceRate : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto r = load(three_shells());
+    ASSERT_TRUE(r.ruleset) << testing::diags(r);
+    rs = r.ruleset;
+    st = std::make_unique<SequenceState>(*rs, &stats);
+    shell(w);
+  }
+  std::size_t fired(std::uint64_t ts) { return at(w, ts, *rs, *st).size(); }
+  std::shared_ptr<const Ruleset> rs;
+  SequenceStats stats;
+  std::unique_ptr<SequenceState> st;
+  World w;
+  const std::uint64_t t0 = 1767225600ull * kSec;
+};
+
+TEST_F(SequenceRate, TheCountthMatchInTheWindowFiresOnceThenCountingStartsAgain) {
+  EXPECT_EQ(fired(t0), 0u);
+  EXPECT_EQ(fired(t0 + 10 * kSec), 0u);
+  w.proc.pid = 321;
+  w.ev.hdr.pid = 321;
+  auto out = at(w, t0 + 20 * kSec, *rs, *st);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].rule, "R");
+  EXPECT_EQ(out[0].output, "shells in 3f1c0d2e9a7b, the last 321");
+  EXPECT_EQ(st->size(), 0u);
+  // The next alert needs three more.
+  EXPECT_EQ(fired(t0 + 21 * kSec), 0u);
+  EXPECT_EQ(fired(t0 + 22 * kSec), 0u);
+  EXPECT_EQ(fired(t0 + 23 * kSec), 1u);
+}
+
+TEST_F(SequenceRate, TheWindowSlidesOldMatchesFallOutNotTheWholeCount) {
+  EXPECT_EQ(fired(t0), 0u);
+  EXPECT_EQ(fired(t0 + 59 * kSec), 0u);
+  // t0 is out of the window now; the matches at 59 s and 61 s are two.
+  EXPECT_EQ(fired(t0 + 61 * kSec), 0u);
+  EXPECT_EQ(fired(t0 + 62 * kSec), 1u) << "59 s, 61 s and 62 s are three within a minute";
+  // Nothing was evicted: a match that slides is kept.
+  EXPECT_EQ(stats.snapshot()[0].expired, 0u);
+  // Three matches spread over more than the window never fire.
+  EXPECT_EQ(fired(t0 + 200 * kSec), 0u);
+  EXPECT_EQ(fired(t0 + 240 * kSec), 0u);
+  EXPECT_EQ(fired(t0 + 290 * kSec), 0u);
+  // When every match fell out, the match is evicted and counted.
+  at(w, t0 + 400 * kSec, *rs, *st);
+  EXPECT_EQ(stats.snapshot()[0].expired, 1u);
+}
+
+TEST_F(SequenceRate, EachKeyCountsItsOwn) {
+  EXPECT_EQ(fired(t0), 0u);
+  EXPECT_EQ(fired(t0 + 1 * kSec), 0u);
+  w.container.id = "other";
+  w.proc.container_id = "other";
+  EXPECT_EQ(fired(t0 + 2 * kSec), 0u) << "another container's shell is not the third";
+  EXPECT_EQ(fired(t0 + 3 * kSec), 0u);
+  EXPECT_EQ(fired(t0 + 4 * kSec), 1u);
+}
+
+TEST(SequenceCountSteps, ACountedLaterStepNeedsItsCountAndAFirstStepCountedBeforeIt) {
+  auto r = load(
+      "- sequence: C\n  desc: d\n  by: [container.id]\n  within: 60s\n  priority: ERROR\n"
+      "  steps:\n"
+      "    - condition: evt.type = execve and proc.name = sh\n"
+      "      count: 2\n"
+      "    - condition: evt.type = connect and fd.sport > 0\n"
+      "      count: 2\n"
+      "  output: 'shell %step1.proc.pid then %fd.sport'\n");
+  ASSERT_TRUE(r.ruleset) << testing::diags(r);
+  SequenceState st(*r.ruleset, nullptr);
+  World w;
+  const std::uint64_t t0 = 1000 * kSec;
+  w.connect("203.0.113.9", 443);
+  EXPECT_TRUE(at(w, t0, *r.ruleset, st).empty()) << "a later step before the first";
+  shell(w);
+  EXPECT_TRUE(at(w, t0 + 1 * kSec, *r.ruleset, st).empty());
+  w.connect("203.0.113.9", 443);
+  EXPECT_TRUE(at(w, t0 + 2 * kSec, *r.ruleset, st).empty()) << "one shell is not the first step's two";
+  shell(w);
+  w.proc.pid = 101;
+  w.ev.hdr.pid = 101;
+  EXPECT_TRUE(at(w, t0 + 3 * kSec, *r.ruleset, st).empty());
+  w.connect("203.0.113.9", 443);
+  EXPECT_TRUE(at(w, t0 + 4 * kSec, *r.ruleset, st).empty()) << "one connect is not the second step's two";
+  auto out = at(w, t0 + 5 * kSec, *r.ruleset, st);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].output, "shell 101 then 443");
+}
+
 }  // namespace
 }  // namespace vigil::rules
