@@ -250,6 +250,24 @@ void x_xid_pid(const X& x, const F&, E& o) noexcept {
 void x_xid_comm(const X& x, const F&, E& o) noexcept {
   if (auto* p = ev(x).as<event::XidData>(); p && !p->xid_comm.empty()) str(o, p->xid_comm);
 }
+// The Xid's process is an MPS server: its executable is
+// nvidia-cuda-mps-server, or, when the executable is not known, its comm is
+// that name cut to 15 bytes. With MPS the driver's client is the server, so
+// an Xid names the server's pid whichever client's work faulted.
+bool xid_of_mps_server(const X& x) noexcept {
+  const auto* xd = ev(x).as<event::XidData>();
+  if (!xd) return false;
+  constexpr std::string_view kExe = "nvidia-cuda-mps-server";
+  constexpr std::string_view kComm = kExe.substr(0, 15);
+  if (const auto* p = proc_of(x)) {
+    if (!p->exepath.empty() && !p->image_unknown) return basename_of(p->exepath) == kExe;
+    return p->comm == kComm;
+  }
+  return xd->xid_comm == kComm;
+}
+void x_xid_mps_server(const X& x, const F&, E& o) noexcept {
+  if (ev(x).as<event::XidData>()) boolean(o, xid_of_mps_server(x));
+}
 const state::GpuAllocation* allocation(const X& x) noexcept {
   return x.ctx->state ? x.ctx->state->gpu_allocation(*x.ctx) : nullptr;
 }
@@ -406,6 +424,10 @@ void append_gpu_fields(std::vector<FieldDef>& fields) {
            x_xid_facility},
           {"gpu.xid.pid", T::kInt, A::kNone, false, "xid", "Pid named by the Xid line.", x_xid_pid},
           {"gpu.xid.comm", T::kString, A::kNone, false, "xid", "Process name named by the Xid line.", x_xid_comm},
+          {"gpu.xid.mps_server", T::kBool, A::kNone, false, "xid",
+           "The Xid's process is an MPS server (executable nvidia-cuda-mps-server; its comm nvidia-cuda-mps when "
+           "the executable is not known): the fault is one of its clients'.",
+           x_xid_mps_server},
           {"gpu.limit", T::kInt, A::kNone, false, "*", "The container's nvidia.com/gpu limit.", x_gpu_limit},
           {"gpu.visible_devices", T::kString, A::kNone, false, "*", "The container's NVIDIA_VISIBLE_DEVICES.",
            x_visible},
