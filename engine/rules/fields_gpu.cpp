@@ -260,7 +260,7 @@ bool xid_of_mps_server(const X& x) noexcept {
   constexpr std::string_view kExe = "nvidia-cuda-mps-server";
   constexpr std::string_view kComm = kExe.substr(0, 15);
   if (const auto* p = proc_of(x)) {
-    if (!p->exepath.empty() && !p->image_unknown) return basename_of(p->exepath) == kExe;
+    if (!p->exepath.empty()) return basename_of(p->exepath) == kExe;
     return p->comm == kComm;
   }
   return xd->xid_comm == kComm;
