@@ -13,11 +13,13 @@
 
 #include "engine/agent/k8s.h"
 #include "engine/agent/own_paths.h"
+#include "engine/agent/prevention.h"
 #include "engine/baseline/store.h"
 #include "engine/capture/reader.h"
 #include "engine/capture/timeline.h"
 #include "engine/pipeline/metadata_wait.h"
 #include "engine/pipeline/pipeline.h"
+#include "engine/rules/ruleset.h"
 #include "engine/state/state.h"
 #include "outputs/router.h"
 
@@ -57,6 +59,19 @@ Status build_pipeline(Agent& a) {
   }
   a.pipe = std::make_unique<pipeline::Pipeline>(
       pipeline::Deps{*a.state, publish, a.hostname, a.baselines.get(), a.metadata_wait.get()}, a.ruleset);
+  if (a.sensor && a.ruleset && a.ruleset->has_prevention()) {
+    // First among the taps: a container's entry reaches the kernel as soon
+    // as its pod is known. Reloads that add rules with an action need a
+    // restart to get it (docs/prevention.md).
+    a.prevention = std::make_unique<PreventionTap>(a.sensor, *a.pipe);
+    a.pipe->add_tap(a.prevention.get());
+  }
+  if (a.ruleset && a.ruleset->has_prevention()) {
+    a.pipe->set_prevention_handler([&a](const rules::PreventionDecision& d, const state::EvalContext& ctx) {
+      if (a.prevention) a.prevention->on_decision(d, ctx);
+      a.log->debug("prevention: rule '{}': {} (pid {})", d.rule, d.outcome, d.pid);
+    });
+  }
   if (a.web.enabled) a.pipe->add_tap(&a.counters);
   if (a.capture_tap) a.pipe->add_tap(a.capture_tap.get());
   if (a.recorder_tap) a.pipe->add_tap(a.recorder_tap.get());

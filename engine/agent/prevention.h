@@ -1,0 +1,58 @@
+// vigil run's share of prevention (docs/prevention.md): the containers'
+// entries in the kernel's policy maps, written as their pods become known;
+// the addresses DNS answers give the names enforced rules deny; and the
+// responses (kill) the pipeline's decisions ask for.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+
+#include "engine/pipeline/pipeline.h"
+#include "engine/policy/tables.h"
+
+namespace vigil::sensor {
+class Sensor;
+}
+namespace vigil::rules {
+class Ruleset;
+struct PreventionDecision;
+}  // namespace vigil::rules
+
+namespace vigil::agent {
+
+class PreventionTap final : public pipeline::EventTap {
+ public:
+  // `sensor` may be null (no kernel: nothing to write). `pipe` gives the
+  // ruleset in force. Both must outlive the tap.
+  PreventionTap(sensor::Sensor* sensor, const pipeline::Pipeline& pipe);
+  void on_event(const event::Event& ev, const state::EvalContext& ctx) override;
+  // A decision of the pipeline: a kill response is carried out here (never
+  // on pid 1 or vigil; only in a container).
+  void on_decision(const rules::PreventionDecision& d, const state::EvalContext& ctx);
+
+  struct Stats {
+    std::uint64_t entries = 0;       // container entries written
+    std::uint64_t unknown = 0;       // events of containers whose pod is not known (nothing refused for them)
+    std::uint64_t map_errors = 0;    // an entry or address the kernel's map refused (full): never refused
+    std::uint64_t learnt_dests = 0;  // addresses learnt from DNS answers
+    std::uint64_t kills = 0;         // kill responses carried out
+  };
+  Stats stats() const { return stats_; }
+
+ private:
+  struct Cached {
+    const void* pod = nullptr;
+    std::string resource_version;
+    std::uint64_t recheck_ns = 0;
+  };
+  void entry_for(const event::Event& ev, const state::EvalContext& ctx);
+  sensor::Sensor* sensor_;
+  const pipeline::Pipeline& pipe_;
+  std::shared_ptr<const rules::Ruleset> rules_;  // the set the entries were made for
+  std::unordered_map<std::uint64_t, Cached> cache_;
+  Stats stats_;
+};
+
+}  // namespace vigil::agent
