@@ -71,9 +71,10 @@ int vg_dev_policy(struct bpf_cgroup_dev_ctx *ctx)
   f.comm_bits = vg_pol_comm_bits(cand);
   f.kind = kind;
   f.allowed = node_allowed(cg, kind, ctx->minor);
+  f.mknod = ((ctx->access_type >> 16) & VG_DEVCG_ACC_MKNOD) != 0;
   if (vg_pol_match(cand, &f) < 0)
     return 1;
-  if (!((ctx->access_type >> 16) & VG_DEVCG_ACC_MKNOD)) {
+  if (!f.mknod) {
     __u32 tid = (__u32)bpf_get_current_pid_tgid();
     struct vg_pol_refusal r = {
         .major = ctx->major, .minor = ctx->minor, .ts_ns = bpf_ktime_get_ns()};

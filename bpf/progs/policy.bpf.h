@@ -42,6 +42,14 @@ struct {
 } pol_comm SEC(".maps") __weak;
 
 struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 4096);
+  __uint(map_flags, BPF_F_NO_PREALLOC);
+  __type(key, __u32);
+  __type(value, __u64);
+} pol_ports SEC(".maps") __weak;
+
+struct {
   __uint(type, BPF_MAP_TYPE_LPM_TRIE);
   __uint(max_entries, 16384);
   __uint(map_flags, BPF_F_NO_PREALLOC);
@@ -79,6 +87,7 @@ struct vg_pol_knobs vg_pol SEC(".data.policy") __weak = {};
 struct vg_pol_facts {
   __u64 comm_bits; /* slots whose comm set holds the task's comm */
   __u64 net_bits;  /* slots whose destinations hold the call's */
+  __u64 port_bits; /* slots whose ports hold the call's */
   __u32 kind;      /* device: VG_POL_NODE_* */
   __u32 allowed;   /* device: the container's allocation allows the node */
   __u32 family;    /* socket */
@@ -86,6 +95,7 @@ struct vg_pol_facts {
   __u16 dport;     /* net, host order */
   __u8 l4;         /* net: VG_L4_TCP, VG_L4_UDP */
   __u8 exec;       /* exec: VG_EXEC_* flags */
+  __u8 mknod;      /* device: the access is a mknod (else an open) */
 };
 
 /* The container entry of the current task's cgroup, where some slot of
@@ -118,16 +128,6 @@ static __always_inline __u64 vg_pol_comm_bits(__u64 cand)
   return bits ? *bits : 0;
 }
 
-static __always_inline int vg_pol_port_in(const struct vg_pol_rule *r, __u16 port)
-{
-  int in = 0;
-  for (__u32 i = 0; i < VG_POL_PORTS; i++) {
-    if (i < r->n_ports && r->ports[i] == port)
-      in = 1;
-  }
-  return in;
-}
-
 /* Does slot i's rule hold for the call? The hook is the rule's own (user
  * space puts a slot in one hook's set only). */
 static __always_inline int vg_pol_holds(const struct vg_pol_rule *r, __u64 bit,
@@ -138,6 +138,8 @@ static __always_inline int vg_pol_holds(const struct vg_pol_rule *r, __u64 bit,
     return 0;
   switch (r->hook) {
   case VG_POL_DEVICE:
+    if (!(r->flags & (f->mknod ? VG_POLR_MKNOD : VG_POLR_OPEN)))
+      return 0;
     if (!(r->kinds & f->kind))
       return 0;
     if ((r->flags & VG_POLR_NOT_ALLOWED) && f->allowed)
@@ -148,7 +150,7 @@ static __always_inline int vg_pol_holds(const struct vg_pol_rule *r, __u64 bit,
         ((f->net_bits & bit) != 0) == ((r->flags & VG_POLR_NET_NEG) != 0))
       return 0;
     if ((r->flags & VG_POLR_PORTS) &&
-        vg_pol_port_in(r, f->dport) == ((r->flags & VG_POLR_PORTS_NEG) != 0))
+        ((f->port_bits & bit) != 0) == ((r->flags & VG_POLR_PORTS_NEG) != 0))
       return 0;
     if ((r->flags & VG_POLR_TCP) && f->l4 != VG_L4_TCP)
       return 0;
@@ -227,6 +229,9 @@ static __always_inline int vg_pol_refuse_dest(struct bpf_sock_addr *ctx, int v6)
     bits = bpf_map_lookup_elem(&pol_net6, &k);
   }
   f.net_bits = bits ? *bits : 0;
+  __u32 port = f.dport;
+  __u64 *pbits = bpf_map_lookup_elem(&pol_ports, &port);
+  f.port_bits = pbits ? *pbits : 0;
   return vg_pol_match(cand, &f) >= 0;
 }
 

@@ -474,7 +474,6 @@ struct vg_seen_key {
  * with the slots whose container part holds for it. No entry, no refusal: the
  * host, vigil, the runtime and a container not yet resolved are never refused. */
 #define VG_POL_RULES 64
-#define VG_POL_PORTS 8
 
 enum vg_pol_hook {
   VG_POL_NONE = 0,
@@ -500,7 +499,7 @@ enum vg_pol_hook {
 #define VG_POLR_COMM_NEG 0x02     /* ... and must not be there */
 #define VG_POLR_NET 0x04          /* the destination is judged against pol_net4|6 */
 #define VG_POLR_NET_NEG 0x08      /* ... and must not be there */
-#define VG_POLR_PORTS 0x10        /* the destination port must be one of ports[] */
+#define VG_POLR_PORTS 0x10        /* the destination port is judged against pol_ports */
 #define VG_POLR_PORTS_NEG 0x20    /* ... must not be */
 #define VG_POLR_MEMFD 0x40        /* exec: the program runs from a memfd */
 #define VG_POLR_UPPER 0x80        /* exec: the program file is in an overlay's upper layer */
@@ -514,8 +513,7 @@ struct vg_pol_rule {
   __u32 kinds;    /* device: the node kinds refused (VG_POL_NODE_*) */
   __u32 families; /* socket: bit n, family n (n < 32) */
   __u32 types;    /* socket: bit n, type n (SOCK_RAW 3, SOCK_PACKET 10) */
-  __u32 n_ports;
-  __u16 ports[VG_POL_PORTS]; /* net: destination ports, host order */
+  __u32 pad;
 };
 
 /* A container cgroup's entry. */
@@ -527,7 +525,8 @@ struct vg_pol_cg {
   __u32 pad;
 };
 
-/* The comm sets of the rules (pol_comm): slot bits. */
+/* The comm sets of the rules (pol_comm) and their port sets (pol_ports,
+ * keyed by the port in host order): slot bits. */
 struct vg_pol_comm {
   char comm[VG_COMM_LEN];
 };
@@ -599,7 +598,7 @@ VG_STATIC_ASSERT(sizeof(struct vg_usage_key) == 16, "vg_usage_key size");
 VG_STATIC_ASSERT(sizeof(struct vg_seen_key) == 16, "vg_seen_key size");
 VG_STATIC_ASSERT(sizeof(struct vg_usage_val) == 16, "vg_usage_val size");
 VG_STATIC_ASSERT(sizeof(struct vg_ioctl_slot) == 40, "vg_ioctl_slot size");
-VG_STATIC_ASSERT(sizeof(struct vg_pol_rule) == 40, "vg_pol_rule size");
+VG_STATIC_ASSERT(sizeof(struct vg_pol_rule) == 24, "vg_pol_rule size");
 VG_STATIC_ASSERT(sizeof(struct vg_pol_cg) == 48, "vg_pol_cg size");
 VG_STATIC_ASSERT(sizeof(struct vg_pol_knobs) == 56, "vg_pol_knobs size");
 VG_STATIC_ASSERT(sizeof(struct vg_pol_net6) == 20, "vg_pol_net6 size");

@@ -15,7 +15,7 @@
 namespace vigil::policy {
 
 inline constexpr std::size_t kMaxSlots = 64;    // VG_POL_RULES
-inline constexpr std::size_t kMaxPorts = 8;     // VG_POL_PORTS
+inline constexpr std::size_t kMaxPorts = 4096;  // pol_ports
 inline constexpr std::size_t kMaxComms = 4096;  // pol_comm
 inline constexpr std::size_t kMaxNets = 16384;  // pol_net4, pol_net6 each
 
@@ -30,7 +30,6 @@ struct Slot {
   std::uint32_t kinds = 0;
   std::uint32_t families = 0;
   std::uint32_t types = 0;
-  std::vector<std::uint16_t> ports;
   bool operator==(const Slot&) const = default;
 };
 
@@ -47,6 +46,7 @@ struct NetEntry {
 struct Tables {
   std::vector<Slot> slots;                     // at most kMaxSlots; index = slot
   std::map<std::string, std::uint64_t> comms;  // comm (at most 15 bytes) -> slots
+  std::map<std::uint16_t, std::uint64_t> ports;  // destination port -> slots
   std::vector<NetEntry> nets;                  // static destinations (names' addresses are added live)
   std::uint32_t uvm_major = 0, caps_major = 0, nvlink_major = 0, nvswitch_major = 0;
   // Slots per hook, and the slots with a comm set.

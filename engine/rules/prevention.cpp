@@ -363,13 +363,10 @@ class Analysis {
       std::vector<std::string> v;
       if (ne) v = {c.value.text};
       else if (!set_values(c, lists_, v)) return op_error(c, "=, != and in");
-      if (v.size() > policy::kMaxPorts)
-        return "fd.sport tests " + std::to_string(v.size()) + " ports, the kernel at most " +
-               std::to_string(policy::kMaxPorts);
       for (const auto& s : v) {
         int p = socket_port(s);
         if (p < 0) return "'" + s + "' is not a port";
-        out_.slot.ports.push_back(static_cast<std::uint16_t>(p));
+        out_.ports.push_back(static_cast<std::uint16_t>(p));
       }
       out_.slot.flags |= VG_POLR_PORTS | ((neg != ne) ? VG_POLR_PORTS_NEG : 0);
       return "";
@@ -481,7 +478,11 @@ PreventionRule analyse_prevention(const RuleDef& r, const Node& condition, const
       const Node* c = through_nots(*t, neg);
       std::vector<std::string> v;
       if (c && !neg && set_values(*c, lists, v)) {
-        for (const auto& name : v) hooks.insert(hook_of_type(name));
+        for (const auto& name : v) {
+          hooks.insert(hook_of_type(name));
+          if (name == "mknod" || name == "mknodat") out.slot.flags |= VG_POLR_MKNOD;
+          else if (hook_of_type(name) == policy::Hook::kDevice) out.slot.flags |= VG_POLR_OPEN;
+        }
       } else {
         hooks.insert(policy::Hook::kNone);
       }

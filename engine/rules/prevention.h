@@ -56,6 +56,7 @@ struct PreventionRule {
   std::string why_not;
   policy::Slot slot;                   // the hook's parameters (no index yet)
   std::vector<std::string> comms;      // slot.flags has VG_POLR_COMM
+  std::vector<std::uint16_t> ports;  // slot.flags has VG_POLR_PORTS
   std::vector<policy::NetEntry> nets;  // static destinations (slots 0)
   std::vector<std::string> dns_names;  // fd.sip.name values: their addresses are added as DNS answers show them
   // The container part (null: every container), and the condition without

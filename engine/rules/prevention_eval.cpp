@@ -47,6 +47,7 @@ policy::Tables kernel_tables(const std::vector<PreventionRule>& rules) {
     const std::uint64_t bit = 1ull << i;
     t.slots.push_back(p.slot);
     for (const std::string& c : p.comms) t.comms[c] |= bit;
+    for (std::uint16_t port : p.ports) t.ports[port] |= bit;
     for (policy::NetEntry e : p.nets) {
       e.slots = bit;
       t.nets.push_back(e);

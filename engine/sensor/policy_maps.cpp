@@ -85,6 +85,9 @@ Status write_policy(const PolicyMaps& m, const policy::Tables& old, const policy
   if (next.comms.size() > policy::kMaxComms)
     return Error::bad_input("prevention: " + std::to_string(next.comms.size()) + " program names, at most " +
                             std::to_string(policy::kMaxComms));
+  if (next.ports.size() > policy::kMaxPorts)
+    return Error::bad_input("prevention: " + std::to_string(next.ports.size()) + " ports, at most " +
+                            std::to_string(policy::kMaxPorts));
   if (next.nets.size() > policy::kMaxNets)
     return Error::bad_input("prevention: " + std::to_string(next.nets.size()) + " destinations, at most " +
                             std::to_string(policy::kMaxNets));
@@ -97,8 +100,6 @@ Status write_policy(const PolicyMaps& m, const policy::Tables& old, const policy
       r.kinds = s.kinds;
       r.families = s.families;
       r.types = s.types;
-      r.n_ports = static_cast<std::uint32_t>(std::min(s.ports.size(), policy::kMaxPorts));
-      for (std::size_t p = 0; p < r.n_ports; ++p) r.ports[p] = s.ports[p];
     }
     if (bpf_map__update_elem(m.rules, &i, sizeof(i), &r, sizeof(r), BPF_ANY) != 0) return map_error("pol_rules", errno);
   }
@@ -106,6 +107,16 @@ Status write_policy(const PolicyMaps& m, const policy::Tables& old, const policy
     const vg_pol_comm k = comm_key(comm);
     if (bpf_map__update_elem(m.comm, &k, sizeof(k), &slots, sizeof(slots), BPF_ANY) != 0)
       return map_error("pol_comm", errno);
+  }
+  for (const auto& [port, slots] : next.ports) {
+    const std::uint32_t k = port;
+    if (bpf_map__update_elem(m.ports, &k, sizeof(k), &slots, sizeof(slots), BPF_ANY) != 0)
+      return map_error("pol_ports", errno);
+  }
+  for (const auto& [port, slots] : old.ports) {
+    if (next.ports.count(port)) continue;
+    const std::uint32_t k = port;
+    bpf_map__delete_elem(m.ports, &k, sizeof(k), 0);
   }
   for (const auto& [comm, slots] : old.comms) {
     if (next.comms.count(comm)) continue;

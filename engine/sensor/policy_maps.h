@@ -18,6 +18,7 @@ namespace vigil::sensor {
 struct PolicyMaps {
   bpf_map* rules = nullptr;
   bpf_map* comm = nullptr;
+  bpf_map* ports = nullptr;
   bpf_map* net4 = nullptr;
   bpf_map* net6 = nullptr;
   bpf_map* cgroup = nullptr;

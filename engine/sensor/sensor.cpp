@@ -162,7 +162,7 @@ class Sensor::Impl {
 
   // Prevention's maps (any thread: map updates are atomic per entry).
   PolicyMaps policy_maps() const {
-    return {skel_->maps.pol_rules, skel_->maps.pol_comm,   skel_->maps.pol_net4,
+    return {skel_->maps.pol_rules, skel_->maps.pol_comm,   skel_->maps.pol_ports,   skel_->maps.pol_net4,
             skel_->maps.pol_net6,  skel_->maps.pol_cgroup, skel_->maps.pol_refusals};
   }
 

@@ -62,7 +62,7 @@ TEST(Prevention, PoolConnectIsEnforcedWithItsDestinationAndPorts) {
   EXPECT_TRUE(p.slot.flags & VG_POLR_NET);
   EXPECT_TRUE(p.slot.flags & VG_POLR_NET_NEG);
   EXPECT_EQ(p.nets.size(), 2u);
-  EXPECT_EQ(p.slot.ports, (std::vector<std::uint16_t>{3333, 4444, 14444}));
+  EXPECT_EQ(p.ports, (std::vector<std::uint16_t>{3333, 4444, 14444}));
 }
 
 TEST(Prevention, NamesOfDestinationsAreLearntFromDns) {
