@@ -53,8 +53,8 @@ void PreventionTap::on_event(const event::Event& ev, const state::EvalContext& c
       std::copy(a.bytes.begin(), a.bytes.begin() + (e.v6 ? 16 : 4), e.addr.begin());
       e.prefix = e.v6 ? 128 : 32;
       e.slots = 1ull << i;
-      if (sensor_->add_policy_net(e)) ++stats_.learnt_dests;
-      else ++stats_.map_errors;
+      if (sensor_->add_policy_net(e)) ++learnt_dests_;
+      else ++map_errors_;
     }
   }
 }
@@ -63,7 +63,7 @@ void PreventionTap::entry_for(const event::Event& ev, const state::EvalContext& 
   const std::uint64_t cg = ev.hdr.cgroup_id;
   if (cg == 0 || !ctx.container || ctx.container->id.empty()) return;  // the host: never an entry
   if (!ctx.pod) {
-    ++stats_.unknown;
+    ++unknown_;
     return;
   }
   auto it = cache_.find(cg);
@@ -71,7 +71,7 @@ void PreventionTap::entry_for(const event::Event& ev, const state::EvalContext& 
       ev.hdr.ts_ns < it->second.recheck_ns)
     return;
   if (it == cache_.end() && cache_.size() >= kMaxCached) {
-    ++stats_.map_errors;  // no room: this container is never refused
+    ++map_errors_;  // no room: this container is never refused
     return;
   }
   policy::CgroupEntry e;
@@ -88,10 +88,10 @@ void PreventionTap::entry_for(const event::Event& ev, const state::EvalContext& 
     e.gpu_any = ctx.state->gpu_allowed(ctx, state::kNvidiaMajor, state::kNvidiaCtlMinor);
   }
   if (sensor_->set_policy_cgroup(cg, &e)) {
-    ++stats_.entries;
+    ++entries_;
     cache_[cg] = {ctx.pod, ctx.pod->resource_version, ev.hdr.ts_ns + kRecheckNs};
   } else {
-    ++stats_.map_errors;
+    ++map_errors_;
   }
 }
 
@@ -100,7 +100,7 @@ void PreventionTap::on_decision(const rules::PreventionDecision& d, const state:
   // A response, after the fact: never pid 1, never vigil, only in a container.
   if (d.pid <= 1 || d.pid == static_cast<std::uint32_t>(getpid())) return;
   if (!ctx.container || ctx.container->id.empty()) return;
-  if (::kill(static_cast<pid_t>(d.pid), SIGKILL) == 0) ++stats_.kills;
+  if (::kill(static_cast<pid_t>(d.pid), SIGKILL) == 0) ++kills_;
 }
 
 }  // namespace vigil::agent

@@ -4,6 +4,7 @@
 // responses (kill) the pipeline's decisions ask for.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -32,6 +33,7 @@ class PreventionTap final : public pipeline::EventTap {
   // on pid 1 or vigil; only in a container).
   void on_decision(const rules::PreventionDecision& d, const state::EvalContext& ctx);
 
+  // Counted on the pipeline thread, read by the web server's.
   struct Stats {
     std::uint64_t entries = 0;       // container entries written
     std::uint64_t unknown = 0;       // events of containers whose pod is not known (nothing refused for them)
@@ -39,7 +41,9 @@ class PreventionTap final : public pipeline::EventTap {
     std::uint64_t learnt_dests = 0;  // addresses learnt from DNS answers
     std::uint64_t kills = 0;         // kill responses carried out
   };
-  Stats stats() const { return stats_; }
+  Stats stats() const {
+    return {entries_.load(), unknown_.load(), map_errors_.load(), learnt_dests_.load(), kills_.load()};
+  }
 
  private:
   struct Cached {
@@ -52,7 +56,7 @@ class PreventionTap final : public pipeline::EventTap {
   const pipeline::Pipeline& pipe_;
   std::shared_ptr<const rules::Ruleset> rules_;  // the set the entries were made for
   std::unordered_map<std::uint64_t, Cached> cache_;
-  Stats stats_;
+  std::atomic<std::uint64_t> entries_{0}, unknown_{0}, map_errors_{0}, learnt_dests_{0}, kills_{0};
 };
 
 }  // namespace vigil::agent

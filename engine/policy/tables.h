@@ -44,10 +44,10 @@ struct NetEntry {
 };
 
 struct Tables {
-  std::vector<Slot> slots;                     // at most kMaxSlots; index = slot
-  std::map<std::string, std::uint64_t> comms;  // comm (at most 15 bytes) -> slots
+  std::vector<Slot> slots;                       // at most kMaxSlots; index = slot
+  std::map<std::string, std::uint64_t> comms;    // comm (at most 15 bytes) -> slots
   std::map<std::uint16_t, std::uint64_t> ports;  // destination port -> slots
-  std::vector<NetEntry> nets;                  // static destinations (names' addresses are added live)
+  std::vector<NetEntry> nets;                    // static destinations (names' addresses are added live)
   std::uint32_t uvm_major = 0, caps_major = 0, nvlink_major = 0, nvswitch_major = 0;
   // Slots per hook, and the slots with a comm set.
   std::uint64_t hook_slots(Hook h) const {

@@ -37,7 +37,7 @@
 
 namespace vigil::rules {
 
-enum class PreventionMode : std::uint8_t { kOff, kMonitor, kEnforce };
+enum class PreventionMode : std::uint8_t { kOff = 0, kMonitor = 1, kEnforce = 2 };
 std::optional<PreventionMode> prevention_mode_from(std::string_view s);
 std::string_view prevention_mode_name(PreventionMode m);
 // "cgroup/dev", "cgroup/connect4|6, sendmsg4|6", "cgroup/sock_create", "exec (kill)".
@@ -56,7 +56,7 @@ struct PreventionRule {
   std::string why_not;
   policy::Slot slot;                   // the hook's parameters (no index yet)
   std::vector<std::string> comms;      // slot.flags has VG_POLR_COMM
-  std::vector<std::uint16_t> ports;  // slot.flags has VG_POLR_PORTS
+  std::vector<std::uint16_t> ports;    // slot.flags has VG_POLR_PORTS
   std::vector<policy::NetEntry> nets;  // static destinations (slots 0)
   std::vector<std::string> dns_names;  // fd.sip.name values: their addresses are added as DNS answers show them
   // The container part (null: every container), and the condition without

@@ -46,6 +46,7 @@ class GuardIndex;
 class SequenceState;
 struct ExtractCtx;
 struct PreventionRule;
+enum class PreventionMode : std::uint8_t;
 
 struct LoadOptions {
   std::set<std::string> disabled_tags;                     // rules with any of these tags are disabled
@@ -177,6 +178,8 @@ class Ruleset {
   void judge_prevention(const state::EvalContext& ctx, std::vector<event::Alert>& alerts,
                         std::vector<PreventionDecision>& decisions) const noexcept;
   bool has_prevention() const { return !prevention_.empty(); }
+  // The configuration's mode the set was loaded with.
+  PreventionMode prevention_mode() const { return prevention_mode_; }
   std::vector<SequenceInfo> sequences() const;
   std::size_t sequence_count() const { return sequences_.size(); }
   std::size_t sequence_capacity() const { return sequence_capacity_; }
@@ -223,6 +226,7 @@ class Ruleset {
   OpenPaths open_paths_;
   std::vector<std::string> open_unfiltered_;
   std::vector<PreventionRule> prevention_;
+  PreventionMode prevention_mode_{};
   bool needs_dns_ = false;  // a rule reads a name DNS answers give (fd.sip.name...)
   std::string hostname_;
 };

@@ -326,6 +326,7 @@ class RulesetBuilder {
   }
 
   void compile_rules() {
+    rs_->prevention_mode_ = static_cast<PreventionMode>(std::min<std::uint8_t>(opts_.prevention_mode, 2));
     for (const auto& r : col_.rules()) {
       if (std::string why = stop_reason(); !why.empty()) {
         d_.error(code::kCompileBudget, r.pos, "rule '" + r.name + "'",

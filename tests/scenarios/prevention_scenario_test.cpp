@@ -82,9 +82,7 @@ class PreventionScenario : public Scenario {
     }
     return d;
   }
-  void TearDown() override {
-    umount2((s().tmp + "/devs").c_str(), MNT_DETACH);
-  }
+  void TearDown() override { umount2((s().tmp + "/devs").c_str(), MNT_DETACH); }
 
   // The workload's steps, expecting refusals (EPERM) or not.
   PodRun calls(bool refused, const std::string& node) {
@@ -150,8 +148,8 @@ TEST_F(PreventionScenario, EnforceMonitorOffAndNothingLeftRefusedAfterSigkill) {
   const std::string marker2 = s().tmp + "/marker-monitor";
   EXPECT_EQ(run_denied("web-0", marker2), 0);
   EXPECT_TRUE(fs::exists(marker2));
-  for (const char* rule : {"Test NVIDIA node created", "Test pool connection", "Test packet socket",
-                           "Test denied program"}) {
+  for (const char* rule :
+       {"Test NVIDIA node created", "Test pool connection", "Test packet socket", "Test denied program"}) {
     EXPECT_FALSE(tagged(rule, "would_prevent").empty()) << "no would_prevent alert for '" << rule << "'";
   }
 

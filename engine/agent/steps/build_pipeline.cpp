@@ -11,6 +11,8 @@
 // file) and the timeline.
 #include "engine/agent/steps/steps.h"
 
+#include <fstream>
+
 #include "engine/agent/k8s.h"
 #include "engine/agent/own_paths.h"
 #include "engine/agent/prevention.h"
@@ -19,6 +21,7 @@
 #include "engine/capture/timeline.h"
 #include "engine/pipeline/metadata_wait.h"
 #include "engine/pipeline/pipeline.h"
+#include "engine/rules/prevention.h"
 #include "engine/rules/ruleset.h"
 #include "engine/state/state.h"
 #include "outputs/router.h"
@@ -33,6 +36,29 @@ struct TimelineAlerts final : pipeline::EventTap {
   void on_alert(const event::Event& ev, const state::EvalContext&, event::Alert& a) override { tl.add_alert(ev, a); }
   capture::TimelineBuilder& tl;
 };
+
+// What prevention does on this node: the mode, the rules the kernel
+// enforces by hook, those it cannot, and whether the kernel has BPF LSM.
+std::string describe_prevention(const rules::Ruleset& rs, bool have_sensor) {
+  std::size_t by_hook[5] = {};
+  std::size_t alert_only = 0, responses = 0;
+  for (const rules::PreventionRule& p : rs.prevention()) {
+    if (!p.enabled) continue;
+    if (p.action == "kill") ++responses;
+    else if (!p.enforceable) ++alert_only;
+  }
+  for (const rules::PreventionRule* p : rules::enforced_slots(rs.prevention())) ++by_hook[static_cast<int>(p->hook)];
+  std::string lsm;
+  std::ifstream in("/sys/kernel/security/lsm");
+  std::getline(in, lsm);
+  const bool bpf_lsm = ("," + lsm + ",").find(",bpf,") != std::string::npos;
+  return "mode " + std::string(rules::prevention_mode_name(rs.prevention_mode())) +
+         "; in the kernel: " + std::to_string(by_hook[1]) + " device, " + std::to_string(by_hook[2]) +
+         " destination, " + std::to_string(by_hook[3]) + " socket, " + std::to_string(by_hook[4]) + " exec rules" +
+         (have_sensor ? "" : " (no sensor: nothing is refused)") + "; " + std::to_string(alert_only) +
+         " deny rules the kernel cannot judge (alert only); " + std::to_string(responses) +
+         " kill responses; BPF LSM " + (bpf_lsm ? "enabled (not used yet)" : "not enabled (lsm=" + lsm + ")");
+}
 
 }  // namespace
 
@@ -67,6 +93,7 @@ Status build_pipeline(Agent& a) {
     a.pipe->add_tap(a.prevention.get());
   }
   if (a.ruleset && a.ruleset->has_prevention()) {
+    a.log->info("prevention: {}", describe_prevention(*a.ruleset, a.sensor != nullptr));
     a.pipe->set_prevention_handler([&a](const rules::PreventionDecision& d, const state::EvalContext& ctx) {
       if (a.prevention) a.prevention->on_decision(d, ctx);
       a.log->debug("prevention: rule '{}': {} (pid {})", d.rule, d.outcome, d.pid);

@@ -30,8 +30,8 @@ LoadResult load(const std::string& rules, std::uint8_t mode = 0) {
 }
 
 std::string rule(const std::string& name, const std::string& condition, const std::string& extra = "action: deny") {
-  return "- rule: " + name + "\n  desc: d\n  condition: " + condition + "\n  output: o %proc.name\n  priority: ERROR\n  " +
-         extra + "\n";
+  return "- rule: " + name + "\n  desc: d\n  condition: " + condition +
+         "\n  output: o %proc.name\n  priority: ERROR\n  " + extra + "\n";
 }
 
 const PreventionRule& only(const LoadResult& r) {
@@ -108,14 +108,15 @@ TEST(Prevention, AnUnenforceableDenyIsAnErrorInEnforceModeOnly) {
   for (const auto& d : r.diagnostics) named = named || d.to_string().find("cannot be enforced") != std::string::npos;
   EXPECT_TRUE(named);
   // The rule's own mode counts too.
-  EXPECT_GE(load(rule("anc", "evt.type = execve and proc.aname in (ray)", "action: deny\n  action_mode: enforce"), 0)
-                .errors,
-            1u);
+  EXPECT_GE(
+      load(rule("anc", "evt.type = execve and proc.aname in (ray)", "action: deny\n  action_mode: enforce"), 0).errors,
+      1u);
 }
 
 TEST(Prevention, BadActionValuesAreErrors) {
   EXPECT_GE(load(rule("x", "evt.type = execve and proc.name = a", "action: block")).errors, 1u);
-  EXPECT_GE(load(rule("x", "evt.type = execve and proc.name = a", "action: deny\n  action_mode: sometimes")).errors, 1u);
+  EXPECT_GE(load(rule("x", "evt.type = execve and proc.name = a", "action: deny\n  action_mode: sometimes")).errors,
+            1u);
 }
 
 TEST(Prevention, KernelTablesHoldTheEnforcedRulesOnly) {
