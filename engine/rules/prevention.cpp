@@ -396,11 +396,19 @@ class Analysis {
     if (c.field.name.starts_with("evt.arg") && (key == "domain" || key == "type")) {
       if (neg) return "not evt.arg." + key + " cannot be enforced";
       std::vector<std::string> v;
-      if (!set_values(c, lists_, v)) return op_error(c, "= and in");
+      // A type is written with the call's flags (SOCK_RAW|SOCK_CLOEXEC):
+      // `startswith SOCK_RAW` is the type whatever the flags.
+      const bool type_prefix = key == "type" && c.op == Op::kStartsWith && c.value.kind == Value::Kind::kString;
+      if (type_prefix) v = {c.value.text};
+      else if (!set_values(c, lists_, v)) return op_error(c, key == "type" ? "=, in and startswith" : "= and in");
       std::uint32_t m = 0;
       for (const auto& s : v) {
         const int n = socket_number(s, key == "domain");
         if (n < 0) return "'" + s + "' is not a socket " + key;
+        // The kernel runs cgroup/sock_create for inet sockets only.
+        if (key == "domain" && n != 2 && n != 10)
+          return "socket family '" + s + "' cannot be refused at cgroup/sock_create: the kernel runs it for "
+                 "AF_INET and AF_INET6 sockets only";
         m |= 1u << n;
       }
       (key == "domain" ? out_.slot.families : out_.slot.types) |= m;

@@ -5,7 +5,7 @@
 //   enforce: a pod's open of an NVIDIA node it was not allocated fails with
 //            EPERM (an allocated one reaches the device: ENXIO, no driver
 //            here), an mknod of major 195 fails, a pool connect fails while a
-//            cluster-internal one succeeds, a packet socket fails, a denied
+//            cluster-internal one succeeds, a raw socket fails, a denied
 //            program is killed before its first action (a marker file);
 //            each is an alert tagged `prevented`;
 //   monitor: each of these succeeds and raises a `would_prevent` alert;
@@ -35,10 +35,10 @@ constexpr const char* kRules = R"(
   priority: ERROR
   tags: [crypto_mining]
   action: deny
-- rule: Test packet socket
-  desc: A packet socket in a pod.
-  condition: evt.type = socket and vigil_container and evt.arg.domain = AF_PACKET
-  output: Packet socket (proc.pid=%proc.pid proc.name=%proc.name proc.cmdline=%proc.cmdline
+- rule: Test raw socket
+  desc: A raw IP socket in a pod.
+  condition: evt.type = socket and vigil_container and evt.arg.domain = AF_INET and evt.arg.type startswith SOCK_RAW
+  output: Raw socket (proc.pid=%proc.pid proc.name=%proc.name proc.cmdline=%proc.cmdline
     container.id=%container.id k8s.ns.name=%k8s.ns.name k8s.pod.name=%k8s.pod.name)
   priority: ERROR
   tags: [egress]
@@ -92,7 +92,7 @@ class PreventionScenario : public Scenario {
     const std::string e = refused ? "!EPERM" : "";
     // The first calls give vigil the pod's cgroup (its entry reaches the kernel).
     r.steps = "sleep:1500;open:" + node + ":rw" + (refused ? "!EPERM" : "!ENXIO") + ";mknod:/dev/nvidia9:195:9" + e +
-              ";tcp:203.0.113.50:3333" + e + ";tcp:10.100.4.7:6379;socket:packet" + e;
+              ";tcp:203.0.113.50:3333" + e + ";tcp:10.100.4.7:6379;socket:raw" + e;
     return r;
   }
   // The denied program, whose first action writes `marker`: its exit code.
@@ -134,7 +134,7 @@ TEST_F(PreventionScenario, EnforceMonitorOffAndNothingLeftRefusedAfterSigkill) {
   EXPECT_NE(run_denied("web-0", marker), 0);
   EXPECT_FALSE(fs::exists(marker)) << "the denied program ran its first action";
   for (const char* rule : {"GPU device opened by container without GPU allocation", "Test NVIDIA node created",
-                           "Test pool connection", "Test packet socket", "Test denied program"}) {
+                           "Test pool connection", "Test raw socket", "Test denied program"}) {
     auto got = tagged(rule, "prevented");
     ASSERT_FALSE(got.empty()) << "no prevented alert for '" << rule << "'\n" << s().agent.stderr_text();
     auto tags = got[0].value("tags", json::array());
@@ -149,7 +149,7 @@ TEST_F(PreventionScenario, EnforceMonitorOffAndNothingLeftRefusedAfterSigkill) {
   EXPECT_EQ(run_denied("web-0", marker2), 0);
   EXPECT_TRUE(fs::exists(marker2));
   for (const char* rule :
-       {"Test NVIDIA node created", "Test pool connection", "Test packet socket", "Test denied program"}) {
+       {"Test NVIDIA node created", "Test pool connection", "Test raw socket", "Test denied program"}) {
     EXPECT_FALSE(tagged(rule, "would_prevent").empty()) << "no would_prevent alert for '" << rule << "'";
   }
 

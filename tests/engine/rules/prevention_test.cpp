@@ -72,10 +72,15 @@ TEST(Prevention, NamesOfDestinationsAreLearntFromDns) {
   EXPECT_EQ(p.dns_names, std::vector<std::string>{"pool.example.com"});
 }
 
-TEST(Prevention, PacketSocketsAndDeniedProgramsAreEnforced) {
-  auto s = load(rule("raw", "evt.type = socket and evt.arg.domain = AF_PACKET and vigil_container"));
+TEST(Prevention, RawSocketsAndDeniedProgramsAreEnforced) {
+  auto s = load(rule("raw", "evt.type = socket and evt.arg.domain in (AF_INET, AF_INET6) and evt.arg.type "
+                            "startswith SOCK_RAW and vigil_container"));
   EXPECT_TRUE(only(s).enforceable) << only(s).why_not;
-  EXPECT_EQ(only(s).slot.families, 1u << 17);
+  EXPECT_EQ(only(s).slot.families, (1u << 2) | (1u << 10));
+  EXPECT_EQ(only(s).slot.types, 1u << 3);
+  auto packet = load(rule("packet", "evt.type = socket and evt.arg.domain = AF_PACKET"));
+  EXPECT_FALSE(only(packet).enforceable);
+  EXPECT_NE(only(packet).why_not.find("AF_INET and AF_INET6 sockets only"), std::string::npos) << only(packet).why_not;
   auto e = load(rule("miner", "evt.type = execve and proc.name in (xmrig, t-rex) and vigil_container"));
   ASSERT_TRUE(only(e).enforceable) << only(e).why_not;
   EXPECT_EQ(only(e).hook, policy::Hook::kExec);
