@@ -66,7 +66,8 @@ class PreventionScenario : public Scenario {
       g_config = tmp + "/prevention.yaml";
       write_mode("enforce");
       std::ofstream(tmp + "/prevention_rules.yaml") << kRules;
-      return std::vector<std::string>{"-c", g_config, "-r", tmp + "/prevention_rules.yaml"};
+      return std::vector<std::string>{"-c", g_config, "-r", tmp + "/prevention_rules.yaml", "--capture",
+                                      tmp + "/prevention.vcap"};
     };
     Scenario::SetUpTestSuite();
   }
@@ -95,12 +96,25 @@ class PreventionScenario : public Scenario {
               ";tcp:203.0.113.50:3333" + e + ";tcp:10.100.4.7:6379;socket:raw" + e;
     return r;
   }
-  // The denied program, whose first action writes `marker`: its exit code.
-  int run_denied(const std::string& pod_name, const std::string& marker) {
+  // The denied program, whose first action writes `marker`: its exit code
+  // (and its pid in `pid`).
+  int run_denied(const std::string& pod_name, const std::string& marker, pid_t* pid = nullptr) {
     PodRun r;
     r.argv = {s().tool("xmrig"), "-o", "stratum+tcp://pool.example.com:3333"};
     r.steps = "write:" + marker + ":ran";
-    return run_in_pod(pod(pod_name), r).second;
+    auto [p, code] = run_in_pod(pod(pod_name), r);
+    if (pid) *pid = p;
+    return code;
+  }
+  // (rule, pid) of the alerts tagged `prevented` among `alerts`, for `pids`.
+  static std::set<std::pair<std::string, long>> prevented(const std::vector<json>& alerts, const std::set<long>& pids) {
+    std::set<std::pair<std::string, long>> out;
+    for (const json& a : alerts) {
+      if (a.value("prevention", "") != "prevented" || !a.contains("output_fields")) continue;
+      auto pid = a["output_fields"].value("proc.pid", json());
+      if (pid.is_number() && pids.count(pid.get<long>())) out.insert({a.value("rule", ""), pid.get<long>()});
+    }
+    return out;
   }
   std::vector<json> tagged(const std::string& rule, const std::string& outcome, std::chrono::milliseconds wait = 10s) {
     return s().agent.alerts(
@@ -125,13 +139,14 @@ TEST_F(PreventionScenario, EnforceMonitorOffAndNothingLeftRefusedAfterSigkill) {
   const std::string node = devs() + "/nvidia0";
   // enforce: web-0 has no GPU; miner-0 has one (its node reaches the device).
   auto [pid, code] = run_in_pod(pod("web-0"), calls(true, node));
+  pid_t denied_pid = 0;
   EXPECT_EQ(code, 0) << "a call was not refused (workload exit " << code << ")\n" << s().agent.stderr_text();
   PodRun allowed;
   allowed.argv = {s().tool("worker")};
   allowed.steps = "sleep:1500;open:" + node + ":rw!ENXIO";
   EXPECT_EQ(run_in_pod(pod("miner-0"), allowed).second, 0) << "the allocated GPU was refused";
   const std::string marker = s().tmp + "/marker-enforce";
-  EXPECT_NE(run_denied("web-0", marker), 0);
+  EXPECT_NE(run_denied("web-0", marker, &denied_pid), 0);
   EXPECT_FALSE(fs::exists(marker)) << "the denied program ran its first action";
   for (const char* rule : {"GPU device opened by container without GPU allocation", "Test NVIDIA node created",
                            "Test pool connection", "Test raw socket", "Test denied program"}) {
@@ -141,6 +156,10 @@ TEST_F(PreventionScenario, EnforceMonitorOffAndNothingLeftRefusedAfterSigkill) {
     EXPECT_NE(std::find(tags.begin(), tags.end(), "prevented"), tags.end()) << got[0].dump();
     EXPECT_EQ(got[0]["output_fields"].value("k8s.pod.name", json()), "web-0") << got[0].dump();
   }
+
+  const std::set<long> first = {static_cast<long>(pid), static_cast<long>(denied_pid)};
+  const auto live = prevented(s().agent.alerts([](const json&) { return true; }), first);
+  EXPECT_EQ(live.size(), 5u) << "one prevented alert per rule";
 
   // monitor: the same calls succeed, each with a would_prevent alert.
   ASSERT_TRUE(reload("monitor")) << s().agent.stderr_text();
@@ -174,6 +193,15 @@ TEST_F(PreventionScenario, EnforceMonitorOffAndNothingLeftRefusedAfterSigkill) {
   const std::string marker4 = s().tmp + "/marker-after";
   EXPECT_EQ(run_denied("web-0", marker4), 0);
   EXPECT_TRUE(fs::exists(marker4));
+
+  // The capture replayed with the policy: the decisions the node made.
+  write_mode("enforce");
+  VigilProcess rep(VIGIL_BINARY);
+  ASSERT_TRUE(rep.start_command("replay", {s().tmp + "/prevention.vcap", "-c", g_config, "-r", "rules/", "-r",
+                                           s().tmp + "/prevention_rules.yaml"}));
+  const int st = rep.wait_exit(120s);
+  ASSERT_TRUE(WIFEXITED(st)) << rep.stderr_text();
+  EXPECT_EQ(prevented(rep.alerts([](const json&) { return true; }), first), live) << rep.stderr_text();
 }
 
 }  // namespace
