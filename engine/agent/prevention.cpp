@@ -29,7 +29,7 @@ PreventionTap::PreventionTap(sensor::Sensor* sensor, const pipeline::Pipeline& p
 
 void PreventionTap::on_event(const event::Event& ev, const state::EvalContext& ctx) {
   if (!sensor_) return;
-  auto rs = pipe_.ruleset();
+  const rules::Ruleset* rs = pipe_.rules_in_use();
   if (rs != rules_) {
     // The slots moved with the rules: every entry is made again (meanwhile
     // the containers have none, so nothing is refused).

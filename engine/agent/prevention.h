@@ -54,7 +54,7 @@ class PreventionTap final : public pipeline::EventTap {
   void entry_for(const event::Event& ev, const state::EvalContext& ctx);
   sensor::Sensor* sensor_;
   const pipeline::Pipeline& pipe_;
-  std::shared_ptr<const rules::Ruleset> rules_;  // the set the entries were made for
+  const rules::Ruleset* rules_ = nullptr;  // the set the entries were made for
   std::unordered_map<std::uint64_t, Cached> cache_;
   std::atomic<std::uint64_t> entries_{0}, unknown_{0}, map_errors_{0}, learnt_dests_{0}, kills_{0};
 };

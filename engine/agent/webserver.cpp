@@ -128,7 +128,7 @@ Result<std::unique_ptr<metrics::Server>> start_webserver(const WebserverConfig& 
       return out;
     };
   }
-  if (a.ruleset && a.ruleset->has_prevention()) {
+  if (a.prevention || (a.ruleset && a.ruleset->has_prevention())) {
     v.prevention = [&a] {
       metrics::PreventionInfo out;
       auto rs = a.pipe->ruleset();

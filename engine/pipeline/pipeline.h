@@ -110,6 +110,8 @@ class Pipeline {
   void process(event::Event& ev);
   void set_ruleset(std::shared_ptr<const rules::Ruleset> r);
   std::shared_ptr<const rules::Ruleset> ruleset() const;
+  // The set the pipeline runs now: pipeline thread only (taps), no lock.
+  const rules::Ruleset* rules_in_use() const { return rules_.get(); }
   state::State& state() { return deps_.state; }
 
   struct Stats {

@@ -407,7 +407,8 @@ class Analysis {
         if (n < 0) return "'" + s + "' is not a socket " + key;
         // The kernel runs cgroup/sock_create for inet sockets only.
         if (key == "domain" && n != 2 && n != 10)
-          return "socket family '" + s + "' cannot be refused at cgroup/sock_create: the kernel runs it for "
+          return "socket family '" + s +
+                 "' cannot be refused at cgroup/sock_create: the kernel runs it for "
                  "AF_INET and AF_INET6 sockets only";
         m |= 1u << n;
       }

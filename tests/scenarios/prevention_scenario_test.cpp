@@ -66,8 +66,8 @@ class PreventionScenario : public Scenario {
       g_config = tmp + "/prevention.yaml";
       write_mode("enforce");
       std::ofstream(tmp + "/prevention_rules.yaml") << kRules;
-      return std::vector<std::string>{"-c", g_config, "-r", tmp + "/prevention_rules.yaml", "--capture",
-                                      tmp + "/prevention.vcap"};
+      return std::vector<std::string>{
+          "-c", g_config, "-r", tmp + "/prevention_rules.yaml", "--capture", tmp + "/prevention.vcap"};
     };
     Scenario::SetUpTestSuite();
   }

@@ -85,15 +85,16 @@ Status build_pipeline(Agent& a) {
   }
   a.pipe = std::make_unique<pipeline::Pipeline>(
       pipeline::Deps{*a.state, publish, a.hostname, a.baselines.get(), a.metadata_wait.get()}, a.ruleset);
-  if (a.sensor && a.ruleset && a.ruleset->has_prevention()) {
+  if (a.sensor) {
     // First among the taps: a container's entry reaches the kernel as soon
-    // as its pod is known. Reloads that add rules with an action need a
-    // restart to get it (docs/prevention.md).
+    // as its pod is known (a reload may bring rules with an action: the tap
+    // does nothing while the rules in force have none).
     a.prevention = std::make_unique<PreventionTap>(a.sensor, *a.pipe);
     a.pipe->add_tap(a.prevention.get());
   }
-  if (a.ruleset && a.ruleset->has_prevention()) {
+  if (a.ruleset && a.ruleset->has_prevention())
     a.log->info("prevention: {}", describe_prevention(*a.ruleset, a.sensor != nullptr));
+  {
     a.pipe->set_prevention_handler([&a](const rules::PreventionDecision& d, const state::EvalContext& ctx) {
       if (a.prevention) a.prevention->on_decision(d, ctx);
       a.log->debug("prevention: rule '{}': {} (pid {})", d.rule, d.outcome, d.pid);

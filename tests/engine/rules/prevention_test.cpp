@@ -73,8 +73,9 @@ TEST(Prevention, NamesOfDestinationsAreLearntFromDns) {
 }
 
 TEST(Prevention, RawSocketsAndDeniedProgramsAreEnforced) {
-  auto s = load(rule("raw", "evt.type = socket and evt.arg.domain in (AF_INET, AF_INET6) and evt.arg.type "
-                            "startswith SOCK_RAW and vigil_container"));
+  auto s = load(rule("raw",
+                     "evt.type = socket and evt.arg.domain in (AF_INET, AF_INET6) and evt.arg.type "
+                     "startswith SOCK_RAW and vigil_container"));
   EXPECT_TRUE(only(s).enforceable) << only(s).why_not;
   EXPECT_EQ(only(s).slot.families, (1u << 2) | (1u << 10));
   EXPECT_EQ(only(s).slot.types, 1u << 3);
