@@ -91,6 +91,16 @@ Status write_policy(const PolicyMaps& m, const policy::Tables& old, const policy
   if (next.nets.size() > policy::kMaxNets)
     return Error::bad_input("prevention: " + std::to_string(next.nets.size()) + " destinations, at most " +
                             std::to_string(policy::kMaxNets));
+  // The containers' entries name slots of `old`: out, until the caller
+  // makes them again for `next` (meanwhile nothing is refused).
+  if (!(old == next)) {
+    std::uint64_t key = 0;
+    std::vector<std::uint64_t> ids;
+    for (int err = bpf_map__get_next_key(m.cgroup, nullptr, &key, sizeof(key)); err == 0 && ids.size() < 65536;
+         err = bpf_map__get_next_key(m.cgroup, &key, &key, sizeof(key)))
+      ids.push_back(key);
+    for (std::uint64_t id : ids) bpf_map__delete_elem(m.cgroup, &id, sizeof(id), 0);
+  }
   for (std::uint32_t i = 0; i < policy::kMaxSlots; ++i) {
     vg_pol_rule r{};
     if (i < next.slots.size()) {

@@ -29,8 +29,10 @@ struct PolicyMaps {
 vg_pol_knobs policy_knobs(const policy::Tables& t);
 
 // Moves the maps from `old` to `next`: the caller has turned the knobs off
-// (every hook then refuses nothing); slots, comms and destinations of `next`
-// are written and those only `old` had removed. `live_nets` (destinations
+// (every hook then refuses nothing); when they differ the containers' entries
+// (which name `old`'s slots) are removed, for the caller to make again;
+// slots, comms and destinations of `next` are written and those only `old`
+// had removed. `live_nets` (destinations
 // learnt since, e.g. from DNS answers) are kept. Bad input (too many slots,
 // comms or destinations) is an error before anything is written.
 Status write_policy(const PolicyMaps& m, const policy::Tables& old, const policy::Tables& next);
