@@ -11,6 +11,7 @@
  * from its socket before a byte of it is read: a TCP packet costs one storage
  * lookup, a packet of any other protocol none. */
 #include "bpf/progs/helpers.bpf.h"
+#include "bpf/progs/policy.bpf.h"
 #include <bpf/bpf_endian.h>
 
 char LICENSE[] SEC("license") = "GPL";
@@ -53,9 +54,11 @@ struct {
  * captured (on_tcp_egress), with the connecting task as its owner. Attached
  * only when a rule asks for the first bytes; the connect event itself comes
  * from sys_exit_connect. */
-static __always_inline int on_connect(struct bpf_sock_addr *ctx)
+static __always_inline int on_connect(struct bpf_sock_addr *ctx, int v6)
 {
-  if (ctx->type != SOCK_STREAM || !ctx->sk || vg_is_self())
+  if (vg_pol_refuse_dest(ctx, v6))
+    return 0; /* EPERM: reported by sys_exit_connect with its destination */
+  if (!vg_of.want_payload || ctx->type != SOCK_STREAM || !ctx->sk || vg_is_self())
     return 1;
   struct vg_sk_owner *o = bpf_sk_storage_get(&sk_owner, ctx->sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
   if (!o) {
@@ -71,6 +74,7 @@ static __always_inline int on_sendmsg(struct bpf_sock_addr *ctx, int v6)
 {
   if (vg_is_self())
     return 1;
+  const int refused = vg_pol_refuse_dest(ctx, v6);
   struct vg_send_key k = {.cookie = bpf_get_socket_cookie(ctx),
                           .dport = bpf_ntohs((__u16)ctx->user_port)};
   if (v6) {
@@ -83,12 +87,12 @@ static __always_inline int on_sendmsg(struct bpf_sock_addr *ctx, int v6)
     *(__u32 *)k.daddr = ctx->user_ip4;
   }
   if (bpf_map_lookup_elem(&sent_once, &k))
-    return 1;
+    return !refused; /* reported once per socket and destination, refused or not */
   __u8 one = 1;
   bpf_map_update_elem(&sent_once, &k, &one, BPF_ANY);
   __u8 *buf = vg_scratch_buf();
   if (!buf)
-    return 1;
+    return !refused;
   struct vg_connect *c = (struct vg_connect *)buf;
   __builtin_memset(c, 0, sizeof(*c));
   vg_fill_hdr_sock(&c->hdr, VG_CONNECT);
@@ -97,20 +101,24 @@ static __always_inline int on_sendmsg(struct bpf_sock_addr *ctx, int v6)
   c->dport = k.dport;
   __builtin_memcpy(c->daddr, k.daddr, sizeof(c->daddr));
   c->flags = VG_CONN_SENDMSG;
+  if (refused) {
+    c->flags |= VG_CONN_HAS_RESULT;
+    c->result = -VG_EPERM;
+  }
   vg_submit((__u8 *)c, sizeof(*c));
-  return 1;
+  return !refused;
 }
 
 SEC("cgroup/connect4")
 int vg_connect4(struct bpf_sock_addr *ctx)
 {
-  return on_connect(ctx);
+  return on_connect(ctx, 0);
 }
 
 SEC("cgroup/connect6")
 int vg_connect6(struct bpf_sock_addr *ctx)
 {
-  return on_connect(ctx);
+  return on_connect(ctx, 1);
 }
 
 SEC("cgroup/sendmsg4")

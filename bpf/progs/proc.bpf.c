@@ -3,6 +3,7 @@
  * they cost nothing measurable on system calls (DESIGN.md) and are always
  * attached, because the process table depends on them. */
 #include "bpf/progs/helpers.bpf.h"
+#include "bpf/progs/policy.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -270,7 +271,20 @@ int BPF_PROG(vg_sched_exec, struct task_struct *p, pid_t old_pid, struct linux_b
 
   if (trunc)
     e->flags |= VG_EXEC_PATH_TRUNC;
+  const __u8 exec_flags = e->flags;
   vg_submit(buf, off);
+
+  /* A program an enforced rule denies is killed here, in its own context,
+   * before it runs its first instruction: the exec itself succeeded (the
+   * record above says what ran), the process never returns to user space. */
+  __u64 cand = 0;
+  if (vg_pol_cgroup(vg_pol.exec, &cand)) {
+    struct vg_pol_facts f = {};
+    f.comm_bits = vg_pol_comm_bits(cand);
+    f.exec = exec_flags;
+    if (vg_pol_match(cand, &f) >= 0)
+      bpf_send_signal(VG_SIGKILL);
+  }
   return 0;
 }
 

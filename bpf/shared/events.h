@@ -467,6 +467,102 @@ struct vg_seen_key {
   __u64 start;
 };
 
+/* Prevention (bpf/progs/policy.bpf.h, engine/policy): the kernel's share of
+ * the rules whose action is enforced, in maps user space fills
+ * (engine/sensor/policy_maps.cpp). A rule has a slot (0 to VG_POL_RULES-1)
+ * and one hook; a container's cgroup has an entry only once its pod is known,
+ * with the slots whose container part holds for it. No entry, no refusal: the
+ * host, vigil, the runtime and a container not yet resolved are never refused. */
+#define VG_POL_RULES 64
+
+enum vg_pol_hook {
+  VG_POL_NONE = 0,
+  VG_POL_DEVICE = 1, /* cgroup/dev: open and mknod of NVIDIA device nodes */
+  VG_POL_NET = 2,    /* cgroup/connect4|6, sendmsg4|6: destinations */
+  VG_POL_SOCK = 3,   /* cgroup/sock_create: socket families and types */
+  VG_POL_EXEC = 4,   /* sched_process_exec: a program killed before it runs */
+};
+
+/* NVIDIA node kinds (bit n: kind n), as engine/state/gpu.h classifies them. */
+#define VG_POL_NODE_GPU 0x01
+#define VG_POL_NODE_CTL 0x02
+#define VG_POL_NODE_MODESET 0x04
+#define VG_POL_NODE_UVM 0x08
+#define VG_POL_NODE_UVM_TOOLS 0x10
+#define VG_POL_NODE_CAPS 0x20
+#define VG_POL_NODE_NVLINK 0x40
+#define VG_POL_NODE_NVSWITCH 0x80
+#define VG_POL_NODE_OTHER 0x100
+
+/* vg_pol_rule.flags */
+#define VG_POLR_COMM 0x01         /* the task's comm is judged against pol_comm */
+#define VG_POLR_COMM_NEG 0x02     /* ... and must not be there */
+#define VG_POLR_NET 0x04          /* the destination is judged against pol_net4|6 */
+#define VG_POLR_NET_NEG 0x08      /* ... and must not be there */
+#define VG_POLR_PORTS 0x10        /* the destination port is judged against pol_ports */
+#define VG_POLR_PORTS_NEG 0x20    /* ... must not be */
+#define VG_POLR_MEMFD 0x40        /* exec: the program runs from a memfd */
+#define VG_POLR_UPPER 0x80        /* exec: the program file is in an overlay's upper layer */
+#define VG_POLR_NOT_ALLOWED 0x100 /* device: only nodes the container's allocation does not allow */
+#define VG_POLR_TCP 0x200         /* net: TCP only */
+#define VG_POLR_UDP 0x400         /* net: UDP only */
+
+struct vg_pol_rule {
+  __u32 hook;     /* enum vg_pol_hook */
+  __u32 flags;    /* VG_POLR_* */
+  __u32 kinds;    /* device: the node kinds refused (VG_POL_NODE_*) */
+  __u32 families; /* socket: bit n, family n (n < 32) */
+  __u32 types;    /* socket: bit n, type n (SOCK_RAW 3, SOCK_PACKET 10) */
+  __u32 pad;
+};
+
+/* A container cgroup's entry. */
+#define VG_POL_GPU_ANY 0x01 /* the container was allocated a GPU */
+struct vg_pol_cg {
+  __u64 rules;         /* slot r: rule r's container part holds here */
+  __u64 gpu_minors[4]; /* major 195 minors its allocation allows */
+  __u32 gpu_flags;     /* VG_POL_GPU_* */
+  __u32 pad;
+};
+
+/* The comm sets of the rules (pol_comm) and their port sets (pol_ports,
+ * keyed by the port in host order): slot bits. */
+struct vg_pol_comm {
+  char comm[VG_COMM_LEN];
+};
+
+/* pol_net4|6: LPM tries of the rules' destinations; value: slot bits. */
+struct vg_pol_net4 {
+  __u32 prefixlen;
+  __u8 addr[4];
+};
+struct vg_pol_net6 {
+  __u32 prefixlen;
+  __u8 addr[16];
+};
+
+/* The hooks' slots and the dynamic NVIDIA majors, in a data section user
+ * space rewrites (bpf/progs/policy.bpf.h, vg_pol). */
+struct vg_pol_knobs {
+  __u64 device; /* slots per hook */
+  __u64 net;
+  __u64 sock;
+  __u64 exec;
+  __u64 comm_slots; /* slots with a comm set: pol_comm is looked up only for them */
+  __u32 uvm_major;
+  __u32 caps_major;
+  __u32 nvlink_major;
+  __u32 nvswitch_major;
+};
+
+/* A device refusal, kept for the thread's open exit (which reports the call
+ * with its path: the device program sees only numbers). */
+struct vg_pol_refusal {
+  __u32 major;
+  __u32 minor;
+  __u64 ts_ns;
+};
+
 #define VG_MKDEV(ma, mi) (((__u32)(ma) << 20) | ((__u32)(mi)&0xfffff))
 
 #ifndef __VIGIL_BPF__
@@ -502,6 +598,10 @@ VG_STATIC_ASSERT(sizeof(struct vg_usage_key) == 16, "vg_usage_key size");
 VG_STATIC_ASSERT(sizeof(struct vg_seen_key) == 16, "vg_seen_key size");
 VG_STATIC_ASSERT(sizeof(struct vg_usage_val) == 16, "vg_usage_val size");
 VG_STATIC_ASSERT(sizeof(struct vg_ioctl_slot) == 40, "vg_ioctl_slot size");
+VG_STATIC_ASSERT(sizeof(struct vg_pol_rule) == 24, "vg_pol_rule size");
+VG_STATIC_ASSERT(sizeof(struct vg_pol_cg) == 48, "vg_pol_cg size");
+VG_STATIC_ASSERT(sizeof(struct vg_pol_knobs) == 56, "vg_pol_knobs size");
+VG_STATIC_ASSERT(sizeof(struct vg_pol_net6) == 20, "vg_pol_net6 size");
 #endif
 
 #endif /* VIGIL_BPF_SHARED_EVENTS_H */

@@ -1,5 +1,7 @@
 #include "engine/agent/agent.h"
 
+#include "engine/agent/prevention.h"
+
 #include "engine/agent/log.h"
 #include "engine/agent/progress.h"
 #include "engine/baseline/store.h"

@@ -85,6 +85,7 @@ class View;
 }  // namespace vigil::posture
 
 namespace vigil::agent {
+class PreventionTap;
 
 class Progress;
 
@@ -206,6 +207,9 @@ struct Agent {
   std::unique_ptr<pipeline::MetadataWait> metadata_wait;
   std::unique_ptr<pipeline::Pipeline> pipe;
   metrics::EventCounters counters;  // counts only for the web server: no cost when it is off
+  // Prevention's containers' entries, learnt destinations and responses
+  // (vigil run with a sensor and rules with an action).
+  std::unique_ptr<PreventionTap> prevention;
   std::unique_ptr<metrics::HealthMonitor> health;
   std::atomic<std::uint64_t> pods_known{0};  // the state's pod count, for /metrics (a tick)
   // The state's exited processes (state::StateStats), for /metrics (the same tick).

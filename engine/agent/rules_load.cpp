@@ -5,9 +5,11 @@
 
 #include <filesystem>
 
+#include "engine/config/config.h"
 #include "engine/plugin/host.h"
 #include "engine/rules/append_output.h"
 #include "engine/rules/fields.h"
+#include "engine/rules/prevention.h"
 
 namespace vigil::agent {
 namespace fs = std::filesystem;
@@ -78,6 +80,15 @@ Status set_append_output(const YAML::Node& cfg, const ConfigOrigin& origin, cons
   auto compiled = rules::compile_append_output(*spec, catalog, suggested);
   if (!compiled) return compiled.error();
   opts.append_output = *compiled;
+  return {};
+}
+
+Status set_prevention_mode(const YAML::Node& cfg, rules::LoadOptions& opts) {
+  auto mode = config::get_or<std::string>(cfg, "prevention.mode", "off");
+  if (!mode) return mode.error();
+  auto m = rules::prevention_mode_from(*mode);
+  if (!m) return Error::bad_input("config key 'prevention.mode': '" + *mode + "' is not off, monitor or enforce");
+  opts.prevention_mode = static_cast<std::uint8_t>(*m);
   return {};
 }
 

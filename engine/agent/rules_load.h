@@ -62,6 +62,10 @@ Status check_rule_counts(const RuleCounts& c, const RuleCountPolicy& policy);
 Status set_append_output(const YAML::Node& cfg, const ConfigOrigin& origin, const plugin::Host* plugins,
                          rules::LoadOptions& opts);
 
+// The configuration's prevention.mode (off, monitor, enforce; absent: off)
+// into opts.prevention_mode. Bad input names the value.
+Status set_prevention_mode(const YAML::Node& cfg, rules::LoadOptions& opts);
+
 // Loads rules, logging every diagnostic (skipped rules are warnings that name
 // them); an error when any rule file has errors. `counts`, when given, gets
 // the load's enabled and skipped counts.

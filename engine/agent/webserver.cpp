@@ -3,12 +3,16 @@
 #include <limits>
 
 #include "engine/agent/agent.h"
+#include "engine/agent/prevention.h"
 #include "engine/baseline/store.h"
 #include "engine/config/config.h"
 #include "engine/pipeline/metadata_wait.h"
 #include "engine/pipeline/pipeline.h"
 #include "engine/posture/source.h"
+#include "engine/rules/prevention.h"
+#include "engine/rules/ruleset.h"
 #include "engine/rules/sequence.h"
+#include "engine/sensor/sensor.h"
 #include "engine/state/cri_resolver.h"
 #include "engine/state/pod_watcher.h"
 #include "engine/state/pods.h"
@@ -129,6 +133,29 @@ Result<std::unique_ptr<metrics::Server>> start_webserver(const WebserverConfig& 
       out.profiling_admin_only = p->profiling_admin_only;
       out.accept_envvar = p->accept_envvar;
       out.cuda_compat_hook = p->cuda_compat_hook;
+      return out;
+    };
+  }
+  if (a.prevention || (a.ruleset && a.ruleset->has_prevention())) {
+    v.prevention = [&a] {
+      metrics::PreventionInfo out;
+      auto rs = a.pipe->ruleset();
+      if (rs) out.mode = std::string(rules::prevention_mode_name(rs->prevention_mode()));
+      for (const auto& [key, n] : a.pipe->prevention_counts()) out.decisions.emplace_back(key.first, key.second, n);
+      if (a.sensor && rs) {
+        const auto counts = a.sensor->policy_refusals();
+        const auto slots = rules::enforced_slots(rs->prevention());
+        for (std::size_t i = 0; i < slots.size() && i < counts.size(); ++i)
+          out.refusals.emplace_back(slots[i]->name, counts[i]);
+      }
+      if (a.prevention) {
+        const auto s = a.prevention->stats();
+        out.entries = s.entries;
+        out.unknown = s.unknown;
+        out.map_errors = s.map_errors;
+        out.learnt_dests = s.learnt_dests;
+        out.kills = s.kills;
+      }
       return out;
     };
   }

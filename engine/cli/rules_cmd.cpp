@@ -17,6 +17,7 @@
 #include "bpf/shared/events.h"
 #include "engine/event/schema.h"
 #include "engine/rules/fields.h"
+#include "engine/rules/prevention.h"
 #include "engine/rules/ruleset.h"
 #include "engine/sensor/open_filter.h"
 #include "engine/runtime/rule_test.h"
@@ -44,6 +45,7 @@ Result<WithPlugins> with_plugins(const std::string& config, bool init) {
   if (Status s = agent::set_append_output(*cfg, vigil::config::config_origin(config), w.host.get(), w.opts); !s) {
     return s.error();
   }
+  if (Status s = agent::set_prevention_mode(*cfg, w.opts); !s) return s.error();
   return w;
 }
 int config_error(const Error& e) {
@@ -71,6 +73,16 @@ int validate(const std::vector<std::string>& files, const std::string& config) {
   print_diagnostics(r);
   std::cout << rules::summary_line(r) << std::endl;
   if (r.ruleset) {
+    // Prevention (docs/prevention.md): per rule with an action, whether the
+    // kernel can enforce it and, if not, why.
+    for (const rules::PreventionRule& p : r.ruleset->prevention()) {
+      std::cout << "prevention: rule '" << p.name << "' (" << p.file << ":" << p.line << "): action " << p.action
+                << ", mode " << rules::prevention_mode_name(p.effective) << ": ";
+      if (p.action == "kill") std::cout << "a response (the process is killed after the alert), not prevention";
+      else if (p.enforceable) std::cout << "enforceable in the kernel at " << rules::hook_name(p.hook);
+      else std::cout << "cannot be enforced in the kernel: " << p.why_not << " (alert only; an error in enforce mode)";
+      std::cout << std::endl;
+    }
     // What the kernel's open filter will be given (docs/events.md, "open"):
     // its tables hold any number of paths; each costs a map entry.
     const rules::OpenPaths& p = r.ruleset->open_paths();

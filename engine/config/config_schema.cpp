@@ -47,6 +47,8 @@ constexpr KeySpec kSchema[] = {
     {"cri.timeout_ms", K::kNumber, 10, 60000},
     {"plugins", K::kPlugins},
     {"load_plugins", K::kNames},
+    {"prevention", K::kSection},
+    {"prevention.mode", K::kString},
     {"posture", K::kSection},
     {"posture.enabled", K::kBool},
     {"posture.host_root", K::kString, 0, 0, false, true},

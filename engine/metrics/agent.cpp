@@ -234,6 +234,32 @@ void collect_agent(const AgentView& v, Exposition& out) {
                "that still named it, its container and its pod.");
     out.sample("vigil_state_late_events_total", d(t.late_events));
   }
+  if (v.prevention) {
+    const PreventionInfo p = v.prevention();
+    out.family("vigil_prevention_mode", "gauge", "The configuration's prevention.mode (off, monitor, enforce): 1.");
+    out.sample("vigil_prevention_mode", {{"mode", p.mode}}, 1);
+    out.family("vigil_prevention_decisions_total", "counter",
+               "Prevention decisions by rule and outcome: prevented (the kernel refused, or killed at exec), "
+               "would_prevent (monitor mode), not_prevented (enforce mode, but the container's pod was not known "
+               "yet or the kernel let the call through), respond (a kill response).");
+    for (const auto& [rule, outcome, n] : p.decisions)
+      out.sample("vigil_prevention_decisions_total", {{"rule", rule}, {"outcome", outcome}}, d(n));
+    out.family("vigil_prevention_kernel_refusals_total", "counter",
+               "Calls the kernel refused (or programs it killed at exec), by rule, counted in the kernel.");
+    for (const auto& [rule, n] : p.refusals)
+      out.sample("vigil_prevention_kernel_refusals_total", {{"rule", rule}}, d(n));
+    out.family("vigil_prevention_containers_total", "counter",
+               "Containers' entries in the kernel's policy map by result: written; unknown (an event of a container "
+               "whose pod is not known: nothing is refused for it); map_error (no room: never refused).");
+    out.sample("vigil_prevention_containers_total", {{"result", "written"}}, d(p.entries));
+    out.sample("vigil_prevention_containers_total", {{"result", "unknown"}}, d(p.unknown));
+    out.sample("vigil_prevention_containers_total", {{"result", "map_error"}}, d(p.map_errors));
+    out.family("vigil_prevention_learnt_destinations_total", "counter",
+               "Addresses of denied names learnt from DNS answers and given to the kernel.");
+    out.sample("vigil_prevention_learnt_destinations_total", d(p.learnt_dests));
+    out.family("vigil_prevention_kills_total", "counter", "Kill responses carried out.");
+    out.sample("vigil_prevention_kills_total", d(p.kills));
+  }
   if (v.posture) {
     if (auto p = v.posture()) {
       auto known = [](const std::string& s) { return s.empty() ? std::string("unknown") : s; };

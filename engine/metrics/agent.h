@@ -15,6 +15,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "engine/metrics/event_counters.h"
@@ -118,6 +119,15 @@ struct ProcessTableInfo {
   std::uint64_t late_events = 0;     // events about an exited process that still named it
 };
 
+// Prevention (docs/prevention.md): the pipeline's decisions by rule and
+// outcome, the kernel's refusals by rule, and the containers' entries.
+struct PreventionInfo {
+  std::string mode;                                                            // the configuration's prevention.mode
+  std::vector<std::tuple<std::string, std::string, std::uint64_t>> decisions;  // (rule, outcome, count)
+  std::vector<std::pair<std::string, std::uint64_t>> refusals;                 // (rule, kernel refusals)
+  std::uint64_t entries = 0, unknown = 0, map_errors = 0, learnt_dests = 0, kills = 0;
+};
+
 struct AgentView {
   std::string version;
   std::function<runtime::LoopStatus()> loop;
@@ -126,6 +136,7 @@ struct AgentView {
   std::function<std::vector<runtime::PartState>()> parts;
   std::function<RulesInfo()> rules;
   std::function<std::vector<SequenceEvictions>()> sequences;
+  std::function<PreventionInfo()> prevention;           // empty: no rule with an action
   std::function<std::optional<K8sInfo>()> k8s;          // nullopt: no Kubernetes API
   std::function<CriInfo()> cri;                         // empty: part cri off
   std::function<BaselineInfo()> baselines;              // empty: baselines off

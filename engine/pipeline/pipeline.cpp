@@ -38,6 +38,11 @@ void Pipeline::set_ruleset(std::shared_ptr<const rules::Ruleset> r) {
   has_pending_.store(true, std::memory_order_release);
 }
 
+std::map<std::pair<std::string, std::string>, std::uint64_t> Pipeline::prevention_counts() const {
+  std::lock_guard<std::mutex> lock(prevention_mu_);
+  return prevention_counts_;
+}
+
 std::shared_ptr<const rules::Ruleset> Pipeline::ruleset() const {
   std::lock_guard<std::mutex> lock(pending_mu_);
   return has_pending_.load() ? pending_ : rules_;
@@ -69,6 +74,16 @@ void Pipeline::process(event::Event& ev) {
     if (rules_ && selected) {
       scratch_.clear();
       rules_->evaluate(ctx, scratch_, seq_.get());
+      if (rules_->has_prevention()) {
+        decisions_.clear();
+        rules_->judge_prevention(ctx, scratch_, decisions_);
+        if (!decisions_.empty()) {
+          std::lock_guard<std::mutex> lock(prevention_mu_);
+          for (const auto& d : decisions_) ++prevention_counts_[{d.rule, d.outcome}];
+        }
+        if (on_prevention_)
+          for (const auto& d : decisions_) on_prevention_(d, ctx);
+      }
       for (event::Alert& a : scratch_) {
         a.hostname = deps_.hostname;
         for (EventTap* t : taps_) t->on_alert(ev, ctx, a);

@@ -25,6 +25,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -39,6 +40,7 @@ class State;
 }
 namespace vigil::rules {
 class Ruleset;
+struct PreventionDecision;
 class SequenceState;
 class SequenceStats;
 }  // namespace vigil::rules
@@ -97,9 +99,19 @@ class Pipeline {
 
   void add_tap(EventTap* tap);            // REQUIRES: tap outlives the pipeline
   void set_selector(Selector* selector);  // REQUIRES: selector outlives the pipeline; null: all
+  // Prevention (docs/prevention.md): after the rules, the ruleset judges what
+  // the kernel refused or would refuse (Ruleset::judge_prevention) and tags
+  // the alerts; each decision is counted and handed to `h` (vigil run's
+  // responses: kill). Pipeline thread.
+  using PreventionHandler = std::function<void(const rules::PreventionDecision&, const state::EvalContext&)>;
+  void set_prevention_handler(PreventionHandler h) { on_prevention_ = std::move(h); }
+  // Decisions so far by (rule, outcome) (any thread).
+  std::map<std::pair<std::string, std::string>, std::uint64_t> prevention_counts() const;
   void process(event::Event& ev);
   void set_ruleset(std::shared_ptr<const rules::Ruleset> r);
   std::shared_ptr<const rules::Ruleset> ruleset() const;
+  // The set the pipeline runs now: pipeline thread only (taps), no lock.
+  const rules::Ruleset* rules_in_use() const { return rules_.get(); }
   state::State& state() { return deps_.state; }
 
   struct Stats {
@@ -123,6 +135,10 @@ class Pipeline {
   std::shared_ptr<const rules::Ruleset> pending_;  // guarded by pending_mu_
   std::atomic<bool> has_pending_{false};
   std::vector<event::Alert> scratch_;  // reused per event: no allocation when nothing fires
+  std::vector<rules::PreventionDecision> decisions_;
+  PreventionHandler on_prevention_;
+  mutable std::mutex prevention_mu_;
+  std::map<std::pair<std::string, std::string>, std::uint64_t> prevention_counts_;  // guarded
   std::atomic<std::uint64_t> events_{0};
   std::atomic<std::uint64_t> alerts_{0};
 };

@@ -234,7 +234,38 @@ const std::set<std::string> kRuleReplaceable = {"condition",
                                                 "warn_evttypes",
                                                 "skip-if-unknown-filter",
                                                 "capture",
-                                                "capture_duration"};
+                                                "capture_duration",
+                                                "action",
+                                                "action_mode"};
+
+// The prevention keys (docs/prevention.md), checked: false with an error
+// naming the value where it is not one vigil knows.
+bool rule_action(const ItemDoc& it, RuleDef& r, const std::string& lbl, Diagnostics& d) {
+  bool ok = true;
+  if (it.action) {
+    if (*it.action != "deny" && *it.action != "kill" && *it.action != "none") {
+      d.error(code::kYamlValidate, key_pos(it, "action"), lbl,
+              "unknown action '" + *it.action +
+                  "' (deny: refuse in the kernel or kill at exec; kill: kill the "
+                  "process after the alert; none)");
+      ok = false;
+    } else {
+      r.action = *it.action == "none" ? "" : *it.action;
+      r.action_pos = key_pos(it, "action");
+    }
+  }
+  if (it.action_mode) {
+    if (*it.action_mode != "off" && *it.action_mode != "monitor" && *it.action_mode != "enforce") {
+      d.error(code::kYamlValidate, key_pos(it, "action_mode"), lbl,
+              "unknown action_mode '" + *it.action_mode + "' (off, monitor, enforce)");
+      ok = false;
+    } else {
+      r.action_mode = *it.action_mode;
+      r.action_mode_pos = key_pos(it, "action_mode");
+    }
+  }
+  return ok;
+}
 
 bool rule_priority(const ItemDoc& it, const std::string& s, event::Priority& p, const std::string& lbl,
                    Diagnostics& d) {
@@ -297,6 +328,13 @@ void change_rule(const ItemDoc& it, RuleDef& r, const std::string& lbl, Diagnost
   if (mode("enabled") == OverrideMode::kReplace) r.enabled = *it.enabled;
   if (mode("warn_evttypes") == OverrideMode::kReplace) r.warn_evttypes = *it.warn_evttypes;
   if (mode("skip-if-unknown-filter") == OverrideMode::kReplace) r.skip_if_unknown_filter = *it.skip_if_unknown_filter;
+  if (mode("action") == OverrideMode::kReplace || mode("action_mode") == OverrideMode::kReplace) {
+    ItemDoc only;
+    only.key_pos = it.key_pos;
+    if (mode("action") == OverrideMode::kReplace) only.action = it.action;
+    if (mode("action_mode") == OverrideMode::kReplace) only.action_mode = it.action_mode;
+    rule_action(only, r, lbl, d);
+  }
 }
 
 // A rule defined by `it` (all of it); false when it lacks a key or has a bad priority.
@@ -322,6 +360,7 @@ bool rule_from(const ItemDoc& it, RuleDef& r, const std::string& lbl, Diagnostic
   if (it.enabled) r.enabled = *it.enabled;
   if (it.warn_evttypes) r.warn_evttypes = *it.warn_evttypes;
   if (it.skip_if_unknown_filter) r.skip_if_unknown_filter = *it.skip_if_unknown_filter;
+  if (!rule_action(it, r, lbl, d)) return false;
   if (it.exceptions) {
     std::set<std::string> names;
     for (const auto& e : *it.exceptions) {

@@ -359,7 +359,9 @@ class Reader {
                                                     "append",
                                                     "override",
                                                     "capture",
-                                                    "capture_duration"};
+                                                    "capture_duration",
+                                                    "action",
+                                                    "action_mode"};
     static const std::set<std::string> kMacroKeys = {"macro", "condition", "append", "override"};
     static const std::set<std::string> kListKeys = {"list", "items", "append", "override"};
     static const std::set<std::string> kSequenceKeys = {"sequence", "desc",     "by",   "within", "steps",
@@ -389,6 +391,12 @@ class Reader {
     } else if (k == "source") {
       if (!scalar(v, s, it, "source")) return false;
       it.source = s;
+    } else if (k == "action") {
+      if (!scalar(v, s, it, "action")) return false;
+      it.action = s;
+    } else if (k == "action_mode") {
+      if (!scalar(v, s, it, "action_mode")) return false;
+      it.action_mode = s;
     } else if (k == "enabled") {
       if (!boolean(v, b, it, "enabled")) return false;
       it.enabled = b;

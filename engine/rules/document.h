@@ -71,6 +71,7 @@ struct ItemDoc {
   std::vector<std::string> items;        // list
   std::optional<std::string> condition;  // macro, rule
   std::optional<std::string> desc, output, priority, source;
+  std::optional<std::string> action, action_mode;  // prevention (vigil): deny|kill, off|monitor|enforce
   std::optional<bool> enabled, warn_evttypes, skip_if_unknown_filter;
   std::optional<std::vector<std::string>> tags;
   std::optional<std::vector<ExceptionDoc>> exceptions;
@@ -103,6 +104,13 @@ struct RuleDef {
   bool warn_evttypes = true;
   bool skip_if_unknown_filter = false;
   std::vector<ExceptionDoc> exceptions;
+  // Prevention (docs/prevention.md): what vigil does when the rule matches,
+  // beyond the alert ("" none, "deny", "kill"), and the rule's own mode
+  // ("" the configuration's prevention.mode, "off", "monitor", "enforce").
+  std::string action;
+  Pos action_pos;
+  std::string action_mode;
+  Pos action_mode_pos;
 };
 // A sequence: ordered steps whose events share the values of the `by`
 // fields and fall within `within` of the first step (docs/rules-language.md).

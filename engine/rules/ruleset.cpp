@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/rules/document.h"
+#include "engine/rules/prevention.h"
 #include "engine/rules/ruleset_parts.h"
 
 namespace vigil::rules {

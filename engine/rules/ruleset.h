@@ -45,6 +45,8 @@ struct FNode;
 class GuardIndex;
 class SequenceState;
 struct ExtractCtx;
+struct PreventionRule;
+enum class PreventionMode : std::uint8_t;
 
 struct LoadOptions {
   std::set<std::string> disabled_tags;                     // rules with any of these tags are disabled
@@ -84,6 +86,18 @@ struct LoadOptions {
   // between a first and a last step); past it the oldest is evicted.
   std::size_t max_sequence_matches = kDefaultMaxSequenceMatches;
   static constexpr std::size_t kDefaultMaxSequenceMatches = 10000;
+  // The configuration's prevention.mode (docs/prevention.md): 0 off, 1
+  // monitor, 2 enforce (PreventionMode, prevention.h). A rule's own
+  // action_mode overrides it. In enforce mode a deny the kernel cannot take
+  // is an error.
+  std::uint8_t prevention_mode = 0;
+};
+
+// What prevention did, or would have done, about one event (judge_prevention).
+struct PreventionDecision {
+  std::string rule;
+  std::string outcome;    // "prevented", "would_prevent", "not_prevented", "respond", "would_respond"
+  std::uint32_t pid = 0;  // the process (a kill response's target)
 };
 
 // What `rules list` shows about one rule.
@@ -152,6 +166,20 @@ class Ruleset {
   const std::vector<std::string>& open_unfiltered_rules() const { return open_unfiltered_; }
 
   std::vector<RuleInfo> rules() const;  // the rules, not the sequences' steps
+  // The rules with an `action` (prevention.h), in load order, enabled or
+  // not, with what the kernel can judge of each.
+  const std::vector<PreventionRule>& prevention() const { return prevention_; }
+  // After evaluate(): for each enabled rule with an action whose mode is not
+  // off and whose judgement holds for the event, tags its alert in `alerts`
+  // (prevented, would_prevent, not_prevented, responded...) or, for a call
+  // the kernel refused (the rule's condition wants it to succeed), appends
+  // the rule's alert tagged `prevented`; each decision goes to `decisions`.
+  // Never throws.
+  void judge_prevention(const state::EvalContext& ctx, std::vector<event::Alert>& alerts,
+                        std::vector<PreventionDecision>& decisions) const noexcept;
+  bool has_prevention() const { return !prevention_.empty(); }
+  // The configuration's mode the set was loaded with.
+  PreventionMode prevention_mode() const { return prevention_mode_; }
   std::vector<SequenceInfo> sequences() const;
   std::size_t sequence_count() const { return sequences_.size(); }
   std::size_t sequence_capacity() const { return sequence_capacity_; }
@@ -197,6 +225,8 @@ class Ruleset {
   event::TypeMask type_bits_;  // event types enabled rules are listed under
   OpenPaths open_paths_;
   std::vector<std::string> open_unfiltered_;
+  std::vector<PreventionRule> prevention_;
+  PreventionMode prevention_mode_{};
   bool needs_dns_ = false;  // a rule reads a name DNS answers give (fd.sip.name...)
   std::string hostname_;
 };

@@ -18,6 +18,7 @@
 #include "engine/rules/fields.h"
 #include "engine/rules/rule_files.h"
 #include "engine/rules/ruleset.h"
+#include "engine/rules/prevention.h"
 #include "engine/rules/ruleset_parts.h"
 
 namespace vigil::rules {
@@ -325,6 +326,7 @@ class RulesetBuilder {
   }
 
   void compile_rules() {
+    rs_->prevention_mode_ = static_cast<PreventionMode>(std::min<std::uint8_t>(opts_.prevention_mode, 2));
     for (const auto& r : col_.rules()) {
       if (std::string why = stop_reason(); !why.empty()) {
         d_.error(code::kCompileBudget, r.pos, "rule '" + r.name + "'",
@@ -374,12 +376,27 @@ class RulesetBuilder {
       both->children.push_back(std::move(exc));
       root = std::move(both);
     }
+    NodePtr for_prevention = r.action.empty() ? nullptr : root->clone();
     CompileResult cr =
         compile_condition(std::move(root), macros_, lists_, cat_, &slots_, opts_.optimise, opts_.max_condition_nodes);
     for (std::size_t i = 0; i < cr.errors.size(); ++i) {
       d_.error(cr.error_codes[i], r.condition_pos, lbl, cr.errors[i].message);
     }
     if (!cr.errors.empty()) return nullptr;
+    if (for_prevention && cr.unknown_fields.empty()) {
+      rs_->prevention_.push_back(analyse_prevention(r, *for_prevention, macros_, lists_, cat_));
+      PreventionRule& p = rs_->prevention_.back();
+      p.enabled = enabled_by_options(opts_, r.enabled, r.name, r.tags, r.priority);
+      p.effective = p.mode(static_cast<PreventionMode>(std::min<std::uint8_t>(opts_.prevention_mode, 2)));
+      // In enforce mode an action the kernel cannot take is an error, never
+      // a silent alert-only rule.
+      if (p.action == "deny" && !p.enforceable && p.enabled && p.effective == PreventionMode::kEnforce) {
+        d_.error(code::kYamlValidate, r.action_mode_pos.line ? r.action_mode_pos : r.action_pos, lbl,
+                 "action deny cannot be enforced in the kernel: " + p.why_not);
+        rs_->prevention_.pop_back();
+        return nullptr;
+      }
+    }
     if (!cr.unknown_fields.empty()) {
       d_.warning(code::kUnknownField, r.condition_pos, lbl,
                  "unknown field " + joined(cr.unknown_fields) +

@@ -28,6 +28,7 @@
 #include "engine/sensor/hooks.h"
 #include "engine/sensor/open_filter.h"
 #include "engine/sensor/open_maps.h"
+#include "engine/sensor/policy_maps.h"
 #include "engine/sensor/sysfs.h"
 #include "engine/util/caps.h"
 
@@ -61,7 +62,21 @@ std::string missing_caps_to_load(bpf_prog_type type, util::CapSet have) {
 // cannot be read (the kernel then says what it refuses).
 util::CapSet own_caps() { return util::effective_caps().value_or(util::CapSet::all()); }
 
+// The prevention hook a program serves (policy::Hook::kNone: none).
+policy::Hook policy_hook(const Hook& h) {
+  const std::string_view p = h.prog;
+  if (p == "vg_dev_policy") return policy::Hook::kDevice;
+  if (p == "vg_sock_policy") return policy::Hook::kSocket;
+  if (p.starts_with("vg_connect") || p.starts_with("vg_sendmsg")) return policy::Hook::kNet;
+  return policy::Hook::kNone;
+}
+
 bool wanted(const Hook& h, const Config& cfg) {
+  // The prevention programs run while an enforced rule needs them; the
+  // connect and sendmsg ones also for the events they report.
+  const policy::Hook ph = policy_hook(h);
+  if (ph != policy::Hook::kNone && cfg.policy.hook_slots(ph) != 0) return true;
+  if (ph == policy::Hook::kDevice || ph == policy::Hook::kSocket) return false;
   if (h.needed_by.empty()) return true;
   for (Type t : h.needed_by)
     if (cfg.event_types.count(t)) return true;
@@ -145,6 +160,12 @@ class Sensor::Impl {
   const std::string& failure() const { return failure_; }
   std::optional<source::Backlog> backlog() const;
 
+  // Prevention's maps (any thread: map updates are atomic per entry).
+  PolicyMaps policy_maps() const {
+    return {skel_->maps.pol_rules, skel_->maps.pol_comm,   skel_->maps.pol_ports,   skel_->maps.pol_net4,
+            skel_->maps.pol_net6,  skel_->maps.pol_cgroup, skel_->maps.pol_refusals};
+  }
+
  private:
   static int on_record(void* ctx, void* data, size_t size);
   std::size_t report_usage(const source::EventSource::Emit& emit);
@@ -175,6 +196,9 @@ class Sensor::Impl {
   // The open filter's tables into its maps: every entry of `next`, then the
   // knobs of both, then the old entries `next` lacks removed, then its knobs.
   Status apply_open_tables(OpenTables next);
+  // The prevention maps moved to `next` (the knobs off while they change:
+  // nothing is refused in between, never more than either policy refuses).
+  Status apply_policy(const policy::Tables& old, const policy::Tables& next);
   OpenMaps open_maps() const {
     return {skel_->maps.open_names, skel_->maps.open_trie, skel_->maps.open_given, skel_->maps.open_heads};
   }
@@ -301,6 +325,14 @@ Status Sensor::Impl::apply_open_tables(OpenTables next) {
   remove_stale_entries(maps, open_tables_, next);
   live = next.knobs;
   open_tables_ = std::move(next);
+  return {};
+}
+
+Status Sensor::Impl::apply_policy(const policy::Tables& old, const policy::Tables& next) {
+  vg_pol_knobs& live = skel_->data_policy->vg_pol;
+  live = vg_pol_knobs{};
+  if (Status st = write_policy(policy_maps(), old, next); !st) return st;
+  live = policy_knobs(next);
   return {};
 }
 
@@ -567,6 +599,7 @@ Status Sensor::Impl::open(const Config& cfg) {
   }
   if (Status st = fill_nv_surface(); !st) return st;
   if (Status st = apply_open_tables(open_tables_); !st) return st;
+  if (Status st = apply_policy({}, cfg_.policy); !st) return st;
   if (Status st = attach_wanted(); !st) return st;
 
   if (Status st = open_ring_buffer(); !st) return st;
@@ -616,6 +649,7 @@ Status Sensor::Impl::update(const Config& in) {
   // The tables first, so that a hook attached next judges its first event
   // by the new rules' paths; then the hooks that went.
   if (Status st = apply_open_tables(std::move(*tables)); !st) return st;
+  if (Status st = apply_policy(cfg_.policy, next.policy); !st) return st;
   cfg_ = std::move(next);
   if (Status st = attach_wanted(); !st) return st;
   for (HookState& hs : hooks_) {
@@ -812,5 +846,10 @@ std::vector<std::string> Sensor::attached() const { return impl_->attached(); }
 std::string Sensor::cannot_update(const Config& next) const { return impl_->cannot_update(next); }
 Status Sensor::update(const Config& next) { return impl_->update(next); }
 const CgroupPrograms& Sensor::cgroup_programs() const { return impl_->cgroup_programs(); }
+Status Sensor::set_policy_cgroup(std::uint64_t cgroup_id, const policy::CgroupEntry* e) {
+  return sensor::set_policy_cgroup(impl_->policy_maps(), cgroup_id, e);
+}
+Status Sensor::add_policy_net(const policy::NetEntry& e) { return sensor::add_policy_net(impl_->policy_maps(), e); }
+std::vector<std::uint64_t> Sensor::policy_refusals() const { return sensor::policy_refusals(impl_->policy_maps()); }
 
 }  // namespace vigil::sensor

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "engine/event/event.h"
+#include "engine/policy/tables.h"
 #include "engine/ident/identifier.h"
 #include "engine/source/source.h"
 #include "engine/util/result.h"
@@ -90,6 +91,10 @@ struct Config {
   // CPU (5.10+). Costs are in docs/performance.md.
   bool ioctl_cache = true;
   ident::Options ident;
+  // Prevention: the enforced rules' share the kernel judges (empty: nothing
+  // is refused, and the prevention programs stay detached). The containers'
+  // entries come later, through set_policy_cgroup().
+  policy::Tables policy;
 };
 
 inline constexpr std::chrono::milliseconds kMaxBatchDelay{50};
@@ -158,6 +163,12 @@ class Sensor final : public source::EventSource {
   const CgroupPrograms& cgroup_programs() const;
 
   DropCounters counters() const;
+
+  // Prevention (any thread): a container cgroup's entry (null: removed), a
+  // destination learnt while running, and the refusals per slot so far.
+  Status set_policy_cgroup(std::uint64_t cgroup_id, const policy::CgroupEntry* e);
+  Status add_policy_net(const policy::NetEntry& e);
+  std::vector<std::uint64_t> policy_refusals() const;
 
   ~Sensor() override;  // detaches everything
   Sensor(const Sensor&) = delete;

@@ -18,6 +18,11 @@
 //   mknod:PATH:MAJOR:MINOR  create a character device node
 //   unix:PATH               connect a unix stream socket to PATH
 //   sleep:MS                sleep
+//   write:PATH:TEXT         create (or truncate) a file and write TEXT
+//   socket:packet|raw       open an AF_PACKET raw socket, or an AF_INET raw one
+//
+// A step ending in !ERRNO (EPERM, ENXIO, EACCES, ENOENT) must fail with that errno:
+// "open:/dev/nvidia3:rw!EPERM".
 //
 // Exit status: 0 when every step ran, 10 + the index of the first failed step.
 #include <arpa/inet.h>
@@ -266,8 +271,21 @@ int main() {
   int last_sock = -1;
   auto steps = split(steps_env, ';');
   for (std::size_t i = 0; i < steps.size(); ++i) {
-    const std::string& step = steps[i];
+    std::string step = steps[i];
     if (step.empty()) continue;
+    // "!ERRNO": the step must fail with that errno.
+    int want_errno = 0;
+    if (auto bang = step.rfind('!'); bang != std::string::npos && bang > 0) {
+      const std::string name = step.substr(bang + 1);
+      want_errno = name == "EPERM"    ? EPERM
+                   : name == "ENXIO"  ? ENXIO
+                   : name == "EACCES" ? EACCES
+                   : name == "ENOENT" ? ENOENT
+                                      : -1;
+      if (want_errno > 0) step.resize(bang);
+      else want_errno = 0;
+    }
+    errno = 0;
     auto colon = step.find(':');
     std::string op = step.substr(0, colon);
     std::string arg = colon == std::string::npos ? "" : step.substr(colon + 1);
@@ -318,6 +336,27 @@ int main() {
     } else if (op == "sleep") {
       usleep(static_cast<useconds_t>(std::atoi(arg.c_str())) * 1000);
       ok = true;
+    } else if (op == "write") {
+      auto c = arg.find(':');
+      int fd = open(arg.substr(0, c).c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+      const std::string text = c == std::string::npos ? "" : arg.substr(c + 1);
+      ok = fd >= 0 && write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+      if (fd >= 0) close(fd);
+    } else if (op == "socket") {
+      int sfd = arg == "packet" ? socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0)
+                                : socket(AF_INET, SOCK_RAW | SOCK_CLOEXEC, IPPROTO_ICMP);
+      ok = sfd >= 0;
+      if (ok) keep.push_back(sfd);
+    }
+    if (want_errno != 0) {
+      const int got = errno;
+      if (!ok && got == want_errno) {
+        ok = true;
+      } else {
+        std::fprintf(stderr, "workload: step %zu '%s' should have failed with %s: %s\n", i, steps[i].c_str(),
+                     std::strerror(want_errno), ok ? "it succeeded" : std::strerror(got));
+        return static_cast<int>(10 + i);
+      }
     }
     if (!ok) {
       std::fprintf(stderr, "workload: step %zu '%s' failed: %s\n", i, step.c_str(), std::strerror(errno));

@@ -8,6 +8,7 @@
  * judges by the exact path.
  * Compiled as part of fd.bpf.c (which says why). */
 #include "bpf/progs/helpers.bpf.h"
+#include "bpf/progs/policy.bpf.h"
 
 VG_DEFINE_READ_USER(read_user_u64, __u64)
 
@@ -586,19 +587,38 @@ static __always_inline int open_exit(enum vg_open_kind kind, long ret)
   const int args_at_exit = t && vg_args_at_exit();
   struct vg_open_args a = {};
   int have_args = 0;
+  /* An open of a device node the device policy refused (policy.bpf.c): sent
+   * whatever the open filter says, with the node's numbers. */
+  struct vg_pol_refusal refusal = {};
+  int refused = 0;
+  if (ret == -VG_EPERM && vg_pol.device) {
+    __u32 tid = (__u32)bpf_get_current_pid_tgid();
+    struct vg_pol_refusal *r = bpf_map_lookup_elem(&pol_refused, &tid);
+    if (r) {
+      refusal = *r;
+      refused = 1;
+      bpf_map_delete_elem(&pol_refused, &tid);
+    }
+  }
   if (args_at_exit) {
     /* Without path literals only successful opens of character devices are
      * reported: a failed open is dropped before any work. The arguments are
      * read from the registers only once they are needed. */
-    if ((ret < 0 && !vg_of.n_literals) || (__u32)t->tgid == cfg_vigil_tgid)
+    if ((ret < 0 && !vg_of.n_literals && !refused) || (__u32)t->tgid == cfg_vigil_tgid)
       return 0;
   } else {
-    if (!open_saved_args(ret, &a))
+    /* (A refused open without kept arguments is sent without its path.) */
+    if (!open_saved_args(ret, &a) && !refused)
       return 0;
     have_args = 1;
   }
 
   struct vg_opened o = {};
+  if (refused) {
+    o.major = refusal.major;
+    o.minor = refusal.minor;
+    o.oflags = VG_OPEN_CHR;
+  }
   struct file *f = 0;
   if (ret >= 0) {
     f = t ? vg_task_fd_file(t, (int)ret) : vg_fd_file((int)ret);

@@ -11,13 +11,18 @@
 // file) and the timeline.
 #include "engine/agent/steps/steps.h"
 
+#include <fstream>
+
 #include "engine/agent/k8s.h"
 #include "engine/agent/own_paths.h"
+#include "engine/agent/prevention.h"
 #include "engine/baseline/store.h"
 #include "engine/capture/reader.h"
 #include "engine/capture/timeline.h"
 #include "engine/pipeline/metadata_wait.h"
 #include "engine/pipeline/pipeline.h"
+#include "engine/rules/prevention.h"
+#include "engine/rules/ruleset.h"
 #include "engine/state/state.h"
 #include "outputs/router.h"
 
@@ -31,6 +36,29 @@ struct TimelineAlerts final : pipeline::EventTap {
   void on_alert(const event::Event& ev, const state::EvalContext&, event::Alert& a) override { tl.add_alert(ev, a); }
   capture::TimelineBuilder& tl;
 };
+
+// What prevention does on this node: the mode, the rules the kernel
+// enforces by hook, those it cannot, and whether the kernel has BPF LSM.
+std::string describe_prevention(const rules::Ruleset& rs, bool have_sensor) {
+  std::size_t by_hook[5] = {};
+  std::size_t alert_only = 0, responses = 0;
+  for (const rules::PreventionRule& p : rs.prevention()) {
+    if (!p.enabled) continue;
+    if (p.action == "kill") ++responses;
+    else if (!p.enforceable) ++alert_only;
+  }
+  for (const rules::PreventionRule* p : rules::enforced_slots(rs.prevention())) ++by_hook[static_cast<int>(p->hook)];
+  std::string lsm;
+  std::ifstream in("/sys/kernel/security/lsm");
+  std::getline(in, lsm);
+  const bool bpf_lsm = ("," + lsm + ",").find(",bpf,") != std::string::npos;
+  return "mode " + std::string(rules::prevention_mode_name(rs.prevention_mode())) +
+         "; in the kernel: " + std::to_string(by_hook[1]) + " device, " + std::to_string(by_hook[2]) +
+         " destination, " + std::to_string(by_hook[3]) + " socket, " + std::to_string(by_hook[4]) + " exec rules" +
+         (have_sensor ? "" : " (no sensor: nothing is refused)") + "; " + std::to_string(alert_only) +
+         " deny rules the kernel cannot judge (alert only); " + std::to_string(responses) +
+         " kill responses; BPF LSM " + (bpf_lsm ? "enabled (not used yet)" : "not enabled (lsm=" + lsm + ")");
+}
 
 }  // namespace
 
@@ -57,6 +85,21 @@ Status build_pipeline(Agent& a) {
   }
   a.pipe = std::make_unique<pipeline::Pipeline>(
       pipeline::Deps{*a.state, publish, a.hostname, a.baselines.get(), a.metadata_wait.get()}, a.ruleset);
+  if (a.sensor) {
+    // First among the taps: a container's entry reaches the kernel as soon
+    // as its pod is known (a reload may bring rules with an action: the tap
+    // does nothing while the rules in force have none).
+    a.prevention = std::make_unique<PreventionTap>(a.sensor, *a.pipe);
+    a.pipe->add_tap(a.prevention.get());
+  }
+  if (a.ruleset && a.ruleset->has_prevention())
+    a.log->info("prevention: {}", describe_prevention(*a.ruleset, a.sensor != nullptr));
+  {
+    a.pipe->set_prevention_handler([&a](const rules::PreventionDecision& d, const state::EvalContext& ctx) {
+      if (a.prevention) a.prevention->on_decision(d, ctx);
+      a.log->debug("prevention: rule '{}': {} (pid {})", d.rule, d.outcome, d.pid);
+    });
+  }
   if (a.web.enabled) a.pipe->add_tap(&a.counters);
   if (a.capture_tap) a.pipe->add_tap(a.capture_tap.get());
   if (a.recorder_tap) a.pipe->add_tap(a.recorder_tap.get());

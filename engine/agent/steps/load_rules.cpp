@@ -25,6 +25,7 @@ Status load_rules(Agent& a) {
       !s) {
     return s;
   }
+  if (Status s = set_prevention_mode(a.cfg, a.load_opts); !s) return s;
   RuleCounts counts;
   auto loaded = load_rules_logged(a.rule_paths, *a.log, a.load_opts, &counts);
   if (!loaded) return loaded.error();
@@ -57,6 +58,9 @@ Status load_replay_rules(Agent& a) {
       !s) {
     return s;
   }
+  // The live run's prevention mode, so that a capture replayed with the
+  // policy gives the decisions the node made.
+  if (Status s = set_prevention_mode(a.cfg, a.load_opts); !s) return s;
   auto loaded = load_rules_logged(a.rule_paths, *a.log, a.load_opts);
   if (!loaded) return loaded.error();
   a.ruleset = *loaded;

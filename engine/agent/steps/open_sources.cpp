@@ -8,6 +8,7 @@
 #include "engine/agent/live_sources.h"
 #include "engine/agent/own_paths.h"
 #include "engine/agent/parts.h"
+#include "engine/rules/prevention.h"
 #include "engine/plugin/host.h"
 #include "engine/rules/filter.h"
 #include "engine/state/state.h"
@@ -48,6 +49,16 @@ Result<LiveSourcesConfig> run_sources_config(Agent& a, const rules::Ruleset& rs)
   auto sources = live_sources_config(a.cfg, rs.event_types(), rs.open_paths());
   if (!sources) return sources.error();
   add_own_files(a, *sources);
+  // Prevention: the enforced rules' share the kernel judges, with the
+  // dynamic NVIDIA majors of this node.
+  policy::Tables& t = sources->sensor.policy;
+  t = rules::kernel_tables(rs.prevention());
+  if (const state::NvidiaInfo* nv = a.state->nvidia_info()) {
+    t.uvm_major = nv->uvm_major;
+    t.caps_major = nv->caps_major;
+    t.nvlink_major = nv->nvlink_major;
+    t.nvswitch_major = nv->nvswitch_major;
+  }
   return sources;
 }
 

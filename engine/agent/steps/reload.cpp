@@ -79,6 +79,7 @@ Result<runtime::Reloaded> reload(Agent& a, const std::atomic<bool>& cancel) {
   if (!paths) return paths.error();
   rules::LoadOptions opts = a.load_opts;
   opts.cancel = &cancel;
+  if (Status s = set_prevention_mode(*cfg, opts); !s) return s.error();
   if (Status s = set_append_output(*cfg, config::config_origin(a.opts.config, a.opts.overrides), a.plugins.get(), opts);
       !s) {
     return s.error();

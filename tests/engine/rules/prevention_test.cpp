@@ -1,0 +1,145 @@
+// Prevention in the rule language: which rules' deny the kernel can enforce,
+// what it is told (slots, comms, destinations), and the errors a user sees.
+#include "engine/rules/prevention.h"
+
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "bpf/shared/events.h"
+#include "engine/rules/ruleset.h"
+
+namespace vigil::rules {
+namespace {
+
+const std::string kMacros = R"(
+- macro: vigil_never_true
+  condition: (evt.source = "vigil_never_true")
+- macro: vigil_container
+  condition: (container.id != host)
+- list: private_nets
+  items: ["10.0.0.0/8", "192.168.0.0/16"]
+- list: pool_ports
+  items: [3333, 4444, 14444]
+)";
+
+LoadResult load(const std::string& rules, std::uint8_t mode = 0) {
+  LoadOptions opts;
+  opts.prevention_mode = mode;
+  return load_rules_text({{"prevention_test.yaml", kMacros + rules}}, opts);
+}
+
+std::string rule(const std::string& name, const std::string& condition, const std::string& extra = "action: deny") {
+  return "- rule: " + name + "\n  desc: d\n  condition: " + condition +
+         "\n  output: o %proc.name\n  priority: ERROR\n  " + extra + "\n";
+}
+
+const PreventionRule& only(const LoadResult& r) {
+  EXPECT_TRUE(r.ruleset);
+  EXPECT_EQ(r.ruleset->prevention().size(), 1u);
+  return r.ruleset->prevention().front();
+}
+
+TEST(Prevention, UnallocatedGpuOpenIsEnforcedAtTheDeviceHook) {
+  auto r = load(rule("gpu", R"(>
+    evt.type in (open, openat) and vigil_container and gpu.device exists and evt.failed = false
+    and gpu.allowed = false and not k8s.ns.name in (gpu-operator) and not vigil_never_true)"));
+  const PreventionRule& p = only(r);
+  EXPECT_TRUE(p.enforceable) << p.why_not;
+  EXPECT_EQ(p.hook, policy::Hook::kDevice);
+  EXPECT_TRUE(p.slot.flags & VG_POLR_NOT_ALLOWED);
+  EXPECT_EQ(p.slot.kinds, 0x1ffu);
+  EXPECT_TRUE(p.container_part) << "k8s.ns.name is judged per container";
+}
+
+TEST(Prevention, PoolConnectIsEnforcedWithItsDestinationAndPorts) {
+  auto r = load(rule("pool", R"(>
+    evt.type = connect and vigil_container and fd.sip exists and not fd.snet in (private_nets)
+    and fd.sport in (pool_ports))"));
+  const PreventionRule& p = only(r);
+  ASSERT_TRUE(p.enforceable) << p.why_not;
+  EXPECT_EQ(p.hook, policy::Hook::kNet);
+  EXPECT_TRUE(p.slot.flags & VG_POLR_NET);
+  EXPECT_TRUE(p.slot.flags & VG_POLR_NET_NEG);
+  EXPECT_EQ(p.nets.size(), 2u);
+  EXPECT_EQ(p.ports, (std::vector<std::uint16_t>{3333, 4444, 14444}));
+}
+
+TEST(Prevention, NamesOfDestinationsAreLearntFromDns) {
+  auto r = load(rule("names", "evt.type = connect and fd.sip.name in (pool.example.com)"));
+  const PreventionRule& p = only(r);
+  ASSERT_TRUE(p.enforceable) << p.why_not;
+  EXPECT_EQ(p.dns_names, std::vector<std::string>{"pool.example.com"});
+}
+
+TEST(Prevention, RawSocketsAndDeniedProgramsAreEnforced) {
+  auto s = load(rule("raw",
+                     "evt.type = socket and evt.arg.domain in (AF_INET, AF_INET6) and evt.arg.type "
+                     "startswith SOCK_RAW and vigil_container"));
+  EXPECT_TRUE(only(s).enforceable) << only(s).why_not;
+  EXPECT_EQ(only(s).slot.families, (1u << 2) | (1u << 10));
+  EXPECT_EQ(only(s).slot.types, 1u << 3);
+  auto packet = load(rule("packet", "evt.type = socket and evt.arg.domain = AF_PACKET"));
+  EXPECT_FALSE(only(packet).enforceable);
+  EXPECT_NE(only(packet).why_not.find("AF_INET and AF_INET6 sockets only"), std::string::npos) << only(packet).why_not;
+  auto e = load(rule("miner", "evt.type = execve and proc.name in (xmrig, t-rex) and vigil_container"));
+  ASSERT_TRUE(only(e).enforceable) << only(e).why_not;
+  EXPECT_EQ(only(e).hook, policy::Hook::kExec);
+  EXPECT_EQ(only(e).comms, (std::vector<std::string>{"xmrig", "t-rex"}));
+  auto m = load(rule("memfd", "evt.type = execve and proc.is_exe_from_memfd = true"));
+  EXPECT_TRUE(only(m).enforceable);
+  EXPECT_TRUE(only(m).slot.flags & VG_POLR_MEMFD);
+}
+
+TEST(Prevention, WhatTheKernelCannotJudgeIsNamed) {
+  auto a = load(rule("anc", "evt.type = execve and proc.aname in (ray) and proc.name = sh"));
+  EXPECT_FALSE(only(a).enforceable);
+  EXPECT_NE(only(a).why_not.find("proc.aname"), std::string::npos) << only(a).why_not;
+  auto op = load(rule("op", "evt.type = execve and proc.name startswith xm"));
+  EXPECT_FALSE(only(op).enforceable);
+  EXPECT_NE(only(op).why_not.find("startswith"), std::string::npos) << only(op).why_not;
+  auto mixed = load(rule("mixed", "evt.type in (execve, connect) and proc.name = xmrig"));
+  EXPECT_FALSE(only(mixed).enforceable);
+  auto all = load(rule("all", "evt.type = execve and vigil_container"));
+  EXPECT_FALSE(only(all).enforceable) << "killing every program of a container is refused";
+}
+
+TEST(Prevention, AnUnenforceableDenyIsAnErrorInEnforceModeOnly) {
+  const std::string text = rule("anc", "evt.type = execve and proc.aname in (ray) and proc.name = sh");
+  EXPECT_EQ(load(text, 0).errors, 0u);
+  EXPECT_EQ(load(text, 1).errors, 0u);
+  auto r = load(text, 2);
+  EXPECT_GE(r.errors, 1u);
+  bool named = false;
+  for (const auto& d : r.diagnostics) named = named || d.to_string().find("cannot be enforced") != std::string::npos;
+  EXPECT_TRUE(named);
+  // The rule's own mode counts too.
+  EXPECT_GE(
+      load(rule("anc", "evt.type = execve and proc.aname in (ray)", "action: deny\n  action_mode: enforce"), 0).errors,
+      1u);
+}
+
+TEST(Prevention, BadActionValuesAreErrors) {
+  EXPECT_GE(load(rule("x", "evt.type = execve and proc.name = a", "action: block")).errors, 1u);
+  EXPECT_GE(load(rule("x", "evt.type = execve and proc.name = a", "action: deny\n  action_mode: sometimes")).errors,
+            1u);
+}
+
+TEST(Prevention, KernelTablesHoldTheEnforcedRulesOnly) {
+  auto r = load(rule("a", "evt.type = execve and proc.name in (xmrig)", "action: deny\n  action_mode: enforce") +
+                rule("b", "evt.type = execve and proc.name in (nbminer)", "action: deny\n  action_mode: monitor") +
+                rule("c", "evt.type = connect and fd.sip = 203.0.113.9", "action: deny\n  action_mode: enforce"));
+  ASSERT_TRUE(r.ruleset);
+  const policy::Tables t = kernel_tables(r.ruleset->prevention());
+  ASSERT_EQ(t.slots.size(), 2u);
+  EXPECT_EQ(t.slots[0].hook, policy::Hook::kExec);
+  EXPECT_EQ(t.slots[1].hook, policy::Hook::kNet);
+  EXPECT_EQ(t.comms.count("nbminer"), 0u);
+  EXPECT_EQ(t.comms.at("xmrig"), 1u);
+  ASSERT_EQ(t.nets.size(), 1u);
+  EXPECT_EQ(t.nets[0].slots, 2u);
+  EXPECT_EQ(t.nets[0].prefix, 32);
+}
+
+}  // namespace
+}  // namespace vigil::rules

@@ -1,0 +1,214 @@
+// Prevention against the real kernel (docs/prevention.md): the real `vigil run`
+// with the bundled rules and rules with `action: deny`, in enforce mode, then
+// monitor, then off (each a reload of the configuration), then enforce again
+// and killed with SIGKILL:
+//   enforce: a pod's open of an NVIDIA node it was not allocated fails with
+//            EPERM (an allocated one reaches the device: ENXIO, no driver
+//            here), an mknod of major 195 fails, a pool connect fails while a
+//            cluster-internal one succeeds, a raw socket fails, a denied
+//            program is killed before its first action (a marker file);
+//            each is an alert tagged `prevented`;
+//   monitor: each of these succeeds and raises a `would_prevent` alert;
+//   off:     nothing is refused, no alert says prevention;
+//   after SIGKILL: nothing stays refused.
+// Needs root and a kernel with BTF (label integration); skipped otherwise.
+#include <sys/mount.h>
+
+#include "tests/scenarios/rig.h"
+
+namespace {
+
+constexpr const char* kRules = R"(
+- rule: Test pool connection
+  desc: A pod connected to the test's mining pool.
+  condition: evt.type = connect and vigil_container and fd.sip = 203.0.113.50 and fd.sport = 3333
+  output: Pool connection (proc.pid=%proc.pid proc.name=%proc.name proc.cmdline=%proc.cmdline
+    container.id=%container.id k8s.ns.name=%k8s.ns.name k8s.pod.name=%k8s.pod.name)
+  priority: ERROR
+  tags: [egress]
+  action: deny
+- rule: Test denied program
+  desc: A program the test denies.
+  condition: evt.type = execve and vigil_container and proc.name = xmrig
+  output: Denied program (proc.pid=%proc.pid proc.name=%proc.name proc.cmdline=%proc.cmdline
+    container.id=%container.id k8s.ns.name=%k8s.ns.name k8s.pod.name=%k8s.pod.name)
+  priority: ERROR
+  tags: [crypto_mining]
+  action: deny
+- rule: Test raw socket
+  desc: A raw IP socket in a pod.
+  condition: evt.type = socket and vigil_container and evt.arg.domain = AF_INET and evt.arg.type startswith SOCK_RAW
+  output: Raw socket (proc.pid=%proc.pid proc.name=%proc.name proc.cmdline=%proc.cmdline
+    container.id=%container.id k8s.ns.name=%k8s.ns.name k8s.pod.name=%k8s.pod.name)
+  priority: ERROR
+  tags: [egress]
+  action: deny
+- rule: Test NVIDIA node created
+  desc: An NVIDIA node made in a pod.
+  condition: evt.type in (mknod, mknodat) and vigil_container and gpu.node exists
+  output: NVIDIA node created (proc.pid=%proc.pid proc.name=%proc.name proc.cmdline=%proc.cmdline
+    container.id=%container.id k8s.ns.name=%k8s.ns.name k8s.pod.name=%k8s.pod.name)
+  priority: ERROR
+  tags: [gpu_device_access]
+  action: deny
+)";
+
+std::string g_config;  // the agent's configuration file
+
+void write_mode(const std::string& mode) {
+  std::ofstream(g_config) << "flight_recorder: {enabled: false}\nprevention:\n  mode: " << mode << "\n";
+}
+
+class PreventionScenario : public Scenario {
+ protected:
+  static void SetUpTestSuite() {
+    g_extra_agent_args = [](const std::string& tmp) {
+      g_config = tmp + "/prevention.yaml";
+      write_mode("enforce");
+      std::ofstream(tmp + "/prevention_rules.yaml") << kRules;
+      return std::vector<std::string>{
+          "-c", g_config, "-r", tmp + "/prevention_rules.yaml", "--capture", tmp + "/prevention.vcap"};
+    };
+    Scenario::SetUpTestSuite();
+  }
+
+  // NVIDIA nodes with real numbers, on a tmpfs of their own (the rig's /tmp
+  // may be nodev).
+  std::string devs() {
+    const std::string d = s().tmp + "/devs";
+    if (!fs::exists(d + "/nvidia0")) {
+      fs::create_directories(d);
+      EXPECT_EQ(mount("tmpfs", d.c_str(), "tmpfs", MS_NOSUID, "mode=0755,size=64k"), 0) << std::strerror(errno);
+      EXPECT_EQ(mknod((d + "/nvidia0").c_str(), S_IFCHR | 0666, makedev(195, 0)), 0) << std::strerror(errno);
+    }
+    return d;
+  }
+  void TearDown() override { umount2((s().tmp + "/devs").c_str(), MNT_DETACH); }
+
+  // The workload's steps, expecting refusals (EPERM) or not.
+  PodRun calls(bool refused, const std::string& node) {
+    PodRun r;
+    r.argv = {s().tool("worker")};
+    r.tcp_sinks = {"10.100.4.7:6379", "203.0.113.50:3333"};
+    const std::string e = refused ? "!EPERM" : "";
+    // The first calls give vigil the pod's cgroup (its entry reaches the kernel).
+    r.steps = "sleep:1500;open:" + node + ":rw" + (refused ? "!EPERM" : "!ENXIO") + ";mknod:/dev/nvidia9:195:9" + e +
+              ";tcp:203.0.113.50:3333" + e + ";tcp:10.100.4.7:6379;socket:raw" + e;
+    return r;
+  }
+  // The denied program, whose first action writes `marker`: its exit code
+  // (and its pid in `pid`).
+  int run_denied(const std::string& pod_name, const std::string& marker, pid_t* pid = nullptr) {
+    PodRun r;
+    r.argv = {s().tool("xmrig"), "-o", "stratum+tcp://pool.example.com:3333"};
+    r.steps = "write:" + marker + ":ran";
+    auto [p, code] = run_in_pod(pod(pod_name), r);
+    if (pid) *pid = p;
+    return code;
+  }
+  // (rule, pid) of the alerts tagged `prevented` among `alerts`, for `pids`.
+  static std::set<std::pair<std::string, long>> prevented(const std::vector<json>& alerts, const std::set<long>& pids) {
+    std::set<std::pair<std::string, long>> out;
+    for (const json& a : alerts) {
+      if (a.value("prevention", "") != "prevented" || !a.contains("output_fields")) continue;
+      auto pid = a["output_fields"].value("proc.pid", json());
+      if (pid.is_number() && pids.count(pid.get<long>())) out.insert({a.value("rule", ""), pid.get<long>()});
+    }
+    return out;
+  }
+  std::vector<json> tagged(const std::string& rule, const std::string& outcome, std::chrono::milliseconds wait = 10s) {
+    return s().agent.alerts(
+        [&](const json& a) {
+          // The workloads' own calls (the rig's stand-in nodes, named nvidia*
+          // with /dev/null's numbers, are made by the test's process).
+          const std::string who = a.contains("output_fields") ? a["output_fields"].value("proc.name", "") : "";
+          return a.value("rule", "") == rule && a.value("prevention", "") == outcome &&
+                 (who == "worker" || who == "xmrig");
+        },
+        wait);
+  }
+  bool reload(const std::string& mode) {
+    write_mode(mode);
+    const int before = s().agent.stderr_count("rules reloaded");
+    s().agent.signal(SIGHUP);
+    for (int i = 0; i < 100; ++i) {
+      if (s().agent.stderr_count("rules reloaded") > before) {
+        std::this_thread::sleep_for(1s);
+        return true;
+      }
+      std::this_thread::sleep_for(100ms);
+    }
+    return false;
+  }
+};
+
+TEST_F(PreventionScenario, EnforceMonitorOffAndNothingLeftRefusedAfterSigkill) {
+  const std::string node = devs() + "/nvidia0";
+  // enforce: web-0 has no GPU; miner-0 has one (its node reaches the device).
+  auto [pid, code] = run_in_pod(pod("web-0"), calls(true, node));
+  pid_t denied_pid = 0;
+  EXPECT_EQ(code, 0) << "a call was not refused (workload exit " << code << ")\n" << s().agent.stderr_text();
+  PodRun allowed;
+  allowed.argv = {s().tool("worker")};
+  allowed.steps = "sleep:1500;open:" + node + ":rw!ENXIO";
+  EXPECT_EQ(run_in_pod(pod("miner-0"), allowed).second, 0) << "the allocated GPU was refused";
+  const std::string marker = s().tmp + "/marker-enforce";
+  EXPECT_NE(run_denied("web-0", marker, &denied_pid), 0);
+  EXPECT_FALSE(fs::exists(marker)) << "the denied program ran its first action";
+  for (const char* rule : {"GPU device opened by container without GPU allocation", "Test NVIDIA node created",
+                           "Test pool connection", "Test raw socket", "Test denied program"}) {
+    auto got = tagged(rule, "prevented");
+    ASSERT_FALSE(got.empty()) << "no prevented alert for '" << rule << "'\n" << s().agent.stderr_text();
+    auto tags = got[0].value("tags", json::array());
+    EXPECT_NE(std::find(tags.begin(), tags.end(), "prevented"), tags.end()) << got[0].dump();
+    EXPECT_EQ(got[0]["output_fields"].value("k8s.pod.name", json()), "web-0") << got[0].dump();
+  }
+
+  const std::set<long> first = {static_cast<long>(pid), static_cast<long>(denied_pid)};
+  const auto live = prevented(s().agent.alerts([](const json&) { return true; }), first);
+  EXPECT_EQ(live.size(), 5u) << "one prevented alert per rule";
+
+  // monitor: the same calls succeed, each with a would_prevent alert.
+  ASSERT_TRUE(reload("monitor")) << s().agent.stderr_text();
+  EXPECT_EQ(run_in_pod(pod("web-0"), calls(false, node)).second, 0) << s().agent.stderr_text();
+  const std::string marker2 = s().tmp + "/marker-monitor";
+  EXPECT_EQ(run_denied("web-0", marker2), 0);
+  EXPECT_TRUE(fs::exists(marker2));
+  for (const char* rule :
+       {"Test NVIDIA node created", "Test pool connection", "Test raw socket", "Test denied program"}) {
+    EXPECT_FALSE(tagged(rule, "would_prevent").empty()) << "no would_prevent alert for '" << rule << "'";
+  }
+
+  // off: nothing refused, nothing said about prevention.
+  ASSERT_TRUE(reload("off")) << s().agent.stderr_text();
+  const std::size_t said = s().agent.alerts([](const json& a) { return a.contains("prevention"); }).size();
+  EXPECT_EQ(run_in_pod(pod("web-0"), calls(false, node)).second, 0);
+  const std::string marker3 = s().tmp + "/marker-off";
+  EXPECT_EQ(run_denied("web-0", marker3), 0);
+  EXPECT_TRUE(fs::exists(marker3));
+  std::this_thread::sleep_for(3s);
+  EXPECT_EQ(s().agent.alerts([](const json& a) { return a.contains("prevention"); }).size(), said);
+
+  // enforce again, then SIGKILL: the kernel detaches vigil's programs with
+  // its links; nothing stays refused.
+  ASSERT_TRUE(reload("enforce")) << s().agent.stderr_text();
+  ASSERT_EQ(run_in_pod(pod("web-0"), calls(true, node)).second, 0) << "enforce after the reload";
+  s().agent.signal(SIGKILL);
+  s().agent.wait_exit(10s);
+  std::this_thread::sleep_for(500ms);
+  EXPECT_EQ(run_in_pod(pod("web-0"), calls(false, node)).second, 0) << "a refusal outlived vigil";
+  const std::string marker4 = s().tmp + "/marker-after";
+  EXPECT_EQ(run_denied("web-0", marker4), 0);
+  EXPECT_TRUE(fs::exists(marker4));
+
+  // The capture replayed with the policy: the decisions the node made.
+  write_mode("enforce");
+  VigilProcess rep(VIGIL_BINARY);
+  ASSERT_TRUE(rep.start_command("replay", {s().tmp + "/prevention.vcap", "-c", g_config, "-r", "rules/", "-r",
+                                           s().tmp + "/prevention_rules.yaml"}));
+  const int st = rep.wait_exit(120s);
+  ASSERT_TRUE(WIFEXITED(st)) << rep.stderr_text();
+  EXPECT_EQ(prevented(rep.alerts([](const json&) { return true; }), first), live) << rep.stderr_text();
+}
+
+}  // namespace
