@@ -89,13 +89,19 @@ void PreventionTap::entry_for(const event::Event& ev, const state::EvalContext& 
   }
   if (sensor_->set_policy_cgroup(cg, &e)) {
     ++entries_;
-    cache_[cg] = {ctx.pod, ctx.pod->resource_version, ev.hdr.ts_ns + kRecheckNs};
+    const std::uint64_t first = it != cache_.end() ? it->second.written_ns : ev.hdr.ts_ns;
+    cache_[cg] = {ctx.pod, ctx.pod->resource_version, ev.hdr.ts_ns + kRecheckNs, first};
   } else {
     ++map_errors_;
   }
 }
 
-void PreventionTap::on_decision(const rules::PreventionDecision& d, const state::EvalContext& ctx) {
+void PreventionTap::on_decision(rules::PreventionDecision& d, const state::EvalContext& ctx) {
+  if (d.exec_kill && ctx.ev) {
+    auto it = cache_.find(ctx.ev->hdr.cgroup_id);
+    if (!sensor_ || it == cache_.end() || it->second.written_ns >= ctx.ev->hdr.ts_ns) d.outcome = "not_prevented";
+    return;
+  }
   if (d.outcome != "respond") return;
   // A response, after the fact: never pid 1, never vigil, only in a container.
   if (d.pid <= 1 || d.pid == static_cast<std::uint32_t>(getpid())) return;

@@ -30,8 +30,10 @@ class PreventionTap final : public pipeline::EventTap {
   PreventionTap(sensor::Sensor* sensor, const pipeline::Pipeline& pipe);
   void on_event(const event::Event& ev, const state::EvalContext& ctx) override;
   // A decision of the pipeline: a kill response is carried out here (never
-  // on pid 1 or vigil; only in a container).
-  void on_decision(const rules::PreventionDecision& d, const state::EvalContext& ctx);
+  // on pid 1 or vigil; only in a container), and a kill at exec is only
+  // "prevented" where the container's entry reached the kernel before the
+  // exec (else not_prevented: the program ran).
+  void on_decision(rules::PreventionDecision& d, const state::EvalContext& ctx);
 
   // Counted on the pipeline thread, read by the web server's.
   struct Stats {
@@ -50,6 +52,7 @@ class PreventionTap final : public pipeline::EventTap {
     const void* pod = nullptr;
     std::string resource_version;
     std::uint64_t recheck_ns = 0;
+    std::uint64_t written_ns = 0;  // event time of the event the entry was first written at
   };
   void entry_for(const event::Event& ev, const state::EvalContext& ctx);
   sensor::Sensor* sensor_;

@@ -77,12 +77,17 @@ void Pipeline::process(event::Event& ev) {
       if (rules_->has_prevention()) {
         decisions_.clear();
         rules_->judge_prevention(ctx, scratch_, decisions_);
+        // The handler has the last word on an outcome (vigil run knows
+        // whether the kernel had the container's entry), then the alerts
+        // are tagged and the decisions counted.
+        for (auto& d : decisions_) {
+          if (on_prevention_) on_prevention_(d, ctx);
+          if (d.alert < scratch_.size()) rules::tag_prevention_alert(d, scratch_[d.alert]);
+        }
         if (!decisions_.empty()) {
           std::lock_guard<std::mutex> lock(prevention_mu_);
           for (const auto& d : decisions_) ++prevention_counts_[{d.rule, d.outcome}];
         }
-        if (on_prevention_)
-          for (const auto& d : decisions_) on_prevention_(d, ctx);
       }
       for (event::Alert& a : scratch_) {
         a.hostname = deps_.hostname;

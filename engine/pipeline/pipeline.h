@@ -101,9 +101,10 @@ class Pipeline {
   void set_selector(Selector* selector);  // REQUIRES: selector outlives the pipeline; null: all
   // Prevention (docs/prevention.md): after the rules, the ruleset judges what
   // the kernel refused or would refuse (Ruleset::judge_prevention) and tags
-  // the alerts; each decision is counted and handed to `h` (vigil run's
-  // responses: kill). Pipeline thread.
-  using PreventionHandler = std::function<void(const rules::PreventionDecision&, const state::EvalContext&)>;
+  // the alerts; each decision is handed to `h` (vigil run's responses: kill;
+  // it may change the outcome where it knows better), then tagged and
+  // counted. Pipeline thread.
+  using PreventionHandler = std::function<void(rules::PreventionDecision&, const state::EvalContext&)>;
   void set_prevention_handler(PreventionHandler h) { on_prevention_ = std::move(h); }
   // Decisions so far by (rule, outcome) (any thread).
   std::map<std::pair<std::string, std::string>, std::uint64_t> prevention_counts() const;

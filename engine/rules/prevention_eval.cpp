@@ -66,6 +66,11 @@ const char* tag_of(std::string_view outcome) {
 
 }  // namespace
 
+void tag_prevention_alert(const PreventionDecision& d, event::Alert& a) {
+  a.tags.emplace_back(tag_of(d.outcome));
+  a.extra.emplace_back("prevention", d.outcome);
+}
+
 void Ruleset::judge_prevention(const state::EvalContext& ctx, std::vector<event::Alert>& alerts,
                                std::vector<PreventionDecision>& decisions) const noexcept {
   // Prevention never applies to the host: a refusal needs a container.
@@ -93,25 +98,26 @@ void Ruleset::judge_prevention(const state::EvalContext& ctx, std::vector<event:
         const auto res = event_result(*ctx.ev);
         outcome = res && *res == -EPERM ? "prevented" : "not_prevented";
       }
-      event::Alert* a = nullptr;
-      for (event::Alert& al : alerts)
-        if (al.rule == p.name) a = &al;
-      if (!a) {
-        // The rule's own condition did not hold: a refused call failed, and
-        // the rule asks for a successful one. Only a refusal is told.
-        if (outcome != "prevented") continue;
+      std::size_t at = alerts.size();
+      for (std::size_t i = 0; i < alerts.size(); ++i)
+        if (alerts[i].rule == p.name) at = i;
+      if (at == alerts.size()) {
+        // The rule's own condition did not hold: the call failed (refused,
+        // or it would have been), and the rule asks for a successful one.
+        // Only a refusal, done or that would be done, is told.
+        if (outcome != "prevented" && outcome != "would_prevent") continue;
+        bool found = false;
         for (const auto& r : rules_) {
           if (r->sequence < 0 && r->name == p.name) {
             alerts.push_back(rule_alert(*r, x, hostname_));
-            a = &alerts.back();
+            found = true;
             break;
           }
         }
-        if (!a) continue;
+        if (!found) continue;
       }
-      a->tags.emplace_back(tag_of(outcome));
-      a->extra.emplace_back("prevention", outcome);
-      decisions.push_back({p.name, outcome, ctx.ev->hdr.pid});
+      decisions.push_back(
+          {p.name, outcome, ctx.ev->hdr.pid, p.hook == policy::Hook::kExec && outcome == "prevented", at});
     }
   } catch (const std::exception&) {
     // Out of memory: the alerts as they are.

@@ -96,9 +96,14 @@ struct LoadOptions {
 // What prevention did, or would have done, about one event (judge_prevention).
 struct PreventionDecision {
   std::string rule;
-  std::string outcome;    // "prevented", "would_prevent", "not_prevented", "respond", "would_respond"
-  std::uint32_t pid = 0;  // the process (a kill response's target)
+  std::string outcome;     // "prevented", "would_prevent", "not_prevented", "respond", "would_respond"
+  std::uint32_t pid = 0;   // the process (a kill response's target)
+  bool exec_kill = false;  // prevented by a kill at exec (the kernel's entry must predate the event)
+  std::size_t alert = 0;   // index of the rule's alert in evaluate()'s output
 };
+
+// The tag and the `prevention` key of the decision's alert.
+void tag_prevention_alert(const PreventionDecision& d, event::Alert& a);
 
 // What `rules list` shows about one rule.
 struct RuleInfo {
@@ -170,11 +175,12 @@ class Ruleset {
   // not, with what the kernel can judge of each.
   const std::vector<PreventionRule>& prevention() const { return prevention_; }
   // After evaluate(): for each enabled rule with an action whose mode is not
-  // off and whose judgement holds for the event, tags its alert in `alerts`
-  // (prevented, would_prevent, not_prevented, responded...) or, for a call
-  // the kernel refused (the rule's condition wants it to succeed), appends
-  // the rule's alert tagged `prevented`; each decision goes to `decisions`.
-  // Never throws.
+  // off and whose judgement holds for the event, a decision (prevented,
+  // would_prevent, not_prevented, respond, would_respond) naming the rule's
+  // alert in `alerts`; for a call the kernel refused or would refuse that
+  // the rule's own condition did not match (it wants a successful call), the
+  // rule's alert is appended. The caller tags the alerts
+  // (tag_prevention_alert) once it has the final outcomes. Never throws.
   void judge_prevention(const state::EvalContext& ctx, std::vector<event::Alert>& alerts,
                         std::vector<PreventionDecision>& decisions) const noexcept;
   bool has_prevention() const { return !prevention_.empty(); }

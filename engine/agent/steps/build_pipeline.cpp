@@ -95,8 +95,9 @@ Status build_pipeline(Agent& a) {
   if (a.ruleset && a.ruleset->has_prevention())
     a.log->info("prevention: {}", describe_prevention(*a.ruleset, a.sensor != nullptr));
   {
-    a.pipe->set_prevention_handler([&a](const rules::PreventionDecision& d, const state::EvalContext& ctx) {
+    a.pipe->set_prevention_handler([&a](rules::PreventionDecision& d, const state::EvalContext& ctx) {
       if (a.prevention) a.prevention->on_decision(d, ctx);
+      else if (d.exec_kill) d.outcome = "not_prevented";  // no kernel: nothing was killed
       a.log->debug("prevention: rule '{}': {} (pid {})", d.rule, d.outcome, d.pid);
     });
   }
