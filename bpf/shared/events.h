@@ -506,6 +506,8 @@ enum vg_pol_hook {
 #define VG_POLR_NOT_ALLOWED 0x100 /* device: only nodes the container's allocation does not allow */
 #define VG_POLR_TCP 0x200         /* net: TCP only */
 #define VG_POLR_UDP 0x400         /* net: UDP only */
+#define VG_POLR_OPEN 0x800        /* device: opens (the rule is about open calls) */
+#define VG_POLR_MKNOD 0x1000      /* device: mknod (the rule is about mknod calls) */
 
 struct vg_pol_rule {
   __u32 hook;     /* enum vg_pol_hook */
