@@ -77,10 +77,13 @@ void Ruleset::judge_prevention(const state::EvalContext& ctx, std::vector<event:
   if (prevention_.empty() || !ctx.ev || !ctx.container || ctx.container->id.empty()) return;
   try {
     Arena arena;
-    ExtractCtx x{&ctx, &arena, nullptr, nullptr};
+    FieldCache cache;  // rendering an alert reads the rule set's cached fields
+    cache.clear();
+    ExtractCtx x{&ctx, &arena, &cache, nullptr};
     for (const PreventionRule& p : prevention_) {
       if (!p.enabled || p.effective == PreventionMode::kOff || !p.judge) continue;
       arena.reset();
+      cache.clear();
       if (!p.judge->eval(x)) continue;
       const bool enforce = p.effective == PreventionMode::kEnforce;
       std::string outcome;

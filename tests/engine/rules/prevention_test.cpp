@@ -2,12 +2,14 @@
 // what it is told (slots, comms, destinations), and the errors a user sees.
 #include "engine/rules/prevention.h"
 
+#include <cerrno>
 #include <string>
 
 #include <gtest/gtest.h>
 
 #include "bpf/shared/events.h"
 #include "engine/rules/ruleset.h"
+#include "tests/engine/rules/test_util.h"
 
 namespace vigil::rules {
 namespace {
@@ -139,6 +141,63 @@ TEST(Prevention, KernelTablesHoldTheEnforcedRulesOnly) {
   ASSERT_EQ(t.nets.size(), 1u);
   EXPECT_EQ(t.nets[0].slots, 2u);
   EXPECT_EQ(t.nets[0].prefix, 32);
+}
+
+// A call the kernel refused fails, and a rule that asks for a successful one
+// does not match it: the decision appends the rule's alert (rendered with the
+// rule set's cached fields: this crashed vigil before the fix).
+TEST(Prevention, ARefusedCallIsToldWithTheRulesOwnAlert) {
+  auto r = load(rule("pool", "evt.type = connect and vigil_container and fd.sip = 203.0.113.9 and evt.failed = false",
+                     "action: deny\n  action_mode: enforce"));
+  ASSERT_TRUE(r.ruleset);
+  testing::World w;
+  w.connect("203.0.113.9", 3333, event::L4::kTcp, -EPERM);
+  const auto ctx = w.ctx();
+  std::vector<event::Alert> alerts;
+  r.ruleset->evaluate(ctx, alerts);
+  EXPECT_TRUE(alerts.empty());
+  std::vector<PreventionDecision> d;
+  r.ruleset->judge_prevention(ctx, alerts, d);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].outcome, "prevented");
+  ASSERT_EQ(alerts.size(), 1u);
+  EXPECT_EQ(alerts[0].rule, "pool");
+  EXPECT_NE(alerts[0].output.find("python3"), std::string::npos) << alerts[0].output;
+
+  // A successful connect under enforce: the kernel let it through.
+  w.connect("203.0.113.9", 3333, event::L4::kTcp, 0);
+  const auto ctx2 = w.ctx();
+  alerts.clear();
+  d.clear();
+  r.ruleset->evaluate(ctx2, alerts);
+  r.ruleset->judge_prevention(ctx2, alerts, d);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].outcome, "not_prevented");
+  // The host is never judged.
+  w.in_container = false;
+  const auto ctx3 = w.ctx();
+  alerts.clear();
+  d.clear();
+  r.ruleset->judge_prevention(ctx3, alerts, d);
+  EXPECT_TRUE(d.empty());
+}
+
+TEST(Prevention, MonitorModeSaysWhatWouldBePrevented) {
+  auto r = load(rule("pool", "evt.type = connect and vigil_container and fd.sip = 203.0.113.9",
+                     "action: deny\n  action_mode: monitor"));
+  ASSERT_TRUE(r.ruleset);
+  testing::World w;
+  w.connect("203.0.113.9", 3333);
+  const auto ctx = w.ctx();
+  std::vector<event::Alert> alerts;
+  r.ruleset->evaluate(ctx, alerts);
+  ASSERT_EQ(alerts.size(), 1u);
+  std::vector<PreventionDecision> d;
+  r.ruleset->judge_prevention(ctx, alerts, d);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].outcome, "would_prevent");
+  tag_prevention_alert(d[0], alerts[d[0].alert]);
+  EXPECT_EQ(alerts[0].tags.back(), "would_prevent");
 }
 
 }  // namespace
