@@ -424,6 +424,16 @@ void Collector::apply_sequence(const ItemDoc& it, Diagnostics& d) {
   } else {
     s.by = *it.by;
   }
+  if (it.distinct) {
+    s.distinct_pos = key_pos(it, "distinct");
+    if (it.distinct->empty() || it.distinct->size() > kMaxSequenceKeyFields) {
+      d.error(code::kSequence, s.distinct_pos, lbl,
+              "'distinct' must name 1 to " + std::to_string(kMaxSequenceKeyFields) + " fields (e.g. [container.id])");
+      ok = false;
+    } else {
+      s.distinct = *it.distinct;
+    }
+  }
   std::string err;
   if (!parse_window(it.within ? *it.within : "", s.within_ns, err)) {
     d.error(code::kSequence, key_pos(it, "within"), lbl, err);

@@ -80,9 +80,10 @@ struct StepField {
 
 // One partial match: the steps done so far for one key.
 struct Partial {
-  std::uint64_t first_ns = 0;     // time of the first step's event: the window starts here
-  std::uint32_t next = 1;         // the step it waits for
-  std::vector<StepField> fields;  // the earlier steps' output fields, in output token order
+  std::uint64_t first_ns = 0;         // time of the first step's event: the window starts here
+  std::uint32_t next = 1;             // the step it waits for
+  std::vector<StepField> fields;      // the earlier steps' output fields, in output token order
+  std::vector<std::string> distinct;  // the `distinct` values of the steps done (each bounded as a key)
 };
 
 // The partial matches of one sequence, by correlation key, at most
@@ -138,11 +139,14 @@ class SequenceState {
   // per step with its own `by`), reused so a lookup does not allocate.
   std::string* key_buffers() { return keys_; }
   static constexpr std::size_t kKeyBuffers = 9;  // kMaxSequenceSteps + 1
+  // The buffer for an event's `distinct` values.
+  std::string* distinct_buffer() { return &distinct_; }
 
  private:
   const Ruleset* rules_;
   std::vector<PartialMatches> tables_;
   std::string keys_[kKeyBuffers];
+  std::string distinct_;
 };
 
 }  // namespace vigil::rules
