@@ -3,7 +3,8 @@
  * or enumerate programs, maps and links (syscalls:sys_exit_bpf, arguments
  * from the saved registers; bpf() is rare, so the per-syscall tracepoint
  * costs nothing measurable); signals sent to vigil's own process
- * (signal:signal_generate, a non-syscall tracepoint); perf_event_open of
+ * (signal:signal_generate, a non-syscall tracepoint) and, on the same
+ * tracepoint, signals one process sends another (kill); perf_event_open of
  * tracepoints, kprobes, uprobes and breakpoints (syscalls:sys_exit_perf_event_open);
  * and the NVIDIA driver's nvidia:nvidia_dev_xid tracepoint where the driver has it. */
 #include "bpf/progs/helpers.bpf.h"
@@ -174,6 +175,56 @@ int BPF_PROG(vg_signal_generate, int sig, struct kernel_siginfo *info, struct ta
   e->result = result;
   e->a[0] = (__u32)sig;
   e->a[1] = task->tgid;
+  e->a[2] = (__u64)(__s64)code;
+  e->a[3] = task->pid | ((__u64)(group ? 1 : 0) << 32);
+  e->str_len = 0;
+  e->syscall = 0;
+  for (int i = 0; i < 5; i++)
+    e->pad0[i] = 0;
+  vg_submit(buf, sizeof(*e));
+  return 0;
+}
+
+/* A signal one process sends another (kill, tkill, tgkill, rt_sigqueueinfo,
+ * pidfd_send_signal): the kill event. The same non-syscall tracepoint as the
+ * program above, attached only when a rule asks for kill, so no syscall pays
+ * for it. Fired in the sender's context for these calls, it names the target
+ * as the kernel resolved it: host pid numbers, each process of a group or
+ * kill(-1) named on its own, whatever pid namespace the sender numbered it
+ * in. Not sent: signals a process sends itself (raise(), abort(), the Go
+ * runtime's preemption signals to its own threads: most signals on a node),
+ * the kernel's own (si_code > 0, SEND_SIG_PRIV), timers, message queues and
+ * SIGIO (their si_code is none of SI_USER, SI_QUEUE, SI_TKILL), a kill the
+ * kernel refused before generating it (EPERM, ESRCH) and signal 0 (no signal
+ * is generated). Record: vg_sys as vigil_signal's, a = {sig, target tgid,
+ * si_code, target tid | group << 32}; result: the tracepoint's. */
+SEC("tp_btf/signal_generate")
+int BPF_PROG(vg_signal_kill, int sig, struct kernel_siginfo *info, struct task_struct *task,
+             int group, int result)
+{
+  if (!task)
+    return 0;
+  __u32 sender = (__u32)(bpf_get_current_pid_tgid() >> 32);
+  __u32 target = task->tgid;
+  if (sender == target || sender == cfg_vigil_tgid)
+    return 0;
+  int code;
+  if ((__u64)info == 0) /* SEND_SIG_NOINFO: kill() and friends */
+    code = 0;           /* SI_USER */
+  else if ((__u64)info == 1)
+    return 0; /* SEND_SIG_PRIV: the kernel's own */
+  else
+    code = BPF_CORE_READ(info, si_code);
+  if (code != 0 && code != -1 && code != -6) /* SI_USER, SI_QUEUE, SI_TKILL */
+    return 0;
+  __u8 *buf = vg_scratch_buf();
+  if (!buf)
+    return 0;
+  struct vg_sys *e = (struct vg_sys *)buf;
+  vg_fill_hdr(&e->hdr, VG_KILL);
+  e->result = result;
+  e->a[0] = (__u32)sig;
+  e->a[1] = target;
   e->a[2] = (__u64)(__s64)code;
   e->a[3] = task->pid | ((__u64)(group ? 1 : 0) << 32);
   e->str_len = 0;

@@ -85,6 +85,10 @@
   X(Mknod, MKNOD, 39, "mknodat", "mknod", FileOpData,                                              \
     "mknod, mknodat (a device node, FIFO or socket file created)", "file")                         \
   X(GpuPosture, GPU_POSTURE, 40, "gpu_posture", "", PostureData,                                   \
-    "the node's GPU security posture, read at start and when it changes (not a syscall)", "gpu")
+    "the node's GPU security posture, read at start and when it changes (not a syscall)", "gpu")   \
+  X(Kill, KILL, 41, "kill", "tkill tgkill", SysCallData,                                           \
+    "kill, tkill, tgkill, rt_sigqueueinfo, pidfd_send_signal: a signal one process sends another " \
+    "(signal:signal_generate)",                                                                    \
+    "proc")
 
 #endif /* VIGIL_BPF_SHARED_EVENT_TYPES_H */

@@ -152,6 +152,7 @@ int list(std::vector<std::string> files, bool json, const std::string& config) {
                      {"enabled", s.enabled},
                      {"event_types", seq_types(s)},
                      {"by", s.by},
+                     {"distinct", s.distinct},
                      {"within_ms", s.within_ns / 1000000},
                      {"step_event_types", s.step_event_types},
                      {"file", s.file},
@@ -174,6 +175,7 @@ int list(std::vector<std::string> files, bool json, const std::string& config) {
               << "  tags: " << join(s.tags, ", ") << "\n"
               << "  enabled: " << (s.enabled ? "true" : "false") << "\n"
               << "  by: " << join(s.by, ", ") << "\n"
+              << (s.distinct.empty() ? std::string() : "  distinct: " + join(s.distinct, ", ") + "\n")
               << "  within: " << s.within_ns / 1000000 << " ms\n";
     for (std::size_t k = 0; k < s.step_event_types.size(); ++k) {
       std::cout << "  step " << k + 1 << " event types: " << join(s.step_event_types[k], ", ") << "\n";

@@ -539,8 +539,9 @@ struct InboundData {
 
 // Calls known by their numbers: userfaultfd (flags), memfd_create (name,
 // flags), prctl (option, arg2..arg4), io_uring_setup (entries); vigil_signal, a
-// signal sent to vigil (signal, target pid, si_code, target tid | group << 32;
-// result: 0 delivered, 1 ignored, 2 already pending); perf_event_open
+// signal sent to vigil, and kill, a signal one process sends another (signal,
+// target pid, si_code, target tid | group << 32, host numbering; result: 0
+// delivered, 1 ignored, 2 already pending); perf_event_open
 // (attr.type, attr.config, the pid argument, what it watches: 1 tracepoint,
 // 2 kprobe, 3 uprobe, 4 breakpoint; result: the fd).
 struct SysCallData {

@@ -463,6 +463,16 @@ void Collector::apply_sequence(const ItemDoc& it, Diagnostics& d) {
   } else {
     s.by = *it.by;
   }
+  if (it.distinct) {
+    s.distinct_pos = key_pos(it, "distinct");
+    if (it.distinct->empty() || it.distinct->size() > kMaxSequenceKeyFields) {
+      d.error(code::kSequence, s.distinct_pos, lbl,
+              "'distinct' must name 1 to " + std::to_string(kMaxSequenceKeyFields) + " fields (e.g. [container.id])");
+      ok = false;
+    } else {
+      s.distinct = *it.distinct;
+    }
+  }
   std::string err;
   if (!parse_window(it.within ? *it.within : "", s.within_ns, err)) {
     d.error(code::kSequence, key_pos(it, "within"), lbl, err);
@@ -476,6 +486,12 @@ void Collector::apply_sequence(const ItemDoc& it, Diagnostics& d) {
             "a sequence has " + std::to_string(kMinSequenceSteps) + " to " + std::to_string(kMaxSequenceSteps) +
                 " steps (or one with a 'count' of 2 or more), this one " +
                 (n > kMaxSequenceSteps ? "more than " + std::to_string(kMaxSequenceSteps) : std::to_string(n)));
+    ok = false;
+  } else if (!s.distinct.empty() && (*it.steps)[0].count > 1) {
+    // A counted first step gathers matches of one key before any later
+    // step: which of them a later step's `distinct` values would compare
+    // with is not defined.
+    d.error(code::kSequence, s.distinct_pos, lbl, "'distinct' cannot go with a first step that has a 'count'");
     ok = false;
   } else {
     s.steps = *it.steps;

@@ -364,8 +364,8 @@ class Reader {
                                                     "action_mode"};
     static const std::set<std::string> kMacroKeys = {"macro", "condition", "append", "override"};
     static const std::set<std::string> kListKeys = {"list", "items", "append", "override"};
-    static const std::set<std::string> kSequenceKeys = {"sequence", "desc",     "by",   "within", "steps",
-                                                        "output",   "priority", "tags", "enabled"};
+    static const std::set<std::string> kSequenceKeys = {"sequence", "desc",   "by",       "distinct", "within",
+                                                        "steps",    "output", "priority", "tags",     "enabled"};
     return kind == ItemDoc::Kind::kRule       ? kRuleKeys
            : kind == ItemDoc::Kind::kMacro    ? kMacroKeys
            : kind == ItemDoc::Kind::kSequence ? kSequenceKeys
@@ -430,6 +430,11 @@ class Reader {
       if (v.IsScalar()) f.push_back(v.Scalar());
       else if (!string_list(v, f, it, "by")) return false;
       it.by = std::move(f);
+    } else if (k == "distinct") {
+      std::vector<std::string> f;
+      if (v.IsScalar()) f.push_back(v.Scalar());
+      else if (!string_list(v, f, it, "distinct")) return false;
+      it.distinct = std::move(f);
     } else if (k == "within") {
       if (!scalar(v, s, it, "within")) return false;
       it.within = s;

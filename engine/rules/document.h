@@ -76,9 +76,10 @@ struct ItemDoc {
   std::optional<std::vector<std::string>> tags;
   std::optional<std::vector<ExceptionDoc>> exceptions;
 
-  std::optional<std::vector<std::string>> by;  // sequence: correlation key fields
-  std::optional<std::string> within;           // sequence: window, "60s"
-  std::optional<std::vector<StepDoc>> steps;   // sequence
+  std::optional<std::vector<std::string>> by;        // sequence: correlation key fields
+  std::optional<std::vector<std::string>> distinct;  // sequence: fields each step's event must not repeat
+  std::optional<std::string> within;                 // sequence: window, "60s"
+  std::optional<std::vector<StepDoc>> steps;         // sequence
 
   std::string version;                     // required_engine_version
   std::vector<PluginRequirement> plugins;  // required_plugin_versions
@@ -120,6 +121,11 @@ struct SequenceDef {
   std::string desc;
   std::vector<std::string> by;
   Pos by_pos;
+  // Fields whose values each step's event must not share with an earlier
+  // step's (the same program in several pods: distinct container.id); empty:
+  // none.
+  std::vector<std::string> distinct;
+  Pos distinct_pos;
   std::uint64_t within_ns = 0;
   std::vector<StepDoc> steps;
   std::string output;

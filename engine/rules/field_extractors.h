@@ -29,6 +29,7 @@ void append_net_fields(std::vector<FieldDef>& fields);        // fields_net.cpp:
 void append_vigil_fields(std::vector<FieldDef>& fields);      // fields_vigil.cpp
 void append_baseline_fields(std::vector<FieldDef>& fields);   // fields_baseline.cpp
 void append_posture_fields(std::vector<FieldDef>& fields);    // fields_posture.cpp
+void append_target_fields(std::vector<FieldDef>& fields);     // fields_target.cpp: target.* (kill)
 
 namespace fx {
 

@@ -137,6 +137,7 @@ FieldCatalog::FieldCatalog() {
   append_vigil_fields(fields_);
   append_baseline_fields(fields_);
   append_posture_fields(fields_);
+  append_target_fields(fields_);
 }
 
 const FieldCatalog& FieldCatalog::builtin() {

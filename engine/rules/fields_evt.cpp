@@ -320,7 +320,7 @@ void append_evt_fields(std::vector<FieldDef>& fields) {
            "open, openat, openat2, creat, execve, ioctl, "
            "bpf, symlink, link, unlink, rename, mkdir, rmdir, chmod, ptrace, socket, dup, init_module, "
            "setuid, setgid, setns, unshare, accept, listen, bind, userfaultfd, memfd_create, prctl, "
-           "io_uring_setup, delete_module, capset",
+           "io_uring_setup, delete_module, capset, kill",
            "A named argument of the call, by Falco's argument names: evt.arg.NAME or evt.arg[NAME] (open: "
            "name, path, flags, mode, fd; execve: filename, exe, cwd; ioctl: request, fd; bpf: cmd; "
            "symlink(at): target, linkpath, linkdirfd; link(at), rename(at)(2): oldpath, newpath, olddirfd, "
@@ -331,7 +331,8 @@ void append_evt_fields(std::vector<FieldDef>& fields) {
            "cap_permitted, cap_inheritable (after the call); setuid/setgid: uid/gid, and ruid, euid, suid "
            "(rgid...) for the re/res forms; setns: fd, nstype; unshare: flags (CLONE_NEW* names); accept, "
            "listen, bind: fd, flags/backlog; memfd_create: name, flags; userfaultfd: flags; prctl: option, "
-           "arg2_int; io_uring_setup: entries; each call: res). Arguments of syscalls vigil does not "
+           "arg2_int; io_uring_setup: entries; kill: pid, tid (the target, host numbering), sig (SIGKILL...), "
+           "code (si_code: 0 kill, -1 sigqueue, -6 tkill/tgkill); each call: res). Arguments of syscalls vigil does not "
            "collect have no value.",
            x_arg_generic},
           {"evt.args", T::kString, A::kNone, false, "*",

@@ -614,6 +614,87 @@ void append_program_rows(std::vector<FieldDef>& fields) {
                 });
 }
 
+// Names: the one the exec gave (proc.name), the one the thread carries now
+// (thread.name), and whether they, or argv[0], name another program than the
+// one running (proc.is_renamed).
+constexpr std::size_t kCommMax = 15;  // the kernel's comm: TASK_COMM_LEN - 1 bytes
+std::string_view comm_cut(std::string_view s) noexcept { return s.substr(0, kCommMax); }
+void x_thread_name(const X& x, const F&, E& o) noexcept {
+  std::string_view c = ev(x).hdr.comm;
+  if (!c.empty()) str(o, c);
+}
+// argv[0] names a program other than the one the kernel ran (`exec -a NAME`,
+// execve with a chosen argv[0]): its file name, without a login shell's '-',
+// is neither the comm the exec set nor the executable's file name. Not
+// renamed: a #! script (the kernel's argv is the interpreter's, the comm the
+// script's: argv[1] or argv[2] names it), busybox (its applets are argv[0]
+// by design), an exec through /proc/self/exe or /dev/fd/N (the comm names
+// that path), and a process read from /proc at start (its argv there may
+// have been rewritten since, as setproctitle does).
+bool argv0_renamed(const X& x, const state::Process& p) noexcept {
+  if (p.image_unknown || p.from_proc || p.exe.empty() || p.comm.empty()) return false;
+  std::string_view a0 = p.exe;
+  if (a0.front() == '-') a0.remove_prefix(1);
+  const std::string_view name = comm_cut(basename_of(a0));
+  if (name.empty() || name == p.comm) return false;
+  const std::string_view prog = basename_of(p.exepath);
+  if (name == comm_cut(prog) || prog == "busybox") return false;
+  for (std::size_t i = 0; i < 2 && i < p.args.size(); ++i)
+    if (comm_cut(basename_of(p.args[i])) == p.comm) return false;
+  if (const auto* e = ev(x).as<event::ExecData>()) {
+    const std::string_view f = e->filename;
+    if (f.starts_with("/proc/") || f.starts_with("/dev/fd/")) return false;
+  }
+  return true;
+}
+// The process renamed itself (prctl(PR_SET_NAME), a write to
+// /proc/self/comm): the event's thread is the main thread and its comm now is
+// not the one the exec set, nor argv[0]'s or the executable's file name.
+// Other threads name themselves freely (worker pools) and are not judged.
+bool comm_renamed(const X& x, const state::Process& p) noexcept {
+  const event::Header& h = ev(x).hdr;
+  const std::string_view now = h.comm;
+  if (h.tid != h.pid || now.empty() || p.comm.empty() || now == p.comm) return false;
+  std::string_view a0 = p.exe;
+  if (!a0.empty() && a0.front() == '-') a0.remove_prefix(1);
+  return now != comm_cut(basename_of(a0)) && now != comm_cut(basename_of(p.exepath));
+}
+void x_is_renamed(const X& x, const F&, E& o) noexcept {
+  const state::Process* p = proc_of(x);
+  if (!p) return;
+  boolean(o, comm_renamed(x, *p) || argv0_renamed(x, *p));
+}
+void x_renamed_by(const X& x, const F&, E& o) noexcept {
+  const state::Process* p = proc_of(x);
+  if (!p) return;
+  if (comm_renamed(x, *p)) str(o, "comm");
+  else if (argv0_renamed(x, *p)) str(o, "argv0");
+}
+
+void append_name_rows(std::vector<FieldDef>& fields) {
+  using T = FieldType;
+  using A = ArgMode;
+  fields.insert(
+      fields.end(),
+      {
+          {"thread.name", T::kString, A::kNone, false, "*",
+           "The comm of the thread that made the call, as the event carries it: after prctl(PR_SET_NAME) or a "
+           "write to /proc/self/comm, the new name (proc.name stays the name the last exec gave).",
+           x_thread_name},
+          {"proc.is_renamed", T::kBool, A::kNone, false, "*",
+           "The process runs under a name that is not its program's: its main thread's comm is no longer the one "
+           "its exec set (prctl(PR_SET_NAME), /proc/self/comm) and names neither argv[0] nor the executable; or "
+           "argv[0] names another program than the one the kernel ran (exec -a, execve with a chosen argv[0]). "
+           "Not renamed: other threads naming themselves, a login shell's '-', #! scripts, busybox applets, execs "
+           "through /proc/self/exe or /dev/fd, processes read from /proc at start (for argv[0]).",
+           x_is_renamed},
+          {"proc.renamed_by", T::kString, A::kNone, false, "*",
+           "How the process is renamed (proc.is_renamed): comm (it set its own name) or argv0 (argv[0] names "
+           "another program); no value when it is not.",
+           x_renamed_by},
+      });
+}
+
 // Its session and process group, its capabilities, its GPU use.
 void append_session_rows(std::vector<FieldDef>& fields) {
   using T = FieldType;
@@ -655,6 +736,7 @@ void append_proc_fields(std::vector<FieldDef>& fields) {
   append_process_rows(fields);
   append_program_rows(fields);
   append_session_rows(fields);
+  append_name_rows(fields);
 }
 
 }  // namespace vigil::rules

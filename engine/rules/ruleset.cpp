@@ -3,6 +3,7 @@
 // Building is in ruleset_build.cpp, alert rendering in alert_render.cpp.
 #include "engine/rules/ruleset.h"
 
+#include <algorithm>
 #include <set>
 #include <string>
 #include <vector>
@@ -174,6 +175,37 @@ void Ruleset::advance(std::uint32_t seq, std::uint32_t mask, const ExtractCtx& x
       key = &keys[k];
       return (have >> k & 1u) != 0;
     };
+    // The event's `distinct` values, rendered as a key is (once per event);
+    // false when a field has no value: such an event cannot take part.
+    std::string& dval = *st.distinct_buffer();
+    int distinct_state = s.distinct.empty() ? 1 : -1;  // -1 not yet, 0 missing, 1 ready
+    auto distinct_of = [&]() {
+      if (distinct_state < 0) {
+        dval.clear();
+        distinct_state = 1;
+        for (const auto& tok : s.distinct) {
+          x.arena->reset();
+          x.cache->clear();
+          Extracted e;
+          FieldType ft = extract_field(x, tok.field, tok.transformers, e);
+          if (e.n == 0) {
+            distinct_state = 0;
+            break;
+          }
+          std::string_view v = render_value(ft, e, *x.arena);
+          dval += std::to_string(v.size());
+          dval += ':';
+          dval += v;
+        }
+        bound_key(dval);
+      }
+      return distinct_state == 1;
+    };
+    // A step's event whose `distinct` values an earlier step of the match had.
+    auto repeats = [&](const Partial& p) {
+      return !s.distinct.empty() &&
+             (!distinct_of() || std::find(p.distinct.begin(), p.distinct.end(), dval) != p.distinct.end());
+    };
     PartialMatches& table = st.table(seq);
     table.expire(now);
     const auto& toks = s.output.tokens();
@@ -189,12 +221,13 @@ void Ruleset::advance(std::uint32_t seq, std::uint32_t mask, const ExtractCtx& x
       const std::string* key = nullptr;
       if (!((mask >> i) & 1u) || !key_of(i, key)) continue;
       Partial* p = table.find(*key, now);
-      if (!p || p->next != i) continue;
+      if (!p || p->next != i || repeats(*p)) continue;
       // A counted step is done at its count-th match.
       if (++p->step_hits < s.step_count[i]) return;
       p->step_hits = 0;
       if (i + 1 < s.steps) {
         capture(*p, i);
+        if (!s.distinct.empty()) p->distinct.push_back(dval);
         ++p->next;
         return;
       }
@@ -212,8 +245,11 @@ void Ruleset::advance(std::uint32_t seq, std::uint32_t mask, const ExtractCtx& x
     if (need <= 1) {
       // A first step starts a match, or starts again one that has only its
       // first step (the window then counts from the later one).
+      if (!distinct_of()) return;
       Partial& m = table.start(*key, now);
       m.fields.resize(s.slots);
+      m.distinct.clear();
+      if (!s.distinct.empty()) m.distinct.push_back(dval);
       capture(m, 0);
       return;
     }
@@ -290,6 +326,7 @@ std::vector<SequenceInfo> Ruleset::sequences() const {
     i.tags = s->tags;
     i.enabled = s->enabled;
     i.by = s->by;
+    i.distinct = s->distinct_fields;
     i.within_ns = s->within_ns;
     for (auto r : s->step_rules) i.step_event_types.push_back(mask_names(rules_[r]->mask));
     i.file = s->file;

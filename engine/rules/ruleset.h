@@ -125,7 +125,8 @@ struct SequenceInfo {
   event::Priority priority = event::Priority::kWarning;
   std::vector<std::string> tags;
   bool enabled = true;
-  std::vector<std::string> by;  // the correlation key's fields
+  std::vector<std::string> by;        // the correlation key's fields
+  std::vector<std::string> distinct;  // fields each step's event must not repeat (empty: none)
   std::uint64_t within_ns = 0;
   std::vector<std::vector<std::string>> step_event_types;  // per step
   std::string file;

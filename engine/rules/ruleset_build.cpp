@@ -495,6 +495,7 @@ class RulesetBuilder {
         seq->keys.push_back(resolve_key(st.by, st.by_pos, lbl, ok));
       }
     }
+    if (!sd.distinct.empty()) seq->distinct = resolve_key(sd.distinct, sd.distinct_pos, lbl, ok);
     const auto seq_index = static_cast<std::int32_t>(rs_->sequences_.size());
     std::vector<std::unique_ptr<Ruleset::Rule>> steps;
     for (std::size_t i = 0; i < sd.steps.size(); ++i) {
@@ -522,6 +523,7 @@ class RulesetBuilder {
     seq->priority = sd.priority;
     seq->tags = sd.tags;
     seq->by = sd.by;
+    seq->distinct_fields = sd.distinct;
     seq->within_ns = sd.within_ns;
     seq->steps = static_cast<std::uint32_t>(sd.steps.size());
     for (const auto& st : sd.steps) seq->step_count.push_back(st.count);

@@ -43,10 +43,14 @@ struct Ruleset::Sequence {
   std::vector<std::string> tags;
   bool enabled = true;
   std::vector<std::string> by;
+  std::vector<std::string> distinct_fields;
   // The correlation fields, resolved: the sequence's (keys[0]) and those of
   // steps with their own `by`; step_key[i] is step i's index into keys.
   std::vector<std::vector<OutputFormat::Token>> keys;
   std::vector<std::uint8_t> step_key;
+  // The `distinct` fields, resolved (empty: none): an event advances a match
+  // only when their values differ from every earlier step's.
+  std::vector<OutputFormat::Token> distinct;
   std::uint64_t within_ns = 0;
   std::uint32_t steps = 0;
   std::vector<std::uint32_t> step_count;   // matches each step needs (its `count`, 1 by default)

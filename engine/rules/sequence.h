@@ -88,6 +88,7 @@ struct Partial {
   // slides: a time that falls out of it is dropped, not the whole match.
   std::vector<std::uint64_t> first_times;
   std::uint32_t step_hits = 0;  // matches of the awaited later step so far (a counted step)
+  std::vector<std::string> distinct;  // the `distinct` values of the steps done (each bounded as a key)
 };
 
 // The partial matches of one sequence, by correlation key, at most
@@ -146,11 +147,14 @@ class SequenceState {
   // per step with its own `by`), reused so a lookup does not allocate.
   std::string* key_buffers() { return keys_; }
   static constexpr std::size_t kKeyBuffers = 9;  // kMaxSequenceSteps + 1
+  // The buffer for an event's `distinct` values.
+  std::string* distinct_buffer() { return &distinct_; }
 
  private:
   const Ruleset* rules_;
   std::vector<PartialMatches> tables_;
   std::string keys_[kKeyBuffers];
+  std::string distinct_;
 };
 
 }  // namespace vigil::rules

@@ -659,6 +659,18 @@ event::Event make_event(const YAML::Node& n, const Built& b, std::uint64_t ts) {
   ev.hdr.uid = b.proc.uid;
   ev.hdr.gid = b.proc.gid;
   ev.hdr.comm = b.proc.comm;
+  // `thread: {tid, name}`: the thread that made the call and its comm as the
+  // event carries it (a worker thread, a name set by prctl(PR_SET_NAME));
+  // by default the main thread under the process's name.
+  if (const YAML::Node th = n["thread"]) {
+    if (!th.IsMap()) bad(th, "'thread' must be a map with 'tid' and/or 'name'");
+    for (auto kv = th.begin(); kv != th.end(); ++kv) {
+      const std::string k = scalar(kv->first, "thread key");
+      if (k == "tid") ev.hdr.tid = static_cast<std::uint32_t>(number(kv->second, "tid"));
+      else if (k == "name") ev.hdr.comm = scalar(kv->second, "name").substr(0, 15);
+      else bad(kv->first, "unknown 'thread' key '" + k + "' (tid, name)");
+    }
+  }
   ev.hdr.type = event::type_from_name(type);
   if (ev.hdr.type == event::Type::kUnknown) bad(n["type"], "unknown event type '" + type + "'");
   ev.data = event::make_payload(ev.hdr.type);

@@ -622,6 +622,7 @@ Result<event::Event> decode_record(std::span<const std::uint8_t> rec, const Time
     case VG_SETNS:
     case VG_UNSHARE: st = decode_ns(rec, h.type, ev); break;
     case VG_VIGIL_SIGNAL:
+    case VG_KILL:
     case VG_PERF_EVENT_OPEN:
     case VG_USERFAULTFD:
     case VG_MEMFD_CREATE:

@@ -77,6 +77,7 @@ std::vector<Hook> named_hooks() {
       {"vg_enter_bpf", "syscalls:sys_enter_bpf", AttachKind::kAuto, {Type::kBpf}, "syscalls/sys_enter_bpf", false},
       {"vg_exit_bpf", "syscalls:sys_exit_bpf", AttachKind::kAuto, {Type::kBpf}, "syscalls/sys_exit_bpf", false},
       {"vg_signal_generate", "tp_btf/signal_generate", AttachKind::kAuto, {Type::kVigilSignal}, nullptr, false},
+      {"vg_signal_kill", "tp_btf/signal_generate (kill)", AttachKind::kAuto, {Type::kKill}, nullptr, false},
       {"vg_nvidia_xid",
        "nvidia:nvidia_dev_xid",
        AttachKind::kXidTracepoint,

@@ -411,7 +411,7 @@ struct Suite {
     tmp = tmp_dir->path();
     fs::create_directories(tmp + "/bin");
     for (const char* n : {"xmrig", "vllm", "nvidia-smi", "runc", "worker", "bpfloader", "pt_main_thread", "etl",
-                          "nvidia-ctk", "mknod"}) {
+                          "nvidia-ctk", "mknod", "raylet", "ray::IDLE", "rival", "tar"}) {
       fs::create_symlink(VIGIL_WORKLOAD, tool(n));
     }
 
@@ -539,6 +539,51 @@ struct Suite {
              .container = "trainer",
              .image = "ghcr.io/acme/train:1.4",
              .labels = {{"app", "train"}},
+             .gpu_limit = 1,
+             .visible = "0"});
+    // The AI-infrastructure scenario's pods: a Ray worker pod attacked and
+    // one running ordinary tasks, an inference pod whose weights are stolen
+    // and one loading them, a training job uploading its checkpoint.
+    add_pod({.name = "ray-0",
+             .ns = "ray",
+             .container = "ray-worker",
+             .image = "docker.io/rayproject/ray:2.9.0-py310-gpu",
+             .labels = {{"ray.io/cluster", "raycluster"}, {"ray.io/node-type", "worker"}},
+             .gpu_limit = 1,
+             .visible = "0"});
+    add_pod({.name = "ray-2",
+             .ns = "ray",
+             .container = "ray-worker",
+             .image = "docker.io/rayproject/ray:2.9.0-py310-gpu",
+             .labels = {{"ray.io/cluster", "raycluster"}, {"ray.io/node-type", "worker"}},
+             .gpu_limit = 1,
+             .visible = "1"});
+    add_pod({.name = "ray-ok-0",
+             .ns = "ray-ok",
+             .container = "ray-worker",
+             .image = "docker.io/rayproject/ray:2.9.0-py310-gpu",
+             .labels = {{"ray.io/cluster", "raycluster"}, {"ray.io/node-type", "worker"}},
+             .gpu_limit = 1,
+             .visible = "0"});
+    add_pod({.name = "llm-steal-0",
+             .ns = "serving",
+             .container = "vllm",
+             .image = "docker.io/vllm/vllm-openai:v0.6.3",
+             .labels = {{"app.kubernetes.io/component", "inference"}},
+             .gpu_limit = 1,
+             .visible = "0"});
+    add_pod({.name = "llm-load-ok-0",
+             .ns = "serving",
+             .container = "vllm",
+             .image = "docker.io/vllm/vllm-openai:v0.6.3",
+             .labels = {{"app.kubernetes.io/component", "inference"}},
+             .gpu_limit = 1,
+             .visible = "1"});
+    add_pod({.name = "ckpt-ok-0",
+             .ns = "finetune",
+             .container = "pytorch",
+             .image = "nvcr.io/nvidia/pytorch:24.08-py3",
+             .labels = {{"job-name", "finetune"}},
              .gpu_limit = 1,
              .visible = "0"});
     for (const auto& cg : cgroups) {

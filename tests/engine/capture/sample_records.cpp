@@ -319,6 +319,9 @@ std::vector<RecordData> sample_records() {
     // A signal to vigil (SIGKILL by kill()) and a kprobe opened with perf_event_open.
     SysCallData k{9, 4242, 0, 4243, "", 0};
     out.emplace_back(Event{header(ts++, Type::kVigilSignal, 4242), k});
+    // A signal to another process (SIGKILL by tgkill to a thread of 4300).
+    SysCallData kl{9, 4300, static_cast<std::uint64_t>(-6), 4301, "", 0};
+    out.emplace_back(Event{header(ts++, Type::kKill, 4242), kl});
     SysCallData p{6, 0, static_cast<std::uint64_t>(-1), 2, "", 7};
     out.emplace_back(Event{header(ts++, Type::kPerfEventOpen, 4242), p});
   }

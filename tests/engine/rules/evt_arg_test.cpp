@@ -188,6 +188,8 @@ std::vector<Sample> samples() {
   add("io_uring_setup", Type::kIoUringSetup, call(64, 0, 0, 0));
   add("vigil_signal", Type::kVigilSignal, call(9, 1234, 0, (std::uint64_t{5} << 32) | 1235));
   add("vigil_signal-unknown", Type::kVigilSignal, call(99, 1, 2, 3));
+  add("kill", Type::kKill, call(9, 5900, 0, 5900));
+  add("kill-tgkill", Type::kKill, call(15, 5900, static_cast<std::uint64_t>(-6), 5903));
   add("perf_event_open", Type::kPerfEventOpen, call(2, 3, static_cast<std::uint64_t>(-1), 2));
   add("perf_event_open-other", Type::kPerfEventOpen, call(7, 0, 0, 0));
   add("capset", Type::kCapset, event::CapsData{(1ull << 21) | (1ull << 13), (1ull << 41) - 1 + (1ull << 45), 0, 0});

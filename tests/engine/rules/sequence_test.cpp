@@ -335,6 +335,47 @@ TEST(SequenceEvalOptions, CapacityAndDisabling) {
   EXPECT_TRUE(d.ruleset->event_types().empty());
 }
 
+// distinct: the same program (key proc.name) started in two containers fires;
+// twice in one container does not, and the second start there restarts the
+// window; a distinct field with no value takes no part; a bad list is E016.
+TEST(SequenceDistinct, StepsMustDifferInTheDistinctFields) {
+  const std::string y =
+      "- sequence: D\n  desc: d\n  by: [proc.name]\n  distinct: [container.id]\n  within: 60s\n"
+      "  steps:\n    - condition: evt.type = execve\n    - condition: evt.type = execve\n"
+      "  output: '%proc.name in %step1.container.id then %container.id'\n  priority: ERROR\n";
+  auto r = load(y);
+  ASSERT_TRUE(r.ruleset) << testing::diags(r);
+  ASSERT_EQ(r.ruleset->sequences().size(), 1u);
+  EXPECT_EQ(r.ruleset->sequences()[0].distinct, std::vector<std::string>{"container.id"});
+  SequenceState st(*r.ruleset, nullptr);
+  World w;
+  const std::uint64_t t0 = 1767225600ull * kSec;
+  w.proc.comm = "payload";
+  w.ev.hdr.comm = "payload";
+  w.exec();
+  EXPECT_TRUE(at(w, t0, *r.ruleset, st).empty());
+  EXPECT_TRUE(at(w, t0 + 10 * kSec, *r.ruleset, st).empty()) << "the same container twice fired";
+  w.container.id = "bbbbbbbbbbbbbbbb";
+  w.proc.container_id = "bbbbbbbbbbbbbbbb";
+  // 65 s after the first start, 55 s after the second: in the window only
+  // because the second start in the first container restarted it.
+  auto out = at(w, t0 + 65 * kSec, *r.ruleset, st);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_NE(out[0].output.find("then bbbbbbbbbbbb"), std::string::npos) << out[0].output;
+  EXPECT_EQ(out[0].output.find("in bbbbbbbbbbbb"), std::string::npos) << out[0].output;
+  // An empty list and too many fields are errors at the key.
+  std::string bad = y;
+  bad.replace(bad.find("[container.id]"), 14, "[]");
+  auto rb = load(bad);
+  EXPECT_FALSE(rb.ruleset);
+  EXPECT_TRUE(has_diag(rb, code::kSequence, "seq.yaml:4:13", "'distinct' must name 1 to 4 fields"))
+      << testing::diags(rb);
+  bad = y;
+  bad.replace(bad.find("[container.id]"), 14, "[container.nosuch]");
+  rb = load(bad);
+  EXPECT_FALSE(rb.ruleset);
+}
+
 TEST(SequenceEvalSteps, ThreeStepsCarryTheMiddleStepsFields) {
   auto r = load(
       "- sequence: W\n  desc: d\n  by: [proc.pid]\n  within: 10s\n  priority: ERROR\n"

@@ -401,6 +401,21 @@ TEST(Decoder, SignalToVigilAndPerfEventOpen) {
   EXPECT_EQ(static_cast<std::int64_t>(kd->a2), -6);
   EXPECT_EQ(kd->a3, 4243u);
   EXPECT_EQ(kd->result, 1);
+  // kill: the same record, another type.
+  fill_hdr(&k.hdr, VG_KILL);
+  k.a[0] = 9;
+  k.a[1] = 5900;
+  k.a[2] = 0;  // SI_USER
+  k.a[3] = 5900 | (std::uint64_t{1} << 32);
+  k.result = 0;
+  ev = decode(record(k));
+  ASSERT_TRUE(ev);
+  EXPECT_EQ(ev->hdr.type, event::Type::kKill);
+  kd = ev->as<event::SysCallData>();
+  ASSERT_TRUE(kd);
+  EXPECT_EQ(kd->a0, 9u);
+  EXPECT_EQ(kd->a1, 5900u);
+  EXPECT_EQ(kd->a3 >> 32, 1u);
   vg_sys pe{};
   fill_hdr(&pe.hdr, VG_PERF_EVENT_OPEN);
   pe.a[0] = 2;

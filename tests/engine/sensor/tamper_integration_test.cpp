@@ -138,6 +138,83 @@ TEST(SensorTamper, SignalsToTheSensorsProcessAreReportedWithTheSender) {
   EXPECT_FALSE(sigchld_seen);
 }
 
+// kill: signals between other processes, named by the kernel's numbers, one
+// event per process a group kill reaches; a process signalling itself and the
+// kernel's SIGCHLD are not sent.
+TEST(SensorTamper, KillEventsNameTheTargetEachProcessOfAGroupAndNotSelfSignals) {
+  REQUIRE_ROOT();
+  Config cfg;
+  cfg.event_types = {Type::kKill};
+  auto s = open_sensor(cfg);
+  ASSERT_TRUE(s);
+  Recorder rec(*s);
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  const auto parent = static_cast<std::uint32_t>(in_child([&] {
+    // Two children in a process group of their own, then a third alone.
+    pid_t a = fork();
+    if (a == 0) {
+      setpgid(0, 0);
+      pause();
+      _exit(0);
+    }
+    setpgid(a, a);
+    pid_t b = fork();
+    if (b == 0) {
+      setpgid(0, a);
+      pause();
+      _exit(0);
+    }
+    setpgid(b, a);
+    pid_t c = fork();
+    if (c == 0) {
+      pause();
+      _exit(0);
+    }
+    std::uint32_t ids[3] = {static_cast<std::uint32_t>(a), static_cast<std::uint32_t>(b),
+                            static_cast<std::uint32_t>(c)};
+    (void)write(fds[1], ids, sizeof(ids));
+    usleep(100 * 1000);
+    raise(SIGWINCH);       // to itself: not sent
+    kill(0 - a, SIGTERM);  // the group: a and b
+    syscall(SYS_tgkill, c, c, SIGKILL);
+    waitpid(a, nullptr, 0);
+    waitpid(b, nullptr, 0);
+    waitpid(c, nullptr, 0);
+    return 0;
+  }));
+  std::uint32_t ids[3] = {};
+  ASSERT_EQ(read(fds[0], ids, sizeof(ids)), static_cast<ssize_t>(sizeof(ids)));
+  close(fds[0]);
+  close(fds[1]);
+  auto last = rec.wait_for([&](const Event& e) {
+    auto* d = e.as<event::SysCallData>();
+    return d && e.hdr.type == Type::kKill && e.hdr.pid == parent && d->a1 == ids[2];
+  });
+  ASSERT_TRUE(last) << "no kill event for the tgkill";
+  EXPECT_EQ(last->as<event::SysCallData>()->a0, static_cast<std::uint64_t>(SIGKILL));
+  EXPECT_EQ(static_cast<std::int64_t>(last->as<event::SysCallData>()->a2), -6);  // SI_TKILL
+  bool to_a = false, to_b = false, to_self = false, sigchld = false;
+  for (const auto& e : rec.events_of(parent)) {
+    auto* d = e.as<event::SysCallData>();
+    if (!d || e.hdr.type != Type::kKill) continue;
+    if (d->a1 == ids[0] && d->a0 == static_cast<std::uint64_t>(SIGTERM) && d->a2 == 0) to_a = true;
+    if (d->a1 == ids[1] && d->a0 == static_cast<std::uint64_t>(SIGTERM) && d->a2 == 0) to_b = true;
+    if (d->a1 == parent) to_self = true;
+  }
+  // The children's exits send SIGCHLD to the parent: the kernel's (CLD_*).
+  for (std::uint32_t child : ids) {
+    for (const auto& e : rec.events_of(child, 0)) {
+      auto* d = e.as<event::SysCallData>();
+      if (d && e.hdr.type == Type::kKill && d->a0 == static_cast<std::uint64_t>(SIGCHLD)) sigchld = true;
+    }
+  }
+  EXPECT_TRUE(to_a) << "no kill event for the group's first process";
+  EXPECT_TRUE(to_b) << "no kill event for the group's second process";
+  EXPECT_FALSE(to_self) << "a signal the process sent itself was reported";
+  EXPECT_FALSE(sigchld) << "the kernel's SIGCHLD was reported";
+}
+
 TEST(SensorTamper, SignalsBetweenOtherProcessesAreNotReported) {
   REQUIRE_ROOT();
   Config cfg;
