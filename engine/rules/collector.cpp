@@ -223,7 +223,7 @@ void Collector::apply_macro(const ItemDoc& it, Diagnostics& d) {
 
 namespace {
 
-const std::set<std::string> kRuleAppendable = {"condition", "output", "desc", "tags", "exceptions"};
+const std::set<std::string> kRuleAppendable = {"condition", "output", "desc", "tags", "exceptions", "aggregate"};
 const std::set<std::string> kRuleReplaceable = {"condition",
                                                 "output",
                                                 "desc",
@@ -234,7 +234,8 @@ const std::set<std::string> kRuleReplaceable = {"condition",
                                                 "warn_evttypes",
                                                 "skip-if-unknown-filter",
                                                 "capture",
-                                                "capture_duration"};
+                                                "capture_duration",
+                                                "aggregate"};
 
 bool rule_priority(const ItemDoc& it, const std::string& s, event::Priority& p, const std::string& lbl,
                    Diagnostics& d) {
@@ -293,6 +294,25 @@ void change_rule(const ItemDoc& it, RuleDef& r, const std::string& lbl, Diagnost
     if (m == OverrideMode::kReplace) r.exceptions = *it.exceptions;
     else merge_exceptions(r.exceptions, *it.exceptions, lbl, d);
   }
+  if (auto m = mode("aggregate"); m != OverrideMode::kNone) {
+    // append: the rule's key gains the fields given, a window given replaces
+    // the rule's; off, or a rule without one, takes the new value whole.
+    if (m == OverrideMode::kReplace || !r.aggregate || r.aggregate->off || it.aggregate->off) {
+      r.aggregate = *it.aggregate;
+    } else {
+      AggregateDoc& a = *r.aggregate;
+      const AggregateDoc& add = *it.aggregate;
+      for (const auto& f : add.by) {
+        if (std::find(a.by.begin(), a.by.end(), f) == a.by.end()) a.by.push_back(f);
+      }
+      if (add.has_by && !a.has_by) a.by_pos = add.by_pos;
+      a.has_by = a.has_by || add.has_by;
+      if (!add.window.empty()) {
+        a.window = add.window;
+        a.window_pos = add.window_pos;
+      }
+    }
+  }
   if (mode("priority") == OverrideMode::kReplace) rule_priority(it, *it.priority, r.priority, lbl, d);
   if (mode("enabled") == OverrideMode::kReplace) r.enabled = *it.enabled;
   if (mode("warn_evttypes") == OverrideMode::kReplace) r.warn_evttypes = *it.warn_evttypes;
@@ -322,6 +342,7 @@ bool rule_from(const ItemDoc& it, RuleDef& r, const std::string& lbl, Diagnostic
   if (it.enabled) r.enabled = *it.enabled;
   if (it.warn_evttypes) r.warn_evttypes = *it.warn_evttypes;
   if (it.skip_if_unknown_filter) r.skip_if_unknown_filter = *it.skip_if_unknown_filter;
+  r.aggregate = it.aggregate;
   if (it.exceptions) {
     std::set<std::string> names;
     for (const auto& e : *it.exceptions) {

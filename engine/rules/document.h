@@ -55,6 +55,22 @@ struct StepDoc {
   Pos by_pos;
 };
 
+// A rule's `aggregate` (vigil's extension, docs/rules-language.md): repeats
+// of the rule's alert with the same values of the `by` fields within
+// `window` of event time are counted into one summary.
+//
+//   aggregate: {by: [container.id, proc.exepath], window: 10m}
+//   aggregate: off        # never, whatever the configuration's default
+struct AggregateDoc {
+  bool off = false;
+  bool has_by = false;
+  std::vector<std::string> by;  // empty with has_by: the key is every output field
+  Pos by_pos;
+  std::string window;  // "" not given
+  Pos window_pos;
+  Pos pos;
+};
+
 struct ItemDoc {
   enum class Kind { kRule, kMacro, kList, kSequence, kEngineVersion, kPluginVersions };
   Kind kind = Kind::kRule;
@@ -70,6 +86,7 @@ struct ItemDoc {
   std::optional<bool> enabled, warn_evttypes, skip_if_unknown_filter;
   std::optional<std::vector<std::string>> tags;
   std::optional<std::vector<ExceptionDoc>> exceptions;
+  std::optional<AggregateDoc> aggregate;  // rule
 
   std::optional<std::vector<std::string>> by;  // sequence: correlation key fields
   std::optional<std::string> within;           // sequence: window, "60s"
@@ -99,6 +116,7 @@ struct RuleDef {
   bool warn_evttypes = true;
   bool skip_if_unknown_filter = false;
   std::vector<ExceptionDoc> exceptions;
+  std::optional<AggregateDoc> aggregate;  // none: the configuration's default
 };
 // A sequence: ordered steps whose events share the values of the `by`
 // fields and fall within `within` of the first step (docs/rules-language.md).
