@@ -1,11 +1,12 @@
 // Step "build pipeline": the pipeline each command runs the loop over, with
 // its taps. vigil run: the rules, alerts to the router through the metadata
 // wait (an alert whose pod is not known yet waits k8s.metadata_wait_ms for
-// it), the baselines, and the counters (for the web server), the capture
-// and the flight recorder.
+// it), the aggregation of repeated alerts (docs/outputs.md#aggregation), the
+// baselines, and the counters (for the web server), the capture and the
+// flight recorder.
 // vigil capture: no rules, the capture tap records. vigil replay: a state
 // that is not live, the capture file as the source, the selector, alerts to
-// the router (none with --events; no metadata wait: a capture holds each pod
+// the router through the aggregation (none with --events; no metadata wait: a capture holds each pod
 // where it reached the state live, so the replay's alerts name what the live
 // run's did when they were made, and the output depends on nothing but the
 // file) and the timeline.
@@ -16,6 +17,8 @@
 #include "engine/baseline/store.h"
 #include "engine/capture/reader.h"
 #include "engine/capture/timeline.h"
+#include "engine/config/config.h"
+#include "engine/pipeline/aggregate.h"
 #include "engine/pipeline/metadata_wait.h"
 #include "engine/pipeline/pipeline.h"
 #include "engine/state/state.h"
@@ -31,6 +34,31 @@ struct TimelineAlerts final : pipeline::EventTap {
   void on_alert(const event::Event& ev, const state::EvalContext&, event::Alert& a) override { tl.add_alert(ev, a); }
   capture::TimelineBuilder& tl;
 };
+
+// The aggregation's bounds (aggregation.max_keys, max_keys_per_rule).
+Result<pipeline::AggregatorOptions> aggregator_options(const YAML::Node& cfg) {
+  pipeline::AggregatorOptions o;
+  auto keys = config::get_or<std::uint64_t>(cfg, "aggregation.max_keys", o.max_keys);
+  if (!keys) return keys.error();
+  auto per_rule = config::get_or<std::uint64_t>(cfg, "aggregation.max_keys_per_rule", o.max_keys_per_rule);
+  if (!per_rule) return per_rule.error();
+  o.max_keys = static_cast<std::size_t>(*keys);
+  o.max_keys_per_rule = static_cast<std::size_t>(*per_rule);
+  return o;
+}
+
+// The aggregator, publishing its summaries to the router; it publishes
+// repeats too while an output wants every alert.
+Status make_aggregator(Agent& a) {
+  auto opts = aggregator_options(a.cfg);
+  if (!opts) return opts.error();
+  outputs::Router* rt = a.router.get();
+  a.aggregator = std::make_unique<pipeline::Aggregator>(*opts, [rt](std::shared_ptr<const event::Alert> al) {
+    if (rt) rt->publish(std::move(al));
+  });
+  a.aggregator->set_repeats_wanted(rt != nullptr && rt->repeats_wanted());
+  return {};
+}
 
 }  // namespace
 
@@ -55,8 +83,21 @@ Status build_pipeline(Agent& a) {
     a.runner->add_tick("metadata wait", std::chrono::nanoseconds(0),
                        [w = a.metadata_wait.get()](std::uint64_t) { w->tick(); });
   }
+  if (Status s = make_aggregator(a); !s) return s;
+  // Event time moves with the events; on a node where none come for a
+  // while, the clock moves it, a margin behind so that no event still on
+  // its way is older (the summaries are the same; only when they go out
+  // differs).
+  a.runner->add_tick("aggregation", std::chrono::seconds(1), [g = a.aggregator.get()](std::uint64_t) {
+    const auto now =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+            .count();
+    constexpr std::int64_t kMargin = 5'000'000'000;
+    if (now > kMargin) g->advance(static_cast<std::uint64_t>(now - kMargin));
+  });
   a.pipe = std::make_unique<pipeline::Pipeline>(
-      pipeline::Deps{*a.state, publish, a.hostname, a.baselines.get(), a.metadata_wait.get()}, a.ruleset);
+      pipeline::Deps{*a.state, publish, a.hostname, a.baselines.get(), a.metadata_wait.get(), a.aggregator.get()},
+      a.ruleset);
   if (a.web.enabled) a.pipe->add_tap(&a.counters);
   if (a.capture_tap) a.pipe->add_tap(a.capture_tap.get());
   if (a.recorder_tap) a.pipe->add_tap(a.recorder_tap.get());
@@ -87,12 +128,14 @@ Status build_replay_pipeline(Agent& a) {
   a.opts.select.filter = a.filter;
   a.selector = std::make_unique<runtime::ReplaySelector>(std::move(a.opts.select));
   outputs::Router* rt = a.router.get();
-  a.pipe = std::make_unique<pipeline::Pipeline>(pipeline::Deps{*a.state,
-                                                               [rt](std::shared_ptr<const event::Alert> al) {
-                                                                 if (rt) rt->publish(std::move(al));
-                                                               },
-                                                               a.hostname, a.baselines.get()},
-                                                a.ruleset);
+  if (Status s = make_aggregator(a); !s) return s;
+  a.pipe =
+      std::make_unique<pipeline::Pipeline>(pipeline::Deps{*a.state,
+                                                          [rt](std::shared_ptr<const event::Alert> al) {
+                                                            if (rt) rt->publish(std::move(al));
+                                                          },
+                                                          a.hostname, a.baselines.get(), nullptr, a.aggregator.get()},
+                                           a.ruleset);
   a.pipe->set_selector(a.selector.get());
   if (a.timeline) {
     a.timeline_alerts = std::make_unique<TimelineAlerts>(*a.timeline);
