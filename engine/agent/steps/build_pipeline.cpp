@@ -83,18 +83,9 @@ Status build_pipeline(Agent& a) {
     a.runner->add_tick("metadata wait", std::chrono::nanoseconds(0),
                        [w = a.metadata_wait.get()](std::uint64_t) { w->tick(); });
   }
+  // Windows close as the events' time passes their end, never by the clock:
+  // what the live run sends is what a replay of its capture sends.
   if (Status s = make_aggregator(a); !s) return s;
-  // Event time moves with the events; on a node where none come for a
-  // while, the clock moves it, a margin behind so that no event still on
-  // its way is older (the summaries are the same; only when they go out
-  // differs).
-  a.runner->add_tick("aggregation", std::chrono::seconds(1), [g = a.aggregator.get()](std::uint64_t) {
-    const auto now =
-        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
-            .count();
-    constexpr std::int64_t kMargin = 5'000'000'000;
-    if (now > kMargin) g->advance(static_cast<std::uint64_t>(now - kMargin));
-  });
   a.pipe = std::make_unique<pipeline::Pipeline>(
       pipeline::Deps{*a.state, publish, a.hostname, a.baselines.get(), a.metadata_wait.get(), a.aggregator.get()},
       a.ruleset);
