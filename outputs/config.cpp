@@ -178,6 +178,8 @@ Status parse_selection(Entry& e, SinkOptions& s) {
     s.filter.min_priority = event::priority_from_name(p);
     if (!s.filter.min_priority) return e.err("min_priority", "unknown priority '" + p + "'");
   }
+  // false: every alert, repeats included, no summaries (docs/outputs.md, "Aggregation").
+  if (Status st = e.boolean("aggregate", s.filter.aggregate); !st) return st;
   for (const char* which : {"rules", "tags"}) {
     auto r = e.sub(which, {"include", "exclude"});
     if (!r) return r.error();

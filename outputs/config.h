@@ -7,6 +7,7 @@
 //       rules: {include: [...], exclude: [...]}
 //       tags: {include: [...], exclude: [...]}
 //       rate_limit: {per_second: 10, burst: 20}
+//       aggregate: true         # false: every repeat, no summaries
 //       queue: {max_events: 10000, max_bytes: 67108864, overflow: drop_newest}
 //       batch: {max_events: 100, max_bytes: 1048576, max_delay_ms: 50}
 //       retry: {max_attempts: 5, initial_backoff_ms: 100, max_backoff_ms: 30000}

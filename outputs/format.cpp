@@ -320,6 +320,40 @@ int cef_severity(event::Priority p) {
   return 0;
 }
 
+namespace {
+
+// A summary's "aggregate" object (engine/pipeline/aggregate.h): numbers as
+// numbers, times as RFC 3339, for a SIEM to read without parsing the text.
+void append_aggregate(std::string& out, const event::AlertAggregate& g) {
+  out += "{\"count\":" + std::to_string(g.count) + ",\"total\":" + std::to_string(g.total);
+  out += ",\"first_time\":";
+  append_json_string(out, rfc3339_ns(g.first_ns));
+  out += ",\"last_time\":";
+  append_json_string(out, rfc3339_ns(g.last_ns));
+  out += ",\"window_start\":";
+  append_json_string(out, rfc3339_ns(g.window_start_ns));
+  out += ",\"window_end\":";
+  append_json_string(out, rfc3339_ns(g.window_end_ns));
+  out += ",\"window_s\":";
+  const std::uint64_t w = g.window_end_ns - g.window_start_ns;
+  out += std::to_string(w / 1000000000ull);
+  if (w % 1000000000ull != 0) {
+    std::string frac = std::to_string(w % 1000000000ull);
+    frac.insert(0, 9 - frac.size(), '0');
+    while (!frac.empty() && frac.back() == '0') frac.pop_back();
+    out += '.' + frac;
+  }
+  out += ",\"by\":";
+  append_string_array(out, g.by);
+  out += ",\"first_uuid\":";
+  append_json_string(out, g.first_uuid);
+  out += ",\"reason\":";
+  append_json_string(out, g.reason);
+  out += '}';
+}
+
+}  // namespace
+
 std::string format_json(const event::Alert& a) {
   std::string out;
   out.reserve(256 + a.output.size() * 2);
@@ -341,8 +375,13 @@ std::string format_json(const event::Alert& a) {
   append_string_array(out, a.tags);
   out += ",\"uuid\":";
   append_json_string(out, a.uuid);
+  if (a.aggregate) {
+    out += ",\"aggregate\":";
+    append_aggregate(out, *a.aggregate);
+  }
   for (const auto& [k, v] : a.extra) {
     if (is_falco_key(k)) continue;  // additional keys never shadow Falco's
+    if (a.aggregate && k == "aggregate") continue;
     out += ',';
     append_json_string(out, k);
     out += ':';
@@ -363,6 +402,12 @@ std::string format_ocsf(const event::Alert& a) {
   out += "\"severity_id\":" + std::to_string(sev) + ",\"severity\":";
   append_json_string(out, ocsf_severity_name(sev));
   out += ",\"status_id\":1,\"status\":\"New\",\"time\":" + std::to_string(a.time_ns / 1000000);
+  if (a.aggregate) {
+    // OCSF's own attributes for events that stand for several.
+    out += ",\"count\":" + std::to_string(a.aggregate->count);
+    out += ",\"start_time\":" + std::to_string(a.aggregate->first_ns / 1000000);
+    out += ",\"end_time\":" + std::to_string(a.aggregate->last_ns / 1000000);
+  }
   out += ",\"time_dt\":";
   append_json_string(out, rfc3339_ns(a.time_ns));
   out += ",\"message\":";
@@ -392,8 +437,13 @@ std::string format_ocsf(const event::Alert& a) {
   append_json_string(out, a.source);
   out += ",\"output_fields\":";
   append_output_fields(out, a);
+  if (a.aggregate) {
+    out += ",\"aggregate\":";
+    append_aggregate(out, *a.aggregate);
+  }
   for (const auto& [k, v] : a.extra) {
     if (k == "priority" || k == "source" || k == "output_fields") continue;
+    if (a.aggregate && k == "aggregate") continue;
     out += ',';
     append_json_string(out, k);
     out += ':';
@@ -430,6 +480,12 @@ std::string format_cef(const event::Alert& a) {
   append_cef(out, a.source, false);
   out += " cs2Label=priority cs2=";
   append_cef(out, event::priority_name(a.priority), false);
+  if (a.aggregate) {
+    // CEF's baseEventCount and the first and last repeat's times.
+    out += " cnt=" + std::to_string(a.aggregate->count);
+    out += " start=" + std::to_string(a.aggregate->first_ns / 1000000);
+    out += " end=" + std::to_string(a.aggregate->last_ns / 1000000);
+  }
   for (const auto& [k, v] : a.output_fields) {
     if (std::holds_alternative<std::monostate>(v)) continue;  // missing: no key
     out += ' ';

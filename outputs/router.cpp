@@ -374,6 +374,13 @@ std::vector<SinkStats> Router::collect(bool orphans) const {
 
 std::vector<SinkStats> Router::stats() const { return collect(false); }
 
+bool Router::repeats_wanted() const {
+  const Snapshot sinks = snapshot();
+  if (!sinks) return false;
+  return std::any_of(sinks->begin(), sinks->end(),
+                     [](const Entry& e) { return e.sink && !e.sink->options().filter.aggregate; });
+}
+
 std::uint64_t Router::drops_total() const {
   std::uint64_t t = 0;
   for (const SinkStats& s : collect(true)) t += s.drops_total();

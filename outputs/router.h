@@ -136,6 +136,9 @@ class Router {
   // Counters of every sink in force, in configuration order (the metrics
   // endpoint reads these; see SinkStats::drops for the loss by reason).
   std::vector<SinkStats> stats() const;
+  // Whether a sink in force has `aggregate: false` (it delivers every
+  // repeat, so the aggregation must publish them; pipeline/aggregate.h).
+  bool repeats_wanted() const;
   // Alerts lost in the outputs, all sinks (retired ones too) and reasons together.
   std::uint64_t drops_total() const;
   // "webhook-0/queue_full=149 webhook-0/retries_exhausted=25", or "none".

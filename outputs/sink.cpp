@@ -77,6 +77,7 @@ std::string SinkStats::describe_drops() const {
 
 Filter::Verdict Filter::check(const event::Alert& a, std::chrono::steady_clock::time_point now) {
   if (a.heartbeat) return Verdict::kPass;  // filtered out, its absence would look like a dead agent
+  if (o_.aggregate ? a.repeat : a.aggregate.has_value()) return Verdict::kOtherForm;
   if (o_.min_priority && static_cast<int>(a.priority) > static_cast<int>(*o_.min_priority)) {
     return Verdict::kFiltered;
   }
@@ -148,6 +149,7 @@ void Sink::offer(const std::shared_ptr<const event::Alert>& a, std::size_t bytes
   switch (filter_.check(*a, std::chrono::steady_clock::now())) {
     case Filter::Verdict::kFiltered: filtered_.fetch_add(1, std::memory_order_relaxed); return;
     case Filter::Verdict::kRateLimited: rate_limited_.fetch_add(1, std::memory_order_relaxed); return;
+    case Filter::Verdict::kOtherForm: return;
     case Filter::Verdict::kPass: break;
   }
   {

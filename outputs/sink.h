@@ -67,12 +67,18 @@ struct FilterOptions {
   std::vector<std::string> tags_exclude;  // any tag in the list suppresses
   double rate_per_s = 0;                  // 0: no rate limit
   double burst = 0;                       // bucket size (>= 1 when limited)
+  // true: summaries of repeated alerts, not the repeats; false: every
+  // repeat (Alert::repeat) and no summary (Alert::aggregate).
+  bool aggregate = true;
 };
 
 // Decides whether a sink takes an alert. Thread-safe.
 class Filter {
  public:
-  enum class Verdict : std::uint8_t { kPass, kFiltered, kRateLimited };
+  // kOtherForm: the alert is a repeat for outputs that do not aggregate, or
+  // a summary for those that do, and this sink has the other form (not
+  // counted: the sink gets the same incident its own way).
+  enum class Verdict : std::uint8_t { kPass, kFiltered, kRateLimited, kOtherForm };
   explicit Filter(FilterOptions o) : o_(std::move(o)), tokens_(o_.burst) {}
   Verdict check(const event::Alert& a, std::chrono::steady_clock::time_point now);
 

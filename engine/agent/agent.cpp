@@ -10,6 +10,7 @@
 #include "engine/capture/timeline.h"
 #include "engine/metrics/health.h"
 #include "engine/metrics/server.h"
+#include "engine/pipeline/aggregate.h"
 #include "engine/pipeline/metadata_wait.h"
 #include "engine/pipeline/pipeline.h"
 #include "engine/plugin/host.h"

@@ -61,6 +61,7 @@ class Router;
 }
 namespace vigil::pipeline {
 class EventTap;
+class Aggregator;
 class MetadataWait;
 class Pipeline;
 }  // namespace vigil::pipeline
@@ -202,6 +203,9 @@ struct Agent {
   std::unique_ptr<pipeline::EventTap> timeline_alerts;
   std::unique_ptr<Progress> progress;
 
+  // vigil run and replay: where repeats of a rule's alert are counted into
+  // summaries (before pipe: it outlives it).
+  std::unique_ptr<pipeline::Aggregator> aggregator;
   // vigil run: where alerts whose pod is not known yet wait for it; every
   // alert of the pipeline goes through it (before pipe: it outlives it).
   std::unique_ptr<pipeline::MetadataWait> metadata_wait;

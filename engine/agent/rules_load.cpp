@@ -80,6 +80,25 @@ Status set_append_output(const YAML::Node& cfg, const ConfigOrigin& origin, cons
   auto compiled = rules::compile_append_output(*spec, catalog, suggested);
   if (!compiled) return compiled.error();
   opts.append_output = *compiled;
+  return set_aggregation(cfg, opts);
+}
+
+Status set_aggregation(const YAML::Node& cfg, rules::LoadOptions& opts) {
+  opts.aggregate_default.reset();
+  if (!cfg.IsMap()) return {};
+  auto window = config::get_or<double>(cfg, "aggregation.window_s", 0.0);
+  if (!window) return window.error();
+  auto by = config::get_or<std::vector<std::string>>(cfg, "aggregation.by", {});
+  if (!by) return by.error();
+  if (by->size() > rules::kMaxAggregateKeyFields) {
+    return Error::bad_input("config key 'aggregation.by': more than " + std::to_string(rules::kMaxAggregateKeyFields) +
+                            " fields");
+  }
+  if (*window <= 0) return {};
+  rules::AggregateSpec spec;
+  spec.window_ns = static_cast<std::uint64_t>(*window * 1e9);
+  spec.by = std::move(*by);
+  opts.aggregate_default = std::move(spec);
   return {};
 }
 

@@ -53,6 +53,13 @@ struct RuleCounts {
 //   (enabled_in_force - enabled > share * enabled_in_force).
 Status check_rule_counts(const RuleCounts& c, const RuleCountPolicy& policy);
 
+// The configuration's `aggregation.window_s` and `aggregation.by` (the
+// default aggregation of the rules without an `aggregate` key; window_s 0,
+// the default, leaves them alone) into opts.aggregate_default. Bad input
+// names the key. set_append_output() calls it: the two are what the
+// configuration adds to every rule.
+Status set_aggregation(const YAML::Node& cfg, rules::LoadOptions& opts);
+
 // The configuration's `append_output:` (Falco's default, suggested_output on,
 // when the key is absent) compiled into opts.append_output, against the
 // rules' field catalogue (opts.fields: set it first) with vigil's suggested

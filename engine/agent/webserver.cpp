@@ -6,6 +6,7 @@
 #include "engine/agent/prevention.h"
 #include "engine/baseline/store.h"
 #include "engine/config/config.h"
+#include "engine/pipeline/aggregate.h"
 #include "engine/pipeline/metadata_wait.h"
 #include "engine/pipeline/pipeline.h"
 #include "engine/posture/source.h"
@@ -73,6 +74,16 @@ Result<std::unique_ptr<metrics::Server>> start_webserver(const WebserverConfig& 
       k.relists = s.relists_gone;
       k.tls_verified = tls_verified;
       return k;
+    };
+  }
+  if (a.aggregator != nullptr) {
+    v.aggregation = [g = a.aggregator.get()] {
+      metrics::AggregationInfo info;
+      for (const auto& r : g->stats().snapshot()) {
+        info.rules.push_back({r.rule, r.counted, r.summaries_window, r.summaries_evicted, r.summaries_end, r.evicted});
+      }
+      info.open = g->stats().open();
+      return info;
     };
   }
   if (a.metadata_wait != nullptr) {

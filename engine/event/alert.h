@@ -48,6 +48,24 @@ struct MetadataSpan {
   std::uint32_t size = 0;
 };
 
+// What a summary of repeated alerts stands for (engine/pipeline/aggregate.h):
+// the alerts of one rule with the same values of its key fields that were
+// counted, not sent, in one window of event time.
+struct AlertAggregate {
+  std::uint64_t count = 0;            // the repeats counted in the window (not sent)
+  std::uint64_t first_ns = 0;         // event time of the first of them
+  std::uint64_t last_ns = 0;          // and of the last
+  std::uint64_t window_start_ns = 0;  // the window, [start, end), event time
+  std::uint64_t window_end_ns = 0;
+  std::uint64_t total = 0;  // matches of the key since the alert that went out, that one included
+  std::string first_uuid;   // the uuid of the alert that went out for the key
+  // The key: the rule's aggregate.by fields (empty: every output field).
+  std::vector<std::string> by;
+  // Why the window ended: "window" (it passed), "evicted" (too many open
+  // keys), "end" (end of input or shutdown).
+  std::string reason;
+};
+
 struct Alert {
   std::uint64_t time_ns = 0;  // the event's time, ns since the Unix epoch
   std::string rule;
@@ -64,6 +82,11 @@ struct Alert {
   // vigil's own liveness record (heartbeat:), not a detection: it passes every
   // output's filters and rate limit, so a SIEM can alert on its absence.
   bool heartbeat = false;
+  // Set on a summary of repeats (Falco has none: extra keys in the JSON).
+  std::optional<AlertAggregate> aggregate;
+  // A repeat the aggregation counted instead of sending: only outputs with
+  // `aggregate: false` deliver it.
+  bool repeat = false;
   // The container.* and k8s.* fields in `output` (in token order); empty when
   // there are none. Not part of the alert's JSON.
   std::vector<MetadataSpan> metadata_spans;

@@ -56,6 +56,28 @@ std::string bound(double le) {
   return buf;
 }
 
+void collect_aggregation(const AggregationInfo& g, Exposition& out) {
+  out.family("vigil_alerts_aggregated_total", "counter",
+             "Repeats of a rule's alert counted into a summary instead of sent (docs/outputs.md#aggregation).");
+  for (const RuleAggregation& r : g.rules)
+    out.sample("vigil_alerts_aggregated_total", {{"rule", r.rule}}, d(r.counted));
+  out.family("vigil_alert_summaries_total", "counter",
+             "Summaries of repeated alerts published, by why their window ended (window: it passed; evicted: "
+             "aggregation.max_keys or max_keys_per_rule; end: end of input or shutdown).");
+  for (const RuleAggregation& r : g.rules) {
+    out.sample("vigil_alert_summaries_total", {{"rule", r.rule}, {"reason", "window"}}, d(r.summaries_window));
+    out.sample("vigil_alert_summaries_total", {{"rule", r.rule}, {"reason", "evicted"}}, d(r.summaries_evicted));
+    out.sample("vigil_alert_summaries_total", {{"rule", r.rule}, {"reason", "end"}}, d(r.summaries_end));
+  }
+  out.family("vigil_aggregation_evictions_total", "counter",
+             "Aggregation keys closed before their window ended because a bound was reached, by rule.");
+  for (const RuleAggregation& r : g.rules) {
+    out.sample("vigil_aggregation_evictions_total", {{"rule", r.rule}}, d(r.evicted));
+  }
+  out.family("vigil_aggregation_open_keys", "gauge", "Aggregation keys with an open window now.");
+  out.sample("vigil_aggregation_open_keys", d(g.open));
+}
+
 void collect_metadata(const MetadataInfo& m, Exposition& out) {
   out.family("vigil_alerts_metadata_total", "counter",
              "Alerts published, by how complete their metadata was (k8s.meta: complete, incomplete, container, "
@@ -179,6 +201,7 @@ void collect_agent(const AgentView& v, Exposition& out) {
     out.sample("vigil_baseline_save_failures_total", d(b.save_failures));
   }
   if (v.metadata) collect_metadata(v.metadata(), out);
+  if (v.aggregation) collect_aggregation(v.aggregation(), out);
   if (v.reloads) {
     const runtime::ReloadStats r = v.reloads();
     out.family("vigil_reloads_total", "counter", "Reloads of rules and outputs (SIGHUP or a watched file), by result.");

@@ -81,6 +81,19 @@ struct SequenceEvictions {
   std::uint64_t capacity = 0;  // the table was full
 };
 
+// The aggregation of repeated alerts (pipeline::Aggregator), by rule: the
+// rules aggregated at least once.
+struct RuleAggregation {
+  std::string rule;
+  std::uint64_t counted = 0;  // repeats counted into a summary instead of sent
+  std::uint64_t summaries_window = 0, summaries_evicted = 0, summaries_end = 0;
+  std::uint64_t evicted = 0;  // keys closed early by aggregation.max_keys(_per_rule)
+};
+struct AggregationInfo {
+  std::vector<RuleAggregation> rules;
+  std::uint64_t open = 0;  // keys with an open window now
+};
+
 // Per-workload baselines (baseline::Stats), when they are on.
 struct BaselineInfo {
   std::uint64_t learning = 0, locked = 0;
@@ -141,6 +154,7 @@ struct AgentView {
   std::function<CriInfo()> cri;                         // empty: part cri off
   std::function<BaselineInfo()> baselines;              // empty: baselines off
   std::function<MetadataInfo()> metadata;               // empty: no alerts (no rules)
+  std::function<AggregationInfo()> aggregation;         // empty: no alerts (no rules)
   std::function<std::optional<PostureInfo>()> posture;  // empty: posture off
   std::function<ProcessTableInfo()> process_table;      // empty: no state (replay, tests)
   std::function<Verdict()> health;

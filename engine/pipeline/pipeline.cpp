@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "engine/pipeline/aggregate.h"
 #include "engine/pipeline/metadata_wait.h"
 #include "engine/rules/ruleset.h"
 #include "engine/rules/sequence.h"
@@ -59,6 +60,7 @@ void Pipeline::process(event::Event& ev) {
   }
   events_.fetch_add(1, std::memory_order_relaxed);
 
+  if (deps_.aggregator != nullptr) deps_.aggregator->advance(ev.hdr.ts_ns);
   deps_.state.apply(ev);
   {
     // ctx points into the state: valid until after() below.
@@ -93,6 +95,10 @@ void Pipeline::process(event::Event& ev) {
         a.hostname = deps_.hostname;
         for (EventTap* t : taps_) t->on_alert(ev, ctx, a);
         alerts_.fetch_add(1, std::memory_order_relaxed);
+        if (deps_.aggregator != nullptr &&
+            deps_.aggregator->offer(a, rules_->aggregate_of(a.rule)) == Aggregator::Verdict::kCounted) {
+          continue;
+        }
         if (deps_.metadata_wait != nullptr) deps_.metadata_wait->offer(std::move(a), ctx, rules_);
         else if (deps_.publish) deps_.publish(std::make_shared<const event::Alert>(std::move(a)));
       }

@@ -5,9 +5,12 @@
 //   state.apply(ev) → ctx = state.enrich(ev) → [baselines.observe(ctx)] →
 //   taps.on_event(ev, ctx) →
 //   [selector.select(ev, ctx)] → ruleset.evaluate(ctx) →
-//   taps.on_alert(ev, ctx, alert) → [metadata_wait.offer(alert)] → publish(alert) →
+//   taps.on_alert(ev, ctx, alert) → [aggregator.offer(alert)] →
+//   [metadata_wait.offer(alert)] → publish(alert) →
 //   state.after(ev)
 //
+// The aggregator is given each event's time first ([aggregator.advance]), so
+// the summaries of windows that ended go out before the event's alerts.
 // Taps see every event (a capture records them all, context stays exact);
 // the selector (replay's time window and filters) only decides whether the
 // rules run on an event and its alerts are published.
@@ -74,6 +77,7 @@ class Selector {
 using Publisher = std::function<void(std::shared_ptr<const event::Alert>)>;
 
 class MetadataWait;
+class Aggregator;
 
 struct Deps {
   state::State& state;
@@ -88,6 +92,11 @@ struct Deps {
   // publisher, now or later. null: `publish` at once. REQUIRES: outlives
   // the pipeline.
   MetadataWait* metadata_wait = nullptr;
+  // Where repeats of a rule's alert are counted into summaries
+  // (aggregate.h): given each event's time before its alerts, and each
+  // alert after the taps saw it; a counted repeat is not published. null:
+  // every alert is published. REQUIRES: outlives the pipeline.
+  Aggregator* aggregator = nullptr;
 };
 
 class Pipeline {

@@ -223,7 +223,7 @@ void Collector::apply_macro(const ItemDoc& it, Diagnostics& d) {
 
 namespace {
 
-const std::set<std::string> kRuleAppendable = {"condition", "output", "desc", "tags", "exceptions"};
+const std::set<std::string> kRuleAppendable = {"condition", "output", "desc", "tags", "exceptions", "aggregate"};
 const std::set<std::string> kRuleReplaceable = {"condition",
                                                 "output",
                                                 "desc",
@@ -236,7 +236,9 @@ const std::set<std::string> kRuleReplaceable = {"condition",
                                                 "capture",
                                                 "capture_duration",
                                                 "action",
-                                                "action_mode"};
+                                                "action_mode",
+                                                "aggregate"};
+
 
 // The prevention keys (docs/prevention.md), checked: false with an error
 // naming the value where it is not one vigil knows.
@@ -324,6 +326,25 @@ void change_rule(const ItemDoc& it, RuleDef& r, const std::string& lbl, Diagnost
     if (m == OverrideMode::kReplace) r.exceptions = *it.exceptions;
     else merge_exceptions(r.exceptions, *it.exceptions, lbl, d);
   }
+  if (auto m = mode("aggregate"); m != OverrideMode::kNone) {
+    // append: the rule's key gains the fields given, a window given replaces
+    // the rule's; off, or a rule without one, takes the new value whole.
+    if (m == OverrideMode::kReplace || !r.aggregate || r.aggregate->off || it.aggregate->off) {
+      r.aggregate = *it.aggregate;
+    } else {
+      AggregateDoc& a = *r.aggregate;
+      const AggregateDoc& add = *it.aggregate;
+      for (const auto& f : add.by) {
+        if (std::find(a.by.begin(), a.by.end(), f) == a.by.end()) a.by.push_back(f);
+      }
+      if (add.has_by && !a.has_by) a.by_pos = add.by_pos;
+      a.has_by = a.has_by || add.has_by;
+      if (!add.window.empty()) {
+        a.window = add.window;
+        a.window_pos = add.window_pos;
+      }
+    }
+  }
   if (mode("priority") == OverrideMode::kReplace) rule_priority(it, *it.priority, r.priority, lbl, d);
   if (mode("enabled") == OverrideMode::kReplace) r.enabled = *it.enabled;
   if (mode("warn_evttypes") == OverrideMode::kReplace) r.warn_evttypes = *it.warn_evttypes;
@@ -361,6 +382,7 @@ bool rule_from(const ItemDoc& it, RuleDef& r, const std::string& lbl, Diagnostic
   if (it.warn_evttypes) r.warn_evttypes = *it.warn_evttypes;
   if (it.skip_if_unknown_filter) r.skip_if_unknown_filter = *it.skip_if_unknown_filter;
   if (!rule_action(it, r, lbl, d)) return false;
+  r.aggregate = it.aggregate;
   if (it.exceptions) {
     std::set<std::string> names;
     for (const auto& e : *it.exceptions) {

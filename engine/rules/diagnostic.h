@@ -33,6 +33,7 @@ inline constexpr const char* kMacroCycle = "E013";         // macro refers to it
 inline constexpr const char* kConditionTooLarge = "E014";  // over LoadOptions::max_condition_nodes
 inline constexpr const char* kCompileBudget = "E015";      // compile time budget spent, or cancelled
 inline constexpr const char* kSequence = "E016";           // malformed sequence (steps, by, within, output)
+inline constexpr const char* kAggregate = "E017";          // malformed aggregate (by, window)
 inline constexpr const char* kUnknownItem = "W001";        // unknown top-level item
 inline constexpr const char* kUnknownKey = "W002";         // unknown key in an item (ignored)
 inline constexpr const char* kUnknownField = "W003";       // rule uses an unknown field: skipped

@@ -226,6 +226,49 @@ class Reader {
     return ok;
   }
 
+  // A rule's `aggregate`: off/false, on/true (the defaults), or a map of
+  // `by` (a field or a list of fields) and `window` ("60s").
+  bool aggregate(const YAML::Node& n, AggregateDoc& a, const ItemDoc& it) {
+    a.pos = pos_of(n, file_);
+    if (n.IsScalar()) {
+      const std::string& v = n.Scalar();
+      if (v == "off" || v == "false") a.off = true;
+      else if (v != "on" && v != "true") {
+        d_.error(code::kAggregate, a.pos, item_label(it),
+                 "'aggregate' must be off, on or a map of 'by' and 'window', got '" + v.substr(0, 40) + "'");
+        return false;
+      }
+      return true;
+    }
+    if (!n.IsMap()) {
+      d_.error(code::kAggregate, a.pos, item_label(it), "'aggregate' must be off, on or a map of 'by' and 'window'");
+      return false;
+    }
+    bool ok = true;
+    for (auto kv = n.begin(); kv != n.end(); ++kv) {
+      const std::string k = kv->first.IsScalar() ? kv->first.Scalar() : "";
+      if (k == "by") {
+        a.has_by = true;
+        a.by_pos = pos_of(kv->second, file_);
+        if (kv->second.IsScalar()) a.by.push_back(kv->second.Scalar());
+        else ok = string_list(kv->second, a.by, it, "aggregate.by") && ok;
+      } else if (k == "window") {
+        a.window_pos = pos_of(kv->second, file_);
+        ok = scalar(kv->second, a.window, it, "aggregate.window") && ok;
+        if (ok && a.window.empty()) {
+          d_.error(code::kAggregate, a.window_pos, item_label(it), "'aggregate.window' must not be empty");
+          ok = false;
+        }
+      } else {
+        // A typo must not quietly change what is sent.
+        d_.error(code::kAggregate, pos_of(kv->first, file_), item_label(it),
+                 "unknown key '" + k.substr(0, 40) + "' in 'aggregate' (by, window)");
+        ok = false;
+      }
+    }
+    return ok;
+  }
+
   bool overrides(const YAML::Node& n, ItemDoc& it) {
     if (!n.IsMap()) {
       d_.error(code::kOverride, pos_of(n, file_), item_label(it), "'override' must be a map of key: append|replace");
@@ -361,7 +404,8 @@ class Reader {
                                                     "capture",
                                                     "capture_duration",
                                                     "action",
-                                                    "action_mode"};
+                                                    "action_mode",
+                                                    "aggregate"};
     static const std::set<std::string> kMacroKeys = {"macro", "condition", "append", "override"};
     static const std::set<std::string> kListKeys = {"list", "items", "append", "override"};
     static const std::set<std::string> kSequenceKeys = {"sequence", "desc",   "by",       "distinct", "within",
@@ -438,6 +482,10 @@ class Reader {
     } else if (k == "within") {
       if (!scalar(v, s, it, "within")) return false;
       it.within = s;
+    } else if (k == "aggregate") {
+      AggregateDoc a;
+      if (!aggregate(v, a, it)) return false;
+      it.aggregate = std::move(a);
     } else if (k == "steps") {
       std::vector<StepDoc> st;
       if (!steps(v, st, it)) return false;

@@ -59,6 +59,22 @@ struct StepDoc {
   std::uint32_t count = 1;
 };
 
+// A rule's `aggregate` (vigil's extension, docs/rules-language.md): repeats
+// of the rule's alert with the same values of the `by` fields within
+// `window` of event time are counted into one summary.
+//
+//   aggregate: {by: [container.id, proc.exepath], window: 10m}
+//   aggregate: off        # never, whatever the configuration's default
+struct AggregateDoc {
+  bool off = false;
+  bool has_by = false;
+  std::vector<std::string> by;  // empty with has_by: the key is every output field
+  Pos by_pos;
+  std::string window;  // "" not given
+  Pos window_pos;
+  Pos pos;
+};
+
 struct ItemDoc {
   enum class Kind { kRule, kMacro, kList, kSequence, kEngineVersion, kPluginVersions };
   Kind kind = Kind::kRule;
@@ -75,6 +91,7 @@ struct ItemDoc {
   std::optional<bool> enabled, warn_evttypes, skip_if_unknown_filter;
   std::optional<std::vector<std::string>> tags;
   std::optional<std::vector<ExceptionDoc>> exceptions;
+  std::optional<AggregateDoc> aggregate;  // rule
 
   std::optional<std::vector<std::string>> by;        // sequence: correlation key fields
   std::optional<std::vector<std::string>> distinct;  // sequence: fields each step's event must not repeat
@@ -112,6 +129,7 @@ struct RuleDef {
   Pos action_pos;
   std::string action_mode;
   Pos action_mode_pos;
+  std::optional<AggregateDoc> aggregate;  // none: the configuration's default
 };
 // A sequence: ordered steps whose events share the values of the `by`
 // fields and fall within `within` of the first step (docs/rules-language.md).

@@ -310,6 +310,11 @@ std::string Ruleset::plan(std::string_view rule, event::Type t) const {
   return {};
 }
 
+const AggregateSpec* Ruleset::aggregate_of(std::string_view rule) const noexcept {
+  auto it = aggregates_.find(rule);
+  return it == aggregates_.end() ? nullptr : &it->second;
+}
+
 std::size_t Ruleset::enabled_count() const {
   std::size_t n = 0;
   for (const auto& r : rules_) n += r->enabled && r->sequence < 0 ? 1 : 0;

@@ -22,7 +22,9 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -47,6 +49,19 @@ class SequenceState;
 struct ExtractCtx;
 struct PreventionRule;
 enum class PreventionMode : std::uint8_t;
+
+// How the alerts of one rule are aggregated (a rule's `aggregate`, or the
+// configuration's `aggregation` default; engine/pipeline/aggregate.h): the
+// fields whose values make the key (empty: every output field, i.e. the
+// same alert again) and the window of event time.
+struct AggregateSpec {
+  std::vector<std::string> by;
+  std::uint64_t window_ns = 0;
+  bool operator==(const AggregateSpec&) const = default;
+};
+inline constexpr std::size_t kMaxAggregateKeyFields = 8;
+// A rule's `aggregate` map without a `window`.
+inline constexpr std::uint64_t kDefaultAggregateWindowNs = 60ull * 1000000000ull;
 
 struct LoadOptions {
   std::set<std::string> disabled_tags;                     // rules with any of these tags are disabled
@@ -91,6 +106,10 @@ struct LoadOptions {
   // action_mode overrides it. In enforce mode a deny the kernel cannot take
   // is an error.
   std::uint8_t prevention_mode = 0;
+  // The configuration's `aggregation` default (window_s and by), for the
+  // rules without an `aggregate` key of their own; null: those rules are
+  // not aggregated. Its `by` fields must be known (else error E017).
+  std::optional<AggregateSpec> aggregate_default;
 };
 
 // What prevention did, or would have done, about one event (judge_prevention).
@@ -188,6 +207,9 @@ class Ruleset {
   // The configuration's mode the set was loaded with.
   PreventionMode prevention_mode() const { return prevention_mode_; }
   std::vector<SequenceInfo> sequences() const;
+  // How the named rule's alerts are aggregated; null: they are not (no
+  // `aggregate` and no default, `aggregate: off`, or no such rule).
+  const AggregateSpec* aggregate_of(std::string_view rule) const noexcept;
   std::size_t sequence_count() const { return sequences_.size(); }
   std::size_t sequence_capacity() const { return sequence_capacity_; }
   // How the named rule's condition is evaluated for events of type `t`
@@ -234,6 +256,7 @@ class Ruleset {
   std::vector<std::string> open_unfiltered_;
   std::vector<PreventionRule> prevention_;
   PreventionMode prevention_mode_{};
+  std::map<std::string, AggregateSpec, std::less<>> aggregates_;  // by rule name: the aggregated rules
   bool needs_dns_ = false;  // a rule reads a name DNS answers give (fd.sip.name...)
   std::string hostname_;
 };

@@ -443,10 +443,64 @@ class RulesetBuilder {
     if (opts_.append_output) opts_.append_output->apply(r.name, r.source, r.tags, of, rule->extra_fields);
     rule->output = std::move(of);
     rule->output_fields = first_fields(rule->output);
+    if (!aggregate(r, *rule)) return nullptr;
     rule->mask = mask;
     rule->file = r.pos.file;
     rule->line = r.pos.line;
     return rule;
+  }
+
+  // The rule's aggregation (its own `aggregate`, else the configuration's
+  // default): noted in the Ruleset, and each `by` field the output does not
+  // carry yet added to its output_fields, so that every alert holds its key
+  // (the aggregation reads nothing but the alert). False on an error.
+  bool aggregate(const RuleDef& r, Ruleset::Rule& rule) {
+    const std::string lbl = "rule '" + r.name + "'";
+    AggregateSpec spec;
+    Pos by_pos = r.pos;
+    if (r.aggregate) {
+      const AggregateDoc& a = *r.aggregate;
+      if (a.off) return true;
+      spec.by = a.by;
+      by_pos = a.by_pos;
+      spec.window_ns = kDefaultAggregateWindowNs;
+      if (!a.window.empty()) {
+        std::string err;
+        if (!parse_window(a.window, spec.window_ns, err)) {
+          d_.error(code::kAggregate, a.window_pos, lbl, "'aggregate.window': " + err);
+          return false;
+        }
+      }
+    } else if (opts_.aggregate_default) {
+      spec = *opts_.aggregate_default;
+      by_pos = Pos{"aggregation.by", 0, 0};
+    } else {
+      return true;
+    }
+    if (spec.by.size() > kMaxAggregateKeyFields) {
+      d_.error(code::kAggregate, by_pos, lbl,
+               "'aggregate.by' has more than " + std::to_string(kMaxAggregateKeyFields) + " fields");
+      return false;
+    }
+    const auto& toks = rule.output.tokens();
+    for (const auto& f : spec.by) {
+      std::vector<std::string> unknown;
+      std::string err;
+      OutputFormat one = OutputFormat::parse("%" + f, cat_, unknown, err);
+      if (err.empty() && !unknown.empty()) err = "unknown field";
+      if (err.empty() && (one.tokens().size() != 1 || !one.tokens()[0].is_field)) err = "not one field";
+      if (!err.empty()) {
+        d_.error(code::kAggregate, by_pos, lbl, "'aggregate.by' field '" + f.substr(0, 80) + "': " + err);
+        return false;
+      }
+      const bool printed = std::any_of(rule.output_fields.begin(), rule.output_fields.end(),
+                                       [&](std::size_t k) { return toks[k].name == f; });
+      const bool extra = std::any_of(rule.extra_fields.begin(), rule.extra_fields.end(),
+                                     [&](const ExtraField& e) { return e.key == f; });
+      if (!printed && !extra) rule.extra_fields.push_back(ExtraField{f, std::move(one), true});
+    }
+    rs_->aggregates_[r.name] = std::move(spec);
+    return true;
   }
 
   void skip(const std::string& name, const char* why) {

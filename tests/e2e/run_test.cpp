@@ -310,6 +310,48 @@ TEST_F(e2eRun, ProcessOlderThanVigilIsKnown) {
   EXPECT_EQ(v.stop(), 0) << v.diag();
 }
 
+// 7. Aggregation (docs/outputs.md#aggregation): the same program started
+//    five times under a rule with `aggregate` is one alert at once and, when
+//    vigil stops, one summary that counts the other four.
+TEST_F(e2eRun, RepeatsOfAnAggregatedRuleAreOneAlertAndASummaryAtTheStop) {
+  const auto [name, prog] = install_actor("agg");
+  ASSERT_FALSE(prog.empty());
+  const std::string rules = dir_.write("rules.yaml", R"y(
+- rule: e2e aggregated exec
+  desc: the same program, again and again
+  condition: evt.type = execve and proc.name = ")y" + name +
+                                                         R"y("
+  output: "aggregated program ran (proc.pid=%proc.pid proc.name=%proc.name)"
+  priority: WARNING
+  aggregate: {by: [proc.exepath], window: 1h}
+)y");
+  Vigil v;
+  ASSERT_TRUE(v.start(base_args(rules)));
+  ASSERT_TRUE(v.wait_ready()) << "vigil did not get ready" << v.diag();
+  for (int i = 0; i < 5; ++i) {
+    Child c = Child::spawn({prog, "note", std::to_string(i)});
+    const int st = c.wait();
+    ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << Child::what(st);
+  }
+  auto is_rule = [](const json& a) { return a.value("rule", "") == "e2e aggregated exec"; };
+  ASSERT_EQ(v.alerts(is_rule, 20s).size(), 1u) << "the first start, at once" << v.diag();
+  std::this_thread::sleep_for(1s);  // the other starts reach the rules
+  EXPECT_EQ(v.alerts(is_rule).size(), 1u) << "the repeats are counted, not sent" << v.diag();
+  EXPECT_EQ(v.stop(), 0) << v.diag();
+  const auto got = v.alerts(is_rule);
+  ASSERT_EQ(got.size(), 2u) << v.diag();
+  EXPECT_FALSE(got[0].contains("aggregate"));
+  EXPECT_EQ(field(got[0], "proc.exepath"), prog) << "the key's field is in the alert: " << got[0].dump();
+  ASSERT_TRUE(got[1].contains("aggregate")) << got[1].dump();
+  const json& g = got[1]["aggregate"];
+  EXPECT_EQ(g.value("count", 0), 4) << got[1].dump();
+  EXPECT_EQ(g.value("total", 0), 5) << got[1].dump();
+  EXPECT_EQ(g.value("reason", ""), "end") << got[1].dump();
+  EXPECT_EQ(g.value("first_uuid", ""), got[0].value("uuid", "")) << got[1].dump();
+  EXPECT_EQ(field(got[1], "proc.cmdline"), "<missing>") << "not printed by the rule";
+  EXPECT_EQ(got[1]["output_fields"].value("proc.name", ""), name);
+}
+
 // 6. A process that execs and exits at once in a kubelet-style cgroup is
 //    still attributed to its container and pod (nothing of it is left in /proc
 //    by the time its exec is processed).

@@ -84,6 +84,16 @@ TEST(OutputsConfig, AbsentMeansOneStdoutJsonSink) {
   EXPECT_EQ((*r)[0].sink.format, Format::kJson);
 }
 
+// docs/outputs.md, "Aggregation": outputs aggregate unless they say not.
+TEST(OutputsConfig, AggregateIsOnUnlessTheOutputSaysFalse) {
+  auto r = parse("outputs: [{type: stdout}, {type: stdout, aggregate: false}, {type: stdout, aggregate: on}]");
+  ASSERT_TRUE(r) << r.error().message;
+  ASSERT_EQ(r->size(), 3u);
+  EXPECT_TRUE((*r)[0].sink.filter.aggregate);
+  EXPECT_FALSE((*r)[1].sink.filter.aggregate);
+  EXPECT_TRUE((*r)[2].sink.filter.aggregate);
+}
+
 TEST(OutputsConfig, ErrorsNameTheKeyAndTheReason) {
   EXPECT_EQ(error_of("outputs: [{type: stdout, format: xml}]"),
             "outputs[0].format: unknown format 'xml' (json, ocsf, cef, text)");
@@ -117,6 +127,9 @@ TEST(OutputsConfig, ErrorsNameTheKeyAndTheReason) {
   EXPECT_NE(error_of("outputs: {type: stdout}").find("outputs: expected a list"), std::string::npos);
   EXPECT_NE(
       error_of("outputs: [{type: stdout, rate_limit: {per_second: fast}}]").find("outputs[0].rate_limit.per_second"),
+      std::string::npos);
+  EXPECT_NE(
+      error_of("outputs: [{type: stdout, aggregate: sometimes}]").find("outputs[0].aggregate: expected true or false"),
       std::string::npos);
 }
 

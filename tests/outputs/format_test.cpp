@@ -70,6 +70,50 @@ TEST(Format, ExtraNeverShadowsFalcoKeys) {
   EXPECT_EQ(j["rule"], "Shell in inference pod");
 }
 
+// docs/outputs.md, "Aggregation": a summary is machine-readable in every
+// format; an alert that is not one has none of it.
+TEST(Format, SummariesCarryTheirCountAndWindowInEveryFormat) {
+  event::Alert a = golden_alert();
+  EXPECT_FALSE(nlohmann::json::parse(format_json(a)).contains("aggregate"));
+  EXPECT_EQ(format_cef(a).find(" cnt="), std::string::npos);
+  event::AlertAggregate g;
+  g.count = 599;
+  g.total = 3600;
+  g.first_ns = 1700000000000000000ULL;
+  g.last_ns = 1700000599500000000ULL;
+  g.window_start_ns = 1700000000000000000ULL;
+  g.window_end_ns = 1700000600000000000ULL;
+  g.by = {"container.id", "proc.exepath"};
+  g.first_uuid = "0b4c8e2f-9a37-4e8f-a1d6-7d3f5e1a9c2b";
+  g.reason = "window";
+  a.aggregate = g;
+  a.extra.emplace_back("aggregate", "must not shadow the summary");
+  const auto j = nlohmann::json::parse(format_json(a));
+  ASSERT_TRUE(j.contains("aggregate"));
+  const auto& x = j["aggregate"];
+  EXPECT_EQ(x["count"], 599);
+  EXPECT_EQ(x["total"], 3600);
+  EXPECT_EQ(x["first_time"], "2023-11-14T22:13:20.000000000Z");
+  EXPECT_EQ(x["last_time"], "2023-11-14T22:23:19.500000000Z");
+  EXPECT_EQ(x["window_start"], "2023-11-14T22:13:20.000000000Z");
+  EXPECT_EQ(x["window_end"], "2023-11-14T22:23:20.000000000Z");
+  EXPECT_EQ(x["window_s"], 600);
+  EXPECT_EQ(x["by"], nlohmann::json::array({"container.id", "proc.exepath"}));
+  EXPECT_EQ(x["first_uuid"], "0b4c8e2f-9a37-4e8f-a1d6-7d3f5e1a9c2b");
+  EXPECT_EQ(x["reason"], "window");
+  EXPECT_EQ(j["rule"], "Shell in inference pod") << "Falco's keys are unchanged";
+  const auto o = nlohmann::json::parse(format_ocsf(a));
+  EXPECT_EQ(o["count"], 599);
+  EXPECT_EQ(o["start_time"], 1700000000000LL);
+  EXPECT_EQ(o["end_time"], 1700000599500LL);
+  EXPECT_EQ(o["unmapped"]["aggregate"]["count"], 599);
+  const std::string cef = format_cef(a);
+  EXPECT_NE(cef.find(" cnt=599 start=1700000000000 end=1700000599500"), std::string::npos) << cef;
+  // A window that is not whole seconds keeps its fraction.
+  a.aggregate->window_end_ns = a.aggregate->window_start_ns + 1500000000ULL;
+  EXPECT_EQ(nlohmann::json::parse(format_json(a))["aggregate"]["window_s"], 1.5);
+}
+
 TEST(Format, OcsfIsDetectionFinding) {
   const auto j = nlohmann::json::parse(format_ocsf(golden_alert()));
   EXPECT_EQ(j["class_uid"], 2004);

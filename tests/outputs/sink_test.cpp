@@ -184,6 +184,41 @@ TEST(Sink, RulesIncludeKeepsOnlyNamedRules) {
   EXPECT_EQ(f.check(small_alert("1", "b"), std::chrono::steady_clock::now()), Filter::Verdict::kFiltered);
 }
 
+// docs/outputs.md, "Aggregation": an output that aggregates (the default)
+// takes summaries and not repeats; one with `aggregate: false` the other way
+// round. Neither counts the other form as filtered.
+TEST(Filter, AggregatingOutputsTakeSummariesAndTheOthersTakeRepeats) {
+  event::Alert plain = small_alert("1"), repeat = small_alert("2"), summary = small_alert("3");
+  repeat.repeat = true;
+  summary.aggregate = event::AlertAggregate{};
+  const auto now = std::chrono::steady_clock::now();
+  Filter aggregating{FilterOptions{}};
+  EXPECT_EQ(aggregating.check(plain, now), Filter::Verdict::kPass);
+  EXPECT_EQ(aggregating.check(repeat, now), Filter::Verdict::kOtherForm);
+  EXPECT_EQ(aggregating.check(summary, now), Filter::Verdict::kPass);
+  FilterOptions fo;
+  fo.aggregate = false;
+  Filter every(fo);
+  EXPECT_EQ(every.check(plain, now), Filter::Verdict::kPass);
+  EXPECT_EQ(every.check(repeat, now), Filter::Verdict::kPass);
+  EXPECT_EQ(every.check(summary, now), Filter::Verdict::kOtherForm);
+
+  auto peer = std::make_shared<FakePeer>();
+  auto o = opts();
+  o.filter.aggregate = false;
+  Sink s(o, std::make_unique<FakeTransport>(peer), nullptr);
+  s.start();
+  s.offer(std::make_shared<const event::Alert>(plain), 10);
+  s.offer(std::make_shared<const event::Alert>(summary), 10);
+  s.offer(std::make_shared<const event::Alert>(repeat), 10);
+  ASSERT_TRUE(peer->wait_for(2, 5s));
+  s.shutdown(std::chrono::steady_clock::now() + 1s);
+  ASSERT_EQ(peer->received.size(), 2u);
+  EXPECT_EQ(peer->received[0].uuid, "1");
+  EXPECT_EQ(peer->received[1].uuid, "2");
+  EXPECT_EQ(s.stats().filtered, 0u);
+}
+
 TEST(Filter, TokenBucketLimitsAndRefills) {
   FilterOptions fo;
   fo.rate_per_s = 10;

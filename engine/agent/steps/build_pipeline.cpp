@@ -1,11 +1,12 @@
 // Step "build pipeline": the pipeline each command runs the loop over, with
 // its taps. vigil run: the rules, alerts to the router through the metadata
 // wait (an alert whose pod is not known yet waits k8s.metadata_wait_ms for
-// it), the baselines, and the counters (for the web server), the capture
-// and the flight recorder.
+// it), the aggregation of repeated alerts (docs/outputs.md#aggregation), the
+// baselines, and the counters (for the web server), the capture and the
+// flight recorder.
 // vigil capture: no rules, the capture tap records. vigil replay: a state
 // that is not live, the capture file as the source, the selector, alerts to
-// the router (none with --events; no metadata wait: a capture holds each pod
+// the router through the aggregation (none with --events; no metadata wait: a capture holds each pod
 // where it reached the state live, so the replay's alerts name what the live
 // run's did when they were made, and the output depends on nothing but the
 // file) and the timeline.
@@ -19,6 +20,8 @@
 #include "engine/baseline/store.h"
 #include "engine/capture/reader.h"
 #include "engine/capture/timeline.h"
+#include "engine/config/config.h"
+#include "engine/pipeline/aggregate.h"
 #include "engine/pipeline/metadata_wait.h"
 #include "engine/pipeline/pipeline.h"
 #include "engine/rules/prevention.h"
@@ -58,6 +61,30 @@ std::string describe_prevention(const rules::Ruleset& rs, bool have_sensor) {
          (have_sensor ? "" : " (no sensor: nothing is refused)") + "; " + std::to_string(alert_only) +
          " deny rules the kernel cannot judge (alert only); " + std::to_string(responses) +
          " kill responses; BPF LSM " + (bpf_lsm ? "enabled (not used yet)" : "not enabled (lsm=" + lsm + ")");
+
+// The aggregation's bounds (aggregation.max_keys, max_keys_per_rule).
+Result<pipeline::AggregatorOptions> aggregator_options(const YAML::Node& cfg) {
+  pipeline::AggregatorOptions o;
+  auto keys = config::get_or<std::uint64_t>(cfg, "aggregation.max_keys", o.max_keys);
+  if (!keys) return keys.error();
+  auto per_rule = config::get_or<std::uint64_t>(cfg, "aggregation.max_keys_per_rule", o.max_keys_per_rule);
+  if (!per_rule) return per_rule.error();
+  o.max_keys = static_cast<std::size_t>(*keys);
+  o.max_keys_per_rule = static_cast<std::size_t>(*per_rule);
+  return o;
+}
+
+// The aggregator, publishing its summaries to the router; it publishes
+// repeats too while an output wants every alert.
+Status make_aggregator(Agent& a) {
+  auto opts = aggregator_options(a.cfg);
+  if (!opts) return opts.error();
+  outputs::Router* rt = a.router.get();
+  a.aggregator = std::make_unique<pipeline::Aggregator>(*opts, [rt](std::shared_ptr<const event::Alert> al) {
+    if (rt) rt->publish(std::move(al));
+  });
+  a.aggregator->set_repeats_wanted(rt != nullptr && rt->repeats_wanted());
+  return {};
 }
 
 }  // namespace
@@ -83,8 +110,12 @@ Status build_pipeline(Agent& a) {
     a.runner->add_tick("metadata wait", std::chrono::nanoseconds(0),
                        [w = a.metadata_wait.get()](std::uint64_t) { w->tick(); });
   }
+  // Windows close as the events' time passes their end, never by the clock:
+  // what the live run sends is what a replay of its capture sends.
+  if (Status s = make_aggregator(a); !s) return s;
   a.pipe = std::make_unique<pipeline::Pipeline>(
-      pipeline::Deps{*a.state, publish, a.hostname, a.baselines.get(), a.metadata_wait.get()}, a.ruleset);
+      pipeline::Deps{*a.state, publish, a.hostname, a.baselines.get(), a.metadata_wait.get(), a.aggregator.get()},
+      a.ruleset);
   if (a.sensor) {
     // First among the taps: a container's entry reaches the kernel as soon
     // as its pod is known (a reload may bring rules with an action: the tap
@@ -130,12 +161,14 @@ Status build_replay_pipeline(Agent& a) {
   a.opts.select.filter = a.filter;
   a.selector = std::make_unique<runtime::ReplaySelector>(std::move(a.opts.select));
   outputs::Router* rt = a.router.get();
-  a.pipe = std::make_unique<pipeline::Pipeline>(pipeline::Deps{*a.state,
-                                                               [rt](std::shared_ptr<const event::Alert> al) {
-                                                                 if (rt) rt->publish(std::move(al));
-                                                               },
-                                                               a.hostname, a.baselines.get()},
-                                                a.ruleset);
+  if (Status s = make_aggregator(a); !s) return s;
+  a.pipe =
+      std::make_unique<pipeline::Pipeline>(pipeline::Deps{*a.state,
+                                                          [rt](std::shared_ptr<const event::Alert> al) {
+                                                            if (rt) rt->publish(std::move(al));
+                                                          },
+                                                          a.hostname, a.baselines.get(), nullptr, a.aggregator.get()},
+                                           a.ruleset);
   a.pipe->set_selector(a.selector.get());
   if (a.timeline) {
     a.timeline_alerts = std::make_unique<TimelineAlerts>(*a.timeline);

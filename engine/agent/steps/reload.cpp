@@ -18,6 +18,7 @@
 #include "engine/agent/rules_load.h"
 #include "engine/baseline/store.h"
 #include "engine/config/config.h"
+#include "engine/pipeline/aggregate.h"
 #include "engine/sensor/sensor.h"
 #include "engine/runtime/file_watch.h"
 #include "outputs/router.h"
@@ -40,6 +41,8 @@ struct Prepared {
 void warn_restart_keys(Agent& a, const YAML::Node& cfg) {
   std::string restart;
   for (const std::string& k : config::changed_keys(a.cfg_in_force, cfg, {"rules", "outputs", "append_output"})) {
+    // The default aggregation is part of the rules a reload loads.
+    if (k == "aggregation.window_s" || k == "aggregation.by") continue;
     restart += (restart.empty() ? "" : ", ") + k;
   }
   if (!restart.empty()) a.log->warn("reload: changed keys need a restart, kept as they are: {}", restart);
@@ -47,6 +50,8 @@ void warn_restart_keys(Agent& a, const YAML::Node& cfg) {
 
 void commit(Agent& a, Prepared& p) {
   a.router->commit(std::move(p.outputs));
+  // An output added or changed may want every repeat, or no longer.
+  if (a.aggregator) a.aggregator->set_repeats_wanted(a.router->repeats_wanted());
   if (!p.gaps.empty()) a.log->warn("reload: {}", p.gaps);
   if (p.sensor && a.sensor) {
     // Between two events: the new rules judge the next one, and the sensor

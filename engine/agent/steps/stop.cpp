@@ -12,6 +12,7 @@
 #include "engine/capture/reader.h"
 #include "engine/capture/timeline.h"
 #include "engine/metrics/server.h"
+#include "engine/pipeline/aggregate.h"
 #include "engine/pipeline/metadata_wait.h"
 #include "engine/pipeline/pipeline.h"
 #include "engine/state/pod_watcher.h"
@@ -42,7 +43,9 @@ Status stop(Agent& a) {
   if (a.webserver) a.webserver->stop();
   if (rep.error) a.log->error("event loop: {}", rep.error->message);
   a.runner->close_sources();
-  // No more events: what waits for its pod goes out as it is now.
+  // No more events: the open windows' summaries, then what waits for its
+  // pod goes out as it is now.
+  if (a.aggregator) a.aggregator->flush();
   if (a.metadata_wait) a.metadata_wait->flush();
   if (a.baselines) log_baseline_errors(a.baselines->save(), *a.log);
   if (a.pods) a.pods->stop();
@@ -82,6 +85,8 @@ Status stop_capture(Agent& a) {
 Status stop_replay(Agent& a) {
   const runtime::RunReport& rep = a.report;
   a.progress->done();
+  // The end of the capture: the open windows' summaries, so no count is lost.
+  if (a.aggregator) a.aggregator->flush();
   std::fflush(stdout);
   if (a.router) a.router->shutdown(std::chrono::milliseconds(5000));
   if (rep.error) return *rep.error;

@@ -1,6 +1,7 @@
 // `vigil replay` and the argument parsers of `vigil capture`/`vigil replay`,
 // driven through the command functions (no root needed: replay reads files).
 #include "engine/cli/capture_cmd.h"
+#include "engine/capture/writer.h"
 #include "tests/engine/capture/run_cli.h"
 
 #include <gtest/gtest.h>
@@ -125,6 +126,117 @@ TEST(CaptureCmd, ACaptureFromBeforeTheSchemaReplaysToTheSameAlerts) {
   ASSERT_EQ(want.size(), 292u);
   ASSERT_EQ(got.size(), want.size());
   for (std::size_t i = 0; i < want.size(); ++i) EXPECT_EQ(got[i], want[i]) << "alert " << i;
+}
+
+// A miner restarted every 10 s for 10 minutes (a new pid each time) and a
+// shell now and then, written as a capture.
+void write_miner_capture(const std::string& path) {
+  capture::WriterOptions wo;
+  wo.flush_interval_ns = 0;
+  auto w = capture::CaptureWriter::open(path, wo);
+  ASSERT_TRUE(w) << w.error().message;
+  const std::uint64_t t0 = 1'767'225'600'000'000'000ull;
+  for (std::uint32_t i = 0; i < 60; ++i) {
+    for (const char* prog : {"/tmp/.x/xmrig", "/bin/bash"}) {
+      if (prog[1] == 'b' && i % 20 != 0) continue;
+      event::Header h;
+      h.type = event::Type::kExec;
+      h.ts_ns = t0 + i * 10'000'000'000ull + (prog[1] == 'b' ? 1 : 0);
+      h.pid = h.tid = 5000 + 2 * i + (prog[1] == 'b' ? 1 : 0);
+      h.ppid = 1;
+      std::string p(prog);
+      h.comm = p.substr(p.rfind('/') + 1);
+      event::ExecData ex;
+      ex.filename = prog;
+      ex.exe = prog;
+      ex.args = {h.comm, "-o", "pool:3333"};
+      event::Event ev{h, ex};
+      ASSERT_TRUE((*w)->write_event(ev));
+    }
+  }
+  ASSERT_TRUE((*w)->close());
+}
+
+std::vector<nlohmann::json> json_lines(const std::string& out) {
+  std::vector<nlohmann::json> v;
+  std::istringstream in(out);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty()) v.push_back(nlohmann::json::parse(line));
+  }
+  return v;
+}
+
+// docs/outputs.md, "Aggregation": in event time, so replaying the same
+// capture gives the same alerts, summaries and counts every time; an output
+// with `aggregate: false` gets every alert.
+TEST(CaptureCmd, AggregatedRulesReplayToTheSameSummariesEveryTime) {
+  std::string tmpl = (fs::temp_directory_path() / "vigil-agg-XXXXXX").string();
+  std::string dir = mkdtemp(tmpl.data());
+  write_miner_capture(dir + "/miner.vcap");
+  std::ofstream(dir + "/rules.yaml") << R"yaml(
+- rule: Miner started
+  desc: a miner ran
+  condition: evt.type = execve and proc.name = xmrig
+  output: "miner started (proc.pid=%proc.pid proc.cmdline=%proc.cmdline)"
+  priority: CRITICAL
+  tags: [crypto_mining]
+  aggregate: {by: [proc.exepath], window: 3m}
+- rule: Shell started
+  desc: a shell ran
+  condition: evt.type = execve and proc.name = bash
+  output: "shell (proc.pid=%proc.pid)"
+  priority: WARNING
+)yaml";
+  std::ofstream(dir + "/every.yaml") << "outputs: [{type: stdout, aggregate: false}]\n";
+  auto replay = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = {"replay", dir + "/miner.vcap", "-r", dir + "/rules.yaml"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    ::testing::internal::CaptureStdout();
+    const int rc = run(args);
+    std::string out = ::testing::internal::GetCapturedStdout();
+    EXPECT_EQ(rc, 0);
+    return out;
+  };
+  const std::string first = replay({});
+  EXPECT_EQ(replay({}), first) << "a second replay prints the same bytes";
+  std::size_t miners = 0, shells = 0;
+  std::uint64_t counted = 0;
+  std::vector<std::string> starts;
+  for (const auto& j : json_lines(first)) {
+    if (j["rule"] == "Shell started") {
+      ++shells;
+      EXPECT_FALSE(j.contains("aggregate"));
+      continue;
+    }
+    if (!j.contains("aggregate")) {
+      ++miners;
+      EXPECT_EQ(j["output_fields"]["proc.exepath"], "/tmp/.x/xmrig") << "the key's field is in the alert";
+      continue;
+    }
+    const auto& g = j["aggregate"];
+    counted += g["count"].get<std::uint64_t>();
+    EXPECT_EQ(g["window_s"], 180);
+    EXPECT_EQ(g["by"], nlohmann::json::array({"proc.exepath"}));
+    EXPECT_NE(std::find(j["tags"].begin(), j["tags"].end(), "aggregated"), j["tags"].end());
+    EXPECT_NE(j["output"].get<std::string>().find("(aggregated: "), std::string::npos);
+    starts.push_back(g["window_start"].get<std::string>());
+  }
+  // 60 starts in 600 s with 3-minute windows: one alert at once, then a
+  // summary per window (the last at the end of the capture), 59 counted.
+  EXPECT_EQ(miners, 1u);
+  EXPECT_EQ(shells, 3u);
+  EXPECT_EQ(counted, 59u);
+  EXPECT_EQ(starts, (std::vector<std::string>{"2026-01-01T00:00:00.000000000Z", "2026-01-01T00:03:00.000000000Z",
+                                              "2026-01-01T00:06:00.000000000Z", "2026-01-01T00:09:00.000000000Z"}));
+  // An output that does not aggregate: every alert, no summary.
+  std::size_t all = 0;
+  for (const auto& j : json_lines(replay({"-c", dir + "/every.yaml"}))) {
+    EXPECT_FALSE(j.contains("aggregate"));
+    ++all;
+  }
+  EXPECT_EQ(all, 63u);
+  fs::remove_all(dir);
 }
 
 TEST(CaptureCmd, BadInputExitsTwoAndNamesTheOffset) {

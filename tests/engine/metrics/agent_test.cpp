@@ -194,5 +194,35 @@ TEST(AgentMetrics, MetadataCountsAndTheWaitHistogramAreExposed) {
   EXPECT_EQ(out.errors(), 0u);
 }
 
+// docs/outputs.md, "Aggregation": what the aggregation counted, summarised
+// and evicted, by rule, and the keys open now.
+TEST(AgentMetrics, AggregationCountsAreExposedByRule) {
+  AgentView v;
+  v.aggregation = [] {
+    AggregationInfo g;
+    RuleAggregation r;
+    r.rule = "Crypto miner binary executed";
+    r.counted = 3599;
+    r.summaries_window = 6;
+    r.summaries_evicted = 1;
+    r.summaries_end = 2;
+    r.evicted = 4;
+    g.rules.push_back(r);
+    g.open = 12;
+    return g;
+  };
+  Exposition out;
+  collect_agent(v, out);
+  const std::string t = out.text();
+  const std::string rule = "rule=\"Crypto miner binary executed\"";
+  EXPECT_NE(t.find("vigil_alerts_aggregated_total{" + rule + "} 3599"), std::string::npos) << t;
+  EXPECT_NE(t.find("vigil_alert_summaries_total{" + rule + ",reason=\"window\"} 6"), std::string::npos) << t;
+  EXPECT_NE(t.find("vigil_alert_summaries_total{" + rule + ",reason=\"evicted\"} 1"), std::string::npos) << t;
+  EXPECT_NE(t.find("vigil_alert_summaries_total{" + rule + ",reason=\"end\"} 2"), std::string::npos) << t;
+  EXPECT_NE(t.find("vigil_aggregation_evictions_total{" + rule + "} 4"), std::string::npos) << t;
+  EXPECT_NE(t.find("vigil_aggregation_open_keys 12"), std::string::npos) << t;
+  EXPECT_EQ(out.errors(), 0u);
+}
+
 }  // namespace
 }  // namespace vigil::metrics
