@@ -239,7 +239,6 @@ const std::set<std::string> kRuleReplaceable = {"condition",
                                                 "action_mode",
                                                 "aggregate"};
 
-
 // The prevention keys (docs/prevention.md), checked: false with an error
 // naming the value where it is not one vigil knows.
 bool rule_action(const ItemDoc& it, RuleDef& r, const std::string& lbl, Diagnostics& d) {

@@ -87,7 +87,7 @@ struct Partial {
   // (oldest first, at most its count; first_ns is the oldest). The window
   // slides: a time that falls out of it is dropped, not the whole match.
   std::vector<std::uint64_t> first_times;
-  std::uint32_t step_hits = 0;  // matches of the awaited later step so far (a counted step)
+  std::uint32_t step_hits = 0;        // matches of the awaited later step so far (a counted step)
   std::vector<std::string> distinct;  // the `distinct` values of the steps done (each bounded as a key)
 };
 

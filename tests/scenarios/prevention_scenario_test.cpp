@@ -10,7 +10,8 @@
 //            each is an alert tagged `prevented`;
 //   monitor: each of these succeeds and raises a `would_prevent` alert;
 //   off:     nothing is refused, no alert says prevention;
-//   after SIGKILL: nothing stays refused.
+//   after SIGKILL, and after a second agent's SIGTERM: nothing stays refused;
+//   the capture replayed with the policy gives the node's decisions.
 // Needs root and a kernel with BTF (label integration); skipped otherwise.
 #include <sys/mount.h>
 
@@ -206,6 +207,18 @@ TEST_F(PreventionScenario, EnforceMonitorOffAndNothingLeftRefusedAfterSigkill) {
   const std::string marker4 = s().tmp + "/marker-after";
   EXPECT_EQ(run_denied("web-0", marker4), 0);
   EXPECT_TRUE(fs::exists(marker4));
+
+  // The same with a clean stop (SIGTERM): a new agent enforces, then stops.
+  VigilProcess second(VIGIL_BINARY);
+  std::string why;
+  ASSERT_TRUE(
+      start_agent(second, s().api->port(), s().fifo, why, {"-c", g_config, "-r", s().tmp + "/prevention_rules.yaml"}))
+      << why;
+  std::this_thread::sleep_for(1500ms);
+  EXPECT_EQ(run_in_pod(pod("web-0"), calls(true, node)).second, 0) << "enforce under the second agent\n"
+                                                                   << second.stderr_text();
+  second.stop(SIGTERM);
+  EXPECT_EQ(run_in_pod(pod("web-0"), calls(false, node)).second, 0) << "a refusal outlived a stopped vigil";
 
   // The capture replayed with the policy: the decisions the node made.
   write_mode("enforce");

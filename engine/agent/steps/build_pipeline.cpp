@@ -61,6 +61,7 @@ std::string describe_prevention(const rules::Ruleset& rs, bool have_sensor) {
          (have_sensor ? "" : " (no sensor: nothing is refused)") + "; " + std::to_string(alert_only) +
          " deny rules the kernel cannot judge (alert only); " + std::to_string(responses) +
          " kill responses; BPF LSM " + (bpf_lsm ? "enabled (not used yet)" : "not enabled (lsm=" + lsm + ")");
+}
 
 // The aggregation's bounds (aggregation.max_keys, max_keys_per_rule).
 Result<pipeline::AggregatorOptions> aggregator_options(const YAML::Node& cfg) {
