@@ -33,7 +33,7 @@ void PreventionTap::on_event(const event::Event& ev, const state::EvalContext& c
   if (rs != rules_) {
     // The slots moved with the rules: every entry is made again (meanwhile
     // the containers have none, so nothing is refused).
-    for (const auto& [id, c] : cache_) sensor_->set_policy_cgroup(id, nullptr);
+    for (const auto& [id, c] : cache_) (void)sensor_->set_policy_cgroup(id, nullptr);
     cache_.clear();
     rules_ = rs;
   }
