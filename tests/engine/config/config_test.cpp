@@ -167,7 +167,8 @@ TEST(ConfigSchema, TyposInEverySectionAreErrorsWithFileLineAndKey) {
        "node_name, pod_grace_s, metadata_wait_ms, metadata_wait_max_alerts)"},
       {"state_dir: /var/lib/vigil\nstatedir: /x\n",
        "2:1: statedir: unknown key (known: rules, hostname, state_dir, outputs, append_output, sensor, k8s, "
-       "cri, plugins, load_plugins, posture, aggregation, heartbeat, webserver, flight_recorder, baseline)"},
+       "state, cri, plugins, load_plugins, prevention, posture, aggregation, heartbeat, webserver, "
+       "flight_recorder, baseline)"},
       {"baseline:\n  enabled: true\n  learn_for: 3600\n",
        "3:3: baseline.learn_for: unknown key (known: enabled, dir, key, learn_for_s, save_interval_s, v4_prefix, "
        "v6_prefix, ephemeral_from, watch_paths, max_workloads, max_exes, max_destinations, max_files, "
@@ -237,7 +238,8 @@ TEST(ConfigSchema, OverridesAreCheckedAndNamedInErrors) {
   } cases[] = {
       {{"nonexistent.key=1"},
        "-o nonexistent.key=1: nonexistent: unknown key (known: rules, hostname, state_dir, outputs, "
-       "append_output, sensor, k8s, cri, plugins, load_plugins, posture, aggregation, heartbeat, webserver, flight_recorder, baseline)"},
+       "append_output, sensor, k8s, state, cri, plugins, load_plugins, prevention, posture, aggregation, "
+       "heartbeat, webserver, flight_recorder, baseline)"},
       {{"sensor.ringbuf_mib=abc"},
        "-o sensor.ringbuf_mib=abc: sensor.ringbuf_mib: expected a whole number from 1 to 1024, got 'abc'"},
       {{"sensor.ringbuff_mib=8"},
