@@ -174,6 +174,7 @@ class ApiStandIn {
 bool start_agent(VigilProcess& agent, int api_port, const std::string& kmsg_fifo, std::string& why,
                  const std::vector<std::string>& extra_args = {}) {
   std::vector<std::string> args = {"-r",        "rules/",
+                                   "-r",        "rules/optional/vigil_model_dirs.yaml",
                                    "--k8s-api", "http://127.0.0.1:" + std::to_string(api_port),
                                    "-o",        "sensor.kmsg_path=" + kmsg_fifo,
                                    "-o",        "flight_recorder.enabled=false",
