@@ -113,6 +113,14 @@ void Store::learn_or_match(Slot& s, const state::EvalContext& ctx) {
     current_fact_ = state::BaselineFact::kExe;
     if (learning) changed = p.add_exe(path, e->exe_sha256, cfg_.caps, ts);
     else have = p.has_exe(path, e->exe_sha256);
+  } else if (ev.as<event::PluginData>()) {
+    // A plugin's event about a process (an NVML sample of what computes on
+    // the GPU): its program, as the process table knows it. A program seen
+    // only this way while learning (it started before vigil) is learnt too.
+    if (!ctx.proc || ctx.proc->exepath.empty()) return;
+    current_fact_ = state::BaselineFact::kExe;
+    if (learning) changed = p.add_exe(ctx.proc->exepath, ctx.proc->exe_sha256, cfg_.caps, ts);
+    else have = p.has_exe(ctx.proc->exepath, ctx.proc->exe_sha256);
   } else if (const auto* c = ev.as<event::ConnectData>()) {
     if ((c->family != AF_INET && c->family != AF_INET6) || c->daddr.family == 0) return;
     const auto proto = static_cast<std::uint8_t>(

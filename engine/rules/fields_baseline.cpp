@@ -54,7 +54,9 @@ void append_baseline_fields(std::vector<FieldDef>& fields) {
       std::string(
           "The program run is in the workload's baseline: its path (proc.exepath) was run while the profile "
           "learnt and, when both the event and the profile have SHA-256s for that path (proc.exe_sha256), "
-          "its hash is one of them: a different program at a known path is a deviation.") +
+          "its hash is one of them: a different program at a known path is a deviation. On a plugin's event "
+          "about a process (an NVML sample of what computes on a GPU), the same question for that process's "
+          "program.") +
       std::string(kLocked);
   static const std::string kSip =
       std::string(
@@ -77,7 +79,7 @@ void append_baseline_fields(std::vector<FieldDef>& fields) {
                     "The event's workload key (by baseline.key: image, image_digest or owner); no value when "
                     "baseline.state = none.",
                     x_baseline_workload});
-  fields.push_back({"proc.exepath.in_baseline", T::kBool, A::kNone, false, "execve", kExe,
+  fields.push_back({"proc.exepath.in_baseline", T::kBool, A::kNone, false, "execve, pluginevent", kExe,
                     x_in_baseline<state::BaselineFact::kExe>});
   fields.push_back({"fd.sip.in_baseline", T::kBool, A::kNone, false, "connect, sendto, sendmsg", kSip,
                     x_in_baseline<state::BaselineFact::kDestination>});

@@ -268,6 +268,27 @@ bool xid_of_mps_server(const X& x) noexcept {
 void x_xid_mps_server(const X& x, const F&, E& o) noexcept {
   if (ev(x).as<event::XidData>()) boolean(o, xid_of_mps_server(x));
 }
+// The pods sharing the Xid's GPU, the faulting process's own pod left out:
+// with MPS, the clients one of whose work faulted. Copied into the arena (the
+// state's list is a temporary).
+void x_xid_client_pods(const X& x, const F&, E& o) noexcept {
+  const auto* xd = ev(x).as<event::XidData>();
+  const state::StateView* st = x.ctx->state;
+  if (!xd || !st) return;
+  const state::NvidiaInfo* nv = st->nvidia_info();
+  if (!nv) return;
+  const auto minor = state::minor_of_pci(xd->pci, *nv);
+  if (!minor) return;
+  const std::string_view own = x.ctx->pod ? std::string_view(x.ctx->pod->uid) : std::string_view();
+  try {
+    for (const std::string& p : st->gpu_client_pods(*minor, own)) {
+      if (o.n >= Extracted::kMax) break;
+      str(o, x.arena->put(p));
+    }
+  } catch (...) {  // out of memory: no value
+    o.n = 0;
+  }
+}
 const state::GpuAllocation* allocation(const X& x) noexcept {
   return x.ctx->state ? x.ctx->state->gpu_allocation(*x.ctx) : nullptr;
 }
@@ -428,6 +449,12 @@ void append_gpu_fields(std::vector<FieldDef>& fields) {
            "The Xid's process is an MPS server (executable nvidia-cuda-mps-server; its comm nvidia-cuda-mps when "
            "the executable is not known): the fault is one of its clients'.",
            x_xid_mps_server},
+          {"gpu.xid.client_pods", T::kList, A::kNone, false, "xid",
+           "The pods (namespace/name) that share the Xid's GPU: those with a process holding its device node "
+           "open and those it was allocated to, the faulting process's own pod left out. With MPS the Xid names "
+           "the server, and these are the clients whose work may have faulted. No value when the GPU or its "
+           "pods are not known.",
+           x_xid_client_pods},
           {"gpu.limit", T::kInt, A::kNone, false, "*", "The container's nvidia.com/gpu limit.", x_gpu_limit},
           {"gpu.visible_devices", T::kString, A::kNone, false, "*", "The container's NVIDIA_VISIBLE_DEVICES.",
            x_visible},

@@ -619,8 +619,22 @@ void append_program_rows(std::vector<FieldDef>& fields) {
 // one running (proc.is_renamed).
 constexpr std::size_t kCommMax = 15;  // the kernel's comm: TASK_COMM_LEN - 1 bytes
 std::string_view comm_cut(std::string_view s) noexcept { return s.substr(0, kCommMax); }
+// An event from outside the process (a plugin's sample of it, an Xid) is
+// not a call of one of its threads: the main thread's name as its latest
+// event gave it stands in (the exec's while it has not renamed itself).
+std::string_view current_comm(const X& x, const state::Process* p, bool& main_thread) noexcept {
+  const event::Header& h = ev(x).hdr;
+  if (h.type == event::Type::kPlugin || h.type == event::Type::kXid) {
+    main_thread = true;
+    if (!p) return {};
+    return !p->comm_now.empty() ? std::string_view(p->comm_now) : std::string_view(p->comm);
+  }
+  main_thread = h.tid == h.pid;
+  return h.comm;
+}
 void x_thread_name(const X& x, const F&, E& o) noexcept {
-  std::string_view c = ev(x).hdr.comm;
+  bool main_thread = false;
+  std::string_view c = current_comm(x, proc_of(x), main_thread);
   if (!c.empty()) str(o, c);
 }
 // argv[0] names a program other than the one the kernel ran (`exec -a NAME`,
@@ -652,9 +666,9 @@ bool argv0_renamed(const X& x, const state::Process& p) noexcept {
 // not the one the exec set, nor argv[0]'s or the executable's file name.
 // Other threads name themselves freely (worker pools) and are not judged.
 bool comm_renamed(const X& x, const state::Process& p) noexcept {
-  const event::Header& h = ev(x).hdr;
-  const std::string_view now = h.comm;
-  if (h.tid != h.pid || now.empty() || p.comm.empty() || now == p.comm) return false;
+  bool main_thread = false;
+  const std::string_view now = current_comm(x, &p, main_thread);
+  if (!main_thread || now.empty() || p.comm.empty() || now == p.comm) return false;
   std::string_view a0 = p.exe;
   if (!a0.empty() && a0.front() == '-') a0.remove_prefix(1);
   return now != comm_cut(basename_of(a0)) && now != comm_cut(basename_of(p.exepath));
@@ -679,7 +693,9 @@ void append_name_rows(std::vector<FieldDef>& fields) {
       {
           {"thread.name", T::kString, A::kNone, false, "*",
            "The comm of the thread that made the call, as the event carries it: after prctl(PR_SET_NAME) or a "
-           "write to /proc/self/comm, the new name (proc.name stays the name the last exec gave).",
+           "write to /proc/self/comm, the new name (proc.name stays the name the last exec gave). On an event "
+           "from outside the process (a plugin's sample of it, an Xid), the name its main thread carries now: the "
+           "one it last gave itself, else the exec's.",
            x_thread_name},
           {"proc.is_renamed", T::kBool, A::kNone, false, "*",
            "The process runs under a name that is not its program's: its main thread's comm is no longer the one "

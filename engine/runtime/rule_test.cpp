@@ -150,6 +150,26 @@ void set_vigil_files(const YAML::Node& v, state::State& st) {
   st.set_vigil_paths(std::move(files));
 }
 
+// gpus: [{pci, minor, uuid, model}, ...]: the node's GPUs as the driver lists
+// them (at most 64), so Xids map to their GPU (gpu.xid.client_pods) and
+// NVIDIA_VISIBLE_DEVICES indexes to minors.
+void set_gpus(const YAML::Node& g, state::State& st) {
+  if (!g) return;
+  if (!g.IsSequence() || g.size() > 64) bad(g, "'gpus' must be a list of at most 64 GPUs ({pci, minor, uuid, model})");
+  state::NvidiaInfo info;
+  for (const auto& e : g) {
+    if (!e.IsMap() || !e["pci"] || !e["minor"]) bad(e, "a GPU needs 'pci' and 'minor'");
+    state::GpuInfo& gi = info.gpus.emplace_back();
+    gi.pci = scalar(e["pci"], "pci");
+    const std::uint64_t minor = number(e["minor"], "minor");
+    if (minor > 254) bad(e["minor"], "a GPU's minor is 0 to 254");
+    gi.minor = static_cast<std::uint32_t>(minor);
+    if (e["uuid"]) gi.uuid = scalar(e["uuid"], "uuid");
+    if (e["model"]) gi.model = scalar(e["model"], "model");
+  }
+  st.upsert_nvidia(std::move(info));
+}
+
 // A state that never reads /proc or cgroupfs: a test's world is its file.
 state::Config offline() {
   state::Config cfg;
@@ -176,6 +196,7 @@ class TestRun {
     if (!t["events"] || !t["events"].IsSequence() || t["events"].size() == 0)
       bad(t, "test '" + name_ + "' has no events");
     set_vigil_files(t["vigil"], st_);
+    set_gpus(t["gpus"], st_);
     if (auto bc = baseline_config(root["baseline"], t["baseline"])) baselines_ = std::make_unique<baseline::Store>(*bc);
     pipe_ = std::make_unique<pipeline::Pipeline>(
         pipeline::Deps{st_, [this](std::shared_ptr<const event::Alert> a) { alerts_.push_back(*a); }, "",

@@ -59,6 +59,19 @@ std::optional<std::uint32_t> minor_of_uuid(std::string_view uuid, const NvidiaIn
 
 }  // namespace
 
+std::optional<std::uint32_t> minor_of_pci(std::string_view pci, const NvidiaInfo& info) {
+  if (pci.empty() || pci.size() > 32) return std::nullopt;
+  const std::string want = lower(pci);
+  for (const auto& g : info.gpus) {
+    const std::string have = lower(g.pci);
+    if (have == want) return g.minor;
+    // The Xid line leaves out the function: "0000:3b:00" names "0000:3b:00.0".
+    if (have.size() > want.size() && have.compare(0, want.size(), want) == 0 && have[want.size()] == '.')
+      return g.minor;
+  }
+  return std::nullopt;
+}
+
 void parse_proc_devices(std::string_view text, NvidiaInfo* info) {
   bool chr = false;
   for_each_line(text, [&](std::string_view line) {

@@ -33,6 +33,10 @@ constexpr std::uint32_t kNameOnlyUvmMajor = 0xFFFFF;
 void parse_proc_devices(std::string_view text, NvidiaInfo* info);
 // Parses one "information" file; nullopt when it has no UUID or minor.
 std::optional<GpuInfo> parse_gpu_information(std::string_view text, std::string pci);
+// The minor of the GPU at `pci` as an Xid line names it ("0000:3b:00",
+// domain:bus:device, any case) or as the driver does ("0000:3b:00.0");
+// nullopt when no GPU of `info` is there.
+std::optional<std::uint32_t> minor_of_pci(std::string_view pci, const NvidiaInfo& info);
 // Reads both (bounded: at most 256 GPUs, files of at most 64 KiB).
 NvidiaInfo read_nvidia_info(const std::string& proc_devices_path, const std::string& nvidia_root);
 

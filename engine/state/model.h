@@ -41,6 +41,12 @@ struct Process {
   // Its NVIDIA device fds; bounded (State: kMaxGpuFds). Not a recorded fact:
   // what it holds now, learnt again from its open events.
   std::vector<GpuFd> gpu_fds;
+  // The name its main thread gave itself after the exec (prctl(PR_SET_NAME),
+  // a write to /proc/self/comm), as its latest event from that thread
+  // carried it; "" while it is the one the exec set. Not a recorded fact:
+  // learnt again from its events. Read for events that carry no comm of the
+  // process (a plugin's sample of it).
+  std::string comm_now;
 
   // The process record (capture files, rule tests): v(name, member) for each
   // fact in record order, each after v.revision(n), n the record revision that
@@ -200,6 +206,13 @@ class StateView {
   // What the node's NVIDIA driver exposes (its dynamic majors, its GPUs);
   // null when not known.
   virtual const NvidiaInfo* nvidia_info() const { return nullptr; }
+  // The pods ("namespace/name", sorted) that share GPU `minor`: those with a
+  // process holding its node open (MPS clients, time-sliced jobs) and those
+  // it was allocated to, the pod `except_pod_uid` left out. Empty when none
+  // is known.
+  virtual std::vector<std::string> gpu_client_pods(std::uint32_t minor, std::string_view except_pod_uid) const {
+    return {};
+  }
   // vigil's own files and directories (configuration, rules, state,
   // captures): what vigil.file compares paths with. Empty when not known.
   virtual std::span<const std::string> vigil_paths() const { return {}; }

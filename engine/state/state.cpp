@@ -456,6 +456,14 @@ struct State::Apply {
   Process* own() {
     Process* p = ensure(h.pid);
     refresh(p);
+    // What the main thread calls itself now (a rename since its exec).
+    // Plugin events and Xids are about the process, not calls of its threads.
+    const auto t = ev.hdr.type;
+    if (p && h.tid == h.pid && !h.comm.empty() && t != event::Type::kExec && t != event::Type::kPlugin &&
+        t != event::Type::kXid && t != event::Type::kGpuUsage) {
+      if (h.comm == p->comm) p->comm_now.clear();
+      else p->comm_now.assign(h.comm.data(), std::min<std::size_t>(h.comm.size(), 15));
+    }
     return p;
   }
 
@@ -486,6 +494,7 @@ struct State::Apply {
     if (seen_before) remember_prior_image(*p);
     else p->image_unknown = false;
     p->comm = h.comm;
+    p->comm_now.clear();
     if (h.ppid != 0 && h.ppid != h.pid) p->ppid = h.ppid;
     p->exepath = !ed->exe.empty() ? ed->exe : ed->filename;
     if (!ed->args.empty()) {

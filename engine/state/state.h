@@ -164,7 +164,7 @@ class State final : public StateView {
   // kMaxGpuClientPods (then a last entry "..."). Who shares a GPU under MPS
   // or time-slicing: an MPS server's fault is one of theirs.
   static constexpr std::size_t kMaxGpuClientPods = 16;
-  std::vector<std::string> gpu_client_pods(std::uint32_t minor, std::string_view except_pod_uid) const;
+  std::vector<std::string> gpu_client_pods(std::uint32_t minor, std::string_view except_pod_uid) const override;
   std::span<const std::string> vigil_paths() const override { return vigil_paths_; }
 
  private:

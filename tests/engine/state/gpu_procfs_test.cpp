@@ -113,6 +113,19 @@ TEST(NvidiaInfo, ProcDevicesAndInformation) {
   EXPECT_FALSE(parse_gpu_information("Device Minor: 1\n", "x"));
 }
 
+// An Xid line names its GPU without the PCI function ("0000:3B:00"); the
+// driver's GPU list with it ("0000:3b:00.0").
+TEST(NvidiaInfo, MinorOfThePciAddressAnXidNames) {
+  NvidiaInfo info;
+  info.gpus = {{"GPU-a", "0000:3b:00.0", 0, "H100"}, {"GPU-b", "0000:5e:00.0", 1, "H100"}};
+  EXPECT_EQ(minor_of_pci("0000:3b:00", info), 0u);
+  EXPECT_EQ(minor_of_pci("0000:3B:00", info), 0u);
+  EXPECT_EQ(minor_of_pci("0000:5e:00.0", info), 1u);
+  EXPECT_FALSE(minor_of_pci("0000:5e:0", info)) << "a prefix of the device number is not the device";
+  EXPECT_FALSE(minor_of_pci("0000:86:00", info));
+  EXPECT_FALSE(minor_of_pci("", info));
+}
+
 TEST(NvidiaNode, NumbersFirstThenNames) {
   NvidiaInfo info;
   info.uvm_major = 234;

@@ -1300,3 +1300,54 @@ TEST(GpuClients, PodsHoldingTheGpuOrAllocatedItAreNamedTheServersOwnLeftOut) {
 
 }  // namespace
 }  // namespace vigil::state
+
+namespace vigil::state {
+namespace {
+
+// What the main thread calls itself after a rename (prctl, /proc/self/comm)
+// is remembered for the events that carry no comm of the process: an NVML
+// sample of a miner that called itself dns-filter must still see that name.
+TEST(MainThreadName, ARenameIsRememberedUntilTheNextExec) {
+  State s(replay_config());
+  apply_all(s, exec_event(5100, {"xmrig", "-o", "pool"}, "/tmp/.x/xmrig"));
+  ASSERT_NE(s.process(5100), nullptr);
+  EXPECT_EQ(s.process(5100)->comm_now, "");
+
+  // Another thread naming itself changes nothing.
+  event::Event worker = make_event(event::Type::kOpen, 5100, 3000);
+  worker.hdr.tid = 5107;
+  worker.hdr.comm = "worker-1";
+  apply_all(s, worker);
+  EXPECT_EQ(s.process(5100)->comm_now, "");
+
+  // The main thread's next call carries its new name.
+  event::Event renamed = make_event(event::Type::kOpen, 5100, 4000);
+  renamed.hdr.comm = "dns-filter";
+  apply_all(s, renamed);
+  EXPECT_EQ(s.process(5100)->comm_now, "dns-filter");
+  EXPECT_EQ(s.process(5100)->comm, "xmrig") << "proc.name stays the exec's";
+
+  // A plugin sample's header is not a call of the process: it keeps the name.
+  event::Event sample = make_event(event::Type::kPlugin, 5100, 5000);
+  sample.hdr.comm = "xmrig";
+  event::PluginData pd;
+  pd.plugin = "nvml";
+  pd.source = "nvml";
+  pd.name = "process_sample";
+  sample.data = pd;
+  apply_all(s, sample);
+  EXPECT_EQ(s.process(5100)->comm_now, "dns-filter");
+
+  // Back to its exec's name, then a new exec: nothing remembered.
+  event::Event back = make_event(event::Type::kOpen, 5100, 6000);
+  back.hdr.comm = "xmrig";
+  apply_all(s, back);
+  EXPECT_EQ(s.process(5100)->comm_now, "");
+  renamed.hdr.ts_ns = 7000;
+  apply_all(s, renamed);
+  apply_all(s, exec_event(5100, {"sh"}, "/bin/sh", 8000));
+  EXPECT_EQ(s.process(5100)->comm_now, "");
+}
+
+}  // namespace
+}  // namespace vigil::state

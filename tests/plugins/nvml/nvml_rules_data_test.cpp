@@ -93,7 +93,7 @@ TEST_F(NvmlRulesData, RulesNameOnlyTheFieldsThePluginHas) {
     ASSERT_TRUE(item["tags"].IsSequence()) << item["rule"].as<std::string>();
     tags.insert(item["tags"][0].as<std::string>());
   }
-  EXPECT_EQ(rules, 2);
+  EXPECT_EQ(rules, 5);
   EXPECT_GT(fields, 10);
   EXPECT_EQ(tags, (std::set<std::string>{"gpu_device_access", "crypto_mining"}));
 }
@@ -106,9 +106,11 @@ TEST_F(NvmlRulesData, EveryTestEventIsARecordThatAgreesWithItsEvent) {
   int events = 0;
   for (const auto& t : doc["tests"]) {
     std::string name = t["name"].as<std::string>();
-    uint32_t pid = t["process"]["pid"].as<uint32_t>();
+    const uint32_t test_pid = t["process"]["pid"].as<uint32_t>();
     for (const auto& e : t["events"]) {
       if (e["type"].as<std::string>() != "pluginevent") continue;
+      // An event's own process (merged over the test's) names the sample's pid.
+      const uint32_t pid = e["process"] && e["process"]["pid"] ? e["process"]["pid"].as<uint32_t>() : test_pid;
       ++events;
       const YAML::Node& p = e["plugin"];
       EXPECT_EQ(p["plugin"].as<std::string>(), "nvml") << name;
