@@ -299,9 +299,60 @@ static __always_inline int on_tcp_egress(struct __sk_buff *skb, struct vg_l4 *l,
   return 1;
 }
 
+/* Bytes sent per container cgroup and destination: counted here, reported
+ * and reset by the sensor every egress interval (egress events). Bounded:
+ * an LRU map, whose oldest destinations give way (their bytes since the last
+ * report are lost, and a full map is counted). */
+struct {
+  __uint(type, BPF_MAP_TYPE_LRU_HASH);
+  __uint(max_entries, 16384);
+  __type(key, struct vg_egress_key);
+  __type(value, struct vg_egress_val);
+} egress_bytes SEC(".maps");
+
+/* One packet's bytes to its destination. Loopback is left out (it never
+ * leaves the node), and so are protocols other than TCP and UDP. */
+static __always_inline void count_egress(struct __sk_buff *skb)
+{
+  struct vg_l4 l;
+  if (parse_ip(skb, &l) != 0 || (l.proto != IPPROTO_TCP && l.proto != IPPROTO_UDP))
+    return;
+  if (l.family == AF_INET && l.daddr[0] == 127)
+    return;
+  if (l.family == AF_INET6) {
+    const __u64 *w = (const __u64 *)l.daddr;
+    if (w[0] == 0 && w[1] == bpf_cpu_to_be64(1))
+      return; /* ::1 */
+  }
+  __u16 dport = 0;
+  if (bpf_skb_load_bytes(skb, l.l4_off + 2, &dport, sizeof(dport)) != 0)
+    return;
+  struct vg_egress_key k = {};
+  k.cgroup_id = bpf_skb_cgroup_id(skb);
+  __builtin_memcpy(k.daddr, l.daddr, sizeof(k.daddr));
+  k.dport = bpf_ntohs(dport);
+  k.family = (__u8)l.family;
+  k.proto = l.proto;
+  struct vg_egress_val *v = bpf_map_lookup_elem(&egress_bytes, &k);
+  if (!v) {
+    struct vg_egress_val first = {};
+    /* Another CPU may have made it meanwhile: either way, look it up. */
+    bpf_map_update_elem(&egress_bytes, &k, &first, BPF_NOEXIST);
+    v = bpf_map_lookup_elem(&egress_bytes, &k);
+    if (!v) {
+      vg_drop(VG_DROP_MAP_FULL);
+      return;
+    }
+  }
+  __sync_fetch_and_add(&v->bytes, skb->len);
+  __sync_fetch_and_add(&v->packets, 1);
+}
+
 SEC("cgroup_skb/egress")
 int vg_skb_egress(struct __sk_buff *skb)
 {
+  if (vg_of.want_egress)
+    count_egress(skb);
   /* Judged from the socket first: a TCP packet of an unmarked socket (nearly
    * all of them) is done after one storage lookup, without reading a byte. */
   struct bpf_sock *sk = skb->sk;

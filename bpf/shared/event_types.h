@@ -89,6 +89,10 @@
   X(Kill, KILL, 41, "kill", "tkill tgkill", SysCallData,                                           \
     "kill, tkill, tgkill, rt_sigqueueinfo, pidfd_send_signal: a signal one process sends another " \
     "(signal:signal_generate)",                                                                    \
-    "proc")
+    "proc")                                                                                        \
+  X(Egress, EGRESS, 42, "egress", "", EgressData,                                                  \
+    "bytes a container sent to one destination over an interval, counted per packet "              \
+    "(cgroup_skb/egress; not a syscall)",                                                          \
+    "net")
 
 #endif /* VIGIL_BPF_SHARED_EVENT_TYPES_H */

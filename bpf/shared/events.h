@@ -232,8 +232,10 @@ struct vg_of_knobs {
   __u32 lit_heads;      /* the same, of every literal */
   __u32 n_contains;     /* name fragments (VG_CONTAINS_MAX + 1: every name counts) */
   __u32 want_payload;   /* payload events are collected (net.bpf.c) */
-  __u64 dir_len_mask;   /* bit n: a directory's last component has n bytes */
-  __u64 leaf_len_mask;  /* bit n: a whole path's last component has n bytes */
+  __u32 want_egress;    /* egress bytes are counted per container and destination (net.bpf.c) */
+  __u32 pad_egress;
+  __u64 dir_len_mask;  /* bit n: a directory's last component has n bytes */
+  __u64 leaf_len_mask; /* bit n: a whole path's last component has n bytes */
   __u64
       rp_top_len_mask; /* bit n: a resolved prefix's first component may be n bytes (63: longer) */
   __u64 rp_any_len_mask; /* the same, of the prefixes for any open */
@@ -430,6 +432,21 @@ struct vg_module {
   __u8 pad0[5];
 };
 
+/* Bytes sent per container cgroup and destination (LRU hash "egress_bytes",
+ * bpf/progs/net.bpf.c), drained by the sensor every egress interval. */
+struct vg_egress_key {
+  __u64 cgroup_id; /* the sending socket's cgroup (v2 id) */
+  __u8 daddr[16];  /* IPv4 in the first 4 bytes */
+  __u16 dport;     /* host order */
+  __u8 family;     /* AF_INET, AF_INET6 */
+  __u8 proto;      /* IPPROTO_TCP, IPPROTO_UDP */
+  __u32 pad0;
+};
+struct vg_egress_val {
+  __u64 bytes;   /* IP packet lengths, headers included */
+  __u64 packets; /* packets (a GSO packet counts once, its bytes all) */
+};
+
 /* Per-process, per-command count of NVIDIA ioctls (hash map "gpu_usage"). */
 struct vg_usage_key {
   __u32 pid;
@@ -597,6 +614,8 @@ VG_STATIC_ASSERT(sizeof(struct vg_sockfd) == 128, "vg_sockfd size");
 VG_STATIC_ASSERT(sizeof(struct vg_sys) == 120, "vg_sys size");
 VG_STATIC_ASSERT(sizeof(struct vg_module) == 96, "vg_module size");
 VG_STATIC_ASSERT(sizeof(struct vg_usage_key) == 16, "vg_usage_key size");
+VG_STATIC_ASSERT(sizeof(struct vg_egress_key) == 32, "vg_egress_key size");
+VG_STATIC_ASSERT(sizeof(struct vg_egress_val) == 16, "vg_egress_val size");
 VG_STATIC_ASSERT(sizeof(struct vg_seen_key) == 16, "vg_seen_key size");
 VG_STATIC_ASSERT(sizeof(struct vg_usage_val) == 16, "vg_usage_val size");
 VG_STATIC_ASSERT(sizeof(struct vg_ioctl_slot) == 40, "vg_ioctl_slot size");

@@ -36,6 +36,14 @@ Result<LiveSourcesConfig> live_sources_config(const YAML::Node& cfg, std::set<ev
       get_or<std::uint32_t>(cfg, "sensor.usage_interval_ms", static_cast<std::uint32_t>(sc.usage_interval.count()));
   if (!usage) return usage.error();
   sc.usage_interval = std::chrono::milliseconds(*usage);
+  auto egress =
+      get_or<std::uint32_t>(cfg, "sensor.egress_interval_ms", static_cast<std::uint32_t>(sc.egress_interval.count()));
+  if (!egress) return egress.error();
+  sc.egress_interval = std::chrono::milliseconds(*egress);
+  auto window =
+      get_or<std::uint32_t>(cfg, "sensor.egress_window_s", static_cast<std::uint32_t>(sc.egress_window.count()));
+  if (!window) return window.error();
+  sc.egress_window = std::chrono::seconds(*window);
   auto wake = get_or<std::uint32_t>(cfg, "sensor.wakeup_kib", static_cast<std::uint32_t>(sc.wakeup_bytes >> 10));
   if (!wake) return wake.error();
   if (*wake > (*rb << 10) / 2) {

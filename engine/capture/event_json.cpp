@@ -121,6 +121,10 @@ std::string summary(const event::ExitData& d) {
 std::string summary(const event::ConnectData& d) {
   return "to=" + (d.unix_path.empty() ? ip_port(d.daddr, d.dport) : d.unix_path);
 }
+std::string summary(const event::EgressData& d) {
+  return "to=" + ip_port(d.daddr, d.dport) + " bytes=" + std::to_string(d.bytes) +
+         " window_bytes=" + std::to_string(d.window_bytes);
+}
 std::string summary(const event::OpenData& d) { return "path=" + d.path; }
 std::string summary(const event::IoctlData& d) {
   return "nr=" + std::to_string(d.nr) + " class=" + std::to_string(d.rm_class);

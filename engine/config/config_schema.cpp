@@ -25,6 +25,8 @@ constexpr KeySpec kSchema[] = {
     {"sensor.payload_bytes", K::kUint, 0, 4096},
     {"sensor.ringbuf_mib", K::kUint, 1, 1024, true},
     {"sensor.usage_interval_ms", K::kUint, 100, 3600000},
+    {"sensor.egress_interval_ms", K::kUint, 100, 3600000},
+    {"sensor.egress_window_s", K::kUint, 1, 86400},
     {"sensor.wakeup_kib", K::kUint, 0, 524288},  // and at most half of ringbuf_mib
     {"sensor.kmsg_path", K::kString, 0, 0, false, true},
     {"sensor.identify_exe", K::kBool},

@@ -115,6 +115,39 @@ std::string to_string(const IpAddr& a);  // "10.0.0.1", "fd00::1", "" when unset
 
 enum class L4 : std::uint8_t { kUnknown = 0, kTcp = 1, kUdp = 2, kUnix = 3 };
 
+// What a container's sockets sent to one destination (address, port,
+// protocol) over one interval, counted per packet in the kernel
+// (cgroup_skb/egress: IP packet lengths, headers included; loopback left
+// out) and reported by the sensor every sensor.egress_interval_ms. The
+// header names the container's cgroup; no process (packets leave from
+// interrupt context too). window_bytes is what it sent to that destination
+// within window_ns up to and including this interval, summed by the sensor.
+struct EgressData {
+  std::uint8_t family = 0;  // AF_INET, AF_INET6
+  L4 proto = L4::kUnknown;
+  IpAddr daddr;
+  std::uint16_t dport = 0;
+  std::uint64_t bytes = 0;
+  std::uint64_t packets = 0;
+  std::uint64_t interval_ns = 0;
+  std::uint64_t window_bytes = 0;
+  std::uint64_t window_ns = 0;
+
+  static constexpr std::string_view kKey = "egress";
+  template <class V, class Self>
+  static void fields(V& v, Self& d) {
+    v("family", d.family);
+    v("proto", d.proto);
+    v("daddr", d.daddr);
+    v("dport", d.dport);
+    v("bytes", d.bytes);
+    v("packets", d.packets);
+    v("interval_ns", d.interval_ns);
+    v("window_bytes", d.window_bytes);
+    v("window_ns", d.window_ns);
+  }
+};
+
 struct ConnectData {
   std::uint8_t family = 0;  // AF_INET, AF_INET6, AF_UNIX
   L4 proto = L4::kUnknown;
@@ -645,7 +678,7 @@ struct PostureData {
 using Payload =
     std::variant<std::monostate, ExecData, ForkData, ExitData, ConnectData, OpenData, IoctlData, GpuUsageData, XidData,
                  DnsData, PayloadData, BpfData, FileOpData, PtraceData, SocketData, DupData, ModuleData, CredData,
-                 NsData, InboundData, SysCallData, CapsData, PluginData, PostureData>;
+                 NsData, InboundData, SysCallData, CapsData, PluginData, PostureData, EgressData>;
 
 struct Event {
   Header hdr;

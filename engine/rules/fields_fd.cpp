@@ -13,7 +13,7 @@ using namespace fx;
 
 namespace {
 
-constexpr std::string_view kNetEv = "connect, sendto, sendmsg, payload, dup, accept, listen, bind";
+constexpr std::string_view kNetEv = "connect, sendto, sendmsg, payload, dup, accept, listen, bind, egress";
 
 struct Endpoints {
   std::uint8_t family = 0;
@@ -55,6 +55,15 @@ bool endpoints(const event::Event& e, Endpoints& ep) noexcept {
     ep.inbound = true;
     return true;
   }
+  if (auto* g = e.as<event::EgressData>()) {
+    static const event::IpAddr kNoAddress{};  // the kernel counts by destination only
+    ep.family = g->family;
+    ep.proto = g->proto;
+    ep.client = &kNoAddress;
+    ep.server = &g->daddr;
+    ep.sport = g->dport;
+    return true;
+  }
   if (auto* p = e.as<event::PayloadData>()) {
     ep.family = p->family;
     ep.proto = event::L4::kTcp;
@@ -79,10 +88,12 @@ void x_fd_name(const X& x, const F&, E& o) noexcept {
   }
   Arena& a = *x.arena;
   a.begin();
-  append_ip(a, *ep.client);
-  a.append(':');
-  a.append_uint(ep.cport);
-  a.append("->");
+  if (ep.client->family != 0) {  // an egress report has no client end
+    append_ip(a, *ep.client);
+    a.append(':');
+    a.append_uint(ep.cport);
+    a.append("->");
+  }
   append_ip(a, *ep.server);
   a.append(':');
   a.append_uint(ep.sport);
@@ -225,6 +236,19 @@ void x_fd_sip_name(const X& x, const F&, E& o) noexcept {
 
 }  // namespace
 
+void x_egress_bytes(const X& x, const F&, E& o) noexcept {
+  if (auto* g = ev(x).as<event::EgressData>()) num(o, static_cast<std::int64_t>(g->bytes));
+}
+void x_egress_packets(const X& x, const F&, E& o) noexcept {
+  if (auto* g = ev(x).as<event::EgressData>()) num(o, static_cast<std::int64_t>(g->packets));
+}
+void x_egress_window_bytes(const X& x, const F&, E& o) noexcept {
+  if (auto* g = ev(x).as<event::EgressData>()) num(o, static_cast<std::int64_t>(g->window_bytes));
+}
+void x_egress_window_s(const X& x, const F&, E& o) noexcept {
+  if (auto* g = ev(x).as<event::EgressData>()) num(o, static_cast<std::int64_t>(g->window_ns / 1000000000ULL));
+}
+
 void append_fd_fields(std::vector<FieldDef>& fields) {
   using T = FieldType;
   using A = ArgMode;
@@ -285,6 +309,18 @@ void append_fd_fields(std::vector<FieldDef>& fields) {
            "The event gave the socket its address tuple (every connect event).", x_fd_name_changed},
           {"fd.sip.name", T::kString, A::kNone, false, kNetEv,
            "The DNS name this pod resolved to the server IP, where seen.", x_fd_sip_name},
+          {"net.egress.bytes", T::kUint, A::kNone, false, "egress",
+           "Bytes the container sent to the destination (fd.sip, fd.sport, fd.l4proto) in this report's "
+           "interval (sensor.egress_interval_ms): IP packet lengths, headers included.",
+           x_egress_bytes},
+          {"net.egress.packets", T::kUint, A::kNone, false, "egress", "Packets behind net.egress.bytes.",
+           x_egress_packets},
+          {"net.egress.window_bytes", T::kUint, A::kNone, false, "egress",
+           "Bytes the container sent to the destination within the last net.egress.window_s seconds, this "
+           "report's included: the figure a per-window budget compares.",
+           x_egress_window_bytes},
+          {"net.egress.window_s", T::kUint, A::kNone, false, "egress",
+           "The window of net.egress.window_bytes, in seconds (sensor.egress_window_s).", x_egress_window_s},
           {"fd.rip.name", T::kString, A::kNone, false, kNetEv,
            "The DNS name this pod resolved to the remote IP, where seen.", x_fd_sip_name},
           {"fd.cip.name", T::kString, A::kNone, false, kNetEv,

@@ -631,6 +631,7 @@ Result<event::Event> decode_record(std::span<const std::uint8_t> rec, const Time
     case VG_GPU_USAGE:    // read from the usage map, never sent as a record
     case VG_PLUGIN:       // made by plugins in user space, never by the kernel
     case VG_GPU_POSTURE:  // made by vigil from the host's files (engine/posture), never by the kernel
+    case VG_EGRESS:       // read from the egress map, never sent as a record
     default: return bad("unknown type " + std::to_string(h.type));
   }
 #pragma GCC diagnostic pop

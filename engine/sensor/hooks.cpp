@@ -72,7 +72,12 @@ std::vector<Hook> named_hooks() {
       // rule needs them (sensor.cpp wanted()), whatever the event types.
       {"vg_dev_policy", "cgroup/dev", AttachKind::kCgroup, {Type::kOpen, Type::kMknod}, nullptr, false},
       {"vg_sock_policy", "cgroup/sock_create", AttachKind::kCgroup, {Type::kSocket}, nullptr, false},
-      {"vg_skb_egress", "cgroup_skb/egress", AttachKind::kCgroup, {Type::kDns, Type::kPayload}, nullptr, false},
+      {"vg_skb_egress",
+       "cgroup_skb/egress",
+       AttachKind::kCgroup,
+       {Type::kDns, Type::kPayload, Type::kEgress},
+       nullptr,
+       false},
       {"vg_skb_ingress", "cgroup_skb/ingress", AttachKind::kCgroup, {Type::kDns}, nullptr, false},
       {"vg_enter_bpf", "syscalls:sys_enter_bpf", AttachKind::kAuto, {Type::kBpf}, "syscalls/sys_enter_bpf", false},
       {"vg_exit_bpf", "syscalls:sys_exit_bpf", AttachKind::kAuto, {Type::kBpf}, "syscalls/sys_exit_bpf", false},

@@ -357,6 +357,7 @@ vg_of_knobs knobs_union(const vg_of_knobs& a, const vg_of_knobs& b) {
   u.given_heads = a.given_heads | b.given_heads;
   u.lit_heads = a.lit_heads | b.lit_heads;
   u.want_payload = a.want_payload | b.want_payload;
+  u.want_egress = a.want_egress | b.want_egress;
   u.dir_len_mask = a.dir_len_mask | b.dir_len_mask;
   u.leaf_len_mask = a.leaf_len_mask | b.leaf_len_mask;
   u.rp_top_len_mask = a.rp_top_len_mask | b.rp_top_len_mask;

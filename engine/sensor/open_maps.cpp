@@ -67,6 +67,7 @@ Result<OpenTables> tables_for(Config& cfg) {
                                        cfg.open_traversal_fragments});
   if (!t) return Error::bad_input("sensor: " + t.error().message);
   t->knobs.want_payload = cfg.event_types.count(Type::kPayload) ? 1 : 0;
+  t->knobs.want_egress = cfg.event_types.count(Type::kEgress) ? 1 : 0;
   return t;
 }
 

@@ -3,6 +3,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
@@ -25,6 +26,7 @@
 #include "engine/event/nvidia.h"
 #include "engine/sensor/decoder.h"
 #include "engine/sensor/device.h"
+#include "engine/sensor/egress_window.h"
 #include "engine/sensor/hooks.h"
 #include "engine/sensor/open_filter.h"
 #include "engine/sensor/open_maps.h"
@@ -138,6 +140,7 @@ class Sensor::Impl {
     if (skel_) vigil_bpf__destroy(skel_);
     if (cgroup_fd_ >= 0) close(cgroup_fd_);
     if (timer_fd_ >= 0) close(timer_fd_);
+    if (egress_fd_ >= 0) close(egress_fd_);
     if (batch_fd_ >= 0) close(batch_fd_);
     if (epoll_fd_ >= 0) close(epoll_fd_);
   }
@@ -169,6 +172,7 @@ class Sensor::Impl {
  private:
   static int on_record(void* ctx, void* data, size_t size);
   std::size_t report_usage(const source::EventSource::Emit& emit);
+  std::size_t report_egress(const source::EventSource::Emit& emit);
   void drain_ioctl_slots();
   // A hook of the table, its program, whether this kernel and vigil's
   // privileges let it run (why not, where not), and its link while attached.
@@ -191,6 +195,8 @@ class Sensor::Impl {
   Status open_ring_buffer();
   Status open_wait_fd();
   Status open_usage_timer();
+  Status open_egress_timer();
+  Status open_timer(int& fd, std::int64_t ms, std::uint32_t tag);
   // Does `cfg` (with the tables `t`) want hook h attached?
   bool want_now(const Hook& h, const Config& cfg, const OpenTables& t) const;
   // The open filter's tables into its maps: every entry of `next`, then the
@@ -221,7 +227,9 @@ class Sensor::Impl {
   std::size_t page_size_ = 4096;
   std::uint64_t ring_bytes_ = 0;
   int cgroup_fd_ = -1;
-  int timer_fd_ = -1;  // the GPU usage report
+  int timer_fd_ = -1;   // the GPU usage report
+  int egress_fd_ = -1;  // the egress report
+  std::unique_ptr<EgressWindow> egress_window_;
   int batch_fd_ = -1;  // kMaxBatchDelay: records below the wake-up threshold
   int epoll_fd_ = -1;
   TimeBase tb_;
@@ -535,27 +543,43 @@ Status Sensor::Impl::open_wait_fd() {
   if (cfg_.wakeup_bytes > 0) {
     if (Status st = periodic(batch_fd_, kMaxBatchDelay.count(), 1); !st) return st;
   }
-  return open_usage_timer();
+  if (Status st = open_usage_timer(); !st) return st;
+  return open_egress_timer();
+}
+
+// A periodic timer of `ms` milliseconds in the wait set (epoll tag `tag`).
+Status Sensor::Impl::open_timer(int& fd, std::int64_t ms, std::uint32_t tag) {
+  fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+  if (fd < 0) return Error::runtime(std::string("sensor: timerfd: ") + std::strerror(errno));
+  ms = std::max<std::int64_t>(ms, 10);
+  itimerspec its{};
+  its.it_interval.tv_sec = ms / 1000;
+  its.it_interval.tv_nsec = (ms % 1000) * 1000000;
+  its.it_value = its.it_interval;
+  timerfd_settime(fd, 0, &its, nullptr);
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.u32 = tag;
+  if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0)
+    return Error::runtime(std::string("sensor: epoll_ctl: ") + std::strerror(errno));
+  return {};
 }
 
 // The GPU usage report's timer (tag 2), while a rule wants ioctl or gpu_usage
 // events.
 Status Sensor::Impl::open_usage_timer() {
   if (timer_fd_ >= 0 || !(cfg_.event_types.count(Type::kIoctl) || cfg_.event_types.count(Type::kGpuUsage))) return {};
-  timer_fd_ = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-  if (timer_fd_ < 0) return Error::runtime(std::string("sensor: timerfd: ") + std::strerror(errno));
-  const std::int64_t ms = std::max<std::int64_t>(cfg_.usage_interval.count(), 10);
-  itimerspec its{};
-  its.it_interval.tv_sec = ms / 1000;
-  its.it_interval.tv_nsec = (ms % 1000) * 1000000;
-  its.it_value = its.it_interval;
-  timerfd_settime(timer_fd_, 0, &its, nullptr);
-  epoll_event ev{};
-  ev.events = EPOLLIN;
-  ev.data.u32 = 2;
-  if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, timer_fd_, &ev) != 0)
-    return Error::runtime(std::string("sensor: epoll_ctl: ") + std::strerror(errno));
-  return {};
+  return open_timer(timer_fd_, cfg_.usage_interval.count(), 2);
+}
+
+// The egress report's timer (tag 3), while a rule wants egress events.
+Status Sensor::Impl::open_egress_timer() {
+  if (egress_fd_ >= 0 || !cfg_.event_types.count(Type::kEgress)) return {};
+  if (!egress_window_) {
+    egress_window_ = std::make_unique<EgressWindow>(
+        static_cast<std::uint64_t>(cfg_.egress_window.count()) * 1000000000ULL, cfg_.egress_max_destinations);
+  }
+  return open_timer(egress_fd_, cfg_.egress_interval.count(), 3);
 }
 
 // Opens and configures the object and loads its programs: every one that can
@@ -660,7 +684,8 @@ Status Sensor::Impl::update(const Config& in) {
   }
   cgroup_.wanted = std::any_of(hooks_.begin(), hooks_.end(),
                                [](const HookState& h) { return h.link && h.hook->kind == AttachKind::kCgroup; });
-  return open_usage_timer();
+  if (Status st = open_usage_timer(); !st) return st;
+  return open_egress_timer();
 }
 
 int Sensor::Impl::on_record(void* ctx, void* data, size_t size) {
@@ -740,6 +765,54 @@ std::size_t Sensor::Impl::report_usage(const source::EventSource::Emit& emit) {
   return n;
 }
 
+// The kernel's egress counts since the last report, one egress event per
+// container cgroup and destination that sent anything, each with its
+// window's sum. Only counts the kernel has are read: at most the map's size.
+std::size_t Sensor::Impl::report_egress(const source::EventSource::Emit& emit) {
+  const int fd = bpf_map__fd(skel_->maps.egress_bytes);
+  std::vector<vg_egress_key> keys;
+  vg_egress_key key{}, next{};
+  const void* prev = nullptr;
+  while (keys.size() < (1u << 16) && bpf_map_get_next_key(fd, prev, &next) == 0) {
+    keys.push_back(next);
+    key = next;
+    prev = &key;
+  }
+  const auto now = static_cast<std::uint64_t>(now_wall_ns());
+  const std::uint64_t interval_ns = static_cast<std::uint64_t>(cfg_.egress_interval.count()) * 1000000ULL;
+  std::size_t n = 0;
+  for (const vg_egress_key& k : keys) {
+    vg_egress_val val{};
+    if (bpf_map_lookup_and_delete_elem(fd, &k, &val) != 0) {
+      if (bpf_map_lookup_elem(fd, &k, &val) != 0) continue;
+      bpf_map_delete_elem(fd, &k);
+    }
+    if (val.bytes == 0 || (k.family != AF_INET && k.family != AF_INET6)) continue;
+    EgressWindow::Key wk{};
+    std::memcpy(wk.data(), &k, sizeof(k));
+    event::Event ev;
+    ev.hdr.type = Type::kEgress;
+    ev.hdr.ts_ns = now;
+    ev.hdr.cgroup_id = k.cgroup_id;
+    event::EgressData d;
+    d.family = k.family;
+    d.proto = k.proto == IPPROTO_TCP ? event::L4::kTcp : k.proto == IPPROTO_UDP ? event::L4::kUdp : event::L4::kUnknown;
+    d.daddr.family = k.family;
+    std::memcpy(d.daddr.bytes.data(), k.daddr, k.family == AF_INET ? 4 : 16);
+    d.dport = k.dport;
+    d.bytes = val.bytes;
+    d.packets = val.packets;
+    d.interval_ns = interval_ns;
+    d.window_ns = egress_window_->window_ns();
+    d.window_bytes = egress_window_->add(wk, now, val.bytes);
+    ev.data = std::move(d);
+    emit(std::move(ev));
+    ++n;
+  }
+  egress_window_->expire(now);
+  return n;
+}
+
 Result<std::size_t> Sensor::Impl::poll(std::size_t budget, const source::EventSource::Emit& emit) {
   if (!failure_.empty()) return Error::runtime(failure_);
   std::size_t total = 0;
@@ -749,6 +822,10 @@ Result<std::size_t> Sensor::Impl::poll(std::size_t budget, const source::EventSo
   ticks = 0;
   if (timer_fd_ >= 0 && read(timer_fd_, &ticks, sizeof(ticks)) == sizeof(ticks) && ticks > 0) {
     total += report_usage(emit);
+  }
+  ticks = 0;
+  if (egress_fd_ >= 0 && read(egress_fd_, &ticks, sizeof(ticks)) == sizeof(ticks) && ticks > 0) {
+    total += report_egress(emit);
   }
   // The ring buffer: the busiest source, read on every poll.
   emit_ = &emit;

@@ -70,6 +70,13 @@ struct Config {
   // Other processes pay one load per open while none is running.
   std::string watch_comm_prefix = "nvidia-c";
   std::chrono::milliseconds usage_interval{10000};
+  // Egress events (a rule wants evt.type = egress): the kernel's per
+  // container and destination byte counts are reported every
+  // egress_interval, each with what that destination got within
+  // egress_window (window_bytes), for at most egress_max_destinations.
+  std::chrono::milliseconds egress_interval{10000};
+  std::chrono::seconds egress_window{300};
+  std::size_t egress_max_destinations = 16384;
   // Syscall arguments: where the kernel has bpf_task_pt_regs (5.15+) the
   // sys_exit programs read them from the saved user registers and no
   // sys_enter program is attached (one tracepoint per traced syscall instead

@@ -616,6 +616,7 @@ void State::apply(const event::Event& ev) {
     case event::Type::kDns: return a.on_dns();
     case event::Type::kXid: return a.on_xid();
     case event::Type::kGpuUsage: return a.on_about(ev.hdr.pid);
+    case event::Type::kEgress: return;  // a container's bytes: no process
     case event::Type::kPlugin:
       if (ev.hdr.cgroup_id == 0) return a.on_about(ev.hdr.pid);
       a.own();

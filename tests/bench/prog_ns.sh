@@ -9,6 +9,7 @@
 #   sudo VIGIL=path/to/other/vigil tests/bench/prog_ns.sh ioctl
 #   sudo RULES="-r rules/ -o sensor.ioctl_cache=false" tests/bench/prog_ns.sh ioctl
 #   sudo OPEN_PATH=/usr/lib/os-release tests/bench/prog_ns.sh openclose
+#   sudo MIX_ARGS="--udp-dest 198.18.0.2" tests/bench/prog_ns.sh udpsend
 #
 # Needs root, bpftool and a built tree (scripts/build.sh). The statistics are
 # turned on with BPF_ENABLE_STATS for the run only (held by a file
@@ -48,7 +49,9 @@ sys.stdin.read()'
 }
 read -r _ <&"${STATS[0]}" || { echo "$BENCH: cannot turn the statistics on" >&2; exit 1; }
 snapshot "$before" >"$work/a"
-"$MIX" --iterations "$ITER" --nvidia-node "$work/nvidia0" --open-path "${OPEN_PATH:-/etc/hostname}" --phase "$PHASE" >"$work/mix.txt"
+# shellcheck disable=SC2086
+"$MIX" --iterations "$ITER" --nvidia-node "$work/nvidia0" --open-path "${OPEN_PATH:-/etc/hostname}" \
+  ${MIX_ARGS:-} --phase "$PHASE" >"$work/mix.txt"
 snapshot "$before" >"$work/b"
 exec {STATS[1]}>&-
 stop_vigil

@@ -51,6 +51,10 @@ int main(int argc, char** argv) {
   long n = 200000;
   std::string node;
   std::string open_path = "/etc/hostname";  // openclose: under /etc/, which Falco's traversal rule watches
+  // udpsend (not in the default phases): 64-byte datagrams to an address that
+  // is not loopback, so each leaves through the egress hooks. Give it a
+  // dummy interface's network (tests/bench/egress_bench.sh makes one).
+  std::string udp_dest;
   std::vector<std::string> only;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -62,9 +66,12 @@ int main(int argc, char** argv) {
       only.emplace_back(argv[++i]);
     } else if (a == "--open-path" && i + 1 < argc) {
       open_path = argv[++i];
+    } else if (a == "--udp-dest" && i + 1 < argc) {
+      udp_dest = argv[++i];
     } else {
       std::fprintf(stderr,
-                   "usage: syscall_mix [--iterations N] [--nvidia-node PATH] [--open-path PATH] [--phase NAME]...\n");
+                   "usage: syscall_mix [--iterations N] [--nvidia-node PATH] [--open-path PATH] [--udp-dest ADDR] "
+                   "[--phase NAME]...\n");
       return 2;
     }
   }
@@ -121,6 +128,24 @@ int main(int argc, char** argv) {
       close(s);
     });
     close(ls);
+  }
+
+  if (want("udpsend") && !udp_dest.empty()) {
+    sockaddr_in to{};
+    to.sin_family = AF_INET;
+    to.sin_port = htons(9);
+    if (inet_pton(AF_INET, udp_dest.c_str(), &to.sin_addr) != 1) {
+      std::fprintf(stderr, "syscall_mix: --udp-dest %s: not an IPv4 address\n", udp_dest.c_str());
+      return 1;
+    }
+    int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (s < 0 || connect(s, reinterpret_cast<sockaddr*>(&to), sizeof(to)) != 0) {
+      std::fprintf(stderr, "syscall_mix: udp %s: %s\n", udp_dest.c_str(), std::strerror(errno));
+      return 1;
+    }
+    const char payload[64] = {};
+    run_phase("udpsend", n / 4, [&](long) { (void)!send(s, payload, sizeof(payload), 0); });
+    close(s);
   }
 
   if (want("ioctl") && !node.empty()) {

@@ -179,6 +179,7 @@ bool start_agent(VigilProcess& agent, int api_port, const std::string& kmsg_fifo
                                    "-o",        "sensor.kmsg_path=" + kmsg_fifo,
                                    "-o",        "flight_recorder.enabled=false",
                                    "-o",        "sensor.usage_interval_ms=1000",
+                                   "-o",        "sensor.egress_interval_ms=1000",
                                    "--format",  "json"};
   args.insert(args.end(), extra_args.begin(), extra_args.end());
   if (!agent.start(args, {{"NODE_NAME", kNode}})) {
@@ -412,7 +413,7 @@ struct Suite {
     tmp = tmp_dir->path();
     fs::create_directories(tmp + "/bin");
     for (const char* n : {"xmrig", "vllm", "nvidia-smi", "runc", "worker", "bpfloader", "pt_main_thread", "etl",
-                          "nvidia-ctk", "mknod", "raylet", "ray::IDLE", "rival", "tar"}) {
+                          "nvidia-ctk", "mknod", "raylet", "ray::IDLE", "rival", "tar", "ollama"}) {
       fs::create_symlink(VIGIL_WORKLOAD, tool(n));
     }
 
@@ -570,6 +571,13 @@ struct Suite {
              .ns = "serving",
              .container = "vllm",
              .image = "docker.io/vllm/vllm-openai:v0.6.3",
+             .labels = {{"app.kubernetes.io/component", "inference"}},
+             .gpu_limit = 1,
+             .visible = "0"});
+    add_pod({.name = "llm-push-0",
+             .ns = "serving",
+             .container = "ollama",
+             .image = "docker.io/ollama/ollama:0.6.5",
              .labels = {{"app.kubernetes.io/component", "inference"}},
              .gpu_limit = 1,
              .visible = "0"});

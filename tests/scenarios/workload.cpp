@@ -10,6 +10,7 @@
 //   dns:NAME@SERVER         send a DNS A question for NAME to SERVER:53, wait for the answer
 //   tcp:ADDR:PORT           connect a TCP socket (kept as "the last socket")
 //   send:TEXT               send TEXT (\n for a newline) on the last socket
+//   push:BYTES              send BYTES zero bytes on the last socket (a bulk upload)
 //   udp:ADDR:PORT           send one UDP datagram
 //   exec:ARGV0|ARG1|...     fork, exec ARGV0 with $VIGIL_CHILD_STEPS as its steps, wait
 //   sockshell:ADDR:PORT     fork a /bin/sh whose stdin and stdout are a TCP socket
@@ -374,6 +375,16 @@ int main() {
     } else if (op == "send") {
       std::string text = unescape(arg);
       ok = last_sock >= 0 && send(last_sock, text.data(), text.size(), 0) == static_cast<ssize_t>(text.size());
+    } else if (op == "push") {
+      static const std::string chunk(65536, '\0');
+      std::uint64_t left = std::strtoull(arg.c_str(), nullptr, 10);
+      ok = last_sock >= 0;
+      while (ok && left > 0) {
+        const std::size_t n = left < chunk.size() ? static_cast<std::size_t>(left) : chunk.size();
+        const ssize_t w = send(last_sock, chunk.data(), n, 0);
+        ok = w > 0;
+        if (ok) left -= static_cast<std::uint64_t>(w);
+      }
     } else if (op == "udp") {
       ok = step_udp(arg);
     } else if (op == "exec") {

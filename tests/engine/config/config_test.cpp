@@ -158,7 +158,7 @@ TEST(ConfigSchema, TyposInEverySectionAreErrorsWithFileLineAndKey) {
   } cases[] = {
       {"sensor:\n  ringbuff_mib: 8\n",
        "2:3: sensor.ringbuff_mib: unknown key (known: payload_bytes, ringbuf_mib, usage_interval_ms, "
-       "wakeup_kib, kmsg_path, identify_exe, ioctl_cache, watch_comm_prefix)"},
+       "egress_interval_ms, egress_window_s, wakeup_kib, kmsg_path, identify_exe, ioctl_cache, watch_comm_prefix)"},
       {"flight_recorder:\n  enabled: true\n  windw_s: 3\n",
        "3:3: flight_recorder.windw_s: unknown key (known: enabled, dir, window_s, after_s, max_mib, "
        "min_priority, keep, max_disk_mib)"},
@@ -201,7 +201,7 @@ TEST(ConfigSchema, WrongTypesAndRangesAreErrorsWithFileLineAndKey) {
        "got '5'"},
       {"sensor: [1]\n",
        "1:9: sensor: expected a mapping of payload_bytes, ringbuf_mib, usage_interval_ms, "
-       "wakeup_kib, kmsg_path, identify_exe, ioctl_cache, watch_comm_prefix; got a list"},
+       "egress_interval_ms, egress_window_s, wakeup_kib, kmsg_path, identify_exe, ioctl_cache, watch_comm_prefix; got a list"},
       {"sensor:\n  ringbuf_mib: abc\n", "2:16: sensor.ringbuf_mib: expected a whole number from 1 to 1024, got 'abc'"},
       {"sensor:\n  ringbuf_mib: 12\n", "2:16: sensor.ringbuf_mib: must be a power of two from 1 to 1024, got 12"},
       {"sensor:\n  payload_bytes: -1\n",
@@ -244,7 +244,7 @@ TEST(ConfigSchema, OverridesAreCheckedAndNamedInErrors) {
        "-o sensor.ringbuf_mib=abc: sensor.ringbuf_mib: expected a whole number from 1 to 1024, got 'abc'"},
       {{"sensor.ringbuff_mib=8"},
        "-o sensor.ringbuff_mib=8: sensor.ringbuff_mib: unknown key (known: "
-       "payload_bytes, ringbuf_mib, usage_interval_ms, wakeup_kib, kmsg_path, identify_exe, "
+       "payload_bytes, ringbuf_mib, usage_interval_ms, egress_interval_ms, egress_window_s, wakeup_kib, kmsg_path, identify_exe, "
        "ioctl_cache, watch_comm_prefix)"},
       {{"sensor={ringbuff_mib: 8}"}, "-o sensor={ringbuff_mib: 8}: sensor.ringbuff_mib: unknown key"},
       {{"k8s=5"}, "-o k8s=5: k8s: expected a mapping of"},
