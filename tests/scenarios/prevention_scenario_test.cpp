@@ -260,6 +260,46 @@ TEST_F(PreventionScenario, FreezeAndLabelResponsesInEnforceNothingInMonitor) {
   ASSERT_TRUE(reload("enforce")) << s().agent.stderr_text();
 }
 
+// A hybrid host (v1 controllers beside the unified hierarchy, as here) whose
+// runtime put the container in a v1 freezer cgroup (cgroupfs driver layout):
+// vigil writes FROZEN to that cgroup's freezer.state, not the v2 file.
+TEST_F(PreventionScenario, FreezeUsesTheV1FreezerCgroupWhereTheContainerIsInOne) {
+  const std::string freezer = "/sys/fs/cgroup/freezer";
+  if (!fs::exists(freezer + "/cgroup.procs") || fs::exists(freezer + "/cgroup.controllers"))
+    GTEST_SKIP() << "no cgroup v1 freezer hierarchy at " << freezer;
+  const PodSpec& web = pod("web-0");
+  // The levels made here, removed (last first) at the end.
+  std::vector<std::string> made;
+  std::string v1 = freezer;
+  for (const std::string& level : {std::string("kubepods"), std::string("besteffort"), "pod" + web.uid, web.id}) {
+    v1 += "/" + level;
+    if (!fs::exists(v1)) {
+      ASSERT_TRUE(fs::create_directory(v1)) << v1;
+      made.push_back(v1);
+    }
+  }
+  PodRun r;
+  // The workload joins the v1 cgroup, then becomes the program the rule names.
+  r.argv = {"/bin/sh", "-c", "echo $$ > " + v1 + "/cgroup.procs && exec " + s().tool("rival")};
+  r.steps = "sleep:3000";
+  std::pair<pid_t, int> result{-1, -1};
+  std::thread run([&] { result = run_in_pod(web, r); });
+  std::string state;
+  for (int i = 0; i < 150 && state.rfind("FROZEN", 0) != 0; ++i) {
+    std::this_thread::sleep_for(100ms);
+    std::ifstream in(v1 + "/freezer.state");
+    std::getline(in, state);
+  }
+  const bool v2_frozen = frozen_within(web, 0ms);
+  std::ofstream(v1 + "/freezer.state") << "THAWED\n";
+  std::ofstream(web.scope + "/cgroup.freeze") << "0\n";
+  run.join();
+  for (auto it = made.rbegin(); it != made.rend(); ++it) fs::remove(*it);
+  EXPECT_EQ(state, "FROZEN") << s().agent.stderr_text();
+  EXPECT_FALSE(v2_frozen) << "the v2 cgroup was frozen too";
+  EXPECT_EQ(result.second, 0) << "the workload did not end well once thawed";
+}
+
 TEST_F(PreventionScenario, EnforceMonitorOffAndNothingLeftRefusedAfterSigkill) {
   const std::string node = devs() + "/nvidia0";
   // enforce: web-0 has no GPU; miner-0 has one (its node reaches the device).
