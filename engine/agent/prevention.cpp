@@ -55,13 +55,16 @@ std::map<std::tuple<std::string, std::string, std::string>, std::uint64_t> Preve
 }
 
 void PreventionTap::count(const std::string& rule, rules::Response r, const char* result, const std::string& detail) {
+  std::uint64_t n = 0;
   {
     std::lock_guard<std::mutex> lk(responses_mu_);
-    ++responses_[{rule, std::string(rules::response_name(r)), result}];
+    n = ++responses_[{rule, std::string(rules::response_name(r)), result}];
   }
-  if (log_ && std::string_view(result) != "done")
-    log_->warn("prevention: rule '{}': {} response not carried out ({}): {}", rule, rules::response_name(r), result,
-               detail);
+  // A failure that repeats (a read-only cgroup mount, a missing RBAC) is
+  // logged the 1st, 2nd, 4th, 8th... time: the log stays bounded.
+  if (log_ && std::string_view(result) != "done" && (n & (n - 1)) == 0)
+    log_->warn("prevention: rule '{}': {} response not carried out ({}, {} times so far): {}", rule,
+               rules::response_name(r), result, n, detail);
 }
 
 void PreventionTap::on_event(const event::Event& ev, const state::EvalContext& ctx) {

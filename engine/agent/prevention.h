@@ -42,7 +42,8 @@ class PreventionTap final : public pipeline::EventTap {
  public:
   // `sensor` may be null (no kernel: nothing to write). `pipe` gives the
   // ruleset in force. Both must outlive the tap.
-  // `log` (may be null) is told of responses that failed.
+  // `log` (may be null) is told of responses that failed (the 1st, 2nd,
+  // 4th... time for each rule, response and reason).
   PreventionTap(sensor::Sensor* sensor, const pipeline::Pipeline& pipe, spdlog::logger* log = nullptr,
                 FreezeRoots roots = discover_freeze_roots());
   ~PreventionTap() override;
