@@ -5,7 +5,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 
+#include <spdlog/spdlog.h>
+
+#include "engine/agent/pod_responses.h"
 #include "engine/rules/compiler.h"
 #include "engine/rules/fields.h"
 #include "engine/rules/prevention.h"
@@ -22,10 +27,45 @@ namespace {
 constexpr std::uint64_t kRecheckNs = 30'000'000'000ull;
 // The most containers remembered (the kernel's map holds 8192).
 constexpr std::size_t kMaxCached = 8192;
+// A pod is labelled or deleted at most once in this long (event time), and
+// at most this many (pod, response) pairs are remembered for it.
+constexpr std::uint64_t kPodResponseEveryNs = 60'000'000'000ull;
+constexpr std::size_t kMaxAsked = 4096;
 
 }  // namespace
 
-PreventionTap::PreventionTap(sensor::Sensor* sensor, const pipeline::Pipeline& pipe) : sensor_(sensor), pipe_(pipe) {}
+PreventionTap::PreventionTap(sensor::Sensor* sensor, const pipeline::Pipeline& pipe, spdlog::logger* log,
+                             FreezeRoots roots)
+    : sensor_(sensor), pipe_(pipe), log_(log), freezer_(std::move(roots)) {}
+
+PreventionTap::~PreventionTap() {
+  pods_.reset();  // its worker counts into responses_: stopped first
+}
+
+void PreventionTap::set_k8s(const state::K8sConfig& cfg) {
+  pods_ = std::make_unique<PodResponder>(cfg, [this](const PodResponseJob& job, const std::string& error) {
+    count(job.rule, job.response, error.empty() ? "done" : "error",
+          error.empty() ? "" : "pod " + job.ns + "/" + job.name + ": " + error);
+  });
+}
+
+std::map<std::tuple<std::string, std::string, std::string>, std::uint64_t> PreventionTap::responses() const {
+  std::lock_guard<std::mutex> lk(responses_mu_);
+  return responses_;
+}
+
+void PreventionTap::count(const std::string& rule, rules::Response r, const char* result, const std::string& detail) {
+  std::uint64_t n = 0;
+  {
+    std::lock_guard<std::mutex> lk(responses_mu_);
+    n = ++responses_[{rule, std::string(rules::response_name(r)), result}];
+  }
+  // A failure that repeats (a read-only cgroup mount, a missing RBAC) is
+  // logged the 1st, 2nd, 4th, 8th... time: the log stays bounded.
+  if (log_ && std::string_view(result) != "done" && (n & (n - 1)) == 0)
+    log_->warn("prevention: rule '{}': {} response not carried out ({}, {} times so far): {}", rule,
+               rules::response_name(r), result, n, detail);
+}
 
 void PreventionTap::on_event(const event::Event& ev, const state::EvalContext& ctx) {
   if (!sensor_) return;
@@ -103,10 +143,57 @@ void PreventionTap::on_decision(rules::PreventionDecision& d, const state::EvalC
     return;
   }
   if (d.outcome != "respond") return;
-  // A response, after the fact: never pid 1, never vigil, only in a container.
-  if (d.pid <= 1 || d.pid == static_cast<std::uint32_t>(getpid())) return;
-  if (!ctx.container || ctx.container->id.empty()) return;
-  if (::kill(static_cast<pid_t>(d.pid), SIGKILL) == 0) ++kills_;
+  // Responses, after the fact, only in a container.
+  const bool in_container = ctx.container && !ctx.container->id.empty();
+  if (d.responses & rules::kResponseFreeze) {
+    if (!in_container) {
+      count(d.rule, rules::kResponseFreeze, "refused", "not in a container");
+    } else {
+      const FreezeOutcome o =
+          freezer_.freeze(ctx.container->id, ctx.container->cgroup_path, ctx.container->cgroup_id, d.pid);
+      switch (o.result) {
+        case FreezeOutcome::Result::kFrozen: count(d.rule, rules::kResponseFreeze, "done"); break;
+        case FreezeOutcome::Result::kRefused: count(d.rule, rules::kResponseFreeze, "refused", o.detail); break;
+        case FreezeOutcome::Result::kFailed: count(d.rule, rules::kResponseFreeze, "error", o.detail); break;
+      }
+    }
+  }
+  if (d.responses & rules::kResponseKill) {
+    // Never pid 1, never vigil.
+    if (d.pid <= 1 || d.pid == static_cast<std::uint32_t>(getpid()) || !in_container) {
+      count(d.rule, rules::kResponseKill, "refused", "pid " + std::to_string(d.pid) + " may not be killed");
+    } else if (::kill(static_cast<pid_t>(d.pid), SIGKILL) == 0) {
+      ++kills_;
+      count(d.rule, rules::kResponseKill, "done");
+    } else {
+      count(d.rule, rules::kResponseKill, "error", "pid " + std::to_string(d.pid) + ": " + std::strerror(errno));
+    }
+  }
+  for (rules::Response r : {rules::kResponseLabel, rules::kResponseDeletePod})
+    if (d.responses & r) pod_response(d, r, ctx);
+}
+
+void PreventionTap::pod_response(const rules::PreventionDecision& d, rules::Response r, const state::EvalContext& ctx) {
+  if (!ctx.container || ctx.container->id.empty() || !ctx.pod || ctx.pod->name.empty() || ctx.pod->ns.empty()) {
+    count(d.rule, r, "refused", "the container's pod is not known");
+    return;
+  }
+  if (!pods_) {
+    count(d.rule, r, "no_api", "no Kubernetes API server is configured");
+    return;
+  }
+  const std::uint64_t now = ctx.ev ? ctx.ev->hdr.ts_ns : 0;
+  const std::string key = ctx.pod->uid + "/" + std::string(rules::response_name(r));
+  if (auto it = asked_.find(key); it != asked_.end() && now < it->second + kPodResponseEveryNs) return;
+  if (asked_.size() >= kMaxAsked) {
+    std::erase_if(asked_, [now](const auto& kv) { return now >= kv.second + kPodResponseEveryNs; });
+    if (asked_.size() >= kMaxAsked) asked_.clear();
+  }
+  if (!pods_->offer({d.rule, r, ctx.pod->ns, ctx.pod->name, ctx.pod->uid})) {
+    count(d.rule, r, "dropped", "the API request queue is full");
+    return;
+  }
+  asked_[key] = now;
 }
 
 }  // namespace vigil::agent

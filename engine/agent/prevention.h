@@ -1,17 +1,24 @@
 // vigil run's share of prevention (docs/prevention.md): the containers'
 // entries in the kernel's policy maps, written as their pods become known;
 // the addresses DNS answers give the names enforced rules deny; and the
-// responses (kill) the pipeline's decisions ask for.
+// responses the pipeline's decisions ask for (kill, freeze on the pipeline
+// thread; label and delete_pod through the API server, on the pod
+// responder's thread).
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 
+#include "engine/agent/freeze.h"
 #include "engine/pipeline/pipeline.h"
 #include "engine/policy/tables.h"
+#include "engine/rules/prevention.h"
 
 namespace vigil::sensor {
 class Sensor;
@@ -20,19 +27,36 @@ namespace vigil::rules {
 class Ruleset;
 struct PreventionDecision;
 }  // namespace vigil::rules
+namespace vigil::state {
+struct K8sConfig;
+}
+namespace spdlog {
+class logger;
+}
 
 namespace vigil::agent {
+
+class PodResponder;
 
 class PreventionTap final : public pipeline::EventTap {
  public:
   // `sensor` may be null (no kernel: nothing to write). `pipe` gives the
   // ruleset in force. Both must outlive the tap.
-  PreventionTap(sensor::Sensor* sensor, const pipeline::Pipeline& pipe);
+  // `log` (may be null) is told of responses that failed (the 1st, 2nd,
+  // 4th... time for each rule, response and reason).
+  PreventionTap(sensor::Sensor* sensor, const pipeline::Pipeline& pipe, spdlog::logger* log = nullptr,
+                FreezeRoots roots = discover_freeze_roots());
+  ~PreventionTap() override;
+  // The API server the label and delete_pod responses go to (without one
+  // they fail, counted with reason no_api). Before the loop runs.
+  void set_k8s(const state::K8sConfig& cfg);
   void on_event(const event::Event& ev, const state::EvalContext& ctx) override;
-  // A decision of the pipeline: a kill response is carried out here (never
-  // on pid 1 or vigil; only in a container), and a kill at exec is only
-  // "prevented" where the container's entry reached the kernel before the
-  // exec (else not_prevented: the program ran).
+  // A decision of the pipeline: the responses of a `respond` decision are
+  // carried out here, in the order freeze, kill, label, delete_pod (kill:
+  // never pid 1 or vigil; all: only in a container; label and delete_pod:
+  // only a pod vigil knows, at most once a minute per pod and response), and
+  // a kill at exec is only "prevented" where the container's entry reached
+  // the kernel before the exec (else not_prevented: the program ran).
   void on_decision(rules::PreventionDecision& d, const state::EvalContext& ctx);
 
   // Counted on the pipeline thread, read by the web server's.
@@ -46,6 +70,11 @@ class PreventionTap final : public pipeline::EventTap {
   Stats stats() const {
     return {entries_.load(), unknown_.load(), map_errors_.load(), learnt_dests_.load(), kills_.load()};
   }
+  // Responses by (rule, response, result): result "done", or why not:
+  // "refused" (a safety rule: pid 1, vigil, the host, an unknown pod or
+  // cgroup), "error" (the signal, the cgroup write or the API call failed),
+  // "dropped" (the API queue was full), "no_api" (no API server).
+  std::map<std::tuple<std::string, std::string, std::string>, std::uint64_t> responses() const;
 
  private:
   struct Cached {
@@ -55,11 +84,20 @@ class PreventionTap final : public pipeline::EventTap {
     std::uint64_t written_ns = 0;  // event time of the event the entry was first written at
   };
   void entry_for(const event::Event& ev, const state::EvalContext& ctx);
+  void count(const std::string& rule, rules::Response r, const char* result, const std::string& detail = "");
+  void pod_response(const rules::PreventionDecision& d, rules::Response r, const state::EvalContext& ctx);
   sensor::Sensor* sensor_;
   const pipeline::Pipeline& pipe_;
   const rules::Ruleset* rules_ = nullptr;  // the set the entries were made for
   std::unordered_map<std::uint64_t, Cached> cache_;
   std::atomic<std::uint64_t> entries_{0}, unknown_{0}, map_errors_{0}, learnt_dests_{0}, kills_{0};
+  spdlog::logger* log_;
+  CgroupFreezer freezer_;
+  mutable std::mutex responses_mu_;
+  std::map<std::tuple<std::string, std::string, std::string>, std::uint64_t> responses_;  // guarded by responses_mu_
+  // (pod uid, response) -> event time it was last asked for: once a minute at most.
+  std::unordered_map<std::string, std::uint64_t> asked_;
+  std::unique_ptr<PodResponder> pods_;  // null: no API server (its worker counts into responses_)
 };
 
 }  // namespace vigil::agent

@@ -305,7 +305,11 @@ void FlightRecorder::on_event(const event::Event& ev, const state::EvalContext& 
 
 void FlightRecorder::on_alert(const event::Event& ev, const state::EvalContext& ctx, event::Alert& alert) {
   if (!opts_.enabled || finished_) return;
-  if (static_cast<int>(alert.priority) > static_cast<int>(opts_.min_priority)) return;
+  // A refusal or a response (docs/prevention.md) is recorded whatever the
+  // alert's priority: the pipeline tags the alert before the taps see it.
+  const bool acted = std::any_of(alert.tags.begin(), alert.tags.end(),
+                                 [](const std::string& t) { return t == "prevented" || t == "responded"; });
+  if (!acted && static_cast<int>(alert.priority) > static_cast<int>(opts_.min_priority)) return;
   std::size_t busy;
   {
     std::lock_guard<std::mutex> lk(mu_);

@@ -1,5 +1,7 @@
 // The flight recorder: keeps the last few seconds of events in memory and,
-// when an alert at or above a configured priority fires, writes a capture of
+// when an alert at or above a configured priority fires, or an alert tagged
+// `prevented` or `responded` (docs/prevention.md) whatever its priority,
+// writes a capture of
 // the window before the alert and a configured time after it, limited to the
 // alert's pod (its container outside Kubernetes, its process tree on the host).
 // The alert names the file: alert.extra {"capture", "<path>"}.
@@ -87,7 +89,8 @@ class FlightRecorder final : public state::StateListener {
 
   // `ctx` is the state's view of this event (proc/container/pod may be null).
   void on_event(const event::Event& ev, const state::EvalContext& ctx);
-  // Starts a capture for an alert at or above min_priority; adds
+  // Starts a capture for an alert at or above min_priority, or tagged
+  // `prevented` or `responded` at any priority; adds
   // alert.extra {"capture", path}. The capture includes `ev` itself.
   void on_alert(const event::Event& ev, const state::EvalContext& ctx, event::Alert& alert);
   // state::StateListener: out-of-band state changes (pipeline thread).

@@ -78,7 +78,7 @@ int validate(const std::vector<std::string>& files, const std::string& config) {
     for (const rules::PreventionRule& p : r.ruleset->prevention()) {
       std::cout << "prevention: rule '" << p.name << "' (" << p.file << ":" << p.line << "): action " << p.action
                 << ", mode " << rules::prevention_mode_name(p.effective) << ": ";
-      if (p.action == "kill") std::cout << "a response (the process is killed after the alert), not prevention";
+      if (p.responses != 0) std::cout << "responses after the alert (" << p.action << "), not prevention";
       else if (p.enforceable) std::cout << "enforceable in the kernel at " << rules::hook_name(p.hook);
       else std::cout << "cannot be enforced in the kernel: " << p.why_not << " (alert only; an error in enforce mode)";
       std::cout << std::endl;

@@ -261,10 +261,11 @@ void collect_agent(const AgentView& v, Exposition& out) {
     const PreventionInfo p = v.prevention();
     out.family("vigil_prevention_mode", "gauge", "The configuration's prevention.mode (off, monitor, enforce): 1.");
     out.sample("vigil_prevention_mode", {{"mode", p.mode}}, 1);
-    out.family("vigil_prevention_decisions_total", "counter",
-               "Prevention decisions by rule and outcome: prevented (the kernel refused, or killed at exec), "
-               "would_prevent (monitor mode), not_prevented (enforce mode, but the container's pod was not known "
-               "yet or the kernel let the call through), respond (a kill response).");
+    out.family(
+        "vigil_prevention_decisions_total", "counter",
+        "Prevention decisions by rule and outcome: prevented (the kernel refused, or killed at exec), "
+        "would_prevent (monitor mode), not_prevented (enforce mode, but the container's pod was not known "
+        "yet or the kernel let the call through), respond (a response was asked for: kill, freeze, label, delete_pod), would_respond (the same in monitor mode).");
     for (const auto& [rule, outcome, n] : p.decisions)
       out.sample("vigil_prevention_decisions_total", {{"rule", rule}, {"outcome", outcome}}, d(n));
     out.family("vigil_prevention_kernel_refusals_total", "counter",
@@ -282,6 +283,20 @@ void collect_agent(const AgentView& v, Exposition& out) {
     out.sample("vigil_prevention_learnt_destinations_total", d(p.learnt_dests));
     out.family("vigil_prevention_kills_total", "counter", "Kill responses carried out.");
     out.sample("vigil_prevention_kills_total", d(p.kills));
+    out.family("vigil_prevention_responses_total", "counter",
+               "Responses carried out (kill: signalled; freeze: cgroup.freeze or freezer.state written; label, "
+               "delete_pod: the API server answered 2xx), by rule and response.");
+    for (const auto& [rule, response, result, n] : p.responses)
+      if (result == "done")
+        out.sample("vigil_prevention_responses_total", {{"rule", rule}, {"response", response}}, d(n));
+    out.family("vigil_prevention_response_failures_total", "counter",
+               "Responses not carried out, by rule, response and reason: refused (a safety rule: pid 1, vigil, the "
+               "host, a pod or cgroup vigil does not know), error (the signal, the cgroup write or the API call "
+               "failed), dropped (the API request queue was full), no_api (no API server configured).");
+    for (const auto& [rule, response, result, n] : p.responses)
+      if (result != "done")
+        out.sample("vigil_prevention_response_failures_total",
+                   {{"rule", rule}, {"response", response}, {"reason", result}}, d(n));
   }
   if (v.posture) {
     if (auto p = v.posture()) {

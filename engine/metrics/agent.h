@@ -139,6 +139,8 @@ struct PreventionInfo {
   std::vector<std::tuple<std::string, std::string, std::uint64_t>> decisions;  // (rule, outcome, count)
   std::vector<std::pair<std::string, std::uint64_t>> refusals;                 // (rule, kernel refusals)
   std::uint64_t entries = 0, unknown = 0, map_errors = 0, learnt_dests = 0, kills = 0;
+  // Responses by (rule, response, result): "done" or why not (refused, error, dropped, no_api).
+  std::vector<std::tuple<std::string, std::string, std::string, std::uint64_t>> responses;
 };
 
 struct AgentView {

@@ -26,7 +26,15 @@ bool starts_with_ci(std::string_view s, std::string_view prefix) {
   return true;
 }
 
-std::string_view method_name(HttpMethod m) { return m == HttpMethod::kPost ? "POST" : "GET"; }
+std::string_view method_name(HttpMethod m) {
+  switch (m) {
+    case HttpMethod::kGet: return "GET";
+    case HttpMethod::kPost: return "POST";
+    case HttpMethod::kPatch: return "PATCH";
+    case HttpMethod::kDelete: return "DELETE";
+  }
+  return "GET";
+}
 
 HttpFailure classify(CURLcode rc) {
   switch (rc) {
@@ -104,7 +112,7 @@ bool request_headers(const HttpRequest& req, CurlSlist& headers) {
   if (!req.bearer_token.empty()) {
     headers_ok &= headers.append("Authorization: Bearer " + req.bearer_token);
   }
-  if (req.method == HttpMethod::kPost) headers_ok &= headers.append("Expect:");  // no 100-continue
+  if (req.method != HttpMethod::kGet) headers_ok &= headers.append("Expect:");  // no 100-continue
   return headers_ok;
 }
 
@@ -123,11 +131,17 @@ void set_request_options(CURL* h, const HttpRequest& req, curl_slist* headers, c
   if (req.http2_prior_knowledge) {
     curl_easy_setopt(h, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE));
   }
-  if (req.method == HttpMethod::kPost) {
+  if (req.method != HttpMethod::kGet) {
+    // PATCH and DELETE go as a POST with the method's name (a body, possibly empty).
     curl_easy_setopt(h, CURLOPT_POST, 1L);
-    curl_easy_setopt(h, CURLOPT_POSTFIELDS, req.body.data());
+    // Never NULL: libcurl would read the body from stdin.
+    curl_easy_setopt(h, CURLOPT_POSTFIELDS, req.body.empty() ? "" : req.body.data());
     curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(req.body.size()));
   }
+  // The handle is reused: a method set by an earlier request must not stay.
+  curl_easy_setopt(
+      h, CURLOPT_CUSTOMREQUEST,
+      req.method == HttpMethod::kPatch || req.method == HttpMethod::kDelete ? method_name(req.method).data() : nullptr);
   curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(req.connect_timeout.count()));
   curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, static_cast<long>(req.timeout.count()));
   if (req.accept_encoding) curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");

@@ -56,7 +56,7 @@ struct TlsOptions {
   bool verify = true;  // false: no check of the peer's certificate or name (tests only)
 };
 
-enum class HttpMethod : std::uint8_t { kGet, kPost };
+enum class HttpMethod : std::uint8_t { kGet, kPost, kPatch, kDelete };
 
 struct HttpRequest {
   HttpMethod method = HttpMethod::kGet;
@@ -65,7 +65,8 @@ struct HttpRequest {
   bool http2_prior_knowledge = false;                        // HTTP/2 without an upgrade (gRPC over cleartext)
   std::vector<std::pair<std::string, std::string>> headers;  // no CR, LF or NUL (checked)
   std::string bearer_token;                                  // "Authorization: Bearer ..."; never appears in errors
-  std::string_view body;                                     // POST body; must stay valid until perform() returns
+  std::string_view body;                                     // POST/PATCH/DELETE body (DELETE: may be empty);
+                                                             // must stay valid until perform() returns
   TlsOptions tls;
   std::chrono::milliseconds connect_timeout{10000};
   std::chrono::milliseconds timeout{30000};   // the whole request; 0 = none

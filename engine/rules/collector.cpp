@@ -8,6 +8,7 @@
 #include <string>
 
 #include "engine/rules/document.h"
+#include "engine/rules/prevention.h"
 
 namespace vigil::rules {
 
@@ -244,15 +245,13 @@ const std::set<std::string> kRuleReplaceable = {"condition",
 bool rule_action(const ItemDoc& it, RuleDef& r, const std::string& lbl, Diagnostics& d) {
   bool ok = true;
   if (it.action) {
-    if (*it.action != "deny" && *it.action != "kill" && *it.action != "none") {
-      d.error(code::kYamlValidate, key_pos(it, "action"), lbl,
-              "unknown action '" + *it.action +
-                  "' (deny: refuse in the kernel or kill at exec; kill: kill the "
-                  "process after the alert; none)");
-      ok = false;
-    } else {
-      r.action = *it.action == "none" ? "" : *it.action;
+    std::string why;
+    if (auto a = canonical_action(*it.action, why)) {
+      r.action = std::move(*a);
       r.action_pos = key_pos(it, "action");
+    } else {
+      d.error(code::kYamlValidate, key_pos(it, "action"), lbl, why);
+      ok = false;
     }
   }
   if (it.action_mode) {

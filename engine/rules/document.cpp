@@ -436,8 +436,11 @@ class Reader {
       if (!scalar(v, s, it, "source")) return false;
       it.source = s;
     } else if (k == "action") {
-      if (!scalar(v, s, it, "action")) return false;
-      it.action = s;
+      // One response or a list of them ([kill, freeze]).
+      std::vector<std::string> a;
+      if (v.IsScalar()) a.push_back(v.Scalar());
+      else if (!string_list(v, a, it, "action")) return false;
+      it.action = std::move(a);
     } else if (k == "action_mode") {
       if (!scalar(v, s, it, "action_mode")) return false;
       it.action_mode = s;

@@ -87,7 +87,10 @@ struct ItemDoc {
   std::vector<std::string> items;        // list
   std::optional<std::string> condition;  // macro, rule
   std::optional<std::string> desc, output, priority, source;
-  std::optional<std::string> action, action_mode;  // prevention (vigil): deny|kill, off|monitor|enforce
+  // Prevention (vigil): `action` is one word or a list of them (deny, kill,
+  // freeze, label, delete_pod, none); `action_mode` off|monitor|enforce.
+  std::optional<std::vector<std::string>> action;
+  std::optional<std::string> action_mode;
   std::optional<bool> enabled, warn_evttypes, skip_if_unknown_filter;
   std::optional<std::vector<std::string>> tags;
   std::optional<std::vector<ExceptionDoc>> exceptions;
@@ -123,7 +126,9 @@ struct RuleDef {
   bool skip_if_unknown_filter = false;
   std::vector<ExceptionDoc> exceptions;
   // Prevention (docs/prevention.md): what vigil does when the rule matches,
-  // beyond the alert ("" none, "deny", "kill"), and the rule's own mode
+  // beyond the alert ("" none, "deny", or the responses in the order
+  // kill,freeze,label,delete_pod joined by commas, e.g. "kill,freeze"; see
+  // rules::responses_of), and the rule's own mode
   // ("" the configuration's prevention.mode, "off", "monitor", "enforce").
   std::string action;
   Pos action_pos;

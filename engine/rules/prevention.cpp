@@ -38,6 +38,69 @@ std::string_view hook_name(policy::Hook h) {
   return "none";
 }
 
+std::string_view response_name(Response r) {
+  switch (r) {
+    case kResponseKill: return "kill";
+    case kResponseFreeze: return "freeze";
+    case kResponseLabel: return "label";
+    case kResponseDeletePod: return "delete_pod";
+  }
+  return "none";
+}
+
+std::uint8_t responses_of(std::string_view action) {
+  std::uint8_t out = 0;
+  while (!action.empty()) {
+    const std::size_t comma = action.find(',');
+    const std::string_view w = action.substr(0, comma);
+    for (Response r : kResponses)
+      if (w == response_name(r)) out |= r;
+    if (comma == std::string_view::npos) break;
+    action.remove_prefix(comma + 1);
+  }
+  return out;
+}
+
+std::optional<std::string> canonical_action(const std::vector<std::string>& words, std::string& why) {
+  if (words.empty()) {
+    why = "the action list is empty (write 'none' for no action)";
+    return std::nullopt;
+  }
+  std::uint8_t bits = 0;
+  bool deny = false, none = false;
+  for (const std::string& w : words) {
+    if (w == "deny") {
+      deny = true;
+      continue;
+    }
+    if (w == "none") {
+      none = true;
+      continue;
+    }
+    const std::uint8_t b = responses_of(w);
+    if (b == 0 || w.find(',') != std::string::npos) {
+      why = "unknown action '" + w +
+            "' (deny: refuse in the kernel or kill at exec; kill: kill the process after the alert; freeze: "
+            "freeze the container; label: label the pod quarantined; delete_pod: delete the pod; none)";
+      return std::nullopt;
+    }
+    bits |= b;
+  }
+  if ((deny || none) && words.size() > 1) {
+    why = std::string("'") + (deny ? "deny" : "none") +
+          "' cannot be listed with other actions (only the responses kill, freeze, label and delete_pod combine)";
+    return std::nullopt;
+  }
+  if (deny) return std::string("deny");
+  std::string out;
+  for (Response r : kResponses) {
+    if (!(bits & r)) continue;
+    if (!out.empty()) out += ',';
+    out += response_name(r);
+  }
+  return out;  // "" for none
+}
+
 namespace {
 
 constexpr int kMaxDepth = 64;
@@ -459,6 +522,7 @@ PreventionRule analyse_prevention(const RuleDef& r, const Node& condition, const
   PreventionRule out;
   out.name = r.name;
   out.action = r.action;
+  out.responses = responses_of(r.action);
   out.action_mode = r.action_mode;
   out.file = r.pos.file;
   out.line = r.pos.line;
@@ -520,7 +584,7 @@ PreventionRule analyse_prevention(const RuleDef& r, const Node& condition, const
       return out;
     }
   }
-  if (out.action != "deny") return out;  // kill: a response, judged in user space
+  if (out.action != "deny") return out;  // responses: judged in user space
   if (false_always) {
     out.why_not = "the condition never holds in a container";
     return out;

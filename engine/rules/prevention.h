@@ -1,7 +1,8 @@
 // Prevention in the rule language (docs/prevention.md): a rule's `action`
 // (deny: refuse the call in the kernel, or kill a denied program at exec;
-// kill: kill the process after the alert, a response) and what the kernel can
-// judge of its condition.
+// the responses, carried out after the alert: kill the process, freeze the
+// container, label the pod quarantined or delete it through the API server)
+// and what the kernel can judge of its condition.
 //
 // The analysis expands the condition's macros and lists, folds what is
 // constant for a container (container.id != host: the kernel only ever
@@ -43,10 +44,31 @@ std::string_view prevention_mode_name(PreventionMode m);
 // "cgroup/dev", "cgroup/connect4|6, sendmsg4|6", "cgroup/sock_create", "exec (kill)".
 std::string_view hook_name(policy::Hook h);
 
+// The responses an action asks for, as bits (a rule may list several).
+enum Response : std::uint8_t {
+  kResponseKill = 1,       // SIGKILL the process
+  kResponseFreeze = 2,     // freeze the container's cgroup
+  kResponseLabel = 4,      // label (and annotate) the pod through the API server
+  kResponseDeletePod = 8,  // delete the pod through the API server
+};
+// Every response bit, in the order they are carried out and written.
+inline constexpr Response kResponses[] = {kResponseKill, kResponseFreeze, kResponseLabel, kResponseDeletePod};
+// "kill", "freeze", "label", "delete_pod".
+std::string_view response_name(Response r);
+// The responses of a rule's canonical action ("kill,freeze" -> kill|freeze;
+// "", "deny": 0).
+std::uint8_t responses_of(std::string_view action);
+// A rule file's `action` words checked and made canonical: "" (none),
+// "deny", or the responses in kResponses order joined by commas. nullopt
+// with `why` set for an unknown word, an empty list, or deny or none listed
+// with anything else.
+std::optional<std::string> canonical_action(const std::vector<std::string>& words, std::string& why);
+
 struct PreventionRule {
   std::string name;
-  std::string action;       // "deny" or "kill"
-  std::string action_mode;  // "" (the configuration's), "off", "monitor", "enforce"
+  std::string action;          // "deny", or the responses: "kill", "kill,freeze", "label"...
+  std::uint8_t responses = 0;  // responses_of(action): 0 for deny
+  std::string action_mode;     // "" (the configuration's), "off", "monitor", "enforce"
   std::string file;
   int line = 0;
   // deny: the hook and whether the kernel can judge the whole condition

@@ -87,7 +87,7 @@ void Ruleset::judge_prevention(const state::EvalContext& ctx, std::vector<event:
       if (!p.judge->eval(x)) continue;
       const bool enforce = p.effective == PreventionMode::kEnforce;
       std::string outcome;
-      if (p.action == "kill") {
+      if (p.responses != 0) {
         outcome = enforce ? "respond" : "would_respond";
       } else if (!enforce) {
         outcome = "would_prevent";
@@ -120,7 +120,7 @@ void Ruleset::judge_prevention(const state::EvalContext& ctx, std::vector<event:
         if (!found) continue;
       }
       decisions.push_back(
-          {p.name, outcome, ctx.ev->hdr.pid, p.hook == policy::Hook::kExec && outcome == "prevented", at});
+          {p.name, outcome, ctx.ev->hdr.pid, p.hook == policy::Hook::kExec && outcome == "prevented", at, p.responses});
     }
   } catch (const std::exception&) {
     // Out of memory: the alerts as they are.

@@ -115,10 +115,11 @@ struct LoadOptions {
 // What prevention did, or would have done, about one event (judge_prevention).
 struct PreventionDecision {
   std::string rule;
-  std::string outcome;     // "prevented", "would_prevent", "not_prevented", "respond", "would_respond"
-  std::uint32_t pid = 0;   // the process (a kill response's target)
-  bool exec_kill = false;  // prevented by a kill at exec (the kernel's entry must predate the event)
-  std::size_t alert = 0;   // index of the rule's alert in evaluate()'s output
+  std::string outcome;         // "prevented", "would_prevent", "not_prevented", "respond", "would_respond"
+  std::uint32_t pid = 0;       // the process (a kill response's target)
+  bool exec_kill = false;      // prevented by a kill at exec (the kernel's entry must predate the event)
+  std::size_t alert = 0;       // index of the rule's alert in evaluate()'s output
+  std::uint8_t responses = 0;  // the rule's responses (rules::Response bits); 0 for deny
 };
 
 // The tag and the `prevention` key of the decision's alert.

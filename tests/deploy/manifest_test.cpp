@@ -297,5 +297,31 @@ TEST(Kustomization, PodMonitorSelectsTheAgent) {
   EXPECT_EQ(ep["path"].as<std::string>(""), "/metrics");
 }
 
+// The default DaemonSet only reads pods; the pod responses' rights (patch,
+// delete) are a separate, opt-in file bound to the same service account.
+TEST(Rbac, TheDefaultOnlyReadsPodsAndResponsesAreOptIn) {
+  const auto role = find_kind(load_documents("deploy/daemonset.yaml"), "ClusterRole");
+  ASSERT_TRUE(role);
+  for (const YAML::Node& r : role["rules"])
+    for (const YAML::Node& v : r["verbs"]) {
+      const std::string verb = v.as<std::string>("");
+      EXPECT_TRUE(verb == "get" || verb == "list" || verb == "watch") << "the default grants " << verb;
+    }
+  const auto docs = load_documents("deploy/responses-rbac.yaml");
+  const auto responses = find_kind(docs, "ClusterRole", "vigil-responses");
+  ASSERT_TRUE(responses);
+  ASSERT_EQ(responses["rules"].size(), 1u);
+  EXPECT_EQ(responses["rules"][0]["resources"][0].as<std::string>(""), "pods");
+  std::set<std::string> verbs;
+  for (const YAML::Node& v : responses["rules"][0]["verbs"]) verbs.insert(v.as<std::string>(""));
+  EXPECT_EQ(verbs, (std::set<std::string>{"patch", "delete"}));
+  const auto binding = find_kind(docs, "ClusterRoleBinding", "vigil-responses");
+  ASSERT_TRUE(binding);
+  EXPECT_EQ(binding["subjects"][0]["name"].as<std::string>(""), "vigil");
+  EXPECT_EQ(binding["subjects"][0]["namespace"].as<std::string>(""), "vigil");
+  const YAML::Node k = YAML::LoadFile("deploy/kustomization.yaml");
+  for (const YAML::Node& r : k["resources"]) EXPECT_NE(r.as<std::string>(""), "responses-rbac.yaml") << "opt-in only";
+}
+
 }  // namespace
 }  // namespace vigil::deploy_test

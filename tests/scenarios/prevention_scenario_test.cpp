@@ -12,6 +12,13 @@
 //   off:     nothing is refused, no alert says prevention;
 //   after SIGKILL, and after a second agent's SIGTERM: nothing stays refused;
 //   the capture replayed with the policy gives the node's decisions.
+// Before that, the responses: a rule with `action: [freeze, label]` freezes
+// a pod's container cgroup (cgroup.events: frozen 1; thawed by writing 0 to
+// cgroup.freeze, as docs/prevention.md tells an operator), the API stand-in
+// receives the label PATCH, and the alert, whatever its priority, names a
+// flight-recorder capture that exists; a host process that matches the rule
+// is left alone; in monitor mode nothing is frozen or patched and the alert
+// says would_prevent.
 // Needs root and a kernel with BTF (label integration); skipped otherwise.
 #include <sys/mount.h>
 
@@ -52,12 +59,23 @@ constexpr const char* kRules = R"(
   priority: ERROR
   tags: [gpu_device_access]
   action: deny
+- rule: Test quarantined program
+  desc: A program whose container the test freezes and whose pod it labels (any process, the host's too).
+  condition: evt.type = execve and proc.name = rival
+  output: Quarantined program (proc.pid=%proc.pid proc.name=%proc.name container.id=%container.id
+    k8s.ns.name=%k8s.ns.name k8s.pod.name=%k8s.pod.name)
+  priority: NOTICE
+  tags: [test]
+  action: [freeze, label]
 )";
 
 std::string g_config;  // the agent's configuration file
 
+std::string g_flight;  // the flight recorder's directory
+
 void write_mode(const std::string& mode) {
-  std::ofstream(g_config) << "flight_recorder: {enabled: false}\nprevention:\n  mode: " << mode << "\n";
+  std::ofstream(g_config) << "flight_recorder: {enabled: true, dir: " << g_flight << "}\nprevention:\n  mode: " << mode
+                          << "\n";
 }
 
 class PreventionScenario : public Scenario {
@@ -65,10 +83,15 @@ class PreventionScenario : public Scenario {
   static void SetUpTestSuite() {
     g_extra_agent_args = [](const std::string& tmp) {
       g_config = tmp + "/prevention.yaml";
+      g_flight = tmp + "/flight";
       write_mode("enforce");
       std::ofstream(tmp + "/prevention_rules.yaml") << kRules;
-      return std::vector<std::string>{
-          "-c", g_config, "-r", tmp + "/prevention_rules.yaml", "--capture", tmp + "/prevention.vcap"};
+      // The flight recorder on (the rig turns it off): every response gets a capture.
+      return std::vector<std::string>{"-c",        g_config,
+                                      "-r",        tmp + "/prevention_rules.yaml",
+                                      "--capture", tmp + "/prevention.vcap",
+                                      "-o",        "flight_recorder.enabled=true",
+                                      "-o",        "flight_recorder.dir=" + g_flight};
     };
     Scenario::SetUpTestSuite();
   }
@@ -142,6 +165,140 @@ class PreventionScenario : public Scenario {
     return false;
   }
 };
+
+// cgroup.events of the pod's container cgroup says `frozen 1` within `wait`
+// (frozen = true) or still says `frozen 0` after it (frozen = false).
+bool frozen_within(const PodSpec& pod, std::chrono::milliseconds wait) {
+  const auto deadline = std::chrono::steady_clock::now() + wait;
+  do {
+    std::ifstream in(pod.scope + "/cgroup.events");
+    std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (all.find("frozen 1") != std::string::npos) return true;
+    std::this_thread::sleep_for(100ms);
+  } while (std::chrono::steady_clock::now() < deadline);
+  return false;
+}
+
+// Declared first: the test below ends with the suite's agent killed.
+TEST_F(PreventionScenario, FreezeAndLabelResponsesInEnforceNothingInMonitor) {
+  const std::string rule = "Test quarantined program";
+  const PodSpec& web = pod("web-0");
+  auto rule_alerts = [&](const std::string& outcome) {
+    return s().agent.alerts(
+        [&](const json& a) {
+          return a.value("rule", "") == rule && a.value("prevention", "") == outcome && a.contains("output_fields") &&
+                 a["output_fields"].value("k8s.pod.name", json()) == "web-0";
+        },
+        10s);
+  };
+
+  // A host process that matches the rule: alerted, never frozen or killed.
+  setenv("VIGIL_STEPS", "sleep:1000", 1);
+  Child host = Child::spawn({s().tool("rival")});
+  unsetenv("VIGIL_STEPS");
+  const int host_st = host.wait(20s);
+  EXPECT_TRUE(WIFEXITED(host_st) && WEXITSTATUS(host_st) == 0) << "the host process was stopped or frozen";
+  const auto host_alerts = s().agent.alerts_where(rule, "proc.pid", static_cast<long>(host.pid()), 10s);
+  ASSERT_FALSE(host_alerts.empty()) << "no alert for the host process\n" << s().agent.stderr_text();
+  EXPECT_FALSE(host_alerts[0].contains("prevention")) << host_alerts[0].dump();
+
+  // enforce: the pod's container is frozen and its pod labelled.
+  const std::size_t patched_before = s().api->changes().size();
+  PodRun r;
+  r.argv = {s().tool("rival")};
+  r.steps = "sleep:3000";
+  std::pair<pid_t, int> result{-1, -1};
+  std::thread run([&] { result = run_in_pod(web, r); });
+  const bool frozen = frozen_within(web, 15s);
+  EXPECT_TRUE(frozen) << "the pod's container was not frozen\n" << s().agent.stderr_text();
+  const auto got = rule_alerts("respond");
+  std::string capture;
+  if (!got.empty()) {
+    const auto tags = got[0].value("tags", json::array());
+    EXPECT_NE(std::find(tags.begin(), tags.end(), "responded"), tags.end()) << got[0].dump();
+    EXPECT_EQ(std::find(tags.begin(), tags.end(), "prevented"), tags.end()) << "a response is not prevention";
+    capture = got[0].value("capture", "");
+  }
+  EXPECT_FALSE(got.empty()) << "no responded alert\n" << s().agent.stderr_text();
+  EXPECT_FALSE(capture.empty()) << "a NOTICE response got no flight-recorder capture";
+  std::vector<ApiStandIn::Change> changes;
+  for (int i = 0; i < 100 && changes.size() <= patched_before; ++i) {
+    changes = s().api->changes();
+    std::this_thread::sleep_for(100ms);
+  }
+  // The operator thaws it (docs/prevention.md); the workload then ends.
+  // (Before any ASSERT: a frozen pod would outlive the test.)
+  std::ofstream(web.scope + "/cgroup.freeze") << "0\n";
+  run.join();
+  EXPECT_EQ(result.second, 0) << "the workload did not end well once thawed";
+  for (int i = 0; i < 300 && !capture.empty() && !fs::exists(capture); ++i) std::this_thread::sleep_for(100ms);
+  EXPECT_TRUE(capture.empty() || fs::exists(capture)) << capture;
+  ASSERT_GT(changes.size(), patched_before) << "the API stand-in received no PATCH\n" << s().agent.stderr_text();
+  const auto& patch = changes.back();
+  EXPECT_EQ(patch.method, "PATCH");
+  EXPECT_EQ(patch.path, "/api/v1/namespaces/" + web.ns + "/pods/web-0");
+  EXPECT_EQ(patch.content_type, "application/merge-patch+json");
+  const json body = json::parse(patch.body, nullptr, false);
+  ASSERT_TRUE(body.is_object()) << patch.body;
+  EXPECT_EQ(body["metadata"]["labels"].value("vigil.dev/quarantined", ""), "true") << patch.body;
+  EXPECT_EQ(body["metadata"]["annotations"].value("vigil.dev/quarantine-rule", ""), rule) << patch.body;
+
+  // monitor: nothing frozen, nothing patched; the alert says would_prevent.
+  ASSERT_TRUE(reload("monitor")) << s().agent.stderr_text();
+  const std::size_t patched = s().api->changes().size();
+  std::thread run2([&] { result = run_in_pod(web, r); });
+  EXPECT_FALSE(frozen_within(web, 4s)) << "frozen in monitor mode";
+  const auto would = rule_alerts("would_respond");
+  std::ofstream(web.scope + "/cgroup.freeze") << "0\n";
+  run2.join();
+  EXPECT_EQ(result.second, 0);
+  ASSERT_FALSE(would.empty()) << s().agent.stderr_text();
+  const auto tags = would[0].value("tags", json::array());
+  EXPECT_NE(std::find(tags.begin(), tags.end(), "would_prevent"), tags.end()) << would[0].dump();
+  std::this_thread::sleep_for(1s);
+  EXPECT_EQ(s().api->changes().size(), patched) << "patched in monitor mode";
+  ASSERT_TRUE(reload("enforce")) << s().agent.stderr_text();
+}
+
+// A hybrid host (v1 controllers beside the unified hierarchy, as here) whose
+// runtime put the container in a v1 freezer cgroup (cgroupfs driver layout):
+// vigil writes FROZEN to that cgroup's freezer.state, not the v2 file.
+TEST_F(PreventionScenario, FreezeUsesTheV1FreezerCgroupWhereTheContainerIsInOne) {
+  const std::string freezer = "/sys/fs/cgroup/freezer";
+  if (!fs::exists(freezer + "/cgroup.procs") || fs::exists(freezer + "/cgroup.controllers"))
+    GTEST_SKIP() << "no cgroup v1 freezer hierarchy at " << freezer;
+  const PodSpec& web = pod("web-0");
+  // The levels made here, removed (last first) at the end.
+  std::vector<std::string> made;
+  std::string v1 = freezer;
+  for (const std::string& level : {std::string("kubepods"), std::string("besteffort"), "pod" + web.uid, web.id}) {
+    v1 += "/" + level;
+    if (!fs::exists(v1)) {
+      ASSERT_TRUE(fs::create_directory(v1)) << v1;
+      made.push_back(v1);
+    }
+  }
+  PodRun r;
+  // The workload joins the v1 cgroup, then becomes the program the rule names.
+  r.argv = {"/bin/sh", "-c", "echo $$ > " + v1 + "/cgroup.procs && exec " + s().tool("rival")};
+  r.steps = "sleep:3000";
+  std::pair<pid_t, int> result{-1, -1};
+  std::thread run([&] { result = run_in_pod(web, r); });
+  std::string state;
+  for (int i = 0; i < 150 && state.rfind("FROZEN", 0) != 0; ++i) {
+    std::this_thread::sleep_for(100ms);
+    std::ifstream in(v1 + "/freezer.state");
+    std::getline(in, state);
+  }
+  const bool v2_frozen = frozen_within(web, 0ms);
+  std::ofstream(v1 + "/freezer.state") << "THAWED\n";
+  std::ofstream(web.scope + "/cgroup.freeze") << "0\n";
+  run.join();
+  for (auto it = made.rbegin(); it != made.rend(); ++it) fs::remove(*it);
+  EXPECT_EQ(state, "FROZEN") << s().agent.stderr_text();
+  EXPECT_FALSE(v2_frozen) << "the v2 cgroup was frozen too";
+  EXPECT_EQ(result.second, 0) << "the workload did not end well once thawed";
+}
 
 TEST_F(PreventionScenario, EnforceMonitorOffAndNothingLeftRefusedAfterSigkill) {
   const std::string node = devs() + "/nvidia0";

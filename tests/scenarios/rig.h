@@ -21,7 +21,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -101,7 +103,9 @@ std::string hex_id(int n) {
 }
 
 // ---------------------------------------------------------------------------
-// Kubernetes API stand-in: LIST returns the pods, WATCH stays open and silent.
+// Kubernetes API stand-in: LIST returns the pods, WATCH stays open and silent,
+// a PATCH or DELETE (vigil's label and delete_pod responses) is recorded and
+// answered 200.
 
 class ApiStandIn {
  public:
@@ -117,6 +121,14 @@ class ApiStandIn {
   int port() const { return listener_.port(); }
   bool listed() const { return lists_ > 0; }
   int lists() const { return lists_; }
+  struct Change {
+    std::string method, path, content_type, body;
+  };
+  // The PATCH and DELETE requests received so far.
+  std::vector<Change> changes() const {
+    std::lock_guard<std::mutex> lk(mu_);
+    return changes_;
+  }
 
  private:
   void loop() {
@@ -135,6 +147,10 @@ class ApiStandIn {
         req.append(buf, static_cast<std::size_t>(n));
       }
       std::string first = req.substr(0, req.find("\r\n"));
+      if (first.rfind("PATCH ", 0) == 0 || first.rfind("DELETE ", 0) == 0) {
+        change(c, req, first);
+        continue;
+      }
       if (first.find("watch=") != std::string::npos) {
         std::string h = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n";
         (void)write(c, h.data(), h.size());
@@ -156,7 +172,50 @@ class ApiStandIn {
       ++lists_;
     }
   }
+  // A header's value (name in lower case) in the request's head.
+  static std::string header(const std::string& head, const std::string& name) {
+    std::string lower = head;
+    for (char& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    const auto at = lower.find("\r\n" + name + ":");
+    if (at == std::string::npos) return "";
+    const auto from = head.find_first_not_of(' ', at + 3 + name.size());
+    return head.substr(from, head.find("\r\n", from) - from);
+  }
+  void change(int c, std::string req, const std::string& first) {
+    const std::size_t head_end = req.find("\r\n\r\n") + 4;
+    const std::string head = req.substr(0, head_end);
+    std::size_t len = 0;
+    if (auto v = header(head, "content-length"); !v.empty()) len = std::min<std::size_t>(std::stoul(v), 1 << 20);
+    char buf[4096];
+    while (req.size() < head_end + len) {
+      pollfd cp{c, POLLIN, 0};
+      if (poll(&cp, 1, 2000) != 1) break;
+      ssize_t n = read(c, buf, sizeof(buf));
+      if (n <= 0) break;
+      req.append(buf, static_cast<std::size_t>(n));
+    }
+    Change ch;
+    ch.method = first.substr(0, first.find(' '));
+    const auto p0 = first.find(' ') + 1;
+    ch.path = first.substr(p0, first.find(' ', p0) - p0);
+    ch.content_type = header(head, "content-type");
+    ch.body = req.substr(head_end, len);
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      changes_.push_back(std::move(ch));
+    }
+    const std::string body = "{}";
+    const std::string resp =
+        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n"
+        "Content-Length: 2\r\n\r\n" +
+        body;
+    (void)write(c, resp.data(), resp.size());
+    close(c);
+  }
+
   std::vector<json> pods_;
+  mutable std::mutex mu_;
+  std::vector<Change> changes_;  // guarded by mu_
   vigil::support::TcpListener listener_;
   std::atomic<bool> stop_{false};
   std::atomic<int> lists_{0};

@@ -59,7 +59,9 @@ class K8sStub {
   // Waits until the watcher has gone through the script up to its third
   // WATCH (so it has listed pod "c"); false on timeout.
   bool wait_script_done(std::chrono::milliseconds timeout = std::chrono::seconds(60));
-  // The stand-in's request log (one JSON object per request).
+  // The stand-in's request log (one JSON object per request; a PATCH or
+  // DELETE of a pod is logged with kind "patch" or "delete", its path,
+  // content_type, body and auth, and answered 200 with the pod).
   std::string requests() const;
 
  private:

@@ -26,6 +26,7 @@
 #include "engine/pipeline/pipeline.h"
 #include "engine/rules/prevention.h"
 #include "engine/rules/ruleset.h"
+#include "engine/state/k8s_config.h"
 #include "engine/state/state.h"
 #include "outputs/router.h"
 
@@ -47,7 +48,7 @@ std::string describe_prevention(const rules::Ruleset& rs, bool have_sensor) {
   std::size_t alert_only = 0, responses = 0;
   for (const rules::PreventionRule& p : rs.prevention()) {
     if (!p.enabled) continue;
-    if (p.action == "kill") ++responses;
+    if (p.responses != 0) ++responses;
     else if (!p.enforceable) ++alert_only;
   }
   for (const rules::PreventionRule* p : rules::enforced_slots(rs.prevention())) ++by_hook[static_cast<int>(p->hook)];
@@ -60,7 +61,7 @@ std::string describe_prevention(const rules::Ruleset& rs, bool have_sensor) {
          " destination, " + std::to_string(by_hook[3]) + " socket, " + std::to_string(by_hook[4]) + " exec rules" +
          (have_sensor ? "" : " (no sensor: nothing is refused)") + "; " + std::to_string(alert_only) +
          " deny rules the kernel cannot judge (alert only); " + std::to_string(responses) +
-         " kill responses; BPF LSM " + (bpf_lsm ? "enabled (not used yet)" : "not enabled (lsm=" + lsm + ")");
+         " rules with responses; BPF LSM " + (bpf_lsm ? "enabled (not used yet)" : "not enabled (lsm=" + lsm + ")");
 }
 
 // The aggregation's bounds (aggregation.max_keys, max_keys_per_rule).
@@ -121,7 +122,9 @@ Status build_pipeline(Agent& a) {
     // First among the taps: a container's entry reaches the kernel as soon
     // as its pod is known (a reload may bring rules with an action: the tap
     // does nothing while the rules in force have none).
-    a.prevention = std::make_unique<PreventionTap>(a.sensor, *a.pipe);
+    a.prevention = std::make_unique<PreventionTap>(a.sensor, *a.pipe, a.log.get());
+    // The label and delete_pod responses go to the API server the pods come from.
+    if (a.k8s) a.prevention->set_k8s(*a.k8s);
     a.pipe->add_tap(a.prevention.get());
   }
   if (a.ruleset && a.ruleset->has_prevention())

@@ -97,10 +97,12 @@ class FlightRecorderTest : public ::testing::Test {
 
   void feed(FlightRecorder& fr, const event::Event& e) { fr.on_event(e, ctx_for(e)); }
 
-  event::Alert alert_on(FlightRecorder& fr, const event::Event& e, event::Priority prio = event::Priority::kCritical) {
+  event::Alert alert_on(FlightRecorder& fr, const event::Event& e, event::Priority prio = event::Priority::kCritical,
+                        std::vector<std::string> tags = {}) {
     event::Alert a;
     a.rule = "Shell in GPU pod";
     a.priority = prio;
+    a.tags = std::move(tags);
     a.time_ns = e.hdr.ts_ns;
     fr.on_alert(e, ctx_for(e), a);
     return a;
@@ -173,6 +175,24 @@ TEST_F(FlightRecorderTest, LowerPriorityAlertsGetNoCapture) {
   EXPECT_EQ(capture_of(a), "");
   fr.finish();
   EXPECT_EQ(fr.stats().captures, 0u);
+}
+
+// Every refusal and every response is recorded, whatever the rule's
+// priority; a monitor-mode alert (would_prevent) is not.
+TEST_F(FlightRecorderTest, RefusalsAndResponsesAreCapturedAtAnyPriority) {
+  proc(100, 1, -1);
+  FlightRecorder fr(options());
+  feed(fr, ev(kT0, 100));
+  auto prevented = alert_on(fr, ev(kT0, 100), event::Priority::kNotice, {"egress", "prevented"});
+  auto responded = alert_on(fr, ev(kT0 + kSec, 100), event::Priority::kInformational, {"responded"});
+  auto would = alert_on(fr, ev(kT0 + kSec, 100), event::Priority::kNotice, {"would_prevent"});
+  EXPECT_NE(capture_of(prevented), "");
+  EXPECT_NE(capture_of(responded), "");
+  EXPECT_EQ(capture_of(would), "");
+  fr.finish();
+  EXPECT_TRUE(fs::exists(capture_of(prevented)));
+  EXPECT_TRUE(fs::exists(capture_of(responded)));
+  EXPECT_EQ(fr.stats().captures, 2u);
 }
 
 TEST_F(FlightRecorderTest, KeepsOnlyTheAlertsPod) {

@@ -226,3 +226,31 @@ TEST(AgentMetrics, AggregationCountsAreExposedByRule) {
 
 }  // namespace
 }  // namespace vigil::metrics
+
+namespace vigil::metrics {
+namespace {
+
+// Responses carried out by rule and response; those that were not, by reason.
+TEST(AgentMetrics, ResponsesAndTheirFailuresAreExposedByRule) {
+  AgentView v;
+  v.version = "test";
+  v.prevention = [] {
+    PreventionInfo p;
+    p.mode = "enforce";
+    p.responses = {{"Miner", "freeze", "done", 2}, {"Miner", "label", "error", 1}, {"Miner", "label", "done", 3}};
+    return p;
+  };
+  Exposition out;
+  collect_agent(v, out);
+  const std::string t = out.text();
+  EXPECT_NE(t.find("vigil_prevention_responses_total{rule=\"Miner\",response=\"freeze\"} 2"), std::string::npos) << t;
+  EXPECT_NE(t.find("vigil_prevention_responses_total{rule=\"Miner\",response=\"label\"} 3"), std::string::npos) << t;
+  EXPECT_NE(t.find("vigil_prevention_response_failures_total{rule=\"Miner\",response=\"label\",reason=\"error\"} 1"),
+            std::string::npos)
+      << t;
+  EXPECT_EQ(t.find("response_failures_total{rule=\"Miner\",response=\"freeze\""), std::string::npos) << t;
+  EXPECT_EQ(out.errors(), 0u);
+}
+
+}  // namespace
+}  // namespace vigil::metrics

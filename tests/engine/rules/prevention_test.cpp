@@ -127,6 +127,99 @@ TEST(Prevention, BadActionValuesAreErrors) {
             1u);
 }
 
+TEST(Prevention, ResponsesAreOneWordOrAList) {
+  const std::string cond = "evt.type = execve and proc.name = a";
+  const PreventionRule& f = only(load(rule("x", cond, "action: freeze")));
+  EXPECT_EQ(f.action, "freeze");
+  EXPECT_EQ(f.responses, kResponseFreeze);
+  auto both = load(rule("x", cond, "action: [freeze, kill]"));
+  EXPECT_EQ(only(both).action, "kill,freeze") << "written in one order whatever the file's";
+  EXPECT_EQ(only(both).responses, kResponseKill | kResponseFreeze);
+  auto pod = load(rule("x", cond, "action: [label, delete_pod, label]"));
+  EXPECT_EQ(only(pod).action, "label,delete_pod");
+  // A response is never judged by the kernel, and not an error in enforce mode.
+  auto enforced = load(rule("x", "evt.type = execve and proc.aname in (ray)", "action: [kill, label]"), 2);
+  EXPECT_EQ(enforced.errors, 0u);
+  EXPECT_TRUE(kernel_tables(enforced.ruleset->prevention()).slots.empty());
+  // none is no action at all.
+  auto none = load(rule("x", cond, "action: none"));
+  ASSERT_TRUE(none.ruleset);
+  EXPECT_TRUE(none.ruleset->prevention().empty());
+}
+
+// The error names the file, the line and the column of the value, and says
+// which words are known.
+TEST(Prevention, BadActionListsAreErrorsNamingFileAndPosition) {
+  const std::string cond = "evt.type = execve and proc.name = a";
+  std::size_t macro_lines = 0;
+  for (char c : kMacros) macro_lines += c == '\n';
+  const std::string at = "prevention_test.yaml:" + std::to_string(macro_lines + 6) + ":";
+  const struct {
+    const char* action;
+    const char* says;
+  } cases[] = {
+      {"action: [kill, quarantine]", "unknown action 'quarantine'"},
+      {"action: [deny, kill]", "'deny' cannot be listed with other actions"},
+      {"action: [none, freeze]", "'none' cannot be listed with other actions"},
+      {"action: []", "the action list is empty"},
+      {"action: {kill: true}", "'action' must be a list"},
+  };
+  for (const auto& c : cases) {
+    auto r = load(rule("x", cond, c.action));
+    EXPECT_GE(r.errors, 1u) << c.action;
+    std::string all;
+    for (const auto& d : r.diagnostics) all += d.to_string() + "\n";
+    EXPECT_NE(all.find(c.says), std::string::npos) << c.action << ":\n" << all;
+    EXPECT_NE(all.find(at), std::string::npos) << c.action << ": no " << at << "\n" << all;
+  }
+  auto unknown = load(rule("x", cond, "action: [kill, quarantine]"));
+  std::string all;
+  for (const auto& d : unknown.diagnostics) all += d.to_string();
+  for (const char* w : {"deny", "kill", "freeze", "label", "delete_pod", "none"})
+    EXPECT_NE(all.find(w), std::string::npos) << "the known words are listed: " << all;
+}
+
+// A local file changes a rule's action with override: replace, to a list too.
+TEST(Prevention, OverrideReplacesTheActionWithResponses) {
+  const std::string cond = "evt.type = execve and proc.name = a";
+  auto r = load(rule("x", cond, "action: deny") +
+                "- rule: x\n  action: [freeze, label]\n  override:\n    action: replace\n");
+  EXPECT_EQ(r.errors, 0u);
+  EXPECT_EQ(only(r).action, "freeze,label");
+  EXPECT_EQ(only(r).responses, kResponseFreeze | kResponseLabel);
+}
+
+// A response is decided in user space: respond (enforce), would_respond
+// (monitor, tagged would_prevent), nothing for the host.
+TEST(Prevention, ResponsesAreDecidedForContainersOnly) {
+  for (std::uint8_t mode : {std::uint8_t{1}, std::uint8_t{2}}) {
+    auto r =
+        load(rule("pool", "evt.type = connect and vigil_container and fd.sip = 203.0.113.9", "action: [freeze, label]"),
+             mode);
+    ASSERT_TRUE(r.ruleset);
+    testing::World w;
+    w.connect("203.0.113.9", 3333);
+    const auto ctx = w.ctx();
+    std::vector<event::Alert> alerts;
+    r.ruleset->evaluate(ctx, alerts);
+    ASSERT_EQ(alerts.size(), 1u);
+    std::vector<PreventionDecision> d;
+    r.ruleset->judge_prevention(ctx, alerts, d);
+    ASSERT_EQ(d.size(), 1u);
+    EXPECT_EQ(d[0].outcome, mode == 2 ? "respond" : "would_respond");
+    EXPECT_EQ(d[0].responses, kResponseFreeze | kResponseLabel);
+    tag_prevention_alert(d[0], alerts[d[0].alert]);
+    EXPECT_EQ(alerts[0].tags.back(), mode == 2 ? "responded" : "would_prevent");
+    w.in_container = false;
+    const auto host = w.ctx();
+    alerts.clear();
+    d.clear();
+    r.ruleset->evaluate(host, alerts);
+    r.ruleset->judge_prevention(host, alerts, d);
+    EXPECT_TRUE(d.empty()) << "a host process is never responded to";
+  }
+}
+
 TEST(Prevention, KernelTablesHoldTheEnforcedRulesOnly) {
   auto r = load(rule("a", "evt.type = execve and proc.name in (xmrig)", "action: deny\n  action_mode: enforce") +
                 rule("b", "evt.type = execve and proc.name in (nbminer)", "action: deny\n  action_mode: monitor") +

@@ -185,6 +185,31 @@ class Handler(BaseHTTPRequestHandler):
             meta["continue"] = "page2"
         self.send_json({"kind": "PodList", "apiVersion": "v1", "metadata": meta, "items": items})
 
+    def changed(self, kind):
+        # A PATCH or DELETE of one pod (vigil's label and delete_pod
+        # responses): recorded with its body, answered with the pod.
+        url = urlparse(self.path)
+        length = min(int(self.headers.get("Content-Length", "0") or 0), 1 << 20)
+        body = self.rfile.read(length).decode("utf-8", "replace") if length else ""
+        with State.lock:
+            State.log.write(json.dumps({"kind": kind, "n": 0, "t": time.time(), "path": url.path,
+                                        "content_type": self.headers.get("Content-Type", ""),
+                                        "body": body,
+                                        "auth": self.headers.get("Authorization", "")}) + "\n")
+            State.log.flush()
+        parts = url.path.split("/")
+        if len(parts) != 7 or parts[1:4] != ["api", "v1", "namespaces"] or parts[5] != "pods":
+            self.send_error(404)
+            return
+        self.send_json({"kind": "Pod", "apiVersion": "v1",
+                        "metadata": {"namespace": parts[4], "name": parts[6]}})
+
+    def do_PATCH(self):
+        self.changed("patch")
+
+    def do_DELETE(self):
+        self.changed("delete")
+
 
 def main():
     ap = argparse.ArgumentParser()
