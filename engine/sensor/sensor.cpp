@@ -127,6 +127,31 @@ std::int64_t now_wall_ns() {
   return static_cast<std::int64_t>(ts.tv_sec) * 1000000000LL + ts.tv_nsec;
 }
 
+// The keys of a hash map (at most 65536), all read before any is taken out.
+template <class K>
+std::vector<K> map_keys(int fd) {
+  std::vector<K> keys;
+  K key{}, next{};
+  const void* prev = nullptr;
+  while (keys.size() < (1u << 16) && bpf_map_get_next_key(fd, prev, &next) == 0) {
+    keys.push_back(next);
+    key = next;
+    prev = &key;
+  }
+  return keys;
+}
+
+// Takes key k's value out of the map (lookup-and-delete; lookup then delete
+// where the kernel has no lookup-and-delete for hash maps, before 5.14);
+// false when the key is gone.
+template <class K, class V>
+bool take(int fd, const K& k, V& v) {
+  if (bpf_map_lookup_and_delete_elem(fd, &k, &v) == 0) return true;
+  if (bpf_map_lookup_elem(fd, &k, &v) != 0) return false;
+  bpf_map_delete_elem(fd, &k);
+  return true;
+}
+
 }  // namespace
 
 class Sensor::Impl {
@@ -727,22 +752,11 @@ void Sensor::Impl::drain_ioctl_slots() {
 
 std::size_t Sensor::Impl::report_usage(const source::EventSource::Emit& emit) {
   if (skel_->rodata->cfg_ioctl_slot) drain_ioctl_slots();
-  int fd = bpf_map__fd(skel_->maps.gpu_usage);
-  std::vector<vg_usage_key> keys;
-  vg_usage_key key{}, next{};
-  const void* prev = nullptr;
-  while (keys.size() < (1u << 16) && bpf_map_get_next_key(fd, prev, &next) == 0) {
-    keys.push_back(next);
-    key = next;
-    prev = &key;
-  }
+  const int fd = bpf_map__fd(skel_->maps.gpu_usage);
   std::map<std::uint32_t, std::vector<event::GpuUsageData::Entry>> by_pid;
-  for (const vg_usage_key& k : keys) {
+  for (const vg_usage_key& k : map_keys<vg_usage_key>(fd)) {
     vg_usage_val val{};
-    if (bpf_map_lookup_and_delete_elem(fd, &k, &val) != 0) {
-      if (bpf_map_lookup_elem(fd, &k, &val) != 0) continue;
-      bpf_map_delete_elem(fd, &k);
-    }
+    if (!take(fd, k, val)) continue;
     auto& v = by_pid[k.pid];
     if (v.size() >= kMaxUsageEntries) continue;
     v.push_back({k.dev >> 20, k.dev & 0xfffff, k.nr, val.count});
@@ -770,23 +784,12 @@ std::size_t Sensor::Impl::report_usage(const source::EventSource::Emit& emit) {
 // window's sum. Only counts the kernel has are read: at most the map's size.
 std::size_t Sensor::Impl::report_egress(const source::EventSource::Emit& emit) {
   const int fd = bpf_map__fd(skel_->maps.egress_bytes);
-  std::vector<vg_egress_key> keys;
-  vg_egress_key key{}, next{};
-  const void* prev = nullptr;
-  while (keys.size() < (1u << 16) && bpf_map_get_next_key(fd, prev, &next) == 0) {
-    keys.push_back(next);
-    key = next;
-    prev = &key;
-  }
   const auto now = static_cast<std::uint64_t>(now_wall_ns());
   const std::uint64_t interval_ns = static_cast<std::uint64_t>(cfg_.egress_interval.count()) * 1000000ULL;
   std::size_t n = 0;
-  for (const vg_egress_key& k : keys) {
+  for (const vg_egress_key& k : map_keys<vg_egress_key>(fd)) {
     vg_egress_val val{};
-    if (bpf_map_lookup_and_delete_elem(fd, &k, &val) != 0) {
-      if (bpf_map_lookup_elem(fd, &k, &val) != 0) continue;
-      bpf_map_delete_elem(fd, &k);
-    }
+    if (!take(fd, k, val)) continue;
     if (val.bytes == 0 || (k.family != AF_INET && k.family != AF_INET6)) continue;
     EgressWindow::Key wk{};
     std::memcpy(wk.data(), &k, sizeof(k));

@@ -350,6 +350,20 @@ std::vector<RecordData> sample_records() {
     p.visible_devices = "all";
     out.emplace_back(Event{header(ts++, Type::kGpuPosture, 0), p});
   }
+  {
+    // What a container sent to one destination in an interval (no process).
+    EgressData e;
+    e.family = AF_INET;
+    e.proto = L4::kTcp;
+    e.daddr = ip4(203, 0, 113, 60);
+    e.dport = 443;
+    e.bytes = 21'474'836;
+    e.packets = 371;
+    e.interval_ns = 10'000'000'000;
+    e.window_bytes = 42'949'672;
+    e.window_ns = 300'000'000'000;
+    out.emplace_back(Event{header(ts++, Type::kEgress, 0), e});
+  }
   return out;
 }
 
