@@ -9,7 +9,7 @@
 #   sudo VIGIL=path/to/other/vigil tests/bench/prog_ns.sh ioctl
 #   sudo RULES="-r rules/ -o sensor.ioctl_cache=false" tests/bench/prog_ns.sh ioctl
 #   sudo OPEN_PATH=/usr/lib/os-release tests/bench/prog_ns.sh openclose
-#   sudo MIX_ARGS="--udp-dest 198.18.0.2" tests/bench/prog_ns.sh udpsend
+#   sudo MIX_ARGS="--udp-dest 198.18.0.1" tests/bench/prog_ns.sh udpsend
 #
 # Needs root, bpftool and a built tree (scripts/build.sh). The statistics are
 # turned on with BPF_ENABLE_STATS for the run only (held by a file

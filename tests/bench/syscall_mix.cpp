@@ -51,9 +51,9 @@ int main(int argc, char** argv) {
   long n = 200000;
   std::string node;
   std::string open_path = "/etc/hostname";  // openclose: under /etc/, which Falco's traversal rule watches
-  // udpsend (not in the default phases): 64-byte datagrams to an address that
-  // is not loopback, so each leaves through the egress hooks. Give it a
-  // dummy interface's network (tests/bench/egress_bench.sh makes one).
+  // udpsend (only with --udp-dest): 64-byte datagrams to an address that is
+  // not 127/8, so each is counted by the egress hook (tests/bench/
+  // egress_bench.sh puts 198.18.0.1 on lo for it).
   std::string udp_dest;
   std::vector<std::string> only;
   for (int i = 1; i < argc; ++i) {
@@ -138,6 +138,14 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "syscall_mix: --udp-dest %s: not an IPv4 address\n", udp_dest.c_str());
       return 1;
     }
+    // Where the address is this host's, a bound socket takes the datagrams
+    // (its queue fills and the rest are dropped after the egress hooks ran),
+    // so no ICMP error turns a send into ECONNREFUSED.
+    int rs = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (rs >= 0 && bind(rs, reinterpret_cast<sockaddr*>(&to), sizeof(to)) != 0) {
+      close(rs);
+      rs = -1;
+    }
     int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
     if (s < 0 || connect(s, reinterpret_cast<sockaddr*>(&to), sizeof(to)) != 0) {
       std::fprintf(stderr, "syscall_mix: udp %s: %s\n", udp_dest.c_str(), std::strerror(errno));
@@ -146,6 +154,7 @@ int main(int argc, char** argv) {
     const char payload[64] = {};
     run_phase("udpsend", n / 4, [&](long) { (void)!send(s, payload, sizeof(payload), 0); });
     close(s);
+    if (rs >= 0) close(rs);
   }
 
   if (want("ioctl") && !node.empty()) {
