@@ -74,8 +74,10 @@ std::string g_config;  // the agent's configuration file
 std::string g_flight;  // the flight recorder's directory
 
 void write_mode(const std::string& mode) {
-  std::ofstream(g_config) << "flight_recorder: {enabled: true, dir: " << g_flight << "}\nprevention:\n  mode: " << mode
-                          << "\n";
+  // A short window and after-window: small captures, written a second after
+  // the alert (the capture test waits for the file).
+  std::ofstream(g_config) << "flight_recorder: {enabled: true, dir: " << g_flight
+                          << ", window_s: 5, after_s: 1}\nprevention:\n  mode: " << mode << "\n";
 }
 
 class PreventionScenario : public Scenario {

@@ -232,8 +232,16 @@ class ApiStandIn {
 // the reason in `why` otherwise.
 bool start_agent(VigilProcess& agent, int api_port, const std::string& kmsg_fifo, std::string& why,
                  const std::vector<std::string>& extra_args = {}) {
+  // The stand-in workload is every pod's image program. Where the build tree
+  // sits in a world-writable directory (a clone under /tmp), its path would
+  // make it a "dropped" program to the spread rule; it is declared known, as
+  // an operator declares their own programs (a copy of it at another path,
+  // which the intrusion scenario drops, is still judged).
+  const std::string known = kmsg_fifo + ".known.yaml";
+  std::ofstream(known) << "- macro: user_known_spread_programs\n  condition: (proc.exepath = \"" VIGIL_WORKLOAD "\")\n";
   std::vector<std::string> args = {"-r",        "rules/",
                                    "-r",        "rules/optional/vigil_model_dirs.yaml",
+                                   "-r",        known,
                                    "--k8s-api", "http://127.0.0.1:" + std::to_string(api_port),
                                    "-o",        "sensor.kmsg_path=" + kmsg_fifo,
                                    "-o",        "flight_recorder.enabled=false",
@@ -472,7 +480,7 @@ struct Suite {
     tmp = tmp_dir->path();
     fs::create_directories(tmp + "/bin");
     for (const char* n : {"xmrig", "vllm", "nvidia-smi", "runc", "worker", "bpfloader", "pt_main_thread", "etl",
-                          "nvidia-ctk", "mknod", "raylet", "ray::IDLE", "rival", "tar", "ollama"}) {
+                          "nvidia-ctk", "mknod", "raylet", "ray::IDLE", "rival", "tar", "ollama", "containerd"}) {
       fs::create_symlink(VIGIL_WORKLOAD, tool(n));
     }
 

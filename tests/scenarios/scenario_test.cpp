@@ -572,7 +572,8 @@ TEST_F(Scenario, AiInfrastructureIntrusions) {
 // The look-alikes: a Ray worker's ordinary tasks (listening on its worker
 // port, running a subprocess, a shell ending its own child), an inference
 // server loading its weights then talking to the model hub, a training job
-// reading its checkpoint then uploading it.
+// reading its checkpoint then uploading it (30 MB), the container runtime
+// pulling an image on the host.
 TEST_F(Scenario, AiInfrastructureLookAlikesRaiseNothing) {
   std::set<long> pids;
   PodRun worker;
@@ -607,6 +608,20 @@ TEST_F(Scenario, AiInfrastructureLookAlikesRaiseNothing) {
   auto [tpid, trc] = run_in_pod(pod("ckpt-ok-0"), trainer);
   EXPECT_EQ(trc, 0);
   pids.insert(tpid);
+
+  // The container runtime pulling an image on the host: a registry request,
+  // bytes up, a layer written under its root (no pod: the test's own cgroup).
+  const PodSpec host_runtime{};
+  PodRun pull;
+  pull.tcp_sinks = {"198.51.100.70:443"};
+  pull.argv = {s().tool("containerd"), "--config", "/etc/containerd/config.toml"};
+  pull.steps =
+      "tcp:198.51.100.70:443;send:GET /v2/library/python/blobs/sha256:4f4fb700ef54 HTTP/1.1\\r\\n"
+      "Host: registry-1.docker.io\\r\\n\\r\\n;push:4194304;write:" +
+      s().tmp + "/layer-4f4fb700ef54.tar:layer;sleep:1500";
+  auto [ppid, prc] = run_in_pod(host_runtime, pull);
+  EXPECT_EQ(prc, 0);
+  pids.insert(ppid);
 
   auto got = any_alert({"ray-ok-0", "llm-load-ok-0", "ckpt-ok-0"}, pids);
   EXPECT_TRUE(got.empty()) << "look-alikes raised alerts:\n" << dump(got);
