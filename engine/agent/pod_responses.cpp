@@ -5,24 +5,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/state/procfs.h"
-
 namespace vigil::agent {
 namespace {
 
-constexpr std::size_t kMaxTokenFile = 64 * 1024;
 constexpr std::chrono::milliseconds kRequestTimeout{10000};
-
-std::string token_of(const state::K8sConfig& cfg) {
-  if (!cfg.token_file.empty()) {
-    if (auto t = state::read_file_bounded(cfg.token_file, kMaxTokenFile)) {
-      std::string s = std::move(*t);
-      while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
-      return s;
-    }
-  }
-  return cfg.token;
-}
 
 }  // namespace
 
@@ -58,17 +44,8 @@ void PodResponder::wait_idle() {
 }
 
 net::HttpRequest PodResponder::request(const PodResponseJob& job, std::string& body) const {
-  net::HttpRequest r;
-  r.url = cfg_.api_url + "/api/v1/namespaces/" + net::url_encode(job.ns) + "/pods/" + net::url_encode(job.name);
-  r.bearer_token = token_of(cfg_);  // re-read each time: service-account tokens rotate
-  r.tls.ca_file = cfg_.ca_file;
-  r.tls.ca_pem = cfg_.ca_pem;
-  r.tls.cert_file = cfg_.client_cert_file;
-  r.tls.key_file = cfg_.client_key_file;
-  r.tls.cert_pem = cfg_.client_cert_pem;
-  r.tls.key_pem = cfg_.client_key_pem;
-  r.tls.verify = !cfg_.insecure;
-  r.connect_timeout = cfg_.connect_timeout;
+  net::HttpRequest r =
+      state::api_request(cfg_, "/api/v1/namespaces/" + net::url_encode(job.ns) + "/pods/" + net::url_encode(job.name));
   r.timeout = kRequestTimeout;
   r.max_body = 64 * 1024;
   r.truncate_body = true;  // the pod that comes back is not needed

@@ -182,4 +182,27 @@ std::string tls_warning(const K8sConfig& cfg) {
          "bearer token and can feed vigil false pod metadata";
 }
 
+net::HttpRequest api_request(const K8sConfig& cfg, const std::string& path_and_query) {
+  net::HttpRequest r;
+  r.url = cfg.api_url + path_and_query;
+  r.headers = {{"Accept", "application/json"}};
+  r.bearer_token = cfg.token;
+  if (!cfg.token_file.empty()) {
+    if (auto t = read_file_bounded(cfg.token_file, 64 * 1024)) {
+      std::string s = std::move(*t);
+      while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
+      r.bearer_token = std::move(s);
+    }
+  }
+  r.tls.ca_file = cfg.ca_file;
+  r.tls.ca_pem = cfg.ca_pem;
+  r.tls.cert_file = cfg.client_cert_file;
+  r.tls.key_file = cfg.client_key_file;
+  r.tls.cert_pem = cfg.client_cert_pem;
+  r.tls.key_pem = cfg.client_key_pem;
+  r.tls.verify = !cfg.insecure;
+  r.connect_timeout = cfg.connect_timeout;
+  return r;
+}
+
 }  // namespace vigil::state

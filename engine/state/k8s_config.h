@@ -13,6 +13,7 @@
 #include <string>
 #include <string_view>
 
+#include "engine/net/http_client.h"
 #include "engine/util/result.h"
 
 namespace vigil::state {
@@ -74,6 +75,12 @@ struct K8sOptions {
 Result<K8sConfig> k8s_config_discover(const K8sOptions& opt);
 // The current context of a kubeconfig file's text (base_dir resolves relative paths).
 Result<K8sConfig> k8s_config_from_kubeconfig(std::string_view yaml, const std::string& base_dir);
+
+// A request to the API server for `path_and_query` ("/api/v1/pods?..."),
+// GET with `Accept: application/json`, carrying the configuration's
+// credentials (the token file re-read each time: service-account tokens
+// rotate; at most 64 KiB of it) and TLS settings. Callers set the rest.
+net::HttpRequest api_request(const K8sConfig& cfg, const std::string& path_and_query);
 
 // The warning to log at start when TLS verification of the API server is off
 // (it names the setting and the server); "" when verification is on.

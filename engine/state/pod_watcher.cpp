@@ -12,7 +12,6 @@
 #include <utility>
 
 #include "engine/state/pod_json.h"
-#include "engine/state/procfs.h"
 #include "engine/state/state.h"
 
 namespace vigil::state {
@@ -21,12 +20,6 @@ namespace {
 using nlohmann::json;
 
 constexpr auto kListTimeout = std::chrono::seconds(120);
-constexpr std::size_t kMaxTokenFile = 64 * 1024;
-
-std::string trim_right(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
-  return s;
-}
 
 }  // namespace
 
@@ -118,26 +111,8 @@ bool PodWatcher::drain(State& state) {
   return !work.empty();
 }
 
-std::string PodWatcher::bearer_token() const {
-  if (!cfg_.token_file.empty()) {
-    if (auto t = read_file_bounded(cfg_.token_file, kMaxTokenFile)) return trim_right(*t);
-  }
-  return cfg_.token;
-}
-
 net::HttpRequest PodWatcher::request(std::string path_and_query) const {
-  net::HttpRequest r;
-  r.url = cfg_.api_url + path_and_query;
-  r.headers = {{"Accept", "application/json"}};
-  r.bearer_token = bearer_token();  // re-read each time: service-account tokens rotate
-  r.tls.ca_file = cfg_.ca_file;
-  r.tls.ca_pem = cfg_.ca_pem;
-  r.tls.cert_file = cfg_.client_cert_file;
-  r.tls.key_file = cfg_.client_key_file;
-  r.tls.cert_pem = cfg_.client_cert_pem;
-  r.tls.key_pem = cfg_.client_key_pem;
-  r.tls.verify = !cfg_.insecure;
-  r.connect_timeout = cfg_.connect_timeout;
+  net::HttpRequest r = api_request(cfg_, path_and_query);
   r.accept_encoding = true;
   return r;
 }

@@ -95,7 +95,6 @@ class PodWatcher {
   bool push(PodUpdate u);
   void sleep_backoff(int failures);
   void note_error(std::string msg);
-  std::string bearer_token() const;
   // Fills gpu_devices from the kubelet pod-resources API (watcher thread).
   void annotate(Pod& pod);
 

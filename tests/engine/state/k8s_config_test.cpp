@@ -4,6 +4,10 @@
 #include <unistd.h>
 
 #include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 
 namespace vigil::state {
@@ -29,6 +33,43 @@ TEST(K8sConfig, InClusterFromEnvironmentAndServiceAccount) {
   char host[256] = {};
   ::gethostname(host, sizeof(host) - 1);
   EXPECT_EQ(k8s_config_discover(o)->node_name, host);
+}
+
+// Every request to the API server (the pod watch, the pod responses) carries
+// the credentials of the moment: a rotated service-account token is read
+// again, without its trailing newline; the configured token when the file
+// cannot be read.
+TEST(K8sConfig, ApiRequestsCarryTheCurrentTokenAndTheTlsSettings) {
+  char dir[] = "/tmp/vigil-k8s-token-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string token = std::string(dir) + "/token";
+  K8sConfig c;
+  c.api_url = "https://10.96.0.1:443";
+  c.token = "fallback";
+  c.token_file = token;
+  c.ca_file = "/sa/ca.crt";
+  c.client_cert_pem = "CERT";
+  c.insecure = true;
+  c.connect_timeout = std::chrono::seconds(7);
+  auto write = [&](const char* text) {
+    FILE* f = std::fopen(token.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fputs(text, f);
+    std::fclose(f);
+  };
+  write("first\n");
+  net::HttpRequest r = api_request(c, "/api/v1/pods?limit=100");
+  EXPECT_EQ(r.url, "https://10.96.0.1:443/api/v1/pods?limit=100");
+  EXPECT_EQ(r.bearer_token, "first");
+  EXPECT_EQ(r.tls.ca_file, "/sa/ca.crt");
+  EXPECT_EQ(r.tls.cert_pem, "CERT");
+  EXPECT_FALSE(r.tls.verify);
+  EXPECT_EQ(r.connect_timeout, std::chrono::seconds(7));
+  write("rotated \r\n");
+  EXPECT_EQ(api_request(c, "/").bearer_token, "rotated");
+  ::unlink(token.c_str());
+  EXPECT_EQ(api_request(c, "/").bearer_token, "fallback");
+  ::rmdir(dir);
 }
 
 TEST(K8sConfig, NoApiAtAllIsAClearRuntimeError) {
