@@ -7,7 +7,8 @@
  * not known yet) is never refused, and a hook whose slots are all clear costs
  * one load of vg_pol. Refusals are counted per slot (pol_refusals).
  * Included by the programs that judge: policy.bpf.c (devices, sockets),
- * net.bpf.c (connect, sendmsg), proc.bpf.c (exec); each map is __weak so that
+ * net.bpf.c (connect, sendmsg), proc.bpf.c (exec: comm, memfd, upper layer,
+ * and the files denied by identity, pol_exe); each map is __weak so that
  * the objects link with one copy. */
 #ifndef VIGIL_BPF_PROGS_POLICY_BPF_H
 #define VIGIL_BPF_PROGS_POLICY_BPF_H
@@ -65,6 +66,15 @@ struct {
   __type(value, __u64);
 } pol_net6 SEC(".maps") __weak;
 
+/* Program files denied by identity (user space adds them once identified). */
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 4096);
+  __uint(map_flags, BPF_F_NO_PREALLOC);
+  __type(key, struct vg_pol_exe_key);
+  __type(value, struct vg_pol_exe_val);
+} pol_exe SEC(".maps") __weak;
+
 /* Device refusals by thread, for the open's exit (fd/open.bpf.c). */
 struct {
   __uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -88,6 +98,7 @@ struct vg_pol_facts {
   __u64 comm_bits; /* slots whose comm set holds the task's comm */
   __u64 net_bits;  /* slots whose destinations hold the call's */
   __u64 port_bits; /* slots whose ports hold the call's */
+  __u64 exe_bits;  /* exec: slots whose files hold the program's */
   __u32 kind;      /* device: VG_POL_NODE_* */
   __u32 allowed;   /* device: the container's allocation allows the node */
   __u32 family;    /* socket */
@@ -126,6 +137,17 @@ static __always_inline __u64 vg_pol_comm_bits(__u64 cand)
   bpf_get_current_comm(k.comm, sizeof(k.comm));
   __u64 *bits = bpf_map_lookup_elem(&pol_comm, &k);
   return bits ? *bits : 0;
+}
+
+/* The slots whose denied files hold the program file (dev, ino), where its
+ * change time is still the one user space identified. */
+static __always_inline __u64 vg_pol_exe_bits(__u64 cand, __u64 ino, __u32 dev, __s64 ctime_ns)
+{
+  if (!(cand & vg_pol.exe_slots))
+    return 0;
+  struct vg_pol_exe_key k = {.ino = ino, .dev = dev};
+  const struct vg_pol_exe_val *v = bpf_map_lookup_elem(&pol_exe, &k);
+  return v && v->ctime_ns == ctime_ns ? v->slots : 0;
 }
 
 /* Does slot i's rule hold for the call? The hook is the rule's own (user
@@ -167,6 +189,8 @@ static __always_inline int vg_pol_holds(const struct vg_pol_rule *r, __u64 bit,
     if ((r->flags & VG_POLR_MEMFD) && !(f->exec & VG_EXEC_MEMFD))
       return 0;
     if ((r->flags & VG_POLR_UPPER) && !(f->exec & VG_EXEC_UPPER))
+      return 0;
+    if ((r->flags & VG_POLR_EXE) && !(f->exe_bits & bit))
       return 0;
     return 1;
   }

@@ -271,20 +271,25 @@ int BPF_PROG(vg_sched_exec, struct task_struct *p, pid_t old_pid, struct linux_b
 
   if (trunc)
     e->flags |= VG_EXEC_PATH_TRUNC;
-  const __u8 exec_flags = e->flags;
-  vg_submit(buf, off);
 
   /* A program an enforced rule denies is killed here, in its own context,
    * before it runs its first instruction: the exec itself succeeded (the
-   * record above says what ran), the process never returns to user space. */
+   * record says what ran, and that it was killed), the process never
+   * returns to user space. */
+  int kill = 0;
   __u64 cand = 0;
   if (vg_pol_cgroup(vg_pol.exec, &cand)) {
     struct vg_pol_facts f = {};
     f.comm_bits = vg_pol_comm_bits(cand);
-    f.exec = exec_flags;
-    if (vg_pol_match(cand, &f) >= 0)
-      bpf_send_signal(VG_SIGKILL);
+    f.exec = e->flags;
+    f.exe_bits = vg_pol_exe_bits(cand, e->exe_ino, e->exe_dev, e->exe_ctime_ns);
+    kill = vg_pol_match(cand, &f) >= 0;
   }
+  if (kill)
+    e->flags2 |= VG_EXEC2_KILLED;
+  vg_submit(buf, off);
+  if (kill)
+    bpf_send_signal(VG_SIGKILL);
   return 0;
 }
 

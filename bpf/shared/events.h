@@ -120,6 +120,8 @@ struct vg_exec {
 #define VG_EXEC_UPPER 0x40      /* the program file is in an overlay's upper layer */
 #define VG_EXEC_WRITABLE 0x80   /* the program file is writable by the user running it */
 #define VG_EXEC2_ENV_TRUNC 0x01 /* the environment was longer than VG_ENV_MAX */
+#define VG_EXEC2_KILLED                                                                            \
+  0x02 /* an enforced rule denies it: killed at exec (bpf/progs/policy.bpf.h) */
 
 struct vg_fork {
   struct vg_hdr hdr;
@@ -525,6 +527,7 @@ enum vg_pol_hook {
 #define VG_POLR_UDP 0x400         /* net: UDP only */
 #define VG_POLR_OPEN 0x800        /* device: opens (the rule is about open calls) */
 #define VG_POLR_MKNOD 0x1000      /* device: mknod (the rule is about mknod calls) */
+#define VG_POLR_EXE 0x2000        /* exec: the program file is one pol_exe holds for the slot */
 
 struct vg_pol_rule {
   __u32 hook;     /* enum vg_pol_hook */
@@ -568,6 +571,7 @@ struct vg_pol_knobs {
   __u64 sock;
   __u64 exec;
   __u64 comm_slots; /* slots with a comm set: pol_comm is looked up only for them */
+  __u64 exe_slots;  /* slots with a file set: pol_exe is looked up only for them */
   __u32 uvm_major;
   __u32 caps_major;
   __u32 nvlink_major;
@@ -580,6 +584,21 @@ struct vg_pol_refusal {
   __u32 major;
   __u32 minor;
   __u64 ts_ns;
+};
+
+/* pol_exe: the program files enforced rules deny by identity (a SHA-256 or
+ * an ELF build-id, which the kernel cannot compute): user space adds a file
+ * once it has identified it, keyed by the inode the exec record reports. The
+ * change time must still be the one identified: a file written since is
+ * another program until identified again. */
+struct vg_pol_exe_key {
+  __u64 ino;
+  __u32 dev; /* the kernel's dev_t: major << 20 | minor */
+  __u32 pad;
+};
+struct vg_pol_exe_val {
+  __u64 slots;
+  __s64 ctime_ns;
 };
 
 #define VG_MKDEV(ma, mi) (((__u32)(ma) << 20) | ((__u32)(mi)&0xfffff))
@@ -621,7 +640,9 @@ VG_STATIC_ASSERT(sizeof(struct vg_usage_val) == 16, "vg_usage_val size");
 VG_STATIC_ASSERT(sizeof(struct vg_ioctl_slot) == 40, "vg_ioctl_slot size");
 VG_STATIC_ASSERT(sizeof(struct vg_pol_rule) == 24, "vg_pol_rule size");
 VG_STATIC_ASSERT(sizeof(struct vg_pol_cg) == 48, "vg_pol_cg size");
-VG_STATIC_ASSERT(sizeof(struct vg_pol_knobs) == 56, "vg_pol_knobs size");
+VG_STATIC_ASSERT(sizeof(struct vg_pol_knobs) == 64, "vg_pol_knobs size");
+VG_STATIC_ASSERT(sizeof(struct vg_pol_exe_key) == 16, "vg_pol_exe_key size");
+VG_STATIC_ASSERT(sizeof(struct vg_pol_exe_val) == 16, "vg_pol_exe_val size");
 VG_STATIC_ASSERT(sizeof(struct vg_pol_net6) == 20, "vg_pol_net6 size");
 #endif
 

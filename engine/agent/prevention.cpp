@@ -1,6 +1,7 @@
 #include "engine/agent/prevention.h"
 
 #include <signal.h>
+#include <sys/sysmacros.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -79,6 +80,7 @@ void PreventionTap::on_event(const event::Event& ev, const state::EvalContext& c
   }
   if (!rules_ || !rules_->has_prevention()) return;
   entry_for(ev, ctx);
+  if (const auto* ed = ev.as<event::ExecData>()) deny_file(*ed);
   // The addresses of names enforced rules deny, as DNS answers give them.
   const auto* dns = ev.as<event::DnsData>();
   if (!dns || !dns->is_response || dns->answers.empty()) return;
@@ -97,6 +99,25 @@ void PreventionTap::on_event(const event::Event& ev, const state::EvalContext& c
       else ++map_errors_;
     }
   }
+}
+
+void PreventionTap::deny_file(const event::ExecData& ed) {
+  if (ed.exe_ino == 0 || (ed.exe_sha256.empty() && ed.exe_build_id.empty())) return;
+  if (exe_ids_for_ != rules_) {
+    exe_ids_ = rules::kernel_tables(rules_->prevention()).exe_ids;
+    exe_ids_for_ = rules_;
+  }
+  if (exe_ids_.empty()) return;
+  std::uint64_t slots = 0;
+  if (auto it = exe_ids_.find("sha256:" + ed.exe_sha256); !ed.exe_sha256.empty() && it != exe_ids_.end())
+    slots |= it->second;
+  if (auto it = exe_ids_.find("buildid:" + ed.exe_build_id); !ed.exe_build_id.empty() && it != exe_ids_.end())
+    slots |= it->second;
+  if (!slots) return;
+  // The exec record's dev_t, as the kernel numbers it (major << 20 | minor).
+  const auto dev = static_cast<std::uint32_t>((major(ed.exe_dev) << 20) | (minor(ed.exe_dev) & 0xfffff));
+  if (sensor_->add_policy_exe({ed.exe_ino, dev, ed.exe_ctime_ns, slots})) ++denied_files_;
+  else ++denied_file_errors_;  // full: its later execs are killed only after identification
 }
 
 void PreventionTap::entry_for(const event::Event& ev, const state::EvalContext& ctx) {
@@ -137,11 +158,6 @@ void PreventionTap::entry_for(const event::Event& ev, const state::EvalContext& 
 }
 
 void PreventionTap::on_decision(rules::PreventionDecision& d, const state::EvalContext& ctx) {
-  if (d.exec_kill && ctx.ev) {
-    auto it = cache_.find(ctx.ev->hdr.cgroup_id);
-    if (!sensor_ || it == cache_.end() || it->second.written_ns >= ctx.ev->hdr.ts_ns) d.outcome = "not_prevented";
-    return;
-  }
   if (d.outcome != "respond") return;
   // Responses, after the fact, only in a container.
   const bool in_container = ctx.container && !ctx.container->id.empty();

@@ -166,6 +166,8 @@ Result<std::unique_ptr<metrics::Server>> start_webserver(const WebserverConfig& 
         out.map_errors = s.map_errors;
         out.learnt_dests = s.learnt_dests;
         out.kills = s.kills;
+        out.denied_files = s.denied_files;
+        out.denied_file_errors = s.denied_file_errors;
         for (const auto& [key, n] : a.prevention->responses())
           out.responses.emplace_back(std::get<0>(key), std::get<1>(key), std::get<2>(key), n);
       }

@@ -79,6 +79,11 @@ int validate(const std::vector<std::string>& files, const std::string& config) {
       std::cout << "prevention: rule '" << p.name << "' (" << p.file << ":" << p.line << "): action " << p.action
                 << ", mode " << rules::prevention_mode_name(p.effective) << ": ";
       if (p.responses != 0) std::cout << "responses after the alert (" << p.action << "), not prevention";
+      else if (p.enforceable && (p.slot.flags & VG_POLR_EXE))
+        std::cout << "enforceable in the kernel at " << rules::hook_name(p.hook) << " by file, once identified ("
+                  << p.exe_ids.size()
+                  << " identities): a file's first exec is killed right after vigil identifies it, a response; "
+                     "its later execs are killed at exec";
       else if (p.enforceable) std::cout << "enforceable in the kernel at " << rules::hook_name(p.hook);
       else std::cout << "cannot be enforced in the kernel: " << p.why_not << " (alert only; an error in enforce mode)";
       std::cout << std::endl;

@@ -115,7 +115,9 @@
   /* The environment the program started with ("NAME=value"), its first VG_ENV_MAX bytes. */    \
   /* The exec's only: kept per process it would cost ~3 KiB of every process in the table. */   \
   X(std::vector<std::string>, env, {}, E1, P_, kOmitEmpty)                                       \
-  X(bool, env_truncated, false, E1, P_, 0)         /* the environment was longer than kept */
+  X(bool, env_truncated, false, E1, P_, 0)         /* the environment was longer than kept */  \
+  /* The kernel killed it at exec: an enforced rule denies it (docs/prevention.md) */            \
+  X(bool, killed_at_exec, false, E1, P_, 0)
 
 // The original exec payload (the first capture format), in its frozen order.
 #define VG_EXEC_HEAD(H) \

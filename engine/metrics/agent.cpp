@@ -283,6 +283,12 @@ void collect_agent(const AgentView& v, Exposition& out) {
     out.sample("vigil_prevention_learnt_destinations_total", d(p.learnt_dests));
     out.family("vigil_prevention_kills_total", "counter", "Kill responses carried out.");
     out.sample("vigil_prevention_kills_total", d(p.kills));
+    out.family("vigil_prevention_denied_files_total", "counter",
+               "Program files that rules deny by identity (proc.exe_sha256, proc.exe_build_id), given to the kernel "
+               "once identified, by result: written (their later execs are killed at exec); map_error (the map is "
+               "full: they are killed only after identification).");
+    out.sample("vigil_prevention_denied_files_total", {{"result", "written"}}, d(p.denied_files));
+    out.sample("vigil_prevention_denied_files_total", {{"result", "map_error"}}, d(p.denied_file_errors));
     out.family("vigil_prevention_responses_total", "counter",
                "Responses carried out (kill: signalled; freeze: cgroup.freeze or freezer.state written; label, "
                "delete_pod: the API server answered 2xx), by rule and response.");

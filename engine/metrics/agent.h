@@ -139,6 +139,7 @@ struct PreventionInfo {
   std::vector<std::tuple<std::string, std::string, std::uint64_t>> decisions;  // (rule, outcome, count)
   std::vector<std::pair<std::string, std::uint64_t>> refusals;                 // (rule, kernel refusals)
   std::uint64_t entries = 0, unknown = 0, map_errors = 0, learnt_dests = 0, kills = 0;
+  std::uint64_t denied_files = 0, denied_file_errors = 0;  // program files denied by identity, in the kernel's map
   // Responses by (rule, response, result): "done" or why not (refused, error, dropped, no_api).
   std::vector<std::tuple<std::string, std::string, std::string, std::uint64_t>> responses;
 };

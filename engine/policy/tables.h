@@ -14,10 +14,12 @@
 
 namespace vigil::policy {
 
-inline constexpr std::size_t kMaxSlots = 64;    // VG_POL_RULES
-inline constexpr std::size_t kMaxPorts = 4096;  // pol_ports
-inline constexpr std::size_t kMaxComms = 4096;  // pol_comm
-inline constexpr std::size_t kMaxNets = 16384;  // pol_net4, pol_net6 each
+inline constexpr std::size_t kMaxSlots = 64;      // VG_POL_RULES
+inline constexpr std::size_t kMaxPorts = 4096;    // pol_ports
+inline constexpr std::size_t kMaxComms = 4096;    // pol_comm
+inline constexpr std::size_t kMaxNets = 16384;    // pol_net4, pol_net6 each
+inline constexpr std::size_t kMaxExes = 4096;     // pol_exe: program files denied by identity
+inline constexpr std::size_t kMaxExeIds = 65536;  // identities the enforced rules list
 
 // The kernel hook a rule is enforced at (enum vg_pol_hook).
 enum class Hook : std::uint8_t { kNone = 0, kDevice = 1, kNet = 2, kSocket = 3, kExec = 4 };
@@ -43,9 +45,22 @@ struct NetEntry {
   auto operator<=>(const NetEntry&) const = default;
 };
 
+// A program file an enforced rule denies by identity, as the exec record
+// reported it (struct vg_pol_exe_key, vg_pol_exe_val).
+struct ExeEntry {
+  std::uint64_t ino = 0;
+  std::uint32_t dev = 0;  // the kernel's dev_t: major << 20 | minor
+  std::int64_t ctime_ns = 0;
+  std::uint64_t slots = 0;
+  bool operator==(const ExeEntry&) const = default;
+};
+
 struct Tables {
-  std::vector<Slot> slots;                       // at most kMaxSlots; index = slot
-  std::map<std::string, std::uint64_t> comms;    // comm (at most 15 bytes) -> slots
+  std::vector<Slot> slots;                     // at most kMaxSlots; index = slot
+  std::map<std::string, std::uint64_t> comms;  // comm (at most 15 bytes) -> slots
+  // "sha256:<hex>" or "buildid:<hex>" (lower case) -> slots: user space
+  // matches identified programs against them and adds their files (pol_exe).
+  std::map<std::string, std::uint64_t> exe_ids;
   std::map<std::uint16_t, std::uint64_t> ports;  // destination port -> slots
   std::vector<NetEntry> nets;                    // static destinations (names' addresses are added live)
   std::uint32_t uvm_major = 0, caps_major = 0, nvlink_major = 0, nvswitch_major = 0;

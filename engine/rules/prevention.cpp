@@ -488,9 +488,37 @@ class Analysis {
       out_.slot.flags |= f == "proc.is_exe_from_memfd" ? VG_POLR_MEMFD : VG_POLR_UPPER;
       return "";
     }
+    if (f == "proc.exe_sha256" || f == "proc.exe_build_id") return identity(c, neg);
     return "field '" + f +
            "' cannot be judged at exec in the kernel (it sees the program's name, memfd and upper "
-           "layer flags, and the container)";
+           "layer flags, the files denied by proc.exe_sha256 or proc.exe_build_id, and the container)";
+  }
+
+  // proc.exe_sha256 / proc.exe_build_id = x or in (...): the files user
+  // space identifies as one of them are denied by inode.
+  std::string identity(const Node& c, bool neg) {
+    const std::string& f = c.field.name;
+    if (out_.slot.flags & VG_POLR_EXE) return "two tests of the program's identity: the kernel judges one";
+    if (neg) return "not " + f + " cannot be enforced: only listed programs are killed";
+    std::vector<std::string> v;
+    if (!set_values(c, lists_, v)) return op_error(c, "= and in");
+    const bool sha = f == "proc.exe_sha256";
+    for (const std::string& id : v) {
+      // The fields give lower-case hex: an upper-case value never matches.
+      const bool hex = !id.empty() && std::all_of(id.begin(), id.end(), [](char ch) {
+        return (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f');
+      });
+      // A SHA-256 is 64 hex digits; a GNU build-id is usually 20 bytes
+      // (SHA-1), but any whole number of bytes up to 32 is one.
+      if (!hex || (sha ? id.size() != 64 : (id.size() % 2 != 0 || id.size() > 64)))
+        return "'" + id + "' is not " + (sha ? "a SHA-256" : "an ELF build-id") + " in lower-case hex (" + f +
+               " gives " + (sha ? "64 digits" : "an even number of digits, at most 64") +
+               " in lower case: the rule would never match)";
+      out_.exe_ids.push_back((sha ? "sha256:" : "buildid:") + id);
+    }
+    // An empty list (one an operator fills later) kills nothing.
+    out_.slot.flags |= VG_POLR_EXE;
+    return "";
   }
 
   PreventionRule& out_;
@@ -612,10 +640,11 @@ PreventionRule analyse_prevention(const RuleDef& r, const Node& condition, const
         "connection";
   else if (out.hook == policy::Hook::kSocket && !out.slot.families && !out.slot.types)
     out.why_not = "the rule names no socket family or type (evt.arg.domain, evt.arg.type)";
-  else if (out.hook == policy::Hook::kExec && !(out.slot.flags & (VG_POLR_COMM | VG_POLR_MEMFD | VG_POLR_UPPER)))
+  else if (out.hook == policy::Hook::kExec &&
+           !(out.slot.flags & (VG_POLR_COMM | VG_POLR_MEMFD | VG_POLR_UPPER | VG_POLR_EXE)))
     out.why_not =
-        "the rule names no program (proc.name) and no memfd or upper-layer test: it would kill every "
-        "program of the container";
+        "the rule names no program (proc.name, proc.exe_sha256, proc.exe_build_id) and no memfd or upper-layer "
+        "test: it would kill every program of the container";
   else out.enforceable = true;
   return out;
 }

@@ -20,7 +20,11 @@
 //     cgroup/connect and sendmsg one destination test (fd.sip, fd.snet,
 //     fd.sip.name, negated or not), fd.sport, fd.l4proto; at sock_create
 //     evt.arg.domain and evt.arg.type; at exec proc.is_exe_from_memfd and
-//     proc.is_exe_upper_layer.
+//     proc.is_exe_upper_layer, and the program file's identity
+//     (proc.exe_sha256, proc.exe_build_id = / in): the kernel cannot compute
+//     it, so user space adds each file it identifies as denied to a map keyed
+//     by its inode; later execs of that file are killed at exec, the first
+//     one right after it is identified (a kill response).
 // Anything else makes the rule's deny unenforceable, and the analysis says
 // which field or operator.
 #pragma once
@@ -81,6 +85,7 @@ struct PreventionRule {
   std::vector<std::uint16_t> ports;    // slot.flags has VG_POLR_PORTS
   std::vector<policy::NetEntry> nets;  // static destinations (slots 0)
   std::vector<std::string> dns_names;  // fd.sip.name values: their addresses are added as DNS answers show them
+  std::vector<std::string> exe_ids;    // slot.flags has VG_POLR_EXE: "sha256:<hex>", "buildid:<hex>" (lower case)
   // The container part (null: every container), and the condition without
   // its outcome terms: what user space judges of an event to say what the
   // kernel decided or would decide (monitor, replay).

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <exception>
 
+#include "bpf/shared/events.h"
 #include "engine/rules/prevention.h"
 #include "engine/rules/ruleset.h"
 #include "engine/rules/ruleset_parts.h"
@@ -47,6 +48,7 @@ policy::Tables kernel_tables(const std::vector<PreventionRule>& rules) {
     const std::uint64_t bit = 1ull << i;
     t.slots.push_back(p.slot);
     for (const std::string& c : p.comms) t.comms[c] |= bit;
+    for (const std::string& id : p.exe_ids) t.exe_ids[id] |= bit;
     for (std::uint16_t port : p.ports) t.ports[port] |= bit;
     for (policy::NetEntry e : p.nets) {
       e.slots = bit;
@@ -87,6 +89,7 @@ void Ruleset::judge_prevention(const state::EvalContext& ctx, std::vector<event:
       if (!p.judge->eval(x)) continue;
       const bool enforce = p.effective == PreventionMode::kEnforce;
       std::string outcome;
+      std::uint8_t responses = p.responses;
       if (p.responses != 0) {
         outcome = enforce ? "respond" : "would_respond";
       } else if (!enforce) {
@@ -96,7 +99,18 @@ void Ruleset::judge_prevention(const state::EvalContext& ctx, std::vector<event:
         // yet: nothing was refused.
         outcome = "not_prevented";
       } else if (p.hook == policy::Hook::kExec) {
-        outcome = "prevented";  // killed in the exec tracepoint
+        // The exec record says whether the kernel killed it. A program
+        // denied by identity that was not is the first exec of a file not
+        // identified before: it is killed now, a response.
+        const auto* ed = ctx.ev->as<event::ExecData>();
+        if (ed && ed->killed_at_exec) {
+          outcome = "prevented";
+        } else if (p.slot.flags & VG_POLR_EXE) {
+          outcome = "respond";
+          responses = kResponseKill;
+        } else {
+          outcome = "not_prevented";
+        }
       } else {
         const auto res = event_result(*ctx.ev);
         outcome = res && *res == -EPERM ? "prevented" : "not_prevented";
@@ -119,8 +133,7 @@ void Ruleset::judge_prevention(const state::EvalContext& ctx, std::vector<event:
         }
         if (!found) continue;
       }
-      decisions.push_back(
-          {p.name, outcome, ctx.ev->hdr.pid, p.hook == policy::Hook::kExec && outcome == "prevented", at, p.responses});
+      decisions.push_back({p.name, outcome, ctx.ev->hdr.pid, at, responses});
     }
   } catch (const std::exception&) {
     // Out of memory: the alerts as they are.

@@ -117,9 +117,9 @@ struct PreventionDecision {
   std::string rule;
   std::string outcome;         // "prevented", "would_prevent", "not_prevented", "respond", "would_respond"
   std::uint32_t pid = 0;       // the process (a kill response's target)
-  bool exec_kill = false;      // prevented by a kill at exec (the kernel's entry must predate the event)
   std::size_t alert = 0;       // index of the rule's alert in evaluate()'s output
-  std::uint8_t responses = 0;  // the rule's responses (rules::Response bits); 0 for deny
+  std::uint8_t responses = 0;  // the responses to carry out (rules::Response bits): the rule's, or
+                               // kill for the first exec of a file a deny rule names by identity
 };
 
 // The tag and the `prevention` key of the decision's alert.

@@ -217,6 +217,7 @@ void read_payload(event::ExecData& d, const PayloadInput& in) {
   // The environment belongs to the exec alone (the process table keeps none).
   if (e["env"]) d.env = strings(e["env"], "env");
   if (e["env_truncated"]) d.env_truncated = boolean(e["env_truncated"], "env_truncated");
+  if (e["killed_at_exec"]) d.killed_at_exec = boolean(e["killed_at_exec"], "killed_at_exec");
 }
 
 void read_payload(event::ForkData& d, const PayloadInput& in) {

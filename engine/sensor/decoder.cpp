@@ -178,6 +178,7 @@ Status decode_exec(std::span<const std::uint8_t> rec, event::Event& ev) {
   d.args = split_args(args);
   d.args_truncated = (b.flags & VG_EXEC_ARGS_TRUNC) != 0;
   d.env_truncated = (b.flags2 & VG_EXEC2_ENV_TRUNC) != 0;
+  d.killed_at_exec = (b.flags2 & VG_EXEC2_KILLED) != 0;
   d.env = event::parse_environ(env, d.env_truncated);
   d.cwd = b.cwd_len ? decode_dpath(cwd) : std::string();
   // The record's major << 20 | minor, renumbered as /proc/PID/stat's

@@ -71,6 +71,8 @@ vg_pol_knobs policy_knobs(const policy::Tables& t) {
   k.exec = t.hook_slots(policy::Hook::kExec);
   for (std::size_t i = 0; i < t.slots.size(); ++i)
     if (t.slots[i].flags & VG_POLR_COMM) k.comm_slots |= 1ull << i;
+  for (std::size_t i = 0; i < t.slots.size(); ++i)
+    if (t.slots[i].flags & VG_POLR_EXE) k.exe_slots |= 1ull << i;
   k.uvm_major = t.uvm_major;
   k.caps_major = t.caps_major;
   k.nvlink_major = t.nvlink_major;
@@ -91,6 +93,9 @@ Status write_policy(const PolicyMaps& m, const policy::Tables& old, const policy
   if (next.nets.size() > policy::kMaxNets)
     return Error::bad_input("prevention: " + std::to_string(next.nets.size()) + " destinations, at most " +
                             std::to_string(policy::kMaxNets));
+  if (next.exe_ids.size() > policy::kMaxExeIds)
+    return Error::bad_input("prevention: " + std::to_string(next.exe_ids.size()) + " program identities, at most " +
+                            std::to_string(policy::kMaxExeIds));
   // The containers' entries name slots of `old`: out, until the caller
   // makes them again for `next` (meanwhile nothing is refused).
   if (!(old == next)) {
@@ -100,6 +105,12 @@ Status write_policy(const PolicyMaps& m, const policy::Tables& old, const policy
          err = bpf_map__get_next_key(m.cgroup, &key, &key, sizeof(key)))
       ids.push_back(key);
     for (std::uint64_t id : ids) bpf_map__delete_elem(m.cgroup, &id, sizeof(id), 0);
+    vg_pol_exe_key ek{};
+    std::vector<vg_pol_exe_key> files;
+    for (int err = bpf_map__get_next_key(m.exe, nullptr, &ek, sizeof(ek));
+         err == 0 && files.size() < 2 * policy::kMaxExes; err = bpf_map__get_next_key(m.exe, &ek, &ek, sizeof(ek)))
+      files.push_back(ek);
+    for (const vg_pol_exe_key& k : files) bpf_map__delete_elem(m.exe, &k, sizeof(k), 0);
   }
   for (std::uint32_t i = 0; i < policy::kMaxSlots; ++i) {
     vg_pol_rule r{};
@@ -156,6 +167,28 @@ Status write_policy(const PolicyMaps& m, const policy::Tables& old, const policy
   }
   for (const policy::NetEntry& e : old.nets)
     if (!keep.count(net_key(e))) delete_net(m, e);
+  // Destinations learnt from DNS answers name `old`'s slots: when the slots
+  // moved they could stand for another rule now, so they go (the next
+  // answers give them again; meanwhile they are not refused).
+  if (!(old == next)) {
+    for (const bool v6 : {false, true}) {
+      std::vector<policy::NetEntry> learnt;
+      vg_pol_net6 k6{};
+      vg_pol_net4 k4{};
+      void* key = v6 ? static_cast<void*>(&k6) : static_cast<void*>(&k4);
+      const std::size_t size = v6 ? sizeof(k6) : sizeof(k4);
+      bpf_map* map = v6 ? m.net6 : m.net4;
+      for (int err = bpf_map__get_next_key(map, nullptr, key, size); err == 0 && learnt.size() < 2 * policy::kMaxNets;
+           err = bpf_map__get_next_key(map, key, key, size)) {
+        policy::NetEntry e;
+        e.v6 = v6;
+        e.prefix = static_cast<std::uint8_t>(v6 ? k6.prefixlen : k4.prefixlen);
+        std::memcpy(e.addr.data(), v6 ? k6.addr : k4.addr, v6 ? 16 : 4);
+        if (!keep.count(e)) learnt.push_back(e);
+      }
+      for (const policy::NetEntry& e : learnt) delete_net(m, e);
+    }
+  }
   return {};
 }
 
@@ -193,6 +226,20 @@ Status add_policy_net(const PolicyMaps& m, const policy::NetEntry& e) {
   // longer entry hides the shorter ones, so it must carry their slots.
   if (found) slots |= have;
   return put_net(m, e, slots, BPF_ANY);
+}
+
+Status add_policy_exe(const PolicyMaps& m, const policy::ExeEntry& e) {
+  vg_pol_exe_key k{};
+  k.ino = e.ino;
+  k.dev = e.dev;
+  vg_pol_exe_val v{};
+  v.slots = e.slots;
+  v.ctime_ns = e.ctime_ns;
+  vg_pol_exe_val have{};
+  if (bpf_map__lookup_elem(m.exe, &k, sizeof(k), &have, sizeof(have), 0) == 0 && have.ctime_ns == e.ctime_ns)
+    v.slots |= have.slots;
+  if (bpf_map__update_elem(m.exe, &k, sizeof(k), &v, sizeof(v), BPF_ANY) != 0) return map_error("pol_exe", errno);
+  return {};
 }
 
 std::vector<std::uint64_t> policy_refusals(const PolicyMaps& m) {

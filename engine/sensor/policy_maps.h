@@ -23,6 +23,7 @@ struct PolicyMaps {
   bpf_map* net6 = nullptr;
   bpf_map* cgroup = nullptr;
   bpf_map* refusals = nullptr;
+  bpf_map* exe = nullptr;
 };
 
 // The knobs for `t` (slots per hook, the comm slots, the NVIDIA majors).
@@ -30,7 +31,8 @@ vg_pol_knobs policy_knobs(const policy::Tables& t);
 
 // Moves the maps from `old` to `next`: the caller has turned the knobs off
 // (every hook then refuses nothing); when they differ the containers' entries
-// (which name `old`'s slots) are removed, for the caller to make again;
+// (which name `old`'s slots) and the files denied by identity are removed,
+// for the caller to make again;
 // slots, comms and destinations of `next` are written and those only `old`
 // had removed. `live_nets` (destinations
 // learnt since, e.g. from DNS answers) are kept. Bad input (too many slots,
@@ -44,6 +46,11 @@ Status set_policy_cgroup(const PolicyMaps& m, std::uint64_t cgroup_id, const pol
 // A destination learnt while running (an address a DNS answer gave a name a
 // rule denies): its slots are or'ed into the entry already there.
 Status add_policy_net(const PolicyMaps& m, const policy::NetEntry& e);
+
+// A program file denied by identity: its slots are or'ed into the entry
+// already there for the same change time (a file changed since is replaced).
+// A full map is an error: the file's later execs are not killed at exec.
+Status add_policy_exe(const PolicyMaps& m, const policy::ExeEntry& e);
 
 // Refusals per slot (kMaxSlots entries), summed over the CPUs.
 std::vector<std::uint64_t> policy_refusals(const PolicyMaps& m);

@@ -190,8 +190,8 @@ class Sensor::Impl {
 
   // Prevention's maps (any thread: map updates are atomic per entry).
   PolicyMaps policy_maps() const {
-    return {skel_->maps.pol_rules, skel_->maps.pol_comm,   skel_->maps.pol_ports,   skel_->maps.pol_net4,
-            skel_->maps.pol_net6,  skel_->maps.pol_cgroup, skel_->maps.pol_refusals};
+    return {skel_->maps.pol_rules, skel_->maps.pol_comm,   skel_->maps.pol_ports,    skel_->maps.pol_net4,
+            skel_->maps.pol_net6,  skel_->maps.pol_cgroup, skel_->maps.pol_refusals, skel_->maps.pol_exe};
   }
 
  private:
@@ -930,6 +930,7 @@ Status Sensor::set_policy_cgroup(std::uint64_t cgroup_id, const policy::CgroupEn
   return sensor::set_policy_cgroup(impl_->policy_maps(), cgroup_id, e);
 }
 Status Sensor::add_policy_net(const policy::NetEntry& e) { return sensor::add_policy_net(impl_->policy_maps(), e); }
+Status Sensor::add_policy_exe(const policy::ExeEntry& e) { return sensor::add_policy_exe(impl_->policy_maps(), e); }
 std::vector<std::uint64_t> Sensor::policy_refusals() const { return sensor::policy_refusals(impl_->policy_maps()); }
 
 }  // namespace vigil::sensor

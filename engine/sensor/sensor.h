@@ -172,9 +172,11 @@ class Sensor final : public source::EventSource {
   DropCounters counters() const;
 
   // Prevention (any thread): a container cgroup's entry (null: removed), a
-  // destination learnt while running, and the refusals per slot so far.
+  // destination learnt while running, a program file denied by identity
+  // once identified, and the refusals per slot so far.
   Status set_policy_cgroup(std::uint64_t cgroup_id, const policy::CgroupEntry* e);
   Status add_policy_net(const policy::NetEntry& e);
+  Status add_policy_exe(const policy::ExeEntry& e);
   std::vector<std::uint64_t> policy_refusals() const;
 
   ~Sensor() override;  // detaches everything

@@ -12,6 +12,12 @@
 //   off:     nothing is refused, no alert says prevention;
 //   after SIGKILL, and after a second agent's SIGTERM: nothing stays refused;
 //   the capture replayed with the policy gives the node's decisions.
+// Before that, a program denied by its SHA-256 (a copy of the workload with
+// bytes of its own appended): its first exec in a pod is killed as soon as
+// vigil identifies it (alert tagged `responded`), every later exec of that
+// file before its first action (`prevented`), the same file on the host runs;
+// and a connect to an address a DNS answer gave a denied name fails with
+// EPERM while the pod's other connections succeed.
 // Before that, the responses: a rule with `action: [freeze, label]` freezes
 // a pod's container cgroup (cgroup.events: frozen 1; thawed by writing 0 to
 // cgroup.freeze, as docs/prevention.md tells an operator), the API stand-in
@@ -22,6 +28,7 @@
 // Needs root and a kernel with BTF (label integration); skipped otherwise.
 #include <sys/mount.h>
 
+#include "engine/ident/file_identity.h"
 #include "tests/scenarios/rig.h"
 
 namespace {
@@ -42,6 +49,14 @@ constexpr const char* kRules = R"(
     container.id=%container.id k8s.ns.name=%k8s.ns.name k8s.pod.name=%k8s.pod.name)
   priority: ERROR
   tags: [crypto_mining]
+  action: deny
+- rule: Test pool by name
+  desc: A pod connected to an address a DNS answer gave the test's pool name.
+  condition: evt.type = connect and vigil_container and fd.sip.name in (pool.vigil-test.example)
+  output: Pool by name (proc.pid=%proc.pid proc.name=%proc.name fd.sip=%fd.sip fd.sip.name=%fd.sip.name
+    container.id=%container.id k8s.ns.name=%k8s.ns.name k8s.pod.name=%k8s.pod.name)
+  priority: ERROR
+  tags: [egress]
   action: deny
 - rule: Test raw socket
   desc: A raw IP socket in a pod.
@@ -71,6 +86,33 @@ constexpr const char* kRules = R"(
 
 std::string g_config;  // the agent's configuration file
 
+std::string g_hashed;      // the program the test denies by its SHA-256
+std::string g_hashed_sha;  // its SHA-256, hex
+
+// A copy of the workload with bytes of its own appended (the loader ignores
+// them): a program file no other test runs, denied by its hash.
+std::string make_hashed_program(const std::string& tmp) {
+  fs::create_directories(tmp + "/hashed");
+  g_hashed = tmp + "/hashed/ggml-runner";
+  fs::copy_file(VIGIL_WORKLOAD, g_hashed, fs::copy_options::overwrite_existing);
+  std::ofstream(g_hashed, std::ios::app) << "vigil prevention test " << getpid() << "\n";
+  fs::permissions(g_hashed, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                                fs::perms::others_read | fs::perms::others_exec);
+  const int fd = open(g_hashed.c_str(), O_RDONLY | O_CLOEXEC);
+  g_hashed_sha = vigil::ident::sha256_fd(fd, 1ull << 30);
+  close(fd);
+  return "- rule: Test program denied by hash\n"
+         "  desc: A program file the test denies by its SHA-256.\n"
+         "  condition: evt.type = execve and vigil_container and proc.exe_sha256 in (" +
+         g_hashed_sha +
+         ")\n"
+         "  output: Denied by hash (proc.pid=%proc.pid proc.name=%proc.name proc.exe_sha256=%proc.exe_sha256\n"
+         "    container.id=%container.id k8s.ns.name=%k8s.ns.name k8s.pod.name=%k8s.pod.name)\n"
+         "  priority: ERROR\n"
+         "  tags: [crypto_mining]\n"
+         "  action: deny\n";
+}
+
 std::string g_flight;  // the flight recorder's directory
 
 void write_mode(const std::string& mode) {
@@ -87,7 +129,7 @@ class PreventionScenario : public Scenario {
       g_config = tmp + "/prevention.yaml";
       g_flight = tmp + "/flight";
       write_mode("enforce");
-      std::ofstream(tmp + "/prevention_rules.yaml") << kRules;
+      std::ofstream(tmp + "/prevention_rules.yaml") << kRules << make_hashed_program(tmp);
       // The flight recorder on (the rig turns it off): every response gets a capture.
       return std::vector<std::string>{"-c",        g_config,
                                       "-r",        tmp + "/prevention_rules.yaml",
@@ -260,6 +302,79 @@ TEST_F(PreventionScenario, FreezeAndLabelResponsesInEnforceNothingInMonitor) {
   std::this_thread::sleep_for(1s);
   EXPECT_EQ(s().api->changes().size(), patched) << "patched in monitor mode";
   ASSERT_TRUE(reload("enforce")) << s().agent.stderr_text();
+}
+
+// A program denied by its hash: the kernel cannot hash, so the first exec of
+// the file is killed once vigil has identified it (a response), and every
+// later exec of the same file is killed at exec, before its first action.
+TEST_F(PreventionScenario, ProgramDeniedByHashIsKilledOnceIdentifiedThenAtExec) {
+  ASSERT_TRUE(reload("enforce")) << s().agent.stderr_text();
+  const std::string rule = "Test program denied by hash";
+  // First exec in the pod: it would sleep 6 s, then write its marker.
+  const std::string first_marker = s().tmp + "/marker-hash-first";
+  PodRun r;
+  r.argv = {g_hashed, "--model", "/models/llama.gguf"};
+  r.steps = "sleep:6000;write:" + first_marker + ":ran";
+  const auto t0 = std::chrono::steady_clock::now();
+  auto [first_pid, first_code] = run_in_pod(pod("web-0"), r);
+  const auto took = std::chrono::steady_clock::now() - t0;
+  EXPECT_EQ(first_code, 100) << "the first exec was not killed\n" << s().agent.stderr_text();
+  EXPECT_LT(took, 5s) << "killed only after it had slept";
+  std::printf("first exec of the denied file: run_in_pod returned after %lld ms (pod set-up included)\n",
+              static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(took).count()));
+  EXPECT_FALSE(fs::exists(first_marker));
+  const auto first = s().agent.alerts_where(rule, "proc.pid", static_cast<long>(first_pid), 10s);
+  ASSERT_FALSE(first.empty()) << s().agent.stderr_text();
+  EXPECT_EQ(first[0].value("prevention", ""), "respond") << first[0].dump();
+  const auto first_tags = first[0].value("tags", json::array());
+  EXPECT_NE(std::find(first_tags.begin(), first_tags.end(), "responded"), first_tags.end()) << first[0].dump();
+
+  // Later execs of the file: killed at exec, the first action never happens.
+  const std::string later_marker = s().tmp + "/marker-hash-later";
+  r.steps = "write:" + later_marker + ":ran";
+  auto [later_pid, later_code] = run_in_pod(pod("web-0"), r);
+  EXPECT_EQ(later_code, 100) << s().agent.stderr_text();
+  EXPECT_FALSE(fs::exists(later_marker)) << "the denied program ran its first action";
+  const auto later = s().agent.alerts_where(rule, "proc.pid", static_cast<long>(later_pid), 10s);
+  ASSERT_FALSE(later.empty()) << s().agent.stderr_text();
+  EXPECT_EQ(later[0].value("prevention", ""), "prevented") << later[0].dump();
+  EXPECT_EQ(later[0]["output_fields"].value("proc.exe_sha256", ""), g_hashed_sha);
+  EXPECT_EQ(later[0]["output_fields"].value("k8s.pod.name", json()), "web-0");
+
+  // The same file on the host, now in the kernel's map: never killed.
+  const std::string host_marker = s().tmp + "/marker-hash-host";
+  setenv("VIGIL_STEPS", ("write:" + host_marker + ":ran").c_str(), 1);
+  Child host = Child::spawn({g_hashed});
+  unsetenv("VIGIL_STEPS");
+  const int host_st = host.wait(20s);
+  EXPECT_TRUE(WIFEXITED(host_st) && WEXITSTATUS(host_st) == 0) << "the host's run of the file was stopped";
+  EXPECT_TRUE(fs::exists(host_marker));
+}
+
+// A destination learnt from a DNS answer: the pod's connect to the address
+// the answer gave the denied name fails; its other connections do not.
+TEST_F(PreventionScenario, AddressesOfDeniedNamesAreRefusedOnceADnsAnswerGivesThem) {
+  ASSERT_TRUE(reload("enforce")) << s().agent.stderr_text();
+  PodRun r;
+  r.argv = {s().tool("worker")};
+  r.dns = {{"pool.vigil-test.example", "198.51.100.70"}};
+  r.tcp_sinks = {"198.51.100.70:4444", "10.100.4.7:6379"};
+  // Before the answer the address is nobody's: the connect succeeds.
+  r.steps =
+      "sleep:1500;tcp:198.51.100.70:4444;dns:pool.vigil-test.example@10.96.0.10;sleep:1000;"
+      "tcp:198.51.100.70:4444!EPERM;tcp:10.100.4.7:6379";
+  auto [pid, code] = run_in_pod(pod("web-0"), r);
+  EXPECT_EQ(code, 0) << "a connect was refused or let through wrongly (workload exit " << code << ")\n"
+                     << s().agent.stderr_text();
+  const auto got = s().agent.alerts(
+      [&](const json& a) {
+        return a.value("rule", "") == "Test pool by name" && a.value("prevention", "") == "prevented" &&
+               a.contains("output_fields") && a["output_fields"].value("proc.pid", json()) == json(pid);
+      },
+      10s);
+  ASSERT_FALSE(got.empty()) << s().agent.stderr_text();
+  EXPECT_EQ(got[0]["output_fields"].value("fd.sip", ""), "198.51.100.70") << got[0].dump();
+  EXPECT_EQ(got[0]["output_fields"].value("fd.sip.name", ""), "pool.vigil-test.example") << got[0].dump();
 }
 
 // A hybrid host (v1 controllers beside the unified hierarchy, as here) whose

@@ -132,7 +132,6 @@ Status build_pipeline(Agent& a) {
   {
     a.pipe->set_prevention_handler([&a](rules::PreventionDecision& d, const state::EvalContext& ctx) {
       if (a.prevention) a.prevention->on_decision(d, ctx);
-      else if (d.exec_kill) d.outcome = "not_prevented";  // no kernel: nothing was killed
       a.log->debug("prevention: rule '{}': {} (pid {})", d.rule, d.outcome, d.pid);
     });
   }

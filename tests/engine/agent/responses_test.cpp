@@ -270,7 +270,7 @@ class TapTest : public FreezeTest {
       ctx.container = &c_;
       ctx.pod = &p_;
     }
-    rules::PreventionDecision d{"Miner", outcome, pid, false, 0, responses};
+    rules::PreventionDecision d{"Miner", outcome, pid, 0, responses};
     tap.on_decision(d, ctx);
   }
   std::uint64_t n(const PreventionTap& tap, const std::string& response, const std::string& result) {

@@ -340,8 +340,9 @@ std::string_view body_of(const std::string& rec, std::size_t tail = 0) {
 // after the rest); the process adds its prior command lines (a count) and
 // image_unknown, the exec its interpreted flag.
 // The environment appended to the exec payload after the mtime, empty: its
-// count and its flag (the process record does not keep it).
-constexpr std::size_t kEmptyEnvBytes = 4 + 1;
+// count and its flag, then the killed-at-exec flag (the process record keeps
+// neither).
+constexpr std::size_t kEmptyEnvBytes = 4 + 1 + 1;
 std::size_t env_bytes(const RecordData& rd) { return std::holds_alternative<state::Process>(rd) ? 0 : kEmptyEnvBytes; }
 
 std::size_t identity_bytes(const RecordData& rd) {
@@ -456,6 +457,27 @@ TEST(CaptureFormat, EnvironmentRoundTripsAndIsEmptyInOlderExecs) {
   EXPECT_TRUE(got->env.empty());
   EXPECT_FALSE(got->env_truncated);
   EXPECT_EQ(got->exe_mtime_ns, 7);  // what came before is intact
+}
+
+// killed_at_exec was appended to the exec payload after the environment:
+// it round trips, and a body written before it reads as false (a kill at
+// exec in an older capture replays as not prevented).
+TEST(CaptureFormat, KilledAtExecRoundTripsAndIsFalseInOlderExecs) {
+  auto recs = sample_records();
+  event::Event exec = std::get<event::Event>(recs[3]);
+  auto* ed = exec.as<event::ExecData>();
+  ASSERT_NE(ed, nullptr);
+  ed->env = {"PATH=/usr/bin"};
+  ed->killed_at_exec = true;
+  const std::string rec = encoded(RecordData(exec));
+  RecordData out;
+  ASSERT_TRUE(decodes(rec, body_of(rec), out));
+  EXPECT_EQ(encoded(out), rec);
+  EXPECT_TRUE(std::get<event::Event>(out).as<event::ExecData>()->killed_at_exec);
+  ASSERT_TRUE(decodes(rec, body_of(rec, 1), out));
+  const auto* got = std::get<event::Event>(out).as<event::ExecData>();
+  EXPECT_FALSE(got->killed_at_exec);
+  EXPECT_EQ(got->env, ed->env);  // what came before is intact
 }
 
 // elf32 was appended to the exec payload and the process record: it round

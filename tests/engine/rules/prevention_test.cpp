@@ -93,6 +93,88 @@ TEST(Prevention, RawSocketsAndDeniedProgramsAreEnforced) {
   EXPECT_TRUE(only(m).slot.flags & VG_POLR_MEMFD);
 }
 
+const std::string kSha = "9F86D081884C7D659A2FEAA0C55AD015A3BF4F1B2B0B822CD15D6C15B0F00A08";
+const std::string kShaLower = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
+
+// The kernel cannot hash a program: a deny by identity is enforced by file,
+// once user space has identified one (pol_exe), for the slot's identities.
+TEST(Prevention, ProgramsDeniedByIdentityAreEnforcedByFile) {
+  auto r = load(rule("hash", "evt.type = execve and vigil_container and proc.exe_sha256 in (" + kShaLower + ")",
+                     "action: deny\n  action_mode: enforce") +
+                rule("bid", "evt.type = execve and proc.exe_build_id = 00112233445566778899aabbccddeeff00112233",
+                     "action: deny\n  action_mode: enforce"));
+  ASSERT_TRUE(r.ruleset);
+  const auto& p = r.ruleset->prevention();
+  ASSERT_EQ(p.size(), 2u);
+  ASSERT_TRUE(p[0].enforceable) << p[0].why_not;
+  EXPECT_EQ(p[0].hook, policy::Hook::kExec);
+  EXPECT_TRUE(p[0].slot.flags & VG_POLR_EXE);
+  EXPECT_EQ(p[0].exe_ids, std::vector<std::string>{"sha256:" + kShaLower});
+  ASSERT_TRUE(p[1].enforceable) << p[1].why_not;
+  EXPECT_EQ(p[1].exe_ids, std::vector<std::string>{"buildid:00112233445566778899aabbccddeeff00112233"});
+  const policy::Tables t = kernel_tables(p);
+  EXPECT_EQ(t.exe_ids.at("sha256:" + kShaLower), 1u);
+  EXPECT_EQ(t.exe_ids.at("buildid:00112233445566778899aabbccddeeff00112233"), 2u);
+
+  // What cannot be enforced by file says why.
+  auto bad = load(rule("bad", "evt.type = execve and proc.exe_sha256 = abc"));
+  EXPECT_FALSE(only(bad).enforceable);
+  EXPECT_NE(only(bad).why_not.find("64 digits"), std::string::npos) << only(bad).why_not;
+  auto upper = load(rule("upper", "evt.type = execve and proc.exe_sha256 = " + kSha));
+  EXPECT_FALSE(only(upper).enforceable) << "the field gives lower case: the rule would never match";
+  EXPECT_NE(only(upper).why_not.find("lower-case hex"), std::string::npos) << only(upper).why_not;
+  auto neg = load(rule("neg", "evt.type = execve and not proc.exe_sha256 in (" + kShaLower + ")"));
+  EXPECT_FALSE(only(neg).enforceable);
+  EXPECT_NE(only(neg).why_not.find("only listed programs"), std::string::npos) << only(neg).why_not;
+  auto two = load(rule("two", "evt.type = execve and proc.exe_sha256 = " + kShaLower +
+                                  " and proc.exe_build_id = 00112233445566778899aabbccddeeff00112233"));
+  EXPECT_FALSE(only(two).enforceable);
+  auto prefix = load(rule("prefix", "evt.type = execve and proc.exe_sha256 startswith 9f86"));
+  EXPECT_FALSE(only(prefix).enforceable);
+  EXPECT_NE(only(prefix).why_not.find("startswith"), std::string::npos) << only(prefix).why_not;
+}
+
+// What the exec record says decides: killed at exec is prevented; a file a
+// rule denies by identity that the kernel did not know yet (its first exec)
+// is killed now, a response; a program killed by nothing was not prevented.
+TEST(Prevention, AnExecIsPreventedOnlyWhereTheKernelKilledIt) {
+  auto r = load(rule("hash", "evt.type = execve and vigil_container and proc.exe_sha256 in (" + kShaLower + ")",
+                     "action: deny\n  action_mode: enforce") +
+                rule("name", "evt.type = execve and vigil_container and proc.name = python3",
+                     "action: deny\n  action_mode: enforce"));
+  ASSERT_TRUE(r.ruleset);
+  testing::World w;
+  w.proc.exe_sha256 = kShaLower;
+  auto judge = [&](bool killed) {
+    w.exec();
+    auto& ed = std::get<event::ExecData>(w.ev.data);
+    ed.exe_sha256 = kShaLower;
+    ed.killed_at_exec = killed;
+    const auto ctx = w.ctx();
+    std::vector<event::Alert> alerts;
+    r.ruleset->evaluate(ctx, alerts);
+    std::vector<PreventionDecision> d;
+    r.ruleset->judge_prevention(ctx, alerts, d);
+    return d;
+  };
+  auto first = judge(false);
+  ASSERT_EQ(first.size(), 2u);
+  EXPECT_EQ(first[0].rule, "hash");
+  EXPECT_EQ(first[0].outcome, "respond") << "the first exec of a file is killed once identified";
+  EXPECT_EQ(first[0].responses, kResponseKill);
+  EXPECT_EQ(first[1].outcome, "not_prevented") << "a name rule the kernel did not apply";
+  auto later = judge(true);
+  ASSERT_EQ(later.size(), 2u);
+  EXPECT_EQ(later[0].outcome, "prevented");
+  EXPECT_EQ(later[0].responses, 0u);
+  EXPECT_EQ(later[1].outcome, "prevented");
+  // A pod not known yet: nothing is done.
+  w.pod_known = false;
+  auto unknown = judge(false);
+  ASSERT_EQ(unknown.size(), 2u);
+  EXPECT_EQ(unknown[0].outcome, "not_prevented");
+}
+
 TEST(Prevention, WhatTheKernelCannotJudgeIsNamed) {
   auto a = load(rule("anc", "evt.type = execve and proc.aname in (ray) and proc.name = sh"));
   EXPECT_FALSE(only(a).enforceable);

@@ -139,6 +139,14 @@ TEST(Decoder, ExecCarriesTheEnvironmentItStartedWith) {
   ASSERT_TRUE(ev) << ev.error().message;
   EXPECT_EQ(ev->as<event::ExecData>()->env, (std::vector<std::string>{"A=1"}));
   EXPECT_TRUE(ev->as<event::ExecData>()->env_truncated);
+  EXPECT_FALSE(ev->as<event::ExecData>()->killed_at_exec);
+
+  // The kernel killed it at exec (prevention): said in the same record.
+  b.flags2 = VG_EXEC2_ENV_TRUNC | VG_EXEC2_KILLED;
+  ev = decode(record(b, filename + cut));
+  ASSERT_TRUE(ev) << ev.error().message;
+  EXPECT_TRUE(ev->as<event::ExecData>()->killed_at_exec);
+  EXPECT_TRUE(ev->as<event::ExecData>()->env_truncated);
 
   // An environment past the record's end is refused.
   b.env_len = 4000;
