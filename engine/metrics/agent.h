@@ -141,6 +141,8 @@ struct PreventionInfo {
   std::uint64_t entries = 0, unknown = 0, map_errors = 0, learnt_dests = 0, kills = 0;
   // Responses by (rule, response, result): "done" or why not (refused, error, dropped, no_api).
   std::vector<std::tuple<std::string, std::string, std::string, std::uint64_t>> responses;
+  // Whether each node response (kill, freeze) can be carried out; empty: not checked.
+  std::vector<std::pair<std::string, bool>> capable;
 };
 
 struct AgentView {
