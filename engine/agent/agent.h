@@ -25,6 +25,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "engine/agent/k8s.h"
+#include "engine/agent/response_caps.h"
 #include "engine/agent/rules_load.h"
 #include "engine/agent/webserver.h"
 #include "engine/capture/writer.h"
@@ -214,6 +215,9 @@ struct Agent {
   // Prevention's containers' entries, learnt destinations and responses
   // (vigil run with a sensor and rules with an action).
   std::unique_ptr<PreventionTap> prevention;
+  // Whether kill and freeze can be carried out here (response_caps.h): checked
+  // at start when a rule in force has one of them, with a sensor.
+  std::optional<ResponseCaps> response_caps;
   std::unique_ptr<metrics::HealthMonitor> health;
   std::atomic<std::uint64_t> pods_known{0};  // the state's pod count, for /metrics (a tick)
   // The state's exited processes (state::StateStats), for /metrics (the same tick).

@@ -171,6 +171,7 @@ Result<std::unique_ptr<metrics::Server>> start_webserver(const WebserverConfig& 
         for (const auto& [key, n] : a.prevention->responses())
           out.responses.emplace_back(std::get<0>(key), std::get<1>(key), std::get<2>(key), n);
       }
+      if (a.response_caps) out.capable = {{"kill", a.response_caps->kill}, {"freeze", a.response_caps->freeze}};
       return out;
     };
   }

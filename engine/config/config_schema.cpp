@@ -54,6 +54,7 @@ constexpr KeySpec kSchema[] = {
     {"posture", K::kSection},
     {"posture.enabled", K::kBool},
     {"posture.host_root", K::kString, 0, 0, false, true},
+    {"posture.kernel_root", K::kString, 0, 0, false, true},
     {"posture.interval_s", K::kUint, 1, 86400},
     {"aggregation", K::kSection},
     {"aggregation.window_s", K::kNumber, 0, 86400},

@@ -303,6 +303,13 @@ void collect_agent(const AgentView& v, Exposition& out) {
       if (result != "done")
         out.sample("vigil_prevention_response_failures_total",
                    {{"rule", rule}, {"response", response}, {"reason", result}}, d(n));
+    if (!p.capable.empty()) {
+      out.family("vigil_prevention_response_capable", "gauge",
+                 "Whether vigil can carry the response out on this node (checked at start): kill, CAP_KILL held; "
+                 "freeze, the cgroup filesystem writable. 1 yes, 0 no.");
+      for (const auto& [response, ok] : p.capable)
+        out.sample("vigil_prevention_response_capable", {{"response", response}}, ok ? 1 : 0);
+    }
   }
   if (v.posture) {
     if (auto p = v.posture()) {

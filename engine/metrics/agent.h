@@ -142,6 +142,8 @@ struct PreventionInfo {
   std::uint64_t denied_files = 0, denied_file_errors = 0;  // program files denied by identity, in the kernel's map
   // Responses by (rule, response, result): "done" or why not (refused, error, dropped, no_api).
   std::vector<std::tuple<std::string, std::string, std::string, std::uint64_t>> responses;
+  // Whether each node response (kill, freeze) can be carried out; empty: not checked.
+  std::vector<std::pair<std::string, bool>> capable;
 };
 
 struct AgentView {

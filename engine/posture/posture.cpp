@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <iterator>
 #include <optional>
 
 namespace vigil::posture {
@@ -15,6 +16,25 @@ namespace {
 constexpr std::size_t kMaxLine = 4096;  // a longer line is skipped
 constexpr std::size_t kMaxToken = 64;   // a version, a runtime's name
 constexpr std::size_t kMaxRuntimes = 8;
+
+constexpr std::string_view kDriverVersion = "proc/driver/nvidia/version";
+constexpr std::string_view kModuleVersion = "sys/module/nvidia/version";
+constexpr std::string_view kDriverParams = "proc/driver/nvidia/params";
+constexpr std::string_view kKernelPaths[] = {kDriverVersion, kModuleVersion, kDriverParams};
+// The package database, the toolkit's configuration (the first file that
+// exists), then the bin directories, in the order they are searched.
+constexpr std::string_view kDpkgStatus = "var/lib/dpkg/status";
+constexpr std::string_view kToolkitConfigs[] = {"etc/nvidia-container-runtime/config.toml",
+                                                "etc/nvidia-container-toolkit/config.toml"};
+constexpr std::string_view kBinDirs[] = {"usr/local/sbin", "usr/local/bin", "usr/sbin", "usr/bin", "sbin", "bin"};
+constexpr auto kHostPaths = [] {
+  std::array<std::string_view, 1 + std::size(kToolkitConfigs) + std::size(kBinDirs)> all{};
+  std::size_t i = 0;
+  all[i++] = kDpkgStatus;
+  for (std::string_view p : kToolkitConfigs) all[i++] = p;
+  for (std::string_view p : kBinDirs) all[i++] = p;
+  return all;
+}();
 
 std::string under(const std::string& root, std::string_view path) {
   std::string out = root;
@@ -184,8 +204,7 @@ bool installed(const std::string& root, std::string_view name) {
   };
   if (name.front() == '/') return is_program(under(root, name));
   if (name.find('/') != std::string_view::npos) return false;
-  static constexpr std::string_view kDirs[] = {"usr/local/sbin", "usr/local/bin", "usr/sbin", "usr/bin", "sbin", "bin"};
-  for (std::string_view d : kDirs) {
+  for (std::string_view d : kBinDirs) {
     if (is_program(under(root, std::string(d) + "/" + std::string(name)))) return true;
   }
   return false;
@@ -324,29 +343,32 @@ std::string DpkgStatusReader::version() const {
   return {};
 }
 
+std::span<const std::string_view> host_paths() { return kHostPaths; }
+std::span<const std::string_view> kernel_paths() { return kKernelPaths; }
+
 Posture read_posture(const ReadOptions& opt) {
   Posture p;
   const std::string& root = opt.host_root;
-  if (auto t = read_bounded(under(root, "proc/driver/nvidia/version"), opt.max_file_bytes)) {
+  const std::string& kernel = opt.kernel_root.empty() ? opt.host_root : opt.kernel_root;
+  if (auto t = read_bounded(under(kernel, kDriverVersion), opt.max_file_bytes)) {
     p.driver_version = parse_driver_version(*t);
   }
   if (p.driver_version.empty()) {
-    if (auto t = read_bounded(under(root, "sys/module/nvidia/version"), opt.max_file_bytes)) {
+    if (auto t = read_bounded(under(kernel, kModuleVersion), opt.max_file_bytes)) {
       p.driver_version = parse_module_version(*t);
     }
   }
-  if (auto t = read_bounded(under(root, "proc/driver/nvidia/params"), opt.max_file_bytes)) {
+  if (auto t = read_bounded(under(kernel, kDriverParams), opt.max_file_bytes)) {
     p.profiling_admin_only = parse_profiling_admin_only(*t);
   }
   DpkgStatusReader dpkg({"nvidia-container-toolkit", "nvidia-container-toolkit-base"});
-  if (for_each_line(under(root, "var/lib/dpkg/status"), opt.max_package_db_bytes,
+  if (for_each_line(under(root, kDpkgStatus), opt.max_package_db_bytes,
                     [&dpkg](std::string_view l) { dpkg.line(l); })) {
     p.toolkit_version = dpkg.version();
   }
   ToolkitConfig tc;
   bool have_config = false;
-  for (std::string_view path :
-       {"etc/nvidia-container-runtime/config.toml", "etc/nvidia-container-toolkit/config.toml"}) {
+  for (std::string_view path : kToolkitConfigs) {
     if (auto t = read_bounded(under(root, path), opt.max_file_bytes)) {
       tc = parse_toolkit_config(*t);
       have_config = true;

@@ -1,16 +1,18 @@
 // The node's GPU security posture: what vigil reads from the host's files
-// about the NVIDIA stack, without running anything. Every path is under a
-// host-root prefix (vigil runs in a container with the host mounted; tests
-// use a directory), every read is bounded, every byte is untrusted, and a
-// missing or unreadable file means "not known", never an error.
+// about the NVIDIA stack, without running anything. The host's files are
+// under a host-root prefix (vigil runs in a container with the host's
+// directories mounted; tests use a directory), the kernel's (proc/, sys/)
+// under a kernel root of their own, every read is bounded, every byte is
+// untrusted, and a missing or unreadable file means "not known", never an
+// error.
 //
 //   posture::ReadOptions o;  o.host_root = "/host";
 //   posture::Posture p = posture::read_posture(o);
 //   log.info("posture: {}", posture::summary(p));
 //
 // What is read (docs/posture.md):
-//   driver version   <root>/proc/driver/nvidia/version, else <root>/sys/module/nvidia/version
-//   profiling        <root>/proc/driver/nvidia/params (RmProfilingAdminOnly)
+//   driver version   <kernel>/proc/driver/nvidia/version, else <kernel>/sys/module/nvidia/version
+//   profiling        <kernel>/proc/driver/nvidia/params (RmProfilingAdminOnly)
 //   toolkit version  <root>/var/lib/dpkg/status (nvidia-container-toolkit[-base])
 //   toolkit settings <root>/etc/nvidia-container-runtime/config.toml
 //   runtime          the toolkit's `runtimes` list, the first installed in the host's bin directories
@@ -19,6 +21,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -46,11 +49,24 @@ struct Posture {
 
 struct ReadOptions {
   std::string host_root = "/";
+  // Where proc/ and sys/ are read; "" (the default): under host_root. The
+  // driver's /proc entries and /sys/module are the kernel's, the same in
+  // every mount namespace, so a container reads them at its own "/" while
+  // the host's files are mounted under host_root (deploy/daemonset.yaml).
+  std::string kernel_root;
   std::size_t max_file_bytes = 1 << 16;          // /proc files, config.toml
   std::size_t max_package_db_bytes = 64u << 20;  // /var/lib/dpkg/status
 };
 
 Posture read_posture(const ReadOptions& opt);
+
+// What read_posture reads, relative to its root: under host_root the package
+// database, the toolkit's configuration files (the first that exists) and
+// the bin directories where the runtime is looked for; under the kernel root
+// the driver's files. A container's mounts must cover host_paths()
+// (deploy/daemonset.yaml; tests/deploy checks them).
+std::span<const std::string_view> host_paths();
+std::span<const std::string_view> kernel_paths();
 
 // The parsers, one per file, over its bytes (tests feed them hostile input).
 // Each returns "" / -1 when the text does not say.

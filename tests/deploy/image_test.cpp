@@ -2,7 +2,11 @@
 // Debian packages alone; podman runs it the way deploy/daemonset.yaml runs the
 // agent (its capabilities, host PID namespace, read-only root, volume mounts,
 // args and ConfigMap, all read from the manifest); an exec on the host alerts
-// on the container's stdout, and /healthz answers 200.
+// on the container's stdout, and /healthz answers 200. The GPU posture is read
+// from a stand-in host through the DaemonSet's posture mounts (issue 24).
+// Then the same image runs as the opt-in deploy/responses/ overlay makes the
+// container, and says that it can kill and freeze where the default says it
+// cannot (issue 25).
 //
 // Labels integration and image: root, podman, runc and mmdebstrap are needed;
 // without them the test is skipped, saying which is missing.
@@ -27,6 +31,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -103,10 +108,16 @@ std::vector<std::string> podman(std::initializer_list<std::string> args) {
   return v;
 }
 
-// The status code of GET http://127.0.0.1:port/path; -1 when nothing answers.
-int http_status(int port, const std::string& path) {
+// GET http://127.0.0.1:port/path: the status code (-1 when nothing answers)
+// and the body.
+struct Got {
+  int status = -1;
+  std::string body;
+};
+Got http_get(int port, const std::string& path) {
+  Got g;
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return -1;
+  if (fd < 0) return g;
   timeval tv{5, 0};
   ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
@@ -114,53 +125,93 @@ int http_status(int port, const std::string& path) {
   a.sin_family = AF_INET;
   a.sin_port = htons(static_cast<uint16_t>(port));
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  int status = -1;
   if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) {
     const std::string req = "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
     if (::send(fd, req.data(), req.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(req.size())) {
-      char buf[64] = {};
-      const ssize_t n = ::recv(fd, buf, sizeof buf - 1, 0);
+      std::string all;
+      char buf[4096];
+      for (ssize_t n; all.size() < (8u << 20) && (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) all.append(buf, n);
       int code = 0;
-      if (n > 12 && std::sscanf(buf, "HTTP/1.%*d %d", &code) == 1) status = code;
+      if (all.size() > 12 && std::sscanf(all.c_str(), "HTTP/1.%*d %d", &code) == 1) g.status = code;
+      const auto body = all.find("\r\n\r\n");
+      if (body != std::string::npos) g.body = all.substr(body + 4);
     }
   }
   ::close(fd);
-  return status;
+  return g;
 }
 
-// Removes the container and the image when the test ends, passed or not.
+// The value of a metric's sample in a scrape body (`name{labels} value`);
+// -1 when it is not there.
+double sample_value(const std::string& body, const std::string& series) {
+  std::istringstream lines(body);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (line.rfind(series + " ", 0) == 0) return std::stod(line.substr(series.size() + 1));
+  }
+  return -1;
+}
+
+// The first line of `log` that holds `what`, from there on; "" when none.
+std::string line_with(const std::string& log, const std::string& what) {
+  const auto at = log.find(what);
+  if (at == std::string::npos) return "";
+  return log.substr(at, log.find('\n', at) - at);
+}
+
+// Removes the containers and the image when the test ends, passed or not.
 struct Cleanup {
-  std::string container, image;
+  std::vector<std::string> containers;
+  std::string image;
   ~Cleanup() {
-    if (!container.empty()) run(podman({"rm", "--force", "--time", "5", container}), 60s);
+    for (const auto& c : containers) run(podman({"rm", "--force", "--time", "5", c}), 60s);
     if (!image.empty()) run(podman({"rmi", "--force", image}), 60s);
   }
 };
 
-TEST(Image, BuiltOfflineAndRunLikeTheDaemonSetAlertsAndAnswersHealthz) {
-  if (::geteuid() != 0) GTEST_SKIP() << "needs root (mmdebstrap and podman run as root here)";
-  for (const char* tool : {"podman", "runc", "mmdebstrap"}) {
-    if (!on_path(tool)) GTEST_SKIP() << tool << " is not installed (scripts/install-deps.sh installs it)";
+// A stand-in for the node's files that the DaemonSet mounts for the GPU
+// posture (posture.host_root): the host's hostPaths mounted under the host
+// root are directories of this one, so that no file of the real host is read
+// and the facts are known: the NVIDIA Container Toolkit 1.17.7 installed
+// (dpkg), its config.toml refusing NVIDIA_VISIBLE_DEVICES from unprivileged
+// containers, runc in /usr/bin.
+void write_standin_host(support::TempDir& dir) {
+  dir.write("host/var/lib/dpkg/status",
+            "Package: libc6\nStatus: install ok installed\nVersion: 2.36-9+deb12u10\n\n"
+            "Package: nvidia-container-toolkit\nStatus: install ok installed\nPriority: optional\n"
+            "Section: utils\nArchitecture: amd64\nVersion: 1.17.7-1\nDescription: NVIDIA Container toolkit\n\n");
+  dir.write("host/etc/nvidia-container-runtime/config.toml",
+            "accept-nvidia-visible-devices-envvar-when-unprivileged = false\n"
+            "[nvidia-container-runtime]\nruntimes = [\"docker-runc\", \"runc\", \"crun\"]\n");
+  const std::string runc = dir.write("host/usr/bin/runc", "#!/bin/false\n");
+  ::chmod(runc.c_str(), 0755);
+}
+
+// The mount points strictly below `dir` in this process's mount table.
+std::vector<std::string> mounts_below(const std::string& dir) {
+  std::vector<std::string> out;
+  std::istringstream lines(support::read_file("/proc/self/mountinfo"));
+  std::string line;
+  while (std::getline(lines, line)) {
+    std::istringstream f(line);
+    std::string id, parent, dev, root, point;
+    if (!(f >> id >> parent >> dev >> root >> point)) continue;
+    if (point.rfind(dir + "/", 0) == 0 && point.find('\\') == std::string::npos &&
+        std::find(out.begin(), out.end(), point) == out.end()) {
+      out.push_back(point);
+    }
   }
-  const Agent agent = load_agent();
-  ASSERT_TRUE(agent.container && agent.config) << "deploy/daemonset.yaml: no vigil container or ConfigMap";
+  return out;
+}
 
-  const std::string tag = "localhost/vigil-image-test:" + std::to_string(::getpid());
-  const std::string name = "vigil-image-test-" + std::to_string(::getpid());
-  Cleanup cleanup;
-  cleanup.image = tag;
-
-  // The image, as an SRE builds it (the root filesystem is cached in the build
-  // directory, so only the first run downloads packages).
-  const auto t0 = std::chrono::steady_clock::now();
-  const Ran built = run({"deploy/build-image.sh", "--tag", tag}, 900s, {"VIGIL_BUILD_DIR=" VIGIL_BUILD_DIR});
-  ASSERT_TRUE(built.ok()) << "deploy/build-image.sh: " << support::describe_wait_status(built.status) << "\n"
-                          << built.out << built.err;
-  std::cout << built.out;
-  const auto t_built = std::chrono::steady_clock::now();
-
-  // The container, as the DaemonSet makes it.
-  support::TempDir dir("vigil-image");
+// The podman command that runs the image as `agent` (a DaemonSet) makes its
+// container: capabilities, host PID namespace, read-only root, the volumes
+// (a configMap's vigil.yaml written to a directory; hostPaths of type
+// DirectoryOrCreate given a directory of the test's, and those under
+// posture.host_root the stand-in host's: the host is left alone), args and
+// NODE_NAME; the webserver on `port`. "" in *error, or what is missing.
+std::vector<std::string> podman_run(const Agent& agent, const std::string& name, const std::string& tag, int port,
+                                    support::TempDir& dir, std::string* error) {
   const YAML::Node sc = agent.container["securityContext"];
   std::vector<std::string> cmd = podman({"run", "--detach", "--name", name, "--ulimit", "nofile=1024:1024", "--ulimit",
                                          "nproc=1024:1024", "--network=host"});
@@ -177,6 +228,7 @@ TEST(Image, BuiltOfflineAndRunLikeTheDaemonSetAlertsAndAnswersHealthz) {
   if (seccomp.empty()) seccomp = dig(agent.pod, {"securityContext", "seccompProfile", "type"}).as<std::string>("");
   if (seccomp != "RuntimeDefault") cmd.push_back("--security-opt=seccomp=unconfined");
   cmd.push_back("--env=NODE_NAME=image-test");
+  const std::string host_root = scalar_or(dig(agent.config, {"posture", "host_root"}), "/");
   for (const YAML::Node& m : agent.container["volumeMounts"]) {
     const std::string vname = m["name"].as<std::string>();
     const std::string target = m["mountPath"].as<std::string>();
@@ -184,74 +236,144 @@ TEST(Image, BuiltOfflineAndRunLikeTheDaemonSetAlertsAndAnswersHealthz) {
     for (const YAML::Node& v : agent.pod["volumes"]) {
       if (v["name"].as<std::string>() == vname) vol.reset(v);
     }
-    ASSERT_TRUE(vol) << "volumeMount " << vname << " has no volume";
+    if (!vol) {
+      *error = "volumeMount " + vname + " has no volume";
+      return {};
+    }
     std::string source;
     if (vol["configMap"]) {
       source = dir.mkdirs("config-" + vname);
       dir.write("config-" + vname + "/vigil.yaml", agent.config_text);
     } else if (vol["hostPath"]) {
-      // A DirectoryOrCreate path would be made on the host by the kubelet:
-      // the test gives a directory of its own instead, and leaves the host be.
       const std::string path = dig(vol, {"hostPath", "path"}).as<std::string>();
-      if (dig(vol, {"hostPath", "type"}).as<std::string>("") == "DirectoryOrCreate") {
+      if (host_root != "/" && target.rfind(host_root + "/", 0) == 0) {
+        // The posture's host files: the stand-in host's.
+        source = dir.mkdirs("host" + path);
+      } else if (dig(vol, {"hostPath", "type"}).as<std::string>("") == "DirectoryOrCreate") {
+        // A DirectoryOrCreate path would be made on the host by the kubelet:
+        // the test gives a directory of its own instead, and leaves the host be.
         source = dir.mkdirs("host-" + vname);
         ::chmod(source.c_str(), 0700);
       } else {
-        ASSERT_TRUE(std::filesystem::exists(path)) << "hostPath " << path << " is not on this machine";
+        if (!std::filesystem::exists(path)) {
+          *error = "hostPath " + path + " is not on this machine";
+          return {};
+        }
         source = path;
       }
     } else {
       source = dir.mkdirs("volume-" + vname);
     }
-    cmd.push_back("--volume=" + source + ":" + target + (m["readOnly"].as<bool>(false) ? ":ro" : ""));
+    const bool ro = m["readOnly"].as<bool>(false);
+    cmd.push_back("--volume=" + source + ":" + target + (ro ? ":ro" : ""));
+    // recursiveReadOnly, which podman 4's -v lacks: each mount below a host
+    // directory mounted again read-only at its place.
+    const std::string rro = scalar_or(m["recursiveReadOnly"], "");
+    if (ro && (rro == "IfPossible" || rro == "Enabled") &&
+        source == dig(vol, {"hostPath", "path"}).as<std::string>("")) {
+      for (const std::string& below : mounts_below(source)) {
+        cmd.push_back("--volume=" + below + ":" + target + below.substr(source.size()) + ":ro");
+      }
+    }
   }
   cmd.push_back(tag);
-  const int port = support::free_port(SOCK_STREAM);
-  ASSERT_GT(port, 0);
   for (const auto& a : agent.container["args"].as<std::vector<std::string>>()) cmd.push_back(a);
   cmd.push_back("-o");
   cmd.push_back("webserver.listen=127.0.0.1:" + std::to_string(port));
+  return cmd;
+}
 
-  cleanup.container = name;
+// Starts the container and waits for vigil's ready line; its log (stderr),
+// or "" with *error set.
+std::string start_and_wait_ready(const std::vector<std::string>& cmd, const std::string& name, std::string* error) {
   const Ran started = run(cmd, 120s);
-  ASSERT_TRUE(started.ok()) << "podman run: " << support::describe_wait_status(started.status) << "\n"
-                            << started.out << started.err;
-
-  const auto logs = [&] { return run(podman({"logs", name}), 30s); };
+  if (!started.ok()) {
+    *error = "podman run: " + support::describe_wait_status(started.status) + "\n" + started.out + started.err;
+    return "";
+  }
   const auto running = [&] {
     return run(podman({"inspect", "--format", "{{.State.Running}}", name}), 30s).out.rfind("true", 0) == 0;
   };
-  bool ready = false;
   for (auto until = std::chrono::steady_clock::now() + 90s; std::chrono::steady_clock::now() < until;) {
-    if (logs().err.find("ready:") != std::string::npos) {
-      ready = true;
-      break;
-    }
+    const Ran l = run(podman({"logs", name}), 30s);
+    if (l.err.find(" ready: ") != std::string::npos) return l.err;
     if (!running()) break;
     std::this_thread::sleep_for(500ms);
   }
-  {
-    const Ran l = logs();
-    ASSERT_TRUE(ready) << "vigil in the container did not get ready; its log:\n" << l.err << l.out;
-    std::cout << "vigil's log in the container:\n" << l.err;
+  const Ran l = run(podman({"logs", name}), 30s);
+  *error = "vigil in the container did not get ready; its log:\n" + l.err + l.out;
+  return "";
+}
+
+TEST(Image, BuiltOfflineAndRunLikeTheDaemonSetAlertsAndAnswersHealthz) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root (mmdebstrap and podman run as root here)";
+  for (const char* tool : {"podman", "runc", "mmdebstrap"}) {
+    if (!on_path(tool)) GTEST_SKIP() << tool << " is not installed (scripts/install-deps.sh installs it)";
   }
+  const Agent agent = load_agent();
+  ASSERT_TRUE(agent.container && agent.config) << "deploy/daemonset.yaml: no vigil container or ConfigMap";
+  std::string overlay_error;
+  const Agent overlay = agent_from(build_kustomization("deploy/responses", &overlay_error));
+  ASSERT_EQ(overlay_error, "") << "deploy/responses/";
+  ASSERT_TRUE(overlay.container && overlay.config) << "deploy/responses/: no vigil container or ConfigMap";
+
+  const std::string tag = "localhost/vigil-image-test:" + std::to_string(::getpid());
+  const std::string name = "vigil-image-test-" + std::to_string(::getpid());
+  Cleanup cleanup;
+  cleanup.image = tag;
+
+  // The image, as an SRE builds it (the root filesystem is cached in the build
+  // directory, so only the first run downloads packages).
+  const auto t0 = std::chrono::steady_clock::now();
+  const Ran built = run({"deploy/build-image.sh", "--tag", tag}, 900s, {"VIGIL_BUILD_DIR=" VIGIL_BUILD_DIR});
+  ASSERT_TRUE(built.ok()) << "deploy/build-image.sh: " << support::describe_wait_status(built.status) << "\n"
+                          << built.out << built.err;
+  std::cout << built.out;
+  const auto t_built = std::chrono::steady_clock::now();
+
+  // The container, as the DaemonSet makes it, over the stand-in host.
+  support::TempDir dir("vigil-image");
+  write_standin_host(dir);
+  const int port = support::free_port(SOCK_STREAM);
+  ASSERT_GT(port, 0);
+  std::string error;
+  const auto cmd = podman_run(agent, name, tag, port, dir, &error);
+  ASSERT_EQ(error, "");
+  cleanup.containers.push_back(name);
+  const std::string first_log = start_and_wait_ready(cmd, name, &error);
+  ASSERT_EQ(error, "");
+  std::cout << "vigil's log in the container:\n" << first_log;
   const auto t_ready = std::chrono::steady_clock::now();
+  const auto logs = [&] { return run(podman({"logs", name}), 30s); };
   {
     // The DaemonSet mounts /dev/kmsg, yet the container's device cgroup refuses
     // to open it (EPERM): the Xid lines come through syslog(2) instead, with
     // CAP_SYSLOG alone, and the kmsg part is on.
-    const std::string err = logs().err;
-    const auto at = err.find(" ready: ");
-    ASSERT_NE(at, std::string::npos);
-    const std::string ready_line = err.substr(at, err.find('\n', at) - at);
+    const std::string ready_line = line_with(first_log, " ready: ");
+    ASSERT_FALSE(ready_line.empty());
     EXPECT_NE(ready_line.find("kmsg:"), std::string::npos) << ready_line;
     const auto off = ready_line.find("parts off:");
     ASSERT_NE(off, std::string::npos) << ready_line;
-    EXPECT_EQ(ready_line.find("kmsg", off), std::string::npos) << ready_line << "\n" << err;
+    EXPECT_EQ(ready_line.find("kmsg", off), std::string::npos) << ready_line << "\n" << first_log;
     std::cout << ready_line.substr(off) << "; "
-              << (err.find("through syslog(2)") != std::string::npos ? "kmsg through syslog(2)"
-                                                                     : "kmsg through /dev/kmsg")
+              << (first_log.find("through syslog(2)") != std::string::npos ? "kmsg through syslog(2)"
+                                                                           : "kmsg through /dev/kmsg")
               << "\n";
+    // The posture is the (stand-in) host's, through the DaemonSet's mounts
+    // under posture.host_root, not the image's: the toolkit's version from
+    // its package database, its settings from its config.toml, its runtime.
+    const auto posture = ready_line.find("posture: ");
+    ASSERT_NE(posture, std::string::npos) << ready_line;
+    EXPECT_NE(ready_line.find("toolkit 1.17.7", posture), std::string::npos) << ready_line;
+    EXPECT_NE(ready_line.find("envvar refused from unprivileged", posture), std::string::npos) << ready_line;
+    EXPECT_NE(ready_line.find("runtime runc", posture), std::string::npos) << ready_line;
+    // The bundled rules hold a kill response: the default DaemonSet can
+    // carry out neither kill nor freeze, and says so.
+    const std::string prevention = line_with(first_log, "prevention: mode ");
+    EXPECT_NE(prevention.find("responses kill: no (CAP_KILL not held"), std::string::npos) << prevention;
+    EXPECT_NE(prevention.find("freeze: no (/sys/fs/cgroup"), std::string::npos) << prevention;
+    EXPECT_NE(prevention.find(" is read-only"), std::string::npos) << prevention;
+    std::cout << prevention.substr(prevention.find("responses kill")) << "\n";
   }
 
   // An exec on the host that a bundled rule alerts on (the README's example).
@@ -277,18 +399,54 @@ TEST(Image, BuiltOfflineAndRunLikeTheDaemonSetAlertsAndAnswersHealthz) {
             "sh -c xmrig --url stratum+tcp://pool.example:3333; true");
   EXPECT_EQ(alert.value("hostname", ""), "image-test") << "the hostname comes from $NODE_NAME";
 
-  // The liveness probe's endpoint, then the readiness probe's.
+  // The liveness probe's endpoint, then the readiness probe's, then the scrape.
   int healthz = -1;
   for (auto until = std::chrono::steady_clock::now() + 20s; healthz != 200 && std::chrono::steady_clock::now() < until;
        std::this_thread::sleep_for(500ms)) {
-    healthz = http_status(port, "/healthz");
+    healthz = http_get(port, "/healthz").status;
   }
   EXPECT_EQ(healthz, 200) << "GET /healthz on 127.0.0.1:" << port;
-  EXPECT_EQ(http_status(port, "/readyz"), 200) << "GET /readyz on 127.0.0.1:" << port;
+  EXPECT_EQ(http_get(port, "/readyz").status, 200) << "GET /readyz on 127.0.0.1:" << port;
+  {
+    const Got m = http_get(port, "/metrics");
+    EXPECT_EQ(m.status, 200);
+    EXPECT_EQ(sample_value(m.body, "vigil_prevention_response_capable{response=\"kill\"}"), 0) << m.body;
+    EXPECT_EQ(sample_value(m.body, "vigil_prevention_response_capable{response=\"freeze\"}"), 0);
+    const std::string info = line_with(m.body, "vigil_gpu_posture_info{");
+    EXPECT_NE(info.find("toolkit=\"1.17.7\""), std::string::npos) << info;
+    EXPECT_NE(info.find("runtime=\"runc\""), std::string::npos) << info;
+  }
+  run(podman({"rm", "--force", "--time", "5", name}), 60s);
+
+  // The same image and stand-in host, run as deploy/responses/ (the opt-in
+  // overlay, applied to the DaemonSet as kustomize does) makes the
+  // container: kill and freeze can be carried out.
+  const std::string name2 = name + "-responses";
+  const int port2 = support::free_port(SOCK_STREAM);
+  ASSERT_GT(port2, 0);
+  const auto cmd2 = podman_run(overlay, name2, tag, port2, dir, &error);
+  ASSERT_EQ(error, "");
+  cleanup.containers.push_back(name2);
+  const auto t_second = std::chrono::steady_clock::now();
+  const std::string second_log = start_and_wait_ready(cmd2, name2, &error);
+  ASSERT_EQ(error, "");
+  const auto t_second_ready = std::chrono::steady_clock::now();
+  {
+    const std::string prevention = line_with(second_log, "prevention: mode ");
+    EXPECT_NE(prevention.find("mode monitor"), std::string::npos) << prevention;
+    EXPECT_NE(prevention.find("responses kill: yes, freeze: yes"), std::string::npos) << prevention << "\n"
+                                                                                      << second_log;
+    std::cout << "with deploy/responses/: " << prevention.substr(prevention.find("responses kill")) << "\n";
+    const Got m = http_get(port2, "/metrics");
+    EXPECT_EQ(m.status, 200);
+    EXPECT_EQ(sample_value(m.body, "vigil_prevention_response_capable{response=\"kill\"}"), 1) << m.body;
+    EXPECT_EQ(sample_value(m.body, "vigil_prevention_response_capable{response=\"freeze\"}"), 1);
+    EXPECT_EQ(http_get(port2, "/readyz").status, 200);
+  }
 
   const auto secs = [](auto a, auto b) { return std::chrono::duration<double>(b - a).count(); };
   std::cout << "image built in " << secs(t0, t_built) << " s, vigil ready in the container " << secs(t_built, t_ready)
-            << " s later\n";
+            << " s later; with deploy/responses/ ready in " << secs(t_second, t_second_ready) << " s\n";
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <filesystem>
 #include <regex>
 #include <sstream>
 
@@ -26,6 +27,10 @@ YAML::Node dig(const YAML::Node& node, std::initializer_list<const char*> keys) 
   return n;
 }
 
+std::string scalar_or(const YAML::Node& node, const std::string& fallback) {
+  return node && node.IsScalar() ? node.Scalar() : fallback;
+}
+
 YAML::Node find_kind(const std::vector<YAML::Node>& docs, std::string_view kind, std::string_view name) {
   for (const YAML::Node& d : docs) {
     if (!d["kind"] || d["kind"].as<std::string>() != kind) continue;
@@ -36,9 +41,12 @@ YAML::Node find_kind(const std::vector<YAML::Node>& docs, std::string_view kind,
   return YAML::Node(YAML::NodeType::Null);
 }
 
-Agent load_agent(const std::string& path) {
+Agent load_agent(const std::string& path) { return agent_from(load_documents(path)); }
+
+Agent agent_from(std::vector<YAML::Node> docs_in) {
   Agent a;
-  const auto docs = load_documents(path);
+  a.docs = std::move(docs_in);
+  const auto& docs = a.docs;
   a.daemonset.reset(find_kind(docs, "DaemonSet"));
   if (!a.daemonset) return a;
   a.pod.reset(dig(a.daemonset, {"spec", "template", "spec"}));
@@ -182,6 +190,175 @@ std::vector<CapabilityRow> capability_table(const std::string& markdown, std::st
   }
   if (rows.empty()) *error = "the capability table has no rows";
   return rows;
+}
+
+namespace {
+
+// The tokens of a JSON pointer ("/a/b~1c/0" -> a, b/c, 0).
+std::vector<std::string> pointer_tokens(const std::string& ptr) {
+  std::vector<std::string> out;
+  if (ptr.empty()) return out;
+  std::size_t at = 1;
+  while (at <= ptr.size()) {
+    std::size_t slash = ptr.find('/', at);
+    if (slash == std::string::npos) slash = ptr.size();
+    std::string t = ptr.substr(at, slash - at);
+    for (std::size_t i = 0; (i = t.find('~', i)) != std::string::npos; ++i) {
+      if (i + 1 < t.size()) t.replace(i, 2, t[i + 1] == '1' ? "/" : "~");
+    }
+    out.push_back(t);
+    at = slash + 1;
+  }
+  return out;
+}
+
+// A sequence index token: its value, or -1 when it is not a number.
+long index_of(const std::string& t) {
+  if (t.empty() || t.size() > 6 || t.find_first_not_of("0123456789") != std::string::npos) return -1;
+  return std::stol(t);
+}
+
+// Two YAML values equal as kustomize compares them (same emitted form).
+bool same(const YAML::Node& a, const YAML::Node& b) {
+  if (a.IsScalar() && b.IsScalar()) return a.Scalar() == b.Scalar();  // however quoted
+  YAML::Emitter ea, eb;
+  ea << a;
+  eb << b;
+  return std::string(ea.c_str()) == std::string(eb.c_str());
+}
+
+}  // namespace
+
+std::string apply_json_patch(YAML::Node doc, const YAML::Node& ops) {
+  if (!ops.IsSequence()) return "a JSON 6902 patch is a sequence of operations";
+  for (const YAML::Node& op : ops) {
+    const std::string kind = scalar_or(dig(op, {"op"}), "");
+    const std::string path = scalar_or(dig(op, {"path"}), "");
+    const auto tokens = pointer_tokens(path);
+    if (tokens.empty()) return kind + " " + path + ": the document itself cannot be patched here";
+    YAML::Node parent = doc;
+    for (std::size_t i = 0; i + 1 < tokens.size(); ++i) {
+      const YAML::Node& at = parent;
+      YAML::Node next;
+      if (at.IsMap() && at[tokens[i]]) {
+        next.reset(at[tokens[i]]);
+      } else if (at.IsSequence() && index_of(tokens[i]) >= 0 && index_of(tokens[i]) < static_cast<long>(at.size())) {
+        next.reset(at[static_cast<std::size_t>(index_of(tokens[i]))]);
+      } else {
+        return kind + " " + path + ": no " + tokens[i];
+      }
+      parent.reset(next);
+    }
+    const std::string& last = tokens.back();
+    const long idx = index_of(last);
+    const bool seq = parent.IsSequence();
+    const std::size_t size = parent.size();
+    const YAML::Node& cparent = parent;
+    const bool present = seq ? (idx >= 0 && idx < static_cast<long>(size)) : (cparent.IsMap() && cparent[last]);
+    if (!seq && !parent.IsMap()) return kind + " " + path + ": the parent is neither a map nor a sequence";
+    if (kind == "test") {
+      if (!present) return "test " + path + ": nothing there";
+      const YAML::Node at = seq ? cparent[static_cast<std::size_t>(idx)] : cparent[last];
+      if (!same(at, op["value"])) return "test " + path + ": the value differs";
+    } else if (kind == "add") {
+      if (seq) {
+        if (last == "-" || idx == static_cast<long>(size)) {
+          parent.push_back(YAML::Clone(op["value"]));
+        } else if (idx >= 0 && idx < static_cast<long>(size)) {
+          YAML::Node rebuilt(YAML::NodeType::Sequence);
+          for (std::size_t i = 0; i < size; ++i) {
+            if (static_cast<long>(i) == idx) rebuilt.push_back(YAML::Clone(op["value"]));
+            rebuilt.push_back(YAML::Clone(parent[i]));
+          }
+          while (parent.size() > 0) parent.remove(parent.size() - 1);
+          for (const YAML::Node& e : rebuilt) parent.push_back(e);
+        } else {
+          return "add " + path + ": index out of range";
+        }
+      } else {
+        parent[last] = YAML::Clone(op["value"]);
+      }
+    } else if (kind == "replace") {
+      if (!present) return "replace " + path + ": nothing there";
+      if (seq) {
+        parent[static_cast<std::size_t>(idx)] = YAML::Clone(op["value"]);
+      } else {
+        parent[last] = YAML::Clone(op["value"]);
+      }
+    } else if (kind == "remove") {
+      if (!present) return "remove " + path + ": nothing there";
+      if (seq) {
+        parent.remove(static_cast<std::size_t>(idx));
+      } else {
+        parent.remove(last);
+      }
+    } else {
+      return "op '" + kind + "' is not read here (add, replace, remove, test)";
+    }
+  }
+  return "";
+}
+
+std::vector<YAML::Node> build_kustomization(const std::string& dir, std::string* error) {
+  namespace fs = std::filesystem;
+  std::vector<YAML::Node> docs;
+  const fs::path root = fs::weakly_canonical(dir);
+  const YAML::Node k = YAML::LoadFile((root / "kustomization.yaml").string());
+  // A file kustomize reads must lie in the directory (its load restrictor).
+  const auto inside = [&root](const fs::path& p) {
+    const std::string r = root.string() + "/", c = fs::weakly_canonical(p).string();
+    return c.rfind(r, 0) == 0;
+  };
+  for (const YAML::Node& r : k["resources"]) {
+    const fs::path p = root / r.as<std::string>();
+    if (fs::is_directory(p)) {
+      auto base = build_kustomization(p.string(), error);
+      if (!error->empty()) return docs;
+      for (auto& d : base) docs.push_back(d);
+    } else if (!inside(p)) {
+      *error = "resource " + p.string() + " is outside " + root.string() + " (kustomize refuses it)";
+      return docs;
+    } else if (!fs::exists(p)) {
+      *error = "resource " + p.string() + " does not exist";
+      return docs;
+    } else {
+      for (auto& d : load_documents(p.string())) docs.push_back(d);
+    }
+  }
+  for (const YAML::Node& patch : k["patches"]) {
+    YAML::Node ops;
+    if (patch["path"]) {
+      const fs::path p = root / patch["path"].as<std::string>();
+      if (!inside(p) || !fs::exists(p)) {
+        *error = "patch " + p.string() + " is missing or outside " + root.string();
+        return docs;
+      }
+      ops = YAML::LoadFile(p.string());
+    } else {
+      ops = YAML::Load(patch["patch"].as<std::string>(""));
+    }
+    if (!ops.IsSequence()) {
+      *error = "only JSON 6902 patches (a sequence of operations) are read here";
+      return docs;
+    }
+    const std::string kind = scalar_or(dig(patch, {"target", "kind"}), "");
+    const std::string name = scalar_or(dig(patch, {"target", "name"}), "");
+    int applied = 0;
+    for (YAML::Node& d : docs) {
+      if (scalar_or(dig(d, {"kind"}), "") != kind) continue;
+      if (!name.empty() && scalar_or(dig(d, {"metadata", "name"}), "") != name) continue;
+      if (std::string why = apply_json_patch(d, ops); !why.empty()) {
+        *error = kind + "/" + name + ": " + why;
+        return docs;
+      }
+      ++applied;
+    }
+    if (applied == 0) {
+      *error = "no " + kind + "/" + name + " to patch";
+      return docs;
+    }
+  }
+  return docs;
 }
 
 }  // namespace vigil::deploy_test

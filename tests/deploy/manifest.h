@@ -19,12 +19,17 @@ std::vector<YAML::Node> load_documents(const std::string& path);
 // throws on a key looked up below a missing one).
 YAML::Node dig(const YAML::Node& node, std::initializer_list<const char*> keys);
 
+// A scalar's text, else `fallback` (yaml-cpp's as<std::string>(fallback)
+// gives "null" for a null node, which dig returns for a missing key).
+std::string scalar_or(const YAML::Node& node, const std::string& fallback);
+
 // The first document of `kind` (and metadata.name `name`, when given); a null
 // node when there is none.
 YAML::Node find_kind(const std::vector<YAML::Node>& docs, std::string_view kind, std::string_view name = {});
 
 // The DaemonSet of deploy/daemonset.yaml and what the tests read from it.
 struct Agent {
+  std::vector<YAML::Node> docs;  // every document it came from
   YAML::Node daemonset;
   YAML::Node pod;        // spec.template.spec
   YAML::Node container;  // the container named vigil
@@ -35,6 +40,25 @@ struct Agent {
 // Reads deploy/daemonset.yaml (relative to the working directory, the
 // repository root); the empty Agent (null nodes) when a part is missing.
 Agent load_agent(const std::string& path = "deploy/daemonset.yaml");
+// The same, from documents already read.
+Agent agent_from(std::vector<YAML::Node> docs);
+
+// Applies an RFC 6902 JSON patch (a sequence of {op, path, value}) to `doc`
+// in place, as kustomize applies a JSON6902 patch: `add` (to a map's key, or
+// to a sequence at an index or at its end, "-"), `replace`, `remove` and
+// `test` (the value at the path must equal, else nothing more is applied).
+// Returns "" when every operation applied, else which failed and why.
+std::string apply_json_patch(YAML::Node doc, const YAML::Node& ops);
+
+// The documents a kustomization directory builds (deploy/, or the overlay
+// deploy/responses/), the way kustomize reads them: its `resources:` (files
+// of the directory, or directories read as kustomizations themselves), then
+// its `patches:` applied to the documents their `target` names (kind, name).
+// Only JSON6902 patches (a sequence of operations, from `path:` or inline
+// `patch:`) are read; anything else, a file outside the directory (kustomize
+// refuses those), or a patch that fails, sets `error` and returns what was
+// read so far. `images:` is not applied.
+std::vector<YAML::Node> build_kustomization(const std::string& dir, std::string* error);
 
 // A capability name as the DaemonSet spells it: "CAP_BPF" and "bpf" give "BPF".
 std::string capability_name(std::string_view name);

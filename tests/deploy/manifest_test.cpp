@@ -8,6 +8,7 @@
 #include <string>
 
 #include "engine/config/config.h"
+#include "engine/posture/posture.h"
 #include "engine/util/version.h"
 #include "tests/deploy/manifest.h"
 #include "tests/support/temp_dir.h"
@@ -19,6 +20,13 @@ std::string join(const std::set<std::string>& s) {
   std::string out;
   for (const auto& x : s) out += (out.empty() ? "" : ", ") + x;
   return out;
+}
+
+bool same_yaml(const YAML::Node& a, const YAML::Node& b) {
+  YAML::Emitter ea, eb;
+  ea << a;
+  eb << b;
+  return std::string(ea.c_str()) == std::string(eb.c_str());
 }
 
 // The port of a "host:port" listen address ("0.0.0.0:8765", "[::]:8765").
@@ -98,7 +106,8 @@ TEST_F(Manifest, CapabilitiesAreTheDocumentedSet) {
 // column (the path itself, a file under it such as /sys/kernel/btf/vmlinux,
 // or a directory above it), else by name elsewhere in docs/install.md (the
 // state directory is a configuration key); and it is mounted at the same
-// path in the container (vigil reads them where the host has them).
+// path in the container (vigil reads them where the host has them), or, for
+// the posture's files, at that path under posture.host_root.
 bool names_path(const std::string& text, const std::string& path) {
   for (auto at = text.find(path); at != std::string::npos; at = text.find(path, at + 1)) {
     const std::size_t end = at + path.size();
@@ -133,14 +142,118 @@ TEST_F(Manifest, HostPathsAreDocumentedAndMountedInPlace) {
         << "hostPath " << path << " is neither in the capability table (" << join(documented)
         << ") nor named in docs/install.md";
     bool mounted = false;
+    const std::string host_root = scalar_or(dig(agent_.config, {"posture", "host_root"}), "/");
     for (const YAML::Node& m : agent_.container["volumeMounts"]) {
       if (m["name"].as<std::string>() != v["name"].as<std::string>()) continue;
       mounted = true;
-      EXPECT_EQ(m["mountPath"].as<std::string>(), path) << "volume " << v["name"].as<std::string>();
+      const std::string at = m["mountPath"].as<std::string>();
+      EXPECT_TRUE(at == path || (host_root != "/" && at == host_root + path))
+          << "volume " << v["name"].as<std::string>() << ": hostPath " << path << " mounted at " << at;
     }
     EXPECT_TRUE(mounted) << "hostPath volume " << v["name"].as<std::string>() << " is not mounted";
   }
   EXPECT_GT(host_paths, 0);
+}
+
+// The mount of the container that holds `path` (the mount itself or a
+// directory above it), the deepest; a null node when none does.
+YAML::Node mount_holding(const Agent& a, const std::string& path) {
+  YAML::Node best(YAML::NodeType::Null);
+  std::size_t best_len = 0;
+  for (const YAML::Node& m : a.container["volumeMounts"]) {
+    const std::string at = m["mountPath"].as<std::string>();
+    if ((path == at || path.rfind(at + "/", 0) == 0) && at.size() > best_len) {
+      best.reset(m);
+      best_len = at.size();
+    }
+  }
+  return best;
+}
+
+YAML::Node volume_named(const Agent& a, const std::string& name) {
+  for (const YAML::Node& v : a.pod["volumes"]) {
+    if (v["name"].as<std::string>() == name) return v;
+  }
+  return YAML::Node(YAML::NodeType::Null);
+}
+
+// The posture reads the host's files under posture.host_root (engine/posture:
+// the package database, the toolkit's config.toml, the bin directories): each
+// is under a read-only mount there of the same host directory, so that the
+// facts are the host's and not the image's (issue 24). The driver's proc/ and
+// sys/ files are read under posture.kernel_root: the container's own "/"
+// (the kernel's, with hostPID), or mounts as well. A hostPath mount never
+// makes a directory on the host for a file that may be absent (the toolkit's
+// two config directories): each is of type Directory (checked, never made)
+// and holds a directory every host has; the one exception is the package
+// database's /var/lib/dpkg (DirectoryOrCreate: docs/install.md says why).
+TEST_F(Manifest, PostureReadsTheHostWhereItIsMounted) {
+  const std::string host_root = scalar_or(dig(agent_.config, {"posture", "host_root"}), "");
+  ASSERT_FALSE(host_root.empty()) << "the ConfigMap sets no posture.host_root: the posture would read the image";
+  ASSERT_NE(host_root, "/") << "the container's / is the image's";
+  ASSERT_EQ(host_root.front(), '/');
+  ASSERT_NE(host_root.back(), '/');
+  const std::string kernel_root = scalar_or(dig(agent_.config, {"posture", "kernel_root"}), host_root);
+
+  const auto check = [&](const std::string& root, std::string_view rel) {
+    const std::string path = root + "/" + std::string(rel);
+    const YAML::Node m = mount_holding(agent_, path);
+    ASSERT_TRUE(m) << "posture reads " << path << " (posture." << (root == host_root ? "host_root" : "kernel_root")
+                   << "), which no volumeMount holds";
+    const std::string at = m["mountPath"].as<std::string>();
+    ASSERT_EQ(at.rfind(root + "/", 0), 0u) << path << " is held by " << at << ", not a mount under " << root;
+    EXPECT_TRUE(m["readOnly"].as<bool>(false)) << at << " must be read-only";
+    const YAML::Node v = volume_named(agent_, m["name"].as<std::string>());
+    ASSERT_TRUE(v && v["hostPath"]) << at << " is not a hostPath";
+    const std::string host = dig(v, {"hostPath", "path"}).as<std::string>();
+    EXPECT_EQ(root + host, at) << "the host's " << host << " must be mounted at " << root << host;
+    const std::string type = scalar_or(dig(v, {"hostPath", "type"}), "");
+    if (host == "/var/lib/dpkg") {
+      EXPECT_TRUE(type == "Directory" || type == "DirectoryOrCreate") << host << ": type " << type;
+    } else {
+      EXPECT_EQ(type, "Directory") << host << " (holding " << rel << "): a hostPath of another type is made on a "
+                                   << "host that lacks it; mount a directory every host has";
+    }
+    if (rel.rfind("etc/nvidia-container-", 0) == 0) {
+      // Either, both or neither of the toolkit's directories is on a host.
+      const std::string own = "/" + std::string(rel.substr(0, rel.rfind('/')));
+      EXPECT_FALSE(host == own || host.rfind(own + "/", 0) == 0)
+          << host << " is mounted itself: a node without it would not start the pod";
+    }
+  };
+  for (std::string_view rel : posture::host_paths()) check(host_root, rel);
+  if (kernel_root != "/") {
+    for (std::string_view rel : posture::kernel_paths()) check(kernel_root, rel);
+  } else {
+    EXPECT_TRUE(agent_.pod["hostPID"].as<bool>(false)) << "kernel_root / reads the container's /proc";
+  }
+  // Every mount under the host root is one of those: read-only, the host's
+  // same directory.
+  for (const YAML::Node& m : agent_.container["volumeMounts"]) {
+    const std::string at = m["mountPath"].as<std::string>();
+    if (at.rfind(host_root + "/", 0) != 0) continue;
+    EXPECT_TRUE(m["readOnly"].as<bool>(false)) << at;
+    const YAML::Node v = volume_named(agent_, m["name"].as<std::string>());
+    ASSERT_TRUE(v && v["hostPath"]) << at;
+    EXPECT_EQ(host_root + dig(v, {"hostPath", "path"}).as<std::string>(), at);
+  }
+}
+
+// A read-only hostPath is read-only below its top too: on a hybrid host
+// /sys/fs/cgroup holds a mount per hierarchy, /run/containerd the containers'
+// root filesystems, and a plain readOnly leaves those writable (Kubernetes
+// < 1.30 and runtimes without recursive read-only mounts do just that).
+TEST_F(Manifest, ReadOnlyHostPathsAreReadOnlyAllTheWayDown) {
+  int read_only = 0;
+  for (const YAML::Node& m : agent_.container["volumeMounts"]) {
+    const YAML::Node v = volume_named(agent_, m["name"].as<std::string>());
+    if (!v || !v["hostPath"] || !m["readOnly"].as<bool>(false)) continue;
+    ++read_only;
+    const std::string r = scalar_or(m["recursiveReadOnly"], "");
+    EXPECT_TRUE(r == "IfPossible" || r == "Enabled") << m["mountPath"].as<std::string>() << ": recursiveReadOnly " << r;
+    EXPECT_FALSE(m["mountPropagation"]) << "recursiveReadOnly needs the default propagation";
+  }
+  EXPECT_GT(read_only, 0);
 }
 
 // The ConfigMap's vigil.yaml passes vigil's own schema (the check `vigil run
@@ -307,7 +420,7 @@ TEST(Rbac, TheDefaultOnlyReadsPodsAndResponsesAreOptIn) {
       const std::string verb = v.as<std::string>("");
       EXPECT_TRUE(verb == "get" || verb == "list" || verb == "watch") << "the default grants " << verb;
     }
-  const auto docs = load_documents("deploy/responses-rbac.yaml");
+  const auto docs = load_documents("deploy/responses/rbac.yaml");
   const auto responses = find_kind(docs, "ClusterRole", "vigil-responses");
   ASSERT_TRUE(responses);
   ASSERT_EQ(responses["rules"].size(), 1u);
@@ -320,7 +433,137 @@ TEST(Rbac, TheDefaultOnlyReadsPodsAndResponsesAreOptIn) {
   EXPECT_EQ(binding["subjects"][0]["name"].as<std::string>(""), "vigil");
   EXPECT_EQ(binding["subjects"][0]["namespace"].as<std::string>(""), "vigil");
   const YAML::Node k = YAML::LoadFile("deploy/kustomization.yaml");
-  for (const YAML::Node& r : k["resources"]) EXPECT_NE(r.as<std::string>(""), "responses-rbac.yaml") << "opt-in only";
+  for (const YAML::Node& r : k["resources"])
+    EXPECT_EQ(r.as<std::string>("").find("responses"), std::string::npos) << "opt-in only";
+}
+
+std::set<std::string> added_capabilities(const Agent& a) {
+  std::set<std::string> added;
+  for (const YAML::Node& c : dig(a.container, {"securityContext", "capabilities", "add"})) {
+    added.insert(capability_name(c.as<std::string>()));
+  }
+  return added;
+}
+
+// The rows of the capability table the responses overlay grants: their Part
+// cell names deploy/responses/ (and says opt-in).
+std::vector<CapabilityRow> overlay_rows() {
+  std::string err;
+  std::vector<CapabilityRow> out;
+  for (auto& r : capability_table(support::read_file("docs/install.md"), &err)) {
+    if (r.part.find("deploy/responses/") != std::string::npos) out.push_back(r);
+  }
+  return out;
+}
+
+// The JSON 6902 applier the overlay tests use, on what kustomize does with
+// one: add at the end, at an index and by key, replace, remove and test.
+TEST(JsonPatch, AppliesAsKustomizeDoes) {
+  YAML::Node doc = YAML::Load("spec: {args: [run, -c], caps: {add: [BPF]}, mounts: [{name: a, ro: true}]}");
+  const YAML::Node ops = YAML::Load(
+      "- {op: test, path: /spec/mounts/0/name, value: a}\n"
+      "- {op: add, path: /spec/caps/add/-, value: KILL}\n"
+      "- {op: add, path: /spec/args/1, value: x}\n"
+      "- {op: replace, path: /spec/mounts/0/ro, value: false}\n"
+      "- {op: add, path: /spec/new~1key, value: 1}\n"
+      "- {op: remove, path: /spec/args/0}\n");
+  ASSERT_EQ(apply_json_patch(doc, ops), "");
+  EXPECT_EQ(doc["spec"]["caps"]["add"].as<std::vector<std::string>>(), (std::vector<std::string>{"BPF", "KILL"}));
+  EXPECT_EQ(doc["spec"]["args"].as<std::vector<std::string>>(), (std::vector<std::string>{"x", "-c"}));
+  EXPECT_FALSE(doc["spec"]["mounts"][0]["ro"].as<bool>(true));
+  EXPECT_EQ(doc["spec"]["new/key"].as<int>(0), 1);
+  EXPECT_NE(apply_json_patch(doc, YAML::Load("- {op: test, path: /spec/mounts/0/name, value: b}")), "");
+  EXPECT_NE(apply_json_patch(doc, YAML::Load("- {op: replace, path: /spec/nothing/here, value: 1}")), "");
+  EXPECT_NE(apply_json_patch(doc, YAML::Load("- {op: move, from: /spec/args, path: /spec/x}")), "");
+}
+
+// deploy/responses/ builds, the way kustomize does, into the default's
+// documents with the responses' RBAC and its patch applied to the DaemonSet.
+TEST(ResponsesOverlay, ParsesAndAppliesToTheDaemonSet) {
+  const YAML::Node k = YAML::LoadFile("deploy/responses/kustomization.yaml");
+  EXPECT_EQ(k["kind"].as<std::string>(""), "Kustomization");
+  std::string err;
+  const auto docs = build_kustomization("deploy/responses", &err);
+  ASSERT_EQ(err, "");
+  const Agent overlay = agent_from(docs);
+  ASSERT_TRUE(overlay.daemonset && overlay.container && overlay.config) << "the overlay lost the DaemonSet";
+  // The base is the default, whole: every document of deploy/ is there.
+  std::string base_err;
+  const auto base = build_kustomization("deploy", &base_err);
+  ASSERT_EQ(base_err, "");
+  for (const YAML::Node& d : base) {
+    EXPECT_TRUE(find_kind(docs, d["kind"].as<std::string>(), dig(d, {"metadata", "name"}).as<std::string>()))
+        << d["kind"].as<std::string>();
+  }
+  EXPECT_TRUE(find_kind(docs, "ClusterRole", "vigil-responses"));
+  EXPECT_TRUE(find_kind(docs, "ClusterRoleBinding", "vigil-responses"));
+  // The mode the operator picks is on the command line, after the
+  // ConfigMap's -c: monitor as shipped, or enforce.
+  const auto args = overlay.container["args"].as<std::vector<std::string>>();
+  const auto o = std::find(args.begin(), args.end(), "-o");
+  ASSERT_NE(o, args.end());
+  ASSERT_NE(o + 1, args.end());
+  EXPECT_TRUE(*(o + 1) == "prevention.mode=monitor" || *(o + 1) == "prevention.mode=enforce") << *(o + 1);
+  support::TempDir dir("vigil-manifest");
+  const auto loaded = config::load_config(dir.write("vigil.yaml", overlay.config_text), {*(o + 1)});
+  ASSERT_TRUE(loaded.ok()) << loaded.error().message;
+}
+
+// The overlay adds what the table's responses rows require, and nothing
+// else; the default adds none of it and keeps the mode off.
+TEST(ResponsesOverlay, GrantsExactlyTheResponsesRows) {
+  const auto rows = overlay_rows();
+  ASSERT_GE(rows.size(), 2u) << "docs/install.md: no capability table rows for deploy/responses/";
+  std::set<std::string> caps, paths;
+  for (const auto& r : rows) {
+    EXPECT_TRUE(r.opt_in) << r.part << ": the responses are opt-in";
+    for (const auto& c : required_capabilities(r.needs)) caps.insert(c);
+    for (const auto& p : paths_in(r.mounts)) paths.insert(p);
+  }
+  EXPECT_TRUE(caps.count("KILL")) << "the kill response needs CAP_KILL";
+  EXPECT_TRUE(paths.count("/sys/fs/cgroup")) << "the freeze response writes the cgroup filesystem";
+
+  const Agent base = load_agent();
+  std::string err;
+  const Agent overlay = agent_from(build_kustomization("deploy/responses", &err));
+  ASSERT_EQ(err, "");
+  ASSERT_TRUE(base.container && overlay.container);
+  std::set<std::string> expected = added_capabilities(base);
+  for (const auto& c : caps) {
+    EXPECT_FALSE(expected.count(c)) << "the default DaemonSet adds " << c << ", which only the responses need";
+    expected.insert(c);
+  }
+  EXPECT_EQ(added_capabilities(overlay), expected) << "overlay: " << join(added_capabilities(overlay))
+                                                   << "\nthe default's and the responses rows': " << join(expected);
+  EXPECT_EQ(dig(overlay.container, {"securityContext", "capabilities", "drop"}).as<std::vector<std::string>>(),
+            dig(base.container, {"securityContext", "capabilities", "drop"}).as<std::vector<std::string>>());
+  EXPECT_FALSE(dig(overlay.container, {"securityContext", "privileged"}).as<bool>(false));
+
+  // The same volumes and mounts; only the rows' paths turn writable, and
+  // they are read-only in the default.
+  ASSERT_EQ(overlay.pod["volumes"].size(), base.pod["volumes"].size());
+  for (std::size_t i = 0; i < base.pod["volumes"].size(); ++i) {
+    EXPECT_TRUE(same_yaml(overlay.pod["volumes"][i], base.pod["volumes"][i])) << "volume " << i;
+  }
+  ASSERT_EQ(overlay.container["volumeMounts"].size(), base.container["volumeMounts"].size());
+  std::set<std::string> made_writable;
+  for (std::size_t i = 0; i < base.container["volumeMounts"].size(); ++i) {
+    const YAML::Node b = base.container["volumeMounts"][i], o = overlay.container["volumeMounts"][i];
+    EXPECT_EQ(o["name"].as<std::string>(), b["name"].as<std::string>());
+    EXPECT_EQ(o["mountPath"].as<std::string>(), b["mountPath"].as<std::string>());
+    const bool b_ro = b["readOnly"].as<bool>(false), o_ro = o["readOnly"].as<bool>(false);
+    EXPECT_FALSE(o_ro && !b_ro) << b["mountPath"].as<std::string>();
+    if (b_ro && !o_ro) {
+      made_writable.insert(o["mountPath"].as<std::string>());
+      EXPECT_FALSE(o["recursiveReadOnly"]) << "the API server refuses recursiveReadOnly on a writable mount";
+    }
+  }
+  EXPECT_EQ(made_writable, paths) << "mounts the overlay makes writable: " << join(made_writable)
+                                  << "; the responses rows' paths: " << join(paths);
+  // The default's mode is off, said in its ConfigMap, and nothing overrides it.
+  EXPECT_EQ(scalar_or(dig(base.config, {"prevention", "mode"}), ""), "off");
+  const auto base_args = base.container["args"].as<std::vector<std::string>>();
+  EXPECT_EQ(std::find(base_args.begin(), base_args.end(), "-o"), base_args.end());
 }
 
 }  // namespace

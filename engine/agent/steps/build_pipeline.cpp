@@ -17,6 +17,7 @@
 #include "engine/agent/k8s.h"
 #include "engine/agent/own_paths.h"
 #include "engine/agent/prevention.h"
+#include "engine/agent/response_caps.h"
 #include "engine/baseline/store.h"
 #include "engine/capture/reader.h"
 #include "engine/capture/timeline.h"
@@ -127,8 +128,16 @@ Status build_pipeline(Agent& a) {
     if (a.k8s) a.prevention->set_k8s(*a.k8s);
     a.pipe->add_tap(a.prevention.get());
   }
-  if (a.ruleset && a.ruleset->has_prevention())
-    a.log->info("prevention: {}", describe_prevention(*a.ruleset, a.sensor != nullptr));
+  if (a.ruleset && a.ruleset->has_prevention()) {
+    // Kill and freeze happen on the node: say whether they can (response_caps.h).
+    bool node_responses = false;
+    for (const rules::PreventionRule& p : a.ruleset->prevention())
+      node_responses =
+          node_responses || (p.enabled && (p.responses & (rules::kResponseKill | rules::kResponseFreeze)) != 0);
+    if (a.sensor && node_responses) a.response_caps = check_response_caps({});
+    const std::string caps = a.response_caps ? "; " + describe(*a.response_caps) : "";
+    a.log->info("prevention: {}{}", describe_prevention(*a.ruleset, a.sensor != nullptr), caps);
+  }
   {
     a.pipe->set_prevention_handler([&a](rules::PreventionDecision& d, const state::EvalContext& ctx) {
       if (a.prevention) a.prevention->on_decision(d, ctx);

@@ -45,10 +45,15 @@ Status check_posture(Agent& a) {
   }
   auto root = get_or<std::string>(a.cfg, "posture.host_root", "/");
   if (!root) return root.error();
+  // The driver's proc/ and sys/ files: under host_root unless kernel_root
+  // says where (a container reads the kernel's at its own "/").
+  auto kernel = get_or<std::string>(a.cfg, "posture.kernel_root", "");
+  if (!kernel) return kernel.error();
   auto every = get_or<std::uint64_t>(a.cfg, "posture.interval_s", 60);
   if (!every) return every.error();
   posture::ReadOptions opt;
   opt.host_root = root->empty() ? "/" : *root;
+  opt.kernel_root = *kernel;
   posture::Posture first = posture::read_posture(opt);
   a.posture = std::make_shared<posture::View>();
   a.posture_summary = posture::summary(first);

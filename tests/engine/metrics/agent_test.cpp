@@ -252,5 +252,34 @@ TEST(AgentMetrics, ResponsesAndTheirFailuresAreExposedByRule) {
   EXPECT_EQ(out.errors(), 0u);
 }
 
+// Whether kill and freeze can be carried out (checked at start): one sample
+// each, 1 or 0; no family at all when nothing was checked.
+TEST(AgentMetrics, ResponseCapabilityIsExposedWhenChecked) {
+  AgentView v;
+  v.version = "test";
+  v.prevention = [] {
+    PreventionInfo p;
+    p.mode = "monitor";
+    p.capable = {{"kill", true}, {"freeze", false}};
+    return p;
+  };
+  Exposition out;
+  collect_agent(v, out);
+  const std::string t = out.text();
+  EXPECT_NE(t.find("# TYPE vigil_prevention_response_capable gauge"), std::string::npos) << t;
+  EXPECT_NE(t.find("vigil_prevention_response_capable{response=\"kill\"} 1\n"), std::string::npos) << t;
+  EXPECT_NE(t.find("vigil_prevention_response_capable{response=\"freeze\"} 0\n"), std::string::npos) << t;
+  EXPECT_EQ(out.errors(), 0u);
+
+  v.prevention = [] {
+    PreventionInfo p;
+    p.mode = "off";
+    return p;
+  };
+  Exposition none;
+  collect_agent(v, none);
+  EXPECT_EQ(none.text().find("vigil_prevention_response_capable"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace vigil::metrics

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 
 #include "tests/support/temp_dir.h"
@@ -204,6 +205,52 @@ TEST(PostureRead, SysModuleWhenProcSaysNothingAndDefaultsForAbsentKeys) {
   EXPECT_EQ(p.accept_envvar, 1);     // the toolkit's default
   EXPECT_EQ(p.cuda_compat_hook, 1);  // not disabled
   EXPECT_EQ(p.runtime, "crun");
+}
+
+// A container reads the kernel's files (proc/, sys/) at its own root and the
+// host's files where they are mounted (deploy/daemonset.yaml): kernel_root
+// takes proc/ and sys/ away from host_root, and nothing else.
+TEST(PostureRead, KernelRootTakesProcAndSysOnly) {
+  TempDir kernel("vigil-posture-kernel");
+  TempDir host("vigil-posture-host");
+  kernel.write("proc/driver/nvidia/version", kOpen);
+  kernel.write("proc/driver/nvidia/params", "RmProfilingAdminOnly: 0\n");
+  kernel.write("var/lib/dpkg/status", kDpkg);  // not the host's: never read
+  host.write("proc/driver/nvidia/version", "NVRM version: NVIDIA UNIX x86_64 Kernel Module  460.27.04\n");
+  host.write("sys/module/nvidia/version", "460.27.04\n");
+  ReadOptions o;
+  o.host_root = host.path();
+  o.kernel_root = kernel.path();
+  Posture p = read_posture(o);
+  EXPECT_EQ(p.driver_version, "580.95.05");
+  EXPECT_EQ(p.profiling_admin_only, 0);
+  EXPECT_EQ(p.toolkit_version, "");
+  host.write("var/lib/dpkg/status", kDpkg);
+  EXPECT_EQ(read_posture(o).toolkit_version, "1.17.7");
+  // sys/module under the kernel root too, when proc/ says nothing.
+  kernel.write("proc/driver/nvidia/version", "garbage\n");
+  kernel.write("sys/module/nvidia/version", "550.54.15\n");
+  EXPECT_EQ(read_posture(o).driver_version, "550.54.15");
+  // Empty: under host_root, as before.
+  o.kernel_root.clear();
+  EXPECT_EQ(read_posture(o).driver_version, "460.27.04");
+}
+
+// What the DaemonSet's mounts must cover (tests/deploy reads these lists):
+// relative paths, the host's files apart from the kernel's.
+TEST(PostureRead, TheListsOfWhatIsRead) {
+  const auto host = host_paths();
+  const auto kernel = kernel_paths();
+  ASSERT_FALSE(host.empty());
+  ASSERT_FALSE(kernel.empty());
+  for (std::string_view p : host) {
+    EXPECT_NE(p.front(), '/') << p;
+    EXPECT_FALSE(p.starts_with("proc/") || p.starts_with("sys/")) << p;
+  }
+  for (std::string_view p : kernel) EXPECT_TRUE(p.starts_with("proc/") || p.starts_with("sys/")) << p;
+  EXPECT_EQ(host.front(), "var/lib/dpkg/status");
+  EXPECT_NE(std::find(host.begin(), host.end(), "etc/nvidia-container-toolkit/config.toml"), host.end());
+  EXPECT_NE(std::find(host.begin(), host.end(), "usr/local/sbin"), host.end());
 }
 
 TEST(PostureRead, NonRegularFilesAreNotRead) {
