@@ -3,6 +3,7 @@
 #include "engine/agent/prevention.h"
 
 #include "engine/agent/log.h"
+#include "engine/agent/posture_ecc.h"
 #include "engine/agent/progress.h"
 #include "engine/baseline/store.h"
 #include "engine/capture/flight_recorder.h"

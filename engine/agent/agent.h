@@ -41,7 +41,8 @@
 
 namespace vigil::plugin {
 class Host;
-}
+class PluginSource;
+}  // namespace vigil::plugin
 namespace vigil::rules {
 class Filter;
 }
@@ -88,6 +89,8 @@ class View;
 
 namespace vigil::agent {
 class PreventionTap;
+class EccFields;
+class PostureEccTap;
 
 class Progress;
 
@@ -184,6 +187,14 @@ struct Agent {
   // for /metrics; its summary when vigil started, for the ready line.
   std::shared_ptr<posture::View> posture;
   std::string posture_summary;
+  // The plugins' sources (the runner's), for a look at what they queued
+  // before the loop runs (the ready line's ECC).
+  std::vector<plugin::PluginSource*> plugin_sources;
+  // The GPUs' ECC from the nvml plugin's fields into the posture source (the
+  // runner's): a pipeline tap; null when the posture is off or no loaded
+  // plugin gives the fields (posture_ecc.h).
+  std::unique_ptr<EccFields> ecc_fields;
+  std::unique_ptr<PostureEccTap> posture_ecc;
 
   // Recording: a capture file and the flight recorder, state listeners
   // through one fanout (vigil run), or the capture file alone (vigil capture).

@@ -144,6 +144,11 @@ Result<std::unique_ptr<metrics::Server>> start_webserver(const WebserverConfig& 
       out.profiling_admin_only = p->profiling_admin_only;
       out.accept_envvar = p->accept_envvar;
       out.cuda_compat_hook = p->cuda_compat_hook;
+      out.ecc = p->ecc == "on" ? 1 : (p->ecc == "off" || p->ecc == "mixed") ? 0 : -1;
+      auto mode = [](const std::string& m) { return m.empty() ? std::string("unknown") : m; };
+      for (const auto& g : p->ecc_gpus) {
+        out.ecc_gpus.push_back({std::to_string(g.index), g.uuid, mode(g.current), mode(g.pending)});
+      }
       return out;
     };
   }

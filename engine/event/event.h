@@ -651,10 +651,13 @@ struct PostureData {
   std::int32_t accept_envvar = -1;         // accept-nvidia-visible-devices-envvar-when-unprivileged
   std::int32_t cuda_compat_hook = -1;      // the enable-cuda-compat hook runs (features.disable-... not true)
   std::string runtime;                     // the low-level runtime the toolkit runs: "runc", "crun"; "" not known
-  std::string ecc;                         // "on", "off", "mixed"; "" not known
+  std::string ecc;                         // "on", "off", "mixed", "unsupported"; "" not known
   std::string pod_uid;                     // pod: the pod
   std::string container;                   // pod: the container whose env asks
   std::string visible_devices;             // pod: its NVIDIA_VISIBLE_DEVICES
+  // node: each GPU's ECC as the nvml plugin read it, "<index>:<uuid>:<mode>[-><pending>]",
+  // comma-separated (engine/posture/ecc.h); "" not known
+  std::string ecc_gpus;
 
   static constexpr std::string_view kKey = "posture";
   template <class V, class Self>
@@ -672,6 +675,8 @@ struct PostureData {
     v("pod_uid", d.pod_uid, kOmitEmpty);
     v("container", d.container, kOmitEmpty);
     v("visible_devices", d.visible_devices, kOmitEmpty);
+    v.appended();
+    v("ecc_gpus", d.ecc_gpus, kOmitEmpty);
   }
 };
 

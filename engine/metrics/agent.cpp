@@ -330,10 +330,21 @@ void collect_agent(const AgentView& v, Exposition& out) {
       out.family("vigil_gpu_posture_setting", "gauge",
                  "The driver's and the toolkit's security settings: 1 on, 0 off, -1 not known (profiling_admin_only: "
                  "RmProfilingAdminOnly; accept_envvar: accept-nvidia-visible-devices-envvar-when-unprivileged; "
-                 "cuda_compat_hook: the enable-cuda-compat hook runs).");
+                 "cuda_compat_hook: the enable-cuda-compat hook runs; ecc: every GPU with ECC memory has it on, "
+                 "from the nvml plugin).");
       out.sample("vigil_gpu_posture_setting", {{"setting", "profiling_admin_only"}}, p->profiling_admin_only);
       out.sample("vigil_gpu_posture_setting", {{"setting", "accept_envvar"}}, p->accept_envvar);
       out.sample("vigil_gpu_posture_setting", {{"setting", "cuda_compat_hook"}}, p->cuda_compat_hook);
+      out.sample("vigil_gpu_posture_setting", {{"setting", "ecc"}}, p->ecc);
+      if (!p->ecc_gpus.empty()) {
+        out.family("vigil_gpu_posture_ecc", "gauge",
+                   "1 for each GPU, with its ECC mode now (current) and after its next reboot (pending): on, off, "
+                   "unsupported (no ECC memory) or unknown; read by the nvml plugin.");
+        for (const auto& g : p->ecc_gpus) {
+          out.sample("vigil_gpu_posture_ecc",
+                     {{"gpu", g.gpu}, {"uuid", known(g.uuid)}, {"current", g.current}, {"pending", g.pending}}, 1);
+        }
+      }
     }
   }
   if (v.cri) {

@@ -122,6 +122,15 @@ struct PostureInfo {
   std::vector<std::pair<std::string, std::string>> vulnerable;  // (cve, component)
   // 1 yes, 0 no, -1 not known.
   int profiling_admin_only = -1, accept_envvar = -1, cuda_compat_hook = -1;
+  // ECC: 1 on on every GPU with ECC memory, 0 off on one or more, -1 not
+  // known (no nvml plugin) or no GPU has ECC memory.
+  int ecc = -1;
+  // Each GPU's ECC as the nvml plugin read it (engine/posture/ecc.h); modes
+  // "on", "off", "unsupported", "unknown".
+  struct EccGpu {
+    std::string gpu, uuid, current, pending;
+  };
+  std::vector<EccGpu> ecc_gpus;
 };
 
 // Exited processes the state keeps for late events (state::StateStats).

@@ -27,15 +27,38 @@ std::uint64_t wall_ns() {
 
 }  // namespace
 
+struct PluginQueued {
+  std::uint64_t ts_ns;
+  std::uint32_t pid, tid;
+  std::int32_t gpu_minor;
+  std::string name;
+  std::string data;
+};
+
+namespace {
+
+// An event of the queue as the pipeline gets it.
+event::Event to_event(const Plugin& p, PluginQueued q) {
+  event::Event ev;
+  ev.hdr.type = event::Type::kPlugin;
+  ev.hdr.ts_ns = q.ts_ns;
+  ev.hdr.pid = q.pid;
+  ev.hdr.tid = q.tid;
+  event::PluginData d;
+  d.plugin = p.name();
+  d.source = p.event_source();
+  d.name = std::move(q.name);
+  d.gpu_minor = q.gpu_minor;
+  d.data = std::move(q.data);
+  ev.data = std::move(d);
+  return ev;
+}
+
+}  // namespace
+
 class PluginSource::Impl {
  public:
-  struct Queued {
-    std::uint64_t ts_ns;
-    std::uint32_t pid, tid;
-    std::int32_t gpu_minor;
-    std::string name;
-    std::string data;
-  };
+  using Queued = PluginQueued;
 
   Plugin* plugin = nullptr;
   SourceOptions opts;
@@ -165,23 +188,18 @@ Result<std::size_t> PluginSource::poll(std::size_t budget, const Emit& emit) {
       (void)!write(impl_->efd, &one, sizeof(one));
     }
   }
-  const Plugin& p = *impl_->plugin;
-  for (Impl::Queued& q : batch) {
-    event::Event ev;
-    ev.hdr.type = event::Type::kPlugin;
-    ev.hdr.ts_ns = q.ts_ns;
-    ev.hdr.pid = q.pid;
-    ev.hdr.tid = q.tid;
-    event::PluginData d;
-    d.plugin = p.name();
-    d.source = p.event_source();
-    d.name = std::move(q.name);
-    d.gpu_minor = q.gpu_minor;
-    d.data = std::move(q.data);
-    ev.data = std::move(d);
-    emit(std::move(ev));
-  }
+  for (Impl::Queued& q : batch) emit(to_event(*impl_->plugin, std::move(q)));
   return batch.size();
+}
+
+std::vector<event::Event> PluginSource::peek(std::size_t max) const {
+  std::vector<event::Event> out;
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  for (const Impl::Queued& q : impl_->queue) {
+    if (out.size() >= max) break;
+    out.push_back(to_event(*impl_->plugin, q));
+  }
+  return out;
 }
 
 source::EventSource::Health PluginSource::health() const {

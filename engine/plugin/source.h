@@ -55,6 +55,11 @@ class PluginSource final : public source::EventSource {
   std::optional<source::Backlog> backlog() const override;
   std::vector<std::string> attached() const override { return {name_}; }
 
+  // Copies of the first `max` events waiting in the queue, as poll() will
+  // give them; they stay queued. For a look at what a plugin reported before
+  // the loop runs (the agent's ready line reads the GPUs' ECC this way).
+  std::vector<event::Event> peek(std::size_t max) const;
+
   // Stops asking the plugin for events (the queue still drains). Idempotent.
   void stop();
 

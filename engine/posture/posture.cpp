@@ -233,7 +233,13 @@ bool Posture::operator==(const Posture& o) const {
   return driver_version == o.driver_version && toolkit_version == o.toolkit_version &&
          cve_list(vulnerable) == cve_list(o.vulnerable) && profiling_admin_only == o.profiling_admin_only &&
          accept_envvar == o.accept_envvar && cuda_compat_hook == o.cuda_compat_hook && runtime == o.runtime &&
-         ecc == o.ecc;
+         ecc == o.ecc && ecc_gpus == o.ecc_gpus;
+}
+
+void set_ecc(Posture& p, std::vector<GpuEcc> gpus) {
+  if (gpus.size() > kMaxEccGpus) gpus.resize(kMaxEccGpus);
+  p.ecc = ecc_summary(gpus);
+  p.ecc_gpus = std::move(gpus);
 }
 
 std::string parse_driver_version(std::string_view text) {
@@ -405,7 +411,7 @@ std::string changed_facts(const Posture& a, const Posture& b) {
                        a.accept_envvar != b.accept_envvar,
                        a.cuda_compat_hook != b.cuda_compat_hook,
                        a.runtime != b.runtime,
-                       a.ecc != b.ecc};
+                       a.ecc != b.ecc || a.ecc_gpus != b.ecc_gpus};
   std::string out;
   for (std::size_t i = 0; i < kFacts.size(); ++i) {
     if (diff[i]) out += (out.empty() ? "" : " ") + std::string(kFacts[i]);
@@ -444,7 +450,7 @@ std::string summary(const Posture& p) {
                               : ", envvar unknown";
   s += p.cuda_compat_hook == 1 ? ", cuda-compat hook on" : p.cuda_compat_hook == 0 ? ", cuda-compat hook off" : "";
   s += ", runtime " + (p.runtime.empty() ? std::string("unknown") : p.runtime);
-  s += ", ECC " + (p.ecc.empty() ? std::string("unknown") : p.ecc);
+  s += ", ECC " + ecc_summary_text(p.ecc_gpus);
   return s;
 }
 
@@ -460,6 +466,7 @@ event::PostureData to_event(const Posture& p, std::string changed) {
   d.cuda_compat_hook = p.cuda_compat_hook;
   d.runtime = p.runtime;
   d.ecc = p.ecc;
+  d.ecc_gpus = ecc_gpus_text(p.ecc_gpus);
   return d;
 }
 

@@ -28,6 +28,7 @@
 
 #include "engine/event/event.h"
 #include "engine/posture/bulletins.h"
+#include "engine/posture/ecc.h"
 
 namespace vigil::posture {
 
@@ -42,7 +43,10 @@ struct Posture {
   Tri accept_envvar = -1;     // accept-nvidia-visible-devices-envvar-when-unprivileged
   Tri cuda_compat_hook = -1;  // the enable-cuda-compat hook runs
   std::string runtime;        // "runc", "crun", ...; "" not known
-  std::string ecc;            // "" not known (NVML is not read here)
+  // The GPUs' ECC, from the nvml plugin's samples (ecc.h; never read from a
+  // file): ecc_summary(ecc_gpus), "" not known.
+  std::string ecc;
+  std::vector<GpuEcc> ecc_gpus;  // by index; empty: not known
 
   bool operator==(const Posture& o) const;
 };
@@ -58,6 +62,7 @@ struct ReadOptions {
   std::size_t max_package_db_bytes = 64u << 20;  // /var/lib/dpkg/status
 };
 
+// The files' facts; ECC is left unknown (set_ecc adds it).
 Posture read_posture(const ReadOptions& opt);
 
 // What read_posture reads, relative to its root: under host_root the package
@@ -67,6 +72,10 @@ Posture read_posture(const ReadOptions& opt);
 // (deploy/daemonset.yaml; tests/deploy checks them).
 std::span<const std::string_view> host_paths();
 std::span<const std::string_view> kernel_paths();
+
+// Sets the posture's ECC to one whole sample of the nvml plugin (empty: not
+// known).
+void set_ecc(Posture& p, std::vector<GpuEcc> gpus);
 
 // The parsers, one per file, over its bytes (tests feed them hostile input).
 // Each returns "" / -1 when the text does not say.
@@ -112,7 +121,7 @@ std::string cve_list(const std::vector<Finding>& v);
 
 // The ready line's part: "driver 580.95.05, toolkit 1.17.7 (CVE-2025-23266,
 // CVE-2025-23267), profiling admin-only, envvar accepted from unprivileged,
-// cuda-compat hook on, runtime runc, ECC unknown".
+// cuda-compat hook on, runtime runc, ECC on (2 GPUs)" (ECC: ecc_summary_text).
 std::string summary(const Posture& p);
 
 // The node's posture as an event payload (kind "node").

@@ -24,7 +24,12 @@ std::optional<Posture> View::get() const {
 
 PostureSource::PostureSource(ReadOptions opt, std::chrono::milliseconds interval, Posture first,
                              std::shared_ptr<View> view, PodScan scan)
-    : opt_(std::move(opt)), interval_(interval), view_(std::move(view)), scan_(std::move(scan)), last_(first) {
+    : opt_(std::move(opt)),
+      interval_(interval),
+      view_(std::move(view)),
+      scan_(std::move(scan)),
+      last_(first),
+      ecc_(first.ecc_gpus) {
   efd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (view_) view_->set(first);
   pending_.push_back(to_event(first, all_facts()));
@@ -57,20 +62,34 @@ void PostureSource::loop() {
     if (cv_.wait_for(l, interval_, [this] { return stop_; })) break;
     l.unlock();
     Posture now = read_posture(opt_);
-    std::string changed = changed_facts(last_, now);
     l.lock();
-    if (!changed.empty()) {
-      last_ = now;
-      if (view_) view_->set(now);
-      if (pending_.size() >= kMaxPending) {
-        pending_.erase(pending_.begin());
-        ++dropped_;
-      }
-      pending_.push_back(to_event(now, std::move(changed)));
-    }
+    posture::set_ecc(now, ecc_);  // the files do not say; the latest sample does
+    report_locked(std::move(now));
     // Every re-check wakes the loop: the pod scan runs there.
     wake();
   }
+}
+
+bool PostureSource::report_locked(Posture now) {
+  std::string changed = changed_facts(last_, now);
+  if (changed.empty()) return false;
+  if (view_) view_->set(now);
+  if (pending_.size() >= kMaxPending) {
+    pending_.erase(pending_.begin());
+    ++dropped_;
+  }
+  pending_.push_back(to_event(now, std::move(changed)));
+  last_ = std::move(now);
+  return true;
+}
+
+void PostureSource::set_ecc(std::vector<GpuEcc> gpus) {
+  std::lock_guard<std::mutex> l(mu_);
+  if (gpus == ecc_) return;
+  ecc_ = gpus;
+  Posture now = last_;
+  posture::set_ecc(now, std::move(gpus));
+  if (report_locked(std::move(now))) wake();
 }
 
 Result<std::size_t> PostureSource::poll(std::size_t budget, const Emit& emit) {

@@ -8,7 +8,9 @@
 //   runner.add_source(std::move(src), /*essential=*/false);
 //
 // The files are read on the source's own thread (never on the event loop);
-// the loop thread only takes what that thread found (poll). The pod scan is
+// the loop thread only takes what that thread found (poll). The GPUs' ECC
+// comes from the nvml plugin's samples, through set_ecc (the agent's tap,
+// engine/agent/posture_ecc.h): a change is reported like a file's. The pod scan is
 // given by the caller and runs in poll, on the loop thread, after each
 // re-check (it reads the state the loop owns).
 //
@@ -68,6 +70,10 @@ class PostureSource final : public source::EventSource {
   std::vector<std::string> attached() const override { return {"posture:" + opt_.host_root}; }
   source::Drops drops() const override;
 
+  // A whole sample of the GPUs' ECC (ecc.h). When it differs from the
+  // posture in force, a report naming `ecc` follows. Any thread.
+  void set_ecc(std::vector<GpuEcc> gpus);
+
   // At most this many pod containers are remembered as reported (a pod
   // reported again after it was forgotten is reported once more).
   static constexpr std::size_t kMaxPodsRemembered = 4096;
@@ -75,6 +81,9 @@ class PostureSource final : public source::EventSource {
  private:
   void loop();
   void wake();
+  // Makes `now` the posture in force, with a report, when it differs from
+  // it; true when it did (mu_ held).
+  bool report_locked(Posture now);
 
   ReadOptions opt_;
   std::chrono::milliseconds interval_;
@@ -87,7 +96,8 @@ class PostureSource final : public source::EventSource {
   bool stop_ = false;
   std::vector<event::PostureData> pending_;  // guarded by mu_; at most a few
   std::uint64_t dropped_ = 0;                // guarded by mu_
-  Posture last_;                             // the reading thread's
+  Posture last_;                             // guarded by mu_: the posture in force
+  std::vector<GpuEcc> ecc_;                  // guarded by mu_: the latest ECC sample
 
   std::set<std::string> pods_reported_;  // loop thread: "uid/container"
   std::thread thread_;

@@ -1,7 +1,8 @@
 // posture.*: the node's GPU security posture (gpu_posture events,
 // engine/posture): driver and toolkit versions, the CVEs of NVIDIA's
-// bulletins that apply, the driver's and the toolkit's security settings, and
-// pod containers that ask for GPUs through their environment.
+// bulletins that apply, the driver's and the toolkit's security settings, the
+// GPUs' ECC mode (from the nvml plugin), and pod containers that ask for GPUs
+// through their environment.
 #include <string_view>
 #include <vector>
 
@@ -53,6 +54,36 @@ void x_cves(const X& x, const F&, E& o) noexcept {
 void x_ecc(const X& x, const F&, E& o) noexcept {
   if (auto* p = posture(x)) str(o, p->ecc.empty() ? std::string_view("unknown") : p->ecc);
 }
+// Each GPU's entry of ecc_gpus ("0:GPU-...:off->on").
+template <typename Fn>
+void each_ecc_gpu(std::string_view v, Fn fn) noexcept {
+  while (!v.empty()) {
+    std::size_t c = v.find(',');
+    if (c != 0) fn(v.substr(0, c));
+    if (c == std::string_view::npos) break;
+    v.remove_prefix(c + 1);
+  }
+}
+void x_ecc_gpus(const X& x, const F&, E& o) noexcept {
+  auto* p = posture(x);
+  if (!p) return;
+  each_ecc_gpu(p->ecc_gpus, [&o](std::string_view g) {
+    if (o.n < Extracted::kMax) str(o, g);
+  });
+}
+// true: a GPU's pending mode differs from its current one (its entry has
+// "->"); false: none does; unknown: no GPU's ECC is known.
+void x_ecc_pending(const X& x, const F&, E& o) noexcept {
+  auto* p = posture(x);
+  if (!p) return;
+  if (p->kind != "node" || p->ecc_gpus.empty()) {
+    str(o, "unknown");
+    return;
+  }
+  bool pending = false;
+  each_ecc_gpu(p->ecc_gpus, [&pending](std::string_view g) { pending |= g.find("->") != std::string_view::npos; });
+  str(o, pending ? "true" : "false");
+}
 
 }  // namespace
 
@@ -103,7 +134,18 @@ void append_posture_fields(std::vector<FieldDef>& fields) {
            "(runc, crun); no value when not known.",
            x_known<&P::runtime>},
           {"posture.ecc", T::kString, A::kNone, false, kPostureEv,
-           "The GPUs' ECC mode: on, off, mixed or unknown (vigil does not read it yet).", x_ecc},
+           "The GPUs' current ECC mode, read by the nvml plugin: on or off (every GPU with ECC memory), mixed "
+           "(some on, some off), unsupported (no GPU has ECC memory), or unknown (the plugin is not loaded, or "
+           "NVML did not tell).",
+           x_ecc},
+          {"posture.ecc_pending", T::kString, A::kNone, false, kPostureEv,
+           "A GPU's ECC mode changes at its next reboot (its pending mode differs from its current one): true, "
+           "false or unknown.",
+           x_ecc_pending},
+          {"posture.ecc_gpus", T::kList, A::kNone, false, kPostureEv,
+           "Each GPU's ECC as index:uuid:mode (0:GPU-8f...:on), with ->mode appended when its mode after the next "
+           "reboot differs (1:GPU-3c...:off->on); modes on, off, unsupported, unknown. Empty when not known.",
+           x_ecc_gpus},
           {"posture.container", T::kString, A::kNone, false, kPostureEv,
            "Pod reports: the container whose environment asks for GPUs.", x_known<&P::container>},
           {"posture.visible_devices", T::kString, A::kNone, false, kPostureEv,

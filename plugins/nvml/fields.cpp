@@ -43,6 +43,16 @@ constexpr vigil_field_info kFields[] = {
     {"nvml.device.processes_dropped", VIGIL_FIELD_UINT64, VIGIL_ARG_NONE,
      "How many of the GPU's processes got no process_sample in this sample (over the plugin's "
      "max_processes, or a list too long to read)."},
+    {"nvml.device.ecc", VIGIL_FIELD_STRING, VIGIL_ARG_NONE,
+     "The GPU's current ECC mode (nvmlDeviceGetEccMode): on, off, or unsupported (the GPU has no "
+     "ECC memory); <NA> when NVML could not tell."},
+    {"nvml.device.ecc_pending", VIGIL_FIELD_STRING, VIGIL_ARG_NONE,
+     "The ECC mode the GPU takes at its next reboot (nvmlDeviceGetEccMode's pending mode): on, "
+     "off or unsupported; differs from nvml.device.ecc when a change waits for a reboot; <NA> "
+     "when NVML could not tell."},
+    {"nvml.devices", VIGIL_FIELD_UINT64, VIGIL_ARG_NONE,
+     "How many GPUs this sample reported (every event of a sample carries the same time); <NA> "
+     "in records of plugin versions before 0.2.0."},
 };
 static_assert(sizeof(kFields) / sizeof(kFields[0]) == static_cast<std::size_t>(Field::kCount));
 
@@ -62,6 +72,16 @@ void set_str(vigil_extract_request& req, const std::string& s) {
 const vigil_field_info* field_table(std::uint32_t* n) {
   if (n != nullptr) *n = static_cast<std::uint32_t>(Field::kCount);
   return kFields;
+}
+
+const char* ecc_mode_name(EccMode m) {
+  switch (m) {
+    case EccMode::kOn: return "on";
+    case EccMode::kOff: return "off";
+    case EccMode::kUnsupported: return "unsupported";
+    case EccMode::kUnknown: break;
+  }
+  return nullptr;
 }
 
 const char* event_name(RecordKind kind) { return kind == RecordKind::kProcess ? "process_sample" : "device_sample"; }
@@ -110,6 +130,17 @@ bool extract_field(const Record& r, vigil_extract_request& req) {
       break;
     case Field::kDeviceProcessCount: set_u64(req, d.process_count); break;
     case Field::kDeviceProcessesDropped: set_u64(req, d.processes_dropped); break;
+    case Field::kDeviceEcc:
+    case Field::kDeviceEccPending:
+      if (const char* m =
+              ecc_mode_name(static_cast<Field>(req.field) == Field::kDeviceEcc ? d.ecc_current : d.ecc_pending)) {
+        req.has_value = 1;
+        req.value.str = m;
+      }
+      break;
+    case Field::kDevices:
+      if (d.sample_devices > 0) set_u64(req, d.sample_devices);
+      break;
     case Field::kCount: return false;
   }
   return true;

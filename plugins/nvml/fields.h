@@ -26,11 +26,17 @@ enum class Field : std::uint32_t {
   kDeviceMemUtil,
   kDeviceProcessCount,
   kDeviceProcessesDropped,
+  kDeviceEcc,
+  kDeviceEccPending,
+  kDevices,
   kCount
 };
 
 // The table, in Field order; lives as long as the library.
 const vigil_field_info* field_table(std::uint32_t* n);
+
+// "on", "off", "unsupported"; nullptr when the mode is not known.
+const char* ecc_mode_name(EccMode m);
 
 // The name nvml gives events of `kind` ("process_sample", "device_sample").
 const char* event_name(RecordKind kind);

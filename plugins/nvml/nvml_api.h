@@ -78,6 +78,12 @@ struct ProcessUtilizationSample {
 };
 static_assert(sizeof(ProcessUtilizationSample) == 32);
 
+// nvmlEnableState_t, as nvmlDeviceGetEccMode reports a GPU's current and
+// pending ECC mode (pending: what the GPU takes at its next reboot).
+using EnableState = int;
+inline constexpr EnableState kFeatureDisabled = 0;
+inline constexpr EnableState kFeatureEnabled = 1;
+
 // The entry points, by the names the library exports.
 using InitFn = Return (*)();                                     // nvmlInit_v2
 using ShutdownFn = Return (*)();                                 // nvmlShutdown
@@ -92,5 +98,8 @@ using DeviceGetComputeRunningProcessesFn = Return (*)(Device, unsigned*, void*);
 using DeviceGetProcessUtilizationFn = Return (*)(Device, ProcessUtilizationSample*, unsigned*, unsigned long long);
 // nvmlDeviceGetProcessUtilization
 using DeviceGetMemoryInfoFn = Return (*)(Device, Memory*);  // nvmlDeviceGetMemoryInfo
+using DeviceGetEccModeFn = Return (*)(Device, EnableState*, EnableState*);
+// nvmlDeviceGetEccMode(device, current, pending); NVML_ERROR_NOT_SUPPORTED
+// when the GPU has no ECC memory
 
 }  // namespace vigil::nvml::api

@@ -56,6 +56,8 @@ std::unique_ptr<NvmlLibrary> NvmlLibrary::open(const std::string& path, std::str
   resolve(handle, "nvmlDeviceGetComputeRunningProcesses_v3", f.device_get_compute_running_processes, missing);
   resolve(handle, "nvmlDeviceGetProcessUtilization", f.device_get_process_utilization, missing);
   resolve(handle, "nvmlDeviceGetMemoryInfo", f.device_get_memory_info, missing);
+  std::string optional;
+  resolve(handle, "nvmlDeviceGetEccMode", f.device_get_ecc_mode, optional);
   if (!missing.empty()) {
     why = path + " has no symbol " + missing + " (NVML too old, or not NVML)";
     return nullptr;  // the destructor unloads it; NVML was not initialised

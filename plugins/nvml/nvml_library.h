@@ -25,12 +25,15 @@ struct NvmlFunctions {
   api::DeviceGetComputeRunningProcessesFn device_get_compute_running_processes = nullptr;
   api::DeviceGetProcessUtilizationFn device_get_process_utilization = nullptr;
   api::DeviceGetMemoryInfoFn device_get_memory_info = nullptr;
+  // Optional: null when the library lacks it (the GPUs' ECC mode is then unknown).
+  api::DeviceGetEccModeFn device_get_ecc_mode = nullptr;
 };
 
 class NvmlLibrary {
  public:
   // Loads `path` (a name the dynamic loader searches for, or a path),
-  // resolves every entry point and calls nvmlInit_v2. On failure returns
+  // resolves every entry point (nvmlDeviceGetEccMode may be missing) and
+  // calls nvmlInit_v2. On failure returns
   // nullptr and sets `why` to one line naming the library and the cause (the
   // loader's message, the missing symbol, or NVML's error).
   static std::unique_ptr<NvmlLibrary> open(const std::string& path, std::string& why);

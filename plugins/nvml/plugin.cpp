@@ -116,11 +116,11 @@ VIGIL_PLUGIN_EXPORT const char* vigil_plugin_get_required_api_version(void) { re
 
 VIGIL_PLUGIN_EXPORT const char* vigil_plugin_get_name(void) { return "nvml"; }
 
-VIGIL_PLUGIN_EXPORT const char* vigil_plugin_get_version(void) { return "0.1.0"; }
+VIGIL_PLUGIN_EXPORT const char* vigil_plugin_get_version(void) { return "0.2.0"; }
 
 VIGIL_PLUGIN_EXPORT const char* vigil_plugin_get_description(void) {
   return "GPU telemetry per process from NVIDIA's management library (NVML): SM and memory "
-         "utilisation, GPU memory, device identity";
+         "utilisation, GPU memory, device identity and ECC mode";
 }
 
 VIGIL_PLUGIN_EXPORT vigil_plugin_state* vigil_plugin_init(const vigil_host* host, const char* config_json, char* err,

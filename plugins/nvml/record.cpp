@@ -10,6 +10,8 @@ constexpr std::size_t kUuidOffset = 72;
 constexpr std::size_t kUuidSize = 96;
 constexpr std::size_t kPciOffset = 168;
 constexpr std::size_t kPciSize = 32;
+constexpr std::size_t kEccOffset = 200;
+constexpr std::size_t kSampleDevicesOffset = 204;
 
 void put16(std::uint8_t* p, std::uint16_t v) {
   p[0] = static_cast<std::uint8_t>(v);
@@ -85,13 +87,16 @@ RecordBytes encode(const DeviceSample& d, const ProcessSample* proc) {
   }
   put_string(p + kUuidOffset, kUuidSize, d.uuid);
   put_string(p + kPciOffset, kPciSize, d.pci_bus_id);
+  p[kEccOffset] = static_cast<std::uint8_t>(d.ecc_current);
+  p[kEccOffset + 1] = static_cast<std::uint8_t>(d.ecc_pending);
+  put32(p + kSampleDevicesOffset, d.sample_devices);
   return b;
 }
 
 std::optional<Record> decode(const std::uint8_t* p, std::size_t len, std::string& why) {
-  if (p == nullptr || len < kRecordSize) {
+  if (p == nullptr || len < kRecordSizeV1) {
     why = "nvml event data of " + std::to_string(len) + " bytes is shorter than a record (" +
-          std::to_string(kRecordSize) + ")";
+          std::to_string(kRecordSizeV1) + ")";
     return std::nullopt;
   }
   if (get32(p) != kRecordMagic) {
@@ -99,7 +104,10 @@ std::optional<Record> decode(const std::uint8_t* p, std::size_t len, std::string
     return std::nullopt;
   }
   std::uint16_t version = get16(p + 4);
-  if (version < kRecordVersion || (version == kRecordVersion && len != kRecordSize)) {
+  // Each version known has its exact size; a later one at least the newest's.
+  const bool readable = (version == 1 && len == kRecordSizeV1) || (version == kRecordVersion && len == kRecordSize) ||
+                        (version > kRecordVersion && len >= kRecordSize);
+  if (!readable) {
     why = "nvml event record version " + std::to_string(version) + " of " + std::to_string(len) +
           " bytes is not readable";
     return std::nullopt;
@@ -113,7 +121,7 @@ std::optional<Record> decode(const std::uint8_t* p, std::size_t len, std::string
   }
   r.kind = static_cast<RecordKind>(kind);
   std::uint32_t flags = get32(p + 8);
-  if (version == kRecordVersion && (flags & ~kKnownFlags) != 0) {
+  if (version <= kRecordVersion && (flags & ~kKnownFlags) != 0) {
     why = "nvml event record has unknown flags";
     return std::nullopt;
   }
@@ -153,6 +161,17 @@ std::optional<Record> decode(const std::uint8_t* p, std::size_t len, std::string
   if (!get_string(p + kUuidOffset, kUuidSize, d.uuid) || !get_string(p + kPciOffset, kPciSize, d.pci_bus_id)) {
     why = "nvml event record holds an unterminated or unprintable string";
     return std::nullopt;
+  }
+  if (version >= 2) {
+    const std::uint8_t current = p[kEccOffset];
+    const std::uint8_t pending = p[kEccOffset + 1];
+    if (current > kEccModeMax || pending > kEccModeMax || (version == 2 && get16(p + kEccOffset + 2) != 0)) {
+      why = "nvml event record holds an ECC mode out of range";
+      return std::nullopt;
+    }
+    d.ecc_current = static_cast<EccMode>(current);
+    d.ecc_pending = static_cast<EccMode>(pending);
+    d.sample_devices = get32(p + kSampleDevicesOffset);
   }
   return r;
 }

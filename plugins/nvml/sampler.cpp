@@ -172,6 +172,7 @@ std::vector<DeviceSample> Sampler::sample() {
     devices.push_back(std::move(d));
   }
   last_seen_ = std::move(seen);  // devices gone are forgotten
+  for (DeviceSample& d : devices) d.sample_devices = static_cast<std::uint32_t>(devices.size());
   return devices;
 }
 
@@ -213,6 +214,8 @@ void Sampler::sample_device(std::uint32_t index, api::Device dev, DeviceSample& 
     warn_once(where + "nvmlDeviceGetPciInfo_v3 failed: " + lib_.error(rc));
   }
 
+  read_ecc(where, dev, d);
+
   api::Memory mem = {};
   rc = fn.device_get_memory_info(dev, &mem);
   if (rc == api::kSuccess && mem.used <= mem.total) {
@@ -223,6 +226,34 @@ void Sampler::sample_device(std::uint32_t index, api::Device dev, DeviceSample& 
     warn_once(where + "nvmlDeviceGetMemoryInfo reports more memory used than the device has");
   } else {
     warn_once(where + "nvmlDeviceGetMemoryInfo failed: " + lib_.error(rc));
+  }
+}
+
+EccMode ecc_mode_of(api::EnableState s) {
+  if (s == api::kFeatureEnabled) return EccMode::kOn;
+  if (s == api::kFeatureDisabled) return EccMode::kOff;
+  return EccMode::kUnknown;
+}
+
+void Sampler::read_ecc(const std::string& where, api::Device dev, DeviceSample& d) {
+  const NvmlFunctions& fn = lib_.fn();
+  if (fn.device_get_ecc_mode == nullptr) {
+    warn_once(lib_.path() + " has no nvmlDeviceGetEccMode; the GPUs' ECC mode is unknown");
+    return;
+  }
+  // Values outside the enum show as unknown, not as a mode.
+  api::EnableState current = -1;
+  api::EnableState pending = -1;
+  api::Return rc = fn.device_get_ecc_mode(dev, &current, &pending);
+  if (rc == api::kErrorNotSupported) {
+    d.ecc_current = d.ecc_pending = EccMode::kUnsupported;
+  } else if (rc == api::kSuccess) {
+    d.ecc_current = ecc_mode_of(current);
+    d.ecc_pending = ecc_mode_of(pending);
+    if (d.ecc_current == EccMode::kUnknown || d.ecc_pending == EccMode::kUnknown)
+      warn_once(where + "nvmlDeviceGetEccMode returned a mode that is neither enabled nor disabled");
+  } else {
+    warn_once(where + "nvmlDeviceGetEccMode failed: " + lib_.error(rc));
   }
 }
 

@@ -1,5 +1,5 @@
-// Sampler: one NVML sample of every device (identity, memory, compute
-// processes, per-process utilisation since the previous sample).
+// Sampler: one NVML sample of every device (identity, ECC mode, memory,
+// compute processes, per-process utilisation since the previous sample).
 //
 // Everything NVML returns is treated as untrusted: counts are bounded, the
 // NVML_ERROR_INSUFFICIENT_SIZE retry loops stop after a few tries, strings
@@ -53,6 +53,9 @@ unsigned long long merge_processes(const std::vector<ComputeEntry>& compute,
 inline constexpr std::uint8_t kProcessBufferFill = 0x5a;
 std::optional<unsigned> detect_process_stride(const std::vector<std::uint8_t>& buf, unsigned count);
 
+// The ECC mode an nvmlEnableState_t names; unknown for any other value.
+EccMode ecc_mode_of(api::EnableState s);
+
 // Linux's largest possible pid (PID_MAX_LIMIT); NVML pids above it are garbage.
 inline constexpr std::uint32_t kMaxPid = 4194304;
 
@@ -71,6 +74,8 @@ class Sampler {
 
  private:
   void sample_device(std::uint32_t index, api::Device dev, DeviceSample& out);
+  // The device's current and pending ECC mode (unknown when the query fails).
+  void read_ecc(const std::string& where, api::Device dev, DeviceSample& out);
   // kSuccess and the list; or NVML's error, with too_many set when the list
   // was longer than kMaxComputeEntries and `garbled` when its count did not
   // match what NVML wrote.

@@ -4,6 +4,10 @@
 // Container Toolkit and the toolkit's config.toml. The ready line carries the
 // posture, the bundled posture rules alert, /metrics has the
 // vigil_gpu_posture_* families, and a change of a file gives a new report.
+// With the nvml plugin loaded over the stand-in NVML of
+// tests/plugins/nvml/fake_nvml.cpp, the GPUs' ECC joins the posture: in the
+// ready line, the metrics and the reports, and a change of a GPU's mode (the
+// table the stand-in re-reads every sample) is a new report.
 //
 // Needs root and a kernel with BTF (label integration); skipped with a message otherwise.
 #include <sys/socket.h>
@@ -22,6 +26,7 @@ namespace {
 
 constexpr const char* kVulnerableRule = "Vulnerable NVIDIA driver or container toolkit";
 constexpr const char* kProfilingRule = "GPU profiling counters open to all users";
+constexpr const char* kEccRule = "GPU memory ECC off";
 
 std::string dpkg_status(const std::string& version) {
   return "Package: nvidia-container-toolkit\nStatus: install ok installed\nVersion: " + version +
@@ -117,6 +122,78 @@ TEST(e2ePosture, ReadyLineAlertsMetricsAndAChangedFile) {
   EXPECT_EQ(v.alerts([](const json& a) { return a["rule"] == kProfilingRule; }).size(), 1u);
   EXPECT_EQ(v.alerts([](const json& a) { return a["rule"] == kVulnerableRule; }).size(), 2u);
   EXPECT_EQ(v.stop(), 0) << v.diag();
+}
+
+TEST(e2ePosture, EccFromTheNvmlPlugin) {
+  VIGIL_E2E_REQUIRE_ROOT();
+#ifndef VIGIL_FAKE_NVML
+  GTEST_SKIP() << "the nvml plugin is not built (VIGIL_BUILD_PLUGINS off)";
+#else
+  TempDir dir;
+  ASSERT_TRUE(dir.ok());
+  dir.mkdirs("empty");
+  // GPU 0 has ECC on; GPU 1 has it off, and on after its next reboot.
+  const std::string gpu0 = "device 0 uuid=GPU-e2e0ecc0-0000-4000-8000-000000000000 minor=0 pci=00000000:3B:00.0 ";
+  const std::string gpu1 = "device 1 uuid=GPU-e2e1ecc1-1111-4111-8111-111111111111 minor=1 pci=00000000:86:00.0 ";
+  const std::string table = dir.write("nvml_table", gpu0 + "ecc=on\n" + gpu1 + "ecc=off ecc_pending=on\n");
+  const int port = support::free_port(SOCK_STREAM);
+  const std::string config =
+      dir.write("vigil.yaml", "posture: {host_root: " + dir.path() + "/empty, interval_s: 1}\n" +
+                                  "webserver: {enabled: true, listen: \"127.0.0.1:" + std::to_string(port) + "\"}\n" +
+                                  "state_dir: " + dir.path() + "/state\n" +
+                                  "plugins:\n  - name: nvml\n    library_path: libvigil_nvml.so\n"
+                                  "    init_config: {nvml_library: " VIGIL_FAKE_NVML
+                                  ", interval: 200ms}\n"
+                                  "load_plugins: [nvml]\n");
+  Vigil v;
+  ASSERT_TRUE(v.start({"-r", std::string(VIGIL_SOURCE_ROOT) + "/rules/vigil_rules.yaml", "-r",
+                       std::string(VIGIL_SOURCE_ROOT) + "/rules/vigil_rules_gpu_posture.yaml", "-c", config},
+                      {{"VIGIL_FAKE_NVML_TABLE", table}}));
+  ASSERT_TRUE(v.wait_ready()) << v.diag();
+  // The ready line waited for the plugin's first sample.
+  EXPECT_TRUE(v.wait_stderr("runtime unknown, ECC mixed (on: GPU 0; off: GPU 1), GPU 1 on after reboot", 1, 1s))
+      << v.diag();
+
+  auto at_start = v.alerts([](const json& a) { return a["rule"] == kEccRule; }, 20s);
+  ASSERT_EQ(at_start.size(), 1u) << v.diag();
+  EXPECT_EQ(field(at_start[0], "posture.ecc"), "mixed");
+  EXPECT_EQ(field(at_start[0], "posture.ecc_pending"), "true");
+  EXPECT_EQ(at_start[0]["output_fields"]["posture.ecc_gpus"],
+            json::array({"0:GPU-e2e0ecc0-0000-4000-8000-000000000000:on",
+                         "1:GPU-e2e1ecc1-1111-4111-8111-111111111111:off->on"}))
+      << at_start[0].dump();
+
+  std::string m = await_metric(port, "vigil_gpu_posture_ecc{", 10s);
+  EXPECT_NE(m.find("vigil_gpu_posture_ecc{gpu=\"0\",uuid=\"GPU-e2e0ecc0-0000-4000-8000-000000000000\",current=\"on\","
+                   "pending=\"on\"} 1"),
+            std::string::npos)
+      << m;
+  EXPECT_NE(m.find("vigil_gpu_posture_ecc{gpu=\"1\",uuid=\"GPU-e2e1ecc1-1111-4111-8111-111111111111\",current=\"off\","
+                   "pending=\"on\"} 1"),
+            std::string::npos)
+      << m;
+  EXPECT_NE(m.find("vigil_gpu_posture_setting{setting=\"ecc\"} 0"), std::string::npos) << m;
+
+  // GPU 1 rebooted with ECC on: a report, no alert (every GPU is on).
+  dir.write("nvml_table", gpu0 + "ecc=on\n" + gpu1 + "ecc=on\n");
+  m = await_metric(port, "vigil_gpu_posture_setting{setting=\"ecc\"} 1", 10s);
+  EXPECT_NE(m.find("vigil_gpu_posture_setting{setting=\"ecc\"} 1"), std::string::npos) << m;
+  EXPECT_NE(m.find("current=\"on\",pending=\"on\"} 1"), std::string::npos) << m;
+  EXPECT_EQ(m.find("current=\"off\""), std::string::npos) << m;
+
+  // Then ECC off on GPU 0 (as a root user's nvidia-smi -e 0 and a reboot
+  // would leave it): a report, and the rule fires again.
+  dir.write("nvml_table", gpu0 + "ecc=off\n" + gpu1 + "ecc=on\n");
+  auto off = v.alerts(
+      [](const json& a) {
+        return a["rule"] == kEccRule && field(a, "posture.ecc") == "mixed" &&
+               field(a, "posture.ecc_pending") == "false";
+      },
+      20s);
+  ASSERT_EQ(off.size(), 1u) << v.diag();
+  EXPECT_EQ(v.alerts([](const json& a) { return a["rule"] == kEccRule; }).size(), 2u) << v.diag();
+  EXPECT_EQ(v.stop(), 0) << v.diag();
+#endif
 }
 
 TEST(e2ePosture, AnEmptyHostRootIsUnknownNotAnError) {

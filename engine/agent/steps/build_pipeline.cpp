@@ -16,6 +16,7 @@
 
 #include "engine/agent/k8s.h"
 #include "engine/agent/own_paths.h"
+#include "engine/agent/posture_ecc.h"
 #include "engine/agent/prevention.h"
 #include "engine/agent/response_caps.h"
 #include "engine/baseline/store.h"
@@ -145,6 +146,7 @@ Status build_pipeline(Agent& a) {
     });
   }
   if (a.web.enabled) a.pipe->add_tap(&a.counters);
+  if (a.posture_ecc) a.pipe->add_tap(a.posture_ecc.get());
   if (a.capture_tap) a.pipe->add_tap(a.capture_tap.get());
   if (a.recorder_tap) a.pipe->add_tap(a.recorder_tap.get());
   return {};
@@ -152,6 +154,7 @@ Status build_pipeline(Agent& a) {
 
 Status build_capture_pipeline(Agent& a) {
   a.pipe = std::make_unique<pipeline::Pipeline>(pipeline::Deps{*a.state, nullptr, a.hostname}, nullptr);
+  if (a.posture_ecc) a.pipe->add_tap(a.posture_ecc.get());
   a.pipe->add_tap(a.capture_tap.get());
   return {};
 }

@@ -4,8 +4,13 @@
 // for GPUs through their environment (engine/posture, docs/posture.md).
 // `posture.enabled: false` leaves it out. Not essential: nothing it reads can
 // stop vigil, and a missing file is "unknown".
+// The GPUs' ECC comes from the nvml plugin where it is loaded
+// (posture_ecc.h): before the ready line the step waits, at most
+// kFirstEccWait, for the plugin's first sample (it samples as soon as its
+// source starts), and the pipeline's tap keeps it current afterwards.
 #include <chrono>
 
+#include "engine/agent/posture_ecc.h"
 #include "engine/agent/steps/steps.h"
 #include "engine/config/config.h"
 #include "engine/posture/source.h"
@@ -13,6 +18,11 @@
 
 namespace vigil::agent::steps {
 namespace {
+
+// How long the ready line waits for the nvml plugin's first sample of the
+// GPUs' ECC (it usually takes milliseconds; a slow NVML leaves ECC unknown
+// in the ready line, and the first sample reports it as a change).
+constexpr std::chrono::milliseconds kFirstEccWait{3000};
 
 // Containers whose NVIDIA_VISIBLE_DEVICES asks for GPUs their spec does not
 // request: the toolkit hands them GPUs when it accepts the variable from
@@ -55,15 +65,18 @@ Status check_posture(Agent& a) {
   opt.host_root = root->empty() ? "/" : *root;
   opt.kernel_root = *kernel;
   posture::Posture first = posture::read_posture(opt);
+  if (a.plugins && !a.plugins->empty()) a.ecc_fields = EccFields::make(a.plugins->fields());
+  if (a.ecc_fields) posture::set_ecc(first, first_ecc(*a.ecc_fields, a.plugin_sources, kFirstEccWait));
   a.posture = std::make_shared<posture::View>();
   a.posture_summary = posture::summary(first);
   posture::PostureSource::PodScan scan;
   if (a.state) {
     scan = [&st = *a.state] { return env_gpu_pods(st); };
   }
-  a.runner->add_source(std::make_unique<posture::PostureSource>(opt, std::chrono::seconds(*every), std::move(first),
-                                                                a.posture, std::move(scan)),
-                       /*essential=*/false);
+  auto source = std::make_unique<posture::PostureSource>(opt, std::chrono::seconds(*every), std::move(first), a.posture,
+                                                         std::move(scan));
+  if (a.ecc_fields) a.posture_ecc = std::make_unique<PostureEccTap>(*a.ecc_fields, *source);
+  a.runner->add_source(std::move(source), /*essential=*/false);
   return {};
 }
 

@@ -22,6 +22,9 @@ Status open_live(Agent& a, const LiveSourcesConfig& sources) {
   if (Status s = add_live_sources(*a.runner, sources, a.parts, *a.log, &a.sensor); !s) return s;
   auto plugin_sources = a.plugins->start_sources(plugin::SourceOptions{});
   if (!plugin_sources) return plugin_sources.error();
+  for (const auto& s : *plugin_sources) {
+    if (auto* p = dynamic_cast<plugin::PluginSource*>(s.get())) a.plugin_sources.push_back(p);
+  }
   add_plugin_sources(*a.runner, std::move(*plugin_sources), a.parts, *a.log);
   return require_an_event_source(a.parts.snapshot());
 }

@@ -342,6 +342,8 @@ std::vector<RecordData> sample_records() {
     n.accept_envvar = 1;
     n.cuda_compat_hook = 0;
     n.runtime = "runc";
+    n.ecc = "mixed";
+    n.ecc_gpus = "0:GPU-a:on,1:GPU-b:off->on";  // appended after the first format
     out.emplace_back(Event{header(ts++, Type::kGpuPosture, 0), n});
     PostureData p;
     p.kind = "pod";

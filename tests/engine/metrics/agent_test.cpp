@@ -102,6 +102,8 @@ TEST(AgentMetrics, GpuPostureIsExposed) {
     p.vulnerable = {{"CVE-2025-23266", "toolkit"}, {"CVE-2021-1056", "driver"}};
     p.profiling_admin_only = 0;
     p.accept_envvar = 1;
+    p.ecc = 0;
+    p.ecc_gpus = {{"0", "GPU-aa", "on", "on"}, {"1", "", "off", "on"}};
     return p;
   };
   Exposition out;
@@ -115,12 +117,26 @@ TEST(AgentMetrics, GpuPostureIsExposed) {
       << t;
   EXPECT_NE(t.find("vigil_gpu_posture_setting{setting=\"profiling_admin_only\"} 0\n"), std::string::npos) << t;
   EXPECT_NE(t.find("vigil_gpu_posture_setting{setting=\"cuda_compat_hook\"} -1\n"), std::string::npos) << t;
+  EXPECT_NE(t.find("vigil_gpu_posture_setting{setting=\"ecc\"} 0\n"), std::string::npos) << t;
+  EXPECT_NE(t.find("vigil_gpu_posture_ecc{gpu=\"0\",uuid=\"GPU-aa\",current=\"on\",pending=\"on\"} 1\n"),
+            std::string::npos)
+      << t;
+  EXPECT_NE(t.find("vigil_gpu_posture_ecc{gpu=\"1\",uuid=\"unknown\",current=\"off\",pending=\"on\"} 1\n"),
+            std::string::npos)
+      << t;
   EXPECT_EQ(out.errors(), 0u);
   AgentView none;
   none.posture = []() -> std::optional<PostureInfo> { return std::nullopt; };
   Exposition empty;
   collect_agent(none, empty);
   EXPECT_EQ(empty.text().find("vigil_gpu_posture"), std::string::npos);
+  // Without the nvml plugin: the ecc setting is -1 and no per-GPU family.
+  AgentView no_ecc;
+  no_ecc.posture = []() -> std::optional<PostureInfo> { return PostureInfo{}; };
+  Exposition plain;
+  collect_agent(no_ecc, plain);
+  EXPECT_NE(plain.text().find("vigil_gpu_posture_setting{setting=\"ecc\"} -1\n"), std::string::npos) << plain.text();
+  EXPECT_EQ(plain.text().find("vigil_gpu_posture_ecc"), std::string::npos) << plain.text();
 }
 
 TEST(AgentMetrics, NoSequenceViewNoFamily) {

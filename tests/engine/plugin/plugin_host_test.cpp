@@ -9,6 +9,7 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "engine/capture/reader.h"
@@ -274,6 +275,34 @@ TEST(PluginRules, ARuleOnAnUnknownPluginFieldOrSourceIsSkippedWithAWarningNaming
   for (const auto& d : r.diagnostics) all += d.to_string() + "\n";
   EXPECT_NE(all.find("unknown field nvml.sm_util"), std::string::npos) << all;
   EXPECT_NE(all.find("source 'nvml' is not one vigil has"), std::string::npos) << all;
+}
+
+// peek shows what waits in the queue, as poll will give it, and leaves it
+// there (the agent reads the GPUs' ECC this way before its loop runs).
+TEST(PluginSource, PeekLeavesTheQueueAsItWas) {
+  Logged l;
+  auto h = example_host(R"({"interval_ms": 1, "count": 6, "burst": 6, "pid": 4242})", l);
+  ASSERT_TRUE(h);
+  auto sources = h->start_sources({});
+  ASSERT_TRUE(sources);
+  auto* src = dynamic_cast<plugin::PluginSource*>((*sources)[0].get());
+  ASSERT_NE(src, nullptr);
+  std::vector<event::Event> seen;
+  for (int i = 0; i < 500 && seen.size() < 6; ++i) {
+    seen = src->peek(100);
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_EQ(seen.size(), 6u);
+  EXPECT_EQ(src->peek(2).size(), 2u);
+  auto evs = drain(*src, 100);
+  ASSERT_EQ(evs.size(), 6u);
+  for (std::size_t i = 0; i < evs.size(); ++i) {
+    EXPECT_EQ(evs[i].hdr.ts_ns, seen[i].hdr.ts_ns) << i;
+    EXPECT_EQ(evs[i].hdr.pid, 4242u) << i;
+    EXPECT_EQ(evs[i].as<event::PluginData>()->data, seen[i].as<event::PluginData>()->data) << i;
+    EXPECT_EQ(seen[i].as<event::PluginData>()->plugin, "example") << i;
+  }
+  EXPECT_TRUE(src->peek(100).empty());
 }
 
 TEST(PluginSource, AFloodLosesOnlyItsOwnEventsAndCountsThem) {

@@ -52,6 +52,44 @@ TEST(PostureSource, ReportsAtStartAndOnChange) {
   EXPECT_EQ(view->get()->profiling_admin_only, 0);
 }
 
+// The GPUs' ECC from the nvml plugin's samples: a change is a report naming
+// ecc, an equal sample none, and a re-check of the files keeps it.
+TEST(PostureSource, ReportsAChangeOfEcc) {
+  ReadOptions o;
+  o.host_root = "/nonexistent/vigil-posture-root";
+  auto view = std::make_shared<View>();
+  Posture first = read_posture(o);
+  GpuEcc g0{0, "GPU-0", "on", "on"};
+  GpuEcc g1{1, "GPU-1", "on", "on"};
+  set_ecc(first, {g0, g1});
+  PostureSource src(o, std::chrono::milliseconds(50), first, view, {});
+  auto start = poll_for(src, 1, 2000);
+  ASSERT_EQ(start.size(), 1u);
+  EXPECT_EQ(start[0].as<event::PostureData>()->ecc, "on");
+  EXPECT_EQ(start[0].as<event::PostureData>()->ecc_gpus, "0:GPU-0:on,1:GPU-1:on");
+
+  src.set_ecc({g0, g1});  // the same sample again
+  EXPECT_TRUE(poll_for(src, 1, 200).empty());
+
+  g1.current = g1.pending = "off";
+  src.set_ecc({g0, g1});
+  auto next = poll_for(src, 1, 2000);
+  ASSERT_EQ(next.size(), 1u);
+  const auto* d = next[0].as<event::PostureData>();
+  EXPECT_EQ(d->changed, "ecc");
+  EXPECT_EQ(d->ecc, "mixed");
+  EXPECT_EQ(d->ecc_gpus, "0:GPU-0:on,1:GPU-1:off");
+  EXPECT_EQ(view->get()->ecc, "mixed");
+  // Re-checks of the files (every 50 ms) keep the sample's ECC: no report.
+  EXPECT_TRUE(poll_for(src, 1, 300).empty());
+  EXPECT_EQ(view->get()->ecc, "mixed");
+
+  src.set_ecc({});  // the plugin's NVML went away: unknown again
+  next = poll_for(src, 1, 2000);
+  ASSERT_EQ(next.size(), 1u);
+  EXPECT_EQ(next[0].as<event::PostureData>()->ecc, "");
+}
+
 TEST(PostureSource, ReportsEachPodContainerOnce) {
   ReadOptions o;
   o.host_root = "/nonexistent/vigil-posture-root";

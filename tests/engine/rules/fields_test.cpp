@@ -356,6 +356,26 @@ TEST(FieldValues, PostureFacts) {
                     "%posture.profiling_admin_only %posture.accept_envvar %posture.cuda_compat_hook "
                     "%posture.runtime %posture.ecc"),
             "node 580 1.17.7 CVE-2025-23266,CVE-2025-23267 false true unknown <NA> unknown");
+  EXPECT_EQ(printed(w, "%posture.ecc_pending %posture.ecc_gpus"), "unknown <NA>");
+  // The GPUs' ECC from the nvml plugin: the summary, each GPU, a pending change.
+  d.ecc = "mixed";
+  d.ecc_gpus = "0:GPU-a:on,1:GPU-b:off->on";
+  w.ev.data = d;
+  EXPECT_EQ(printed(w, "%posture.ecc %posture.ecc_pending %posture.ecc_gpus"), "mixed true 0:GPU-a:on,1:GPU-b:off->on");
+  auto ecc = testing::load_one(testing::rule_yaml(
+      "evt.type = gpu_posture and posture.ecc in (off, mixed) and posture.ecc_gpus intersects (\"1:GPU-b:off->on\")",
+      "x"));
+  ASSERT_TRUE(ecc.ruleset) << testing::diags(ecc);
+  std::vector<event::Alert> fired;
+  ecc.ruleset->evaluate(w.ctx(), fired);
+  EXPECT_EQ(fired.size(), 1u);
+  d.ecc = "on";
+  d.ecc_gpus = "0:GPU-a:on,1:GPU-b:on";
+  w.ev.data = d;
+  EXPECT_EQ(printed(w, "%posture.ecc %posture.ecc_pending"), "on false");
+  d.ecc.clear();
+  d.ecc_gpus.clear();
+  w.ev.data = d;
   auto r = testing::load_one(testing::rule_yaml(
       "evt.type = gpu_posture and posture.cves intersects (CVE-2025-23266) and posture.changed contains vulnerable",
       "x"));

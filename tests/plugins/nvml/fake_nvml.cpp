@@ -5,9 +5,15 @@
 // what NVML reports by rewriting it. Lines (`#` starts a comment):
 //
 //   device <index> uuid=<text> minor=<n> pci=<text> total=<bytes> used=<bytes>
+//          [ecc=<on|off|unsupported|n>] [ecc_pending=<on|off|n>] [ecc_rc=<rc>]
+//                                     nvmlDeviceGetEccMode's answer for the device:
+//                                     ecc=unsupported (the default) returns
+//                                     NVML_ERROR_NOT_SUPPORTED, a number n is written
+//                                     as the mode as it is, ecc_pending defaults to ecc,
+//                                     ecc_rc=<rc> makes the call fail with rc
 //   process <device> pid=<n> mem=<bytes|na>
 //   util <device> pid=<n> ts=<us> sm=<pct> mem=<pct>
-//   fail <init|count|handle|uuid|minor|pci|memory|procs|util> <rc>
+//   fail <init|count|handle|uuid|minor|pci|memory|procs|util|ecc> <rc>
 //   option stride <16|24|32>          element size of the process list (default 24)
 //   option insufficient_first 1       each sample's first process-list call says
 //                                     NVML_ERROR_INSUFFICIENT_SIZE
@@ -28,6 +34,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -42,6 +49,10 @@ struct FakeDevice {
   std::string pci;
   unsigned long long total = 0;
   unsigned long long used = 0;
+  bool ecc_supported = false;
+  int ecc_current = 0;
+  std::optional<int> ecc_pending;  // none: as ecc_current
+  api::Return ecc_rc = api::kSuccess;
 };
 
 struct FakeProcess {
@@ -73,6 +84,13 @@ int g_shutdown_calls = 0;
 int g_procs_calls = 0;
 std::map<unsigned, unsigned long long> g_last_seen;
 std::map<unsigned, bool> g_insufficient_done;
+
+// "on" 1, "off" 0, else the number as it is (garbage for the plugin to refuse).
+int ecc_state(const std::string& v) {
+  if (v == "on") return api::kFeatureEnabled;
+  if (v == "off") return api::kFeatureDisabled;
+  return static_cast<int>(std::stol(v));
+}
 
 std::string value_of(const std::string& word, const char* key) {
   std::string prefix = std::string(key) + "=";
@@ -123,6 +141,12 @@ void load() {
         if (auto v = value_of(word, "pci"); !v.empty()) d.pci = v;
         if (auto v = value_of(word, "total"); !v.empty()) d.total = std::stoull(v);
         if (auto v = value_of(word, "used"); !v.empty()) d.used = std::stoull(v);
+        if (auto v = value_of(word, "ecc"); !v.empty()) {
+          d.ecc_supported = v != "unsupported";
+          if (d.ecc_supported) d.ecc_current = ecc_state(v);
+        }
+        if (auto v = value_of(word, "ecc_pending"); !v.empty()) d.ecc_pending = ecc_state(v);
+        if (auto v = value_of(word, "ecc_rc"); !v.empty()) d.ecc_rc = std::stoi(v);
       }
       t.devices[index] = d;
     } else if (kind == "process") {
@@ -258,6 +282,17 @@ FAKE_EXPORT api::Return nvmlDeviceGetMemoryInfo(api::Device dev, api::Memory* me
   mem->total = d->total;
   mem->used = d->used;
   mem->free = d->total >= d->used ? d->total - d->used : 0;
+  return api::kSuccess;
+}
+
+FAKE_EXPORT api::Return nvmlDeviceGetEccMode(api::Device dev, api::EnableState* current, api::EnableState* pending) {
+  const FakeDevice* d = device_of(dev);
+  if (d == nullptr || current == nullptr || pending == nullptr) return api::kErrorInvalidArgument;
+  if (api::Return rc = failure("ecc"); rc != api::kSuccess) return rc;
+  if (d->ecc_rc != api::kSuccess) return d->ecc_rc;
+  if (!d->ecc_supported) return api::kErrorNotSupported;
+  *current = d->ecc_current;
+  *pending = d->ecc_pending.value_or(d->ecc_current);
   return api::kSuccess;
 }
 

@@ -24,12 +24,13 @@ constexpr const char* kUuid1 = "GPU-aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee";
 
 // Two GPUs; GPU 0 runs 4242 (3 GiB, three utilisation samples) and 4343
 // (memory not available); GPU 1 (minor 3) runs 5151 (idle) and 7777, which
-// has utilisation samples but is not a compute process.
+// has utilisation samples but is not a compute process. GPU 0 has ECC on;
+// GPU 1 has it off, and on once it reboots.
 const std::string kTable = std::string() + "device 0 uuid=" + kUuid0 +
-                           " minor=0 pci=00000000:3B:00.0 total=85899345920 used=4294967296\n"
+                           " minor=0 pci=00000000:3B:00.0 total=85899345920 used=4294967296 ecc=on\n"
                            "device 1 uuid=" +
                            kUuid1 +
-                           " minor=3 pci=00000000:86:00.0 total=85899345920 used=1073741824\n"
+                           " minor=3 pci=00000000:86:00.0 total=85899345920 used=1073741824 ecc=off ecc_pending=on\n"
                            "process 0 pid=4242 mem=3221225472\n"
                            "process 0 pid=4343 mem=na\n"
                            "process 1 pid=5151 mem=1073741824\n"
@@ -157,7 +158,10 @@ TEST_F(NvmlPluginTest, ExportsNameVersionSourceAndFields) {
                                        "nvml.device.sm_util",
                                        "nvml.device.mem_util",
                                        "nvml.device.process_count",
-                                       "nvml.device.processes_dropped"};
+                                       "nvml.device.processes_dropped",
+                                       "nvml.device.ecc",
+                                       "nvml.device.ecc_pending",
+                                       "nvml.devices"};
   EXPECT_EQ(names, expected);
 }
 
@@ -289,7 +293,7 @@ TEST_F(NvmlPluginTest, SamplesTheScriptedTable) {
     EXPECT_EQ(events[i].pid, want[i].pid) << i;
     EXPECT_EQ(events[i].tid, 0u) << i;
     EXPECT_EQ(events[i].gpu_minor, want[i].minor) << i;
-    EXPECT_EQ(events[i].data.size(), 200u) << i;
+    EXPECT_EQ(events[i].data.size(), 208u) << i;
     EXPECT_EQ(events[i].ts_ns, events[0].ts_ns) << i;  // one sample, one time
   }
   EXPECT_GT(events[0].ts_ns, 1'600'000'000'000'000'000ull);  // wall clock, ns
@@ -315,7 +319,10 @@ TEST_F(NvmlPluginTest, ExtractsEveryField) {
                     {"nvml.device.sm_util", "81"},   // 51 + 30
                     {"nvml.device.mem_util", "21"},  // 16 + 5
                     {"nvml.device.process_count", "2"},
-                    {"nvml.device.processes_dropped", "0"}};
+                    {"nvml.device.processes_dropped", "0"},
+                    {"nvml.device.ecc", "on"},
+                    {"nvml.device.ecc_pending", "on"},
+                    {"nvml.devices", "2"}};
   EXPECT_EQ(extract_all(events[0]), device0);
 
   Fields p4242 = device0;
@@ -341,6 +348,8 @@ TEST_F(NvmlPluginTest, ExtractsEveryField) {
   device1["nvml.device.memory_used"] = "1073741824";
   device1["nvml.device.sm_util"] = "12";
   device1["nvml.device.mem_util"] = "3";
+  device1["nvml.device.ecc"] = "off";
+  device1["nvml.device.ecc_pending"] = "on";
   EXPECT_EQ(extract_all(events[3]), device1);
 
   Fields p5151 = device1;
@@ -442,7 +451,11 @@ TEST_F(NvmlPluginTest, RejectsGarbledData) {
   };
   garbled([](OwnedEvent& e) { e.data.clear(); }, "0 bytes is shorter");
   garbled([](OwnedEvent& e) { e.data.resize(199); }, "199 bytes is shorter");
-  garbled([](OwnedEvent& e) { e.data.push_back(0); }, "version 1 of 201 bytes");
+  garbled([](OwnedEvent& e) { e.data.push_back(0); }, "version 2 of 209 bytes");
+  garbled([](OwnedEvent& e) { e.data[4] = 1; }, "version 1 of 208 bytes");
+  garbled([](OwnedEvent& e) { e.data[200] = 4; }, "ECC mode out of range");
+  garbled([](OwnedEvent& e) { e.data[201] = 0xff; }, "ECC mode out of range");
+  garbled([](OwnedEvent& e) { e.data[203] = 1; }, "ECC mode out of range");  // reserved bytes
   garbled([](OwnedEvent& e) { e.data[0] ^= 1; }, "magic");
   garbled([](OwnedEvent& e) { e.data[4] = 0; }, "version 0");
   garbled([](OwnedEvent& e) { e.data[6] = 9; }, "unknown kind 9");
@@ -461,11 +474,23 @@ TEST_F(NvmlPluginTest, RejectsGarbledData) {
   EXPECT_EQ(try_extract(device, &error), VIGIL_RC_FAILURE);
   EXPECT_NE(error.find("device record with a pid"), std::string::npos) << error;
 
-  // A later version may append: its version-1 prefix is read.
+  // A later version may append: its version-2 prefix is read.
   OwnedEvent later = good;
-  later.data[4] = 2;
+  later.data[4] = 3;
   later.data.resize(260, 0xee);
   EXPECT_EQ(try_extract(later, nullptr), VIGIL_RC_OK);
+  EXPECT_EQ(extract_all(later)["nvml.device.ecc"], "on");
+
+  // A version-1 record (before ECC) still reads, its ECC and device count unknown.
+  OwnedEvent v1 = good;
+  v1.data[4] = 1;
+  v1.data.resize(200);
+  ASSERT_EQ(try_extract(v1, nullptr), VIGIL_RC_OK);
+  Fields old = extract_all(v1);
+  EXPECT_EQ(old["nvml.pid"], "4242");
+  EXPECT_EQ(old["nvml.device.ecc"], "<NA>");
+  EXPECT_EQ(old["nvml.device.ecc_pending"], "<NA>");
+  EXPECT_EQ(old["nvml.devices"], "<NA>");
 
   // No data at all, and a field index past the table.
   OwnedEvent none = good;
@@ -675,6 +700,56 @@ TEST_F(NvmlPluginTest, DeviceCountFailureSkipsTheSampleAndRecovers) {
   EXPECT_NE(host_.warnings()[0].find("nvmlDeviceGetCount_v2 failed: GPU is lost (15)"), std::string::npos);
   write_table(kTable);
   EXPECT_EQ(next_sample().size(), 6u);
+}
+
+// nvmlDeviceGetEccMode per GPU: on, off, a change waiting for a reboot, no
+// ECC (NVML_ERROR_NOT_SUPPORTED, not a warning: consumer GPUs have none), an
+// error (unknown, warned once) and a mode NVML does not define (unknown).
+TEST_F(NvmlPluginTest, ReadsEachGpusEccMode) {
+  write_table(std::string() + "device 0 uuid=" + kUuid0 + " minor=0 pci=00000000:00:00.0 ecc=on\n" +  //
+              "device 1 uuid=" + kUuid1 + " minor=1 pci=00000000:01:00.0 ecc=off\n" +                 //
+              "device 2 uuid=GPU-2 minor=2 pci=00000000:02:00.0 ecc=on ecc_pending=off\n" +           //
+              "device 3 uuid=GPU-3 minor=3 pci=00000000:03:00.0 ecc=unsupported\n" +                  //
+              "device 4 uuid=GPU-4 minor=4 pci=00000000:04:00.0 ecc=on ecc_rc=15\n" +                 //
+              "device 5 uuid=GPU-5 minor=5 pci=00000000:05:00.0 ecc=7\n" +                            //
+              "device 6 uuid=GPU-6 minor=6 pci=00000000:06:00.0\n");  // the stand-in's default: no ECC
+  start(config("\"interval\": \"100ms\""));
+  auto events = next_sample();
+  ASSERT_EQ(events.size(), 7u);
+  const std::pair<const char*, const char*> want[] = {{"on", "on"},
+                                                      {"off", "off"},
+                                                      {"on", "off"},
+                                                      {"unsupported", "unsupported"},
+                                                      {"<NA>", "<NA>"},
+                                                      {"<NA>", "<NA>"},
+                                                      {"unsupported", "unsupported"}};
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    Fields f = extract_all(events[i]);
+    EXPECT_EQ(f["nvml.device.ecc"], want[i].first) << i;
+    EXPECT_EQ(f["nvml.device.ecc_pending"], want[i].second) << i;
+    EXPECT_EQ(f["nvml.devices"], "7") << i;
+  }
+  auto warnings = host_.warnings();
+  ASSERT_EQ(warnings.size(), 2u);
+  EXPECT_EQ(warnings[0], "device 4: nvmlDeviceGetEccMode failed: GPU is lost (15)");
+  EXPECT_EQ(warnings[1], "device 5: nvmlDeviceGetEccMode returned a mode that is neither enabled nor disabled");
+
+  // The table is re-read every sample: a change of mode shows in the next one.
+  write_table(std::string() + "device 0 uuid=" + kUuid0 + " minor=0 pci=00000000:00:00.0 ecc=off\n");
+  events = next_sample();
+  ASSERT_EQ(events.size(), 1u);
+  Fields f = extract_all(events[0]);
+  EXPECT_EQ(f["nvml.device.ecc"], "off");
+  EXPECT_EQ(f["nvml.devices"], "1");
+  EXPECT_EQ(host_.warnings().size(), 2u);  // no new warning
+
+  // A failure of every ECC query leaves every mode unknown, the rest known.
+  write_table(std::string() + "device 0 uuid=" + kUuid0 + " minor=0 pci=00000000:00:00.0 ecc=on\nfail ecc 999\n");
+  events = next_sample();
+  ASSERT_EQ(events.size(), 1u);
+  f = extract_all(events[0]);
+  EXPECT_EQ(f["nvml.device.ecc"], "<NA>");
+  EXPECT_EQ(f["nvml.device.uuid"], kUuid0);
 }
 
 TEST_F(NvmlPluginTest, DestroyShutsNvmlDown) {

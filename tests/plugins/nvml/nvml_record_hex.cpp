@@ -3,12 +3,13 @@
 //
 //   nvml_record_hex kind=process pid=4242 minor=1 uuid=GPU-... pci=00000000:3B:00.0
 //       sm=95 mem_util=40 memory=2147483648 dev_total=85899345920 dev_used=4294967296
-//       dev_sm=95 dev_mem_util=40 count=1
+//       dev_sm=95 dev_mem_util=40 count=1 ecc=on ecc_pending=on devices=2
 //
 // (one command line).
 //
 // Keys not given are unknown (<NA>) where the record allows it: memory, sm
-// and mem_util (process), minor, dev_total/dev_used, dev_sm/dev_mem_util.
+// and mem_util (process), minor, dev_total/dev_used, dev_sm/dev_mem_util,
+// ecc/ecc_pending (on, off, unsupported) and devices.
 #include "plugins/nvml/record.h"
 
 #include <cstdio>
@@ -21,9 +22,19 @@ namespace {
 int usage(const char* why) {
   std::fprintf(stderr,
                "nvml_record_hex: %s\nkeys: kind=process|device pid minor uuid pci index "
-               "sm mem_util memory dev_total dev_used dev_sm dev_mem_util count dropped\n",
+               "sm mem_util memory dev_total dev_used dev_sm dev_mem_util count dropped ecc ecc_pending devices\n",
                why);
   return 2;
+}
+
+bool ecc_mode(const std::map<std::string, std::string>& a, const char* key, vigil::nvml::EccMode& m) {
+  auto it = a.find(key);
+  if (it == a.end()) return true;
+  if (it->second == "on") m = vigil::nvml::EccMode::kOn;
+  else if (it->second == "off") m = vigil::nvml::EccMode::kOff;
+  else if (it->second == "unsupported") m = vigil::nvml::EccMode::kUnsupported;
+  else return false;
+  return true;
 }
 
 bool number(const std::map<std::string, std::string>& a, const char* key, unsigned long long& v) {
@@ -67,6 +78,9 @@ int main(int argc, char** argv) {
   }
   if (number(a, "count", v)) d.process_count = static_cast<std::uint32_t>(v);
   if (number(a, "dropped", v)) d.processes_dropped = static_cast<std::uint32_t>(v);
+  if (!ecc_mode(a, "ecc", d.ecc_current) || !ecc_mode(a, "ecc_pending", d.ecc_pending))
+    return usage("ecc and ecc_pending are on, off or unsupported");
+  if (number(a, "devices", v)) d.sample_devices = static_cast<std::uint32_t>(v);
   bool process = a["kind"] == "process";
   if (!process && a["kind"] != "device") return usage("kind must be process or device");
   if (process) {

@@ -111,7 +111,7 @@ TEST(NvmlRecord, IsLittleEndianAtFixedOffsets) {
   EXPECT_EQ(b[1], 'V');
   EXPECT_EQ(b[2], 'M');
   EXPECT_EQ(b[3], 'L');
-  EXPECT_EQ(b[4], 1);
+  EXPECT_EQ(b[4], 2);
   EXPECT_EQ(b[6], 2);
   EXPECT_EQ(b[36], 0x04);
   EXPECT_EQ(b[39], 0x01);
@@ -120,6 +120,45 @@ TEST(NvmlRecord, IsLittleEndianAtFixedOffsets) {
   EXPECT_EQ(b[64], 9);
   EXPECT_EQ(b[72], 'G');
   EXPECT_EQ(b[168], '0');
+}
+
+TEST(NvmlRecord, CarriesEccModesAndTheSamplesDeviceCount) {
+  DeviceSample d = device();
+  d.ecc_current = EccMode::kOff;
+  d.ecc_pending = EccMode::kOn;
+  d.sample_devices = 8;
+  RecordBytes b = encode(d, nullptr);
+  EXPECT_EQ(b.size(), 208u);
+  EXPECT_EQ(b[200], 1);  // off
+  EXPECT_EQ(b[201], 2);  // on
+  EXPECT_EQ(b[204], 8);
+  std::string why;
+  auto r = decode(b.data(), b.size(), why);
+  ASSERT_TRUE(r) << why;
+  EXPECT_EQ(r->device.ecc_current, EccMode::kOff);
+  EXPECT_EQ(r->device.ecc_pending, EccMode::kOn);
+  EXPECT_EQ(r->device.sample_devices, 8u);
+  d.ecc_current = d.ecc_pending = EccMode::kUnsupported;
+  b = encode(d, nullptr);
+  r = decode(b.data(), b.size(), why);
+  ASSERT_TRUE(r) << why;
+  EXPECT_EQ(r->device.ecc_current, EccMode::kUnsupported);
+
+  // A version-1 record is its first 200 bytes: ECC and the count unknown.
+  b[4] = 1;
+  r = decode(b.data(), 200, why);
+  ASSERT_TRUE(r) << why;
+  EXPECT_EQ(r->device.ecc_current, EccMode::kUnknown);
+  EXPECT_EQ(r->device.ecc_pending, EccMode::kUnknown);
+  EXPECT_EQ(r->device.sample_devices, 0u);
+  EXPECT_FALSE(decode(b.data(), b.size(), why));  // version 1 of 208 bytes
+}
+
+TEST(NvmlSampler, EccModesOfNvmlsEnableState) {
+  EXPECT_EQ(ecc_mode_of(api::kFeatureEnabled), EccMode::kOn);
+  EXPECT_EQ(ecc_mode_of(api::kFeatureDisabled), EccMode::kOff);
+  EXPECT_EQ(ecc_mode_of(2), EccMode::kUnknown);
+  EXPECT_EQ(ecc_mode_of(-1), EccMode::kUnknown);
 }
 
 TEST(NvmlRecord, CutsOverlongStringsKeepingATerminator) {
