@@ -375,6 +375,17 @@ TEST_F(PreventionScenario, AddressesOfDeniedNamesAreRefusedOnceADnsAnswerGivesTh
   ASSERT_FALSE(got.empty()) << s().agent.stderr_text();
   EXPECT_EQ(got[0]["output_fields"].value("fd.sip", ""), "198.51.100.70") << got[0].dump();
   EXPECT_EQ(got[0]["output_fields"].value("fd.sip.name", ""), "pool.vigil-test.example") << got[0].dump();
+
+  // A reload that changes the enforced rules forgets the learnt address
+  // (its slot could stand for another rule now): the connect goes through
+  // until the next answer gives it again.
+  ASSERT_TRUE(reload("monitor")) << s().agent.stderr_text();
+  ASSERT_TRUE(reload("enforce")) << s().agent.stderr_text();
+  r.steps =
+      "sleep:1500;tcp:198.51.100.70:4444;dns:pool.vigil-test.example@10.96.0.10;sleep:1000;"
+      "tcp:198.51.100.70:4444!EPERM";
+  EXPECT_EQ(run_in_pod(pod("web-0"), r).second, 0) << "a learnt address outlived a reload that moved the slots\n"
+                                                   << s().agent.stderr_text();
 }
 
 // A hybrid host (v1 controllers beside the unified hierarchy, as here) whose
