@@ -11,6 +11,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "bpf/shared/events.h"
 #include "engine/agent/pod_responses.h"
 #include "engine/rules/compiler.h"
 #include "engine/rules/fields.h"
@@ -114,8 +115,8 @@ void PreventionTap::deny_file(const event::ExecData& ed) {
   if (auto it = exe_ids_.find("buildid:" + ed.exe_build_id); !ed.exe_build_id.empty() && it != exe_ids_.end())
     slots |= it->second;
   if (!slots) return;
-  // The exec record's dev_t, as the kernel numbers it (major << 20 | minor).
-  const auto dev = static_cast<std::uint32_t>((major(ed.exe_dev) << 20) | (minor(ed.exe_dev) & 0xfffff));
+  // The exec record's dev_t, as the kernel numbers it.
+  const std::uint32_t dev = VG_MKDEV(major(ed.exe_dev), minor(ed.exe_dev));
   if (sensor_->add_policy_exe({ed.exe_ino, dev, ed.exe_ctime_ns, slots})) ++denied_files_;
   else ++denied_file_errors_;  // full: its later execs are killed only after identification
 }
