@@ -76,7 +76,7 @@ void ExeIdentifier::learn_container_root(const event::Header& h) {
     if (ns_inode(dir + "/ns/mnt") != h.mnt_ns) continue;
     int fd = ::open((dir + "/root").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0) continue;
-    roots_.put(h.mnt_ns, true);
+    roots_.put(h.mnt_ns, pid);
     known_.learn_root(fd, cache_);
     ::close(fd);
     ++stats_.roots_learnt;
@@ -102,7 +102,8 @@ int ExeIdentifier::open_exe(const event::Event& ev, const event::ExecData& ed, b
     return -1;
   }
   if (ed.exe.empty() || ed.exe.front() != '/' || ed.exe_ino == 0) return -1;
-  for (std::uint32_t pid : {ev.hdr.pid, ev.hdr.ppid}) {
+  const std::uint32_t* first = roots_.peek(ev.hdr.mnt_ns);
+  for (std::uint32_t pid : {ev.hdr.pid, ev.hdr.ppid, first ? *first : 0u}) {
     std::string root;
     if (pid != 0) {
       const std::string dir = opt_.proc_root + "/" + std::to_string(pid);

@@ -9,9 +9,12 @@
 // deleted files included, while the process lives; the link must name the
 // same base name as the exec's path, else the process has moved on. When the
 // process is gone already, the exec's path is opened inside its root (its
-// parent's when it is gone too, or the host's for host processes; symbolic
-// links resolved inside that root) and taken only when it is the inode the
-// kernel ran (same inode number and ctime).
+// parent's when it is gone too, then that of the process its mount namespace
+// was first learnt from, or the host's for host processes; symbolic links
+// resolved inside that root) and taken only when it is the inode the kernel
+// ran (same inode number and ctime). A program the kernel killed at exec is
+// gone at once, and its parent may be outside the container (`kubectl exec`):
+// the container's first process usually still lives.
 //
 // The shells and interpreters known at start are the host's (learn_host());
 // a container's own are learnt the first time a process of its mount
@@ -77,7 +80,8 @@ class ExeIdentifier {
   Options opt_;
   FileIdentityCache cache_;
   KnownPrograms known_;
-  util::LruMap<std::uint32_t, bool> roots_;
+  // Mount namespace -> the process its root was learnt from.
+  util::LruMap<std::uint32_t, std::uint32_t> roots_;
   std::uint32_t host_mnt_ns_ = 0;
   Stats stats_;
 };

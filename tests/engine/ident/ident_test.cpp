@@ -330,5 +330,52 @@ TEST(ExeIdentifier, AGoneProcessIsIdentifiedByTheInodeTheKernelRan) {
   EXPECT_EQ(n.id->stats().cache_misses, misses);
 }
 
+// Killed at exec and its parent outside the container (`kubectl exec`):
+// the path is opened in the root of the process the container's mount
+// namespace was first learnt from, if it still lives there.
+TEST(ExeIdentifier, AGoneProcessWithAParentElsewhereIsIdentifiedInTheContainersRoot) {
+  FakeNode n;
+  support::TempDir root;
+  make_exec(root.path() + "/tmp/xmrig", "the dash program");
+  const std::string first = n.proc.path() + "/40";
+  fs::create_directories(first + "/ns");
+  make_exec(first + "/ns/mnt", "");
+  fs::create_symlink(root.path(), first + "/root");
+  struct stat ns {
+  }, x{};
+  ASSERT_EQ(::stat((first + "/ns/mnt").c_str(), &ns), 0);
+  ASSERT_EQ(::stat((root.path() + "/tmp/xmrig").c_str(), &x), 0);
+  auto exec = [&](std::uint32_t pid, std::uint32_t ppid, const std::string& path, const struct stat& st) {
+    event::Event ev;
+    ev.hdr.type = event::Type::kExec;
+    ev.hdr.pid = pid;
+    ev.hdr.ppid = ppid;
+    ev.hdr.mnt_ns = static_cast<std::uint32_t>(ns.st_ino);
+    ev.hdr.comm = "x";
+    event::ExecData d;
+    d.exe = d.filename = path;
+    d.args = {"x"};
+    d.exe_ino = st.st_ino;
+    d.exe_dev = st.st_dev;
+    d.exe_ctime_ns = FileKey::of(st).ctime_ns;
+    ev.data = d;
+    n.id->enrich(ev);
+    return ev.as<event::ExecData>()->exe_known_as;
+  };
+  // The container's first process (pid 40, alive) execs: its root is learnt.
+  n.exe(40, n.host.path() + "/usr/bin/python3");
+  struct stat py {};
+  ASSERT_EQ(::stat((n.host.path() + "/usr/bin/python3").c_str(), &py), 0);
+  exec(40, 1, "/usr/bin/python3", py);
+  // pid 41 is gone, its parent 7 is not in the namespace (no /proc entry).
+  EXPECT_EQ(exec(41, 7, "/tmp/xmrig", x), "dash");
+  // Once pid 40 is gone (or another namespace's), nothing is taken.
+  fs::remove_all(first);
+  make_exec(root.path() + "/tmp/other", "the dash program");
+  struct stat o {};
+  ASSERT_EQ(::stat((root.path() + "/tmp/other").c_str(), &o), 0);
+  EXPECT_EQ(exec(42, 7, "/tmp/other", o), "");
+}
+
 }  // namespace
 }  // namespace vigil::ident
