@@ -8,8 +8,8 @@
  * one load of vg_pol. Refusals are counted per slot (pol_refusals).
  * Included by the programs that judge: policy.bpf.c (devices, sockets),
  * net.bpf.c (connect, sendmsg), proc.bpf.c (exec: comm, memfd, upper layer,
- * and the files denied by identity, pol_exe); each map is __weak so that
- * the objects link with one copy. */
+ * the files denied by identity, pol_exe, and the denied build-ids,
+ * pol_buildid); each map is __weak so that the objects link with one copy. */
 #ifndef VIGIL_BPF_PROGS_POLICY_BPF_H
 #define VIGIL_BPF_PROGS_POLICY_BPF_H
 
@@ -75,6 +75,17 @@ struct {
   __type(value, struct vg_pol_exe_val);
 } pol_exe SEC(".maps") __weak;
 
+/* Denied ELF build-ids (the kernel's form: the note's bytes, zero-padded to
+ * 20), read by the kernel at exec for a program that starts in its own file. */
+#define VG_POL_BUILD_ID_LEN sizeof(((struct bpf_stack_build_id *)0)->build_id)
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 65536);
+  __uint(map_flags, BPF_F_NO_PREALLOC);
+  __uint(key_size, VG_POL_BUILD_ID_LEN);
+  __type(value, __u64);
+} pol_buildid SEC(".maps") __weak;
+
 /* Device refusals by thread, for the open's exit (fd/open.bpf.c). */
 struct {
   __uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -92,6 +103,9 @@ struct {
 } pol_refusals SEC(".maps") __weak;
 
 struct vg_pol_knobs vg_pol SEC(".data.policy") __weak = {};
+/* The slots with a build-id in pol_buildid: the exec program reads the
+ * program's build-id only for them. */
+__u64 vg_pol_buildid_slots SEC(".data.policy") __weak = 0;
 
 /* What a hook knows of the call it judges. */
 struct vg_pol_facts {
@@ -148,6 +162,35 @@ static __always_inline __u64 vg_pol_exe_bits(__u64 cand, __u64 ino, __u32 dev, _
   struct vg_pol_exe_key k = {.ino = ino, .dev = dev};
   const struct vg_pol_exe_val *v = bpf_map_lookup_elem(&pol_exe, &k);
   return v && v->ctime_ns == ctime_ns ? v->slots : 0;
+}
+
+/* The slots whose denied build-ids hold the program's, read at exec by the
+ * kernel's own ELF note parser: the build-id of the file mapped at the user
+ * instruction pointer, from the page cache (the kernel just read the file's
+ * headers), so a copy or a renamed file is judged at its first exec. Only for
+ * a program that starts in its own code (statically linked): one that starts
+ * in its interpreter (ld.so) would give the interpreter's build-id, so it is
+ * left to pol_exe, once identified. Needs bpf_task_pt_regs (5.15+). */
+static __always_inline __u64 vg_pol_buildid_bits(void *ctx, __u64 cand)
+{
+  if (!(cand & vg_pol_buildid_slots))
+    return 0;
+  if (!bpf_core_enum_value_exists(enum bpf_func_id, BPF_FUNC_task_pt_regs))
+    return 0;
+  struct task_struct *t = bpf_get_current_task_btf();
+  struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(t);
+  struct mm_struct *mm = t->mm;
+  if (!regs || !mm)
+    return 0;
+  __u64 ip = PT_REGS_IP_CORE(regs);
+  if (ip < mm->start_code || ip >= mm->end_code)
+    return 0;
+  struct bpf_stack_build_id b = {};
+  long n = bpf_get_stack(ctx, &b, sizeof(b), BPF_F_USER_STACK | BPF_F_USER_BUILD_ID);
+  if (n < (long)sizeof(b) || b.status != BPF_STACK_BUILD_ID_VALID)
+    return 0;
+  const __u64 *bits = bpf_map_lookup_elem(&pol_buildid, b.build_id);
+  return bits ? *bits & cand : 0;
 }
 
 /* Does slot i's rule hold for the call? The hook is the rule's own (user

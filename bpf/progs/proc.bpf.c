@@ -283,6 +283,8 @@ int BPF_PROG(vg_sched_exec, struct task_struct *p, pid_t old_pid, struct linux_b
     f.comm_bits = vg_pol_comm_bits(cand);
     f.exec = e->flags;
     f.exe_bits = vg_pol_exe_bits(cand, e->exe_ino, e->exe_dev, e->exe_ctime_ns);
+    if (!f.exe_bits)
+      f.exe_bits = vg_pol_buildid_bits(ctx, cand);
     kill = vg_pol_match(cand, &f) >= 0;
   }
   if (kill)

@@ -82,8 +82,9 @@ int validate(const std::vector<std::string>& files, const std::string& config) {
       else if (p.enforceable && (p.slot.flags & VG_POLR_EXE))
         std::cout << "enforceable in the kernel at " << rules::hook_name(p.hook) << " by file, once identified ("
                   << p.exe_ids.size()
-                  << " identities): a file's first exec is killed right after vigil identifies it, a response; "
-                     "its later execs are killed at exec";
+                  << " identities): a denied build-id of a statically linked program is read by the kernel and "
+                     "killed at every exec; otherwise a file's first exec is killed right after vigil identifies "
+                     "it, a response, and its later execs are killed at exec";
       else if (p.enforceable) std::cout << "enforceable in the kernel at " << rules::hook_name(p.hook);
       else std::cout << "cannot be enforced in the kernel: " << p.why_not << " (alert only; an error in enforce mode)";
       std::cout << std::endl;

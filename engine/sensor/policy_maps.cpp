@@ -5,10 +5,12 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cstring>
 #include <map>
 #include <set>
 #include <string>
+#include <string_view>
 
 namespace vigil::sensor {
 
@@ -80,6 +82,30 @@ vg_pol_knobs policy_knobs(const policy::Tables& t) {
   return k;
 }
 
+std::map<KernelBuildId, std::uint64_t> kernel_build_ids(const policy::Tables& t) {
+  constexpr std::string_view kPrefix = "buildid:";
+  std::map<KernelBuildId, std::uint64_t> out;
+  for (const auto& [id, slots] : t.exe_ids) {
+    if (!id.starts_with(kPrefix)) continue;
+    const std::string_view hex = std::string_view(id).substr(kPrefix.size());
+    if (hex.empty() || hex.size() % 2 != 0 || hex.size() > 2 * BPF_BUILD_ID_SIZE) continue;
+    KernelBuildId k{};
+    bool ok = true;
+    for (std::size_t i = 0; ok && i < hex.size() / 2; ++i) {
+      auto r = std::from_chars(hex.data() + 2 * i, hex.data() + 2 * i + 2, k[i], 16);
+      ok = r.ec == std::errc{} && r.ptr == hex.data() + 2 * i + 2;
+    }
+    if (ok) out[k] |= slots;
+  }
+  return out;
+}
+
+std::uint64_t build_id_slots(const policy::Tables& t) {
+  std::uint64_t slots = 0;
+  for (const auto& [k, s] : kernel_build_ids(t)) slots |= s;
+  return slots;
+}
+
 Status write_policy(const PolicyMaps& m, const policy::Tables& old, const policy::Tables& next) {
   if (next.slots.size() > policy::kMaxSlots)
     return Error::bad_input("prevention: " + std::to_string(next.slots.size()) + " enforced rules, at most " +
@@ -139,6 +165,14 @@ Status write_policy(const PolicyMaps& m, const policy::Tables& old, const policy
     const std::uint32_t k = port;
     bpf_map__delete_elem(m.ports, &k, sizeof(k), 0);
   }
+  // The build-ids the kernel reads at exec: `next`'s written, `old`'s others
+  // removed (their count is bounded by kMaxExeIds, the map's size).
+  const auto next_ids = kernel_build_ids(next);
+  for (const auto& [id, slots] : next_ids)
+    if (bpf_map__update_elem(m.buildid, id.data(), id.size(), &slots, sizeof(slots), BPF_ANY) != 0)
+      return map_error("pol_buildid", errno);
+  for (const auto& [id, slots] : kernel_build_ids(old))
+    if (!next_ids.count(id)) bpf_map__delete_elem(m.buildid, id.data(), id.size(), 0);
   for (const auto& [comm, slots] : old.comms) {
     if (next.comms.count(comm)) continue;
     const vg_pol_comm k = comm_key(comm);

@@ -5,8 +5,11 @@
 #pragma once
 
 #include <bpf/libbpf.h>
+#include <linux/bpf.h>
 
+#include <array>
 #include <cstdint>
+#include <map>
 #include <vector>
 
 #include "bpf/shared/events.h"
@@ -24,17 +27,28 @@ struct PolicyMaps {
   bpf_map* cgroup = nullptr;
   bpf_map* refusals = nullptr;
   bpf_map* exe = nullptr;
+  bpf_map* buildid = nullptr;
 };
 
 // The knobs for `t` (slots per hook, the comm slots, the NVIDIA majors).
 vg_pol_knobs policy_knobs(const policy::Tables& t);
 
+// The denied build-ids the kernel reads at exec (pol_buildid): the
+// "buildid:<hex>" identities of `t` in the kernel's form (the note's bytes,
+// zero-padded to BPF_BUILD_ID_SIZE), with their slots. A build-id longer than
+// the kernel keeps is left to the files identified in user space (pol_exe).
+using KernelBuildId = std::array<std::uint8_t, BPF_BUILD_ID_SIZE>;
+std::map<KernelBuildId, std::uint64_t> kernel_build_ids(const policy::Tables& t);
+// The slots that have one: the exec program reads a program's build-id only
+// for them (vg_pol_buildid_slots).
+std::uint64_t build_id_slots(const policy::Tables& t);
+
 // Moves the maps from `old` to `next`: the caller has turned the knobs off
 // (every hook then refuses nothing); when they differ the containers' entries
 // (which name `old`'s slots) and the files denied by identity are removed,
 // for the caller to make again;
-// slots, comms and destinations of `next` are written and those only `old`
-// had removed. `live_nets` (destinations
+// slots, comms, destinations and build-ids of `next` are written and those
+// only `old` had removed. `live_nets` (destinations
 // learnt since, e.g. from DNS answers) are kept. Bad input (too many slots,
 // comms or destinations) is an error before anything is written.
 Status write_policy(const PolicyMaps& m, const policy::Tables& old, const policy::Tables& next);

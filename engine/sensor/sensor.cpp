@@ -190,8 +190,9 @@ class Sensor::Impl {
 
   // Prevention's maps (any thread: map updates are atomic per entry).
   PolicyMaps policy_maps() const {
-    return {skel_->maps.pol_rules, skel_->maps.pol_comm,   skel_->maps.pol_ports,    skel_->maps.pol_net4,
-            skel_->maps.pol_net6,  skel_->maps.pol_cgroup, skel_->maps.pol_refusals, skel_->maps.pol_exe};
+    return {skel_->maps.pol_rules,    skel_->maps.pol_comm, skel_->maps.pol_ports,
+            skel_->maps.pol_net4,     skel_->maps.pol_net6, skel_->maps.pol_cgroup,
+            skel_->maps.pol_refusals, skel_->maps.pol_exe,  skel_->maps.pol_buildid};
   }
 
  private:
@@ -364,8 +365,10 @@ Status Sensor::Impl::apply_open_tables(OpenTables next) {
 Status Sensor::Impl::apply_policy(const policy::Tables& old, const policy::Tables& next) {
   vg_pol_knobs& live = skel_->data_policy->vg_pol;
   live = vg_pol_knobs{};
+  skel_->data_policy->vg_pol_buildid_slots = 0;
   if (Status st = write_policy(policy_maps(), old, next); !st) return st;
   live = policy_knobs(next);
+  skel_->data_policy->vg_pol_buildid_slots = build_id_slots(next);
   return {};
 }
 

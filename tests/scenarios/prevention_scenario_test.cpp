@@ -28,6 +28,7 @@
 // Needs root and a kernel with BTF (label integration); skipped otherwise.
 #include <sys/mount.h>
 
+#include "engine/ident/build_id.h"
 #include "engine/ident/file_identity.h"
 #include "tests/scenarios/rig.h"
 
@@ -113,6 +114,33 @@ std::string make_hashed_program(const std::string& tmp) {
          "  action: deny\n";
 }
 
+std::string g_static;     // the program the test denies by its build-id
+std::string g_static_id;  // its build-id, hex
+
+// A statically linked copy of the workload, denied by its build-id: the
+// kernel reads it at exec, so its first exec is prevented, not responded to.
+std::string make_static_program(const std::string& tmp) {
+  fs::create_directories(tmp + "/static");
+  g_static = tmp + "/static/llm-helper";
+  fs::copy_file(VIGIL_WORKLOAD_STATIC, g_static, fs::copy_options::overwrite_existing);
+  fs::permissions(g_static, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                                fs::perms::others_read | fs::perms::others_exec);
+  const int fd = open(g_static.c_str(), O_RDONLY | O_CLOEXEC);
+  struct stat st {};
+  g_static_id = fstat(fd, &st) == 0 ? vigil::ident::read_build_id_fd(fd, st.st_size) : "";
+  close(fd);
+  return "- rule: Test program denied by build-id\n"
+         "  desc: A statically linked program the test denies by its ELF build-id.\n"
+         "  condition: evt.type = execve and vigil_container and proc.exe_build_id = " +
+         g_static_id +
+         "\n"
+         "  output: Denied by build-id (proc.pid=%proc.pid proc.ppid=%proc.ppid proc.name=%proc.name proc.exe_build_id=%proc.exe_build_id\n"
+         "    container.id=%container.id k8s.ns.name=%k8s.ns.name k8s.pod.name=%k8s.pod.name)\n"
+         "  priority: ERROR\n"
+         "  tags: [crypto_mining]\n"
+         "  action: deny\n";
+}
+
 std::string g_flight;  // the flight recorder's directory
 
 void write_mode(const std::string& mode) {
@@ -129,7 +157,7 @@ class PreventionScenario : public Scenario {
       g_config = tmp + "/prevention.yaml";
       g_flight = tmp + "/flight";
       write_mode("enforce");
-      std::ofstream(tmp + "/prevention_rules.yaml") << kRules << make_hashed_program(tmp);
+      std::ofstream(tmp + "/prevention_rules.yaml") << kRules << make_hashed_program(tmp) << make_static_program(tmp);
       // The flight recorder on (the rig turns it off): every response gets a capture.
       return std::vector<std::string>{"-c",        g_config,
                                       "-r",        tmp + "/prevention_rules.yaml",
@@ -348,6 +376,47 @@ TEST_F(PreventionScenario, ProgramDeniedByHashIsKilledOnceIdentifiedThenAtExec) 
   unsetenv("VIGIL_STEPS");
   const int host_st = host.wait(20s);
   EXPECT_TRUE(WIFEXITED(host_st) && WEXITSTATUS(host_st) == 0) << "the host's run of the file was stopped";
+  EXPECT_TRUE(fs::exists(host_marker));
+}
+
+// A statically linked program denied by build-id: the kernel reads the
+// build-id at exec, so even its first exec, never identified before, is
+// killed before its first action, and a renamed copy too. A shell in the pod
+// starts it, as an intruder's would, and lives on: vigil identifies the
+// killed program in the shell's root, so the alert names it.
+TEST_F(PreventionScenario, StaticProgramDeniedByBuildIdIsKilledAtItsFirstExec) {
+  ASSERT_EQ(g_static_id.size(), 40u) << "the static workload has no SHA-1 build-id";
+  ASSERT_TRUE(reload("enforce")) << s().agent.stderr_text();
+  const std::string rule = "Test program denied by build-id";
+  for (const std::string& name : {std::string("llm-helper"), std::string("tokenizer")}) {
+    const std::string prog = s().tmp + "/static/" + name;
+    if (prog != g_static) fs::copy_file(g_static, prog, fs::copy_options::overwrite_existing);
+    const std::string marker = s().tmp + "/marker-buildid-" + name;
+    PodRun r;
+    r.argv = {"/bin/sh", "-c", "\"$0\" --port 8080; st=$?; sleep 1; exit $st", prog};
+    r.steps = "write:" + marker + ":ran";
+    auto [sh_pid, code] = run_in_pod(pod("web-0"), r);
+    EXPECT_EQ(code, 128 + SIGKILL) << name << " was not killed\n" << s().agent.stderr_text();
+    EXPECT_FALSE(fs::exists(marker)) << name << " ran its first action";
+    const auto got = s().agent.alerts(
+        [&](const json& a) {
+          return a.value("rule", "") == rule && a.contains("output_fields") &&
+                 a["output_fields"].value("proc.name", json()) == json(name);
+        },
+        10s);
+    ASSERT_FALSE(got.empty()) << name << "\n" << s().agent.stderr_text();
+    EXPECT_EQ(got[0]["output_fields"].value("proc.ppid", json()), json(sh_pid)) << got[0].dump();
+    EXPECT_EQ(got[0].value("prevention", ""), "prevented") << got[0].dump();
+    EXPECT_EQ(got[0]["output_fields"].value("proc.exe_build_id", ""), g_static_id) << got[0].dump();
+    EXPECT_EQ(got[0]["output_fields"].value("k8s.pod.name", json()), "web-0");
+  }
+  // The host runs it.
+  const std::string host_marker = s().tmp + "/marker-buildid-host";
+  setenv("VIGIL_STEPS", ("write:" + host_marker + ":ran").c_str(), 1);
+  Child host = Child::spawn({g_static});
+  unsetenv("VIGIL_STEPS");
+  const int host_st = host.wait(20s);
+  EXPECT_TRUE(WIFEXITED(host_st) && WEXITSTATUS(host_st) == 0) << "the host's run of the program was stopped";
   EXPECT_TRUE(fs::exists(host_marker));
 }
 

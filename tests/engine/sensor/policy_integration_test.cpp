@@ -2,10 +2,12 @@
 // against the real kernel, below the agent: which file, which change time,
 // which cgroup, and what a reload and a full map do to it. The prevention
 // scenario runs the same path end to end through `vigil run`.
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -14,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include "bpf/shared/events.h"
+#include "engine/ident/build_id.h"
 #include "tests/engine/sensor/sensor_test_util.h"
 #include "tests/support/cgroup.h"
 
@@ -70,8 +73,9 @@ class ExeDenial : public ::testing::Test {
     std::string how;
     bool killed_at_exec = false;
   };
-  Run run(bool in_pod) {
-    Child c = Child::spawn({prog_}, {.cgroup = in_pod ? cg_->scope() : std::string{}});
+  Run run(bool in_pod) { return run(in_pod, prog_); }
+  Run run(bool in_pod, const std::string& path) {
+    Child c = Child::spawn({path}, {.cgroup = in_pod ? cg_->scope() : std::string{}});
     Run r{Child::what(c.wait(std::chrono::seconds(10))), false};
     auto ev = rec_->wait_for(
         [&](const Event& e) { return e.hdr.type == Type::kExec && e.hdr.pid == static_cast<std::uint32_t>(c.pid()); });
@@ -81,6 +85,23 @@ class ExeDenial : public ::testing::Test {
     }
     r.killed_at_exec = ev->as<event::ExecData>()->killed_at_exec;
     return r;
+  }
+
+  // Reloads with one rule denying `id`, and makes the container's entry again
+  // (a reload that changes the tables removes it).
+  void deny(const std::string& id) {
+    Config next = cfg_;
+    next.policy = exe_rule(id);
+    ASSERT_TRUE(sensor_->update(next));
+    ASSERT_TRUE(sensor_->set_policy_cgroup(cg_->id(), &in_pod_));
+  }
+
+  // A copy of `from` in the test's directory, executable.
+  std::string copy_of(const std::string& from, const std::string& name) {
+    const std::string to = dir_.path() + "/" + name;
+    fs::copy_file(from, to, fs::copy_options::overwrite_existing);
+    fs::permissions(to, fs::perms::owner_all);
+    return to;
   }
 
   support::TempDir dir_{"vigil-pol-exe"};
@@ -182,6 +203,54 @@ TEST_F(ExeDenial, AFullMapSaysSoAndRefusesNothingMore) {
   // An entry already there is still updated in place.
   filler.ino = 1'000'000;
   EXPECT_TRUE(sensor_->add_policy_exe(filler));
+}
+
+std::string build_id_of(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return "";
+  struct stat st {};
+  std::string id = ::fstat(fd, &st) == 0 ? ident::read_build_id_fd(fd, st.st_size) : "";
+  ::close(fd);
+  return id;
+}
+
+TEST_F(ExeDenial, AStaticProgramDeniedByBuildIdIsKilledAtTheFirstExecOfAnyCopy) {
+  if (HasFatalFailure() || IsSkipped()) return;
+  const std::string miner = copy_of(VIGIL_TEST_STATIC_PROG, "miner");
+  const std::string id = build_id_of(miner);
+  ASSERT_EQ(id.size(), 40u) << "the static test program has no SHA-1 build-id: '" << id << "'";
+  ASSERT_EQ(run(true, miner).how, Child::what(0)) << "before any rule names it";
+  deny("buildid:" + id);
+  // Never identified by user space, never in pol_exe: the kernel reads its
+  // build-id at exec.
+  Run first = run(true, miner);
+  EXPECT_EQ(first.how, kKilled);
+  EXPECT_TRUE(first.killed_at_exec);
+  // A renamed copy is another inode with the same build-id.
+  Run renamed = run(true, copy_of(miner, "kworker"));
+  EXPECT_EQ(renamed.how, kKilled);
+  EXPECT_TRUE(renamed.killed_at_exec);
+  // Never on the host; never a program with another build-id.
+  EXPECT_EQ(run(false, miner).how, Child::what(0));
+  EXPECT_EQ(run(true).how, Child::what(0));
+  // A reload that drops the build-id lets it run.
+  deny("buildid:" + std::string(40, 'c'));
+  EXPECT_EQ(run(true, miner).how, Child::what(0));
+}
+
+TEST_F(ExeDenial, AProgramThatStartsInItsInterpreterIsNotJudgedByTheInterpretersBuildId) {
+  if (HasFatalFailure() || IsSkipped()) return;
+  // The dynamic program (a copy of /bin/true) starts in ld.so: the build-id
+  // at its first instruction is ld.so's, which must not stand for its own.
+  std::error_code ec;
+  const fs::path ldso = fs::canonical("/lib64/ld-linux-x86-64.so.2", ec);
+  if (ec) GTEST_SKIP() << "no x86-64 dynamic loader here";
+  const std::string ldso_id = build_id_of(ldso);
+  ASSERT_FALSE(ldso_id.empty());
+  deny("buildid:" + ldso_id);
+  Run r = run(true);
+  EXPECT_EQ(r.how, Child::what(0));
+  EXPECT_FALSE(r.killed_at_exec);
 }
 
 }  // namespace
