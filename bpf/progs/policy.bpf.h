@@ -77,12 +77,14 @@ struct {
 
 /* Denied ELF build-ids (the kernel's form: the note's bytes, zero-padded to
  * 20), read by the kernel at exec for a program that starts in its own file. */
-#define VG_POL_BUILD_ID_LEN sizeof(((struct bpf_stack_build_id *)0)->build_id)
+struct vg_pol_buildid_key {
+  __u8 id[sizeof(((struct bpf_stack_build_id *)0)->build_id)];
+};
 struct {
   __uint(type, BPF_MAP_TYPE_HASH);
   __uint(max_entries, 65536);
   __uint(map_flags, BPF_F_NO_PREALLOC);
-  __uint(key_size, VG_POL_BUILD_ID_LEN);
+  __type(key, struct vg_pol_buildid_key);
   __type(value, __u64);
 } pol_buildid SEC(".maps") __weak;
 
