@@ -151,8 +151,16 @@ TEST_F(RouterReloadTest, AlertsAcrossReloadsAreDeliveredExactlyOnce) {
   ASSERT_TRUE(r);
   constexpr int kAlerts = 20000;
   std::atomic<int> published{0};
+  std::atomic<int> reloaded{0};
   std::thread pub([&] {
     for (int i = 0; i < kAlerts; ++i) {
+      // Reload c starts once c/5 of the alerts are out and runs while they
+      // keep coming; on a loaded machine the publisher could otherwise pass
+      // the last reload altogether, so it waits for reload c at
+      // c/5 + 1/10 of the alerts.
+      for (int c = 1; c < static_cast<int>(configs.size()); ++c)
+        if (i == c * kAlerts / 5 + kAlerts / 10)
+          while (reloaded.load() < c) std::this_thread::yield();
       r->publish(alert(i));
       published = i + 1;
       if (i % 100 == 0) std::this_thread::yield();
@@ -161,6 +169,7 @@ TEST_F(RouterReloadTest, AlertsAcrossReloadsAreDeliveredExactlyOnce) {
   for (std::size_t c = 1; c < configs.size(); ++c) {
     while (published.load() < static_cast<int>(c) * kAlerts / 5) std::this_thread::yield();
     reload(*r, configs[c]);
+    reloaded = static_cast<int>(c);
   }
   pub.join();
   r->shutdown(5s);
